@@ -1,0 +1,77 @@
+import type { AdapterFields, ReplyTarget } from "./msg-context.js";
+
+/** Which markdown flavour a channel renders (the reply layer converts to it). */
+export type MarkdownDialect = "commonmark" | "telegram-html" | "discord" | "slack-mrkdwn" | "whatsapp" | "plain";
+
+/** What a channel can do; the reply layer and the agent adapt to it. */
+export interface ChannelCapabilities {
+  /** Longest text one message may carry, in characters, after rendering. */
+  textLimit: number;
+  markdown: MarkdownDialect;
+  threads: boolean;
+  typing: boolean;
+  edit: boolean;
+  /** Least time between two sends to one chat, so the platform never throttles us. */
+  minSendIntervalMs?: number;
+}
+
+/** One piece of a reply, small enough for the channel, in its place in the reply. */
+export interface OutboundSegment {
+  /** The reply (usually the runId) this segment belongs to. */
+  replyId: string;
+  /** 0-based position within its reply. */
+  index: number;
+  text: string;
+  /** The final segment of its reply. */
+  last?: boolean;
+}
+
+/** What a platform said about a send it accepted. */
+export interface SendResult {
+  /** The platform's id of the message it created, when it has one. */
+  messageId?: string;
+}
+
+/** A send that must not be retried as is (blocked bot, bad request): the segment fails for good. */
+export class PermanentSendError extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = "PermanentSendError";
+  }
+}
+
+/** The platform asked us to slow down; the whole reply target waits `retryAfterMs`. */
+export class RateLimitedError extends Error {
+  constructor(
+    readonly retryAfterMs: number,
+    message = `rate limited; retry after ${retryAfterMs} ms`,
+  ) {
+    super(message);
+    this.name = "RateLimitedError";
+  }
+}
+
+/** Receives inbound messages from an adapter. Resolves once the message is accepted (or refused). */
+export type InboundHandler = (fields: AdapterFields) => Promise<void>;
+
+/**
+ * The contract every channel adapter implements. An adapter does platform I/O
+ * only: it turns platform events into `AdapterFields` and sends segments; it
+ * never calls the model or writes a transcript.
+ */
+export interface ChannelAdapter {
+  /** The channel name, e.g. `telegram`; the `channel` of every message it emits. */
+  readonly channel: string;
+  readonly capabilities: ChannelCapabilities;
+  /** Connects to the platform and starts emitting inbound messages to `onInbound`. */
+  start(onInbound: InboundHandler): Promise<void>;
+  /** Disconnects; resolves when no more inbound messages will be emitted. */
+  stop(): Promise<void>;
+  /**
+   * Sends one segment to a reply target. Throws `RateLimitedError` to delay the
+   * target, `PermanentSendError` to give the segment up; anything else is retried.
+   */
+  send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult>;
+  /** Shows "typing…" in the target chat, if the channel can. */
+  sendTyping(target: ReplyTarget): Promise<void>;
+}

@@ -1,0 +1,218 @@
+import { existsSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import JSON5 from "json5";
+import { z } from "zod";
+import { HubError } from "./errors.js";
+
+/** Who may start a DM run: `allowlist` (only `allowFrom`), `open` (anyone; needs `allowFrom: ["*"]`), `disabled`. */
+export const DmPolicySchema = z.enum(["allowlist", "open", "disabled"]);
+/** Which groups get answers: `allowlist` (only `groups`), `open`, `disabled`. */
+export const GroupPolicySchema = z.enum(["allowlist", "open", "disabled"]);
+
+/** Per-group settings. */
+export const GroupConfigSchema = z
+  .object({
+    requireMention: z.boolean().default(true),
+    /** Senders allowed in this group; empty means everyone in the group. */
+    allowFrom: z.array(z.string()).default([]),
+  })
+  .strict();
+
+/** Access settings every channel shares. */
+export const ChannelAccessSchema = z.object({
+  enabled: z.boolean().default(true),
+  accountId: z.string().min(1).default("default"),
+  dmPolicy: DmPolicySchema.default("allowlist"),
+  allowFrom: z.array(z.string()).default([]),
+  groupPolicy: GroupPolicySchema.default("allowlist"),
+  groups: z.record(z.string(), GroupConfigSchema).default({}),
+});
+/** Access settings of one channel (DM policy, allowlists, groups). */
+export type ChannelAccess = z.infer<typeof ChannelAccessSchema>;
+
+const TelegramSchema = ChannelAccessSchema.extend({
+  botToken: z.string().min(1).optional(),
+  apiRoot: z.url().default("https://api.telegram.org"),
+  mode: z.enum(["polling", "webhook"]).default("polling"),
+  webhookUrl: z.url().optional(),
+  webhookSecret: z.string().min(1).optional(),
+}).strict();
+
+const WebChatSchema = ChannelAccessSchema.extend({
+  // The web chat's only sender is the authenticated gateway client, so DMs are open to it.
+  dmPolicy: DmPolicySchema.default("open"),
+  allowFrom: z.array(z.string()).default(["*"]),
+}).strict();
+
+const ProviderSchema = z
+  .object({
+    api: z.enum(["openai"]).default("openai"),
+    baseUrl: z.url().optional(),
+    apiKey: z.string().min(1).optional(),
+  })
+  .strict();
+
+/** The whole hub configuration, as read from `hub.json5` plus environment overrides. */
+export const HubConfigSchema = z
+  .object({
+    gateway: z
+      .object({
+        host: z.string().min(1).default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(18789),
+        token: z.string().min(16, "must be at least 16 characters").optional(),
+        /** Largest WebSocket frame accepted, in bytes. */
+        maxFrameBytes: z.number().int().positive().default(256 * 1024),
+      })
+      .strict()
+      .default({ host: "127.0.0.1", port: 18789, maxFrameBytes: 256 * 1024 }),
+    agent: z
+      .object({
+        id: z
+          .string()
+          .regex(/^[a-z0-9][a-z0-9_-]*$/, "must be lowercase letters, digits, '-' or '_'")
+          .default("main"),
+        model: z
+          .string()
+          .regex(/^[a-z0-9_-]+\/.+$/, 'must be "provider/model", for example "offline/echo" or "openai/gpt-4o-mini"')
+          .default("offline/echo"),
+        dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
+        maxConcurrentRuns: z.number().int().positive().default(8),
+        runTimeoutSeconds: z.number().int().positive().default(600),
+        systemPrompt: z.string().optional(),
+        /** Delay between tokens of the offline model, so streaming is visible. */
+        offlineTokenDelayMs: z.number().int().nonnegative().default(15),
+      })
+      .strict()
+      .default({
+        id: "main",
+        model: "offline/echo",
+        dmScope: "per-channel-peer",
+        maxConcurrentRuns: 8,
+        runTimeoutSeconds: 600,
+        offlineTokenDelayMs: 15,
+      }),
+    models: z
+      .object({ providers: z.record(z.string(), ProviderSchema).default({}) })
+      .strict()
+      .default({ providers: {} }),
+    redis: z
+      .object({
+        url: z.string().regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"').default("redis://127.0.0.1:6379"),
+        prefix: z.string().min(1).default("hub"),
+      })
+      .strict()
+      .default({ url: "redis://127.0.0.1:6379", prefix: "hub" }),
+    delivery: z
+      .object({
+        maxAttempts: z.number().int().positive().default(8),
+        /** A send slower than this is abandoned and retried; keep it well below `leaseMs`. */
+        sendTimeoutMs: z.number().int().positive().default(10_000),
+        leaseMs: z.number().int().positive().default(30_000),
+      })
+      .strict()
+      .default({ maxAttempts: 8, sendTimeoutMs: 10_000, leaseMs: 30_000 }),
+    /** Which roles this process runs; all by default. */
+    roles: z.array(z.enum(["ingress", "agent", "delivery"])).min(1).default(["ingress", "agent", "delivery"]),
+    channels: z
+      .object({ webchat: WebChatSchema.optional(), telegram: TelegramSchema.optional() })
+      .strict()
+      .default({}),
+  })
+  .strict();
+
+/** The validated hub configuration. */
+export type HubConfig = z.infer<typeof HubConfigSchema>;
+/** The configuration as written in a file (defaults not yet applied). */
+export type HubConfigInput = z.input<typeof HubConfigSchema>;
+
+/** The state directory: `HUB_STATE_DIR`, or `~/.hub`. */
+export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
+  return resolve(env.HUB_STATE_DIR ?? join(homedir(), ".hub"));
+}
+
+type Json = { [key: string]: unknown };
+
+function setPath(target: Json, path: string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    if (typeof node[key] !== "object" || node[key] === null) node[key] = {};
+    node = node[key] as Json;
+  }
+  node[path[path.length - 1] as string] = value;
+}
+
+/** Environment variables that override config keys (value parsers included). */
+const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
+  ["HUB_GATEWAY_HOST", ["gateway", "host"], String],
+  ["HUB_GATEWAY_PORT", ["gateway", "port"], Number],
+  ["HUB_GATEWAY_TOKEN", ["gateway", "token"], String],
+  ["HUB_MODEL", ["agent", "model"], String],
+  ["REDIS_URL", ["redis", "url"], String],
+  ["HUB_REDIS_PREFIX", ["redis", "prefix"], String],
+  ["OPENAI_BASE_URL", ["models", "providers", "openai", "baseUrl"], String],
+  ["OPENAI_API_KEY", ["models", "providers", "openai", "apiKey"], String],
+  ["TELEGRAM_BOT_TOKEN", ["channels", "telegram", "botToken"], String],
+  ["HUB_ROLES", ["roles"], (v) => v.split(",").map((r) => r.trim())],
+];
+
+function fixFor(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys") return "remove it or fix its spelling; `hub config schema` lists every key";
+  if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
+  return "correct the value";
+}
+
+/**
+ * Validates raw config (file contents plus env overrides). Unknown keys and
+ * wrong types throw a `HubError` naming each path and how to fix it.
+ */
+export function parseConfig(raw: unknown, source = "config", env: NodeJS.ProcessEnv = {}): HubConfig {
+  const merged: Json = structuredClone((raw ?? {}) as Json);
+  for (const [name, path, parse] of ENV_OVERRIDES) {
+    const value = env[name];
+    if (value !== undefined && value !== "") setPath(merged, path, parse(value));
+  }
+  const result = HubConfigSchema.safeParse(merged);
+  if (result.success) return result.data;
+  const lines = result.error.issues.map((issue) => {
+    const keys = issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
+    const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
+    return `  - ${at}${keys}: ${issue.message}; ${fixFor(issue)}.`;
+  });
+  throw new HubError("config_invalid", `The configuration in ${source} is not valid:\n${lines.join("\n")}`);
+}
+
+/**
+ * Loads the configuration: the JSON5 file at `path` (or `HUB_CONFIG`, or
+ * `<state dir>/hub.json5`; a missing default file means "all defaults"),
+ * then environment overrides, then validation.
+ */
+export function loadConfig(options: { path?: string | undefined; env?: NodeJS.ProcessEnv } = {}): {
+  config: HubConfig;
+  path: string;
+  fromFile: boolean;
+} {
+  const env = options.env ?? process.env;
+  const explicit = options.path ?? env.HUB_CONFIG;
+  const path = resolve(explicit ?? join(resolveStateDir(env), "hub.json5"));
+  let raw: unknown = {};
+  const fromFile = existsSync(path);
+  if (fromFile) {
+    try {
+      raw = JSON5.parse(readFileSync(path, "utf8"));
+    } catch (error) {
+      throw new HubError(
+        "config_unreadable",
+        `The configuration file ${path} could not be read as JSON5 (${(error as Error).message}); fix the syntax and start again.`,
+      );
+    }
+  } else if (explicit) {
+    throw new HubError("config_missing", `The configuration file ${path} does not exist; create it or drop --config to use the defaults.`);
+  }
+  return { config: parseConfig(raw, path, env), path, fromFile };
+}
+
+/** The JSON schema of the configuration file, generated from the zod schema. */
+export function configJsonSchema(): unknown {
+  return z.toJSONSchema(HubConfigSchema, { io: "input", unrepresentable: "any" });
+}

@@ -1,0 +1,71 @@
+import { formatIssues, HubError } from "./errors.js";
+import { type AdapterFields, AdapterFieldsSchema, type MsgContext, MsgContextSchema } from "./msg-context.js";
+import { neutralizeRoleMarkers, normalizeText } from "./sanitize.js";
+import { type DmScope, deriveSessionKey } from "./session-key.js";
+
+/** The part of the hub config that finalizing reads. `HubConfig` satisfies it. */
+export interface FinalizeConfig {
+  agent: { id: string; dmScope: DmScope };
+}
+
+/** Longest inbound text accepted, in characters. */
+export const MAX_INBOUND_TEXT = 32_000;
+
+/**
+ * Turns an adapter's raw fields into the one canonical `MsgContext`: validates,
+ * normalizes line endings, neutralizes spoofed role markers, and derives the
+ * sessionKey, replyTarget and dedupeKey. Pure; throws a `HubError`
+ * (`inbound_invalid`) with a clear reason for what it cannot finalize.
+ */
+export function finalizeInboundContext(fields: AdapterFields, config: FinalizeConfig): MsgContext {
+  const parsed = AdapterFieldsSchema.safeParse(fields);
+  if (!parsed.success) {
+    throw new HubError("inbound_invalid", `Inbound message rejected: ${formatIssues(parsed.error.issues)}.`);
+  }
+  const f = parsed.data;
+  const body = neutralizeRoleMarkers(normalizeText(f.body));
+  if (body.length > MAX_INBOUND_TEXT) {
+    throw new HubError("inbound_too_large", `Inbound message rejected: the text is ${body.length} characters; the limit is ${MAX_INBOUND_TEXT}.`);
+  }
+  if (body.trim() === "" && f.media.length === 0) {
+    throw new HubError("inbound_empty", "Inbound message rejected: it has neither text nor attachments.");
+  }
+  const sessionKey =
+    f.sessionKey ??
+    deriveSessionKey({
+      agentId: config.agent.id,
+      channel: f.channel,
+      chatType: f.chat.type,
+      chatId: f.chat.id,
+      threadId: f.threadId,
+      peerId: f.sender.id,
+      dmScope: config.agent.dmScope,
+    });
+  const ctx: MsgContext = {
+    channel: f.channel,
+    accountId: f.accountId,
+    messageId: f.messageId,
+    chat: f.chat,
+    ...(f.threadId ? { threadId: f.threadId } : {}),
+    sender: f.sender,
+    body,
+    wasMentioned: f.wasMentioned,
+    ...(f.replyTo
+      ? { replyTo: { ...f.replyTo, ...(f.replyTo.body ? { body: neutralizeRoleMarkers(normalizeText(f.replyTo.body)) } : {}) } }
+      : {}),
+    media: f.media,
+    timestamp: f.timestamp,
+    sessionKey,
+    replyTarget: {
+      channel: f.channel,
+      accountId: f.accountId,
+      chatId: f.chat.id,
+      ...(f.threadId ? { threadId: f.threadId } : {}),
+      ...(f.replyToMessageId ? { replyToMessageId: f.replyToMessageId } : {}),
+    },
+    dedupeKey: `${f.channel}:${f.accountId}:${f.chat.id}:${f.messageId}`,
+    commandAuthorized: f.commandAuthorized,
+  };
+  // The output schema is the contract with every later stage; check it here once.
+  return MsgContextSchema.parse(ctx);
+}

@@ -1,0 +1,26 @@
+import { pino, type Logger } from "pino";
+
+/** The structured logger every package uses; one root per process, children per concern. */
+export type HubLogger = Logger;
+
+/** Paths pino replaces with "[redacted]" wherever they appear in a log object. */
+export const REDACTED_PATHS = [
+  "token",
+  "*.token",
+  "apiKey",
+  "*.apiKey",
+  "botToken",
+  "*.botToken",
+  "auth.token",
+  "params.auth",
+  "headers.authorization",
+  "*.headers.authorization",
+  "config.gateway.token",
+  "config.models.providers.*.apiKey",
+];
+
+/** Creates the process's root logger. Level from `HUB_LOG_LEVEL` (default `info`; tests: `silent`). */
+export function createLogger(options: { level?: string; name?: string } = {}): HubLogger {
+  const level = options.level ?? process.env.HUB_LOG_LEVEL ?? (process.env.VITEST ? "silent" : "info");
+  return pino({ level, name: options.name ?? "hub", redact: { paths: REDACTED_PATHS, censor: "[redacted]" } });
+}

@@ -1,0 +1,101 @@
+import { z } from "zod";
+
+/** Chat kinds every channel maps onto. */
+export const ChatTypeSchema = z.enum(["direct", "group", "channel"]);
+/** A chat kind: a one-to-one DM, a group, or a broadcast channel. */
+export type ChatType = z.infer<typeof ChatTypeSchema>;
+
+/** Where a reply goes: the same place the message came from. */
+export const ReplyTargetSchema = z
+  .object({
+    channel: z.string().min(1),
+    accountId: z.string().min(1),
+    chatId: z.string().min(1),
+    threadId: z.string().min(1).optional(),
+    replyToMessageId: z.string().min(1).optional(),
+  })
+  .strict();
+/** Where a reply goes; segments for one target (chat + thread) are delivered in order. */
+export type ReplyTarget = z.infer<typeof ReplyTargetSchema>;
+
+/** One attachment, referenced on the platform; downloaded only on demand. */
+export const MediaSchema = z
+  .object({
+    kind: z.enum(["image", "audio", "voice", "video", "document", "sticker", "other"]),
+    mime: z.string().min(1),
+    size: z.number().int().nonnegative().optional(),
+    ref: z.string().min(1),
+  })
+  .strict();
+/** An attachment of an inbound message. */
+export type Media = z.infer<typeof MediaSchema>;
+
+const SenderSchema = z
+  .object({
+    id: z.string().min(1),
+    name: z.string().optional(),
+    username: z.string().optional(),
+    isBot: z.boolean().default(false),
+  })
+  .strict();
+
+const ChatSchema = z.object({ type: ChatTypeSchema, id: z.string().min(1), title: z.string().optional() }).strict();
+
+const ReplyToSchema = z
+  .object({ messageId: z.string().min(1), senderId: z.string().optional(), body: z.string().optional() })
+  .strict();
+
+/**
+ * What an adapter knows about one inbound message, before the hub derives
+ * anything from it. Adapters produce this; `finalizeInboundContext` turns it
+ * into a `MsgContext`.
+ */
+export const AdapterFieldsSchema = z
+  .object({
+    channel: z.string().min(1).regex(/^[a-z][a-z0-9-]*$/, "must be lowercase letters, digits and dashes"),
+    accountId: z.string().min(1).default("default"),
+    messageId: z.string().min(1),
+    chat: ChatSchema,
+    threadId: z.string().min(1).optional(),
+    sender: SenderSchema,
+    body: z.string(),
+    wasMentioned: z.boolean().default(false),
+    replyTo: ReplyToSchema.optional(),
+    media: z.array(MediaSchema).default([]),
+    timestamp: z.number().int().nonnegative(),
+    /** Reply to the user's message (groups usually want this). */
+    replyToMessageId: z.string().min(1).optional(),
+    /**
+     * Route to this session instead of deriving one. Only trusted entries (the
+     * authenticated gateway) set it.
+     */
+    sessionKey: z.string().min(1).optional(),
+    /** Set by the entry when it knows the sender may run commands (the gateway's owner). */
+    commandAuthorized: z.boolean().default(false),
+  })
+  .strict();
+/** Adapter-side fields of an inbound message (input of `finalizeInboundContext`). */
+export type AdapterFields = z.input<typeof AdapterFieldsSchema>;
+
+/** The single, finalized source of truth about one inbound message. */
+export const MsgContextSchema = z
+  .object({
+    channel: z.string().min(1),
+    accountId: z.string().min(1),
+    messageId: z.string().min(1),
+    chat: ChatSchema,
+    threadId: z.string().min(1).optional(),
+    sender: SenderSchema,
+    body: z.string(),
+    wasMentioned: z.boolean(),
+    replyTo: ReplyToSchema.optional(),
+    media: z.array(MediaSchema),
+    timestamp: z.number().int().nonnegative(),
+    sessionKey: z.string().min(1),
+    replyTarget: ReplyTargetSchema,
+    dedupeKey: z.string().min(1),
+    commandAuthorized: z.boolean().default(false),
+  })
+  .strict();
+/** A finalized inbound message: validated, sanitized, with its session and reply target derived. */
+export type MsgContext = z.infer<typeof MsgContextSchema>;

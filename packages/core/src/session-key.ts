@@ -1,0 +1,45 @@
+import type { ChatType } from "./msg-context.js";
+
+/**
+ * How direct-message sessions are shared: `main` (all DMs of the agent are one
+ * session), `per-peer` (one per person across channels), `per-channel-peer`
+ * (one per person per channel).
+ */
+export type DmScope = "main" | "per-peer" | "per-channel-peer";
+
+/** What a session key is derived from. */
+export interface SessionKeyParts {
+  agentId: string;
+  channel: string;
+  chatType: ChatType;
+  chatId: string;
+  threadId?: string | undefined;
+  /** The DM peer (for direct chats); identity links may map several ids to one. */
+  peerId: string;
+  dmScope: DmScope;
+}
+
+// Key parts are joined with ':'; escape it so an id cannot forge another key.
+const part = (value: string) => value.replace(/%/g, "%25").replace(/:/g, "%3A");
+
+/**
+ * Derives the routing key of a conversation:
+ * `agent:<agentId>:<channel>:<chatType>:<chatId>[:thread:<threadId>]` for groups and channels;
+ * direct chats follow `dmScope`.
+ */
+export function deriveSessionKey(p: SessionKeyParts): string {
+  const agent = `agent:${part(p.agentId)}`;
+  if (p.chatType === "direct") {
+    if (p.dmScope === "main") return `${agent}:main`;
+    if (p.dmScope === "per-peer") return `${agent}:direct:${part(p.peerId)}`;
+    return `${agent}:${part(p.channel)}:direct:${part(p.peerId)}`;
+  }
+  const base = `${agent}:${part(p.channel)}:${p.chatType}:${part(p.chatId)}`;
+  return p.threadId ? `${base}:thread:${part(p.threadId)}` : base;
+}
+
+/** The identity of one reply target (chat + thread): the unit of ordered delivery. */
+export function replyTargetKey(t: { channel: string; accountId: string; chatId: string; threadId?: string | undefined }): string {
+  const base = `${part(t.channel)}:${part(t.accountId)}:${part(t.chatId)}`;
+  return t.threadId ? `${base}:${part(t.threadId)}` : base;
+}
