@@ -1,0 +1,2 @@
+export * from "./mailbox.js";
+export * from "./redis.js";

@@ -1,0 +1,258 @@
+import { randomUUID } from "node:crypto";
+import { type HubLogger, PermanentSendError, RateLimitedError } from "@hub/core";
+import { type Job, Queue, Worker } from "bullmq";
+import type { Redis } from "ioredis";
+import { createRedis } from "./redis.js";
+import { ACK, CLAIM, DELAY, FINISH, PEEK, PUSH, RENEW, SWEEP } from "./scripts.js";
+
+/** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
+export interface MailboxItem<T> {
+  id: string;
+  data: T;
+}
+
+/** What a handler gets besides the item. */
+export interface DrainContext {
+  /** The mailbox key (a reply target, a session) being drained. */
+  key: string;
+  /** 1 on the first try of this item. */
+  attempt: number;
+  /** Aborted when this drainer lost its lease; stop and do not write anything more. */
+  signal: AbortSignal;
+}
+
+/** Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up. */
+export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void>;
+
+/** Options of an ordered mailbox. */
+export interface OrderedMailboxOptions<T> {
+  /** Mailbox name, e.g. `reply` or `runs`; also the BullMQ queue name. */
+  name: string;
+  redisUrl: string;
+  /** Key prefix of everything this mailbox stores (tests use their own). */
+  prefix: string;
+  /** Validates an item read back from Redis. */
+  parse: (raw: unknown) => T;
+  logger: HubLogger;
+  /** How long a drainer's ownership lasts without renewal. A dead drainer's key is picked up after this. */
+  leaseMs?: number;
+  /** How long a key may wait for a wake-up job before the sweeper adds one. */
+  graceMs?: number;
+  sweepIntervalMs?: number;
+  /** Tries per item before it is given up (`onFailed`). */
+  maxAttempts?: number;
+  /** Called once for an item given up for good, before it is removed. */
+  onFailed?: (item: MailboxItem<T>, error: unknown, key: string) => Promise<void>;
+}
+
+/** A running drain worker; close it to stop taking new wake-ups. */
+export interface MailboxWorker {
+  close(): Promise<void>;
+}
+
+const SEP = "|";
+
+/**
+ * A per-key ordered mailbox on Redis, drained by BullMQ jobs, one drainer per
+ * key at a time (the design measured in shared/notes/ordered-delivery.md).
+ *
+ * Why items of one key are handled strictly in order, across processes:
+ * - items are appended to one Redis list per key, and only its head is handled;
+ * - a drainer must hold the key's owner lease (CAS in Lua) to handle the head,
+ *   and re-checks it before every item; it pops the head only after handling it;
+ * - "is a drain owed" is decided in the same Lua step as the push, and a
+ *   drainer may only stop in a Lua step that sees the list empty, so a push
+ *   racing with a finishing drainer either is seen by it or wakes a new one;
+ * - a crashed drainer's lease expires and the sweeper wakes the key again;
+ *   the item in flight at the crash is handled again (the only duplicate).
+ */
+export class OrderedMailbox<T> {
+  readonly #o: Required<Omit<OrderedMailboxOptions<T>, "onFailed">> & Pick<OrderedMailboxOptions<T>, "onFailed">;
+  readonly #redis: Redis;
+  readonly #queue: Queue;
+  readonly #base: string;
+
+  constructor(options: OrderedMailboxOptions<T>) {
+    this.#o = { leaseMs: 30_000, graceMs: 5_000, sweepIntervalMs: 1_000, maxAttempts: 8, ...options };
+    this.#base = `${options.prefix}:mb:${options.name}`;
+    this.#redis = createRedis(options.redisUrl);
+    this.#queue = new Queue(options.name, {
+      connection: createRedis(options.redisUrl),
+      prefix: `${options.prefix}:bull`,
+      defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000, attempts: 3, backoff: { type: "exponential", delay: 500 } },
+    });
+  }
+
+  #k(kind: "q" | "own" | "nb", key: string): string {
+    return `${this.#base}:${kind}:${key}`;
+  }
+
+  /**
+   * Appends items to a key's mailbox, in order, and wakes a drainer if none is
+   * owed yet. Resolves once the items are durably queued in Redis.
+   */
+  async push(key: string, items: ReadonlyArray<MailboxItem<T>>): Promise<void> {
+    if (items.length === 0) return;
+    for (const item of items) if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
+    const encoded = items.map((item) => `${item.id}${SEP}${JSON.stringify(item.data)}`);
+    const epoch = (await this.#redis.eval(
+      PUSH,
+      3,
+      this.#k("q", key),
+      `${this.#base}:sched`,
+      `${this.#base}:epoch`,
+      Date.now(),
+      this.#o.graceMs,
+      key,
+      ...encoded,
+    )) as number;
+    // If we die before this add, the key stays in `sched` and the sweeper wakes it.
+    if (epoch > 0) await this.#wake(key, epoch, 0);
+  }
+
+  /** Items waiting (including the one being handled) for a key. */
+  async depth(key: string): Promise<number> {
+    return this.#redis.llen(this.#k("q", key));
+  }
+
+  async #wake(key: string, epoch: number, delayMs: number): Promise<void> {
+    await this.#queue.add("drain", { key }, { jobId: `wake-${epoch}`, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  }
+
+  /** Starts draining keys in this process, at most `concurrency` keys at once. */
+  startWorker(handler: MailboxHandler<T>, options: { concurrency: number }): MailboxWorker {
+    const worker = new Worker<{ key: string }>(this.#o.name, (job) => this.#drain(job, handler), {
+      connection: createRedis(this.#o.redisUrl),
+      prefix: `${this.#o.prefix}:bull`,
+      concurrency: options.concurrency,
+      lockDuration: this.#o.leaseMs,
+      maxStalledCount: 100,
+    });
+    worker.on("error", (error) => this.#o.logger.error({ err: error, mailbox: this.#o.name }, "mailbox worker error"));
+    const sweep = setInterval(() => {
+      this.#sweep().catch((error) => this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox sweep failed"));
+    }, this.#o.sweepIntervalMs);
+    sweep.unref();
+    return {
+      close: async () => {
+        clearInterval(sweep);
+        await worker.close();
+      },
+    };
+  }
+
+  async #sweep(): Promise<void> {
+    const out = (await this.#redis.eval(
+      SWEEP,
+      2,
+      `${this.#base}:sched`,
+      `${this.#base}:epoch`,
+      Date.now(),
+      this.#o.graceMs,
+      100,
+      this.#base,
+    )) as Array<string | number>;
+    for (let i = 0; i + 1 < out.length; i += 2) {
+      const key = String(out[i]);
+      this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
+      await this.#wake(key, Number(out[i + 1]), 0);
+    }
+  }
+
+  async #drain(job: Job<{ key: string }>, handler: MailboxHandler<T>): Promise<void> {
+    const { key } = job.data;
+    const { leaseMs, graceMs, maxAttempts, logger } = this.#o;
+    const token = `${job.id}:${randomUUID()}`;
+    const own = this.#k("own", key);
+    const claimed = (await this.#redis.eval(CLAIM, 3, own, this.#k("nb", key), `${this.#base}:sched`, token, leaseMs, Date.now(), key)) as number;
+    // Another live drainer will see our items; a delayed key has its own wake-up job.
+    if (claimed !== 1) return;
+
+    const lost = new AbortController();
+    const heartbeat = setInterval(() => {
+      this.#redis
+        .eval(RENEW, 1, own, token, leaseMs)
+        .then((ok) => {
+          if (ok !== 1) lost.abort(new Error("mailbox lease lost"));
+        })
+        .catch(() => {});
+    }, Math.max(100, Math.floor(leaseMs / 3)));
+
+    const delay = async (ms: number) => {
+      const epoch = (await this.#redis.eval(DELAY, 4, own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`, token, key, ms, Date.now(), graceMs)) as number;
+      await this.#wake(key, epoch, ms);
+    };
+
+    try {
+      for (;;) {
+        if (lost.signal.aborted) return;
+        const head = (await this.#redis.eval(PEEK, 3, own, this.#k("q", key), `${this.#base}:sched`, token, leaseMs, Date.now(), key)) as string | null;
+        if (head === null) {
+          const done = (await this.#redis.eval(FINISH, 3, own, this.#k("q", key), `${this.#base}:sched`, token, key)) as number;
+          if (done === 1) return;
+          continue;
+        }
+        const cut = head.indexOf(SEP);
+        const id = head.slice(0, cut);
+        const attempt = await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${id}`, 1);
+        let item: MailboxItem<T>;
+        try {
+          item = { id, data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
+        } catch (error) {
+          logger.error({ err: error, mailbox: this.#o.name, key, itemId: id }, "mailbox item is unreadable; dropping it");
+          await this.#ack(own, key, token, id);
+          continue;
+        }
+        if (attempt > maxAttempts) {
+          await this.#fail(item, new Error(`gave up after ${maxAttempts} attempts`), key, own, token);
+          continue;
+        }
+        try {
+          await handler(item, { key, attempt, signal: lost.signal });
+        } catch (error) {
+          if (lost.signal.aborted) return;
+          if (error instanceof RateLimitedError) {
+            // Undo the attempt: being told to wait is not a failure of this item.
+            await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${id}`, -1);
+            logger.info({ mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs }, "key rate limited; delaying it");
+            await delay(error.retryAfterMs);
+            return;
+          }
+          if (error instanceof PermanentSendError || attempt >= maxAttempts) {
+            await this.#fail(item, error, key, own, token);
+            continue;
+          }
+          const backoff = Math.min(30_000, 250 * 2 ** (attempt - 1));
+          logger.warn({ err: error, mailbox: this.#o.name, key, itemId: id, attempt, backoffMs: backoff }, "item failed; retrying the key later");
+          await delay(backoff);
+          return;
+        }
+        await this.#ack(own, key, token, id);
+      }
+    } catch (error) {
+      if (error instanceof Error && error.message.includes("LOST")) {
+        logger.warn({ mailbox: this.#o.name, key }, "mailbox drainer lost its lease; another drainer continues");
+        return;
+      }
+      throw error;
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  async #ack(own: string, key: string, token: string, id: string): Promise<void> {
+    await this.#redis.eval(ACK, 3, own, this.#k("q", key), `${this.#base}:att`, token, id, `${key}${SEP}${id}`);
+  }
+
+  async #fail(item: MailboxItem<T>, error: unknown, key: string, own: string, token: string): Promise<void> {
+    this.#o.logger.error({ err: error, mailbox: this.#o.name, key, itemId: item.id }, "mailbox item failed for good");
+    await this.#o.onFailed?.(item, error, key);
+    await this.#ack(own, key, token, item.id);
+  }
+
+  /** Closes the producer side (queue and commands connection). */
+  async close(): Promise<void> {
+    await this.#queue.close();
+    this.#redis.disconnect();
+  }
+}
