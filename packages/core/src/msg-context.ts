@@ -99,3 +99,15 @@ export const MsgContextSchema = z
   .strict();
 /** A finalized inbound message: validated, sanitized, with its session and reply target derived. */
 export type MsgContext = z.infer<typeof MsgContextSchema>;
+
+/** One unit of session work queued by admission: answer a message, or only record it as context. */
+export const RunRequestSchema = z
+  .object({
+    runId: z.string().min(1),
+    ctx: MsgContextSchema,
+    /** Record the message in the transcript without answering (an unmentioned group message). */
+    contextOnly: z.boolean().optional(),
+  })
+  .strict();
+/** A queued run request (the item of a session's lane). */
+export type RunRequest = z.infer<typeof RunRequestSchema>;

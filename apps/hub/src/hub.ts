@@ -1,0 +1,171 @@
+import { AgentRunner, defaultTools } from "@hub/agent";
+import type { ChannelAdapter, HubConfig, HubLogger, RunRequest } from "@hub/core";
+import { InboundDispatcher } from "@hub/dispatch";
+import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
+import { createRedis, type MailboxWorker } from "@hub/queue";
+import { ReplyDispatcher } from "@hub/reply";
+import { RunRecords, SessionLane, SessionStore } from "@hub/sessions";
+import { webRoot } from "@hub/web";
+import { createModelResolver } from "./models.js";
+
+/** Knobs tests and benchmarks turn; production uses the defaults. */
+export interface HubTuning {
+  /** Mailbox lease (ms): how long a dead drainer holds a target or session. */
+  leaseMs?: number;
+  sweepIntervalMs?: number;
+  graceMs?: number;
+  deliveryConcurrency?: number;
+}
+
+/** A running hub (or one role of it). */
+export interface RunningHub {
+  /** The gateway's bound port (0 when this process runs no ingress role). */
+  port: number;
+  token: string;
+  dispatcher: InboundDispatcher | undefined;
+  replies: ReplyDispatcher;
+  stop(): Promise<void>;
+}
+
+/**
+ * Wires the hub from config: the roles this process runs (`ingress`: gateway
+ * and adapters' inbound; `agent`: session lanes and runs; `delivery`: reply
+ * workers), all sharing Redis so they can run in separate processes.
+ */
+export async function startHub(
+  config: HubConfig,
+  options: {
+    stateDir: string;
+    token: string;
+    logger: HubLogger;
+    tuning?: HubTuning;
+    /** Channel adapters besides the built-in web chat (the app builds them from config). */
+    adapters?: ChannelAdapter[];
+  },
+): Promise<RunningHub> {
+  const { logger, tuning = {} } = options;
+  const prefix = config.redis.prefix;
+  const url = config.redis.url;
+  const roles = new Set(config.roles);
+  const redis = createRedis(url);
+  const subscriber = createRedis(url);
+  const events = new ChatEventBus(redis, prefix, logger);
+  const webchat = new WebChatAdapter(events);
+  const adapters = new Map<string, ChannelAdapter>([[webchat.channel, webchat]]);
+  for (const adapter of options.adapters ?? []) adapters.set(adapter.channel, adapter);
+  const mailboxTuning = {
+    ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
+    ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
+    ...(tuning.graceMs ? { graceMs: tuning.graceMs } : {}),
+  };
+  const replies = new ReplyDispatcher({
+    redisUrl: url,
+    prefix,
+    logger: logger.child({ component: "reply" }),
+    capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
+    maxAttempts: config.delivery.maxAttempts,
+    sendTimeoutMs: config.delivery.sendTimeoutMs,
+    ...mailboxTuning,
+    ...(tuning.leaseMs ? {} : { leaseMs: config.delivery.leaseMs }),
+  });
+  const lane = new SessionLane({ redisUrl: url, prefix, logger: logger.child({ component: "lane" }), ...mailboxTuning });
+  const sessions = new SessionStore(options.stateDir, logger.child({ component: "sessions" }));
+  const runs = new RunRecords(redis, prefix);
+  const workers: MailboxWorker[] = [];
+  const cleanups: Array<() => Promise<void> | void> = [];
+
+  if (roles.has("delivery")) workers.push(replies.startDelivery((channel) => adapters.get(channel), { concurrency: tuning.deliveryConcurrency ?? 50 }));
+
+  if (roles.has("agent")) {
+    const runner = new AgentRunner({
+      agentId: config.agent.id,
+      sessions,
+      runs,
+      replies,
+      events,
+      resolveModel: createModelResolver(config),
+      modelRef: config.agent.model,
+      tools: defaultTools,
+      systemPrompt: config.agent.systemPrompt,
+      runTimeoutMs: config.agent.runTimeoutSeconds * 1000,
+      logger: logger.child({ component: "agent" }),
+    });
+    // Aborts reach the process that runs the run through pub/sub; a run not started yet sees the mark.
+    const active = new Map<string, AbortController>();
+    const abortSubscriber = createRedis(url);
+    abortSubscriber.on("message", (_c: string, runId: string) => active.get(runId)?.abort(new Error("aborted by the user")));
+    await abortSubscriber.subscribe(`${prefix}:abort`);
+    cleanups.push(() => abortSubscriber.disconnect());
+    workers.push(
+      lane.startRunner(
+        async (request: RunRequest, laneSignal: AbortSignal) => {
+          const controller = new AbortController();
+          const onLane = () => controller.abort(laneSignal.reason);
+          laneSignal.addEventListener("abort", onLane);
+          active.set(request.runId, controller);
+          try {
+            if (await redis.exists(`${prefix}:abort:${request.runId}`)) controller.abort(new Error("aborted by the user"));
+            await runner.run(request, controller.signal);
+          } finally {
+            active.delete(request.runId);
+            laneSignal.removeEventListener("abort", onLane);
+          }
+        },
+        { maxConcurrentRuns: config.agent.maxConcurrentRuns },
+      ),
+    );
+  }
+
+  let dispatcher: InboundDispatcher | undefined;
+  let gateway: GatewayServer | undefined;
+  if (roles.has("ingress")) {
+    dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config,
+      accept: (request) => lane.enqueue(request),
+      logger: logger.child({ component: "dispatch" }),
+    });
+    const admit = dispatcher;
+    gateway = new GatewayServer(
+      {
+        redis,
+        prefix,
+        logger: logger.child({ component: "gateway" }),
+        agentId: config.agent.id,
+        dmScope: config.agent.dmScope,
+        dispatch: (fields, o) => admit.dispatchInboundMessage(fields, o),
+        runRecord: (runId) => runs.get(runId),
+        history: async (sessionKey) => {
+          const record = await sessions.get(sessionKey);
+          return record ? { sessionId: record.sessionId, entries: await sessions.read(record.sessionId) } : undefined;
+        },
+        abort: async (runId) => {
+          await redis.set(`${prefix}:abort:${runId}`, "1", "EX", 3600);
+          await redis.publish(`${prefix}:abort`, runId);
+        },
+        subscribeEvents: (handler) => events.subscribe(subscriber, handler),
+        publishEvent: (event) => events.publish(event),
+      },
+      { host: config.gateway.host, port: config.gateway.port, token: options.token, maxFrameBytes: config.gateway.maxFrameBytes, webRoot },
+    );
+    await gateway.start();
+  }
+
+  return {
+    port: gateway?.port ?? 0,
+    token: options.token,
+    dispatcher,
+    replies,
+    stop: async () => {
+      await gateway?.stop();
+      for (const w of workers) await w.close();
+      for (const c of cleanups) await c();
+      await lane.close();
+      await replies.close();
+      events.close();
+      subscriber.disconnect();
+      redis.disconnect();
+    },
+  };
+}

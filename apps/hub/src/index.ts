@@ -1,0 +1,3 @@
+export * from "./hub.js";
+export * from "./models.js";
+export * from "./state.js";

@@ -1,0 +1,26 @@
+import { randomBytes } from "node:crypto";
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+
+/** Creates the state directory (owner-only). */
+export function ensureStateDir(stateDir: string): void {
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+}
+
+/**
+ * The gateway token: from config if set; else the one stored in the state
+ * dir; else a new random one, stored with mode 0600. `generated` is true only
+ * the first time, so the caller prints it once.
+ */
+export function resolveGatewayToken(stateDir: string, configured: string | undefined): { token: string; generated: boolean; path: string } {
+  const path = join(stateDir, "gateway-token");
+  if (configured) return { token: configured, generated: false, path };
+  if (existsSync(path)) {
+    const stored = readFileSync(path, "utf8").trim();
+    if (stored.length >= 16) return { token: stored, generated: false, path };
+  }
+  const token = randomBytes(24).toString("base64url");
+  writeFileSync(path, `${token}\n`, { mode: 0o600 });
+  chmodSync(path, 0o600);
+  return { token, generated: true, path };
+}

@@ -1,0 +1,177 @@
+// The hub's web chat: connects to the gateway over WebSocket, sends with
+// chat.send, shows the answer as its segments are delivered, and rebuilds the
+// view from chat.history after a reload or reconnect.
+const $ = (id) => document.getElementById(id);
+const messages = $("messages");
+const statusEl = $("status");
+const bubbles = new Map(); // runId -> assistant bubble
+let ws;
+let nextId = 1;
+const pending = new Map();
+let retryMs = 500;
+let activeRun = null;
+
+function tokenFromPage() {
+  const hash = new URLSearchParams(location.hash.slice(1));
+  const fromHash = hash.get("token");
+  if (fromHash) {
+    localStorage.setItem("hub.token", fromHash);
+    history.replaceState(null, "", location.pathname);
+  }
+  return localStorage.getItem("hub.token");
+}
+
+function setStatus(state, text) {
+  statusEl.dataset.state = state;
+  statusEl.textContent = text;
+}
+
+function addMessage(role, text, runId) {
+  const el = document.createElement("div");
+  el.className = `msg ${role}`;
+  el.textContent = text;
+  if (runId) el.dataset.runId = runId;
+  messages.append(el);
+  messages.scrollTop = messages.scrollHeight;
+  return el;
+}
+
+function request(method, params) {
+  const id = nextId++;
+  ws.send(JSON.stringify({ type: "req", id, method, params }));
+  return new Promise((resolve, reject) => pending.set(id, { resolve, reject }));
+}
+
+function bubbleFor(runId) {
+  let el = bubbles.get(runId);
+  if (!el) {
+    el = addMessage("assistant", "", runId);
+    el.dataset.segments = "[]";
+    bubbles.set(runId, el);
+  }
+  return el;
+}
+
+function onChatEvent(p) {
+  const el = bubbleFor(p.runId);
+  if (p.state === "delta") {
+    // Segments arrive in order; keep them by seq so a repeat is harmless.
+    const segments = JSON.parse(el.dataset.segments);
+    segments[p.seq] = p.text;
+    el.dataset.segments = JSON.stringify(segments);
+    el.textContent = segments.filter((s) => s !== null).join("\n\n");
+    el.classList.add("pending");
+  } else if (p.state === "final") {
+    if (p.text) el.textContent = p.text;
+    el.classList.remove("pending");
+    runEnded(p.runId);
+  } else {
+    el.classList.remove("pending");
+    el.className = "msg error";
+    el.textContent = p.state === "aborted" ? "Stopped." : p.text;
+    runEnded(p.runId);
+  }
+  messages.scrollTop = messages.scrollHeight;
+}
+
+function runEnded(runId) {
+  if (activeRun === runId) {
+    activeRun = null;
+    $("stop").hidden = true;
+  }
+}
+
+async function loadHistory() {
+  const res = await request("chat.history", { limit: 200 });
+  messages.textContent = "";
+  bubbles.clear();
+  for (const m of res.messages) {
+    const el = addMessage(m.role, m.text, m.runId);
+    if (m.role === "assistant" && m.runId) bubbles.set(m.runId, el);
+  }
+}
+
+function connect() {
+  const token = tokenFromPage();
+  if (!token) {
+    $("login").hidden = false;
+    setStatus("closed", "token needed");
+    return;
+  }
+  setStatus("connecting", "connecting…");
+  ws = new WebSocket(`${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/`);
+  ws.onopen = async () => {
+    try {
+      await request("connect", { auth: { token }, client: "webchat" });
+      setStatus("open", "connected");
+      retryMs = 500;
+      $("login").hidden = true;
+      await loadHistory();
+    } catch (error) {
+      setStatus("closed", error.message);
+      if (error.code === "unauthorized") {
+        localStorage.removeItem("hub.token");
+        $("login").hidden = false;
+      }
+    }
+  };
+  ws.onmessage = (msg) => {
+    const frame = JSON.parse(msg.data);
+    if (frame.type === "res") {
+      const p = pending.get(frame.id);
+      if (!p) return;
+      pending.delete(frame.id);
+      if (frame.ok) p.resolve(frame.payload);
+      else p.reject(Object.assign(new Error(frame.error.message), { code: frame.error.code }));
+    } else if (frame.type === "event" && frame.event === "chat") {
+      onChatEvent(frame.payload);
+    }
+  };
+  ws.onclose = () => {
+    for (const p of pending.values()) p.reject(new Error("disconnected"));
+    pending.clear();
+    if (!localStorage.getItem("hub.token")) return;
+    setStatus("closed", "disconnected; reconnecting…");
+    setTimeout(connect, retryMs);
+    retryMs = Math.min(retryMs * 2, 10_000);
+  };
+}
+
+function newKey() {
+  return crypto.randomUUID ? crypto.randomUUID() : `${Date.now()}-${Math.random().toString(36).slice(2)}`;
+}
+
+$("composer").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  const text = $("input").value.trim();
+  if (!text || !ws || ws.readyState !== WebSocket.OPEN) return;
+  $("input").value = "";
+  addMessage("user", text);
+  try {
+    const res = await request("chat.send", { text, idempotencyKey: newKey() });
+    activeRun = res.runId;
+    $("stop").hidden = false;
+    bubbleFor(res.runId).classList.add("pending");
+  } catch (error) {
+    addMessage("error", `Not sent: ${error.message}`);
+  }
+});
+
+$("input").addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey) {
+    e.preventDefault();
+    $("composer").requestSubmit();
+  }
+});
+
+$("stop").addEventListener("click", () => {
+  if (activeRun) request("chat.abort", { runId: activeRun }).catch(() => {});
+});
+
+$("login").addEventListener("submit", (e) => {
+  e.preventDefault();
+  localStorage.setItem("hub.token", $("token").value.trim());
+  connect();
+});
+
+connect();

@@ -1,0 +1,89 @@
+import type { ChatMessage, ModelProvider, ModelStopReason, ModelUsage, ToolCall } from "./model.js";
+import type { AgentTool } from "./tools.js";
+
+/** Input of one agent turn (one user message to one final answer, with tool calls in between). */
+export interface AgentTurnInput {
+  runId: string;
+  sessionKey: string;
+  provider: ModelProvider;
+  model: string;
+  /** System prompt, history and the new user message. */
+  messages: ChatMessage[];
+  tools: AgentTool[];
+  signal: AbortSignal;
+  /** Called with each text delta as it streams (in order). */
+  onText: (delta: string) => void;
+  /** Most model calls in one turn, so a tool loop cannot run forever. */
+  maxModelCalls?: number;
+}
+
+/** What a turn produced: the messages to persist (only if the turn succeeded) and how it ended. */
+export interface AgentTurnResult {
+  produced: ChatMessage[];
+  text: string;
+  stopReason: ModelStopReason | "tool_loop";
+  usage: ModelUsage;
+}
+
+/**
+ * Runs one turn: stream the model, run the tools it asks for, feed the results
+ * back, until it answers without tools. Every tool call gets exactly one
+ * result. Nothing is persisted here: the caller appends `produced` only once
+ * the turn succeeded, so a failed call leaves no half transcript.
+ */
+export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
+  const messages = [...input.messages];
+  const produced: ChatMessage[] = [];
+  const usage: ModelUsage = { inputTokens: 0, outputTokens: 0 };
+  const tools = new Map(input.tools.map((t) => [t.spec.name, t]));
+  let text = "";
+  const maxCalls = input.maxModelCalls ?? 8;
+  for (let call = 0; call < maxCalls; call++) {
+    let callText = "";
+    const calls: ToolCall[] = [];
+    let stopReason: ModelStopReason = "stop";
+    for await (const event of input.provider.stream({
+      model: input.model,
+      messages,
+      ...(input.tools.length ? { tools: input.tools.map((t) => t.spec) } : {}),
+      signal: input.signal,
+    })) {
+      if (event.type === "text") {
+        callText += event.delta;
+        input.onText(event.delta);
+      } else if (event.type === "tool_call") calls.push(event.call);
+      else {
+        stopReason = event.stopReason;
+        usage.inputTokens += event.usage?.inputTokens ?? 0;
+        usage.outputTokens += event.usage?.outputTokens ?? 0;
+      }
+    }
+    text += callText;
+    const assistant: ChatMessage = { role: "assistant", content: callText, ...(calls.length ? { toolCalls: calls } : {}) };
+    messages.push(assistant);
+    produced.push(assistant);
+    if (calls.length === 0) return { produced, text, stopReason, usage };
+    for (const toolCall of calls) {
+      const result = await runTool(tools.get(toolCall.name), toolCall, input);
+      const message: ChatMessage = { role: "tool", toolCallId: toolCall.id, content: result };
+      messages.push(message);
+      produced.push(message);
+    }
+  }
+  return { produced, text, stopReason: "tool_loop", usage };
+}
+
+async function runTool(tool: AgentTool | undefined, call: ToolCall, input: AgentTurnInput): Promise<string> {
+  if (!tool) return `Error: there is no tool named "${call.name}".`;
+  let args: unknown;
+  try {
+    args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
+  } catch {
+    return `Error: the arguments of ${call.name} are not valid JSON; call it again with a JSON object.`;
+  }
+  try {
+    return await tool.run(args, { runId: input.runId, sessionKey: input.sessionKey, signal: input.signal });
+  } catch (error) {
+    return `Error: ${call.name} failed: ${(error as Error).message}`;
+  }
+}

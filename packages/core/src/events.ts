@@ -1,0 +1,42 @@
+import { z } from "zod";
+import type { ReplyTarget } from "./msg-context.js";
+
+/**
+ * A run's progress as clients see it: `delta` for each delivered piece of the
+ * answer, then exactly one of `final`, `error` or `aborted`.
+ */
+export const ChatEventSchema = z
+  .object({
+    runId: z.string().min(1),
+    sessionKey: z.string().min(1),
+    /** Position of this event within its run, from 0. */
+    seq: z.number().int().nonnegative(),
+    state: z.enum(["delta", "final", "error", "aborted"]),
+    text: z.string(),
+  })
+  .strict();
+/** One chat event of a run. */
+export type ChatEvent = z.infer<typeof ChatEventSchema>;
+
+/** How many segments of a reply reached the platform, and how many were given up. */
+export interface ReplySettlement {
+  total: number;
+  delivered: number;
+  failed: number;
+}
+
+/** One reply being produced: blocks go in, in order; `end` marks that no more will come. */
+export interface ReplyStream {
+  readonly replyId: string;
+  /** Queues a block (chunked to the channel's limit) durably for ordered delivery. */
+  push(block: string): Promise<void>;
+  /** No more blocks; returns how many segments the reply has. */
+  end(): Promise<number>;
+  /** Resolves when every segment is delivered or failed for good. */
+  settled(): Promise<ReplySettlement>;
+}
+
+/** Where runs put their replies (implemented by the ReplyDispatcher). */
+export interface ReplySink {
+  open(replyId: string, target: ReplyTarget): ReplyStream;
+}

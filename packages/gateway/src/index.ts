@@ -1,0 +1,4 @@
+export * from "./event-bus.js";
+export * from "./protocol.js";
+export * from "./server.js";
+export * from "./webchat-adapter.js";

@@ -1,0 +1,327 @@
+import { timingSafeEqual, createHash } from "node:crypto";
+import { readFile } from "node:fs/promises";
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { extname, join, normalize } from "node:path";
+import { type AdapterFields, type ChatEvent, deriveSessionKey, type DmScope, HubError, type HubLogger } from "@hub/core";
+import type { DispatchResult } from "@hub/dispatch";
+import type { RunRecord, TranscriptEntry } from "@hub/sessions";
+import type { Redis } from "ioredis";
+import { type RawData, WebSocket, WebSocketServer } from "ws";
+import { z } from "zod";
+import {
+  ChatAbortParamsSchema,
+  ChatHistoryParamsSchema,
+  ChatSendParamsSchema,
+  ConnectParamsSchema,
+  type EventFrame,
+  METHODS,
+  PROTOCOL_VERSION,
+  type RequestFrame,
+  RequestFrameSchema,
+  type ResponseFrame,
+} from "./protocol.js";
+
+/** What the gateway needs from the rest of the hub (wired by the app). */
+export interface GatewayDeps {
+  redis: Redis;
+  prefix: string;
+  logger: HubLogger;
+  agentId: string;
+  dmScope: DmScope;
+  /** Admits an inbound message (the dispatcher). */
+  dispatch: (fields: AdapterFields, options: { runId: string }) => Promise<DispatchResult>;
+  /** Reads a run record (terminal result of a finished run). */
+  runRecord: (runId: string) => Promise<RunRecord | undefined>;
+  /** The transcript of the session a key routes to now. */
+  history: (sessionKey: string) => Promise<{ sessionId: string; entries: TranscriptEntry[] } | undefined>;
+  /** Asks whichever process runs `runId` to abort it. */
+  abort: (runId: string) => Promise<void>;
+  /** Subscribes to chat events from every process. */
+  subscribeEvents: (handler: (event: ChatEvent) => void) => Promise<void>;
+  /** Publishes a chat event (used for admission failures after the ACK). */
+  publishEvent: (event: ChatEvent) => Promise<void>;
+}
+
+/** Options of the gateway server. */
+export interface GatewayOptions {
+  host: string;
+  port: number;
+  token: string;
+  maxFrameBytes: number;
+  /** Folder of the web chat's static files. */
+  webRoot?: string;
+}
+
+/** How long an idempotency record (`chat:<key>`) is kept. */
+const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
+const CONNECT_TIMEOUT_MS = 10_000;
+
+const CONTENT_TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".svg": "image/svg+xml",
+};
+
+interface Connection {
+  ws: WebSocket;
+  authed: boolean;
+  seq: number;
+  sessions: Set<string>;
+  log: HubLogger;
+}
+
+const IdempotencyRecordSchema = z.object({ runId: z.string(), sessionKey: z.string() });
+
+function isLoopback(host: string): boolean {
+  return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
+}
+
+/** Compares secrets in constant time (hashing first, so lengths do not leak either). */
+export function sameSecret(a: string, b: string): boolean {
+  const ha = createHash("sha256").update(a).digest();
+  const hb = createHash("sha256").update(b).digest();
+  return timingSafeEqual(ha, hb);
+}
+
+class RequestError extends Error {
+  constructor(
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The gateway: an HTTP server (web chat page, health) and a WebSocket server
+ * speaking the hub protocol on the same port.
+ */
+export class GatewayServer {
+  readonly #http: Server;
+  readonly #wss: WebSocketServer;
+  readonly #connections = new Set<Connection>();
+  #port = 0;
+
+  constructor(
+    private readonly deps: GatewayDeps,
+    private readonly options: GatewayOptions,
+  ) {
+    if (!isLoopback(options.host) && !options.token) {
+      throw new HubError("gateway_insecure", `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`);
+    }
+    this.#http = createServer((req, res) => {
+      this.#serveHttp(req, res).catch((error) => {
+        deps.logger.error({ err: error }, "http request failed");
+        if (!res.headersSent) res.writeHead(500).end();
+      });
+    });
+    this.#wss = new WebSocketServer({ server: this.#http, maxPayload: options.maxFrameBytes });
+    this.#wss.on("connection", (ws, req) => this.#onConnection(ws, req));
+  }
+
+  /** The port actually bound (useful with port 0). */
+  get port(): number {
+    return this.#port;
+  }
+
+  /** Starts listening and routing chat events to clients. */
+  async start(): Promise<void> {
+    await this.deps.subscribeEvents((event) => this.#route(event));
+    await new Promise<void>((resolve, reject) => {
+      this.#http.once("error", reject);
+      this.#http.listen(this.options.port, this.options.host, () => resolve());
+    });
+    this.#port = (this.#http.address() as AddressInfo).port;
+  }
+
+  async stop(): Promise<void> {
+    for (const c of this.#connections) c.ws.terminate();
+    await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
+    await new Promise<void>((resolve) => this.#http.close(() => resolve()));
+  }
+
+  async #serveHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? "/", "http://localhost");
+    if (url.pathname === "/healthz") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, protocol: PROTOCOL_VERSION }));
+      return;
+    }
+    if (req.method !== "GET" || !this.options.webRoot) {
+      res.writeHead(404).end("not found");
+      return;
+    }
+    const rel = url.pathname === "/" ? "index.html" : normalize(url.pathname).replace(/^([/\\])+/, "");
+    if (rel.includes("..")) {
+      res.writeHead(400).end("bad path");
+      return;
+    }
+    try {
+      const body = await readFile(join(this.options.webRoot, rel));
+      res.writeHead(200, { "content-type": CONTENT_TYPES[extname(rel)] ?? "application/octet-stream", "cache-control": "no-cache" }).end(body);
+    } catch {
+      res.writeHead(404).end("not found");
+    }
+  }
+
+  #onConnection(ws: WebSocket, req: IncomingMessage): void {
+    const conn: Connection = { ws, authed: false, seq: 0, sessions: new Set(), log: this.deps.logger.child({ remote: req.socket.remoteAddress }) };
+    this.#connections.add(conn);
+    const timer = setTimeout(() => {
+      if (!conn.authed) this.#reject(conn, null, "connect_timeout", "Send a connect request with your token first.");
+    }, CONNECT_TIMEOUT_MS);
+    ws.on("message", (data, isBinary) => {
+      this.#onFrame(conn, data, isBinary).catch((error) => conn.log.error({ err: error }, "frame handling failed"));
+    });
+    ws.on("close", () => {
+      clearTimeout(timer);
+      this.#connections.delete(conn);
+    });
+    ws.on("error", (error) => conn.log.warn({ err: error }, "websocket error"));
+  }
+
+  #send(conn: Connection, frame: ResponseFrame | EventFrame): void {
+    if (conn.ws.readyState === WebSocket.OPEN) conn.ws.send(JSON.stringify(frame));
+  }
+
+  #error(conn: Connection, id: RequestFrame["id"] | null, code: string, message: string): void {
+    this.#send(conn, { type: "res", id, ok: false, error: { code, message } });
+  }
+
+  #reject(conn: Connection, id: RequestFrame["id"] | null, code: string, message: string): void {
+    this.#error(conn, id, code, message);
+    conn.ws.close(4001, code);
+  }
+
+  async #onFrame(conn: Connection, data: RawData, isBinary: boolean): Promise<void> {
+    let frame: RequestFrame;
+    try {
+      if (isBinary) throw new Error("binary frames are not supported");
+      frame = RequestFrameSchema.parse(JSON.parse(data.toString()));
+    } catch (error) {
+      conn.log.warn({ err: error instanceof Error ? error.message : String(error) }, "malformed frame");
+      const message = 'Malformed frame: send JSON like {"type":"req","id":1,"method":"...","params":{...}}.';
+      if (!conn.authed) return this.#reject(conn, null, "bad_frame", message);
+      return this.#error(conn, null, "bad_frame", message);
+    }
+    if (!conn.authed) {
+      if (frame.method !== "connect") return this.#reject(conn, frame.id, "unauthorized", "The first request must be connect with your gateway token.");
+      const params = ConnectParamsSchema.safeParse(frame.params);
+      if (!params.success || !sameSecret(params.data.auth.token, this.options.token)) {
+        conn.log.warn("gateway client refused: wrong or missing token");
+        return this.#reject(conn, frame.id, "unauthorized", "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).");
+      }
+      conn.authed = true;
+      this.#send(conn, { type: "res", id: frame.id, ok: true, payload: { protocol: PROTOCOL_VERSION, methods: METHODS } });
+      return;
+    }
+    try {
+      const payload = await this.#call(conn, frame);
+      this.#send(conn, { type: "res", id: frame.id, ok: true, payload });
+    } catch (error) {
+      if (error instanceof RequestError) return this.#error(conn, frame.id, error.code, error.message);
+      if (error instanceof z.ZodError) {
+        return this.#error(conn, frame.id, "bad_params", `Invalid params for ${frame.method}: ${error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}.`);
+      }
+      conn.log.error({ err: error, method: frame.method }, "request failed");
+      this.#error(conn, frame.id, "internal", "The hub could not handle this request; see its log.");
+    }
+  }
+
+  async #call(conn: Connection, frame: RequestFrame): Promise<unknown> {
+    switch (frame.method) {
+      case "health":
+        return { ok: true };
+      case "chat.send":
+        return this.#chatSend(conn, ChatSendParamsSchema.parse(frame.params));
+      case "chat.history":
+        return this.#chatHistory(conn, ChatHistoryParamsSchema.parse(frame.params ?? {}));
+      case "chat.abort": {
+        const { runId } = ChatAbortParamsSchema.parse(frame.params);
+        await this.deps.abort(runId);
+        return { runId, status: "abort_requested" };
+      }
+      case "connect":
+        throw new RequestError("already_connected", "This connection is already authenticated.");
+      default:
+        throw new RequestError("unknown_method", `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`);
+    }
+  }
+
+  #defaultSessionKey(): string {
+    return deriveSessionKey({ agentId: this.deps.agentId, channel: "webchat", chatType: "direct", chatId: "owner", peerId: "owner", dmScope: this.deps.dmScope });
+  }
+
+  async #chatSend(conn: Connection, params: z.infer<typeof ChatSendParamsSchema>): Promise<unknown> {
+    const runId = params.idempotencyKey;
+    const sessionKey = params.sessionKey ?? this.#defaultSessionKey();
+    conn.sessions.add(sessionKey);
+    const recordKey = `${this.deps.prefix}:chat:${runId}`;
+    // One SET NX decides which of N concurrent sends with this key becomes the run.
+    const won = await this.deps.redis.set(recordKey, JSON.stringify({ runId, sessionKey }), "EX", IDEMPOTENCY_TTL_SECONDS, "NX");
+    if (won === null) {
+      const existing = IdempotencyRecordSchema.parse(JSON.parse((await this.deps.redis.get(recordKey)) ?? "{}"));
+      conn.sessions.add(existing.sessionKey);
+      const record = await this.deps.runRecord(runId);
+      if (record && record.status !== "running") {
+        return { runId, sessionKey: existing.sessionKey, status: record.status, ...(record.text !== undefined ? { text: record.text } : {}), ...(record.error ? { error: record.error } : {}) };
+      }
+      return { runId, sessionKey: existing.sessionKey, status: "in_flight" };
+    }
+    const fields: AdapterFields = {
+      channel: "webchat",
+      accountId: "default",
+      messageId: runId,
+      chat: { type: "direct", id: sessionKey },
+      sender: { id: "owner", name: "Owner", isBot: false },
+      body: params.text,
+      timestamp: Date.now(),
+      sessionKey,
+      commandAuthorized: true,
+    };
+    // ACK now; admission continues detached and reports through events.
+    queueMicrotask(() => {
+      this.deps
+        .dispatch(fields, { runId })
+        .then((result) => {
+          if (result.status === "accepted") return;
+          const text = result.status === "dropped" ? `Not accepted: ${result.reason}.` : `Not accepted (${result.status}).`;
+          return this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text });
+        })
+        .catch(async (error) => {
+          conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
+          // Release the idempotency record so the client's retry is admitted again.
+          await this.deps.redis.del(recordKey).catch(() => {});
+          const text = error instanceof HubError ? error.message : "The hub could not accept the message; try again.";
+          await this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text }).catch(() => {});
+        });
+    });
+    return { runId, sessionKey, status: "accepted" };
+  }
+
+  async #chatHistory(conn: Connection, params: z.infer<typeof ChatHistoryParamsSchema>): Promise<unknown> {
+    const sessionKey = params.sessionKey ?? this.#defaultSessionKey();
+    conn.sessions.add(sessionKey);
+    const found = await this.deps.history(sessionKey);
+    if (!found) return { sessionKey, sessionId: null, messages: [] };
+    const messages = found.entries
+      .flatMap((e) =>
+        e.type === "user" && !e.contextOnly
+          ? [{ role: "user", text: e.text, runId: e.runId, at: e.at }]
+          : e.type === "assistant" && e.text
+            ? [{ role: "assistant", text: e.text, runId: e.runId, at: e.at }]
+            : e.type === "outcome" && e.status !== "completed"
+              ? [{ role: "status", text: `Run ${e.status}${e.error ? `: ${e.error}` : ""}`, runId: e.runId, at: e.at }]
+              : [],
+      )
+      .slice(-params.limit);
+    return { sessionKey, sessionId: found.sessionId, messages };
+  }
+
+  #route(event: ChatEvent): void {
+    for (const conn of this.#connections) {
+      if (conn.authed && conn.sessions.has(event.sessionKey)) this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
+    }
+  }
+}

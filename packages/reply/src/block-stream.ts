@@ -1,0 +1,177 @@
+import { cutFront, type FenceOpener, isFenceCloser, MIN_CHUNK_LIMIT, parseFenceOpener } from "./chunk.js";
+
+export interface BlockStreamerOptions {
+  /** Blocks shorter than this are held back and merged with the next one. Default 1. */
+  minChars?: number;
+  /** Cap on a block's length; longer text is cut at the best break, like `chunkText`. Default 3000. */
+  maxChars?: number;
+}
+
+/**
+ * Turns a model's streamed text deltas into complete markdown blocks as soon as they are ready, so a long
+ * answer starts reaching the user before the model has finished.
+ *
+ * A block ends at a blank line that is not inside a code fence. When the pending text grows past `maxChars`
+ * without such a blank line, a block is cut at the best break within `maxChars` (fence edge > line > sentence
+ * > word > hard cut); a cut inside a code fence closes the fence and reopens it, with its info string, at the
+ * start of the next block. Blocks shorter than `minChars` are merged with the following one (joined by a
+ * blank line) unless that would exceed `maxChars`.
+ *
+ * Blocks depend only on the text, not on how it was split into deltas: the text is processed as if it had
+ * arrived one character at a time. Joining all blocks with "\n\n" gives back the text, up to whitespace at
+ * block edges and the added fence lines.
+ */
+export class BlockStreamer {
+  readonly #minChars: number;
+  readonly #maxChars: number;
+  /** Text not emitted yet; after a cut inside a fence it starts with the reopening fence line. */
+  #buf = "";
+  /** Index in #buf of the first line not classified yet. */
+  #scan = 0;
+  /** Fence open at #scan. */
+  #fence: FenceOpener | null = null;
+  /** Whether the open fence has had a non-blank line. */
+  #fenceHasCode = false;
+  /** #buf starts with a fence line inserted by a cut, and that fence has not closed yet. */
+  #reopened = false;
+  /** A block shorter than minChars, waiting for the next one. */
+  #held: string | null = null;
+
+  constructor(options: BlockStreamerOptions = {}) {
+    const minChars = options.minChars ?? 1;
+    const maxChars = options.maxChars ?? 3000;
+    if (!(maxChars >= MIN_CHUNK_LIMIT)) {
+      throw new RangeError(`BlockStreamer: maxChars must be at least ${MIN_CHUNK_LIMIT}, got ${maxChars}`);
+    }
+    if (!(minChars >= 0) || minChars > maxChars) {
+      throw new RangeError(`BlockStreamer: minChars must be between 0 and maxChars, got ${minChars}`);
+    }
+    this.#minChars = minChars;
+    this.#maxChars = Math.floor(maxChars);
+  }
+
+  /** Adds a delta; returns the blocks it completed, in order (often none). */
+  push(delta: string): string[] {
+    const out: string[] = [];
+    if (delta === "") return out;
+    this.#buf += delta;
+    this.#drain(out, false);
+    return out;
+  }
+
+  /** Ends the stream: returns the remaining blocks (trimmed, non-empty) and resets the streamer. */
+  flush(): string[] {
+    const out: string[] = [];
+    this.#drain(out, true);
+    const rest = this.#buf.trim();
+    if (rest !== "") this.#emit(rest, out);
+    if (this.#held !== null) out.push(this.#held);
+    this.#buf = "";
+    this.#scan = 0;
+    this.#fence = null;
+    this.#fenceHasCode = false;
+    this.#reopened = false;
+    this.#held = null;
+    return out;
+  }
+
+  /**
+   * Emits every block the buffer allows. Events are taken in the order they would occur if the text arrived
+   * one character at a time: a line is classified only if it completes before the buffer would overflow,
+   * and an overflow cut looks only at the first maxChars + 1 characters. That is what makes the output
+   * independent of delta sizes.
+   */
+  #drain(out: string[], final: boolean): void {
+    for (;;) {
+      const start = firstNonWhitespace(this.#buf);
+      const overflowAt = start + this.#maxChars;
+      let changed = false;
+      for (;;) {
+        let nl = this.#buf.indexOf("\n", this.#scan);
+        if (nl < 0) {
+          if (!final || this.#scan >= this.#buf.length) break;
+          nl = this.#buf.length; // the stream has ended, so the last line is complete too
+        }
+        if (nl > overflowAt) break;
+        const lineStart = this.#scan;
+        this.#scan = nl + 1;
+        if (this.#onLine(this.#buf.slice(lineStart, nl), lineStart, out)) {
+          changed = true;
+          break;
+        }
+      }
+      if (changed) continue;
+      if (this.#buf.length - start > this.#maxChars) {
+        this.#cut(start, out);
+        continue;
+      }
+      return;
+    }
+  }
+
+  /** Classifies one complete line; returns true when it changed #buf (a block ended). */
+  #onLine(line: string, lineStart: number, out: string[]): boolean {
+    if (this.#fence !== null) {
+      if (!isFenceCloser(line, this.#fence)) {
+        if (line.trim() !== "") this.#fenceHasCode = true;
+        return false;
+      }
+      if (this.#reopened && !this.#fenceHasCode) {
+        // A cut fell right before the closer: drop the reopened fence instead of sending an empty code block.
+        this.#buf = this.#buf.slice(this.#scan);
+        this.#scan = 0;
+        this.#fence = null;
+        this.#reopened = false;
+        return true;
+      }
+      this.#fence = null;
+      this.#reopened = false;
+      return false;
+    }
+    const opener = parseFenceOpener(line);
+    if (opener !== null) {
+      this.#fence = opener;
+      this.#fenceHasCode = false;
+      return false;
+    }
+    if (line.trim() !== "") return false;
+    // A blank line outside any fence: everything before it is a complete block.
+    const block = this.#buf.slice(0, lineStart).trim();
+    this.#buf = this.#buf.slice(this.#scan);
+    this.#scan = 0;
+    if (block !== "") this.#emit(block, out);
+    return true;
+  }
+
+  /** The buffer outgrew maxChars without a blank line: cut it like chunkText would. */
+  #cut(start: number, out: string[]): void {
+    const { head, rest, reopen } = cutFront(
+      this.#buf.slice(start, start + this.#maxChars + 1),
+      this.#maxChars,
+    );
+    const tail = this.#buf.slice(start + rest);
+    this.#buf = reopen === null ? tail : `${reopen}\n${tail}`;
+    this.#scan = 0;
+    this.#fence = null;
+    this.#reopened = reopen !== null;
+    if (head !== "") this.#emit(head, out);
+  }
+
+  #emit(block: string, out: string[]): void {
+    let next = block;
+    if (this.#held !== null) {
+      const merged = `${this.#held}\n\n${block}`;
+      // maxChars is a hard cap and minChars only a preference: send the short block alone if it must.
+      if (merged.length <= this.#maxChars) next = merged;
+      else out.push(this.#held);
+      this.#held = null;
+    }
+    if (next.length < this.#minChars) this.#held = next;
+    else out.push(next);
+  }
+}
+
+function firstNonWhitespace(text: string): number {
+  const i = text.search(/\S/);
+  return i < 0 ? text.length : i;
+}

@@ -1,0 +1,417 @@
+/**
+ * Markdown-aware splitting of a reply into messages that fit a chat platform's size limit
+ * (Telegram 4096, Discord 2000, ...). Pure functions, no I/O.
+ */
+
+/** Smallest limit accepted: below it a reopened code fence plus its closer leaves almost no room for code. */
+export const MIN_CHUNK_LIMIT = 16;
+
+// Break kinds, best first. A cut uses the best kind that exists in the window, and the last one of that kind.
+const PARAGRAPH = 0; // blank line, or the edge of a fenced code block
+const LINE = 1; // line break (inside a fence: between two code lines, with close/reopen)
+const SENTENCE = 2; // `. ! ?` followed by a space
+const WORD = 3; // space or tab
+
+/** A fence opener line: ```` ```ts ````, `~~~`, `` ```` `` with its indentation and info string. */
+export interface FenceOpener {
+  readonly indent: string;
+  /** The run of backticks or tildes, e.g. "```" or "~~~~". */
+  readonly marker: string;
+  /** Trimmed info string, e.g. "ts" or "js title=a.js"; "" when absent. */
+  readonly info: string;
+}
+
+// `[^\n]*` rather than `.*`: `.` stops at "\r", which would make "```ts\r" (CRLF text) miss.
+const FENCE_LINE = /^([ \t]*)(`{3,}|~{3,})([^\n]*)$/;
+
+/** Parses a line as a fence opener; null when the line is not one. */
+export function parseFenceOpener(line: string): FenceOpener | null {
+  const m = FENCE_LINE.exec(line);
+  if (m === null) return null;
+  const marker = m[2]!;
+  const info = m[3]!.trim();
+  // "```x```" on one line is inline code, not a fence (CommonMark: no backticks in a backtick info string).
+  if (marker[0] === "`" && info.includes("`")) return null;
+  return { indent: m[1]!, marker, info };
+}
+
+/** True when `line` closes a fence opened by `opener`: same character, at least as long, nothing after. */
+export function isFenceCloser(line: string, opener: FenceOpener): boolean {
+  const m = FENCE_LINE.exec(line);
+  return (
+    m !== null && m[2]![0] === opener.marker[0] && m[2]!.length >= opener.marker.length && m[3]!.trim() === ""
+  );
+}
+
+/** How a fence is opened at the top of a segment and closed at its bottom. */
+interface OpenFence {
+  readonly fence: FenceOpener;
+  readonly opener: string;
+  readonly closer: string;
+}
+
+type LineKind = "text" | "blank" | "open" | "code" | "close";
+
+interface Line {
+  readonly start: number;
+  /** Index of the terminating "\n", or text length for the last line. */
+  readonly end: number;
+  readonly kind: LineKind;
+  /** The fence as written, for "open", "code" and "close" lines. */
+  readonly fence: OpenFence | null;
+}
+
+/** Where the next segment starts; `fence` is set when it starts inside a fence that must be reopened. */
+interface Cursor {
+  readonly pos: number;
+  readonly fence: OpenFence | null;
+}
+
+interface Cut {
+  /** End of the segment's content, trailing whitespace excluded. */
+  readonly end: number;
+  /** Where the following segment resumes. */
+  readonly next: number;
+  /** Fence left open at the cut: closed at the end of this segment, reopened at the start of the next. */
+  readonly fence: OpenFence | null;
+}
+
+/**
+ * Splits a markdown reply into segments of at most `limit` characters (UTF-16 code units, i.e. JS string
+ * length), for platforms that cap message size.
+ *
+ * Greedy: each segment takes as much text as fits and ends at the best break available within the limit,
+ * ranked paragraph (blank line, or the edge of a code block) > line break > sentence end > word > hard cut;
+ * among breaks of the best rank the last one is used. Segments are trimmed and never empty.
+ *
+ * Fenced code blocks (``` or ~~~) are kept whole when they fit. A block longer than the limit is split
+ * between its lines: the segment ends with a closing fence and the next one reopens it with the same info
+ * string (these lines count towards the limit), so every segment has balanced fences as long as the input
+ * does. Hard cuts never split a surrogate pair and, where `Intl.Segmenter` exists, not a grapheme either.
+ *
+ * @param text markdown to split; empty or whitespace-only text gives `[]`
+ * @param limit maximum segment length, at least {@link MIN_CHUNK_LIMIT}
+ * @throws RangeError when `limit` is below {@link MIN_CHUNK_LIMIT} or NaN
+ */
+export function chunkText(text: string, limit: number): string[] {
+  if (!(limit >= MIN_CHUNK_LIMIT)) {
+    throw new RangeError(`chunkText: limit must be at least ${MIN_CHUNK_LIMIT}, got ${limit}`);
+  }
+  const max = Math.floor(limit);
+  const body = text.trim();
+  if (body === "") return [];
+  if (body.length <= max) return [body];
+
+  const lines = scanLines(body, max);
+  const out: string[] = [];
+  let cursor: Cursor = { pos: 0, fence: null };
+  for (;;) {
+    cursor = normalize(body, lines, cursor);
+    if (cursor.pos >= body.length) break;
+    const prefix = cursor.fence ? `${cursor.fence.opener}\n` : "";
+    if (prefix.length + body.length - cursor.pos <= max) {
+      out.push(prefix + body.slice(cursor.pos));
+      break;
+    }
+    const { segment, next } = step(body, lines, cursor, max);
+    out.push(segment);
+    cursor = next;
+  }
+  return out;
+}
+
+/**
+ * @internal For BlockStreamer. Cuts one segment of at most `limit` characters off the front of `text`,
+ * choosing the break exactly like {@link chunkText}, even when `text` would fit whole (the caller only holds
+ * a prefix of the stream). `rest` is where the remainder starts in `text`; `reopen` is the fence line to put
+ * in front of it when the cut fell inside a code block.
+ */
+export function cutFront(text: string, limit: number): { head: string; rest: number; reopen: string | null } {
+  if (!(limit >= MIN_CHUNK_LIMIT)) {
+    throw new RangeError(`cutFront: limit must be at least ${MIN_CHUNK_LIMIT}, got ${limit}`);
+  }
+  const max = Math.floor(limit);
+  const cursor: Cursor = { pos: skipWhitespace(text, 0), fence: null };
+  if (cursor.pos >= text.length) return { head: "", rest: text.length, reopen: null };
+  const { segment, next } = step(text, scanLines(text, max), cursor, max);
+  return { head: segment, rest: next.pos, reopen: next.fence ? next.fence.opener : null };
+}
+
+/** Classifies every line once, so each cut only looks at its own window. */
+function scanLines(text: string, limit: number): Line[] {
+  // A fence whose bare open + close lines leave no room for code can never be balanced within the
+  // limit; such (absurdly long) markers are treated as plain text.
+  const maxMarker = Math.floor((limit - 3) / 2);
+  const lines: Line[] = [];
+  let open: OpenFence | null = null;
+  let start = 0;
+  for (;;) {
+    const nl = text.indexOf("\n", start);
+    const end = nl < 0 ? text.length : nl;
+    const raw = text.slice(start, end);
+    let kind: LineKind;
+    let fence: OpenFence | null = null;
+    if (open !== null) {
+      fence = open;
+      if (isFenceCloser(raw, open.fence)) {
+        kind = "close";
+        open = null;
+      } else {
+        kind = "code";
+      }
+    } else {
+      const opener = parseFenceOpener(raw);
+      if (opener !== null && opener.marker.length <= maxMarker) {
+        open = fence = {
+          fence: opener,
+          opener: opener.indent + opener.marker + opener.info,
+          closer: opener.indent + opener.marker,
+        };
+        kind = "open";
+      } else {
+        kind = raw.trim() === "" ? "blank" : "text";
+      }
+    }
+    lines.push({ start, end, kind, fence });
+    if (nl < 0) return lines;
+    start = nl + 1;
+  }
+}
+
+/**
+ * Opener/closer pair used when a fence continues in a new segment. The full opener is kept unless it would
+ * eat more than half the limit; then it falls back to marker + language, then to the bare marker.
+ */
+function reopenFence(fence: FenceOpener, limit: number): OpenFence {
+  const room = limit / 2;
+  const full = fence.indent + fence.marker + fence.info;
+  const closer = fence.indent + fence.marker;
+  if (full.length + closer.length + 2 <= room) return { fence, opener: full, closer };
+  const short = fence.marker + (fence.info.split(/\s/)[0] ?? "");
+  if (short.length + fence.marker.length + 2 <= room) return { fence, opener: short, closer: fence.marker };
+  return { fence, opener: fence.marker, closer: fence.marker };
+}
+
+/** Moves the cursor to where the next segment's content really starts; pos >= length means done. */
+function normalize(text: string, lines: readonly Line[], cursor: Cursor): Cursor {
+  if (cursor.fence === null) return { pos: skipWhitespace(text, cursor.pos), fence: null };
+  // Inside a reopened fence: skip blank code lines (but keep the indentation of the first real one), and if
+  // nothing but blanks is left before the closer, drop the fence rather than emit an empty code block.
+  for (let j = lineAt(lines, cursor.pos, 0); j < lines.length; j++) {
+    const line = lines[j]!;
+    if (line.kind === "close") return { pos: skipWhitespace(text, line.end + 1), fence: null };
+    if (line.kind !== "code") return { pos: skipWhitespace(text, line.start), fence: null };
+    const from = Math.max(cursor.pos, line.start);
+    if (text.slice(from, line.end).trim() !== "") return { pos: from, fence: cursor.fence };
+  }
+  return { pos: text.length, fence: null };
+}
+
+/** Cuts one segment starting at `cursor`; the remaining text is known not to fit. */
+function step(
+  text: string,
+  lines: readonly Line[],
+  cursor: Cursor,
+  limit: number,
+): { segment: string; next: Cursor } {
+  const li = lineAt(lines, cursor.pos, 0);
+  let cut = findCut(text, lines, li, cursor, limit) ?? hardCut(text, lines, li, cursor, limit);
+  if (cut === null) {
+    const line = lines[li]!;
+    if (cursor.fence === null && line.kind === "open" && line.end < text.length) {
+      // The opener itself is too long to share a segment with any code (a huge info string): continue as
+      // if the fence had been reopened with a shortened opener.
+      return step(text, lines, { pos: line.end + 1, fence: reopenFence(line.fence!.fence, limit) }, limit);
+    }
+    // Last resort, not expected to be reached: a plain cut that only respects surrogates and graphemes.
+    cut = plainCut(text, cursor, limit);
+  }
+  const prefix = cursor.fence ? `${cursor.fence.opener}\n` : "";
+  const suffix = cut.fence ? `\n${cut.fence.closer}` : "";
+  return {
+    segment: prefix + text.slice(cursor.pos, cut.end) + suffix,
+    next: { pos: cut.next, fence: cut.fence ? reopenFence(cut.fence.fence, limit) : null },
+  };
+}
+
+/** Scans the window once, remembering the last fitting break of each kind; returns the best kind's. */
+function findCut(text: string, lines: readonly Line[], li: number, cursor: Cursor, limit: number): Cut | null {
+  const pos = cursor.pos;
+  const budget = limit - prefixLength(cursor);
+  const best: Array<Cut | undefined> = [];
+  let lastNonWs = pos; // end of the content seen so far, trailing whitespace excluded
+  let contentFrom = pos; // a cut inside a fence opened in this window must keep some of its code
+
+  const consider = (rank: number, end: number, next: number, fence: OpenFence | null): void => {
+    if (end <= pos || (fence !== null && end <= contentFrom)) return;
+    const size = end - pos + (fence ? fence.closer.length + 1 : 0);
+    if (size <= budget) best[rank] = { end, next, fence };
+  };
+
+  scan: for (let i = li; i < lines.length; i++) {
+    const line = lines[i]!;
+    const fence = fenceOf(line, cursor);
+    if (line.kind === "open") contentFrom = line.end + 1;
+    // Opener and closer lines are never cut inside: that would unbalance the fence.
+    const breakable = line.kind === "text" || line.kind === "code";
+    const inCode = line.kind === "code";
+    for (let k = Math.max(line.start, pos); k < line.end; k++) {
+      const c = text.charCodeAt(k);
+      if (isWhitespace(c)) {
+        const runStart = (c === 32 || c === 9) && !isBreakSpace(text.charCodeAt(k - 1));
+        if (breakable && runStart && lastNonWs > Math.max(line.start, pos)) {
+          let next = k + 1;
+          while (next < line.end && isWhitespace(text.charCodeAt(next))) next++;
+          consider(WORD, lastNonWs, next, inCode ? fence : null);
+          if (!inCode && endsSentence(text, line.start, lastNonWs)) consider(SENTENCE, lastNonWs, next, null);
+        }
+        continue;
+      }
+      // Any cut past a non-space character that does not fit cannot fit either.
+      if (k + 1 - pos > budget) break scan;
+      lastNonWs = k + 1;
+    }
+    if (line.end >= text.length) break;
+    const after = lines[i + 1]!;
+    if (line.kind === "open" || line.kind === "code") {
+      consider(LINE, lastNonWs, line.end + 1, fence);
+    } else if (line.kind === "close" || line.kind === "blank" || after.kind === "open" || after.kind === "blank") {
+      consider(PARAGRAPH, lastNonWs, line.end + 1, null);
+    } else {
+      consider(LINE, lastNonWs, line.end + 1, null);
+    }
+  }
+  for (const cut of best) if (cut !== undefined) return cut;
+  return null;
+}
+
+/** No break fits: cut a text or code line as late as possible (e.g. a long URL or a minified code line). */
+function hardCut(text: string, lines: readonly Line[], li: number, cursor: Cursor, limit: number): Cut | null {
+  const pos = cursor.pos;
+  const budget = limit - prefixLength(cursor);
+  for (let j = lineAt(lines, Math.min(pos + budget, text.length) - 1, li); j >= li; j--) {
+    const line = lines[j]!;
+    if (line.kind !== "text" && line.kind !== "code") continue;
+    const fence = line.kind === "code" ? fenceOf(line, cursor) : null;
+    const lo = Math.max(line.start, pos);
+    const hi = Math.min(line.end, pos + budget - (fence ? fence.closer.length + 1 : 0));
+    if (hi <= lo) continue;
+    const next = safeEnd(text, lo, hi);
+    const end = trimEnd(text, lo, next);
+    if (end > lo) return { end, next, fence };
+  }
+  return null;
+}
+
+/** Ignores structure; only reached if everything else failed, so that chunking always terminates. */
+function plainCut(text: string, cursor: Cursor, limit: number): Cut {
+  const budget = limit - prefixLength(cursor);
+  const next = safeEnd(text, cursor.pos, Math.min(text.length, cursor.pos + budget));
+  return { end: Math.max(trimEnd(text, cursor.pos, next), cursor.pos + 1), next, fence: null };
+}
+
+function prefixLength(cursor: Cursor): number {
+  return cursor.fence ? cursor.fence.opener.length + 1 : 0;
+}
+
+/** The fence a line belongs to, as reopened if it is the one the segment starts inside. */
+function fenceOf(line: Line, cursor: Cursor): OpenFence | null {
+  if (line.fence !== null && cursor.fence !== null && line.fence.fence === cursor.fence.fence) {
+    return line.kind === "open" ? line.fence : cursor.fence;
+  }
+  return line.fence;
+}
+
+/** True when the content ending at `end` closes a sentence: `.`, `!`, `?` or `…`, maybe followed by quotes. */
+function endsSentence(text: string, lineStart: number, end: number): boolean {
+  let j = end - 1;
+  while (j > lineStart && end - j <= 3 && `"')]*_\`”’»`.includes(text[j]!)) j--;
+  if (j < lineStart || !".!?…".includes(text[j]!)) return false;
+  // "1. item" is a list marker, not the end of a sentence.
+  return j - lineStart > 12 || !/^\s*\d+$/.test(text.slice(lineStart, j));
+}
+
+/** Index of the line containing `index` (binary search from line `from`). */
+function lineAt(lines: readonly Line[], index: number, from: number): number {
+  let lo = from;
+  let hi = lines.length - 1;
+  while (lo < hi) {
+    const mid = (lo + hi + 1) >> 1;
+    if (lines[mid]!.start <= index) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
+
+let segmenter: Intl.Segmenter | null | undefined;
+
+function graphemes(): Intl.Segmenter | null {
+  if (segmenter === undefined) {
+    segmenter = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+  }
+  return segmenter;
+}
+
+/**
+ * Largest cut position in (lo, hi] that does not split a grapheme (emoji with modifiers, ZWJ sequences,
+ * flags) or, failing that, a surrogate pair: a lone surrogate is invalid UTF-16 and platforms reject it.
+ */
+function safeEnd(text: string, lo: number, hi: number): number {
+  if (hi >= text.length) return text.length;
+  let end = hi;
+  if (end - 1 > lo && isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end))) end--;
+  const seg = graphemes();
+  if (seg !== null) {
+    // Segmenting a small neighbourhood is enough; its first boundary is artificial and skipped.
+    const from = Math.max(lo, end - 64);
+    let best = -1;
+    for (const { index } of seg.segment(text.slice(from, Math.min(text.length, end + 16)))) {
+      const b = from + index;
+      if (b > end) break;
+      if (b > from) best = b;
+    }
+    if (best > lo) return best;
+  }
+  return end;
+}
+
+function trimEnd(text: string, lo: number, end: number): number {
+  let e = end;
+  while (e > lo && isWhitespace(text.charCodeAt(e - 1))) e--;
+  return e;
+}
+
+function skipWhitespace(text: string, pos: number): number {
+  let p = pos;
+  while (p < text.length && isWhitespace(text.charCodeAt(p))) p++;
+  return p;
+}
+
+function isBreakSpace(c: number): boolean {
+  return c === 32 || c === 9;
+}
+
+/** Same set as `String.prototype.trim`, so segments trimmed here are trimmed by JS's definition too. */
+function isWhitespace(c: number): boolean {
+  return (
+    (c >= 9 && c <= 13) ||
+    c === 32 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000 ||
+    c === 0xfeff
+  );
+}
+
+function isHighSurrogate(c: number): boolean {
+  return c >= 0xd800 && c <= 0xdbff;
+}
+
+function isLowSurrogate(c: number): boolean {
+  return c >= 0xdc00 && c <= 0xdfff;
+}

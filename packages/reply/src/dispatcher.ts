@@ -1,0 +1,211 @@
+import {
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  type HubLogger,
+  type ReplySettlement,
+  type ReplySink,
+  type ReplyStream,
+  type ReplyTarget,
+  ReplyTargetSchema,
+  replyTargetKey,
+} from "@hub/core";
+import { createRedis, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { chunkText } from "./chunk.js";
+
+const SegmentItemSchema = z
+  .object({ replyId: z.string(), index: z.number().int().nonnegative(), text: z.string(), target: ReplyTargetSchema })
+  .strict();
+type SegmentItem = z.infer<typeof SegmentItemSchema>;
+
+/** Options of the ReplyDispatcher. */
+export interface ReplyDispatcherOptions {
+  redisUrl: string;
+  prefix: string;
+  logger: HubLogger;
+  /** The capabilities (text limit, pacing) of a channel, for chunking and pacing. */
+  capabilitiesOf: (channel: string) => ChannelCapabilities | undefined;
+  maxAttempts?: number;
+  sendTimeoutMs?: number;
+  leaseMs?: number;
+  graceMs?: number;
+  sweepIntervalMs?: number;
+}
+
+/** Keeps settlement records this long after the last write. */
+const REPLY_TTL_SECONDS = 24 * 3600;
+
+// mark(ok|failed set, other set, meta hash, channel; index, replyId, ttl) -> 1 when the reply is now settled
+const MARK = `
+redis.call('SADD', KEYS[1], ARGV[1])
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+local total = redis.call('HGET', KEYS[3], 'total')
+if total and redis.call('SCARD', KEYS[1]) + redis.call('SCARD', KEYS[2]) >= tonumber(total) then
+  redis.call('PUBLISH', KEYS[4], ARGV[2])
+  return 1
+end
+return 0
+`;
+// end(meta, ok, failed, channel; total, replyId, ttl)
+const END = `
+redis.call('HSET', KEYS[1], 'total', ARGV[1])
+for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
+if redis.call('SCARD', KEYS[2]) + redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[1]) then
+  redis.call('PUBLISH', KEYS[4], ARGV[2])
+end
+return 1
+`;
+
+/**
+ * Delivers replies: blocks are chunked to the target channel's limit and put
+ * in the target's ordered mailbox (one per chat + thread), so segments reach
+ * the platform in the order they were produced, across replies and across
+ * delivery processes. Settlement is tracked in Redis, so any process can
+ * await a reply delivered by another.
+ */
+export class ReplyDispatcher implements ReplySink {
+  readonly #o: ReplyDispatcherOptions;
+  readonly #mailbox: OrderedMailbox<SegmentItem>;
+  readonly #redis: Redis;
+  #subscriber: Redis | undefined;
+  readonly #waiters = new Map<string, Set<() => void>>();
+
+  constructor(options: ReplyDispatcherOptions) {
+    this.#o = options;
+    this.#redis = createRedis(options.redisUrl);
+    this.#mailbox = new OrderedMailbox<SegmentItem>({
+      name: "reply",
+      redisUrl: options.redisUrl,
+      prefix: options.prefix,
+      logger: options.logger,
+      parse: (raw) => SegmentItemSchema.parse(raw),
+      ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
+      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+      ...(options.graceMs ? { graceMs: options.graceMs } : {}),
+      ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+      onFailed: (item) => this.#mark(item.data.replyId, item.data.index, "failed"),
+    });
+  }
+
+  #keys(replyId: string) {
+    const base = `${this.#o.prefix}:reply:${replyId}`;
+    return { ok: `${base}:ok`, failed: `${base}:failed`, meta: `${base}:meta`, channel: `${this.#o.prefix}:reply-settled` };
+  }
+
+  async #mark(replyId: string, index: number, kind: "ok" | "failed"): Promise<void> {
+    const k = this.#keys(replyId);
+    const [mine, other] = kind === "ok" ? [k.ok, k.failed] : [k.failed, k.ok];
+    await this.#redis.eval(MARK, 4, mine, other, k.meta, k.channel, index, replyId, REPLY_TTL_SECONDS);
+  }
+
+  /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
+  open(replyId: string, target: ReplyTarget): ReplyStream {
+    const limit = this.#o.capabilitiesOf(target.channel)?.textLimit ?? 4000;
+    const key = replyTargetKey(target);
+    let next = 0;
+    let ended = false;
+    return {
+      replyId,
+      push: async (block) => {
+        if (ended) throw new Error(`reply ${replyId} already ended`);
+        const items = chunkText(block, limit).map((text) => {
+          const index = next++;
+          return { id: `${replyId}#${index}`, data: { replyId, index, text, target } };
+        });
+        await this.#mailbox.push(key, items);
+      },
+      end: async () => {
+        ended = true;
+        const k = this.#keys(replyId);
+        await this.#redis.eval(END, 4, k.meta, k.ok, k.failed, k.channel, next, replyId, REPLY_TTL_SECONDS);
+        return next;
+      },
+      settled: () => this.settled(replyId),
+    };
+  }
+
+  /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
+  async status(replyId: string): Promise<ReplySettlement & { settled: boolean }> {
+    const k = this.#keys(replyId);
+    const [total, delivered, failed] = await Promise.all([this.#redis.hget(k.meta, "total"), this.#redis.scard(k.ok), this.#redis.scard(k.failed)]);
+    const t = total === null ? -1 : Number(total);
+    return { total: Math.max(t, 0), delivered, failed, settled: t >= 0 && delivered + failed >= t };
+  }
+
+  /** Resolves when the reply has ended and every segment is delivered or failed for good. */
+  async settled(replyId: string): Promise<ReplySettlement> {
+    await this.#subscribe();
+    for (;;) {
+      // Register before checking, so a settle that lands in between still wakes us.
+      const woke = new Promise<void>((resolve) => {
+        const set = this.#waiters.get(replyId) ?? new Set();
+        set.add(resolve);
+        this.#waiters.set(replyId, set);
+        setTimeout(resolve, 2_000).unref(); // belt and braces: a lost pubsub message only delays us
+      });
+      const s = await this.status(replyId);
+      if (s.settled) {
+        this.#waiters.delete(replyId);
+        return { total: s.total, delivered: s.delivered, failed: s.failed };
+      }
+      await woke;
+    }
+  }
+
+  async #subscribe(): Promise<void> {
+    if (this.#subscriber) return;
+    this.#subscriber = createRedis(this.#o.redisUrl);
+    this.#subscriber.on("message", (_channel: string, replyId: string) => {
+      const set = this.#waiters.get(replyId);
+      this.#waiters.delete(replyId);
+      for (const wake of set ?? []) wake();
+    });
+    await this.#subscriber.subscribe(this.#keys("").channel);
+  }
+
+  /**
+   * Starts delivering in this process through the given adapters, at most
+   * `concurrency` reply targets at once.
+   */
+  startDelivery(adapterOf: (channel: string) => ChannelAdapter | undefined, options: { concurrency?: number } = {}): MailboxWorker {
+    const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
+    return this.#mailbox.startWorker(
+      async (item, ctx) => {
+        const { target, replyId, index, text } = item.data;
+        const adapter = adapterOf(target.channel);
+        if (!adapter) throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
+        await this.#pace(ctx.key, adapter.capabilities.minSendIntervalMs ?? 0);
+        let timer: NodeJS.Timeout | undefined;
+        try {
+          await Promise.race([
+            adapter.send({ replyId, index, text }, target),
+            new Promise((_, reject) => {
+              timer = setTimeout(() => reject(new Error(`send timed out after ${sendTimeoutMs} ms`)), sendTimeoutMs);
+            }),
+          ]);
+        } finally {
+          clearTimeout(timer);
+        }
+        await this.#mark(replyId, index, "ok");
+      },
+      { concurrency: options.concurrency ?? 50 },
+    );
+  }
+
+  // Per-target pacing lives here, not in adapters: the drainer holds the target, so waiting here delays only it.
+  async #pace(key: string, minIntervalMs: number): Promise<void> {
+    if (minIntervalMs <= 0) return;
+    const lastKey = `${this.#o.prefix}:reply-last:${key}`;
+    const last = Number((await this.#redis.get(lastKey)) ?? 0);
+    const wait = last + minIntervalMs - Date.now();
+    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+    await this.#redis.set(lastKey, Date.now(), "PX", Math.max(minIntervalMs * 2, 1000));
+  }
+
+  async close(): Promise<void> {
+    await this.#mailbox.close();
+    this.#subscriber?.disconnect();
+    this.#redis.disconnect();
+  }
+}

@@ -1,0 +1,3 @@
+export * from "./block-stream.js";
+export * from "./chunk.js";
+export * from "./dispatcher.js";

@@ -1,0 +1,53 @@
+import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
+import { type MailboxWorker, OrderedMailbox } from "@hub/queue";
+
+/** Options of the session lane. */
+export interface SessionLaneOptions {
+  redisUrl: string;
+  prefix: string;
+  logger: HubLogger;
+  /** A dead runner's session is picked up again after this long. */
+  leaseMs?: number;
+  sweepIntervalMs?: number;
+  graceMs?: number;
+}
+
+/**
+ * The session lane: run requests queued per sessionKey in Redis and executed
+ * one at a time per session, in arrival order, across every agent process.
+ * The global lane is the worker's concurrency (at most N sessions run at once
+ * in one process). Built on the same ordered mailbox as reply delivery: the
+ * mailbox's owner lease is the session's lock, renewed while the run lives.
+ */
+export class SessionLane {
+  readonly #mailbox: OrderedMailbox<RunRequest>;
+
+  constructor(options: SessionLaneOptions) {
+    this.#mailbox = new OrderedMailbox<RunRequest>({
+      name: "runs",
+      redisUrl: options.redisUrl,
+      prefix: options.prefix,
+      logger: options.logger,
+      parse: (raw) => RunRequestSchema.parse(raw),
+      // A run is not retried by the lane: the runner records its own failure as a terminal outcome.
+      maxAttempts: 3,
+      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
+      ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+      ...(options.graceMs ? { graceMs: options.graceMs } : {}),
+    });
+  }
+
+  /** Durably queues a request in its session's lane. */
+  async enqueue(request: RunRequest): Promise<void> {
+    await this.#mailbox.push(request.ctx.sessionKey, [{ id: request.runId, data: request }]);
+  }
+
+  /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
+  startRunner(run: (request: RunRequest, signal: AbortSignal) => Promise<void>, options: { maxConcurrentRuns: number }): MailboxWorker {
+    return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx.signal), { concurrency: options.maxConcurrentRuns });
+  }
+
+  async close(): Promise<void> {
+    await this.#mailbox.close();
+  }
+}

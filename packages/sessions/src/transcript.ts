@@ -1,0 +1,46 @@
+import { z } from "zod";
+
+const ToolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
+
+/** One line of a session's JSONL transcript. */
+export const TranscriptEntrySchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("session"), sessionId: z.string(), sessionKey: z.string(), at: z.number() }).strict(),
+  z
+    .object({
+      type: z.literal("user"),
+      runId: z.string().optional(),
+      messageId: z.string().optional(),
+      senderId: z.string().optional(),
+      senderName: z.string().optional(),
+      /** Kept as context only (an unmentioned group message): no run answered it. */
+      contextOnly: z.boolean().optional(),
+      text: z.string(),
+      at: z.number(),
+    })
+    .strict(),
+  z
+    .object({
+      type: z.literal("assistant"),
+      runId: z.string(),
+      text: z.string(),
+      toolCalls: z.array(ToolCallSchema).optional(),
+      at: z.number(),
+    })
+    .strict(),
+  z.object({ type: z.literal("tool_result"), runId: z.string(), toolCallId: z.string(), content: z.string(), at: z.number() }).strict(),
+  z
+    .object({
+      type: z.literal("outcome"),
+      runId: z.string(),
+      status: z.enum(["completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]),
+      error: z.string().optional(),
+      at: z.number(),
+    })
+    .strict(),
+]);
+
+/** One persisted transcript line: the session header, a message, a tool result or a run's terminal outcome. */
+export type TranscriptEntry = z.infer<typeof TranscriptEntrySchema>;
+
+/** The terminal outcome of a run. */
+export type RunStatus = Extract<TranscriptEntry, { type: "outcome" }>["status"];

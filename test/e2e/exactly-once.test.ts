@@ -1,0 +1,87 @@
+import type { AdapterFields } from "@hub/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeChatPlatform, FakeChatAdapter, type FakeOpenAI, startFakeChatPlatform, startFakeOpenAI } from "../fakes/src/index.js";
+import { GatewayClient } from "../support/gateway-client.js";
+import { startTestHub, type TestHub } from "../support/hub.js";
+import { waitFor } from "../support/redis.js";
+
+let hub: TestHub;
+let model: FakeOpenAI;
+let platform: FakeChatPlatform;
+beforeAll(async () => {
+  model = await startFakeOpenAI();
+  platform = await startFakeChatPlatform();
+  hub = await startTestHub(
+    {
+      agent: { model: "fake/test-model" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "test-key" } } },
+      channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["42"] } },
+    },
+    "once",
+    [new FakeChatAdapter("telegram", platform.url)],
+  );
+});
+afterAll(async () => {
+  await hub.dispose();
+  await model.close();
+  await platform.close();
+});
+
+const userTexts = () => model.requests.map((r) => JSON.stringify(r.messages.at(-1)));
+
+describe("exactly one run", () => {
+  it("the same idempotencyKey sent 20 times at once gives one run and one answer", async () => {
+    model.script({ text: "The one and only answer.", chunkSize: 4, delayMs: 20 });
+    const clients = await Promise.all(Array.from({ length: 4 }, () => GatewayClient.open(hub.port, hub.token)));
+    const sends = await Promise.all(
+      Array.from({ length: 20 }, (_, i) => clients[i % 4]!.request("chat.send", { text: "only once please", idempotencyKey: "idem-key-0020" })),
+    );
+    const statuses = sends.map((s) => (s.payload as { status: string }).status);
+    expect(statuses.filter((s) => s === "accepted")).toHaveLength(1);
+    expect(statuses.every((s) => s === "accepted" || s === "in_flight" || s === "completed")).toBe(true);
+    const final = await clients[0]!.terminal("idem-key-0020");
+    expect(final).toMatchObject({ state: "final", text: "The one and only answer." });
+    // A repeat after the end answers the recorded result without a new run.
+    const again = await clients[1]!.request("chat.send", { text: "only once please", idempotencyKey: "idem-key-0020" });
+    expect(again.payload).toMatchObject({ status: "completed", text: "The one and only answer." });
+    await new Promise((r) => setTimeout(r, 300));
+    expect(userTexts().filter((t) => t.includes("only once please"))).toHaveLength(1);
+    const history = await clients[0]!.request("chat.history", {});
+    const messages = (history.payload as { messages: Array<{ role: string }> }).messages;
+    expect(messages.filter((m) => m.role === "user")).toHaveLength(1);
+    expect(messages.filter((m) => m.role === "assistant")).toHaveLength(1);
+    for (const c of clients) c.close();
+  });
+
+  it("the same inbound message dispatched twice (also at once) gives one run", async () => {
+    const fields: AdapterFields = {
+      channel: "telegram",
+      messageId: "777",
+      chat: { type: "direct", id: "42" },
+      sender: { id: "42", name: "Ann" },
+      body: "redelivered hello",
+      timestamp: Date.now(),
+    };
+    const first = await Promise.all([hub.dispatcher!.dispatchInboundMessage(fields), hub.dispatcher!.dispatchInboundMessage(fields)]);
+    const later = await hub.dispatcher!.dispatchInboundMessage(fields);
+    expect(first.map((r) => r.status).sort()).toEqual(["accepted", "duplicate"]);
+    expect(later.status).toBe("duplicate");
+    const accepted = first.find((r) => r.status === "accepted") as { runId: string };
+    await waitFor(async () => (await hub.replies.status(accepted.runId)).settled, "reply settled");
+    expect(userTexts().filter((t) => t.includes("redelivered hello"))).toHaveLength(1);
+    expect(platform.messages.filter((m) => m.replyId === accepted.runId).length).toBeGreaterThan(0);
+  });
+
+  it("a message from a sender not on the allowlist gets no run", async () => {
+    const result = await hub.dispatcher!.dispatchInboundMessage({
+      channel: "telegram",
+      messageId: "778",
+      chat: { type: "direct", id: "666" },
+      sender: { id: "666" },
+      body: "let me in",
+      timestamp: Date.now(),
+    });
+    expect(result).toMatchObject({ status: "dropped" });
+    expect(userTexts().filter((t) => t.includes("let me in"))).toHaveLength(0);
+  });
+});

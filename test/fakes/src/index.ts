@@ -1,0 +1,2 @@
+export * from "./openai.js";
+export * from "./chat-platform.js";

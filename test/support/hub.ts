@@ -1,0 +1,46 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type ChannelAdapter, createLogger, type HubConfigInput, parseConfig } from "@hub/core";
+import { type HubTuning, type RunningHub, startHub } from "../../apps/hub/src/hub.js";
+import { dropPrefix, REDIS_URL, testPrefix } from "./redis.js";
+
+/** A hub started for one test, on its own port, state dir and Redis prefix. */
+export interface TestHub extends RunningHub {
+  stateDir: string;
+  prefix: string;
+  url: string;
+  /** Stops the hub and removes its state and Redis keys. */
+  dispose(): Promise<void>;
+}
+
+/** Fast mailbox tuning so crash recovery happens within a test's patience. */
+export const FAST_TUNING: HubTuning = { leaseMs: 1500, sweepIntervalMs: 200, graceMs: 1000 };
+
+/** Starts a whole hub (all roles unless `config.roles` says otherwise) against the real Redis. */
+export async function startTestHub(config: HubConfigInput = {}, name = "hub", adapters: ChannelAdapter[] = []): Promise<TestHub> {
+  const prefix = testPrefix(name);
+  const stateDir = mkdtempSync(join(tmpdir(), "hub-test-"));
+  const parsed = parseConfig(
+    {
+      ...config,
+      gateway: { port: 0, ...config.gateway },
+      redis: { url: REDIS_URL, prefix },
+      agent: { offlineTokenDelayMs: 0, ...config.agent },
+    },
+    "test config",
+  );
+  const token = "test-token-0123456789abcdef";
+  const hub = await startHub(parsed, { stateDir, token, logger: createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" }), tuning: FAST_TUNING, adapters });
+  return {
+    ...hub,
+    stateDir,
+    prefix,
+    url: `http://127.0.0.1:${hub.port}/`,
+    dispose: async () => {
+      await hub.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+    },
+  };
+}
