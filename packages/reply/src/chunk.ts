@@ -139,9 +139,9 @@ export function cutFront(text: string, limit: number): { head: string; rest: num
 
 /** Classifies every line once, so each cut only looks at its own window. */
 function scanLines(text: string, limit: number): Line[] {
-  // A fence whose bare open + close lines leave no room for code can never be balanced within the
-  // limit; such (absurdly long) markers are treated as plain text.
-  const maxMarker = Math.floor((limit - 3) / 2);
+  // A fence whose bare open + close lines leave no room for two code units (one surrogate pair) can never be
+  // split while staying balanced; such (absurdly long) markers are treated as plain text.
+  const maxMarker = Math.floor((limit - 4) / 2);
   const lines: Line[] = [];
   let open: OpenFence | null = null;
   let start = 0;
@@ -179,17 +179,17 @@ function scanLines(text: string, limit: number): Line[] {
 }
 
 /**
- * Opener/closer pair used when a fence continues in a new segment. The full opener is kept unless it would
- * eat more than half the limit; then it falls back to marker + language, then to the bare marker.
+ * Opener/closer pair used when a fence continues in a new segment. Indentation is dropped (it means nothing
+ * at the top of a message, and segments are trimmed). The info string is kept unless the opener would eat
+ * more than half the limit; then it falls back to marker + language, then to the bare marker.
  */
 function reopenFence(fence: FenceOpener, limit: number): OpenFence {
   const room = limit / 2;
-  const full = fence.indent + fence.marker + fence.info;
-  const closer = fence.indent + fence.marker;
-  if (full.length + closer.length + 2 <= room) return { fence, opener: full, closer };
-  const short = fence.marker + (fence.info.split(/\s/)[0] ?? "");
-  if (short.length + fence.marker.length + 2 <= room) return { fence, opener: short, closer: fence.marker };
-  return { fence, opener: fence.marker, closer: fence.marker };
+  const closer = fence.marker;
+  for (const opener of [fence.marker + fence.info, fence.marker + (fence.info.split(/\s/)[0] ?? "")]) {
+    if (opener.length + closer.length + 2 <= room) return { fence, opener, closer };
+  }
+  return { fence, opener: fence.marker, closer };
 }
 
 /** Moves the cursor to where the next segment's content really starts; pos >= length means done. */
@@ -218,6 +218,11 @@ function step(
   let cut = findCut(text, lines, li, cursor, limit) ?? hardCut(text, lines, li, cursor, limit);
   if (cut === null) {
     const line = lines[li]!;
+    const indented = skipWhitespace(text, cursor.pos);
+    if (cursor.fence !== null && indented > cursor.pos && indented < line.end) {
+      // Reopened fence with a tiny limit: the code line's indentation leaves no room for code. Drop it.
+      return step(text, lines, { pos: indented, fence: cursor.fence }, limit);
+    }
     if (cursor.fence === null && line.kind === "open" && line.end < text.length) {
       // The opener itself is too long to share a segment with any code (a huge info string): continue as
       // if the fence had been reopened with a shortened opener.
@@ -305,8 +310,10 @@ function hardCut(text: string, lines: readonly Line[], li: number, cursor: Curso
 
 /** Ignores structure; only reached if everything else failed, so that chunking always terminates. */
 function plainCut(text: string, cursor: Cursor, limit: number): Cut {
-  const budget = limit - prefixLength(cursor);
-  const next = safeEnd(text, cursor.pos, Math.min(text.length, cursor.pos + budget));
+  const hi = Math.min(text.length, cursor.pos + limit - prefixLength(cursor));
+  const safe = safeEnd(text, cursor.pos, hi);
+  const next = safe > cursor.pos ? safe : hi; // progress beats purity here: never loop forever
+  console.error("PLAINCUT");
   return { end: Math.max(trimEnd(text, cursor.pos, next), cursor.pos + 1), next, fence: null };
 }
 
@@ -355,11 +362,13 @@ function graphemes(): Intl.Segmenter | null {
 /**
  * Largest cut position in (lo, hi] that does not split a grapheme (emoji with modifiers, ZWJ sequences,
  * flags) or, failing that, a surrogate pair: a lone surrogate is invalid UTF-16 and platforms reject it.
+ * Returns lo when there is none.
  */
 function safeEnd(text: string, lo: number, hi: number): number {
   if (hi >= text.length) return text.length;
   let end = hi;
-  if (end - 1 > lo && isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end))) end--;
+  if (isHighSurrogate(text.charCodeAt(end - 1)) && isLowSurrogate(text.charCodeAt(end))) end--;
+  if (end <= lo) return lo;
   const seg = graphemes();
   if (seg !== null) {
     // Segmenting a small neighbourhood is enough; its first boundary is artificial and skipped.
