@@ -18,11 +18,15 @@ function run(cmd, args, env = {}) {
 
 function pnpm() {
   const probe = spawnSync("pnpm", ["--version"], { encoding: "utf8" });
-  if (probe.status === 0 && probe.stdout.trim().split(".")[0] === PNPM_VERSION.split(".")[0]) return ["pnpm", []];
+  if (probe.status === 0 && probe.stdout.trim().split(".")[0] === PNPM_VERSION.split(".")[0])
+    return ["pnpm", []];
   // corepack needs COREPACK_INTEGRITY_KEYS=0 where the registry serves no signatures.
   const env = { COREPACK_ENABLE_DOWNLOAD_PROMPT: "0", COREPACK_INTEGRITY_KEYS: "0" };
   Object.assign(process.env, env);
-  const cp = spawnSync("corepack", [`pnpm@${PNPM_VERSION}`, "--version"], { encoding: "utf8", env: { ...process.env } });
+  const cp = spawnSync("corepack", [`pnpm@${PNPM_VERSION}`, "--version"], {
+    encoding: "utf8",
+    env: { ...process.env },
+  });
   if (cp.status === 0) return ["corepack", [`pnpm@${PNPM_VERSION}`]];
   return ["npx", ["--yes", `pnpm@${PNPM_VERSION}`]];
 }

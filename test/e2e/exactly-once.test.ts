@@ -1,6 +1,12 @@
 import type { AdapterFields } from "@hub/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeChatPlatform, FakeChatAdapter, type FakeOpenAI, startFakeChatPlatform, startFakeOpenAI } from "../fakes/src/index.js";
+import {
+  FakeChatAdapter,
+  type FakeChatPlatform,
+  type FakeOpenAI,
+  startFakeChatPlatform,
+  startFakeOpenAI,
+} from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
@@ -32,9 +38,13 @@ const userTexts = () => model.requests.map((r) => JSON.stringify(r.messages.at(-
 describe("exactly one run", () => {
   it("the same idempotencyKey sent 20 times at once gives one run and one answer", async () => {
     model.script({ text: "The one and only answer.", chunkSize: 4, delayMs: 20 });
-    const clients = await Promise.all(Array.from({ length: 4 }, () => GatewayClient.open(hub.port, hub.token)));
+    const clients = await Promise.all(
+      Array.from({ length: 4 }, () => GatewayClient.open(hub.port, hub.token)),
+    );
     const sends = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => clients[i % 4]!.request("chat.send", { text: "only once please", idempotencyKey: "idem-key-0020" })),
+      Array.from({ length: 20 }, (_, i) =>
+        clients[i % 4]!.request("chat.send", { text: "only once please", idempotencyKey: "idem-key-0020" }),
+      ),
     );
     const statuses = sends.map((s) => (s.payload as { status: string }).status);
     expect(statuses.filter((s) => s === "accepted")).toHaveLength(1);
@@ -42,7 +52,10 @@ describe("exactly one run", () => {
     const final = await clients[0]!.terminal("idem-key-0020");
     expect(final).toMatchObject({ state: "final", text: "The one and only answer." });
     // A repeat after the end answers the recorded result without a new run.
-    const again = await clients[1]!.request("chat.send", { text: "only once please", idempotencyKey: "idem-key-0020" });
+    const again = await clients[1]!.request("chat.send", {
+      text: "only once please",
+      idempotencyKey: "idem-key-0020",
+    });
     expect(again.payload).toMatchObject({ status: "completed", text: "The one and only answer." });
     await new Promise((r) => setTimeout(r, 300));
     expect(userTexts().filter((t) => t.includes("only once please"))).toHaveLength(1);
@@ -62,7 +75,10 @@ describe("exactly one run", () => {
       body: "redelivered hello",
       timestamp: Date.now(),
     };
-    const first = await Promise.all([hub.dispatcher!.dispatchInboundMessage(fields), hub.dispatcher!.dispatchInboundMessage(fields)]);
+    const first = await Promise.all([
+      hub.dispatcher!.dispatchInboundMessage(fields),
+      hub.dispatcher!.dispatchInboundMessage(fields),
+    ]);
     const later = await hub.dispatcher!.dispatchInboundMessage(fields);
     expect(first.map((r) => r.status).sort()).toEqual(["accepted", "duplicate"]);
     expect(later.status).toBe("duplicate");

@@ -15,7 +15,13 @@ const workers: ChildProcess[] = [];
 
 async function spawnWorker(): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", WORKER], {
-    env: { ...process.env, PREFIX: prefix, REDIS_URL, PLATFORM_URL: platform.url, LEASE_MS: String(LEASE_MS) },
+    env: {
+      ...process.env,
+      PREFIX: prefix,
+      REDIS_URL,
+      PLATFORM_URL: platform.url,
+      LEASE_MS: String(LEASE_MS),
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   await new Promise<void>((resolve, reject) => {
@@ -63,7 +69,10 @@ afterAll(async () => {
 
 describe("ordered delivery across worker processes", () => {
   it("delivers a 10-segment reply and the replies after it in order, with two workers", async () => {
-    const replies = ["r1", "r2", "r3"].map((id) => ({ id, stream: producer.open(`${id}-a`, target("chat-a")) }));
+    const replies = ["r1", "r2", "r3"].map((id) => ({
+      id,
+      stream: producer.open(`${id}-a`, target("chat-a")),
+    }));
     const others = Array.from({ length: 8 }, (_, i) => producer.open(`other-${i}`, target(`chat-o${i}`)));
     // Interleave pushes of several replies to one target and to other targets.
     for (let n = 0; n < 10; n++) {
@@ -76,14 +85,18 @@ describe("ordered delivery across worker processes", () => {
       await r.stream.end();
     }
     await Promise.all(others.map((o) => o.end()));
-    const settled = await Promise.all([...replies.map((r) => r.stream.settled()), ...others.map((o) => o.settled())]);
+    const settled = await Promise.all([
+      ...replies.map((r) => r.stream.settled()),
+      ...others.map((o) => o.settled()),
+    ]);
     expect(settled[0]).toEqual({ total: 10, delivered: 10, failed: 0 });
     const a = platform.messages.filter((m) => m.chatId === "chat-a");
     expect(a.map((m) => m.text)).toEqual([
       ...Array.from({ length: 10 }, (_, n) => `r1 segment ${n}`),
       ...["r2", "r3"].flatMap((id) => [0, 1, 2].map((n) => `${id} segment ${n}`)),
     ]);
-    for (let i = 0; i < 8; i++) expect(received(`chat-o${i}`).indices).toEqual(Array.from({ length: 10 }, (_, n) => n));
+    for (let i = 0; i < 8; i++)
+      expect(received(`chat-o${i}`).indices).toEqual(Array.from({ length: 10 }, (_, n) => n));
     // Both processes took part.
     expect(new Set(platform.messages.map((m) => m.sender)).size).toBe(2);
   });
@@ -104,7 +117,9 @@ describe("ordered delivery across worker processes", () => {
     expect(got.indices).toEqual(Array.from({ length: 10 }, (_, n) => n));
     // Only the segment in flight at the kill may arrive twice.
     expect(got.duplicates).toBeLessThanOrEqual(1);
-    const survivors = new Set(platform.messages.filter((m) => m.chatId === "chat-crash").map((m) => m.sender));
+    const survivors = new Set(
+      platform.messages.filter((m) => m.chatId === "chat-crash").map((m) => m.sender),
+    );
     expect(survivors.size).toBe(2);
     platform.setDelay(0);
   }, 30_000);
@@ -117,7 +132,9 @@ describe("ordered delivery across worker processes", () => {
     await reply.end();
     expect(await reply.settled()).toEqual({ total: 4, delivered: 4, failed: 0 });
     expect(received("chat-limited").indices).toEqual([0, 1, 2, 3]);
-    expect(platform.messages.find((m) => m.chatId === "chat-limited")!.at - started).toBeGreaterThanOrEqual(950);
+    expect(platform.messages.find((m) => m.chatId === "chat-limited")!.at - started).toBeGreaterThanOrEqual(
+      950,
+    );
   });
 
   it("a permanent failure (403) gives the segment up and settles the reply", async () => {

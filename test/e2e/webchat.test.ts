@@ -62,7 +62,14 @@ describe("gateway + web chat pipeline", () => {
     client.sendRaw("{not json");
     client.sendRaw(JSON.stringify({ type: "req", method: "health" })); // no id
     client.sendRaw(JSON.stringify({ hello: "world" }));
-    await client.waitFor((f) => f.type === "res" && f.ok === false && f.error?.code === "bad_frame" && client.frames.filter((x) => x.type === "res").length >= 3, "three error frames");
+    await client.waitFor(
+      (f) =>
+        f.type === "res" &&
+        f.ok === false &&
+        f.error?.code === "bad_frame" &&
+        client.frames.filter((x) => x.type === "res").length >= 3,
+      "three error frames",
+    );
     expect(client.frames.filter((f) => f.type === "res" && f.error?.code === "bad_frame")).toHaveLength(3);
     const bad = await client.request("chat.send", { text: "", idempotencyKey: "x" });
     expect(bad.error?.code).toBe("bad_params");
@@ -76,7 +83,11 @@ describe("gateway + web chat pipeline", () => {
   it("routes a run's events only to clients watching that session", async () => {
     const a = await GatewayClient.open(hub.port, hub.token);
     const b = await GatewayClient.open(hub.port, hub.token);
-    const res = await a.request("chat.send", { sessionKey: "agent:main:webchat:direct:alice", text: "for alice", idempotencyKey: "run-alice-0001" });
+    const res = await a.request("chat.send", {
+      sessionKey: "agent:main:webchat:direct:alice",
+      text: "for alice",
+      idempotencyKey: "run-alice-0001",
+    });
     expect(res.ok).toBe(true);
     await a.terminal("run-alice-0001");
     expect(b.chatEvents("run-alice-0001")).toEqual([]);

@@ -2,7 +2,13 @@ import WebSocket from "ws";
 
 /** A frame the gateway sent. */
 export type ServerFrame =
-  | { type: "res"; id: string | number | null; ok: boolean; payload?: unknown; error?: { code: string; message: string } }
+  | {
+      type: "res";
+      id: string | number | null;
+      ok: boolean;
+      payload?: unknown;
+      error?: { code: string; message: string };
+    }
   | { type: "event"; event: string; payload: ChatPayload; seq: number };
 
 /** The payload of a `chat` event. */
@@ -29,7 +35,9 @@ export class GatewayClient {
       this.frames.push(JSON.parse(data.toString()) as ServerFrame);
       for (const w of this.#waiters.splice(0)) w();
     });
-    this.closed = new Promise((resolve) => ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })));
+    this.closed = new Promise((resolve) =>
+      ws.on("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
   }
 
   /** Opens a socket; with `token`, also sends `connect` and expects success. */
@@ -55,12 +63,17 @@ export class GatewayClient {
   async request(method: string, params?: unknown): Promise<Extract<ServerFrame, { type: "res" }>> {
     const id = this.#nextId++;
     this.ws.send(JSON.stringify({ type: "req", id, method, params }));
-    return (await this.waitFor((f) => f.type === "res" && f.id === id, `response to ${method}`)) as Extract<ServerFrame, { type: "res" }>;
+    return (await this.waitFor((f) => f.type === "res" && f.id === id, `response to ${method}`)) as Extract<
+      ServerFrame,
+      { type: "res" }
+    >;
   }
 
   /** Chat events received so far (for one run, if given). */
   chatEvents(runId?: string): ChatPayload[] {
-    return this.frames.flatMap((f) => (f.type === "event" && f.event === "chat" && (!runId || f.payload.runId === runId) ? [f.payload] : []));
+    return this.frames.flatMap((f) =>
+      f.type === "event" && f.event === "chat" && (!runId || f.payload.runId === runId) ? [f.payload] : [],
+    );
   }
 
   /** Resolves with the first frame (already received or future) that matches. */
@@ -83,7 +96,11 @@ export class GatewayClient {
 
   /** Waits for the run's terminal event (final, error or aborted). */
   async terminal(runId: string, timeoutMs?: number): Promise<ChatPayload> {
-    const f = await this.waitFor((x) => x.type === "event" && x.payload.runId === runId && x.payload.state !== "delta", `end of run ${runId}`, timeoutMs);
+    const f = await this.waitFor(
+      (x) => x.type === "event" && x.payload.runId === runId && x.payload.state !== "delta",
+      `end of run ${runId}`,
+      timeoutMs,
+    );
     return (f as Extract<ServerFrame, { type: "event" }>).payload;
   }
 

@@ -18,7 +18,11 @@ export interface TestHub extends RunningHub {
 export const FAST_TUNING: HubTuning = { leaseMs: 1500, sweepIntervalMs: 200, graceMs: 1000 };
 
 /** Starts a whole hub (all roles unless `config.roles` says otherwise) against the real Redis. */
-export async function startTestHub(config: HubConfigInput = {}, name = "hub", adapters: ChannelAdapter[] = []): Promise<TestHub> {
+export async function startTestHub(
+  config: HubConfigInput = {},
+  name = "hub",
+  adapters: ChannelAdapter[] = [],
+): Promise<TestHub> {
   const prefix = testPrefix(name);
   const stateDir = mkdtempSync(join(tmpdir(), "hub-test-"));
   const parsed = parseConfig(
@@ -31,7 +35,13 @@ export async function startTestHub(config: HubConfigInput = {}, name = "hub", ad
     "test config",
   );
   const token = "test-token-0123456789abcdef";
-  const hub = await startHub(parsed, { stateDir, token, logger: createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" }), tuning: FAST_TUNING, adapters });
+  const hub = await startHub(parsed, {
+    stateDir,
+    token,
+    logger: createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" }),
+    tuning: FAST_TUNING,
+    adapters,
+  });
   return {
     ...hub,
     stateDir,

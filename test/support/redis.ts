@@ -25,7 +25,11 @@ export async function dropPrefix(prefix: string): Promise<void> {
 }
 
 /** Polls `check` until it returns true or `timeoutMs` passes (then throws with `what`). */
-export async function waitFor(check: () => boolean | Promise<boolean>, what: string, timeoutMs = 10_000): Promise<void> {
+export async function waitFor(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);

@@ -68,13 +68,23 @@ export async function startHub(
     ...mailboxTuning,
     ...(tuning.leaseMs ? {} : { leaseMs: config.delivery.leaseMs }),
   });
-  const lane = new SessionLane({ redisUrl: url, prefix, logger: logger.child({ component: "lane" }), ...mailboxTuning });
+  const lane = new SessionLane({
+    redisUrl: url,
+    prefix,
+    logger: logger.child({ component: "lane" }),
+    ...mailboxTuning,
+  });
   const sessions = new SessionStore(options.stateDir, logger.child({ component: "sessions" }));
   const runs = new RunRecords(redis, prefix);
   const workers: MailboxWorker[] = [];
   const cleanups: Array<() => Promise<void> | void> = [];
 
-  if (roles.has("delivery")) workers.push(replies.startDelivery((channel) => adapters.get(channel), { concurrency: tuning.deliveryConcurrency ?? 50 }));
+  if (roles.has("delivery"))
+    workers.push(
+      replies.startDelivery((channel) => adapters.get(channel), {
+        concurrency: tuning.deliveryConcurrency ?? 50,
+      }),
+    );
 
   if (roles.has("agent")) {
     const runner = new AgentRunner({
@@ -93,7 +103,9 @@ export async function startHub(
     // Aborts reach the process that runs the run through pub/sub; a run not started yet sees the mark.
     const active = new Map<string, AbortController>();
     const abortSubscriber = createRedis(url);
-    abortSubscriber.on("message", (_c: string, runId: string) => active.get(runId)?.abort(new Error("aborted by the user")));
+    abortSubscriber.on("message", (_c: string, runId: string) =>
+      active.get(runId)?.abort(new Error("aborted by the user")),
+    );
     await abortSubscriber.subscribe(`${prefix}:abort`);
     cleanups.push(() => abortSubscriber.disconnect());
     workers.push(
@@ -104,7 +116,8 @@ export async function startHub(
           laneSignal.addEventListener("abort", onLane);
           active.set(request.runId, controller);
           try {
-            if (await redis.exists(`${prefix}:abort:${request.runId}`)) controller.abort(new Error("aborted by the user"));
+            if (await redis.exists(`${prefix}:abort:${request.runId}`))
+              controller.abort(new Error("aborted by the user"));
             await runner.run(request, controller.signal);
           } finally {
             active.delete(request.runId);
@@ -138,7 +151,9 @@ export async function startHub(
         runRecord: (runId) => runs.get(runId),
         history: async (sessionKey) => {
           const record = await sessions.get(sessionKey);
-          return record ? { sessionId: record.sessionId, entries: await sessions.read(record.sessionId) } : undefined;
+          return record
+            ? { sessionId: record.sessionId, entries: await sessions.read(record.sessionId) }
+            : undefined;
         },
         abort: async (runId) => {
           await redis.set(`${prefix}:abort:${runId}`, "1", "EX", 3600);
@@ -147,7 +162,13 @@ export async function startHub(
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),
         publishEvent: (event) => events.publish(event),
       },
-      { host: config.gateway.host, port: config.gateway.port, token: options.token, maxFrameBytes: config.gateway.maxFrameBytes, webRoot },
+      {
+        host: config.gateway.host,
+        port: config.gateway.port,
+        token: options.token,
+        maxFrameBytes: config.gateway.maxFrameBytes,
+        webRoot,
+      },
     );
     await gateway.start();
   }

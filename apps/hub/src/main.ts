@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { configJsonSchema, HubError, createLogger, loadConfig, resolveStateDir } from "@hub/core";
+import { configJsonSchema, createLogger, HubError, loadConfig, resolveStateDir } from "@hub/core";
 import { startHub } from "./hub.js";
 import { ensureRedis } from "./redis-local.js";
 import { ensureStateDir, resolveGatewayToken } from "./state.js";
@@ -24,7 +24,8 @@ async function main(): Promise<void> {
   const args = parseArgs(process.argv.slice(2));
   const [cmd = "start", sub] = args.command;
   if (cmd === "help") return void console.log(USAGE);
-  if (cmd === "config" && sub === "schema") return void console.log(JSON.stringify(configJsonSchema(), null, 2));
+  if (cmd === "config" && sub === "schema")
+    return void console.log(JSON.stringify(configJsonSchema(), null, 2));
   if (cmd !== "start") throw new HubError("usage", `Unknown command "${args.command.join(" ")}".\n${USAGE}`);
 
   const stateDir = resolveStateDir();
@@ -34,11 +35,16 @@ async function main(): Promise<void> {
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line));
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   const hub = await startHub(config, { stateDir, token, logger });
-  logger.info({ config: fromFile ? path : "(defaults)", stateDir, model: config.agent.model, roles: config.roles }, "hub started");
+  logger.info(
+    { config: fromFile ? path : "(defaults)", stateDir, model: config.agent.model, roles: config.roles },
+    "hub started",
+  );
   if (hub.port) {
     const url = `http://${config.gateway.host.includes(":") ? `[${config.gateway.host}]` : config.gateway.host}:${hub.port}/`;
     if (generated) {
-      console.log(`\nGateway token (shown once, stored in ${tokenPath}):\n  ${token}\nOpen the web chat: ${url}#token=${token}\n`);
+      console.log(
+        `\nGateway token (shown once, stored in ${tokenPath}):\n  ${token}\nOpen the web chat: ${url}#token=${token}\n`,
+      );
     } else {
       console.log(`\nWeb chat: ${url}  (token in ${tokenPath})\n`);
     }

@@ -1,4 +1,4 @@
-import { OfflineProvider, OpenAIProvider, type ModelProvider } from "@hub/agent";
+import { type ModelProvider, OfflineProvider, OpenAIProvider } from "@hub/agent";
 import { type HubConfig, HubError } from "@hub/core";
 
 /** A resolver from `provider/model` refs to providers, built once from config. */
@@ -13,7 +13,14 @@ export function createModelResolver(config: HubConfig): ModelResolver {
   const providers = new Map<string, ModelProvider>();
   providers.set("offline", new OfflineProvider(config.agent.offlineTokenDelayMs));
   for (const [name, p] of Object.entries(config.models.providers)) {
-    providers.set(name, new OpenAIProvider({ id: name, ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}), ...(p.apiKey ? { apiKey: p.apiKey } : {}) }));
+    providers.set(
+      name,
+      new OpenAIProvider({
+        id: name,
+        ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}),
+        ...(p.apiKey ? { apiKey: p.apiKey } : {}),
+      }),
+    );
   }
   const resolve: ModelResolver = (ref) => {
     const slash = ref.indexOf("/");

@@ -18,7 +18,11 @@ function hasRedisServer(): boolean {
  * `redis-server` is started for the hub's own use (AOF on, data in the state
  * dir) when the binary is installed; otherwise a HubError says how to get one.
  */
-export async function ensureRedis(url: string, stateDir: string, log: (line: string) => void): Promise<LocalRedis | undefined> {
+export async function ensureRedis(
+  url: string,
+  stateDir: string,
+  log: (line: string) => void,
+): Promise<LocalRedis | undefined> {
   try {
     await pingRedis(url);
     return undefined;
@@ -34,7 +38,20 @@ export async function ensureRedis(url: string, stateDir: string, log: (line: str
   const port = parsed.port || "6379";
   const child: ChildProcess = spawn(
     "redis-server",
-    ["--port", port, "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--save", "", "--daemonize", "no"],
+    [
+      "--port",
+      port,
+      "--bind",
+      "127.0.0.1",
+      "--dir",
+      dir,
+      "--appendonly",
+      "yes",
+      "--save",
+      "",
+      "--daemonize",
+      "no",
+    ],
     { stdio: "ignore" },
   );
   log(`No Redis was running at ${url}; started redis-server for the hub (data in ${dir}).`);

@@ -12,7 +12,10 @@ export function ensureStateDir(stateDir: string): void {
  * dir; else a new random one, stored with mode 0600. `generated` is true only
  * the first time, so the caller prints it once.
  */
-export function resolveGatewayToken(stateDir: string, configured: string | undefined): { token: string; generated: boolean; path: string } {
+export function resolveGatewayToken(
+  stateDir: string,
+  configured: string | undefined,
+): { token: string; generated: boolean; path: string } {
   const path = join(stateDir, "gateway-token");
   if (configured) return { token: configured, generated: false, path };
   if (existsSync(path)) {

@@ -53,7 +53,15 @@ export interface ModelProvider {
 }
 
 /** How a model call failed; failover decisions are made on this. */
-export type ModelErrorKind = "auth" | "rate_limit" | "overloaded" | "context_overflow" | "bad_request" | "network" | "aborted" | "unknown";
+export type ModelErrorKind =
+  | "auth"
+  | "rate_limit"
+  | "overloaded"
+  | "context_overflow"
+  | "bad_request"
+  | "network"
+  | "aborted"
+  | "unknown";
 
 /** A failed model call, classified. */
 export class ModelError extends Error {

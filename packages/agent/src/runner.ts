@@ -38,9 +38,16 @@ export function historyMessages(entries: TranscriptEntry[]): ChatMessage[] {
   for (const e of entries) {
     if (e.type === "user") {
       const who = e.senderName ?? e.senderId;
-      out.push({ role: "user", content: e.contextOnly ? `[group message from ${who ?? "someone"}, not addressed to you]\n${e.text}` : e.text });
-    } else if (e.type === "assistant") out.push({ role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) });
-    else if (e.type === "tool_result") out.push({ role: "tool", toolCallId: e.toolCallId, content: e.content });
+      out.push({
+        role: "user",
+        content: e.contextOnly
+          ? `[group message from ${who ?? "someone"}, not addressed to you]\n${e.text}`
+          : e.text,
+      });
+    } else if (e.type === "assistant")
+      out.push({ role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) });
+    else if (e.type === "tool_result")
+      out.push({ role: "tool", toolCallId: e.toolCallId, content: e.content });
   }
   // Never start the window on a tool result or an assistant tool call whose results were cut off.
   return out;
@@ -88,7 +95,10 @@ export class AgentRunner {
     const attempt = await this.o.runs.start(runId, ctx.sessionKey);
     log.info({ attempt }, "run started");
 
-    const history = trimHistory(historyMessages(await this.o.sessions.read(session.sessionId)), this.o.historyLimit ?? 40);
+    const history = trimHistory(
+      historyMessages(await this.o.sessions.read(session.sessionId)),
+      this.o.historyLimit ?? 40,
+    );
     const messages: ChatMessage[] = [
       { role: "system", content: this.#systemPrompt(ctx) },
       ...history,
@@ -108,7 +118,10 @@ export class AgentRunner {
     const abort = new AbortController();
     const onLaneAbort = () => abort.abort(laneSignal.reason);
     laneSignal.addEventListener("abort", onLaneAbort);
-    const timeout = setTimeout(() => abort.abort(new ModelError("aborted", "run timed out")), this.o.runTimeoutMs);
+    const timeout = setTimeout(
+      () => abort.abort(new ModelError("aborted", "run timed out")),
+      this.o.runTimeoutMs,
+    );
 
     let status: "completed" | "failed" | "timed_out" | "aborted" = "completed";
     let errorText: string | undefined;
@@ -128,7 +141,10 @@ export class AgentRunner {
       pushBlocks(streamer.flush());
       text = result.text;
       await pushing;
-      await this.o.sessions.append(session.sessionId, result.produced.map((m) => toEntry(m, runId)));
+      await this.o.sessions.append(
+        session.sessionId,
+        result.produced.map((m) => toEntry(m, runId)),
+      );
     } catch (error) {
       status = abort.signal.aborted ? (laneSignal.aborted ? "aborted" : "timed_out") : "failed";
       errorText = error instanceof Error ? error.message : String(error);
@@ -171,8 +187,16 @@ export class AgentRunner {
 
 function toEntry(m: ChatMessage, runId: string): TranscriptEntry {
   const at = Date.now();
-  if (m.role === "assistant") return { type: "assistant", runId, text: m.content, ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}), at };
-  if (m.role === "tool") return { type: "tool_result", runId, toolCallId: m.toolCallId, content: m.content, at };
+  if (m.role === "assistant")
+    return {
+      type: "assistant",
+      runId,
+      text: m.content,
+      ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}),
+      at,
+    };
+  if (m.role === "tool")
+    return { type: "tool_result", runId, toolCallId: m.toolCallId, content: m.content, at };
   throw new Error(`a turn does not produce ${m.role} messages`);
 }
 

@@ -59,7 +59,11 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
       }
     }
     text += callText;
-    const assistant: ChatMessage = { role: "assistant", content: callText, ...(calls.length ? { toolCalls: calls } : {}) };
+    const assistant: ChatMessage = {
+      role: "assistant",
+      content: callText,
+      ...(calls.length ? { toolCalls: calls } : {}),
+    };
     messages.push(assistant);
     produced.push(assistant);
     if (calls.length === 0) return { produced, text, stopReason, usage };

@@ -1,7 +1,13 @@
 import type { AdapterFields, ReplyTarget } from "./msg-context.js";
 
 /** Which markdown flavour a channel renders (the reply layer converts to it). */
-export type MarkdownDialect = "commonmark" | "telegram-html" | "discord" | "slack-mrkdwn" | "whatsapp" | "plain";
+export type MarkdownDialect =
+  | "commonmark"
+  | "telegram-html"
+  | "discord"
+  | "slack-mrkdwn"
+  | "whatsapp"
+  | "plain";
 
 /** What a channel can do; the reply layer and the agent adapt to it. */
 export interface ChannelCapabilities {

@@ -62,7 +62,11 @@ export const HubConfigSchema = z
         port: z.number().int().min(0).max(65535).default(18789),
         token: z.string().min(16, "must be at least 16 characters").optional(),
         /** Largest WebSocket frame accepted, in bytes. */
-        maxFrameBytes: z.number().int().positive().default(256 * 1024),
+        maxFrameBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(256 * 1024),
       })
       .strict()
       .default({ host: "127.0.0.1", port: 18789, maxFrameBytes: 256 * 1024 }),
@@ -74,7 +78,10 @@ export const HubConfigSchema = z
           .default("main"),
         model: z
           .string()
-          .regex(/^[a-z0-9_-]+\/.+$/, 'must be "provider/model", for example "offline/echo" or "openai/gpt-4o-mini"')
+          .regex(
+            /^[a-z0-9_-]+\/.+$/,
+            'must be "provider/model", for example "offline/echo" or "openai/gpt-4o-mini"',
+          )
           .default("offline/echo"),
         dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
         maxConcurrentRuns: z.number().int().positive().default(8),
@@ -98,7 +105,10 @@ export const HubConfigSchema = z
       .default({ providers: {} }),
     redis: z
       .object({
-        url: z.string().regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"').default("redis://127.0.0.1:6379"),
+        url: z
+          .string()
+          .regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"')
+          .default("redis://127.0.0.1:6379"),
         prefix: z.string().min(1).default("hub"),
       })
       .strict()
@@ -113,7 +123,10 @@ export const HubConfigSchema = z
       .strict()
       .default({ maxAttempts: 8, sendTimeoutMs: 10_000, leaseMs: 30_000 }),
     /** Which roles this process runs; all by default. */
-    roles: z.array(z.enum(["ingress", "agent", "delivery"])).min(1).default(["ingress", "agent", "delivery"]),
+    roles: z
+      .array(z.enum(["ingress", "agent", "delivery"]))
+      .min(1)
+      .default(["ingress", "agent", "delivery"]),
     channels: z
       .object({ webchat: WebChatSchema.optional(), telegram: TelegramSchema.optional() })
       .strict()
@@ -157,7 +170,8 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
 ];
 
 function fixFor(issue: z.core.$ZodIssue): string {
-  if (issue.code === "unrecognized_keys") return "remove it or fix its spelling; `hub config schema` lists every key";
+  if (issue.code === "unrecognized_keys")
+    return "remove it or fix its spelling; `hub config schema` lists every key";
   if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
   return "correct the value";
 }
@@ -175,7 +189,10 @@ export function parseConfig(raw: unknown, source = "config", env: NodeJS.Process
   const result = HubConfigSchema.safeParse(merged);
   if (result.success) return result.data;
   const lines = result.error.issues.map((issue) => {
-    const keys = issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
+    const keys =
+      issue.code === "unrecognized_keys"
+        ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})`
+        : "";
     const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
     return `  - ${at}${keys}: ${issue.message}; ${fixFor(issue)}.`;
   });
@@ -207,7 +224,10 @@ export function loadConfig(options: { path?: string | undefined; env?: NodeJS.Pr
       );
     }
   } else if (explicit) {
-    throw new HubError("config_missing", `The configuration file ${path} does not exist; create it or drop --config to use the defaults.`);
+    throw new HubError(
+      "config_missing",
+      `The configuration file ${path} does not exist; create it or drop --config to use the defaults.`,
+    );
   }
   return { config: parseConfig(raw, path, env), path, fromFile };
 }

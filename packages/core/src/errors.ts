@@ -14,7 +14,9 @@ export class HubError extends Error {
 }
 
 /** Formats zod issues as "path: message" lines, for errors shown to operators. */
-export function formatIssues(issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>): string {
+export function formatIssues(
+  issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }>,
+): string {
   return issues
     .map((issue) => `${issue.path.length ? issue.path.map(String).join(".") : "(root)"}: ${issue.message}`)
     .join("; ");

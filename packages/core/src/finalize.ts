@@ -25,7 +25,10 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
   const f = parsed.data;
   const body = neutralizeRoleMarkers(normalizeText(f.body));
   if (body.length > MAX_INBOUND_TEXT) {
-    throw new HubError("inbound_too_large", `Inbound message rejected: the text is ${body.length} characters; the limit is ${MAX_INBOUND_TEXT}.`);
+    throw new HubError(
+      "inbound_too_large",
+      `Inbound message rejected: the text is ${body.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
+    );
   }
   if (body.trim() === "" && f.media.length === 0) {
     throw new HubError("inbound_empty", "Inbound message rejected: it has neither text nor attachments.");
@@ -51,7 +54,12 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
     body,
     wasMentioned: f.wasMentioned,
     ...(f.replyTo
-      ? { replyTo: { ...f.replyTo, ...(f.replyTo.body ? { body: neutralizeRoleMarkers(normalizeText(f.replyTo.body)) } : {}) } }
+      ? {
+          replyTo: {
+            ...f.replyTo,
+            ...(f.replyTo.body ? { body: neutralizeRoleMarkers(normalizeText(f.replyTo.body)) } : {}),
+          },
+        }
       : {}),
     media: f.media,
     timestamp: f.timestamp,

@@ -1,4 +1,4 @@
-import { pino, type Logger } from "pino";
+import { type Logger, pino } from "pino";
 
 /** The structured logger every package uses; one root per process, children per concern. */
 export type HubLogger = Logger;
@@ -22,5 +22,9 @@ export const REDACTED_PATHS = [
 /** Creates the process's root logger. Level from `HUB_LOG_LEVEL` (default `info`; tests: `silent`). */
 export function createLogger(options: { level?: string; name?: string } = {}): HubLogger {
   const level = options.level ?? process.env.HUB_LOG_LEVEL ?? (process.env.VITEST ? "silent" : "info");
-  return pino({ level, name: options.name ?? "hub", redact: { paths: REDACTED_PATHS, censor: "[redacted]" } });
+  return pino({
+    level,
+    name: options.name ?? "hub",
+    redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+  });
 }

@@ -39,7 +39,9 @@ const SenderSchema = z
   })
   .strict();
 
-const ChatSchema = z.object({ type: ChatTypeSchema, id: z.string().min(1), title: z.string().optional() }).strict();
+const ChatSchema = z
+  .object({ type: ChatTypeSchema, id: z.string().min(1), title: z.string().optional() })
+  .strict();
 
 const ReplyToSchema = z
   .object({ messageId: z.string().min(1), senderId: z.string().optional(), body: z.string().optional() })
@@ -52,7 +54,10 @@ const ReplyToSchema = z
  */
 export const AdapterFieldsSchema = z
   .object({
-    channel: z.string().min(1).regex(/^[a-z][a-z0-9-]*$/, "must be lowercase letters, digits and dashes"),
+    channel: z
+      .string()
+      .min(1)
+      .regex(/^[a-z][a-z0-9-]*$/, "must be lowercase letters, digits and dashes"),
     accountId: z.string().min(1).default("default"),
     messageId: z.string().min(1),
     chat: ChatSchema,

@@ -3,7 +3,8 @@
  * system or the assistant. Matched at the start of a line, ignoring case,
  * leading whitespace and markdown decoration.
  */
-const ROLE_MARKER = /^([\s>*_`#-]*)(\[\s*(system|assistant|developer|tool)\s*\]|<\s*\/?\s*(system|assistant|developer|tool)\s*>|(system|assistant|developer)\s*:)/i;
+const ROLE_MARKER =
+  /^([\s>*_`#-]*)(\[\s*(system|assistant|developer|tool)\s*\]|<\s*\/?\s*(system|assistant|developer|tool)\s*>|(system|assistant|developer)\s*:)/i;
 
 /**
  * Neutralizes spoofed role markers in user text: a line that starts with
@@ -13,7 +14,11 @@ const ROLE_MARKER = /^([\s>*_`#-]*)(\[\s*(system|assistant|developer|tool)\s*\]|
 export function neutralizeRoleMarkers(text: string): string {
   return text
     .split("\n")
-    .map((line) => (ROLE_MARKER.test(line) ? line.replace(ROLE_MARKER, (_m, lead: string, marker: string) => `${lead}(user wrote) ${marker}`) : line))
+    .map((line) =>
+      ROLE_MARKER.test(line)
+        ? line.replace(ROLE_MARKER, (_m, lead: string, marker: string) => `${lead}(user wrote) ${marker}`)
+        : line,
+    )
     .join("\n");
 }
 

@@ -39,7 +39,12 @@ export function deriveSessionKey(p: SessionKeyParts): string {
 }
 
 /** The identity of one reply target (chat + thread): the unit of ordered delivery. */
-export function replyTargetKey(t: { channel: string; accountId: string; chatId: string; threadId?: string | undefined }): string {
+export function replyTargetKey(t: {
+  channel: string;
+  accountId: string;
+  chatId: string;
+  threadId?: string | undefined;
+}): string {
   const base = `${part(t.channel)}:${part(t.accountId)}:${part(t.chatId)}`;
   return t.threadId ? `${base}:${part(t.threadId)}` : base;
 }

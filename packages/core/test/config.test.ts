@@ -26,7 +26,12 @@ describe("config", () => {
   });
 
   it("applies environment overrides", () => {
-    const config = parseConfig({}, "c", { HUB_GATEWAY_PORT: "1234", REDIS_URL: "redis://10.0.0.1:6380", OPENAI_API_KEY: "sk-x", HUB_MODEL: "openai/gpt-4o-mini" });
+    const config = parseConfig({}, "c", {
+      HUB_GATEWAY_PORT: "1234",
+      REDIS_URL: "redis://10.0.0.1:6380",
+      OPENAI_API_KEY: "sk-x",
+      HUB_MODEL: "openai/gpt-4o-mini",
+    });
     expect(config.gateway.port).toBe(1234);
     expect(config.redis.url).toBe("redis://10.0.0.1:6380");
     expect(config.models.providers.openai?.apiKey).toBe("sk-x");
@@ -35,6 +40,8 @@ describe("config", () => {
 
   it("generates a JSON schema from the zod schema", () => {
     const schema = configJsonSchema() as { properties: Record<string, unknown> };
-    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(["gateway", "agent", "models", "redis", "channels"]));
+    expect(Object.keys(schema.properties)).toEqual(
+      expect.arrayContaining(["gateway", "agent", "models", "redis", "channels"]),
+    );
   });
 });

@@ -5,7 +5,6 @@ import {
   ChannelAccessSchema,
   finalizeInboundContext,
   type HubConfig,
-
   type HubLogger,
   type MsgContext,
   type RunRequest,
@@ -55,9 +54,16 @@ export class InboundDispatcher {
    * `duplicate`; a failure to accept releases the dedupe mark and throws, so
    * the platform's redelivery is processed rather than silently dropped.
    */
-  async dispatchInboundMessage(fields: AdapterFields, options: { runId?: string } = {}): Promise<DispatchResult> {
+  async dispatchInboundMessage(
+    fields: AdapterFields,
+    options: { runId?: string } = {},
+  ): Promise<DispatchResult> {
     const ctx = finalizeInboundContext(fields, this.o.config);
-    const log = this.o.logger.child({ sessionKey: ctx.sessionKey, channel: ctx.channel, dedupeKey: ctx.dedupeKey });
+    const log = this.o.logger.child({
+      sessionKey: ctx.sessionKey,
+      channel: ctx.channel,
+      dedupeKey: ctx.dedupeKey,
+    });
     const dedupe = `${this.o.prefix}:dedupe:${ctx.dedupeKey}`;
     const fresh = await this.o.redis.set(dedupe, "pending", "EX", this.#ttl, "NX");
     if (fresh === null) {
@@ -84,8 +90,8 @@ export class InboundDispatcher {
 
   #decide(ctx: MsgContext): AccessDecision {
     const access = this.#access(ctx.channel);
-    if (!access || !access.enabled) return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
+    if (!access?.enabled)
+      return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
     return dispatchGroupThread(ctx, access) ?? dispatchDirect(ctx, access);
   }
 }
-

@@ -16,13 +16,16 @@ const allows = (list: readonly string[], id: string) => list.includes("*") || li
  */
 export function dispatchGroupThread(ctx: MsgContext, access: ChannelAccess): AccessDecision | undefined {
   if (ctx.chat.type === "direct") return undefined;
-  if (access.groupPolicy === "disabled") return { kind: "drop", reason: "group messages are disabled for this channel" };
+  if (access.groupPolicy === "disabled")
+    return { kind: "drop", reason: "group messages are disabled for this channel" };
   const group = access.groups[ctx.chat.id] ?? access.groups["*"];
-  if (access.groupPolicy === "allowlist" && !group) return { kind: "drop", reason: `group ${ctx.chat.id} is not in the allowlist` };
+  if (access.groupPolicy === "allowlist" && !group)
+    return { kind: "drop", reason: `group ${ctx.chat.id} is not in the allowlist` };
   if (group && group.allowFrom.length > 0 && !allows(group.allowFrom, ctx.sender.id)) {
     return { kind: "drop", reason: `sender ${ctx.sender.id} is not allowed in group ${ctx.chat.id}` };
   }
-  if ((group?.requireMention ?? true) && !ctx.wasMentioned) return { kind: "context", reason: "not mentioned" };
+  if ((group?.requireMention ?? true) && !ctx.wasMentioned)
+    return { kind: "context", reason: "not mentioned" };
   return { kind: "run" };
 }
 
@@ -36,7 +39,9 @@ export function dispatchDirect(ctx: MsgContext, access: ChannelAccess): AccessDe
     case "disabled":
       return { kind: "drop", reason: "direct messages are disabled for this channel" };
     case "open":
-      return allows(access.allowFrom, "*") ? { kind: "run" } : { kind: "drop", reason: 'dmPolicy "open" needs allowFrom: ["*"]' };
+      return allows(access.allowFrom, "*")
+        ? { kind: "run" }
+        : { kind: "drop", reason: 'dmPolicy "open" needs allowFrom: ["*"]' };
     case "allowlist":
       return allows(access.allowFrom, ctx.sender.id)
         ? { kind: "run" }

@@ -30,7 +30,10 @@ export interface EventFrame {
 
 /** Params of `connect`, the mandatory first request. */
 export const ConnectParamsSchema = z
-  .object({ auth: z.object({ token: z.string().min(1).max(512) }).strict(), client: z.string().max(128).optional() })
+  .object({
+    auth: z.object({ token: z.string().min(1).max(512) }).strict(),
+    client: z.string().max(128).optional(),
+  })
   .strict();
 
 /** Params of `chat.send`. */
@@ -48,7 +51,10 @@ export const ChatSendParamsSchema = z
 
 /** Params of `chat.history`. */
 export const ChatHistoryParamsSchema = z
-  .object({ sessionKey: z.string().min(1).max(512).optional(), limit: z.number().int().min(1).max(1000).default(200) })
+  .object({
+    sessionKey: z.string().min(1).max(512).optional(),
+    limit: z.number().int().min(1).max(1000).default(200),
+  })
   .strict();
 
 /** Params of `chat.abort`. */

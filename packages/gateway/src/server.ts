@@ -1,9 +1,16 @@
-import { timingSafeEqual, createHash } from "node:crypto";
+import { createHash, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { extname, join, normalize } from "node:path";
-import { type AdapterFields, type ChatEvent, deriveSessionKey, type DmScope, HubError, type HubLogger } from "@hub/core";
+import {
+  type AdapterFields,
+  type ChatEvent,
+  type DmScope,
+  deriveSessionKey,
+  HubError,
+  type HubLogger,
+} from "@hub/core";
 import type { DispatchResult } from "@hub/dispatch";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
 import type { Redis } from "ioredis";
@@ -109,7 +116,10 @@ export class GatewayServer {
     private readonly options: GatewayOptions,
   ) {
     if (!isLoopback(options.host) && !options.token) {
-      throw new HubError("gateway_insecure", `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`);
+      throw new HubError(
+        "gateway_insecure",
+        `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`,
+      );
     }
     this.#http = createServer((req, res) => {
       this.#serveHttp(req, res).catch((error) => {
@@ -145,7 +155,9 @@ export class GatewayServer {
   async #serveHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
     if (url.pathname === "/healthz") {
-      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, protocol: PROTOCOL_VERSION }));
+      res
+        .writeHead(200, { "content-type": "application/json" })
+        .end(JSON.stringify({ ok: true, protocol: PROTOCOL_VERSION }));
       return;
     }
     if (req.method !== "GET" || !this.options.webRoot) {
@@ -159,20 +171,34 @@ export class GatewayServer {
     }
     try {
       const body = await readFile(join(this.options.webRoot, rel));
-      res.writeHead(200, { "content-type": CONTENT_TYPES[extname(rel)] ?? "application/octet-stream", "cache-control": "no-cache" }).end(body);
+      res
+        .writeHead(200, {
+          "content-type": CONTENT_TYPES[extname(rel)] ?? "application/octet-stream",
+          "cache-control": "no-cache",
+        })
+        .end(body);
     } catch {
       res.writeHead(404).end("not found");
     }
   }
 
   #onConnection(ws: WebSocket, req: IncomingMessage): void {
-    const conn: Connection = { ws, authed: false, seq: 0, sessions: new Set(), log: this.deps.logger.child({ remote: req.socket.remoteAddress }) };
+    const conn: Connection = {
+      ws,
+      authed: false,
+      seq: 0,
+      sessions: new Set(),
+      log: this.deps.logger.child({ remote: req.socket.remoteAddress }),
+    };
     this.#connections.add(conn);
     const timer = setTimeout(() => {
-      if (!conn.authed) this.#reject(conn, null, "connect_timeout", "Send a connect request with your token first.");
+      if (!conn.authed)
+        this.#reject(conn, null, "connect_timeout", "Send a connect request with your token first.");
     }, CONNECT_TIMEOUT_MS);
     ws.on("message", (data, isBinary) => {
-      this.#onFrame(conn, data, isBinary).catch((error) => conn.log.error({ err: error }, "frame handling failed"));
+      this.#onFrame(conn, data, isBinary).catch((error) =>
+        conn.log.error({ err: error }, "frame handling failed"),
+      );
     });
     ws.on("close", () => {
       clearTimeout(timer);
@@ -206,14 +232,30 @@ export class GatewayServer {
       return this.#error(conn, null, "bad_frame", message);
     }
     if (!conn.authed) {
-      if (frame.method !== "connect") return this.#reject(conn, frame.id, "unauthorized", "The first request must be connect with your gateway token.");
+      if (frame.method !== "connect")
+        return this.#reject(
+          conn,
+          frame.id,
+          "unauthorized",
+          "The first request must be connect with your gateway token.",
+        );
       const params = ConnectParamsSchema.safeParse(frame.params);
       if (!params.success || !sameSecret(params.data.auth.token, this.options.token)) {
         conn.log.warn("gateway client refused: wrong or missing token");
-        return this.#reject(conn, frame.id, "unauthorized", "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).");
+        return this.#reject(
+          conn,
+          frame.id,
+          "unauthorized",
+          "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
+        );
       }
       conn.authed = true;
-      this.#send(conn, { type: "res", id: frame.id, ok: true, payload: { protocol: PROTOCOL_VERSION, methods: METHODS } });
+      this.#send(conn, {
+        type: "res",
+        id: frame.id,
+        ok: true,
+        payload: { protocol: PROTOCOL_VERSION, methods: METHODS },
+      });
       return;
     }
     try {
@@ -222,7 +264,12 @@ export class GatewayServer {
     } catch (error) {
       if (error instanceof RequestError) return this.#error(conn, frame.id, error.code, error.message);
       if (error instanceof z.ZodError) {
-        return this.#error(conn, frame.id, "bad_params", `Invalid params for ${frame.method}: ${error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}.`);
+        return this.#error(
+          conn,
+          frame.id,
+          "bad_params",
+          `Invalid params for ${frame.method}: ${error.issues.map((i) => `${i.path.join(".") || "params"}: ${i.message}`).join("; ")}.`,
+        );
       }
       conn.log.error({ err: error, method: frame.method }, "request failed");
       this.#error(conn, frame.id, "internal", "The hub could not handle this request; see its log.");
@@ -245,12 +292,22 @@ export class GatewayServer {
       case "connect":
         throw new RequestError("already_connected", "This connection is already authenticated.");
       default:
-        throw new RequestError("unknown_method", `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`);
+        throw new RequestError(
+          "unknown_method",
+          `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`,
+        );
     }
   }
 
   #defaultSessionKey(): string {
-    return deriveSessionKey({ agentId: this.deps.agentId, channel: "webchat", chatType: "direct", chatId: "owner", peerId: "owner", dmScope: this.deps.dmScope });
+    return deriveSessionKey({
+      agentId: this.deps.agentId,
+      channel: "webchat",
+      chatType: "direct",
+      chatId: "owner",
+      peerId: "owner",
+      dmScope: this.deps.dmScope,
+    });
   }
 
   async #chatSend(conn: Connection, params: z.infer<typeof ChatSendParamsSchema>): Promise<unknown> {
@@ -259,13 +316,27 @@ export class GatewayServer {
     conn.sessions.add(sessionKey);
     const recordKey = `${this.deps.prefix}:chat:${runId}`;
     // One SET NX decides which of N concurrent sends with this key becomes the run.
-    const won = await this.deps.redis.set(recordKey, JSON.stringify({ runId, sessionKey }), "EX", IDEMPOTENCY_TTL_SECONDS, "NX");
+    const won = await this.deps.redis.set(
+      recordKey,
+      JSON.stringify({ runId, sessionKey }),
+      "EX",
+      IDEMPOTENCY_TTL_SECONDS,
+      "NX",
+    );
     if (won === null) {
-      const existing = IdempotencyRecordSchema.parse(JSON.parse((await this.deps.redis.get(recordKey)) ?? "{}"));
+      const existing = IdempotencyRecordSchema.parse(
+        JSON.parse((await this.deps.redis.get(recordKey)) ?? "{}"),
+      );
       conn.sessions.add(existing.sessionKey);
       const record = await this.deps.runRecord(runId);
       if (record && record.status !== "running") {
-        return { runId, sessionKey: existing.sessionKey, status: record.status, ...(record.text !== undefined ? { text: record.text } : {}), ...(record.error ? { error: record.error } : {}) };
+        return {
+          runId,
+          sessionKey: existing.sessionKey,
+          status: record.status,
+          ...(record.text !== undefined ? { text: record.text } : {}),
+          ...(record.error ? { error: record.error } : {}),
+        };
       }
       return { runId, sessionKey: existing.sessionKey, status: "in_flight" };
     }
@@ -286,14 +357,18 @@ export class GatewayServer {
         .dispatch(fields, { runId })
         .then((result) => {
           if (result.status === "accepted") return;
-          const text = result.status === "dropped" ? `Not accepted: ${result.reason}.` : `Not accepted (${result.status}).`;
+          const text =
+            result.status === "dropped"
+              ? `Not accepted: ${result.reason}.`
+              : `Not accepted (${result.status}).`;
           return this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text });
         })
         .catch(async (error) => {
           conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
           // Release the idempotency record so the client's retry is admitted again.
           await this.deps.redis.del(recordKey).catch(() => {});
-          const text = error instanceof HubError ? error.message : "The hub could not accept the message; try again.";
+          const text =
+            error instanceof HubError ? error.message : "The hub could not accept the message; try again.";
           await this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text }).catch(() => {});
         });
     });
@@ -312,7 +387,14 @@ export class GatewayServer {
           : e.type === "assistant" && e.text
             ? [{ role: "assistant", text: e.text, runId: e.runId, at: e.at }]
             : e.type === "outcome" && e.status !== "completed"
-              ? [{ role: "status", text: `Run ${e.status}${e.error ? `: ${e.error}` : ""}`, runId: e.runId, at: e.at }]
+              ? [
+                  {
+                    role: "status",
+                    text: `Run ${e.status}${e.error ? `: ${e.error}` : ""}`,
+                    runId: e.runId,
+                    at: e.at,
+                  },
+                ]
               : [],
       )
       .slice(-params.limit);
@@ -321,7 +403,8 @@ export class GatewayServer {
 
   #route(event: ChatEvent): void {
     for (const conn of this.#connections) {
-      if (conn.authed && conn.sessions.has(event.sessionKey)) this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
+      if (conn.authed && conn.sessions.has(event.sessionKey))
+        this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
     }
   }
 }

@@ -1,4 +1,10 @@
-import type { ChannelAdapter, ChannelCapabilities, OutboundSegment, ReplyTarget, SendResult } from "@hub/core";
+import type {
+  ChannelAdapter,
+  ChannelCapabilities,
+  OutboundSegment,
+  ReplyTarget,
+  SendResult,
+} from "@hub/core";
 import type { ChatEventBus } from "./event-bus.js";
 
 /**
@@ -9,7 +15,13 @@ import type { ChatEventBus } from "./event-bus.js";
  */
 export class WebChatAdapter implements ChannelAdapter {
   readonly channel = "webchat";
-  readonly capabilities: ChannelCapabilities = { textLimit: 8000, markdown: "commonmark", threads: false, typing: false, edit: false };
+  readonly capabilities: ChannelCapabilities = {
+    textLimit: 8000,
+    markdown: "commonmark",
+    threads: false,
+    typing: false,
+    edit: false,
+  };
 
   constructor(private readonly bus: ChatEventBus) {}
 
@@ -18,7 +30,13 @@ export class WebChatAdapter implements ChannelAdapter {
   async stop(): Promise<void> {}
 
   async send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
-    await this.bus.publish({ runId: segment.replyId, sessionKey: target.chatId, seq: segment.index, state: "delta", text: segment.text });
+    await this.bus.publish({
+      runId: segment.replyId,
+      sessionKey: target.chatId,
+      seq: segment.index,
+      state: "delta",
+      text: segment.text,
+    });
     return {};
   }
 

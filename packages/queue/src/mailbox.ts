@@ -67,7 +67,8 @@ const SEP = "|";
  *   the item in flight at the crash is handled again (the only duplicate).
  */
 export class OrderedMailbox<T> {
-  readonly #o: Required<Omit<OrderedMailboxOptions<T>, "onFailed">> & Pick<OrderedMailboxOptions<T>, "onFailed">;
+  readonly #o: Required<Omit<OrderedMailboxOptions<T>, "onFailed">> &
+    Pick<OrderedMailboxOptions<T>, "onFailed">;
   readonly #redis: Redis;
   readonly #queue: Queue;
   readonly #base: string;
@@ -79,7 +80,12 @@ export class OrderedMailbox<T> {
     this.#queue = new Queue(options.name, {
       connection: createRedis(options.redisUrl),
       prefix: `${options.prefix}:bull`,
-      defaultJobOptions: { removeOnComplete: true, removeOnFail: 1000, attempts: 3, backoff: { type: "exponential", delay: 500 } },
+      defaultJobOptions: {
+        removeOnComplete: true,
+        removeOnFail: 1000,
+        attempts: 3,
+        backoff: { type: "exponential", delay: 500 },
+      },
     });
   }
 
@@ -93,7 +99,8 @@ export class OrderedMailbox<T> {
    */
   async push(key: string, items: ReadonlyArray<MailboxItem<T>>): Promise<void> {
     if (items.length === 0) return;
-    for (const item of items) if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
+    for (const item of items)
+      if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
     const encoded = items.map((item) => `${item.id}${SEP}${JSON.stringify(item.data)}`);
     const epoch = (await this.#redis.eval(
       PUSH,
@@ -116,7 +123,11 @@ export class OrderedMailbox<T> {
   }
 
   async #wake(key: string, epoch: number, delayMs: number): Promise<void> {
-    await this.#queue.add("drain", { key }, { jobId: `wake-${epoch}`, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+    await this.#queue.add(
+      "drain",
+      { key },
+      { jobId: `wake-${epoch}`, ...(delayMs > 0 ? { delay: delayMs } : {}) },
+    );
   }
 
   /** Starts draining keys in this process, at most `concurrency` keys at once. */
@@ -128,9 +139,13 @@ export class OrderedMailbox<T> {
       lockDuration: this.#o.leaseMs,
       maxStalledCount: 100,
     });
-    worker.on("error", (error) => this.#o.logger.error({ err: error, mailbox: this.#o.name }, "mailbox worker error"));
+    worker.on("error", (error) =>
+      this.#o.logger.error({ err: error, mailbox: this.#o.name }, "mailbox worker error"),
+    );
     const sweep = setInterval(() => {
-      this.#sweep().catch((error) => this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox sweep failed"));
+      this.#sweep().catch((error) =>
+        this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox sweep failed"),
+      );
     }, this.#o.sweepIntervalMs);
     sweep.unref();
     return {
@@ -164,31 +179,74 @@ export class OrderedMailbox<T> {
     const { leaseMs, graceMs, maxAttempts, logger } = this.#o;
     const token = `${job.id}:${randomUUID()}`;
     const own = this.#k("own", key);
-    const claimed = (await this.#redis.eval(CLAIM, 3, own, this.#k("nb", key), `${this.#base}:sched`, token, leaseMs, Date.now(), key)) as number;
+    const claimed = (await this.#redis.eval(
+      CLAIM,
+      3,
+      own,
+      this.#k("nb", key),
+      `${this.#base}:sched`,
+      token,
+      leaseMs,
+      Date.now(),
+      key,
+    )) as number;
     // Another live drainer will see our items; a delayed key has its own wake-up job.
     if (claimed !== 1) return;
 
     const lost = new AbortController();
-    const heartbeat = setInterval(() => {
-      this.#redis
-        .eval(RENEW, 1, own, token, leaseMs)
-        .then((ok) => {
-          if (ok !== 1) lost.abort(new Error("mailbox lease lost"));
-        })
-        .catch(() => {});
-    }, Math.max(100, Math.floor(leaseMs / 3)));
+    const heartbeat = setInterval(
+      () => {
+        this.#redis
+          .eval(RENEW, 1, own, token, leaseMs)
+          .then((ok) => {
+            if (ok !== 1) lost.abort(new Error("mailbox lease lost"));
+          })
+          .catch(() => {});
+      },
+      Math.max(100, Math.floor(leaseMs / 3)),
+    );
 
     const delay = async (ms: number) => {
-      const epoch = (await this.#redis.eval(DELAY, 4, own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`, token, key, ms, Date.now(), graceMs)) as number;
+      const epoch = (await this.#redis.eval(
+        DELAY,
+        4,
+        own,
+        this.#k("nb", key),
+        `${this.#base}:sched`,
+        `${this.#base}:epoch`,
+        token,
+        key,
+        ms,
+        Date.now(),
+        graceMs,
+      )) as number;
       await this.#wake(key, epoch, ms);
     };
 
     try {
       for (;;) {
         if (lost.signal.aborted) return;
-        const head = (await this.#redis.eval(PEEK, 3, own, this.#k("q", key), `${this.#base}:sched`, token, leaseMs, Date.now(), key)) as string | null;
+        const head = (await this.#redis.eval(
+          PEEK,
+          3,
+          own,
+          this.#k("q", key),
+          `${this.#base}:sched`,
+          token,
+          leaseMs,
+          Date.now(),
+          key,
+        )) as string | null;
         if (head === null) {
-          const done = (await this.#redis.eval(FINISH, 3, own, this.#k("q", key), `${this.#base}:sched`, token, key)) as number;
+          const done = (await this.#redis.eval(
+            FINISH,
+            3,
+            own,
+            this.#k("q", key),
+            `${this.#base}:sched`,
+            token,
+            key,
+          )) as number;
           if (done === 1) return;
           continue;
         }
@@ -199,7 +257,10 @@ export class OrderedMailbox<T> {
         try {
           item = { id, data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
         } catch (error) {
-          logger.error({ err: error, mailbox: this.#o.name, key, itemId: id }, "mailbox item is unreadable; dropping it");
+          logger.error(
+            { err: error, mailbox: this.#o.name, key, itemId: id },
+            "mailbox item is unreadable; dropping it",
+          );
           await this.#ack(own, key, token, id);
           continue;
         }
@@ -214,7 +275,10 @@ export class OrderedMailbox<T> {
           if (error instanceof RateLimitedError) {
             // Undo the attempt: being told to wait is not a failure of this item.
             await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${id}`, -1);
-            logger.info({ mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs }, "key rate limited; delaying it");
+            logger.info(
+              { mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs },
+              "key rate limited; delaying it",
+            );
             await delay(error.retryAfterMs);
             return;
           }
@@ -223,7 +287,10 @@ export class OrderedMailbox<T> {
             continue;
           }
           const backoff = Math.min(30_000, 250 * 2 ** (attempt - 1));
-          logger.warn({ err: error, mailbox: this.#o.name, key, itemId: id, attempt, backoffMs: backoff }, "item failed; retrying the key later");
+          logger.warn(
+            { err: error, mailbox: this.#o.name, key, itemId: id, attempt, backoffMs: backoff },
+            "item failed; retrying the key later",
+          );
           await delay(backoff);
           return;
         }
@@ -231,7 +298,10 @@ export class OrderedMailbox<T> {
       }
     } catch (error) {
       if (error instanceof Error && error.message.includes("LOST")) {
-        logger.warn({ mailbox: this.#o.name, key }, "mailbox drainer lost its lease; another drainer continues");
+        logger.warn(
+          { mailbox: this.#o.name, key },
+          "mailbox drainer lost its lease; another drainer continues",
+        );
         return;
       }
       throw error;
@@ -241,11 +311,23 @@ export class OrderedMailbox<T> {
   }
 
   async #ack(own: string, key: string, token: string, id: string): Promise<void> {
-    await this.#redis.eval(ACK, 3, own, this.#k("q", key), `${this.#base}:att`, token, id, `${key}${SEP}${id}`);
+    await this.#redis.eval(
+      ACK,
+      3,
+      own,
+      this.#k("q", key),
+      `${this.#base}:att`,
+      token,
+      id,
+      `${key}${SEP}${id}`,
+    );
   }
 
   async #fail(item: MailboxItem<T>, error: unknown, key: string, own: string, token: string): Promise<void> {
-    this.#o.logger.error({ err: error, mailbox: this.#o.name, key, itemId: item.id }, "mailbox item failed for good");
+    this.#o.logger.error(
+      { err: error, mailbox: this.#o.name, key, itemId: item.id },
+      "mailbox item failed for good",
+    );
     await this.#o.onFailed?.(item, error, key);
     await this.#ack(own, key, token, item.id);
   }

@@ -10,7 +10,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-function setup(name: string, extra: { maxAttempts?: number; leaseMs?: number; onFailed?: (id: string) => void } = {}) {
+function setup(
+  name: string,
+  extra: { maxAttempts?: number; leaseMs?: number; onFailed?: (id: string) => void } = {},
+) {
   const prefix = testPrefix(name);
   const mailbox = new OrderedMailbox<{ n: number }>({
     name: "m",
@@ -73,7 +76,10 @@ describe("OrderedMailbox", () => {
         { concurrency: 2 },
       ),
     );
-    await mailbox.push("a", [0, 1, 2, 3].map((n) => ({ id: `i${n}`, data: { n } })));
+    await mailbox.push(
+      "a",
+      [0, 1, 2, 3].map((n) => ({ id: `i${n}`, data: { n } })),
+    );
     await waitFor(() => seen.length === 4, "all four items");
     expect(seen.map((s) => s.n)).toEqual([0, 1, 2, 3]);
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(550);
@@ -92,7 +98,10 @@ describe("OrderedMailbox", () => {
         { concurrency: 1 },
       ),
     );
-    await mailbox.push("a", [0, 1, 2].map((n) => ({ id: `i${n}`, data: { n } })));
+    await mailbox.push(
+      "a",
+      [0, 1, 2].map((n) => ({ id: `i${n}`, data: { n } })),
+    );
     await waitFor(() => seen.length === 2, "two delivered");
     expect(seen).toEqual([0, 2]);
     expect(failed).toEqual(["i1"]);

@@ -114,7 +114,7 @@ export function chunkText(text: string, limit: number): string[] {
       break;
     }
     const { segment, next } = step(body, lines, cursor, max);
-    out.push(segment);
+    if (segment !== null) out.push(segment);
     cursor = next;
   }
   return out;
@@ -131,10 +131,17 @@ export function cutFront(text: string, limit: number): { head: string; rest: num
     throw new RangeError(`cutFront: limit must be at least ${MIN_CHUNK_LIMIT}, got ${limit}`);
   }
   const max = Math.floor(limit);
-  const cursor: Cursor = { pos: skipWhitespace(text, 0), fence: null };
-  if (cursor.pos >= text.length) return { head: "", rest: text.length, reopen: null };
-  const { segment, next } = step(text, scanLines(text, max), cursor, max);
-  return { head: segment, rest: next.pos, reopen: next.fence ? next.fence.opener : null };
+  const lines = scanLines(text, max);
+  let cursor: Cursor = { pos: skipWhitespace(text, 0), fence: null };
+  while (cursor.pos < text.length) {
+    const { segment, next } = step(text, lines, cursor, max);
+    if (segment !== null) return { head: segment, rest: next.pos, reopen: next.fence ? next.fence.opener : null };
+    const normalized = normalize(text, lines, next);
+    // Only blanks left in what we hold: hand back the (shortened) fence opener to continue with.
+    if (normalized.pos >= text.length) return { head: "", rest: next.pos, reopen: next.fence?.opener ?? null };
+    cursor = normalized;
+  }
+  return { head: "", rest: text.length, reopen: null };
 }
 
 /** Classifies every line once, so each cut only looks at its own window. */
@@ -204,16 +211,19 @@ function normalize(text: string, lines: readonly Line[], cursor: Cursor): Cursor
     const from = Math.max(cursor.pos, line.start);
     if (text.slice(from, line.end).trim() !== "") return { pos: from, fence: cursor.fence };
   }
-  return { pos: text.length, fence: null };
+  return { pos: text.length, fence: cursor.fence };
 }
 
-/** Cuts one segment starting at `cursor`; the remaining text is known not to fit. */
+/**
+ * Cuts one segment starting at `cursor`; the remaining text is known not to fit. A null segment means "no
+ * output yet, normalize `next` and try again" (used when the start of the segment has to be rewritten).
+ */
 function step(
   text: string,
   lines: readonly Line[],
   cursor: Cursor,
   limit: number,
-): { segment: string; next: Cursor } {
+): { segment: string | null; next: Cursor } {
   const li = lineAt(lines, cursor.pos, 0);
   let cut = findCut(text, lines, li, cursor, limit) ?? hardCut(text, lines, li, cursor, limit);
   if (cut === null) {
@@ -221,12 +231,12 @@ function step(
     const indented = skipWhitespace(text, cursor.pos);
     if (cursor.fence !== null && indented > cursor.pos && indented < line.end) {
       // Reopened fence with a tiny limit: the code line's indentation leaves no room for code. Drop it.
-      return step(text, lines, { pos: indented, fence: cursor.fence }, limit);
+      return { segment: null, next: { pos: indented, fence: cursor.fence } };
     }
     if (cursor.fence === null && line.kind === "open" && line.end < text.length) {
       // The opener itself is too long to share a segment with any code (a huge info string): continue as
       // if the fence had been reopened with a shortened opener.
-      return step(text, lines, { pos: line.end + 1, fence: reopenFence(line.fence!.fence, limit) }, limit);
+      return { segment: null, next: { pos: line.end + 1, fence: reopenFence(line.fence!.fence, limit) } };
     }
     // Last resort, not expected to be reached: a plain cut that only respects surrogates and graphemes.
     cut = plainCut(text, cursor, limit);
@@ -240,7 +250,13 @@ function step(
 }
 
 /** Scans the window once, remembering the last fitting break of each kind; returns the best kind's. */
-function findCut(text: string, lines: readonly Line[], li: number, cursor: Cursor, limit: number): Cut | null {
+function findCut(
+  text: string,
+  lines: readonly Line[],
+  li: number,
+  cursor: Cursor,
+  limit: number,
+): Cut | null {
   const pos = cursor.pos;
   const budget = limit - prefixLength(cursor);
   const best: Array<Cut | undefined> = [];
@@ -280,7 +296,12 @@ function findCut(text: string, lines: readonly Line[], li: number, cursor: Curso
     const after = lines[i + 1]!;
     if (line.kind === "open" || line.kind === "code") {
       consider(LINE, lastNonWs, line.end + 1, fence);
-    } else if (line.kind === "close" || line.kind === "blank" || after.kind === "open" || after.kind === "blank") {
+    } else if (
+      line.kind === "close" ||
+      line.kind === "blank" ||
+      after.kind === "open" ||
+      after.kind === "blank"
+    ) {
       consider(PARAGRAPH, lastNonWs, line.end + 1, null);
     } else {
       consider(LINE, lastNonWs, line.end + 1, null);
@@ -291,7 +312,13 @@ function findCut(text: string, lines: readonly Line[], li: number, cursor: Curso
 }
 
 /** No break fits: cut a text or code line as late as possible (e.g. a long URL or a minified code line). */
-function hardCut(text: string, lines: readonly Line[], li: number, cursor: Cursor, limit: number): Cut | null {
+function hardCut(
+  text: string,
+  lines: readonly Line[],
+  li: number,
+  cursor: Cursor,
+  limit: number,
+): Cut | null {
   const pos = cursor.pos;
   const budget = limit - prefixLength(cursor);
   for (let j = lineAt(lines, Math.min(pos + budget, text.length) - 1, li); j >= li; j--) {
@@ -354,7 +381,10 @@ let segmenter: Intl.Segmenter | null | undefined;
 
 function graphemes(): Intl.Segmenter | null {
   if (segmenter === undefined) {
-    segmenter = typeof Intl.Segmenter === "function" ? new Intl.Segmenter(undefined, { granularity: "grapheme" }) : null;
+    segmenter =
+      typeof Intl.Segmenter === "function"
+        ? new Intl.Segmenter(undefined, { granularity: "grapheme" })
+        : null;
   }
   return segmenter;
 }

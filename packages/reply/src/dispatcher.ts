@@ -15,7 +15,12 @@ import { z } from "zod";
 import { chunkText } from "./chunk.js";
 
 const SegmentItemSchema = z
-  .object({ replyId: z.string(), index: z.number().int().nonnegative(), text: z.string(), target: ReplyTargetSchema })
+  .object({
+    replyId: z.string(),
+    index: z.number().int().nonnegative(),
+    text: z.string(),
+    target: ReplyTargetSchema,
+  })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
 
@@ -90,7 +95,12 @@ export class ReplyDispatcher implements ReplySink {
 
   #keys(replyId: string) {
     const base = `${this.#o.prefix}:reply:${replyId}`;
-    return { ok: `${base}:ok`, failed: `${base}:failed`, meta: `${base}:meta`, channel: `${this.#o.prefix}:reply-settled` };
+    return {
+      ok: `${base}:ok`,
+      failed: `${base}:failed`,
+      meta: `${base}:meta`,
+      channel: `${this.#o.prefix}:reply-settled`,
+    };
   }
 
   async #mark(replyId: string, index: number, kind: "ok" | "failed"): Promise<void> {
@@ -128,7 +138,11 @@ export class ReplyDispatcher implements ReplySink {
   /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
   async status(replyId: string): Promise<ReplySettlement & { settled: boolean }> {
     const k = this.#keys(replyId);
-    const [total, delivered, failed] = await Promise.all([this.#redis.hget(k.meta, "total"), this.#redis.scard(k.ok), this.#redis.scard(k.failed)]);
+    const [total, delivered, failed] = await Promise.all([
+      this.#redis.hget(k.meta, "total"),
+      this.#redis.scard(k.ok),
+      this.#redis.scard(k.failed),
+    ]);
     const t = total === null ? -1 : Number(total);
     return { total: Math.max(t, 0), delivered, failed, settled: t >= 0 && delivered + failed >= t };
   }
@@ -168,20 +182,27 @@ export class ReplyDispatcher implements ReplySink {
    * Starts delivering in this process through the given adapters, at most
    * `concurrency` reply targets at once.
    */
-  startDelivery(adapterOf: (channel: string) => ChannelAdapter | undefined, options: { concurrency?: number } = {}): MailboxWorker {
+  startDelivery(
+    adapterOf: (channel: string) => ChannelAdapter | undefined,
+    options: { concurrency?: number } = {},
+  ): MailboxWorker {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
         const { target, replyId, index, text } = item.data;
         const adapter = adapterOf(target.channel);
-        if (!adapter) throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
+        if (!adapter)
+          throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
         await this.#pace(ctx.key, adapter.capabilities.minSendIntervalMs ?? 0);
         let timer: NodeJS.Timeout | undefined;
         try {
           await Promise.race([
             adapter.send({ replyId, index, text }, target),
             new Promise((_, reject) => {
-              timer = setTimeout(() => reject(new Error(`send timed out after ${sendTimeoutMs} ms`)), sendTimeoutMs);
+              timer = setTimeout(
+                () => reject(new Error(`send timed out after ${sendTimeoutMs} ms`)),
+                sendTimeoutMs,
+              );
             }),
           ]);
         } finally {

@@ -13,7 +13,20 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-const WORDS = ["the", "model", "replies", "with", "a", "fairly", "long", "answer", "about", "chunking", "é", "😀"];
+const WORDS = [
+  "the",
+  "model",
+  "replies",
+  "with",
+  "a",
+  "fairly",
+  "long",
+  "answer",
+  "about",
+  "chunking",
+  "é",
+  "😀",
+];
 const INFOS = ["", "ts", "python", "js title=a.js"];
 
 /** Random markdown: prose with sentences, long tokens and emoji, lists, and fenced code blocks. */
@@ -36,7 +49,10 @@ function randomMarkdown(rand: () => number, targetLength: number): string {
     } else if (r < 0.3) {
       part = `see https://example.com/${"p".repeat(Math.floor(rand() * 150))}`;
     } else if (r < 0.4) {
-      part = Array.from({ length: 1 + Math.floor(rand() * 4) }, (_, i) => `${i + 1}. item ${pick(WORDS)}`).join("\n");
+      part = Array.from(
+        { length: 1 + Math.floor(rand() * 4) },
+        (_, i) => `${i + 1}. item ${pick(WORDS)}`,
+      ).join("\n");
     } else {
       const words: string[] = [];
       const n = 1 + Math.floor(rand() * 60);
@@ -126,7 +142,10 @@ describe("chunkText", () => {
 
   it("breaks at the last sentence end when there is no line break", () => {
     const text = "The quick fox jumps. It runs. Over the lazy dog again and again.";
-    expect(chunkText(text, 40)).toEqual(["The quick fox jumps. It runs.", "Over the lazy dog again and again."]);
+    expect(chunkText(text, 40)).toEqual([
+      "The quick fox jumps. It runs.",
+      "Over the lazy dog again and again.",
+    ]);
   });
 
   it("does not take a numbered-list marker for a sentence end", () => {
@@ -206,7 +225,8 @@ describe("chunkText", () => {
   });
 
   it("handles small limits like 40 sensibly", () => {
-    const text = "# Title\n\nSome intro, then a list:\n- first point\n- second point\n\n```sh\nnpm i\nnpm test\n```";
+    const text =
+      "# Title\n\nSome intro, then a list:\n- first point\n- second point\n\n```sh\nnpm i\nnpm test\n```";
     const segments = chunkText(text, 40);
     expectWellFormed(text, segments, 40);
     expect(segments).toEqual([

@@ -1,4 +1,4 @@
+export * from "./lane.js";
+export * from "./run-records.js";
 export * from "./store.js";
 export * from "./transcript.js";
-export * from "./run-records.js";
-export * from "./lane.js";

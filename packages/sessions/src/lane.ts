@@ -43,8 +43,13 @@ export class SessionLane {
   }
 
   /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
-  startRunner(run: (request: RunRequest, signal: AbortSignal) => Promise<void>, options: { maxConcurrentRuns: number }): MailboxWorker {
-    return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx.signal), { concurrency: options.maxConcurrentRuns });
+  startRunner(
+    run: (request: RunRequest, signal: AbortSignal) => Promise<void>,
+    options: { maxConcurrentRuns: number },
+  ): MailboxWorker {
+    return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx.signal), {
+      concurrency: options.maxConcurrentRuns,
+    });
   }
 
   async close(): Promise<void> {

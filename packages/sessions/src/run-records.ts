@@ -2,7 +2,15 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 
 /** Terminal and non-terminal states of a run record. */
-export const RunRecordStatusSchema = z.enum(["running", "completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]);
+export const RunRecordStatusSchema = z.enum([
+  "running",
+  "completed",
+  "aborted",
+  "superseded",
+  "failed",
+  "timed_out",
+  "interrupted",
+]);
 
 const RunRecordSchema = z.object({
   runId: z.string(),
@@ -57,13 +65,20 @@ export class RunRecords {
    * Persists a run's terminal outcome, retrying until Redis has it: nothing
    * may announce the end of a run before this resolves.
    */
-  async finish(runId: string, outcome: { status: Exclude<RunRecord["status"], "running">; text?: string; error?: string }): Promise<void> {
+  async finish(
+    runId: string,
+    outcome: { status: Exclude<RunRecord["status"], "running">; text?: string; error?: string },
+  ): Promise<void> {
     const fields: Record<string, string | number> = { status: outcome.status, endedAt: Date.now() };
     if (outcome.text !== undefined) fields.text = outcome.text;
     if (outcome.error !== undefined) fields.error = outcome.error;
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.redis.multi().hset(this.#key(runId), fields).expire(this.#key(runId), RECORD_TTL_SECONDS).exec();
+        await this.redis
+          .multi()
+          .hset(this.#key(runId), fields)
+          .expire(this.#key(runId), RECORD_TTL_SECONDS)
+          .exec();
         return;
       } catch (error) {
         if (attempt >= 10) throw error;

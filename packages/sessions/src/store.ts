@@ -1,4 +1,4 @@
-import { randomUUID, createHash } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
 import { appendFile, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
@@ -37,7 +37,8 @@ export class SessionStore {
   }
 
   #transcriptPath(sessionId: string): string {
-    if (!/^[A-Za-z0-9_-]+$/.test(sessionId)) throw new Error(`invalid sessionId ${JSON.stringify(sessionId)}`);
+    if (!/^[A-Za-z0-9_-]+$/.test(sessionId))
+      throw new Error(`invalid sessionId ${JSON.stringify(sessionId)}`);
     return join(this.#transcriptDir, `${sessionId}.jsonl`);
   }
 
@@ -60,7 +61,9 @@ export class SessionStore {
   async reset(sessionKey: string): Promise<SessionRecord> {
     const now = Date.now();
     const record: SessionRecord = { sessionKey, sessionId: randomUUID(), createdAt: now, updatedAt: now };
-    await this.append(record.sessionId, [{ type: "session", sessionId: record.sessionId, sessionKey, at: now }]);
+    await this.append(record.sessionId, [
+      { type: "session", sessionId: record.sessionId, sessionKey, at: now },
+    ]);
     await this.#writeIndex(record);
     return record;
   }

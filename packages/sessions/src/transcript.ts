@@ -4,7 +4,9 @@ const ToolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z
 
 /** One line of a session's JSONL transcript. */
 export const TranscriptEntrySchema = z.discriminatedUnion("type", [
-  z.object({ type: z.literal("session"), sessionId: z.string(), sessionKey: z.string(), at: z.number() }).strict(),
+  z
+    .object({ type: z.literal("session"), sessionId: z.string(), sessionKey: z.string(), at: z.number() })
+    .strict(),
   z
     .object({
       type: z.literal("user"),
@@ -27,7 +29,15 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
       at: z.number(),
     })
     .strict(),
-  z.object({ type: z.literal("tool_result"), runId: z.string(), toolCallId: z.string(), content: z.string(), at: z.number() }).strict(),
+  z
+    .object({
+      type: z.literal("tool_result"),
+      runId: z.string(),
+      toolCallId: z.string(),
+      content: z.string(),
+      at: z.number(),
+    })
+    .strict(),
   z
     .object({
       type: z.literal("outcome"),

@@ -63,16 +63,22 @@ export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
     body(req)
       .then(async (raw) => {
         const parsed = SendBodySchema.safeParse(JSON.parse(raw || "{}"));
-        if (req.url !== "/send" || !parsed.success) return void res.writeHead(400).end(JSON.stringify({ ok: false }));
+        if (req.url !== "/send" || !parsed.success)
+          return void res.writeHead(400).end(JSON.stringify({ ok: false }));
         if (delay > 0) await new Promise((r) => setTimeout(r, delay));
         const failure = failures.shift();
         if (failure) {
           const headers: Record<string, string> = { "content-type": "application/json" };
-          if (failure.retryAfterSeconds !== undefined) headers["retry-after"] = String(failure.retryAfterSeconds);
-          return void res.writeHead(failure.status, headers).end(JSON.stringify({ ok: false, status: failure.status }));
+          if (failure.retryAfterSeconds !== undefined)
+            headers["retry-after"] = String(failure.retryAfterSeconds);
+          return void res
+            .writeHead(failure.status, headers)
+            .end(JSON.stringify({ ok: false, status: failure.status }));
         }
         messages.push({ ...parsed.data, sender: String(req.headers["x-sender"] ?? ""), at: Date.now() });
-        res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ ok: true, messageId: String(messages.length) }));
+        res
+          .writeHead(200, { "content-type": "application/json" })
+          .end(JSON.stringify({ ok: true, messageId: String(messages.length) }));
       })
       .catch(() => res.writeHead(400).end());
   });
@@ -104,7 +110,13 @@ export class FakeChatAdapter implements ChannelAdapter {
     private readonly platformUrl: string,
     options: { textLimit?: number; sender?: string } = {},
   ) {
-    this.capabilities = { textLimit: options.textLimit ?? 200, markdown: "plain", threads: true, typing: false, edit: false };
+    this.capabilities = {
+      textLimit: options.textLimit ?? 200,
+      markdown: "plain",
+      threads: true,
+      typing: false,
+      edit: false,
+    };
     this.#sender = options.sender ?? String(process.pid);
   }
   readonly #sender: string;
@@ -117,7 +129,13 @@ export class FakeChatAdapter implements ChannelAdapter {
     const res = await fetch(`${this.platformUrl}/send`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-sender": this.#sender },
-      body: JSON.stringify({ chatId: target.chatId, threadId: target.threadId, replyId: segment.replyId, index: segment.index, text: segment.text }),
+      body: JSON.stringify({
+        chatId: target.chatId,
+        threadId: target.threadId,
+        replyId: segment.replyId,
+        index: segment.index,
+        text: segment.text,
+      }),
     });
     if (res.status === 429) throw new RateLimitedError(Number(res.headers.get("retry-after") ?? "1") * 1000);
     if (res.status === 403) throw new PermanentSendError("the platform refused: forbidden");

@@ -1,2 +1,2 @@
-export * from "./openai.js";
 export * from "./chat-platform.js";
+export * from "./openai.js";

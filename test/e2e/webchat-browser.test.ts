@@ -1,0 +1,60 @@
+import { existsSync } from "node:fs";
+import { offlineAnswer } from "@hub/agent";
+import { type Browser, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHub, type TestHub } from "../support/hub.js";
+
+// Debian's chromium; browsers cannot be downloaded at test time here. CI installs it (.ci/run).
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI) throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+if (!available) console.warn(`webchat browser test skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+
+let hub: TestHub;
+let browser: Browser;
+beforeAll(async () => {
+  if (!available) return;
+  hub = await startTestHub({}, "browser");
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+});
+afterAll(async () => {
+  await browser?.close();
+  await hub?.dispose();
+});
+
+describe.skipIf(!available)("web chat in a real browser", () => {
+  it("types a message, sees the streamed answer, reloads and sees the history", async () => {
+    const page = await browser.newPage();
+    await page.goto(`${hub.url}#token=${hub.token}`);
+    await page.locator("#status[data-state=open]").waitFor();
+    // The token moved from the URL into local storage.
+    expect(page.url()).not.toContain("token=");
+    await page.fill("#input", "hello from the browser");
+    await page.press("#input", "Enter");
+    const answer = page.locator(".msg.assistant").last();
+    await expect.poll(async () => answer.textContent(), { timeout: 15_000 }).toBe(offlineAnswer("hello from the browser"));
+    await expect.poll(async () => answer.getAttribute("class")).not.toContain("pending");
+
+    await page.reload();
+    await page.locator("#status[data-state=open]").waitFor();
+    await expect.poll(async () => page.locator(".msg").allTextContents()).toEqual(["hello from the browser", offlineAnswer("hello from the browser")]);
+    const roles = await page.locator(".msg").evaluateAll((els) => els.map((e) => e.className));
+    expect(roles).toEqual(["msg user", "msg assistant"]);
+    await page.close();
+  });
+
+  it("asks for the token when it has none, and refuses a wrong one", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(hub.url);
+    await page.locator("#login").waitFor({ state: "visible" });
+    await page.fill("#token", "not-the-right-token");
+    await page.click("#login button");
+    await expect.poll(async () => page.locator("#status").textContent()).toMatch(/token/i);
+    await expect.poll(async () => page.locator("#login").isVisible()).toBe(true);
+    await context.close();
+  });
+});
