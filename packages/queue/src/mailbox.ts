@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { type HubLogger, PermanentSendError, RateLimitedError } from "@hub/core";
 import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
-import { createRedis } from "./redis.js";
+import { createRedis, runScript } from "./redis.js";
 import { ACK, CLAIM, DELAY, FINISH, PEEK, PUSH, RENEW, SWEEP } from "./scripts.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
@@ -102,17 +102,7 @@ export class OrderedMailbox<T> {
     for (const item of items)
       if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
     const encoded = items.map((item) => `${item.id}${SEP}${JSON.stringify(item.data)}`);
-    const epoch = (await this.#redis.eval(
-      PUSH,
-      3,
-      this.#k("q", key),
-      `${this.#base}:sched`,
-      `${this.#base}:epoch`,
-      Date.now(),
-      this.#o.graceMs,
-      key,
-      ...encoded,
-    )) as number;
+    const epoch = (await runScript(this.#redis, PUSH, [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`], [Date.now(), this.#o.graceMs, key, ...encoded])) as number;
     // If we die before this add, the key stays in `sched` and the sweeper wakes it.
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }
@@ -157,16 +147,7 @@ export class OrderedMailbox<T> {
   }
 
   async #sweep(): Promise<void> {
-    const out = (await this.#redis.eval(
-      SWEEP,
-      2,
-      `${this.#base}:sched`,
-      `${this.#base}:epoch`,
-      Date.now(),
-      this.#o.graceMs,
-      100,
-      this.#base,
-    )) as Array<string | number>;
+    const out = (await runScript(this.#redis, SWEEP, [`${this.#base}:sched`, `${this.#base}:epoch`], [Date.now(), this.#o.graceMs, 100, this.#base])) as Array<string | number>;
     for (let i = 0; i + 1 < out.length; i += 2) {
       const key = String(out[i]);
       this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
@@ -179,25 +160,14 @@ export class OrderedMailbox<T> {
     const { leaseMs, graceMs, maxAttempts, logger } = this.#o;
     const token = `${job.id}:${randomUUID()}`;
     const own = this.#k("own", key);
-    const claimed = (await this.#redis.eval(
-      CLAIM,
-      3,
-      own,
-      this.#k("nb", key),
-      `${this.#base}:sched`,
-      token,
-      leaseMs,
-      Date.now(),
-      key,
-    )) as number;
+    const claimed = (await runScript(this.#redis, CLAIM, [own, this.#k("nb", key), `${this.#base}:sched`], [token, leaseMs, Date.now(), key])) as number;
     // Another live drainer will see our items; a delayed key has its own wake-up job.
     if (claimed !== 1) return;
 
     const lost = new AbortController();
     const heartbeat = setInterval(
       () => {
-        this.#redis
-          .eval(RENEW, 1, own, token, leaseMs)
+        runScript(this.#redis, RENEW, [own], [token, leaseMs])
           .then((ok) => {
             if (ok !== 1) lost.abort(new Error("mailbox lease lost"));
           })
@@ -207,52 +177,27 @@ export class OrderedMailbox<T> {
     );
 
     const delay = async (ms: number) => {
-      const epoch = (await this.#redis.eval(
-        DELAY,
-        4,
-        own,
-        this.#k("nb", key),
-        `${this.#base}:sched`,
-        `${this.#base}:epoch`,
-        token,
-        key,
-        ms,
-        Date.now(),
-        graceMs,
-      )) as number;
+      const epoch = (await runScript(this.#redis, DELAY, [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`], [token, key, ms, Date.now(), graceMs])) as number;
       await this.#wake(key, epoch, ms);
     };
 
     try {
       for (;;) {
         if (lost.signal.aborted) return;
-        const head = (await this.#redis.eval(
+        const peeked = (await runScript(
+          this.#redis,
           PEEK,
-          3,
-          own,
-          this.#k("q", key),
-          `${this.#base}:sched`,
-          token,
-          leaseMs,
-          Date.now(),
-          key,
-        )) as string | null;
-        if (head === null) {
-          const done = (await this.#redis.eval(
-            FINISH,
-            3,
-            own,
-            this.#k("q", key),
-            `${this.#base}:sched`,
-            token,
-            key,
-          )) as number;
+          [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`],
+          [token, leaseMs, Date.now(), key],
+        )) as [string, number] | null;
+        if (peeked === null) {
+          const done = (await runScript(this.#redis, FINISH, [own, this.#k("q", key), `${this.#base}:sched`], [token, key])) as number;
           if (done === 1) return;
           continue;
         }
+        const [head, attempt] = peeked;
         const cut = head.indexOf(SEP);
         const id = head.slice(0, cut);
-        const attempt = await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${id}`, 1);
         let item: MailboxItem<T>;
         try {
           item = { id, data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
@@ -311,16 +256,7 @@ export class OrderedMailbox<T> {
   }
 
   async #ack(own: string, key: string, token: string, id: string): Promise<void> {
-    await this.#redis.eval(
-      ACK,
-      3,
-      own,
-      this.#k("q", key),
-      `${this.#base}:att`,
-      token,
-      id,
-      `${key}${SEP}${id}`,
-    );
+    await runScript(this.#redis, ACK, [own, this.#k("q", key), `${this.#base}:att`], [token, id, `${key}${SEP}${id}`]);
   }
 
   async #fail(item: MailboxItem<T>, error: unknown, key: string, own: string, token: string): Promise<void> {

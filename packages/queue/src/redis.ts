@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { Redis } from "ioredis";
 
 /** Our Redis client type (ioredis). */
@@ -26,5 +27,25 @@ export async function pingRedis(url: string, timeoutMs = 1500): Promise<void> {
     await client.ping();
   } finally {
     client.disconnect();
+  }
+}
+
+const shas = new Map<string, string>();
+
+/**
+ * Runs a Lua script by its SHA (EVALSHA), loading it on first use or after a
+ * Redis restart (NOSCRIPT), so hot paths do not resend the script text.
+ */
+export async function runScript(redis: Redis, script: string, keys: Array<string>, args: Array<string | number>): Promise<unknown> {
+  let sha = shas.get(script);
+  if (!sha) {
+    sha = createHash("sha1").update(script).digest("hex");
+    shas.set(script, sha);
+  }
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (error instanceof Error && error.message.startsWith("NOSCRIPT")) return redis.eval(script, keys.length, ...keys, ...args);
+    throw error;
   }
 }

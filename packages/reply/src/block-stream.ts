@@ -102,7 +102,7 @@ export class BlockStreamer {
       }
       if (changed) continue;
       if (this.#buf.length - start > this.#maxChars) {
-        this.#cut(start, out);
+        if (!this.#cut(start, out, final)) return;
         continue;
       }
       return;
@@ -143,18 +143,27 @@ export class BlockStreamer {
     return true;
   }
 
-  /** The buffer outgrew maxChars without a blank line: cut it like chunkText would. */
-  #cut(start: number, out: string[]): void {
-    const { head, rest, reopen } = cutFront(
-      this.#buf.slice(start, start + this.#maxChars + 1),
-      this.#maxChars,
-    );
+  /**
+   * The buffer outgrew maxChars without a blank line: cut it like chunkText would, looking at what the
+   * buffer held at the moment it overflowed. Returns false when the cut has to wait for more text.
+   */
+  #cut(start: number, out: string[], final: boolean): boolean {
+    let end = start + this.#maxChars + 1;
+    if (this.#buf.startsWith("```", start) || this.#buf.startsWith("~~~", start)) {
+      // The first line may be a fence opener longer than maxChars. Whether it is one (and so must be
+      // shortened rather than cut) depends on the whole line, so wait for it and let the cut see all of it.
+      const nl = this.#buf.indexOf("\n", start);
+      if (nl < 0 && !final) return false;
+      if (nl >= 0 && parseFenceOpener(this.#buf.slice(start, nl)) !== null) end = Math.max(end, nl + 1);
+    }
+    const { head, rest, reopen } = cutFront(this.#buf.slice(start, end), this.#maxChars);
     const tail = this.#buf.slice(start + rest);
     this.#buf = reopen === null ? tail : `${reopen}\n${tail}`;
     this.#scan = 0;
     this.#fence = null;
     this.#reopened = reopen !== null;
     if (head !== "") this.#emit(head, out);
+    return true;
   }
 
   #emit(block: string, out: string[]): void {

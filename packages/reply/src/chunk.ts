@@ -263,10 +263,13 @@ function findCut(
   let lastNonWs = pos; // end of the content seen so far, trailing whitespace excluded
   let contentFrom = pos; // a cut inside a fence opened in this window must keep some of its code
 
-  const consider = (rank: number, end: number, next: number, fence: OpenFence | null): void => {
+  // `line` is set for a cut in the middle of that line.
+  const consider = (rank: number, end: number, next: number, fence: OpenFence | null, line?: Line): void => {
     if (end <= pos || (fence !== null && end <= contentFrom)) return;
     const size = end - pos + (fence ? fence.closer.length + 1 : 0);
-    if (size <= budget) best[rank] = { end, next, fence };
+    if (size > budget) return;
+    if (line !== undefined && splitMakesFence(text, line, pos, end, next, fence)) return;
+    best[rank] = { end, next, fence };
   };
 
   scan: for (let i = li; i < lines.length; i++) {
@@ -283,8 +286,8 @@ function findCut(
         if (breakable && runStart && lastNonWs > Math.max(line.start, pos)) {
           let next = k + 1;
           while (next < line.end && isWhitespace(text.charCodeAt(next))) next++;
-          consider(WORD, lastNonWs, next, inCode ? fence : null);
-          if (!inCode && endsSentence(text, line.start, lastNonWs)) consider(SENTENCE, lastNonWs, next, null);
+          consider(WORD, lastNonWs, next, inCode ? fence : null, line);
+          if (!inCode && endsSentence(text, line.start, lastNonWs)) consider(SENTENCE, lastNonWs, next, null, line);
         }
         continue;
       }
@@ -326,11 +329,15 @@ function hardCut(
     if (line.kind !== "text" && line.kind !== "code") continue;
     const fence = line.kind === "code" ? fenceOf(line, cursor) : null;
     const lo = Math.max(line.start, pos);
-    const hi = Math.min(line.end, pos + budget - (fence ? fence.closer.length + 1 : 0));
-    if (hi <= lo) continue;
-    const next = safeEnd(text, lo, hi);
-    const end = trimEnd(text, lo, next);
-    if (end > lo) return { end, next, fence };
+    let hi = Math.min(line.end, pos + budget - (fence ? fence.closer.length + 1 : 0));
+    // A few steps back if the cut would leave a piece that reads as a fence line (e.g. "```" of "```x```").
+    for (let tries = 0; hi > lo && tries < 8; tries++) {
+      const next = safeEnd(text, lo, hi);
+      if (next <= lo) break;
+      const end = trimEnd(text, lo, next);
+      if (end > lo && !splitMakesFence(text, line, pos, end, next, fence)) return { end, next, fence };
+      hi = next - 1;
+    }
   }
   return null;
 }
@@ -342,6 +349,33 @@ function plainCut(text: string, cursor: Cursor, limit: number): Cut {
   const next = safe > cursor.pos ? safe : hi; // progress beats purity here: never loop forever
   console.error("PLAINCUT");
   return { end: Math.max(trimEnd(text, cursor.pos, next), cursor.pos + 1), next, fence: null };
+}
+
+/**
+ * Whether cutting `line` in the middle (content up to `end`, rest from `next`) leaves a piece that would read
+ * as a fence line on its own: an opener in prose ("~~~ is a fence" cut after "~~~"), or a closer of the
+ * enclosing fence in code. Either would unbalance the segments.
+ */
+function splitMakesFence(
+  text: string,
+  line: Line,
+  pos: number,
+  end: number,
+  next: number,
+  fence: OpenFence | null,
+): boolean {
+  return (
+    pieceIsFence(text, Math.max(line.start, pos), end, fence) || pieceIsFence(text, next, line.end, fence)
+  );
+}
+
+function pieceIsFence(text: string, from: number, to: number, fence: OpenFence | null): boolean {
+  let i = from;
+  while (i < to && isBreakSpace(text.charCodeAt(i))) i++;
+  const c = text.charCodeAt(i);
+  if (c !== 96 && c !== 126) return false; // fast path: no leading "`" or "~"
+  const piece = text.slice(from, to);
+  return fence === null ? parseFenceOpener(piece) !== null : isFenceCloser(piece, fence.fence);
 }
 
 function prefixLength(cursor: Cursor): number {

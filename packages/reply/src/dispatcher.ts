@@ -9,7 +9,7 @@ import {
   ReplyTargetSchema,
   replyTargetKey,
 } from "@hub/core";
-import { createRedis, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import { createRedis, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { chunkText } from "./chunk.js";
@@ -106,7 +106,7 @@ export class ReplyDispatcher implements ReplySink {
   async #mark(replyId: string, index: number, kind: "ok" | "failed"): Promise<void> {
     const k = this.#keys(replyId);
     const [mine, other] = kind === "ok" ? [k.ok, k.failed] : [k.failed, k.ok];
-    await this.#redis.eval(MARK, 4, mine, other, k.meta, k.channel, index, replyId, REPLY_TTL_SECONDS);
+    await runScript(this.#redis, MARK, [mine, other, k.meta, k.channel], [index, replyId, REPLY_TTL_SECONDS]);
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
@@ -128,7 +128,7 @@ export class ReplyDispatcher implements ReplySink {
       end: async () => {
         ended = true;
         const k = this.#keys(replyId);
-        await this.#redis.eval(END, 4, k.meta, k.ok, k.failed, k.channel, next, replyId, REPLY_TTL_SECONDS);
+        await runScript(this.#redis, END, [k.meta, k.ok, k.failed, k.channel], [next, replyId, REPLY_TTL_SECONDS]);
         return next;
       },
       settled: () => this.settled(replyId),
