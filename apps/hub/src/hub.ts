@@ -6,6 +6,7 @@ import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import { RunRecords, SessionLane, SessionStore } from "@hub/sessions";
 import { webRoot } from "@hub/web";
+import { buildChannelAdapters } from "./adapters.js";
 import { createModelResolver } from "./models.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
@@ -52,7 +53,8 @@ export async function startHub(
   const events = new ChatEventBus(redis, prefix, logger);
   const webchat = new WebChatAdapter(events);
   const adapters = new Map<string, ChannelAdapter>([[webchat.channel, webchat]]);
-  for (const adapter of options.adapters ?? []) adapters.set(adapter.channel, adapter);
+  const channelAdapters = options.adapters ?? buildChannelAdapters(config, { redis, prefix, logger });
+  for (const adapter of channelAdapters) adapters.set(adapter.channel, adapter);
   const mailboxTuning = {
     ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
     ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
@@ -99,6 +101,7 @@ export async function startHub(
       systemPrompt: config.agent.systemPrompt,
       runTimeoutMs: config.agent.runTimeoutSeconds * 1000,
       logger: logger.child({ component: "agent" }),
+      typing: async (target) => adapters.get(target.channel)?.sendTyping(target),
     });
     // Aborts reach the process that runs the run through pub/sub; a run not started yet sees the mark.
     const active = new Map<string, AbortController>();

@@ -27,6 +27,10 @@ export interface AgentRunnerOptions {
   logger: HubLogger;
   /** How many transcript messages are sent to the model as history. */
   historyLimit?: number;
+  /** Shows "typing…" at a reply target (the channel adapter's), refreshed while a run is active. */
+  typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
+  /** How often typing is refreshed (platforms drop it after ~5 s). */
+  typingIntervalMs?: number;
 }
 
 const DEFAULT_SYSTEM_PROMPT =
@@ -122,6 +126,7 @@ export class AgentRunner {
       () => abort.abort(new ModelError("aborted", "run timed out")),
       this.o.runTimeoutMs,
     );
+    const stopTyping = this.#startTyping(ctx.replyTarget, log);
 
     let status: "completed" | "failed" | "timed_out" | "aborted" = "completed";
     let errorText: string | undefined;
@@ -155,6 +160,8 @@ export class AgentRunner {
       if (status !== "aborted") pushBlocks([failureNotice(error)]);
       await pushing.catch((e) => log.error({ err: e }, "could not queue the failure notice"));
     } finally {
+      // Whatever way the run ended, typing stops before the outcome is announced.
+      stopTyping();
       clearTimeout(timeout);
       laneSignal.removeEventListener("abort", onLaneAbort);
     }
@@ -174,6 +181,15 @@ export class AgentRunner {
       state: status === "completed" ? "final" : status === "aborted" ? "aborted" : "error",
       text: status === "completed" ? text : (errorText ?? status),
     });
+  }
+
+  #startTyping(target: MsgContext["replyTarget"], log: HubLogger): () => void {
+    const typing = this.o.typing;
+    if (!typing) return () => {};
+    const send = () => void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
+    send();
+    const timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
+    return () => clearInterval(timer);
   }
 
   #systemPrompt(ctx: MsgContext): string {

@@ -19,6 +19,13 @@ export interface ChannelCapabilities {
   edit: boolean;
   /** Least time between two sends to one chat, so the platform never throttles us. */
   minSendIntervalMs?: number;
+  /** Most sends per second for one account across all its chats. */
+  maxSendsPerSecond?: number;
+  /**
+   * Length of a segment as the platform counts it after rendering (e.g. Telegram
+   * HTML); chunking keeps this within `textLimit`. Defaults to the text length.
+   */
+  measure?: (markdown: string) => number;
 }
 
 /** One piece of a reply, small enough for the channel, in its place in the reply. */
@@ -80,4 +87,21 @@ export interface ChannelAdapter {
   send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult>;
   /** Shows "typing…" in the target chat, if the channel can. */
   sendTyping(target: ReplyTarget): Promise<void>;
+  /** Least time between two sends to this target, when it differs by chat (e.g. groups are slower). */
+  sendIntervalMs?(target: ReplyTarget): number;
+  /** HTTP endpoints to mount on the gateway (webhooks). */
+  httpRoutes?(): HttpRoute[];
+}
+
+/** An HTTP endpoint an adapter needs on the gateway's server (e.g. a platform webhook). */
+export interface HttpRoute {
+  method: "POST" | "GET";
+  path: string;
+  handle(req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): Promise<void>;
+}
+
+/** Where an adapter keeps its small durable state (e.g. Telegram's polling offset). */
+export interface AdapterStateStore {
+  get(key: string): Promise<string | undefined>;
+  set(key: string, value: string): Promise<void>;
 }

@@ -36,7 +36,11 @@ const TelegramSchema = ChannelAccessSchema.extend({
   apiRoot: z.url().default("https://api.telegram.org"),
   mode: z.enum(["polling", "webhook"]).default("polling"),
   webhookUrl: z.url().optional(),
-  webhookSecret: z.string().min(1).optional(),
+  webhookSecret: z.string().min(16, "must be at least 16 characters").optional(),
+  /** Answer posts in channels the bot administers. */
+  channelPosts: z.boolean().default(false),
+  /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */
+  editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
 }).strict();
 
 const WebChatSchema = ChannelAccessSchema.extend({

@@ -7,3 +7,4 @@ export * from "./logger.js";
 export * from "./msg-context.js";
 export * from "./sanitize.js";
 export * from "./session-key.js";
+export * from "./secret.js";

@@ -1,4 +1,3 @@
-import { createHash, timingSafeEqual } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -10,6 +9,8 @@ import {
   deriveSessionKey,
   HubError,
   type HubLogger,
+  type HttpRoute,
+  sameSecret,
 } from "@hub/core";
 import type { DispatchResult } from "@hub/dispatch";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
@@ -58,6 +59,8 @@ export interface GatewayOptions {
   maxFrameBytes: number;
   /** Folder of the web chat's static files. */
   webRoot?: string;
+  /** Extra HTTP endpoints (adapters' webhooks). */
+  routes?: HttpRoute[];
 }
 
 /** How long an idempotency record (`chat:<key>`) is kept. */
@@ -83,13 +86,6 @@ const IdempotencyRecordSchema = z.object({ runId: z.string(), sessionKey: z.stri
 
 function isLoopback(host: string): boolean {
   return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
-}
-
-/** Compares secrets in constant time (hashing first, so lengths do not leak either). */
-export function sameSecret(a: string, b: string): boolean {
-  const ha = createHash("sha256").update(a).digest();
-  const hb = createHash("sha256").update(b).digest();
-  return timingSafeEqual(ha, hb);
 }
 
 class RequestError extends Error {
@@ -154,6 +150,8 @@ export class GatewayServer {
 
   async #serveHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
+    const route = this.options.routes?.find((r) => r.method === req.method && r.path === url.pathname);
+    if (route) return route.handle(req, res);
     if (url.pathname === "/healthz") {
       res
         .writeHead(200, { "content-type": "application/json" })

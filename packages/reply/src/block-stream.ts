@@ -1,4 +1,11 @@
-import { cutFront, type FenceOpener, isFenceCloser, MIN_CHUNK_LIMIT, parseFenceOpener } from "./chunk.js";
+import {
+  cutFront,
+  type FenceOpener,
+  isFenceCloser,
+  MIN_CHUNK_LIMIT,
+  parseFenceOpener,
+  shortenOpener,
+} from "./chunk.js";
 
 export interface BlockStreamerOptions {
   /** Blocks shorter than this are held back and merged with the next one. Default 1. */
@@ -36,6 +43,8 @@ export class BlockStreamer {
   #reopened = false;
   /** A block shorter than minChars, waiting for the next one. */
   #held: string | null = null;
+  /** After an overflow that could not be cut well: how much text (from the block start) to wait for. */
+  #need = 0;
 
   constructor(options: BlockStreamerOptions = {}) {
     const minChars = options.minChars ?? 1;
@@ -72,6 +81,7 @@ export class BlockStreamer {
     this.#fenceHasCode = false;
     this.#reopened = false;
     this.#held = null;
+    this.#need = 0;
     return out;
   }
 
@@ -144,25 +154,43 @@ export class BlockStreamer {
   }
 
   /**
-   * The buffer outgrew maxChars without a blank line: cut it like chunkText would, looking at what the
-   * buffer held at the moment it overflowed. Returns false when the cut has to wait for more text.
+   * The buffer outgrew maxChars without a blank line: cut it like chunkText would, looking only at what the
+   * buffer held when it overflowed (or, when that was not enough to cut well, at twice as much, and so on).
+   * Returns true when #buf changed, false when the cut has to wait for more text.
    */
   #cut(start: number, out: string[], final: boolean): boolean {
-    let end = start + this.#maxChars + 1;
+    const need = Math.max(this.#maxChars + 1, this.#need);
+    if (!final && this.#buf.length - start < need) return false;
+    let end = final ? this.#buf.length : start + need;
     if (this.#buf.startsWith("```", start) || this.#buf.startsWith("~~~", start)) {
-      // The first line may be a fence opener longer than maxChars. Whether it is one (and so must be
-      // shortened rather than cut) depends on the whole line, so wait for it and let the cut see all of it.
+      // The first line may be a fence opener longer than maxChars. Whether it is one (to be shortened, never
+      // cut) or just text ("```x``` ...") depends on the whole line: wait for it and let the cut see all of it.
       const nl = this.#buf.indexOf("\n", start);
       if (nl < 0 && !final) return false;
-      if (nl >= 0 && parseFenceOpener(this.#buf.slice(start, nl)) !== null) end = Math.max(end, nl + 1);
+      const lineEnd = nl < 0 ? this.#buf.length : nl;
+      // A last line with nothing after it is left alone: it opens no code, and its "info" may be prose.
+      const short = nl < 0 ? null : shortenOpener(this.#buf.slice(start, lineEnd), this.#maxChars);
+      if (short !== null) {
+        this.#buf = short + this.#buf.slice(lineEnd);
+        this.#scan = 0;
+        this.#fence = null;
+        this.#need = 0;
+        return true;
+      }
+      end = Math.min(this.#buf.length, Math.max(end, lineEnd + 1));
     }
-    const { head, rest, reopen } = cutFront(this.#buf.slice(start, end), this.#maxChars);
-    const tail = this.#buf.slice(start + rest);
-    this.#buf = reopen === null ? tail : `${reopen}\n${tail}`;
+    const cut = cutFront(this.#buf.slice(start, end), this.#maxChars, end < this.#buf.length || !final);
+    if (cut === null) {
+      this.#need = 2 * (end - start);
+      return this.#buf.length - start >= this.#need;
+    }
+    const tail = this.#buf.slice(start + cut.rest);
+    this.#buf = cut.reopen === null ? tail : `${cut.reopen}\n${tail}`;
     this.#scan = 0;
     this.#fence = null;
-    this.#reopened = reopen !== null;
-    if (head !== "") this.#emit(head, out);
+    this.#reopened = cut.reopen !== null;
+    this.#need = 0;
+    if (cut.head !== "") this.#emit(cut.head, out);
     return true;
   }
 

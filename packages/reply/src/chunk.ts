@@ -21,8 +21,10 @@ export interface FenceOpener {
   readonly info: string;
 }
 
-// `[^\n]*` rather than `.*`: `.` stops at "\r", which would make "```ts\r" (CRLF text) miss.
-const FENCE_LINE = /^([ \t]*)(`{3,}|~{3,})([^\n]*)$/;
+// Indentation is any whitespace but "\n" (not just spaces and tabs): segments are trimmed with JS `trim()`, so
+// a line like "\u00a0```" becomes a fence once it starts a segment. `[^\n]*` rather than `.*`, which stops
+// at "\r" and would miss "```ts\r" in CRLF text.
+const FENCE_LINE = /^([^\S\n]*)(`{3,}|~{3,})([^\n]*)$/;
 
 /** Parses a line as a fence opener; null when the line is not one. */
 export function parseFenceOpener(line: string): FenceOpener | null {
@@ -122,11 +124,16 @@ export function chunkText(text: string, limit: number): string[] {
 
 /**
  * @internal For BlockStreamer. Cuts one segment of at most `limit` characters off the front of `text`,
- * choosing the break exactly like {@link chunkText}, even when `text` would fit whole (the caller only holds
- * a prefix of the stream). `rest` is where the remainder starts in `text`; `reopen` is the fence line to put
- * in front of it when the cut fell inside a code block.
+ * choosing the break exactly like {@link chunkText}, even when `text` would fit whole. With `partial`, `text`
+ * is only the start of a stream: its end is never treated as a boundary, and null means "not enough text to
+ * cut well yet, ask again with more". `rest` is where the remainder starts in `text`; `reopen` is the fence
+ * line to put in front of it when the cut fell inside a code block.
  */
-export function cutFront(text: string, limit: number): { head: string; rest: number; reopen: string | null } {
+export function cutFront(
+  text: string,
+  limit: number,
+  partial: boolean,
+): { head: string; rest: number; reopen: string | null } | null {
   if (!(limit >= MIN_CHUNK_LIMIT)) {
     throw new RangeError(`cutFront: limit must be at least ${MIN_CHUNK_LIMIT}, got ${limit}`);
   }
@@ -134,21 +141,37 @@ export function cutFront(text: string, limit: number): { head: string; rest: num
   const lines = scanLines(text, max);
   let cursor: Cursor = { pos: skipWhitespace(text, 0), fence: null };
   while (cursor.pos < text.length) {
-    const { segment, next } = step(text, lines, cursor, max);
+    const { segment, next, starved } = step(text, lines, cursor, max, partial);
+    if (starved) return null;
     if (segment !== null) return { head: segment, rest: next.pos, reopen: next.fence ? next.fence.opener : null };
-    const normalized = normalize(text, lines, next);
-    // Only blanks left in what we hold: hand back the (shortened) fence opener to continue with.
-    if (normalized.pos >= text.length) return { head: "", rest: next.pos, reopen: next.fence?.opener ?? null };
-    cursor = normalized;
+    cursor = normalize(text, lines, next);
   }
-  return { head: "", rest: text.length, reopen: null };
+  // Only blanks after a rewritten opener: wait for code to follow (at the end of the stream, drop it all).
+  return partial ? null : { head: "", rest: text.length, reopen: null };
+}
+
+/**
+ * @internal For BlockStreamer. When `line` is a fence opener too long to share a segment of `limit` with even
+ * two characters of code, returns the shortened opener to use instead (as chunkText does); otherwise null.
+ */
+export function shortenOpener(line: string, limit: number): string | null {
+  const opener = parseFenceOpener(line);
+  if (opener === null || opener.marker.length > maxMarkerLength(limit)) return null;
+  const closer = opener.indent + opener.marker;
+  if (line.length + closer.length + 4 <= limit) return null;
+  return reopenFence(opener, limit).opener;
+}
+
+/** Longest fence marker that can be balanced within `limit` (longer ones are treated as plain text). */
+function maxMarkerLength(limit: number): number {
+  // The bare open and close lines must leave room for two code units (one surrogate pair).
+  return Math.floor((limit - 4) / 2);
 }
 
 /** Classifies every line once, so each cut only looks at its own window. */
 function scanLines(text: string, limit: number): Line[] {
-  // A fence whose bare open + close lines leave no room for two code units (one surrogate pair) can never be
-  // split while staying balanced; such (absurdly long) markers are treated as plain text.
-  const maxMarker = Math.floor((limit - 4) / 2);
+  // A fence that cannot be split while staying balanced (absurdly long marker) is treated as plain text.
+  const maxMarker = maxMarkerLength(limit);
   const lines: Line[] = [];
   let open: OpenFence | null = null;
   let start = 0;
@@ -217,15 +240,19 @@ function normalize(text: string, lines: readonly Line[], cursor: Cursor): Cursor
 /**
  * Cuts one segment starting at `cursor`; the remaining text is known not to fit. A null segment means "no
  * output yet, normalize `next` and try again" (used when the start of the segment has to be rewritten).
+ * `partial`: `text` is only the start of a stream, so its end is no place for a hard cut; `starved` then
+ * says that only a last-resort cut was found because the text ran out, and more text should be awaited.
  */
 function step(
   text: string,
   lines: readonly Line[],
   cursor: Cursor,
   limit: number,
-): { segment: string | null; next: Cursor } {
+  partial = false,
+): { segment: string | null; next: Cursor; starved?: boolean } {
   const li = lineAt(lines, cursor.pos, 0);
-  let cut = findCut(text, lines, li, cursor, limit) ?? hardCut(text, lines, li, cursor, limit);
+  let cut =
+    findCut(text, lines, li, cursor, limit, partial) ?? hardCut(text, lines, li, cursor, limit, partial);
   if (cut === null) {
     const line = lines[li]!;
     const indented = skipWhitespace(text, cursor.pos);
@@ -238,8 +265,12 @@ function step(
       // if the fence had been reopened with a shortened opener.
       return { segment: null, next: { pos: line.end + 1, fence: reopenFence(line.fence!.fence, limit) } };
     }
-    // Last resort, not expected to be reached: a plain cut that only respects surrogates and graphemes.
-    cut = plainCut(text, cursor, limit);
+    if (partial && cursor.pos + limit - prefixLength(cursor) >= lines[lines.length - 1]!.start) {
+      return { segment: null, next: cursor, starved: true };
+    }
+    // Last resort: a plain cut that only respects surrogates and graphemes. Only reached for a prose line
+    // that starts with ``` (inline code) and is longer than the limit: any piece of it reads as an opener.
+    cut = plainCut(text, cursor, limit, partial);
   }
   const prefix = cursor.fence ? `${cursor.fence.opener}\n` : "";
   const suffix = cut.fence ? `\n${cut.fence.closer}` : "";
@@ -256,6 +287,7 @@ function findCut(
   li: number,
   cursor: Cursor,
   limit: number,
+  partial: boolean,
 ): Cut | null {
   const pos = cursor.pos;
   const budget = limit - prefixLength(cursor);
@@ -268,7 +300,7 @@ function findCut(
     if (end <= pos || (fence !== null && end <= contentFrom)) return;
     const size = end - pos + (fence ? fence.closer.length + 1 : 0);
     if (size > budget) return;
-    if (line !== undefined && splitMakesFence(text, line, pos, end, next, fence)) return;
+    if (line !== undefined && splitMakesFence(text, line, pos, end, next, fence, partial)) return;
     best[rank] = { end, next, fence };
   };
 
@@ -321,21 +353,24 @@ function hardCut(
   li: number,
   cursor: Cursor,
   limit: number,
+  partial: boolean,
 ): Cut | null {
   const pos = cursor.pos;
   const budget = limit - prefixLength(cursor);
+  // The end of a partial text may split a surrogate pair or grapheme with what follows: never cut there.
+  const textEnd = partial ? text.length - 1 : text.length;
   for (let j = lineAt(lines, Math.min(pos + budget, text.length) - 1, li); j >= li; j--) {
     const line = lines[j]!;
     if (line.kind !== "text" && line.kind !== "code") continue;
     const fence = line.kind === "code" ? fenceOf(line, cursor) : null;
     const lo = Math.max(line.start, pos);
-    let hi = Math.min(line.end, pos + budget - (fence ? fence.closer.length + 1 : 0));
+    let hi = Math.min(line.end, textEnd, pos + budget - (fence ? fence.closer.length + 1 : 0));
     // A few steps back if the cut would leave a piece that reads as a fence line (e.g. "```" of "```x```").
     for (let tries = 0; hi > lo && tries < 8; tries++) {
       const next = safeEnd(text, lo, hi);
       if (next <= lo) break;
       const end = trimEnd(text, lo, next);
-      if (end > lo && !splitMakesFence(text, line, pos, end, next, fence)) return { end, next, fence };
+      if (end > lo && !splitMakesFence(text, line, pos, end, next, fence, partial)) return { end, next, fence };
       hi = next - 1;
     }
   }
@@ -343,8 +378,8 @@ function hardCut(
 }
 
 /** Ignores structure; only reached if everything else failed, so that chunking always terminates. */
-function plainCut(text: string, cursor: Cursor, limit: number): Cut {
-  const hi = Math.min(text.length, cursor.pos + limit - prefixLength(cursor));
+function plainCut(text: string, cursor: Cursor, limit: number, partial: boolean): Cut {
+  const hi = Math.min(partial ? text.length - 1 : text.length, cursor.pos + limit - prefixLength(cursor));
   const safe = safeEnd(text, cursor.pos, hi);
   const next = safe > cursor.pos ? safe : hi; // progress beats purity here: never loop forever
   console.error("PLAINCUT");
@@ -363,17 +398,23 @@ function splitMakesFence(
   end: number,
   next: number,
   fence: OpenFence | null,
+  partial: boolean,
 ): boolean {
+  // The rest of the last line of a partial text is not known yet: an empty or "`"/"~" start is suspect.
+  const unknownRest = partial && line.end === text.length;
   return (
-    pieceIsFence(text, Math.max(line.start, pos), end, fence) || pieceIsFence(text, next, line.end, fence)
+    pieceIsFence(text, Math.max(line.start, pos), end, fence, false) ||
+    pieceIsFence(text, next, line.end, fence, unknownRest)
   );
 }
 
-function pieceIsFence(text: string, from: number, to: number, fence: OpenFence | null): boolean {
+function pieceIsFence(text: string, from: number, to: number, fence: OpenFence | null, unknown: boolean): boolean {
   let i = from;
-  while (i < to && isBreakSpace(text.charCodeAt(i))) i++;
+  while (i < to && isWhitespace(text.charCodeAt(i))) i++;
+  if (i >= to) return unknown; // nothing known of it yet: it may still turn into a fence line
   const c = text.charCodeAt(i);
   if (c !== 96 && c !== 126) return false; // fast path: no leading "`" or "~"
+  if (unknown) return true;
   const piece = text.slice(from, to);
   return fence === null ? parseFenceOpener(piece) !== null : isFenceCloser(piece, fence.fence);
 }

@@ -12,7 +12,7 @@ import {
 import { createRedis, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { chunkText } from "./chunk.js";
+import { chunkForChannel } from "./fit.js";
 
 const SegmentItemSchema = z
   .object({
@@ -111,7 +111,7 @@ export class ReplyDispatcher implements ReplySink {
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
   open(replyId: string, target: ReplyTarget): ReplyStream {
-    const limit = this.#o.capabilitiesOf(target.channel)?.textLimit ?? 4000;
+    const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
     let next = 0;
     let ended = false;
@@ -119,7 +119,7 @@ export class ReplyDispatcher implements ReplySink {
       replyId,
       push: async (block) => {
         if (ended) throw new Error(`reply ${replyId} already ended`);
-        const items = chunkText(block, limit).map((text) => {
+        const items = chunkForChannel(block, capabilities).map((text) => {
           const index = next++;
           return { id: `${replyId}#${index}`, data: { replyId, index, text, target } };
         });
@@ -193,7 +193,8 @@ export class ReplyDispatcher implements ReplySink {
         const adapter = adapterOf(target.channel);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
-        await this.#pace(ctx.key, adapter.capabilities.minSendIntervalMs ?? 0);
+        await this.#pace(ctx.key, adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0);
+        await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
         let timer: NodeJS.Timeout | undefined;
         try {
           await Promise.race([
@@ -222,6 +223,18 @@ export class ReplyDispatcher implements ReplySink {
     const wait = last + minIntervalMs - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
     await this.#redis.set(lastKey, Date.now(), "PX", Math.max(minIntervalMs * 2, 1000));
+  }
+
+  // An account-wide cap (e.g. Telegram's ~30 messages/s per bot), counted in Redis so it holds across processes.
+  async #throttle(target: ReplyTarget, perSecond: number): Promise<void> {
+    if (perSecond <= 0) return;
+    for (;;) {
+      const second = Math.floor(Date.now() / 1000);
+      const key = `${this.#o.prefix}:reply-rate:${target.channel}:${target.accountId}:${second}`;
+      const [[, count]] = (await this.#redis.multi().incr(key).expire(key, 2).exec()) as [[null, number], unknown];
+      if (count <= perSecond) return;
+      await new Promise((r) => setTimeout(r, (second + 1) * 1000 - Date.now() + 1));
+    }
   }
 
   async close(): Promise<void> {

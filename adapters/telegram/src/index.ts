@@ -1,0 +1,3 @@
+export * from "./adapter.js";
+export * from "./normalize.js";
+export * from "./render.js";

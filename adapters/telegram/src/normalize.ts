@@ -1,0 +1,157 @@
+import type { AdapterFields, Media } from "@hub/core";
+import { z } from "zod";
+
+const UserSchema = z.looseObject({
+  id: z.number(),
+  is_bot: z.boolean(),
+  first_name: z.string(),
+  last_name: z.string().optional(),
+  username: z.string().optional(),
+});
+const EntitySchema = z.looseObject({ type: z.string(), offset: z.number(), length: z.number(), user: UserSchema.optional() });
+const FileSchema = z.looseObject({ file_id: z.string(), file_size: z.number().optional(), mime_type: z.string().optional() });
+const StickerSchema = FileSchema.extend({ is_animated: z.boolean().optional(), is_video: z.boolean().optional() });
+
+const BaseMessageSchema = z.looseObject({
+  message_id: z.number(),
+  message_thread_id: z.number().optional(),
+  is_topic_message: z.boolean().optional(),
+  from: UserSchema.optional(),
+  sender_chat: z.looseObject({ id: z.number() }).optional(),
+  date: z.number(),
+  edit_date: z.number().optional(),
+  chat: z.looseObject({
+    id: z.number(),
+    type: z.enum(["private", "group", "supergroup", "channel"]),
+    title: z.string().optional(),
+    is_forum: z.boolean().optional(),
+  }),
+  text: z.string().optional(),
+  caption: z.string().optional(),
+  entities: z.array(EntitySchema).optional(),
+  caption_entities: z.array(EntitySchema).optional(),
+  photo: z.array(FileSchema).optional(),
+  document: FileSchema.optional(),
+  voice: FileSchema.optional(),
+  audio: FileSchema.optional(),
+  video: FileSchema.optional(),
+  sticker: StickerSchema.optional(),
+  forum_topic_created: z.unknown().optional(),
+});
+
+/** The parts of a Telegram Message the adapter reads, validated at the edge. */
+export const TelegramMessageSchema = BaseMessageSchema.extend({ reply_to_message: BaseMessageSchema.optional() });
+/** A validated Telegram message. */
+export type TelegramMessage = z.infer<typeof TelegramMessageSchema>;
+
+/** The update kinds the adapter asks Telegram for. */
+export const ALLOWED_UPDATES = ["message", "edited_message", "channel_post"] as const;
+
+/** Who the bot is (from getMe): needed to tell which mentions and replies are ours. */
+export interface BotIdentity {
+  id: number;
+  username: string;
+}
+
+/** How messages are normalized. */
+export interface NormalizeOptions {
+  accountId: string;
+  /** Answer posts in channels the bot administers. */
+  channelPosts: boolean;
+  /** `ignore` (default) or treat an edit as a new message. */
+  editedMessages: "ignore" | "as-new";
+}
+
+/** The adapter fields of a message, or why it is not ours to answer. */
+export type NormalizeResult = { fields: AdapterFields } | { skip: string };
+
+const slice = (text: string, e: { offset: number; length: number }) => text.slice(e.offset, e.offset + e.length);
+
+function media(msg: TelegramMessage): Media[] {
+  const out: Media[] = [];
+  const push = (kind: Media["kind"], file: z.infer<typeof FileSchema>, mime: string) =>
+    out.push({ kind, mime: file.mime_type ?? mime, ref: file.file_id, ...(file.file_size !== undefined ? { size: file.file_size } : {}) });
+  // Telegram sends each photo in several sizes; the last one is the largest.
+  const photo = msg.photo?.at(-1);
+  if (photo) push("image", photo, "image/jpeg");
+  if (msg.document) push("document", msg.document, "application/octet-stream");
+  if (msg.voice) push("voice", msg.voice, "audio/ogg");
+  if (msg.audio) push("audio", msg.audio, "audio/mpeg");
+  if (msg.video) push("video", msg.video, "video/mp4");
+  if (msg.sticker) {
+    const mime = msg.sticker.is_video ? "video/webm" : msg.sticker.is_animated ? "application/x-tgsticker" : "image/webp";
+    push("sticker", msg.sticker, mime);
+  }
+  return out;
+}
+
+/**
+ * Turns a Telegram message into adapter fields: chat kind, forum topic,
+ * mention detection (`@bot`, a text mention of the bot, a reply to the bot,
+ * `/cmd@bot`), reply-to and media references. Pure.
+ */
+export function normalizeMessage(
+  msg: TelegramMessage,
+  kind: "message" | "edited_message" | "channel_post",
+  bot: BotIdentity,
+  options: NormalizeOptions,
+): NormalizeResult {
+  if (kind === "edited_message" && options.editedMessages === "ignore") return { skip: "edited message (editedMessages: ignore)" };
+  if (msg.chat.type === "channel" && !options.channelPosts) return { skip: "channel post (channelPosts is off)" };
+  if (msg.from?.is_bot) return { skip: "message from a bot" };
+  const sender = msg.from ?? (msg.sender_chat ? { id: msg.sender_chat.id, is_bot: false, first_name: msg.chat.title ?? "channel" } : undefined);
+  if (!sender) return { skip: "message without a sender" };
+
+  const text = msg.text ?? msg.caption ?? "";
+  const entities = msg.entities ?? msg.caption_entities ?? [];
+  const me = `@${bot.username.toLowerCase()}`;
+  let mentioned = false;
+  for (const e of entities) {
+    if (e.type === "mention" && slice(text, e).toLowerCase() === me) mentioned = true;
+    if (e.type === "text_mention" && e.user?.id === bot.id) mentioned = true;
+    if (e.type === "bot_command") {
+      const command = slice(text, e);
+      const at = command.indexOf("@");
+      if (at >= 0) {
+        if (`@${command.slice(at + 1).toLowerCase()}` !== me) return { skip: `command for another bot (${command})` };
+        mentioned = true;
+      }
+    }
+  }
+  // In forum topics every message "replies" to the topic's creation message; that is not a reply to us.
+  const reply = msg.reply_to_message && msg.reply_to_message.forum_topic_created === undefined ? msg.reply_to_message : undefined;
+  if (reply?.from?.id === bot.id) mentioned = true;
+
+  const chatType = msg.chat.type === "private" ? "direct" : msg.chat.type === "channel" ? "channel" : "group";
+  const threadId = msg.chat.is_forum && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
+  const edited = kind === "edited_message" && msg.edit_date !== undefined;
+  const fields: AdapterFields = {
+    channel: "telegram",
+    accountId: options.accountId,
+    // An edit reuses the message id; as a new message it needs its own dedupe identity.
+    messageId: edited ? `${msg.message_id}:edit:${msg.edit_date}` : String(msg.message_id),
+    chat: { type: chatType, id: String(msg.chat.id), ...(msg.chat.title ? { title: msg.chat.title } : {}) },
+    ...(threadId ? { threadId } : {}),
+    sender: {
+      id: String(sender.id),
+      name: [sender.first_name, sender.last_name].filter(Boolean).join(" "),
+      ...(sender.username ? { username: sender.username } : {}),
+      isBot: sender.is_bot,
+    },
+    body: text,
+    wasMentioned: chatType === "direct" ? true : mentioned,
+    ...(reply
+      ? {
+          replyTo: {
+            messageId: String(reply.message_id),
+            ...(reply.from ? { senderId: String(reply.from.id) } : {}),
+            ...((reply.text ?? reply.caption) ? { body: reply.text ?? reply.caption } : {}),
+          },
+        }
+      : {}),
+    media: media(msg),
+    timestamp: (msg.edit_date ?? msg.date) * 1000,
+    ...(chatType !== "direct" ? { replyToMessageId: String(msg.message_id) } : {}),
+  };
+  return { fields };
+}
