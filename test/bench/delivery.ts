@@ -20,7 +20,9 @@ export async function benchDelivery(): Promise<void> {
   const worker = dispatcher.startDelivery(() => adapter, { concurrency: 50 });
   try {
     const started = performance.now();
-    const replies = Array.from({ length: targets }, (_, t) => dispatcher.open(`reply-${t}`, { channel: "fakechat", accountId: "default", chatId: `chat-${t}` }));
+    const replies = Array.from({ length: targets }, (_, t) =>
+      dispatcher.open(`reply-${t}`, { channel: "fakechat", accountId: "default", chatId: `chat-${t}` }),
+    );
     await Promise.all(
       replies.map(async (reply, t) => {
         for (let s = 0; s < perTarget; s++) await reply.push(`target ${t} segment ${s}`);
@@ -33,8 +35,12 @@ export async function benchDelivery(): Promise<void> {
     for (const m of platform.messages) byChat.set(m.chatId, [...(byChat.get(m.chatId) ?? []), m.index]);
     let outOfOrder = 0;
     for (const indices of byChat.values()) indices.forEach((v, i) => (v !== i ? outOfOrder++ : 0));
-    console.log(`ordered delivery, 1 process, ${targets} targets x ${perTarget} segments, fake platform on loopback:`);
-    console.log(`  ${(platform.messages.length / seconds).toFixed(0)} segments/s; ${platform.messages.length} delivered, ${outOfOrder} out of order`);
+    console.log(
+      `ordered delivery, 1 process, ${targets} targets x ${perTarget} segments, fake platform on loopback:`,
+    );
+    console.log(
+      `  ${(platform.messages.length / seconds).toFixed(0)} segments/s; ${platform.messages.length} delivered, ${outOfOrder} out of order`,
+    );
   } finally {
     await worker.close();
     await dispatcher.close();

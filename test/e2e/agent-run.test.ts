@@ -1,5 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeChatPlatform, FakeChatAdapter, type FakeOpenAI, startFakeChatPlatform, startFakeOpenAI } from "../fakes/src/index.js";
+import {
+  FakeChatAdapter,
+  type FakeChatPlatform,
+  type FakeOpenAI,
+  startFakeChatPlatform,
+  startFakeOpenAI,
+} from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
@@ -28,7 +34,10 @@ afterAll(async () => {
 
 describe("agent runs through the hub", () => {
   it("runs a tool call and answers; the transcript pairs the call with its result", async () => {
-    model.script({ toolCalls: [{ name: "current_time", arguments: "{}" }] }, { text: "It is now.", chunkSize: 3 });
+    model.script(
+      { toolCalls: [{ name: "current_time", arguments: "{}" }] },
+      { text: "It is now.", chunkSize: 3 },
+    );
     const client = await GatewayClient.open(hub.port, hub.token);
     await client.request("chat.send", { text: "what time is it?", idempotencyKey: "tool-run-0001" });
     expect(await client.terminal("tool-run-0001")).toMatchObject({ state: "final", text: "It is now." });
@@ -37,7 +46,9 @@ describe("agent runs through the hub", () => {
     expect(toolMessage.role).toBe("tool");
     expect(new Date(toolMessage.content).getTime()).toBeGreaterThan(Date.now() - 60_000);
     const history = await client.request("chat.history", {});
-    expect((history.payload as { messages: Array<{ role: string; text: string }> }).messages.map((m) => m.text)).toEqual(["what time is it?", "It is now."]);
+    expect(
+      (history.payload as { messages: Array<{ role: string; text: string }> }).messages.map((m) => m.text),
+    ).toEqual(["what time is it?", "It is now."]);
     client.close();
   });
 
@@ -52,7 +63,9 @@ describe("agent runs through the hub", () => {
     const again = await client.request("chat.send", { text: "will fail", idempotencyKey: "fail-run-0001" });
     expect(again.payload).toMatchObject({ status: "failed" });
     const history = await client.request("chat.history", {});
-    const messages = (history.payload as { messages: Array<{ role: string; runId: string }> }).messages.filter((m) => m.runId === "fail-run-0001");
+    const messages = (
+      history.payload as { messages: Array<{ role: string; runId: string }> }
+    ).messages.filter((m) => m.runId === "fail-run-0001");
     expect(messages.map((m) => m.role)).toEqual(["user", "status"]);
     client.close();
   });
@@ -61,7 +74,10 @@ describe("agent runs through the hub", () => {
     model.script({ text: "slow ".repeat(200), chunkSize: 5, delayMs: 30 });
     const client = await GatewayClient.open(hub.port, hub.token);
     await client.request("chat.send", { text: "take your time", idempotencyKey: "abort-run-0001" });
-    await waitFor(() => model.requests.some((r) => JSON.stringify(r.messages).includes("take your time")), "model call started");
+    await waitFor(
+      () => model.requests.some((r) => JSON.stringify(r.messages).includes("take your time")),
+      "model call started",
+    );
     const res = await client.request("chat.abort", { runId: "abort-run-0001" });
     expect(res.ok).toBe(true);
     expect((await client.terminal("abort-run-0001")).state).toBe("aborted");
@@ -69,13 +85,32 @@ describe("agent runs through the hub", () => {
   });
 
   it("keeps an unmentioned group message as context and shows it to the model when mentioned", async () => {
-    const base = { channel: "telegram", chat: { type: "group" as const, id: "g1", title: "Team" }, timestamp: Date.now() };
+    const base = {
+      channel: "telegram",
+      chat: { type: "group" as const, id: "g1", title: "Team" },
+      timestamp: Date.now(),
+    };
     const before = model.requests.length;
-    const ctxResult = await hub.dispatcher!.dispatchInboundMessage({ ...base, messageId: "101", sender: { id: "7", name: "Bob" }, body: "the deploy is on friday" });
+    const ctxResult = await hub.dispatcher!.dispatchInboundMessage({
+      ...base,
+      messageId: "101",
+      sender: { id: "7", name: "Bob" },
+      body: "the deploy is on friday",
+    });
     expect(ctxResult.status).toBe("context");
-    const run = await hub.dispatcher!.dispatchInboundMessage({ ...base, messageId: "102", sender: { id: "8", name: "Eve" }, body: "@bot when is the deploy?", wasMentioned: true, replyToMessageId: "102" });
+    const run = await hub.dispatcher!.dispatchInboundMessage({
+      ...base,
+      messageId: "102",
+      sender: { id: "8", name: "Eve" },
+      body: "@bot when is the deploy?",
+      wasMentioned: true,
+      replyToMessageId: "102",
+    });
     expect(run.status).toBe("accepted");
-    await waitFor(async () => (await hub.replies.status((run as { runId: string }).runId)).settled, "group reply settled");
+    await waitFor(
+      async () => (await hub.replies.status((run as { runId: string }).runId)).settled,
+      "group reply settled",
+    );
     expect(model.requests.length).toBe(before + 1);
     const sent = JSON.stringify(model.requests.at(-1)!.messages);
     expect(sent).toContain("the deploy is on friday");

@@ -7,8 +7,12 @@ import { startTestHub, type TestHub } from "../support/hub.js";
 // Debian's chromium; browsers cannot be downloaded at test time here. CI installs it (.ci/run).
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const available = existsSync(CHROMIUM);
-if (!available && process.env.CI) throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
-if (!available) console.warn(`webchat browser test skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`);
+if (!available && process.env.CI)
+  throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+if (!available)
+  console.warn(
+    `webchat browser test skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`,
+  );
 
 let hub: TestHub;
 let browser: Browser;
@@ -17,7 +21,14 @@ beforeAll(async () => {
   hub = await startTestHub({}, "browser");
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    args: [
+      "--headless",
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
   });
 });
 afterAll(async () => {
@@ -35,12 +46,16 @@ describe.skipIf(!available)("web chat in a real browser", () => {
     await page.fill("#input", "hello from the browser");
     await page.press("#input", "Enter");
     const answer = page.locator(".msg.assistant").last();
-    await expect.poll(async () => answer.textContent(), { timeout: 15_000 }).toBe(offlineAnswer("hello from the browser"));
+    await expect
+      .poll(async () => answer.textContent(), { timeout: 15_000 })
+      .toBe(offlineAnswer("hello from the browser"));
     await expect.poll(async () => answer.getAttribute("class")).not.toContain("pending");
 
     await page.reload();
     await page.locator("#status[data-state=open]").waitFor();
-    await expect.poll(async () => page.locator(".msg").allTextContents()).toEqual(["hello from the browser", offlineAnswer("hello from the browser")]);
+    await expect
+      .poll(async () => page.locator(".msg").allTextContents())
+      .toEqual(["hello from the browser", offlineAnswer("hello from the browser")]);
     const roles = await page.locator(".msg").evaluateAll((els) => els.map((e) => e.className));
     expect(roles).toEqual(["msg user", "msg assistant"]);
     await page.close();

@@ -12,12 +12,18 @@ export function redisStateStore(redis: Redis, prefix: string): AdapterStateStore
 }
 
 /** Builds the configured channel adapters (not started). The web chat is built by the hub itself. */
-export function buildChannelAdapters(config: HubConfig, deps: { redis: Redis; prefix: string; logger: HubLogger }): ChannelAdapter[] {
+export function buildChannelAdapters(
+  config: HubConfig,
+  deps: { redis: Redis; prefix: string; logger: HubLogger },
+): ChannelAdapter[] {
   const adapters: ChannelAdapter[] = [];
   const telegram = config.channels.telegram;
   if (telegram?.enabled) {
     if (!telegram.botToken) {
-      throw new HubError("telegram_token_missing", "channels.telegram is configured without a bot token; set channels.telegram.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).");
+      throw new HubError(
+        "telegram_token_missing",
+        "channels.telegram is configured without a bot token; set channels.telegram.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
+      );
     }
     adapters.push(
       new TelegramAdapter({

@@ -186,7 +186,8 @@ export class AgentRunner {
   #startTyping(target: MsgContext["replyTarget"], log: HubLogger): () => void {
     const typing = this.o.typing;
     if (!typing) return () => {};
-    const send = () => void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
+    const send = () =>
+      void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
     send();
     const timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
     return () => clearInterval(timer);

@@ -6,5 +6,5 @@ export * from "./finalize.js";
 export * from "./logger.js";
 export * from "./msg-context.js";
 export * from "./sanitize.js";
-export * from "./session-key.js";
 export * from "./secret.js";
+export * from "./session-key.js";

@@ -90,8 +90,7 @@ export class InboundDispatcher {
 
   #decide(ctx: MsgContext): AccessDecision {
     const access = this.#access(ctx.channel);
-    if (!access?.enabled)
-      return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
+    if (!access?.enabled) return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
     return dispatchGroupThread(ctx, access) ?? dispatchDirect(ctx, access);
   }
 }

@@ -11,7 +11,9 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const config = parseConfig({ channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["42"], groups: { g1: {} } } } });
+const config = parseConfig({
+  channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["42"], groups: { g1: {} } } },
+});
 const fields = (messageId: string, extra: object = {}) => ({
   channel: "telegram",
   messageId,
@@ -49,16 +51,32 @@ describe("InboundDispatcher", () => {
 
   it("queues an unmentioned group message as context only, and a mentioned one as a run", async () => {
     const accepted: RunRequest[] = [];
-    const dispatcher = new InboundDispatcher({ redis, prefix, config, logger: createLogger({ level: "silent" }), accept: async (r) => void accepted.push(r) });
+    const dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config,
+      logger: createLogger({ level: "silent" }),
+      accept: async (r) => void accepted.push(r),
+    });
     const group = { chat: { type: "group" as const, id: "g1" }, sender: { id: "7" } };
     expect((await dispatcher.dispatchInboundMessage(fields("g-1", group))).status).toBe("context");
-    expect((await dispatcher.dispatchInboundMessage(fields("g-2", { ...group, wasMentioned: true }))).status).toBe("accepted");
+    expect(
+      (await dispatcher.dispatchInboundMessage(fields("g-2", { ...group, wasMentioned: true }))).status,
+    ).toBe("accepted");
     expect(accepted.map((r) => Boolean(r.contextOnly))).toEqual([true, false]);
     expect(accepted[0]?.ctx.sessionKey).toBe(accepted[1]?.ctx.sessionKey);
   });
 
   it("rejects a malformed message with a clear error and marks nothing", async () => {
-    const dispatcher = new InboundDispatcher({ redis, prefix, config, logger: createLogger({ level: "silent" }), accept: async () => {} });
-    await expect(dispatcher.dispatchInboundMessage({ ...fields("bad"), chat: { type: "nope", id: "1" } } as never)).rejects.toThrow(/Inbound message rejected: chat\.type/);
+    const dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config,
+      logger: createLogger({ level: "silent" }),
+      accept: async () => {},
+    });
+    await expect(
+      dispatcher.dispatchInboundMessage({ ...fields("bad"), chat: { type: "nope", id: "1" } } as never),
+    ).rejects.toThrow(/Inbound message rejected: chat\.type/);
   });
 });

@@ -7,9 +7,9 @@ import {
   type ChatEvent,
   type DmScope,
   deriveSessionKey,
+  type HttpRoute,
   HubError,
   type HubLogger,
-  type HttpRoute,
   sameSecret,
 } from "@hub/core";
 import type { DispatchResult } from "@hub/dispatch";

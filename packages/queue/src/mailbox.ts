@@ -102,7 +102,12 @@ export class OrderedMailbox<T> {
     for (const item of items)
       if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
     const encoded = items.map((item) => `${item.id}${SEP}${JSON.stringify(item.data)}`);
-    const epoch = (await runScript(this.#redis, PUSH, [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`], [Date.now(), this.#o.graceMs, key, ...encoded])) as number;
+    const epoch = (await runScript(
+      this.#redis,
+      PUSH,
+      [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`],
+      [Date.now(), this.#o.graceMs, key, ...encoded],
+    )) as number;
     // If we die before this add, the key stays in `sched` and the sweeper wakes it.
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }
@@ -147,7 +152,12 @@ export class OrderedMailbox<T> {
   }
 
   async #sweep(): Promise<void> {
-    const out = (await runScript(this.#redis, SWEEP, [`${this.#base}:sched`, `${this.#base}:epoch`], [Date.now(), this.#o.graceMs, 100, this.#base])) as Array<string | number>;
+    const out = (await runScript(
+      this.#redis,
+      SWEEP,
+      [`${this.#base}:sched`, `${this.#base}:epoch`],
+      [Date.now(), this.#o.graceMs, 100, this.#base],
+    )) as Array<string | number>;
     for (let i = 0; i + 1 < out.length; i += 2) {
       const key = String(out[i]);
       this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
@@ -160,7 +170,12 @@ export class OrderedMailbox<T> {
     const { leaseMs, graceMs, maxAttempts, logger } = this.#o;
     const token = `${job.id}:${randomUUID()}`;
     const own = this.#k("own", key);
-    const claimed = (await runScript(this.#redis, CLAIM, [own, this.#k("nb", key), `${this.#base}:sched`], [token, leaseMs, Date.now(), key])) as number;
+    const claimed = (await runScript(
+      this.#redis,
+      CLAIM,
+      [own, this.#k("nb", key), `${this.#base}:sched`],
+      [token, leaseMs, Date.now(), key],
+    )) as number;
     // Another live drainer will see our items; a delayed key has its own wake-up job.
     if (claimed !== 1) return;
 
@@ -177,7 +192,12 @@ export class OrderedMailbox<T> {
     );
 
     const delay = async (ms: number) => {
-      const epoch = (await runScript(this.#redis, DELAY, [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`], [token, key, ms, Date.now(), graceMs])) as number;
+      const epoch = (await runScript(
+        this.#redis,
+        DELAY,
+        [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`],
+        [token, key, ms, Date.now(), graceMs],
+      )) as number;
       await this.#wake(key, epoch, ms);
     };
 
@@ -191,7 +211,12 @@ export class OrderedMailbox<T> {
           [token, leaseMs, Date.now(), key],
         )) as [string, number] | null;
         if (peeked === null) {
-          const done = (await runScript(this.#redis, FINISH, [own, this.#k("q", key), `${this.#base}:sched`], [token, key])) as number;
+          const done = (await runScript(
+            this.#redis,
+            FINISH,
+            [own, this.#k("q", key), `${this.#base}:sched`],
+            [token, key],
+          )) as number;
           if (done === 1) return;
           continue;
         }
@@ -256,7 +281,12 @@ export class OrderedMailbox<T> {
   }
 
   async #ack(own: string, key: string, token: string, id: string): Promise<void> {
-    await runScript(this.#redis, ACK, [own, this.#k("q", key), `${this.#base}:att`], [token, id, `${key}${SEP}${id}`]);
+    await runScript(
+      this.#redis,
+      ACK,
+      [own, this.#k("q", key), `${this.#base}:att`],
+      [token, id, `${key}${SEP}${id}`],
+    );
   }
 
   async #fail(item: MailboxItem<T>, error: unknown, key: string, own: string, token: string): Promise<void> {

@@ -36,7 +36,12 @@ const shas = new Map<string, string>();
  * Runs a Lua script by its SHA (EVALSHA), loading it on first use or after a
  * Redis restart (NOSCRIPT), so hot paths do not resend the script text.
  */
-export async function runScript(redis: Redis, script: string, keys: Array<string>, args: Array<string | number>): Promise<unknown> {
+export async function runScript(
+  redis: Redis,
+  script: string,
+  keys: Array<string>,
+  args: Array<string | number>,
+): Promise<unknown> {
   let sha = shas.get(script);
   if (!sha) {
     sha = createHash("sha1").update(script).digest("hex");
@@ -45,7 +50,8 @@ export async function runScript(redis: Redis, script: string, keys: Array<string
   try {
     return await redis.evalsha(sha, keys.length, ...keys, ...args);
   } catch (error) {
-    if (error instanceof Error && error.message.startsWith("NOSCRIPT")) return redis.eval(script, keys.length, ...keys, ...args);
+    if (error instanceof Error && error.message.startsWith("NOSCRIPT"))
+      return redis.eval(script, keys.length, ...keys, ...args);
     throw error;
   }
 }

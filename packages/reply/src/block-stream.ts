@@ -88,7 +88,7 @@ export class BlockStreamer {
   /**
    * Emits every block the buffer allows. Events are taken in the order they would occur if the text arrived
    * one character at a time: a line is classified only if it completes before the buffer would overflow,
-   * and an overflow cut looks only at the first maxChars + 1 characters. That is what makes the output
+   * and an overflow cut looks only at the text held at that moment (see #cut). That is what makes the output
    * independent of delta sizes.
    */
   #drain(out: string[], final: boolean): void {

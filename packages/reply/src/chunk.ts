@@ -143,7 +143,7 @@ export function cutFront(
   while (cursor.pos < text.length) {
     const { segment, next, starved } = step(text, lines, cursor, max, partial);
     if (starved) return null;
-    if (segment !== null) return { head: segment, rest: next.pos, reopen: next.fence ? next.fence.opener : null };
+    if (segment !== null) return { head: segment, rest: next.pos, reopen: next.fence?.opener ?? null };
     cursor = normalize(text, lines, next);
   }
   // Only blanks after a rewritten opener: wait for code to follow (at the end of the stream, drop it all).
@@ -319,7 +319,9 @@ function findCut(
           let next = k + 1;
           while (next < line.end && isWhitespace(text.charCodeAt(next))) next++;
           consider(WORD, lastNonWs, next, inCode ? fence : null, line);
-          if (!inCode && endsSentence(text, line.start, lastNonWs)) consider(SENTENCE, lastNonWs, next, null, line);
+          if (!inCode && endsSentence(text, line.start, lastNonWs)) {
+            consider(SENTENCE, lastNonWs, next, null, line);
+          }
         }
         continue;
       }
@@ -370,7 +372,9 @@ function hardCut(
       const next = safeEnd(text, lo, hi);
       if (next <= lo) break;
       const end = trimEnd(text, lo, next);
-      if (end > lo && !splitMakesFence(text, line, pos, end, next, fence, partial)) return { end, next, fence };
+      if (end > lo && !splitMakesFence(text, line, pos, end, next, fence, partial)) {
+        return { end, next, fence };
+      }
       hi = next - 1;
     }
   }
@@ -382,7 +386,6 @@ function plainCut(text: string, cursor: Cursor, limit: number, partial: boolean)
   const hi = Math.min(partial ? text.length - 1 : text.length, cursor.pos + limit - prefixLength(cursor));
   const safe = safeEnd(text, cursor.pos, hi);
   const next = safe > cursor.pos ? safe : hi; // progress beats purity here: never loop forever
-  console.error("PLAINCUT");
   return { end: Math.max(trimEnd(text, cursor.pos, next), cursor.pos + 1), next, fence: null };
 }
 
@@ -408,7 +411,13 @@ function splitMakesFence(
   );
 }
 
-function pieceIsFence(text: string, from: number, to: number, fence: OpenFence | null, unknown: boolean): boolean {
+function pieceIsFence(
+  text: string,
+  from: number,
+  to: number,
+  fence: OpenFence | null,
+  unknown: boolean,
+): boolean {
   let i = from;
   while (i < to && isWhitespace(text.charCodeAt(i))) i++;
   if (i >= to) return unknown; // nothing known of it yet: it may still turn into a fence line

@@ -128,7 +128,12 @@ export class ReplyDispatcher implements ReplySink {
       end: async () => {
         ended = true;
         const k = this.#keys(replyId);
-        await runScript(this.#redis, END, [k.meta, k.ok, k.failed, k.channel], [next, replyId, REPLY_TTL_SECONDS]);
+        await runScript(
+          this.#redis,
+          END,
+          [k.meta, k.ok, k.failed, k.channel],
+          [next, replyId, REPLY_TTL_SECONDS],
+        );
         return next;
       },
       settled: () => this.settled(replyId),
@@ -193,7 +198,10 @@ export class ReplyDispatcher implements ReplySink {
         const adapter = adapterOf(target.channel);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
-        await this.#pace(ctx.key, adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0);
+        await this.#pace(
+          ctx.key,
+          adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
+        );
         await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
         let timer: NodeJS.Timeout | undefined;
         try {
@@ -231,7 +239,10 @@ export class ReplyDispatcher implements ReplySink {
     for (;;) {
       const second = Math.floor(Date.now() / 1000);
       const key = `${this.#o.prefix}:reply-rate:${target.channel}:${target.accountId}:${second}`;
-      const [[, count]] = (await this.#redis.multi().incr(key).expire(key, 2).exec()) as [[null, number], unknown];
+      const [[, count]] = (await this.#redis.multi().incr(key).expire(key, 2).exec()) as [
+        [null, number],
+        unknown,
+      ];
       if (count <= perSecond) return;
       await new Promise((r) => setTimeout(r, (second + 1) * 1000 - Date.now() + 1));
     }

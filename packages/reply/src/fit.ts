@@ -6,7 +6,10 @@ import { chunkText } from "./chunk.js";
  * the text limit, then re-chunk any piece whose rendered length (markup,
  * escapes) is still over it, with a proportionally smaller limit.
  */
-export function chunkForChannel(text: string, capabilities: Pick<ChannelCapabilities, "textLimit" | "measure">): string[] {
+export function chunkForChannel(
+  text: string,
+  capabilities: Pick<ChannelCapabilities, "textLimit" | "measure">,
+): string[] {
   const { textLimit, measure } = capabilities;
   if (!measure) return chunkText(text, textLimit);
   const fit = (piece: string, limit: number): string[] => {

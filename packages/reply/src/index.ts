@@ -1,4 +1,4 @@
-export * from "./block-stream.js";
-export * from "./chunk.js";
+export { BlockStreamer, type BlockStreamerOptions } from "./block-stream.js";
+export { chunkText } from "./chunk.js";
 export * from "./dispatcher.js";
 export * from "./fit.js";

@@ -13,20 +13,7 @@ function mulberry32(seed: number): () => number {
   };
 }
 
-const WORDS = [
-  "the",
-  "model",
-  "replies",
-  "with",
-  "a",
-  "fairly",
-  "long",
-  "answer",
-  "about",
-  "chunking",
-  "é",
-  "😀",
-];
+const WORDS = "the model replies with a fairly long answer about chunking é 😀 👍🏽".split(" ");
 const INFOS = ["", "ts", "python", "js title=a.js"];
 
 /** Random markdown: prose with sentences, long tokens and emoji, lists, and fenced code blocks. */
@@ -65,7 +52,7 @@ function randomMarkdown(rand: () => number, targetLength: number): string {
   return parts.map((p, i) => (i === 0 ? p : (rand() < 0.6 ? "\n\n" : "\n") + p)).join("");
 }
 
-const FENCE = /^\s*(`{3,}|~{3,})(.*)$/;
+const FENCE = /^[^\S\n]*(`{3,}|~{3,})([^\n]*)$/;
 
 /** Fences balanced: every opener has its closer within the same segment. */
 function fencesBalanced(segment: string): boolean {
@@ -260,5 +247,25 @@ describe("chunkText", () => {
     expectWellFormed(text, segments, 50);
     expect(segments[0]).toBe("Use ```x``` sparingly.");
     expect(segments.some((s) => s.includes("\n"))).toBe(false);
+  });
+  it("never leaves a piece of prose that would read as a fence opener", () => {
+    const segments = chunkText("aaaa bbbb cccc ~~~ dddd eeee", 16);
+    expect(segments).toEqual(["aaaa bbbb", "cccc ~~~ dddd", "eeee"]);
+  });
+
+  it("treats lines that only look like fences inside a longer fence as code", () => {
+    const inner = "```\nnot a closer\n```";
+    const text = `~~~~md\n${`${inner}\n`.repeat(6)}~~~~`;
+    const segments = chunkText(text, 60);
+    expectWellFormed(text, segments, 60);
+    for (const s of segments) expect(s.startsWith("~~~~md\n") && s.endsWith("\n~~~~")).toBe(true);
+  });
+
+  it("handles CRLF line endings", () => {
+    const text = `Intro line.\r\n\r\n\`\`\`ts\r\n${"const a = 1;\r\n".repeat(8)}\`\`\`\r\n\r\nOutro.`;
+    const segments = chunkText(text, 60);
+    expectWellFormed(text, segments, 60);
+    expect(segments[0]).toBe("Intro line.");
+    expect(segments.filter((s) => s.startsWith("```ts")).length).toBeGreaterThan(1);
   });
 });

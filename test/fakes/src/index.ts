@@ -1,2 +1,3 @@
 export * from "./chat-platform.js";
 export * from "./openai.js";
+export * from "./telegram.js";

@@ -1,0 +1,228 @@
+import type { ChannelAdapter, HubConfigInput } from "@hub/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import { startTestHub, type TestHub } from "../support/hub.js";
+import { waitFor } from "../support/redis.js";
+
+/** What the bot sent to one chat, as the platform saw it. */
+export interface OutboundMessage {
+  /** Visible text (markup removed). */
+  text: string;
+  threadId?: string | undefined;
+  replyToMessageId?: string | undefined;
+  /** Whether the platform accepted the message's formatting (e.g. balanced HTML). */
+  wellFormed: boolean;
+}
+
+/** A reference to an inbound message the harness injected, so it can be redelivered. */
+export type InboundRef = unknown;
+
+/**
+ * How the conformance suite drives one channel through its fake platform.
+ * Each adapter package provides one; the suite is the same for all (like
+ * Hono's shared suite across runtimes).
+ */
+export interface ConformanceHarness {
+  channel: string;
+  /** Longest message the platform accepts (visible characters). */
+  textLimit: number;
+  supportsThreads: boolean;
+  /** Starts the fake platform and builds the adapter (not started; the hub starts it). */
+  start(): Promise<ChannelAdapter>;
+  stop(): Promise<void>;
+  /** The user and group the suite allowlists, in the platform's id form. */
+  ids: { user: string; group: string; directChat: string };
+  direct(text: string): Promise<InboundRef>;
+  group(
+    text: string,
+    options?: { mention?: boolean; replyToBot?: boolean; threadId?: string },
+  ): Promise<InboundRef>;
+  /** A command addressed to some other bot in the group. */
+  commandForAnotherBot(): Promise<void>;
+  /** Delivers the same platform event again (a platform retry). */
+  redeliver(ref: InboundRef): Promise<void>;
+  /** Sends the platform's equivalent of garbage (malformed payload). */
+  malformed(): Promise<void>;
+  /** The next send answers "rate limited, retry after N seconds". */
+  rateLimitNextSend(retryAfterSeconds: number): void;
+  /** Messages the bot sent to a chat, in platform order. */
+  outbound(chatId: string): OutboundMessage[];
+  /** A thread id valid in the suite's group (for platforms with threads). */
+  threadId?: string;
+}
+
+/** A long markdown answer with a code block, numbered so order is checkable. */
+export function longMarkdownAnswer(): string {
+  const paras = Array.from(
+    { length: 60 },
+    (_, i) => `Paragraph ${String(i).padStart(2, "0")}: ${"lorem ipsum dolor sit amet, ".repeat(4).trim()}`,
+  );
+  const code = [
+    "```ts",
+    ...Array.from({ length: 40 }, (_, i) => `const line${i} = ${i}; // <tag> & stuff`),
+    "```",
+  ].join("\n");
+  return [...paras.slice(0, 30), code, ...paras.slice(30)].join("\n\n");
+}
+
+/**
+ * The shared adapter conformance suite: the same channel-neutral cases run
+ * through the whole hub (dispatch, lanes, fake model, ordered delivery)
+ * against every adapter's fake platform.
+ */
+export function describeAdapterConformance(
+  name: string,
+  makeHarness: () => ConformanceHarness,
+  extraConfig: HubConfigInput = {},
+): void {
+  describe(`channel adapter conformance: ${name}`, () => {
+    const h = makeHarness();
+    let hub: TestHub;
+    let model: FakeOpenAI;
+    const modelSaw = (text: string) =>
+      model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes(text)).length;
+    const answered = async (chatId: string, count: number, what: string, timeoutMs = 15_000) =>
+      waitFor(() => h.outbound(chatId).length >= count, what, timeoutMs);
+
+    beforeAll(async () => {
+      model = await startFakeOpenAI();
+      const adapter = await h.start();
+      hub = await startTestHub(
+        {
+          ...extraConfig,
+          agent: { model: "fake/m" },
+          models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+          channels: {
+            [h.channel]: {
+              dmPolicy: "allowlist",
+              allowFrom: [h.ids.user],
+              groups: { [h.ids.group]: { requireMention: true } },
+            },
+          } as HubConfigInput["channels"],
+        },
+        `conf-${h.channel}`,
+        [adapter],
+      );
+    }, 30_000);
+    afterAll(async () => {
+      await hub?.dispose();
+      await h.stop();
+      await model?.close();
+    });
+
+    it("answers a private text in the same chat", async () => {
+      model.script({ text: "Hello back." });
+      await h.direct("hello there");
+      await answered(h.ids.directChat, 1, "a direct answer");
+      expect(h.outbound(h.ids.directChat).map((m) => m.text)).toEqual(["Hello back."]);
+    });
+
+    it("keeps an unmentioned group message as context, without an answer", async () => {
+      await h.group("the release is on friday");
+      await new Promise((r) => setTimeout(r, 500));
+      expect(h.outbound(h.ids.group)).toEqual([]);
+      expect(modelSaw("the release is on friday")).toBe(0);
+    });
+
+    it("answers a group @mention, replying to the message, with the earlier context", async () => {
+      model.script({ text: "Friday." });
+      await h.group("when is the release?", { mention: true });
+      await answered(h.ids.group, 1, "a group answer");
+      const [answer] = h.outbound(h.ids.group);
+      expect(answer?.text).toBe("Friday.");
+      expect(answer?.replyToMessageId).toBeDefined();
+      expect(JSON.stringify(model.requests.at(-1)?.messages)).toContain("the release is on friday");
+    });
+
+    it("answers a reply to the bot in a group", async () => {
+      model.script({ text: "Still friday." });
+      await h.group("are you sure?", { replyToBot: true });
+      await answered(h.ids.group, 2, "an answer to the reply");
+      expect(h.outbound(h.ids.group).at(-1)?.text).toBe("Still friday.");
+    });
+
+    it("answers in the same thread", async () => {
+      if (!h.supportsThreads || !h.threadId) return expect(h.supportsThreads).toBe(false);
+      model.script({ text: "In the thread." });
+      const before = h.outbound(h.ids.group).length;
+      await h.group("thread question", { mention: true, threadId: h.threadId });
+      await answered(h.ids.group, before + 1, "a thread answer");
+      expect(h.outbound(h.ids.group).at(-1)).toMatchObject({ text: "In the thread.", threadId: h.threadId });
+    });
+
+    it("ignores a command addressed to another bot", async () => {
+      const calls = model.requests.length;
+      await h.commandForAnotherBot();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(model.requests.length).toBe(calls);
+    });
+
+    it("delivers a long markdown answer as ordered, well-formed segments within the limit", async () => {
+      const long = longMarkdownAnswer();
+      expect(long.length).toBeGreaterThan(9000);
+      model.script({ text: long, chunkSize: 500 });
+      const before = h.outbound(h.ids.directChat).length;
+      await h.direct("write me something long");
+      await waitFor(
+        () => h.outbound(h.ids.directChat).some((m, i) => i >= before && m.text.includes("Paragraph 59")),
+        "the whole long answer",
+        30_000,
+      );
+      const segments = h.outbound(h.ids.directChat).slice(before);
+      expect(segments.length).toBeGreaterThanOrEqual(3);
+      for (const s of segments) {
+        expect(s.text.length).toBeLessThanOrEqual(h.textLimit);
+        expect(s.wellFormed).toBe(true);
+      }
+      const numbers = segments.flatMap((s) =>
+        [...s.text.matchAll(/Paragraph (\d\d)/g)].map((m) => Number(m[1])),
+      );
+      expect(numbers).toEqual(Array.from({ length: 60 }, (_, i) => i));
+      const codeLines = segments.flatMap((s) =>
+        [...s.text.matchAll(/const line(\d+)/g)].map((m) => Number(m[1])),
+      );
+      expect(codeLines).toEqual(Array.from({ length: 40 }, (_, i) => i));
+    }, 40_000);
+
+    it("waits out a rate limit (retry after 2 s), then delivers in order", async () => {
+      model.script({ text: "First part.\n\nSecond part." });
+      h.rateLimitNextSend(2);
+      const before = h.outbound(h.ids.directChat).length;
+      const started = Date.now();
+      await h.direct("rate limit me");
+      await answered(h.ids.directChat, before + 2, "both parts after the rate limit");
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+      expect(
+        h
+          .outbound(h.ids.directChat)
+          .slice(before)
+          .map((m) => m.text),
+      ).toEqual(["First part.", "Second part."]);
+    }, 20_000);
+
+    it("answers a redelivered message once", async () => {
+      model.script({ text: "Only once." });
+      const before = h.outbound(h.ids.directChat).length;
+      const ref = await h.direct("are you there?");
+      await h.redeliver(ref);
+      await answered(h.ids.directChat, before + 1, "the answer");
+      await new Promise((r) => setTimeout(r, 800));
+      expect(
+        h
+          .outbound(h.ids.directChat)
+          .slice(before)
+          .map((m) => m.text),
+      ).toEqual(["Only once."]);
+      expect(modelSaw("are you there?")).toBe(1);
+    });
+
+    it("drops a malformed payload with a log line and keeps working", async () => {
+      await h.malformed();
+      model.script({ text: "Still alive." });
+      const before = h.outbound(h.ids.directChat).length;
+      await h.direct("still alive?");
+      await answered(h.ids.directChat, before + 1, "an answer after the malformed payload");
+      expect(h.outbound(h.ids.directChat).at(-1)?.text).toBe("Still alive.");
+    });
+  });
+}
