@@ -1,7 +1,13 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelAdapter, createLogger, type HubConfigInput, parseConfig } from "@hub/core";
+import {
+  type ChannelAdapter,
+  createLogger,
+  type HubConfigInput,
+  type HubLogger,
+  parseConfig,
+} from "@hub/core";
 import { type HubTuning, type RunningHub, startHub } from "../../apps/hub/src/hub.js";
 import { dropPrefix, REDIS_URL, testPrefix } from "./redis.js";
 
@@ -22,6 +28,7 @@ export async function startTestHub(
   config: HubConfigInput = {},
   name = "hub",
   adapters: ChannelAdapter[] = [],
+  logger?: HubLogger,
 ): Promise<TestHub> {
   const prefix = testPrefix(name);
   const stateDir = mkdtempSync(join(tmpdir(), "hub-test-"));
@@ -38,7 +45,7 @@ export async function startTestHub(
   const hub = await startHub(parsed, {
     stateDir,
     token,
-    logger: createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" }),
+    logger: logger ?? createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" }),
     tuning: FAST_TUNING,
     adapters,
   });

@@ -4,9 +4,9 @@ import {
   type AdapterStateStore,
   type ChannelAdapter,
   type ChannelCapabilities,
+  type HttpRoute,
   HubError,
   type HubLogger,
-  type HttpRoute,
   type InboundHandler,
   type OutboundSegment,
   PermanentSendError,
@@ -19,7 +19,6 @@ import { Bot, type Context, GrammyError, HttpError } from "grammy";
 import { z } from "zod";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage, TelegramMessageSchema } from "./normalize.js";
 import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
-
 
 /** Options of the Telegram adapter (from `channels.telegram` plus wiring). */
 export interface TelegramAdapterOptions {
@@ -67,6 +66,7 @@ export class TelegramAdapter implements ChannelAdapter {
     typing: true,
     edit: true,
     minSendIntervalMs: 1000,
+    streamMinChars: 1500,
     maxSendsPerSecond: 30,
     measure: (markdown) => telegramVisibleLength(renderTelegramHtml(markdown)),
   };
@@ -83,7 +83,9 @@ export class TelegramAdapter implements ChannelAdapter {
     this.#o = options;
     this.#accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.#accountId });
-    this.#bot = new Bot(options.botToken, { client: { apiRoot: options.apiRoot ?? "https://api.telegram.org" } });
+    this.#bot = new Bot(options.botToken, {
+      client: { apiRoot: options.apiRoot ?? "https://api.telegram.org" },
+    });
     this.#bot.use(
       sequentialize<Context>((ctx) => {
         const msg = ctx.msg;
@@ -105,15 +107,25 @@ export class TelegramAdapter implements ChannelAdapter {
     try {
       await this.#bot.init();
     } catch (error) {
-      throw new HubError("telegram_start_failed", `Telegram did not accept the bot token (${describe(error)}); check channels.telegram.botToken.`, { cause: error });
+      throw new HubError(
+        "telegram_start_failed",
+        `Telegram did not accept the bot token (${describe(error)}); check channels.telegram.botToken.`,
+        { cause: error },
+      );
     }
     this.#identity = { id: this.#bot.botInfo.id, username: this.#bot.botInfo.username };
     this.#log.info({ bot: this.#identity.username, mode: this.#o.mode ?? "polling" }, "telegram connected");
     if (this.#o.mode === "webhook") {
       if (!this.#o.webhookUrl || !this.#o.webhookSecret) {
-        throw new HubError("telegram_webhook_config", "Telegram webhook mode needs channels.telegram.webhookUrl and webhookSecret.");
+        throw new HubError(
+          "telegram_webhook_config",
+          "Telegram webhook mode needs channels.telegram.webhookUrl and webhookSecret.",
+        );
       }
-      await this.#bot.api.setWebhook(this.#o.webhookUrl, { secret_token: this.#o.webhookSecret, allowed_updates: [...ALLOWED_UPDATES] });
+      await this.#bot.api.setWebhook(this.#o.webhookUrl, {
+        secret_token: this.#o.webhookSecret,
+        allowed_updates: [...ALLOWED_UPDATES],
+      });
     } else {
       this.#polling = this.#poll();
     }
@@ -139,10 +151,17 @@ export class TelegramAdapter implements ChannelAdapter {
     const identity = this.#identity;
     const onInbound = this.#onInbound;
     if (!identity || !onInbound) return;
-    const kind = ctx.update.message ? "message" : ctx.update.edited_message ? "edited_message" : "channel_post";
+    const kind = ctx.update.message
+      ? "message"
+      : ctx.update.edited_message
+        ? "edited_message"
+        : "channel_post";
     const msg = TelegramMessageSchema.safeParse(ctx.update[kind]);
     if (!msg.success) {
-      this.#log.warn({ updateId: ctx.update.update_id }, "dropping a Telegram message that does not look like one");
+      this.#log.warn(
+        { updateId: ctx.update.update_id },
+        "dropping a Telegram message that does not look like one",
+      );
       return;
     }
     const result = normalizeMessage(msg.data, kind, identity, {
@@ -177,7 +196,11 @@ export class TelegramAdapter implements ChannelAdapter {
       let updates: unknown[];
       try {
         updates = await this.#bot.api.getUpdates(
-          { ...(offset !== undefined ? { offset } : {}), timeout: this.#o.pollTimeoutSeconds ?? 25, allowed_updates: [...ALLOWED_UPDATES] },
+          {
+            ...(offset !== undefined ? { offset } : {}),
+            timeout: this.#o.pollTimeoutSeconds ?? 25,
+            allowed_updates: [...ALLOWED_UPDATES],
+          },
           // grammY types its signal with a polyfill's type; the runtime takes the standard one.
           signal as unknown as Parameters<Bot["api"]["getUpdates"]>[1],
         );
@@ -207,7 +230,10 @@ export class TelegramAdapter implements ChannelAdapter {
         // Chats run in parallel, each chat in order (sequentialize); the batch ends before the offset moves.
         await Promise.all(updates.map((u) => this.handleRawUpdate(u)));
       } catch (error) {
-        this.#log.error({ err: describe(error) }, "telegram updates could not be accepted; retrying the batch");
+        this.#log.error(
+          { err: describe(error) },
+          "telegram updates could not be accepted; retrying the batch",
+        );
         await sleep(1000, signal);
         continue;
       }
@@ -230,7 +256,10 @@ export class TelegramAdapter implements ChannelAdapter {
     const header = req.headers["x-telegram-bot-api-secret-token"];
     const given = Array.isArray(header) ? header[0] : header;
     if (!given || !this.#o.webhookSecret || !sameSecret(given, this.#o.webhookSecret)) {
-      this.#log.warn({ remote: req.socket.remoteAddress }, "telegram webhook call with a wrong secret token refused");
+      this.#log.warn(
+        { remote: req.socket.remoteAddress },
+        "telegram webhook call with a wrong secret token refused",
+      );
       res.writeHead(401).end();
       req.resume();
       return;
@@ -274,16 +303,34 @@ export class TelegramAdapter implements ChannelAdapter {
     const common = {
       ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
       ...(segment.index === 0 && target.replyToMessageId
-        ? { reply_parameters: { message_id: Number(target.replyToMessageId), allow_sending_without_reply: true } }
+        ? {
+            reply_parameters: {
+              message_id: Number(target.replyToMessageId),
+              allow_sending_without_reply: true,
+            },
+          }
         : {}),
     };
     try {
       try {
-        const sent = await this.#bot.api.sendMessage(chatId, renderTelegramHtml(segment.text), { ...common, parse_mode: "HTML" });
+        const sent = await this.#bot.api.sendMessage(chatId, renderTelegramHtml(segment.text), {
+          ...common,
+          parse_mode: "HTML",
+        });
         return { messageId: String(sent.message_id) };
       } catch (error) {
-        if (!(error instanceof GrammyError && error.error_code === 400 && /can't parse entities/i.test(error.description))) throw error;
-        this.#log.warn({ replyId: segment.replyId, index: segment.index }, "telegram could not parse our HTML; resending as plain text");
+        if (
+          !(
+            error instanceof GrammyError &&
+            error.error_code === 400 &&
+            /can't parse entities/i.test(error.description)
+          )
+        )
+          throw error;
+        this.#log.warn(
+          { replyId: segment.replyId, index: segment.index },
+          "telegram could not parse our HTML; resending as plain text",
+        );
         const sent = await this.#bot.api.sendMessage(chatId, plainTextFallback(segment.text), common);
         return { messageId: String(sent.message_id) };
       }
@@ -303,7 +350,11 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async sendTyping(target: ReplyTarget): Promise<void> {
-    await this.#bot.api.sendChatAction(chatIdParam(target.chatId), "typing", target.threadId ? { message_thread_id: Number(target.threadId) } : {});
+    await this.#bot.api.sendChatAction(
+      chatIdParam(target.chatId),
+      "typing",
+      target.threadId ? { message_thread_id: Number(target.threadId) } : {},
+    );
   }
 
   /** Downloads an attachment on demand (`Media.ref` is the file_id). */
@@ -320,7 +371,8 @@ export class TelegramAdapter implements ChannelAdapter {
 // Error descriptions never include the token: grammY's errors carry the method, not the URL.
 function describe(error: unknown): string {
   if (error instanceof GrammyError) return `${error.error_code} ${error.description}`;
-  if (error instanceof HttpError) return `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
+  if (error instanceof HttpError)
+    return `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
   return error instanceof Error ? error.message : String(error);
 }
 
@@ -328,9 +380,13 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
     if (signal.aborted) return resolve();
     const timer = setTimeout(resolve, ms);
-    signal.addEventListener("abort", () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
+    signal.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(timer);
+        resolve();
+      },
+      { once: true },
+    );
   });
 }

@@ -8,9 +8,21 @@ const UserSchema = z.looseObject({
   last_name: z.string().optional(),
   username: z.string().optional(),
 });
-const EntitySchema = z.looseObject({ type: z.string(), offset: z.number(), length: z.number(), user: UserSchema.optional() });
-const FileSchema = z.looseObject({ file_id: z.string(), file_size: z.number().optional(), mime_type: z.string().optional() });
-const StickerSchema = FileSchema.extend({ is_animated: z.boolean().optional(), is_video: z.boolean().optional() });
+const EntitySchema = z.looseObject({
+  type: z.string(),
+  offset: z.number(),
+  length: z.number(),
+  user: UserSchema.optional(),
+});
+const FileSchema = z.looseObject({
+  file_id: z.string(),
+  file_size: z.number().optional(),
+  mime_type: z.string().optional(),
+});
+const StickerSchema = FileSchema.extend({
+  is_animated: z.boolean().optional(),
+  is_video: z.boolean().optional(),
+});
 
 const BaseMessageSchema = z.looseObject({
   message_id: z.number(),
@@ -40,7 +52,9 @@ const BaseMessageSchema = z.looseObject({
 });
 
 /** The parts of a Telegram Message the adapter reads, validated at the edge. */
-export const TelegramMessageSchema = BaseMessageSchema.extend({ reply_to_message: BaseMessageSchema.optional() });
+export const TelegramMessageSchema = BaseMessageSchema.extend({
+  reply_to_message: BaseMessageSchema.optional(),
+});
 /** A validated Telegram message. */
 export type TelegramMessage = z.infer<typeof TelegramMessageSchema>;
 
@@ -65,12 +79,18 @@ export interface NormalizeOptions {
 /** The adapter fields of a message, or why it is not ours to answer. */
 export type NormalizeResult = { fields: AdapterFields } | { skip: string };
 
-const slice = (text: string, e: { offset: number; length: number }) => text.slice(e.offset, e.offset + e.length);
+const slice = (text: string, e: { offset: number; length: number }) =>
+  text.slice(e.offset, e.offset + e.length);
 
 function media(msg: TelegramMessage): Media[] {
   const out: Media[] = [];
   const push = (kind: Media["kind"], file: z.infer<typeof FileSchema>, mime: string) =>
-    out.push({ kind, mime: file.mime_type ?? mime, ref: file.file_id, ...(file.file_size !== undefined ? { size: file.file_size } : {}) });
+    out.push({
+      kind,
+      mime: file.mime_type ?? mime,
+      ref: file.file_id,
+      ...(file.file_size !== undefined ? { size: file.file_size } : {}),
+    });
   // Telegram sends each photo in several sizes; the last one is the largest.
   const photo = msg.photo?.at(-1);
   if (photo) push("image", photo, "image/jpeg");
@@ -79,7 +99,11 @@ function media(msg: TelegramMessage): Media[] {
   if (msg.audio) push("audio", msg.audio, "audio/mpeg");
   if (msg.video) push("video", msg.video, "video/mp4");
   if (msg.sticker) {
-    const mime = msg.sticker.is_video ? "video/webm" : msg.sticker.is_animated ? "application/x-tgsticker" : "image/webp";
+    const mime = msg.sticker.is_video
+      ? "video/webm"
+      : msg.sticker.is_animated
+        ? "application/x-tgsticker"
+        : "image/webp";
     push("sticker", msg.sticker, mime);
   }
   return out;
@@ -96,10 +120,16 @@ export function normalizeMessage(
   bot: BotIdentity,
   options: NormalizeOptions,
 ): NormalizeResult {
-  if (kind === "edited_message" && options.editedMessages === "ignore") return { skip: "edited message (editedMessages: ignore)" };
-  if (msg.chat.type === "channel" && !options.channelPosts) return { skip: "channel post (channelPosts is off)" };
+  if (kind === "edited_message" && options.editedMessages === "ignore")
+    return { skip: "edited message (editedMessages: ignore)" };
+  if (msg.chat.type === "channel" && !options.channelPosts)
+    return { skip: "channel post (channelPosts is off)" };
   if (msg.from?.is_bot) return { skip: "message from a bot" };
-  const sender = msg.from ?? (msg.sender_chat ? { id: msg.sender_chat.id, is_bot: false, first_name: msg.chat.title ?? "channel" } : undefined);
+  const sender =
+    msg.from ??
+    (msg.sender_chat
+      ? { id: msg.sender_chat.id, is_bot: false, first_name: msg.chat.title ?? "channel" }
+      : undefined);
   if (!sender) return { skip: "message without a sender" };
 
   const text = msg.text ?? msg.caption ?? "";
@@ -113,17 +143,22 @@ export function normalizeMessage(
       const command = slice(text, e);
       const at = command.indexOf("@");
       if (at >= 0) {
-        if (`@${command.slice(at + 1).toLowerCase()}` !== me) return { skip: `command for another bot (${command})` };
+        if (`@${command.slice(at + 1).toLowerCase()}` !== me)
+          return { skip: `command for another bot (${command})` };
         mentioned = true;
       }
     }
   }
   // In forum topics every message "replies" to the topic's creation message; that is not a reply to us.
-  const reply = msg.reply_to_message && msg.reply_to_message.forum_topic_created === undefined ? msg.reply_to_message : undefined;
+  const reply =
+    msg.reply_to_message && msg.reply_to_message.forum_topic_created === undefined
+      ? msg.reply_to_message
+      : undefined;
   if (reply?.from?.id === bot.id) mentioned = true;
 
   const chatType = msg.chat.type === "private" ? "direct" : msg.chat.type === "channel" ? "channel" : "group";
-  const threadId = msg.chat.is_forum && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
+  const threadId =
+    msg.chat.is_forum && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
   const edited = kind === "edited_message" && msg.edit_date !== undefined;
   const fields: AdapterFields = {
     channel: "telegram",

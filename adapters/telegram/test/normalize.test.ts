@@ -7,7 +7,14 @@ const user = { id: 42, is_bot: false, first_name: "Ann", last_name: "Lee", usern
 const group = { id: -100123, type: "supergroup" as const, title: "Team" };
 
 function msg(extra: Partial<TelegramMessage>): TelegramMessage {
-  return { message_id: 10, date: 1_700_000_000, from: user, chat: { id: 42, type: "private" }, text: "hi", ...extra };
+  return {
+    message_id: 10,
+    date: 1_700_000_000,
+    from: user,
+    chat: { id: 42, type: "private" },
+    text: "hi",
+    ...extra,
+  };
 }
 const fields = (m: TelegramMessage, kind: "message" | "edited_message" | "channel_post" = "message") => {
   const r = normalizeMessage(m, kind, bot, options);
@@ -22,7 +29,13 @@ const skipped = (m: TelegramMessage, kind: "message" | "edited_message" | "chann
 describe("normalizeMessage", () => {
   it("maps a private chat to a direct message, always addressed to the bot", () => {
     const f = fields(msg({}));
-    expect(f).toMatchObject({ channel: "telegram", messageId: "10", chat: { type: "direct", id: "42" }, wasMentioned: true, body: "hi" });
+    expect(f).toMatchObject({
+      channel: "telegram",
+      messageId: "10",
+      chat: { type: "direct", id: "42" },
+      wasMentioned: true,
+      body: "hi",
+    });
     expect(f.sender).toEqual({ id: "42", name: "Ann Lee", username: "ann", isBot: false });
     expect(f.timestamp).toBe(1_700_000_000_000);
     expect(f.replyToMessageId).toBeUndefined();
@@ -30,17 +43,42 @@ describe("normalizeMessage", () => {
 
   it("maps groups, replies to the user's message there, and detects @mentions case-insensitively", () => {
     const plain = fields(msg({ chat: group, text: "hello all" }));
-    expect(plain).toMatchObject({ chat: { type: "group", id: "-100123", title: "Team" }, wasMentioned: false, replyToMessageId: "10" });
+    expect(plain).toMatchObject({
+      chat: { type: "group", id: "-100123", title: "Team" },
+      wasMentioned: false,
+      replyToMessageId: "10",
+    });
     const text = "hey @Hub_Test_Bot look";
-    expect(fields(msg({ chat: group, text, entities: [{ type: "mention", offset: 4, length: 13 }] })).wasMentioned).toBe(true);
+    expect(
+      fields(msg({ chat: group, text, entities: [{ type: "mention", offset: 4, length: 13 }] })).wasMentioned,
+    ).toBe(true);
     const other = "hey @someone_else";
-    expect(fields(msg({ chat: group, text: other, entities: [{ type: "mention", offset: 4, length: 13 }] })).wasMentioned).toBe(false);
+    expect(
+      fields(msg({ chat: group, text: other, entities: [{ type: "mention", offset: 4, length: 13 }] }))
+        .wasMentioned,
+    ).toBe(false);
   });
 
   it("counts a text_mention of the bot and a reply to the bot as mentions", () => {
-    const textMention = msg({ chat: group, text: "Bot please", entities: [{ type: "text_mention", offset: 0, length: 3, user: { id: 999, is_bot: true, first_name: "Bot" } }] });
+    const textMention = msg({
+      chat: group,
+      text: "Bot please",
+      entities: [
+        { type: "text_mention", offset: 0, length: 3, user: { id: 999, is_bot: true, first_name: "Bot" } },
+      ],
+    });
     expect(fields(textMention).wasMentioned).toBe(true);
-    const reply = msg({ chat: group, text: "and?", reply_to_message: { message_id: 5, date: 1, chat: group, from: { id: 999, is_bot: true, first_name: "Bot" }, text: "earlier answer" } });
+    const reply = msg({
+      chat: group,
+      text: "and?",
+      reply_to_message: {
+        message_id: 5,
+        date: 1,
+        chat: group,
+        from: { id: 999, is_bot: true, first_name: "Bot" },
+        text: "earlier answer",
+      },
+    });
     const f = fields(reply);
     expect(f.wasMentioned).toBe(true);
     expect(f.replyTo).toEqual({ messageId: "5", senderId: "999", body: "earlier answer" });
@@ -48,9 +86,21 @@ describe("normalizeMessage", () => {
 
   it("takes /cmd@ourbot as addressed to us and ignores a command for another bot", () => {
     const ours = "/status@hub_test_bot";
-    expect(fields(msg({ chat: group, text: ours, entities: [{ type: "bot_command", offset: 0, length: ours.length }] })).wasMentioned).toBe(true);
+    expect(
+      fields(
+        msg({ chat: group, text: ours, entities: [{ type: "bot_command", offset: 0, length: ours.length }] }),
+      ).wasMentioned,
+    ).toBe(true);
     const theirs = "/status@other_bot";
-    expect(skipped(msg({ chat: group, text: theirs, entities: [{ type: "bot_command", offset: 0, length: theirs.length }] }))).toMatch(/another bot/);
+    expect(
+      skipped(
+        msg({
+          chat: group,
+          text: theirs,
+          entities: [{ type: "bot_command", offset: 0, length: theirs.length }],
+        }),
+      ),
+    ).toMatch(/another bot/);
   });
 
   it("puts forum topic messages in their thread, and a topic's creation message is not a reply to us", () => {
@@ -60,7 +110,13 @@ describe("normalizeMessage", () => {
         chat: forum,
         message_thread_id: 77,
         is_topic_message: true,
-        reply_to_message: { message_id: 77, date: 1, chat: forum, from: { id: 999, is_bot: true, first_name: "Bot" }, forum_topic_created: { name: "Ops" } },
+        reply_to_message: {
+          message_id: 77,
+          date: 1,
+          chat: forum,
+          from: { id: 999, is_bot: true, first_name: "Bot" },
+          forum_topic_created: { name: "Ops" },
+        },
       }),
     );
     expect(f.threadId).toBe("77");
@@ -70,11 +126,20 @@ describe("normalizeMessage", () => {
 
   it("ignores bots, channel posts (unless configured) and edits (unless configured)", () => {
     expect(skipped(msg({ from: { id: 5, is_bot: true, first_name: "Other" } }))).toMatch(/bot/);
-    const post = msg({ from: undefined, sender_chat: { id: -1009 }, chat: { id: -1009, type: "channel", title: "News" } });
+    const post = msg({
+      from: undefined,
+      sender_chat: { id: -1009 },
+      chat: { id: -1009, type: "channel", title: "News" },
+    });
     expect(skipped(post, "channel_post")).toMatch(/channel post/);
-    expect(normalizeMessage(post, "channel_post", bot, { ...options, channelPosts: true })).toMatchObject({ fields: { chat: { type: "channel" } } });
+    expect(normalizeMessage(post, "channel_post", bot, { ...options, channelPosts: true })).toMatchObject({
+      fields: { chat: { type: "channel" } },
+    });
     expect(skipped(msg({ edit_date: 1_700_000_100 }), "edited_message")).toMatch(/edited/);
-    const edit = normalizeMessage(msg({ edit_date: 1_700_000_100 }), "edited_message", bot, { ...options, editedMessages: "as-new" });
+    const edit = normalizeMessage(msg({ edit_date: 1_700_000_100 }), "edited_message", bot, {
+      ...options,
+      editedMessages: "as-new",
+    });
     expect(edit).toMatchObject({ fields: { messageId: "10:edit:1700000100" } });
   });
 

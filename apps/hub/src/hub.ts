@@ -80,6 +80,8 @@ export async function startHub(
   const runs = new RunRecords(redis, prefix);
   const workers: MailboxWorker[] = [];
   const cleanups: Array<() => Promise<void> | void> = [];
+  // Inbound stops first, so nothing new is admitted while the rest shuts down.
+  const stopAdapters: Array<() => Promise<void>> = [];
 
   if (roles.has("delivery"))
     workers.push(
@@ -102,6 +104,7 @@ export async function startHub(
       runTimeoutMs: config.agent.runTimeoutSeconds * 1000,
       logger: logger.child({ component: "agent" }),
       typing: async (target) => adapters.get(target.channel)?.sendTyping(target),
+      capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
     });
     // Aborts reach the process that runs the run through pub/sub; a run not started yet sees the mark.
     const active = new Map<string, AbortController>();
@@ -171,9 +174,14 @@ export async function startHub(
         token: options.token,
         maxFrameBytes: config.gateway.maxFrameBytes,
         webRoot,
+        routes: channelAdapters.flatMap((a) => a.httpRoutes?.() ?? []),
       },
     );
     await gateway.start();
+    for (const adapter of channelAdapters) {
+      await adapter.start(async (fields) => void (await admit.dispatchInboundMessage(fields)));
+      stopAdapters.push(() => adapter.stop());
+    }
   }
 
   return {
@@ -182,6 +190,7 @@ export async function startHub(
     dispatcher,
     replies,
     stop: async () => {
+      for (const stop of stopAdapters) await stop();
       await gateway?.stop();
       for (const w of workers) await w.close();
       for (const c of cleanups) await c();

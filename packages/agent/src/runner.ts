@@ -1,4 +1,4 @@
-import type { ChatEvent, HubLogger, MsgContext, ReplySink, RunRequest } from "@hub/core";
+import type { ChannelCapabilities, ChatEvent, HubLogger, MsgContext, ReplySink, RunRequest } from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
 import type { RunRecords, SessionStore, TranscriptEntry } from "@hub/sessions";
 import type { ChatMessage, ModelProvider } from "./model.js";
@@ -27,6 +27,8 @@ export interface AgentRunnerOptions {
   logger: HubLogger;
   /** How many transcript messages are sent to the model as history. */
   historyLimit?: number;
+  /** The capabilities of a channel (block sizes for streaming). */
+  capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
   /** Shows "typing…" at a reply target (the channel adapter's), refreshed while a run is active. */
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
@@ -112,7 +114,11 @@ export class AgentRunner {
     await this.o.sessions.append(session.sessionId, [userEntry]);
 
     const reply = this.o.replies.open(runId, ctx.replyTarget);
-    const streamer = new BlockStreamer({ minChars: 1 });
+    const caps = this.o.capabilitiesOf?.(ctx.channel);
+    const streamer = new BlockStreamer({
+      minChars: Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000),
+      maxChars: Math.min(caps?.textLimit ?? 3000, 3000),
+    });
     // Blocks are pushed strictly one after another, so their order is the model's order.
     let pushing: Promise<void> = Promise.resolve();
     const pushBlocks = (blocks: string[]) => {

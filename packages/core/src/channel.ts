@@ -19,6 +19,12 @@ export interface ChannelCapabilities {
   edit: boolean;
   /** Least time between two sends to one chat, so the platform never throttles us. */
   minSendIntervalMs?: number;
+  /**
+   * Streamed answers are sent in blocks of at least this many characters
+   * (paragraphs are merged until then), so a chat gets a few full messages
+   * rather than one per paragraph. 1 sends each paragraph as it completes.
+   */
+  streamMinChars?: number;
   /** Most sends per second for one account across all its chats. */
   maxSendsPerSecond?: number;
   /**

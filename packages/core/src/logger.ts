@@ -20,11 +20,14 @@ export const REDACTED_PATHS = [
 ];
 
 /** Creates the process's root logger. Level from `HUB_LOG_LEVEL` (default `info`; tests: `silent`). */
-export function createLogger(options: { level?: string; name?: string } = {}): HubLogger {
+export function createLogger(
+  options: { level?: string; name?: string; destination?: { write(line: string): void } } = {},
+): HubLogger {
   const level = options.level ?? process.env.HUB_LOG_LEVEL ?? (process.env.VITEST ? "silent" : "info");
-  return pino({
+  const settings = {
     level,
     name: options.name ?? "hub",
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
-  });
+  };
+  return options.destination ? pino(settings, options.destination) : pino(settings);
 }

@@ -77,12 +77,12 @@ export const telegramErrors = {
   internalServerError: (): TelegramFailure => ({ error_code: 500, description: "Internal Server Error" }),
 } as const;
 
-/** What `setWebhook` registered (undefined while no webhook is set). */
+/** What `setWebhook` registered, under the Bot API's parameter names (undefined while no webhook is set). */
 export interface FakeWebhook {
   url: string;
-  secretToken?: string;
-  maxConnections?: number;
-  allowedUpdates?: string[];
+  secret_token?: string;
+  max_connections?: number;
+  allowed_updates?: string[];
 }
 
 /** A running fake Telegram Bot API server. */
@@ -100,7 +100,8 @@ export interface FakeTelegram {
   callsOf(method: string): TelegramCall[];
   /**
    * Resolves with the first recorded call of `method` (past or future) that matches `predicate`,
-   * once it has been answered; rejects after `timeoutMs` (default 5000).
+   * once it has been answered (a getUpdates long poll: once it is parked waiting for updates);
+   * rejects after `timeoutMs` (default 5000).
    */
   waitForCall(
     method: string,
@@ -704,7 +705,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   const messages = new Map<string, StoredMessage>();
   const lastMessageId = new Map<string, number>();
   const callListeners = new Set<() => void>();
-  const answeredCalls = new WeakSet<TelegramCall>();
+  const settledCalls = new WeakSet<TelegramCall>();
   let webhook: FakeWebhook | undefined;
   let poll: PendingPoll | undefined;
   let closed = false;
@@ -807,7 +808,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return updates.slice(0, limit);
   }
 
-  function getUpdates(params: Params, signal: AbortSignal): Answer | Promise<Answer> {
+  function getUpdates(params: Params, signal: AbortSignal, parked: () => void): Answer | Promise<Answer> {
     if (webhook) return errorAnswer({ error_code: 409, description: GET_UPDATES_CONFLICT_WEBHOOK });
     const offset = intParam(params.offset) ?? 0;
     const limit = Math.min(100, Math.max(1, intParam(params.limit) ?? 100));
@@ -832,6 +833,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       // The client went away (e.g. grammY's bot.stop() aborts the request): stop waiting.
       signal.addEventListener("abort", () => pending.finish(okAnswer([])), { once: true });
       poll = pending;
+      parked();
     });
   }
 
@@ -849,11 +851,11 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       return errorAnswer(badRequest("secret token contains unallowed characters"));
     }
     const next: FakeWebhook = { url };
-    if (secret !== undefined) next.secretToken = secret;
+    if (secret !== undefined) next.secret_token = secret;
     const maxConnections = intParam(params.max_connections);
-    if (maxConnections !== undefined) next.maxConnections = maxConnections;
+    if (maxConnections !== undefined) next.max_connections = maxConnections;
     const allowed = arrayParam(params.allowed_updates);
-    if (allowed) next.allowedUpdates = allowed.map(String);
+    if (allowed) next.allowed_updates = allowed.map(String);
     webhook = next;
     // A long poll still waiting learns about the webhook the hard way, like on Telegram.
     poll?.finish(errorAnswer({ error_code: 409, description: GET_UPDATES_CONFLICT_WEBHOOK }));
@@ -873,10 +875,10 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       pending_update_count: updates.length,
     };
     if (webhook) {
-      info.max_connections = webhook.maxConnections ?? 40;
+      info.max_connections = webhook.max_connections ?? 40;
       info.ip_address = "127.0.0.1";
-      if (webhook.allowedUpdates)
-        info.allowed_updates = webhook.allowedUpdates as WebhookInfo["allowed_updates"];
+      if (webhook.allowed_updates)
+        info.allowed_updates = webhook.allowed_updates as WebhookInfo["allowed_updates"];
     }
     return okAnswer(info);
   }
@@ -983,7 +985,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     return okAnswer(me);
   }
 
-  const methods: Record<string, (params: Params, signal: AbortSignal) => Answer | Promise<Answer>> = {
+  type Handler = (params: Params, signal: AbortSignal, parked: () => void) => Answer | Promise<Answer>;
+  const methods: Record<string, Handler> = {
     getMe,
     getUpdates,
     setWebhook,
@@ -1000,7 +1003,12 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   // Telegram matches method names case-insensitively.
   const canonical = new Map(Object.keys(methods).map((m) => [m.toLowerCase(), m]));
 
-  async function callMethod(method: string, params: Params, signal: AbortSignal): Promise<Answer> {
+  async function callMethod(
+    method: string,
+    params: Params,
+    signal: AbortSignal,
+    parked: () => void,
+  ): Promise<Answer> {
     const key = method.toLowerCase();
     const queued = failures.get(key);
     const failure = queued?.shift();
@@ -1017,12 +1025,18 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     const name = canonical.get(key);
     const handler = name === undefined ? undefined : methods[name];
     if (!handler) return errorAnswer({ error_code: 404, description: "Not Found" });
-    return handler(params, signal);
+    return handler(params, signal, parked);
   }
 
   function send(res: ServerResponse, answer: Answer): void {
     if (res.writableEnded || res.destroyed) return;
     res.writeHead(answer.status, { "content-type": "application/json" }).end(answer.body);
+  }
+
+  /** Marks a call as observable by waitForCall: answered, or a getUpdates parked in a long poll. */
+  function settle(call: TelegramCall): void {
+    settledCalls.add(call);
+    for (const listener of [...callListeners]) listener();
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -1062,12 +1076,11 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       res.on("close", () => {
         if (!res.writableFinished) aborter.abort();
       });
-      answer = await callMethod(requested, params, aborter.signal);
+      answer = await callMethod(requested, params, aborter.signal, () => settle(call));
     }
     if (answer.status !== 200) call.error_code = answer.status;
     send(res, answer);
-    answeredCalls.add(call);
-    for (const listener of [...callListeners]) listener();
+    settle(call);
   }
 
   const server = createServer((req, res) => {
@@ -1085,7 +1098,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
   ): Promise<{ status: number; body: string }> {
     if (!webhook) throw new Error("fake telegram: no webhook is set (call setWebhook first)");
     const headers: Record<string, string> = { "content-type": "application/json" };
-    const secret = secretToken === undefined ? webhook.secretToken : secretToken;
+    const secret = secretToken === undefined ? webhook.secret_token : secretToken;
     if (secret !== undefined && secret !== null) headers["x-telegram-bot-api-secret-token"] = secret;
     const res = await fetch(webhook.url, { method: "POST", headers, body });
     return { status: res.status, body: await res.text() };
@@ -1111,7 +1124,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       new Promise<TelegramCall>((resolve, reject) => {
         const check = () => {
           const found = calls.find(
-            (c) => answeredCalls.has(c) && c.method.toLowerCase() === method.toLowerCase() && predicate(c),
+            (c) => settledCalls.has(c) && c.method.toLowerCase() === method.toLowerCase() && predicate(c),
           );
           if (!found) return;
           callListeners.delete(check);

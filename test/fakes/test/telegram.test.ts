@@ -116,7 +116,7 @@ describe("fake Telegram: getUpdates", () => {
 
   it("refuses getUpdates with 409 while a webhook is set", async () => {
     await api.setWebhook("https://example.com/hook", { secret_token: "s3cret" });
-    expect(fake.webhook).toEqual({ url: "https://example.com/hook", secretToken: "s3cret" });
+    expect(fake.webhook).toEqual({ url: "https://example.com/hook", secret_token: "s3cret" });
     const err = await grammyError(api.getUpdates());
     expect(err.error_code).toBe(409);
     expect(err.description).toBe(
@@ -223,7 +223,9 @@ describe("fake Telegram: sendMessage", () => {
     expect(msg.is_topic_message).toBe(true);
     expect(msg.chat).toMatchObject({ id: -1001, type: "supergroup", is_forum: true });
     expect(msg.reply_to_message?.text).toBe("hi");
-    const missing = await grammyError(api.sendMessage(-1001, "x", { reply_parameters: { message_id: 99999 } }));
+    const missing = await grammyError(
+      api.sendMessage(-1001, "x", { reply_parameters: { message_id: 99999 } }),
+    );
     expect(missing.description).toBe("Bad Request: message to be replied not found");
   });
 
@@ -321,7 +323,13 @@ describe("update builders", () => {
   });
 
   it("builds forum topic messages like Telegram (topic creation as reply_to_message)", () => {
-    const update = groupText({ chatId: -100123, fromId: 4, text: "hey @hub_test_bot", isForum: true, threadId: 5 });
+    const update = groupText({
+      chatId: -100123,
+      fromId: 4,
+      text: "hey @hub_test_bot",
+      isForum: true,
+      threadId: 5,
+    });
     expect(update.message).toMatchObject({
       chat: { id: -100123, type: "supergroup", title: "Test Group", is_forum: true },
       message_thread_id: 5,

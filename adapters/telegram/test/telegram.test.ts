@@ -1,0 +1,197 @@
+import { createLogger } from "@hub/core";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  privateText,
+  startFakeOpenAI,
+  startFakeTelegram,
+  telegramErrors,
+} from "../../../test/fakes/src/index.js";
+import { startTestHub, type TestHub } from "../../../test/support/hub.js";
+import { waitFor } from "../../../test/support/redis.js";
+import { TelegramAdapter } from "../src/index.js";
+import { memoryState, outboundOf } from "./harness.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A hub with a Telegram adapter against the fake Bot API and a fake model; logs captured. */
+async function setup(options: { mode?: "webhook"; model?: boolean } = {}) {
+  const fake = await startFakeTelegram();
+  const model = await startFakeOpenAI();
+  const lines: string[] = [];
+  const logger = createLogger({
+    level: "debug",
+    destination: { write: (line: string) => void lines.push(line) },
+  });
+  const state = memoryState();
+  const webhook = options.mode === "webhook";
+  let hub: TestHub | undefined;
+  const adapter = new TelegramAdapter({
+    botToken: fake.token,
+    apiRoot: fake.apiRoot,
+    state,
+    logger,
+    pollTimeoutSeconds: 1,
+    conflictBackoffMs: 1000,
+    ...(webhook
+      ? {
+          mode: "webhook" as const,
+          webhookUrl: "http://127.0.0.1:1/telegram/webhook",
+          webhookSecret: "s3cret-s3cret-s3cret",
+        }
+      : {}),
+  });
+  hub = await startTestHub(
+    {
+      agent: { model: "fake/m" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+      channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["4242"] } },
+    },
+    "tg",
+    [adapter],
+    logger,
+  );
+  cleanups.push(async () => {
+    await hub?.dispose();
+    await fake.close();
+    await model.close();
+  });
+  return { fake, model, hub, lines, state, adapter };
+}
+
+describe("telegram adapter", () => {
+  it("webhook mode: sets the webhook with a secret; a wrong secret gets 401 and nothing else", async () => {
+    const { fake, hub, model } = await setup({ mode: "webhook" });
+    expect(fake.webhook).toMatchObject({ secret_token: "s3cret-s3cret-s3cret" });
+    const url = `http://127.0.0.1:${hub.port}/telegram/webhook`;
+    const update = privateText({ chatId: 4242, fromId: 4242, text: "via webhook" });
+    const wrong = await fetch(url, {
+      method: "POST",
+      headers: { "x-telegram-bot-api-secret-token": "nope" },
+      body: JSON.stringify(update),
+    });
+    expect(wrong.status).toBe(401);
+    const missing = await fetch(url, { method: "POST", body: JSON.stringify(update) });
+    expect(missing.status).toBe(401);
+    const garbage = await fetch(url, {
+      method: "POST",
+      headers: { "x-telegram-bot-api-secret-token": "s3cret-s3cret-s3cret" },
+      body: "{not json",
+    });
+    expect(garbage.status).toBe(400);
+    expect(model.requests).toHaveLength(0);
+    model.script({ text: "Got it." });
+    const ok = await fetch(url, {
+      method: "POST",
+      headers: { "x-telegram-bot-api-secret-token": "s3cret-s3cret-s3cret" },
+      body: JSON.stringify({ update_id: 1, ...update }),
+    });
+    expect(ok.status).toBe(200);
+    await waitFor(() => fake.sent("4242").length === 1, "the webhook message answered");
+    expect(outboundOf(fake.sent("4242")[0]!).text).toBe("Got it.");
+  });
+
+  it("a 403 'bot was blocked' fails the segment for good without retries", async () => {
+    const { fake, hub, model } = await setup();
+    fake.failNext("sendMessage", telegramErrors.blockedByUser(), 1);
+    model.script({ text: "You will not see this." });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "hi" }));
+    const runId = await waitForRun(hub);
+    await waitFor(async () => (await hub.replies.status(runId)).settled, "reply settled");
+    expect(await hub.replies.status(runId)).toMatchObject({ delivered: 0, failed: 1 });
+    expect(fake.callsOf("sendMessage")).toHaveLength(1);
+  });
+
+  it("typing is shown while the run is active and stops when it ends", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "slow answer", chunkSize: 1, delayMs: 600 });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "think hard" }));
+    await waitFor(() => fake.sent("4242").length === 1, "answer", 20_000);
+    const typing = fake.callsOf("sendChatAction");
+    expect(typing.length).toBeGreaterThanOrEqual(2);
+    expect(typing[0]?.params).toMatchObject({ chat_id: 4242, action: "typing" });
+    const after = typing.length;
+    await new Promise((r) => setTimeout(r, 5000));
+    expect(fake.callsOf("sendChatAction").length).toBe(after);
+  }, 30_000);
+
+  it("a 409 Conflict is reported once, without a retry storm, and polling resumes after it", async () => {
+    const { fake, lines, model } = await setup();
+    await fake.waitForCall("getUpdates");
+    fake.failNext(
+      "getUpdates",
+      {
+        error_code: 409,
+        description:
+          "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running",
+      },
+      3,
+    );
+    await new Promise((r) => setTimeout(r, 4500));
+    const conflicts = lines.filter((l) => l.includes("409 Conflict"));
+    expect(conflicts).toHaveLength(1);
+    expect(fake.callsOf("getUpdates").filter((c) => c.error_code === 409).length).toBeLessThanOrEqual(3);
+    model.script({ text: "Back." });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "after the conflict" }));
+    await waitFor(() => fake.sent("4242").length === 1, "answer after the conflict", 10_000);
+  }, 20_000);
+
+  it("the polling offset survives a restart: nothing processed twice, nothing skipped", async () => {
+    const fake = await startFakeTelegram();
+    const state = memoryState();
+    const seen: string[] = [];
+    const make = () =>
+      new TelegramAdapter({
+        botToken: fake.token,
+        apiRoot: fake.apiRoot,
+        state,
+        logger: createLogger({ level: "silent" }),
+        pollTimeoutSeconds: 1,
+      });
+    const first = make();
+    await first.start(async (f) => void seen.push(f.body));
+    fake.pushUpdate(privateText({ chatId: 1, fromId: 1, text: "one" }));
+    await waitFor(() => seen.length === 1, "first update");
+    await waitFor(() => state.values.size === 1, "offset stored");
+    await first.stop();
+    fake.pushUpdate(privateText({ chatId: 1, fromId: 1, text: "two" }));
+    const second = make();
+    await second.start(async (f) => void seen.push(f.body));
+    await waitFor(() => seen.length === 2, "second update");
+    await new Promise((r) => setTimeout(r, 1500));
+    await second.stop();
+    await fake.close();
+    expect(seen).toEqual(["one", "two"]);
+  }, 20_000);
+
+  it("a failing Telegram call is logged without the bot token", async () => {
+    const { fake, lines, model, hub } = await setup();
+    fake.failNext("sendMessage", { error_code: 500, description: "Internal Server Error" }, 1);
+    model.script({ text: "retried" });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "hello" }));
+    await waitFor(() => fake.sent("4242").length === 1, "delivered after a retry", 15_000);
+    await waitForRun(hub);
+    const failure = lines.filter((l) => l.includes("Internal Server Error"));
+    expect(failure.length).toBeGreaterThan(0);
+    const secretPart = fake.token.split(":")[1]!;
+    expect(lines.join("\n")).not.toContain(secretPart);
+  }, 20_000);
+});
+
+async function waitForRun(hub: TestHub): Promise<string> {
+  const { Redis } = await import("ioredis");
+  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379");
+  try {
+    let runId = "";
+    await waitFor(async () => {
+      const keys = await redis.keys(`${hub.prefix}:run:*`);
+      runId = keys[0]?.split(":run:")[1] ?? "";
+      return runId !== "";
+    }, "a run");
+    return runId;
+  } finally {
+    redis.disconnect();
+  }
+}
