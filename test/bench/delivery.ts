@@ -34,7 +34,7 @@ export async function benchDelivery(): Promise<void> {
     const byChat = new Map<string, number[]>();
     for (const m of platform.messages) byChat.set(m.chatId, [...(byChat.get(m.chatId) ?? []), m.index]);
     let outOfOrder = 0;
-    for (const indices of byChat.values()) indices.forEach((v, i) => (v !== i ? outOfOrder++ : 0));
+    for (const indices of byChat.values()) outOfOrder += indices.filter((v, i) => v !== i).length;
     console.log(
       `ordered delivery, 1 process, ${targets} targets x ${perTarget} segments, fake platform on loopback:`,
     );

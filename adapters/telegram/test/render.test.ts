@@ -42,7 +42,8 @@ describe("renderTelegramHtml: mappings", () => {
       '<a href="https://x.dev/?a=1&amp;b=&quot;2&quot;">docs</a>',
     );
     expect(r("[me](tg://user?id=1) [mail](mailto:a@b.c) <https://auto.dev>")).toBe(
-      '<a href="tg://user?id=1">me</a> <a href="mailto:a@b.c">mail</a> <a href="https://auto.dev">https://auto.dev</a>',
+      '<a href="tg://user?id=1">me</a> <a href="mailto:a@b.c">mail</a> ' +
+        '<a href="https://auto.dev">https://auto.dev</a>',
     );
   });
 

@@ -325,7 +325,8 @@ export function parseTelegramHtml(html: string): TelegramHtmlResult {
     const open = stack.pop()!;
     if (endName !== "" && endName !== open.tag) {
       return fail(
-        `Unmatched end tag at byte offset ${byteOffset(begin)}, expected "</${open.tag}>", found "</${endName}>"`,
+        `Unmatched end tag at byte offset ${byteOffset(begin)}, ` +
+          `expected "</${open.tag}>", found "</${endName}>"`,
       );
     }
     i = j + 1;
@@ -570,7 +571,8 @@ const badRequest = (description: string): TelegramFailure => ({
 });
 
 const GET_UPDATES_CONFLICT_WEBHOOK =
-  "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first";
+  "Conflict: can't use getUpdates method while webhook is active; " +
+  "use deleteWebhook to delete the webhook first";
 const GET_UPDATES_CONFLICT_OTHER =
   "Conflict: terminated by other getUpdates request; make sure that only one bot instance is running";
 
@@ -759,7 +761,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
 
   const updateId = (u: Record<string, unknown>) => intParam(u.update_id) ?? 0;
 
-  /** A chat object for a chat id: the one seen in updates, else inferred from the id like Telegram's ranges. */
+  /** The chat object for an id: the one seen in updates, else inferred from the id like Telegram's ranges. */
   function chatFor(chatId: number | string): Record<string, unknown> {
     const known = chats.get(String(chatId));
     if (known) return known;

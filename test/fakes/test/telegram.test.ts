@@ -120,7 +120,8 @@ describe("fake Telegram: getUpdates", () => {
     const err = await grammyError(api.getUpdates());
     expect(err.error_code).toBe(409);
     expect(err.description).toBe(
-      "Conflict: can't use getUpdates method while webhook is active; use deleteWebhook to delete the webhook first",
+      "Conflict: can't use getUpdates method while webhook is active; " +
+        "use deleteWebhook to delete the webhook first",
     );
     expect((await api.getWebhookInfo()).url).toBe("https://example.com/hook");
     fake.pushUpdate(privateText({ chatId: 1, fromId: 1, text: "dropped" }));
