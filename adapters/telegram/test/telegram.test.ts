@@ -104,6 +104,29 @@ describe("telegram adapter", () => {
     expect(fake.callsOf("sendMessage")).toHaveLength(1);
   });
 
+  it("resends a segment as plain text when Telegram cannot parse our HTML", async () => {
+    const { fake, model } = await setup();
+    fake.failNext("sendMessage", telegramErrors.cantParseEntities(), 1);
+    model.script({ text: "Some **bold** words." });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "format please" }));
+    await waitFor(() => fake.sent("4242").length === 1, "the plain-text resend");
+    const [sent] = fake.sent("4242");
+    expect(sent?.parse_mode).toBeUndefined();
+    expect(sent?.text).toBe("Some bold words.");
+    expect(fake.callsOf("sendMessage")).toHaveLength(2);
+  });
+
+  it("paces sends to one chat at about one message per second", async () => {
+    const { fake, model } = await setup();
+    const part = (n: number) => `Part ${n} ${"word ".repeat(600)}`.trim();
+    model.script({ text: [1, 2, 3].map(part).join("\n\n") });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "three parts" }));
+    await waitFor(() => fake.sent("4242").length === 3, "three messages", 15_000);
+    const at = fake.callsOf("sendMessage").map((c) => c.at);
+    expect(at[1]! - at[0]!).toBeGreaterThanOrEqual(950);
+    expect(at[2]! - at[1]!).toBeGreaterThanOrEqual(950);
+  }, 20_000);
+
   it("typing is shown while the run is active and stops when it ends", async () => {
     const { fake, model } = await setup();
     model.script({ text: "slow answer", chunkSize: 1, delayMs: 600 });
