@@ -4,9 +4,10 @@ import { InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
-import { RunRecords, SessionLane, SessionStore } from "@hub/sessions";
+import { RunRecords, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
+import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
 import { createModelResolver } from "./models.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
@@ -90,49 +91,38 @@ export async function startHub(
       }),
     );
 
+  const control = new RunControl(redis, prefix);
   if (roles.has("agent")) {
+    const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
+    const agentLog = logger.child({ component: "agent" });
     const runner = new AgentRunner({
       agentId: config.agent.id,
       sessions,
       runs,
+      writers: new SessionWriters(redis, prefix),
       replies,
       events,
       resolveModel: createModelResolver(config),
       modelRef: config.agent.model,
       tools: defaultTools,
       systemPrompt: config.agent.systemPrompt,
-      runTimeoutMs: config.agent.runTimeoutSeconds * 1000,
-      logger: logger.child({ component: "agent" }),
+      runTimeoutMs,
+      logger: agentLog,
+      supersede: (runId) => control.stop(runId, "superseded"),
       typing: async (target) => adapters.get(target.channel)?.sendTyping(target),
       capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
     });
-    // Aborts reach the process that runs the run through pub/sub; a run not started yet sees the mark.
-    const active = new Map<string, AbortController>();
-    const abortSubscriber = createRedis(url);
-    abortSubscriber.on("message", (_c: string, runId: string) =>
-      active.get(runId)?.abort(new Error("aborted by the user")),
-    );
-    await abortSubscriber.subscribe(`${prefix}:abort`);
-    cleanups.push(() => abortSubscriber.disconnect());
-    workers.push(
-      lane.startRunner(
-        async (request: RunRequest, laneSignal: AbortSignal) => {
-          const controller = new AbortController();
-          const onLane = () => controller.abort(laneSignal.reason);
-          laneSignal.addEventListener("abort", onLane);
-          active.set(request.runId, controller);
-          try {
-            if (await redis.exists(`${prefix}:abort:${request.runId}`))
-              controller.abort(new Error("aborted by the user"));
-            await runner.run(request, controller.signal);
-          } finally {
-            active.delete(request.runId);
-            laneSignal.removeEventListener("abort", onLane);
-          }
-        },
-        { maxConcurrentRuns: config.agent.maxConcurrentRuns },
-      ),
-    );
+    const role = await startAgentRole({
+      runner,
+      lane,
+      control,
+      redisUrl: url,
+      prefix,
+      maxConcurrentRuns: config.agent.maxConcurrentRuns,
+      recover: () => recoverInterruptedRuns({ runs, sessions, lane, runTimeoutMs, logger: agentLog }),
+    });
+    workers.push(role.worker);
+    cleanups.push(role.close);
   }
 
   let dispatcher: InboundDispatcher | undefined;
@@ -161,10 +151,7 @@ export async function startHub(
             ? { sessionId: record.sessionId, entries: await sessions.read(record.sessionId) }
             : undefined;
         },
-        abort: async (runId) => {
-          await redis.set(`${prefix}:abort:${runId}`, "1", "EX", 3600);
-          await redis.publish(`${prefix}:abort`, runId);
-        },
+        abort: (runId) => control.stop(runId, "aborted"),
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),
         publishEvent: (event) => events.publish(event),
       },

@@ -15,9 +15,17 @@ export interface AgentTurnInput {
   onText: (delta: string) => void;
   /** Most model calls in one turn, so a tool loop cannot run forever. */
   maxModelCalls?: number;
+  /**
+   * Persists one completed step (an assistant message and its tool results)
+   * before the next model call; throws to stop the turn (e.g. the run lost its
+   * writer claim). A failed model call commits nothing.
+   */
+  onCommit?: (step: ChatMessage[]) => Promise<void>;
+  /** Messages that arrived while the run was working (steering), injected at the next batch boundary. */
+  takeSteering?: () => Promise<string[]>;
 }
 
-/** What a turn produced: the messages to persist (only if the turn succeeded) and how it ended. */
+/** What a turn produced and how it ended. */
 export interface AgentTurnResult {
   produced: ChatMessage[];
   text: string;
@@ -28,8 +36,8 @@ export interface AgentTurnResult {
 /**
  * Runs one turn: stream the model, run the tools it asks for, feed the results
  * back, until it answers without tools. Every tool call gets exactly one
- * result. Nothing is persisted here: the caller appends `produced` only once
- * the turn succeeded, so a failed call leaves no half transcript.
+ * result (a synthetic one for calls skipped by an abort). Each completed step
+ * is committed through `onCommit` before the next model call.
  */
 export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResult> {
   const messages = [...input.messages];
@@ -59,20 +67,21 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
       }
     }
     text += callText;
-    const assistant: ChatMessage = {
-      role: "assistant",
-      content: callText,
-      ...(calls.length ? { toolCalls: calls } : {}),
-    };
-    messages.push(assistant);
-    produced.push(assistant);
-    if (calls.length === 0) return { produced, text, stopReason, usage };
+    const step: ChatMessage[] = [{ role: "assistant", content: callText, ...(calls.length ? { toolCalls: calls } : {}) }];
     for (const toolCall of calls) {
-      const result = await runTool(tools.get(toolCall.name), toolCall, input);
-      const message: ChatMessage = { role: "tool", toolCallId: toolCall.id, content: result };
-      messages.push(message);
-      produced.push(message);
+      // After an abort, calls that have not started get a paired synthetic result: the transcript stays valid.
+      const result = input.signal.aborted
+        ? "Skipped: the run was stopped before this tool ran."
+        : await runTool(tools.get(toolCall.name), toolCall, input);
+      step.push({ role: "tool", toolCallId: toolCall.id, content: result });
     }
+    await input.onCommit?.(step);
+    messages.push(...step);
+    produced.push(...step);
+    if (calls.length === 0) return { produced, text, stopReason, usage };
+    if (input.signal.aborted) throw input.signal.reason ?? new Error("aborted");
+    // Steering lands only here, at a batch boundary, never in the middle of a tool batch.
+    for (const steer of (await input.takeSteering?.()) ?? []) messages.push({ role: "user", content: steer });
   }
   return { produced, text, stopReason: "tool_loop", usage };
 }

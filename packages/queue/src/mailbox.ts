@@ -112,6 +112,11 @@ export class OrderedMailbox<T> {
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }
 
+  /** True while a drainer holds the key's lease. */
+  async hasDrainer(key: string): Promise<boolean> {
+    return (await this.#redis.exists(this.#k("own", key))) === 1;
+  }
+
   /** Items waiting (including the one being handled) for a key. */
   async depth(key: string): Promise<number> {
     return this.#redis.llen(this.#k("q", key));

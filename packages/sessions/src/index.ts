@@ -2,3 +2,5 @@ export * from "./lane.js";
 export * from "./run-records.js";
 export * from "./store.js";
 export * from "./transcript.js";
+export * from "./recovery.js";
+export * from "./writer.js";

@@ -52,6 +52,11 @@ export class SessionLane {
     });
   }
 
+  /** True while some process is running this session (its lane lease is alive). */
+  async isBusy(sessionKey: string): Promise<boolean> {
+    return this.#mailbox.hasDrainer(sessionKey);
+  }
+
   async close(): Promise<void> {
     await this.#mailbox.close();
   }

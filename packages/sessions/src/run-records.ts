@@ -1,23 +1,20 @@
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { runScript } from "@hub/queue";
 
 /** Terminal and non-terminal states of a run record. */
-export const RunRecordStatusSchema = z.enum([
-  "running",
-  "completed",
-  "aborted",
-  "superseded",
-  "failed",
-  "timed_out",
-  "interrupted",
-]);
+export const RunRecordStatusSchema = z.enum(["running", "completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]);
+/** A run's terminal status. */
+export type TerminalStatus = Exclude<z.infer<typeof RunRecordStatusSchema>, "running">;
 
 const RunRecordSchema = z.object({
   runId: z.string(),
   sessionKey: z.string(),
   status: RunRecordStatusSchema,
   attempt: z.coerce.number().int(),
+  /** When the first attempt started; liveness is judged from it. */
   startedAt: z.coerce.number(),
+  timeoutMs: z.coerce.number().int().optional(),
   endedAt: z.coerce.number().optional(),
   text: z.string().optional(),
   error: z.string().optional(),
@@ -27,10 +24,33 @@ export type RunRecord = z.infer<typeof RunRecordSchema>;
 
 const RECORD_TTL_SECONDS = 7 * 24 * 3600;
 
+// start(record, active; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
+const START = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if status and status ~= 'running' then return 0 end
+local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
+redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[3])
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('SADD', KEYS[2], ARGV[1])
+return attempt
+`;
+
+// finish(record, active; runId, ttl, attempt, field, value, ...) -> 1 decided now, 0 already over or a newer attempt owns it
+const FINISH = `
+if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[3] then return 0 end
+for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('SREM', KEYS[2], ARGV[1])
+return 1
+`;
+
 /**
  * Run records in Redis (`<prefix>:run:<runId>`), readable from every process:
- * the gateway answers a repeated `chat.send` with them, and a run's terminal
- * outcome is written here before anyone is told.
+ * the gateway answers a repeated `chat.send` with them, restart recovery scans
+ * the running ones, and a run's terminal outcome is decided here exactly once,
+ * before anyone is told.
  */
 export class RunRecords {
   constructor(
@@ -42,16 +62,13 @@ export class RunRecords {
     return `${this.prefix}:run:${runId}`;
   }
 
-  /** Marks a run as running; returns which attempt this is (1 the first time). */
-  async start(runId: string, sessionKey: string): Promise<number> {
-    const key = this.#key(runId);
-    const [[, attempt]] = (await this.redis
-      .multi()
-      .hincrby(key, "attempt", 1)
-      .hset(key, { runId, sessionKey, status: "running", startedAt: Date.now() })
-      .expire(key, RECORD_TTL_SECONDS)
-      .exec()) as [[null, number]];
-    return attempt;
+  get #active(): string {
+    return `${this.prefix}:runs:active`;
+  }
+
+  /** Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over. */
+  async start(runId: string, sessionKey: string, timeoutMs: number): Promise<number> {
+    return (await runScript(this.redis, START, [this.#key(runId), this.#active], [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS])) as number;
   }
 
   /** The record of a run, or undefined if there is none. */
@@ -61,34 +78,34 @@ export class RunRecords {
     return RunRecordSchema.parse(raw);
   }
 
+  /** Records of every run still marked running (for restart recovery). */
+  async running(): Promise<RunRecord[]> {
+    const ids = await this.redis.smembers(this.#active);
+    const records = await Promise.all(ids.map((id) => this.get(id)));
+    return records.filter((r): r is RunRecord => r?.status === "running");
+  }
+
   /**
-   * Persists a run's terminal outcome, retrying until Redis has it: nothing
-   * may announce the end of a run before this resolves.
+   * Decides a run's terminal outcome, once: returns false if it was already
+   * decided (a late writer cannot reopen or change it). Retries until Redis
+   * has it, because nothing may announce the end of a run before this resolves.
    */
   async finish(
     runId: string,
-    outcome: { status: Exclude<RunRecord["status"], "running">; text?: string; error?: string },
-  ): Promise<void> {
-    const fields: Record<string, string | number> = { status: outcome.status, endedAt: Date.now() };
-    if (outcome.text !== undefined) fields.text = outcome.text;
-    if (outcome.error !== undefined) fields.error = outcome.error;
+    outcome: { status: TerminalStatus; text?: string; error?: string },
+    /** Only decide if this attempt is still the current one (an older attempt cannot end a resumed run). */
+    attempt?: number,
+  ): Promise<boolean> {
+    const fields: Array<string | number> = ["status", outcome.status, "endedAt", Date.now()];
+    if (outcome.text !== undefined) fields.push("text", outcome.text);
+    if (outcome.error !== undefined) fields.push("error", outcome.error);
     for (let attempt = 1; ; attempt++) {
       try {
-        await this.redis
-          .multi()
-          .hset(this.#key(runId), fields)
-          .expire(this.#key(runId), RECORD_TTL_SECONDS)
-          .exec();
-        return;
+        return (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields])) === 1;
       } catch (error) {
         if (attempt >= 10) throw error;
         await new Promise((r) => setTimeout(r, 100 * attempt));
       }
     }
   }
-}
-
-/** True when a status is terminal (the run is over). */
-export function isTerminal(status: RunRecord["status"]): boolean {
-  return status !== "running";
 }
