@@ -48,12 +48,22 @@ export async function recoverInterruptedRuns(deps: {
     if (await deps.lane.isBusy(record.sessionKey)) continue;
     const log = deps.logger.child({ runId: record.runId, sessionKey: record.sessionKey });
     if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
-      const done = await deps.runs.finish(record.runId, { status: "interrupted", error: "interrupted by a restart; not resumed" }, record.attempt);
+      const done = await deps.runs.finish(
+        record.runId,
+        { status: "interrupted", error: "interrupted by a restart; not resumed" },
+        record.attempt,
+      );
       if (done) {
         const session = await deps.sessions.get(record.sessionKey);
-        if (session) await deps.sessions.append(session.sessionId, [{ type: "outcome", runId: record.runId, status: "interrupted", at: Date.now() }]);
+        if (session)
+          await deps.sessions.append(session.sessionId, [
+            { type: "outcome", runId: record.runId, status: "interrupted", at: Date.now() },
+          ]);
         finalized.push(record.runId);
-        log.warn({ startedAt: record.startedAt, attempt: record.attempt }, "stale interrupted run finalized at start");
+        log.warn(
+          { startedAt: record.startedAt, attempt: record.attempt },
+          "stale interrupted run finalized at start",
+        );
       }
     } else {
       resumable.push(record.runId);

@@ -76,6 +76,7 @@ export async function startHub(
     prefix,
     logger: logger.child({ component: "lane" }),
     ...mailboxTuning,
+    ...(tuning.leaseMs ? {} : { leaseMs: config.agent.laneLeaseMs }),
   });
   const sessions = new SessionStore(options.stateDir, logger.child({ component: "sessions" }));
   const runs = new RunRecords(redis, prefix);

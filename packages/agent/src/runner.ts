@@ -69,9 +69,14 @@ export function historyMessages(entries: TranscriptEntry[]): ChatMessage[] {
   for (const e of entries) {
     if (e.type === "user") {
       const who = e.senderName ?? e.senderId ?? "someone";
-      out.push({ role: "user", content: e.contextOnly ? `[group message from ${who}, not addressed to you]\n${e.text}` : e.text });
-    } else if (e.type === "assistant") out.push({ role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) });
-    else if (e.type === "tool_result") out.push({ role: "tool", toolCallId: e.toolCallId, content: e.content });
+      out.push({
+        role: "user",
+        content: e.contextOnly ? `[group message from ${who}, not addressed to you]\n${e.text}` : e.text,
+      });
+    } else if (e.type === "assistant")
+      out.push({ role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) });
+    else if (e.type === "tool_result")
+      out.push({ role: "tool", toolCallId: e.toolCallId, content: e.content });
   }
   return out;
 }
@@ -85,8 +90,16 @@ function trimHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
 
 function toEntry(m: ChatMessage, runId: string): TranscriptEntry {
   const at = Date.now();
-  if (m.role === "assistant") return { type: "assistant", runId, text: m.content, ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}), at };
-  if (m.role === "tool") return { type: "tool_result", runId, toolCallId: m.toolCallId, content: m.content, at };
+  if (m.role === "assistant")
+    return {
+      type: "assistant",
+      runId,
+      text: m.content,
+      ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}),
+      at,
+    };
+  if (m.role === "tool")
+    return { type: "tool_result", runId, toolCallId: m.toolCallId, content: m.content, at };
   throw new Error(`a turn does not produce ${m.role} messages`);
 }
 
@@ -128,10 +141,21 @@ export class AgentRunner {
     const resuming = existing !== undefined;
     if (existing && recoveryDecision(existing, Date.now(), this.o.runTimeoutMs) === "finalize") {
       // Stale or out of attempts: finalized by its exact runId, with no model call and no message.
-      if (await this.o.runs.finish(runId, { status: "interrupted", error: "interrupted by a restart; not resumed" }, existing.attempt)) {
-        await this.o.sessions.append(session.sessionId, [{ type: "outcome", runId, status: "interrupted", at: Date.now() }]);
+      if (
+        await this.o.runs.finish(
+          runId,
+          { status: "interrupted", error: "interrupted by a restart; not resumed" },
+          existing.attempt,
+        )
+      ) {
+        await this.o.sessions.append(session.sessionId, [
+          { type: "outcome", runId, status: "interrupted", at: Date.now() },
+        ]);
       }
-      log.warn({ attempt: existing.attempt, startedAt: existing.startedAt }, "interrupted run finalized without resuming");
+      log.warn(
+        { attempt: existing.attempt, startedAt: existing.startedAt },
+        "interrupted run finalized without resuming",
+      );
       return;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
@@ -148,7 +172,9 @@ export class AgentRunner {
       await this.o.sessions.append(session.sessionId, entries);
     };
 
-    const history = historyMessages((await this.o.sessions.read(session.sessionId)).filter((e) => !("runId" in e) || e.runId !== runId));
+    const history = historyMessages(
+      (await this.o.sessions.read(session.sessionId)).filter((e) => !("runId" in e) || e.runId !== runId),
+    );
     const messages: ChatMessage[] = [
       { role: "system", content: this.#systemPrompt(ctx) },
       ...trimHistory(history, this.o.historyLimit ?? 40),
@@ -201,7 +227,8 @@ export class AgentRunner {
     } catch (error) {
       const reason = abort.signal.aborted ? abort.signal.reason : error;
       status =
-        error instanceof WriterSupersededError || (reason instanceof RunStop && reason.status === "superseded")
+        error instanceof WriterSupersededError ||
+        (reason instanceof RunStop && reason.status === "superseded")
           ? "superseded"
           : reason instanceof RunStop
             ? reason.status
@@ -223,11 +250,17 @@ export class AgentRunner {
 
     // Terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell clients.
     if (status !== "superseded") {
-      await writeChecked([{ type: "outcome", runId, status, ...(errorText ? { error: errorText } : {}), at: Date.now() }]).catch(
-        (error) => log.warn({ err: error }, "outcome not written to the transcript: the session has a newer writer"),
+      await writeChecked([
+        { type: "outcome", runId, status, ...(errorText ? { error: errorText } : {}), at: Date.now() },
+      ]).catch((error) =>
+        log.warn({ err: error }, "outcome not written to the transcript: the session has a newer writer"),
       );
     }
-    const decided = await this.o.runs.finish(runId, { status, text, ...(errorText ? { error: errorText } : {}) }, attempt);
+    const decided = await this.o.runs.finish(
+      runId,
+      { status, text, ...(errorText ? { error: errorText } : {}) },
+      attempt,
+    );
     await this.o.writers.release(claim);
     const segments = await reply.end();
     if (!decided) {
@@ -240,7 +273,12 @@ export class AgentRunner {
       runId,
       sessionKey: ctx.sessionKey,
       seq: segments,
-      state: status === "completed" ? "final" : status === "aborted" || status === "superseded" ? "aborted" : "error",
+      state:
+        status === "completed"
+          ? "final"
+          : status === "aborted" || status === "superseded"
+            ? "aborted"
+            : "error",
       text: status === "completed" ? text : (errorText ?? status),
     });
   }
@@ -248,7 +286,8 @@ export class AgentRunner {
   #startTyping(target: MsgContext["replyTarget"], log: HubLogger): () => void {
     const typing = this.o.typing;
     if (!typing) return () => {};
-    const send = () => void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
+    const send = () =>
+      void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
     send();
     const timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
     return () => clearInterval(timer);

@@ -67,7 +67,9 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
       }
     }
     text += callText;
-    const step: ChatMessage[] = [{ role: "assistant", content: callText, ...(calls.length ? { toolCalls: calls } : {}) }];
+    const step: ChatMessage[] = [
+      { role: "assistant", content: callText, ...(calls.length ? { toolCalls: calls } : {}) },
+    ];
     for (const toolCall of calls) {
       // After an abort, calls that have not started get a paired synthetic result: the transcript stays valid.
       const result = input.signal.aborted

@@ -91,6 +91,8 @@ export const HubConfigSchema = z
         maxConcurrentRuns: z.number().int().positive().default(8),
         runTimeoutSeconds: z.number().int().positive().default(600),
         systemPrompt: z.string().optional(),
+        /** How long a dead process holds a session before another process resumes its run (ms). */
+        laneLeaseMs: z.number().int().min(500).default(30_000),
         /** Delay between tokens of the offline model, so streaming is visible. */
         offlineTokenDelayMs: z.number().int().nonnegative().default(15),
       })
@@ -101,6 +103,7 @@ export const HubConfigSchema = z
         dmScope: "per-channel-peer",
         maxConcurrentRuns: 8,
         runTimeoutSeconds: 600,
+        laneLeaseMs: 30_000,
         offlineTokenDelayMs: 15,
       }),
     models: z
@@ -171,6 +174,7 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
   ["OPENAI_API_KEY", ["models", "providers", "openai", "apiKey"], String],
   ["TELEGRAM_BOT_TOKEN", ["channels", "telegram", "botToken"], String],
   ["HUB_ROLES", ["roles"], (v) => v.split(",").map((r) => r.trim())],
+  ["HUB_LANE_LEASE_MS", ["agent", "laneLeaseMs"], Number],
 ];
 
 function fixFor(issue: z.core.$ZodIssue): string {

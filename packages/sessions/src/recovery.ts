@@ -13,7 +13,11 @@ export function livenessThresholdMs(runTimeoutMs: number): number {
  * at one frozen `scanTime`: `finalize` it as interrupted (stale, or out of
  * attempts) by its exact runId without a model call, or `resume` it once.
  */
-export function recoveryDecision(record: Pick<RunRecord, "startedAt" | "attempt" | "timeoutMs">, scanTime: number, defaultTimeoutMs: number): "finalize" | "resume" {
+export function recoveryDecision(
+  record: Pick<RunRecord, "startedAt" | "attempt" | "timeoutMs">,
+  scanTime: number,
+  defaultTimeoutMs: number,
+): "finalize" | "resume" {
   const age = scanTime - record.startedAt;
   if (age > livenessThresholdMs(record.timeoutMs ?? defaultTimeoutMs)) return "finalize";
   return record.attempt >= MAX_RUN_ATTEMPTS ? "finalize" : "resume";

@@ -1,9 +1,17 @@
+import { runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { runScript } from "@hub/queue";
 
 /** Terminal and non-terminal states of a run record. */
-export const RunRecordStatusSchema = z.enum(["running", "completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]);
+export const RunRecordStatusSchema = z.enum([
+  "running",
+  "completed",
+  "aborted",
+  "superseded",
+  "failed",
+  "timed_out",
+  "interrupted",
+]);
 /** A run's terminal status. */
 export type TerminalStatus = Exclude<z.infer<typeof RunRecordStatusSchema>, "running">;
 
@@ -68,7 +76,12 @@ export class RunRecords {
 
   /** Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over. */
   async start(runId: string, sessionKey: string, timeoutMs: number): Promise<number> {
-    return (await runScript(this.redis, START, [this.#key(runId), this.#active], [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS])) as number;
+    return (await runScript(
+      this.redis,
+      START,
+      [this.#key(runId), this.#active],
+      [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS],
+    )) as number;
   }
 
   /** The record of a run, or undefined if there is none. */
@@ -99,12 +112,13 @@ export class RunRecords {
     const fields: Array<string | number> = ["status", outcome.status, "endedAt", Date.now()];
     if (outcome.text !== undefined) fields.push("text", outcome.text);
     if (outcome.error !== undefined) fields.push("error", outcome.error);
-    for (let attempt = 1; ; attempt++) {
+    for (let tries = 1; ; tries++) {
       try {
-        return (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields])) === 1;
+        const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
+        return (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], args)) === 1;
       } catch (error) {
-        if (attempt >= 10) throw error;
-        await new Promise((r) => setTimeout(r, 100 * attempt));
+        if (tries >= 10) throw error;
+        await new Promise((r) => setTimeout(r, 100 * tries));
       }
     }
   }

@@ -1,5 +1,5 @@
-import type { Redis } from "ioredis";
 import { runScript } from "@hub/queue";
+import type { Redis } from "ioredis";
 
 /** The current writer of a session: which run, and its claim generation. */
 export interface WriterClaim {
@@ -14,7 +14,9 @@ export class WriterSupersededError extends Error {
     readonly claim: WriterClaim,
     readonly currentRunId: string | null,
   ) {
-    super(`run ${claim.runId} no longer owns session ${claim.sessionKey} (current writer: ${currentRunId ?? "none"})`);
+    super(
+      `run ${claim.runId} no longer owns session ${claim.sessionKey} (current writer: ${currentRunId ?? "none"})`,
+    );
     this.name = "WriterSupersededError";
   }
 }
@@ -58,19 +60,43 @@ export class SessionWriters {
   }
 
   /** Claims the session for a run (CAS on the generation); returns the claim and whom it superseded. */
-  async claim(sessionKey: string, sessionId: string, runId: string): Promise<{ claim: WriterClaim; superseded: string | undefined }> {
-    const [generation, previous] = (await runScript(this.redis, CLAIM, [this.#key(sessionKey)], [runId, sessionId])) as [number, string];
-    return { claim: { sessionKey, runId, generation }, superseded: previous && previous !== runId ? previous : undefined };
+  async claim(
+    sessionKey: string,
+    sessionId: string,
+    runId: string,
+  ): Promise<{ claim: WriterClaim; superseded: string | undefined }> {
+    const [generation, previous] = (await runScript(
+      this.redis,
+      CLAIM,
+      [this.#key(sessionKey)],
+      [runId, sessionId],
+    )) as [number, string];
+    return {
+      claim: { sessionKey, runId, generation },
+      superseded: previous && previous !== runId ? previous : undefined,
+    };
   }
 
   /** Throws `WriterSupersededError` unless the claim is still the session's current one. */
   async assertCurrent(claim: WriterClaim): Promise<void> {
-    const current = (await runScript(this.redis, CHECK, [this.#key(claim.sessionKey)], [claim.runId, claim.generation])) as string;
+    const current = (await runScript(
+      this.redis,
+      CHECK,
+      [this.#key(claim.sessionKey)],
+      [claim.runId, claim.generation],
+    )) as string;
     if (current !== "") throw new WriterSupersededError(claim, current === "-" ? null : current);
   }
 
   /** Ends a claim; a newer claim (a successor) is left untouched. */
   async release(claim: WriterClaim): Promise<boolean> {
-    return (await runScript(this.redis, RELEASE, [this.#key(claim.sessionKey)], [claim.runId, claim.generation])) === 1;
+    return (
+      (await runScript(
+        this.redis,
+        RELEASE,
+        [this.#key(claim.sessionKey)],
+        [claim.runId, claim.generation],
+      )) === 1
+    );
   }
 }

@@ -1,0 +1,97 @@
+import { createLogger } from "@hub/core";
+import { RunRecords, SessionStore, SessionWriters } from "@hub/sessions";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import { GatewayClient } from "../support/gateway-client.js";
+import { startTestHub, type TestHub } from "../support/hub.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
+
+let hub: TestHub;
+let model: FakeOpenAI;
+let redis: Redis;
+beforeAll(async () => {
+  model = await startFakeOpenAI();
+  redis = new Redis(REDIS_URL);
+  hub = await startTestHub(
+    { agent: { model: "fake/m" }, models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } } },
+    "sessions",
+  );
+});
+afterAll(async () => {
+  await hub.dispose();
+  await model.close();
+  redis.disconnect();
+});
+
+const toolStep = () => ({
+  toolCalls: [{ name: "current_time", arguments: "{}" }],
+  delayMs: 150,
+  chunkSize: 2,
+});
+
+describe("session writer claims through the hub", () => {
+  it("a run with 5 tool calls and slow model calls completes: its own writes never look like a takeover", async () => {
+    model.script(toolStep(), toolStep(), toolStep(), toolStep(), toolStep(), {
+      text: "Done after five tools.",
+      delayMs: 150,
+    });
+    const client = await GatewayClient.open(hub.port, hub.token);
+    const sessionKey = "agent:main:webchat:direct:five";
+    await client.request("chat.send", {
+      sessionKey,
+      text: "use five tools",
+      idempotencyKey: "five-tools-0001",
+    });
+    expect(await client.terminal("five-tools-0001", 30_000)).toMatchObject({
+      state: "final",
+      text: "Done after five tools.",
+    });
+    const store = new SessionStore(hub.stateDir, createLogger({ level: "silent" }));
+    const session = (await store.get(sessionKey))!;
+    const entries = (await store.read(session.sessionId)).filter(
+      (e) => "runId" in e && e.runId === "five-tools-0001",
+    );
+    const calls = entries.flatMap((e) => (e.type === "assistant" ? (e.toolCalls ?? []) : []));
+    const results = entries.filter((e) => e.type === "tool_result");
+    expect(calls).toHaveLength(5);
+    expect(results.map((r) => (r.type === "tool_result" ? r.toolCallId : ""))).toEqual(
+      calls.map((c) => c.id),
+    );
+    expect(entries.at(-1)).toMatchObject({ type: "outcome", status: "completed" });
+    client.close();
+  }, 40_000);
+
+  it("a newer claim on the session ends the running run as superseded; it writes nothing after", async () => {
+    model.script(toolStep(), { ...toolStep(), delayMs: 400 }, toolStep(), { text: "never" });
+    const client = await GatewayClient.open(hub.port, hub.token);
+    const sessionKey = "agent:main:webchat:direct:takeover";
+    await client.request("chat.send", { sessionKey, text: "slow work", idempotencyKey: "takeover-a-0001" });
+    const store = new SessionStore(hub.stateDir, createLogger({ level: "silent" }));
+    // Wait until the run committed its first step, then claim the session for another run.
+    let sessionId = "";
+    await waitFor(async () => {
+      const s = await store.get(sessionKey);
+      if (!s) return false;
+      sessionId = s.sessionId;
+      return (await store.read(s.sessionId)).some((e) => e.type === "tool_result");
+    }, "first committed step");
+    const claimedAt = Date.now();
+    const { superseded } = await new SessionWriters(redis, hub.prefix).claim(
+      sessionKey,
+      sessionId,
+      "takeover-b-0001",
+    );
+    expect(superseded).toBe("takeover-a-0001");
+    expect((await client.terminal("takeover-a-0001")).state).toBe("aborted");
+    expect(await new RunRecords(redis, hub.prefix).get("takeover-a-0001")).toMatchObject({
+      status: "superseded",
+    });
+    await new Promise((r) => setTimeout(r, 500));
+    const late = (await store.read(sessionId)).filter(
+      (e) => "runId" in e && e.runId === "takeover-a-0001" && e.at > claimedAt,
+    );
+    expect(late).toEqual([]);
+    client.close();
+  }, 30_000);
+});
