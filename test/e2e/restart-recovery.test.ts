@@ -1,0 +1,167 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "@hub/core";
+import { RunRecords, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { recoverInterruptedRuns } from "../../apps/hub/src/agent-role.js";
+import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import { GatewayClient } from "../support/gateway-client.js";
+import { freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
+
+const TOKEN = "restart-test-token-0123456789";
+const LEASE_MS = 1500;
+let model: FakeOpenAI;
+let redis: Redis;
+const cleanups: Array<() => Promise<void>> = [];
+beforeAll(async () => {
+  model = await startFakeOpenAI();
+  redis = new Redis(REDIS_URL);
+});
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+afterAll(async () => {
+  await model.close();
+  redis.disconnect();
+});
+
+/** One hub installation (state dir + Redis prefix) that can be started, killed and started again. */
+function installation(name: string) {
+  const prefix = testPrefix(name);
+  const stateDir = mkdtempSync(join(tmpdir(), "hub-restart-"));
+  const processes: HubProcess[] = [];
+  cleanups.push(async () => {
+    for (const p of processes) if (p.child.exitCode === null) await p.kill();
+    rmSync(stateDir, { recursive: true, force: true });
+    await dropPrefix(prefix);
+  });
+  const env = {
+    HUB_STATE_DIR: stateDir,
+    HUB_REDIS_PREFIX: prefix,
+    HUB_GATEWAY_TOKEN: TOKEN,
+    HUB_MODEL: "openai/test-model",
+    OPENAI_BASE_URL: model.url,
+    OPENAI_API_KEY: "k",
+    HUB_LANE_LEASE_MS: String(LEASE_MS),
+  };
+  return {
+    prefix,
+    stateDir,
+    async start(): Promise<{ hub: HubProcess; client: GatewayClient }> {
+      const port = await freePort();
+      const hub = await startHubProcess(env, port);
+      processes.push(hub);
+      const client = await GatewayClient.open(port, TOKEN);
+      cleanups.unshift(async () => client.close());
+      return { hub, client };
+    },
+  };
+}
+
+const requestsWith = (text: string) =>
+  model.requests.filter((r) => JSON.stringify(r.messages).includes(text));
+
+/** Starts a run that hangs in the model, then SIGKILLs the hub mid-run. */
+async function crashMidRun(
+  inst: ReturnType<typeof installation>,
+  text: string,
+  runId: string,
+): Promise<void> {
+  model.script({ text: "this answer never finishes ".repeat(50), chunkSize: 5, delayMs: 200 });
+  const { hub, client } = await inst.start();
+  const res = await client.request("chat.send", { text, idempotencyKey: runId });
+  expect(res.ok).toBe(true);
+  await waitFor(() => requestsWith(text).length === 1, "the model call to start");
+  await hub.kill();
+}
+
+describe("restart recovery with real processes", () => {
+  it("a run interrupted by SIGKILL is resumed once after the restart and answered once", async () => {
+    const inst = installation("resume");
+    await crashMidRun(inst, "resume me please", "resume-run-0001");
+    model.script({ text: "Resumed answer." });
+    const { client } = await inst.start();
+    await client.request("chat.history", {});
+    const end = await client.terminal("resume-run-0001", 30_000);
+    expect(end).toMatchObject({ state: "final", text: "Resumed answer." });
+    const calls = requestsWith("resume me please");
+    expect(calls).toHaveLength(2);
+    expect(JSON.stringify(calls[1]?.messages)).toContain("the hub restarted while you were answering");
+    expect(await new RunRecords(redis, inst.prefix).get("resume-run-0001")).toMatchObject({
+      status: "completed",
+      attempt: 2,
+    });
+    const history = await client.request("chat.history", {});
+    const messages = (history.payload as { messages: Array<{ role: string; text: string }> }).messages;
+    expect(messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+    expect(messages[1]?.text).toBe("Resumed answer.");
+  }, 60_000);
+
+  it("a run found 6 hours old after the restart is finalized as interrupted: no model call, no answer", async () => {
+    const inst = installation("stale");
+    await crashMidRun(inst, "stale job", "stale-run-0001");
+    // The clock moved on: the run started six hours ago.
+    await redis.hset(`${inst.prefix}:run:stale-run-0001`, "startedAt", Date.now() - 6 * 3600_000);
+    const { client, hub } = await inst.start();
+    await waitFor(
+      async () => (await new RunRecords(redis, inst.prefix).get("stale-run-0001"))?.status === "interrupted",
+      "finalized",
+      20_000,
+    );
+    // Give the lane time to redeliver the request too: it must not call the model.
+    await new Promise((r) => setTimeout(r, 3 * LEASE_MS));
+    expect(requestsWith("stale job")).toHaveLength(1);
+    expect(client.chatEvents("stale-run-0001")).toEqual([]);
+    const again = await client.request("chat.send", { text: "stale job", idempotencyKey: "stale-run-0001" });
+    expect(again.payload).toMatchObject({ status: "interrupted" });
+    expect(hub.output.join("")).toMatch(/interrupted run finalized|stale interrupted run finalized/);
+  }, 60_000);
+
+  it("a run 55 seconds old is resumed", async () => {
+    const inst = installation("fresh");
+    await crashMidRun(inst, "fresh job", "fresh-run-0001");
+    await redis.hset(`${inst.prefix}:run:fresh-run-0001`, "startedAt", Date.now() - 55_000);
+    model.script({ text: "Fresh answer." });
+    const { client } = await inst.start();
+    await client.request("chat.history", {});
+    expect(await client.terminal("fresh-run-0001", 30_000)).toMatchObject({
+      state: "final",
+      text: "Fresh answer.",
+    });
+    expect(requestsWith("fresh job")).toHaveLength(2);
+  }, 60_000);
+});
+
+describe("restart recovery scan", () => {
+  it("finalizes only the stale generation; a fresh run of the same session and its claim survive", async () => {
+    const prefix = testPrefix("scan");
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));
+    const logger = createLogger({ level: "silent" });
+    const runs = new RunRecords(redis, prefix);
+    const sessions = new SessionStore(stateDir, logger);
+    const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
+    const writers = new SessionWriters(redis, prefix);
+    try {
+      const key = "agent:main:webchat:direct:gen";
+      const session = await sessions.resolve(key);
+      await runs.start("old-gen", key, 600_000);
+      await redis.hset(`${prefix}:run:old-gen`, "startedAt", Date.now() - 6 * 3600_000);
+      await writers.claim(key, session.sessionId, "old-gen");
+      await runs.start("new-gen", key, 600_000);
+      const fresh = await writers.claim(key, session.sessionId, "new-gen");
+      const result = await recoverInterruptedRuns({ runs, sessions, lane, runTimeoutMs: 600_000, logger });
+      expect(result.finalized).toEqual(["old-gen"]);
+      expect(result.resumable).toEqual(["new-gen"]);
+      expect(await runs.get("old-gen")).toMatchObject({ status: "interrupted" });
+      expect(await runs.get("new-gen")).toMatchObject({ status: "running" });
+      await writers.assertCurrent(fresh.claim);
+    } finally {
+      await lane.close();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+    }
+  });
+});

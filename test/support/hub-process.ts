@@ -1,0 +1,61 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { createServer } from "node:net";
+import { fileURLToPath } from "node:url";
+import { REDIS_URL } from "./redis.js";
+
+const MAIN = fileURLToPath(new URL("../../apps/hub/src/main.ts", import.meta.url));
+
+/** A free TCP port on loopback. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** A hub running as a real child process (`hub start`), for crash and restart tests. */
+export interface HubProcess {
+  child: ChildProcess;
+  output: string[];
+  /** SIGKILL: no cleanup, like a crash. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait. */
+  stop(): Promise<void>;
+}
+
+/** Starts `hub start` with the given environment and waits until its gateway answers. */
+export async function startHubProcess(env: Record<string, string>, port: number): Promise<HubProcess> {
+  const output: string[] = [];
+  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "start"], {
+    env: { ...process.env, REDIS_URL, HUB_GATEWAY_PORT: String(port), HUB_LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout?.on("data", (d: Buffer) => output.push(d.toString()));
+  child.stderr?.on("data", (d: Buffer) => output.push(d.toString()));
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`hub exited early:\n${output.join("")}`);
+    try {
+      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+      if (res.ok) break;
+    } catch {
+      // not up yet
+    }
+    if (Date.now() > deadline) throw new Error(`hub did not start:\n${output.join("")}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    child,
+    output,
+    kill: async () => {
+      child.kill("SIGKILL");
+      await exited;
+    },
+    stop: async () => {
+      child.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
