@@ -1,13 +1,14 @@
 import { AgentRunner, defaultTools } from "@hub/agent";
 import type { ChannelAdapter, HubConfig, HubLogger, RunRequest } from "@hub/core";
-import { InboundDispatcher } from "@hub/dispatch";
+import { admitToSession, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
-import { RunRecords, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
+import { RunRecords, SessionActivity, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
 import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
+import { createCommandHandler } from "./commands.js";
 import { createModelResolver } from "./models.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
@@ -93,6 +94,7 @@ export async function startHub(
     );
 
   const control = new RunControl(redis, prefix);
+  const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
   if (roles.has("agent")) {
     const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
     const agentLog = logger.child({ component: "agent" });
@@ -110,6 +112,8 @@ export async function startHub(
       runTimeoutMs,
       logger: agentLog,
       supersede: (runId) => control.stop(runId, "superseded"),
+      activity,
+      requeue: (request) => lane.enqueue(request),
       typing: async (target) => adapters.get(target.channel)?.sendTyping(target),
       capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
     });
@@ -133,7 +137,17 @@ export async function startHub(
       redis,
       prefix,
       config,
-      accept: (request) => lane.enqueue(request),
+      accept: async (request) => {
+        await admitToSession(request, {
+          enqueue: (r) => lane.enqueue(r),
+          activeRun: (key) => activity.activeRun(key),
+          queueMode: (key) => activity.queueMode(key),
+          steer: (key, runId, r) => activity.steer(key, runId, r),
+          collect: (key, r) => activity.collect(key, r),
+          abortRun: (runId) => control.stop(runId, "aborted"),
+        });
+      },
+      commands: createCommandHandler({ config, activity, control, lane, sessions, runs, replies, events }),
       logger: logger.child({ component: "dispatch" }),
     });
     const admit = dispatcher;

@@ -3,6 +3,7 @@ import { BlockStreamer } from "@hub/reply";
 import {
   type RunRecords,
   recoveryDecision,
+  type SessionActivity,
   type SessionStore,
   type SessionWriters,
   type TerminalStatus,
@@ -45,8 +46,10 @@ export interface AgentRunnerOptions {
   logger: HubLogger;
   /** Asks whichever process runs `runId` to stop it as superseded. */
   supersede: (runId: string) => Promise<void>;
-  /** Messages steered into a running run, taken at its next batch boundary. */
-  takeSteering?: (runId: string) => Promise<string[]>;
+  /** The session's live state: running run, steering, collected messages, usage. */
+  activity: SessionActivity;
+  /** Queues a request in its session lane again (steered messages the run ended before taking). */
+  requeue: (request: RunRequest) => Promise<void>;
   /** How many transcript messages are sent to the model as history. */
   historyLimit?: number;
   /** The capabilities of a channel (block sizes for streaming). */
@@ -88,6 +91,38 @@ function trimHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
   return messages.slice(start);
 }
 
+/**
+ * Answers a request with a fixed text (session commands) through the same
+ * path as a run: run record, ordered reply, outcome before the final event.
+ */
+export async function answerDirectly(
+  o: Pick<AgentRunnerOptions, "runs" | "replies" | "events" | "runTimeoutMs">,
+  request: RunRequest,
+  text: string,
+): Promise<void> {
+  const { runId, ctx } = request;
+  if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
+  const reply = o.replies.open(runId, ctx.replyTarget);
+  await reply.push(text);
+  await o.runs.finish(runId, { status: "completed", text });
+  const segments = await reply.end();
+  await reply.settled();
+  await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
+}
+
+function userEntryOf(request: RunRequest): Extract<TranscriptEntry, { type: "user" }> {
+  const { ctx, runId } = request;
+  return {
+    type: "user",
+    runId,
+    messageId: ctx.messageId,
+    senderId: ctx.sender.id,
+    ...(ctx.sender.name ? { senderName: ctx.sender.name } : {}),
+    text: ctx.body,
+    at: ctx.timestamp,
+  };
+}
+
 function toEntry(m: ChatMessage, runId: string): TranscriptEntry {
   const at = Date.now();
   if (m.role === "assistant")
@@ -117,21 +152,25 @@ export class AgentRunner {
   async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
     const { ctx, runId } = request;
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
+    if (request.command === "new") {
+      await this.o.sessions.reset(ctx.sessionKey);
+      await this.answerDirectly(
+        request,
+        "Started a new session: earlier messages are no longer part of the conversation.",
+      );
+      return;
+    }
     const session = await this.o.sessions.resolve(ctx.sessionKey);
-    const userEntry: TranscriptEntry = {
-      type: "user",
-      runId,
-      messageId: ctx.messageId,
-      senderId: ctx.sender.id,
-      ...(ctx.sender.name ? { senderName: ctx.sender.name } : {}),
-      text: ctx.body,
-      at: ctx.timestamp,
-    };
+    const userEntry = userEntryOf(request);
     if (request.contextOnly) {
       await this.o.sessions.append(session.sessionId, [{ ...userEntry, contextOnly: true }]);
       log.debug("recorded group message as context");
       return;
     }
+    // Collect mode: one turn answers every message collected while the session was busy.
+    const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey) : [request];
+    if (batch.length === 0) return;
+    const userText = batch.map((r) => r.ctx.body).join("\n\n");
 
     const existing = await this.o.runs.get(runId);
     if (existing && existing.status !== "running") {
@@ -162,6 +201,7 @@ export class AgentRunner {
     if (attempt === 0) return;
     log.info({ attempt, resuming }, resuming ? "run resumed after an interruption" : "run started");
 
+    await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     if (superseded) {
       log.warn({ supersededRunId: superseded }, "this run supersedes the session's previous writer");
@@ -178,7 +218,7 @@ export class AgentRunner {
     const messages: ChatMessage[] = [
       { role: "system", content: this.#systemPrompt(ctx) },
       ...trimHistory(history, this.o.historyLimit ?? 40),
-      { role: "user", content: ctx.body },
+      { role: "user", content: userText },
       ...(resuming ? [{ role: "system" as const, content: RESUME_NOTE }] : []),
     ];
 
@@ -206,7 +246,7 @@ export class AgentRunner {
     let errorText: string | undefined;
     let text = "";
     try {
-      if (!resuming) await writeChecked([userEntry]);
+      if (!resuming) await writeChecked(batch.map(userEntryOf));
       if (abort.signal.aborted) throw abort.signal.reason;
       const { provider, model } = this.o.resolveModel(this.o.modelRef);
       const result = await runAgentTurn({
@@ -219,8 +259,14 @@ export class AgentRunner {
         signal: abort.signal,
         onText: (delta) => pushBlocks(streamer.push(delta)),
         onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
-        ...(this.o.takeSteering ? { takeSteering: () => this.o.takeSteering!(runId) } : {}),
+        takeSteering: async () => {
+          const steered = await this.o.activity.takeSteering(runId);
+          if (steered.length) await writeChecked(steered.map(userEntryOf));
+          for (const s of steered) await this.#absorbed(s, runId);
+          return steered.map((s) => s.ctx.body);
+        },
       });
+      await this.o.activity.addUsage(ctx.sessionKey, result.usage);
       pushBlocks(streamer.flush());
       text = result.text;
       await pushing;
@@ -262,6 +308,8 @@ export class AgentRunner {
       attempt,
     );
     await this.o.writers.release(claim);
+    // Messages steered in after the last batch boundary were never seen by this run: they run next.
+    for (const left of await this.o.activity.end(ctx.sessionKey, runId)) await this.o.requeue(left);
     const segments = await reply.end();
     if (!decided) {
       log.warn({ status }, "run outcome was already decided elsewhere; not announcing");
@@ -280,6 +328,25 @@ export class AgentRunner {
             ? "aborted"
             : "error",
       text: status === "completed" ? text : (errorText ?? status),
+    });
+  }
+
+  /** Answers a request with a fixed text (commands), through the same reply and outcome path as a run. */
+  answerDirectly(request: RunRequest, text: string): Promise<void> {
+    return answerDirectly(this.o, request, text);
+  }
+
+  // A steered message is answered by the run it joined; its own run record says so.
+  async #absorbed(request: RunRequest, intoRunId: string): Promise<void> {
+    const text = `(answered in run ${intoRunId})`;
+    if ((await this.o.runs.start(request.runId, request.ctx.sessionKey, this.o.runTimeoutMs)) === 0) return;
+    await this.o.runs.finish(request.runId, { status: "completed", text });
+    await this.o.events.publish({
+      runId: request.runId,
+      sessionKey: request.ctx.sessionKey,
+      seq: 0,
+      state: "final",
+      text: "",
     });
   }
 

@@ -89,6 +89,8 @@ export const HubConfigSchema = z
           .default("offline/echo"),
         dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
         maxConcurrentRuns: z.number().int().positive().default(8),
+        /** What a message arriving during a run does (per session, `/queue <mode>` changes it). */
+        queueMode: z.enum(["steer", "followup", "collect", "interrupt"]).default("steer"),
         runTimeoutSeconds: z.number().int().positive().default(600),
         systemPrompt: z.string().optional(),
         /** How long a dead process holds a session before another process resumes its run (ms). */
@@ -102,6 +104,7 @@ export const HubConfigSchema = z
         model: "offline/echo",
         dmScope: "per-channel-peer",
         maxConcurrentRuns: 8,
+        queueMode: "steer",
         runTimeoutSeconds: 600,
         laneLeaseMs: 30_000,
         offlineTokenDelayMs: 15,

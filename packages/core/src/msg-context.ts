@@ -112,7 +112,22 @@ export const RunRequestSchema = z
     ctx: MsgContextSchema,
     /** Record the message in the transcript without answering (an unmentioned group message). */
     contextOnly: z.boolean().optional(),
+    /** A session command that must run in order with the session's runs (e.g. `/new`). */
+    command: z.enum(["new"]).optional(),
+    /** Collect mode: answer every message collected while the previous run was busy, in one turn. */
+    collect: z.boolean().optional(),
   })
   .strict();
+
+/** How a message that arrives while its session is running is handled. */
+export const QueueModeSchema = z.enum(["steer", "followup", "collect", "interrupt"]);
+/**
+ * `steer`: injected into the running run at its next tool-batch boundary;
+ * `followup`: its own turn after the running one; `collect`: batched with
+ * others into one follow-up turn; `interrupt`: the running run is aborted and
+ * this one runs next.
+ */
+export type QueueMode = z.infer<typeof QueueModeSchema>;
+
 /** A queued run request (the item of a session's lane). */
 export type RunRequest = z.infer<typeof RunRequestSchema>;

@@ -10,11 +10,13 @@ import {
   type RunRequest,
 } from "@hub/core";
 import type { Redis } from "ioredis";
+import { type ParsedCommand, parseCommand } from "./commands.js";
 import { type AccessDecision, dispatchDirect, dispatchGroupThread } from "./policy.js";
 
 /** What happened to one inbound message. */
 export type DispatchResult =
   | { status: "accepted"; runId: string; sessionKey: string }
+  | { status: "command"; command: string; runId: string; sessionKey: string }
   | { status: "context"; runId: string; sessionKey: string }
   | { status: "duplicate"; dedupeKey: string }
   | { status: "dropped"; reason: string; sessionKey: string };
@@ -26,6 +28,12 @@ export interface InboundDispatcherOptions {
   config: Pick<HubConfig, "agent" | "channels">;
   /** Durably queues accepted work in the session's lane. Throws if it could not. */
   accept: (request: RunRequest) => Promise<void>;
+  /**
+   * Handles a session command (`/stop`, `/new`, `/status`, `/queue`) from an
+   * allowed sender, before the agent and outside the session's queue, so it
+   * is never stuck behind a running turn.
+   */
+  commands?: (command: ParsedCommand, request: RunRequest) => Promise<void>;
   logger: HubLogger;
   /** How long a message id is remembered for dedupe (at least 20 minutes). */
   dedupeTtlSeconds?: number;
@@ -78,6 +86,13 @@ export class InboundDispatcher {
         return { status: "dropped", reason: decision.reason, sessionKey: ctx.sessionKey };
       }
       const runId = options.runId ?? randomUUID();
+      const command = decision.kind === "run" && this.o.commands ? parseCommand(ctx.body) : undefined;
+      if (command && this.o.commands) {
+        await this.o.commands(command, { runId, ctx });
+        await this.o.redis.set(dedupe, "accepted", "EX", this.#ttl);
+        log.info({ runId, command: command.name }, "session command handled");
+        return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
+      }
       await this.o.accept({ runId, ctx, ...(decision.kind === "context" ? { contextOnly: true } : {}) });
       await this.o.redis.set(dedupe, "accepted", "EX", this.#ttl);
       log.info({ runId, decision: decision.kind }, "inbound message accepted");

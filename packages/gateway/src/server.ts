@@ -354,7 +354,7 @@ export class GatewayServer {
       this.deps
         .dispatch(fields, { runId })
         .then((result) => {
-          if (result.status === "accepted") return;
+          if (result.status === "accepted" || result.status === "command") return;
           const text =
             result.status === "dropped"
               ? `Not accepted: ${result.reason}.`

@@ -1,3 +1,4 @@
+export * from "./activity.js";
 export * from "./lane.js";
 export * from "./recovery.js";
 export * from "./run-records.js";

@@ -1,0 +1,74 @@
+import { answerDirectly, type ChatEventPublisher } from "@hub/agent";
+import { type HubConfig, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
+import type { ParsedCommand } from "@hub/dispatch";
+import type { RunRecords, SessionActivity, SessionLane, SessionStore } from "@hub/sessions";
+import type { RunControl } from "./agent-role.js";
+
+/** What the session commands act on. */
+export interface CommandDeps {
+  config: HubConfig;
+  activity: SessionActivity;
+  control: RunControl;
+  lane: SessionLane;
+  sessions: SessionStore;
+  runs: RunRecords;
+  replies: ReplySink;
+  events: ChatEventPublisher;
+}
+
+/**
+ * Session commands, handled at admission in every channel: `/stop` aborts the
+ * running run at once (never queued behind it), `/new` starts a new session
+ * in order with the session's runs, `/status` and `/queue <mode>` answer now.
+ */
+export function createCommandHandler(
+  deps: CommandDeps,
+): (command: ParsedCommand, request: RunRequest) => Promise<void> {
+  const runTimeoutMs = deps.config.agent.runTimeoutSeconds * 1000;
+  const answer = (request: RunRequest, text: string) =>
+    answerDirectly(
+      { runs: deps.runs, replies: deps.replies, events: deps.events, runTimeoutMs },
+      request,
+      text,
+    );
+  return async (command, request) => {
+    const sessionKey = request.ctx.sessionKey;
+    switch (command.name) {
+      case "new":
+        return deps.lane.enqueue({ ...request, command: "new" });
+      case "stop": {
+        const active = await deps.activity.activeRun(sessionKey);
+        if (active) await deps.control.stop(active, "aborted");
+        return answer(request, active ? "Stopped." : "Nothing is running.");
+      }
+      case "queue": {
+        const mode = QueueModeSchema.safeParse(command.args.toLowerCase());
+        if (!mode.success) {
+          const current = await deps.activity.queueMode(sessionKey);
+          return answer(
+            request,
+            `Queue mode is ${current}. Use /queue steer, /queue followup, /queue collect or /queue interrupt.`,
+          );
+        }
+        await deps.activity.setQueueMode(sessionKey, mode.data);
+        return answer(request, `Queue mode set to ${mode.data}.`);
+      }
+      case "status": {
+        const [session, mode, usage, active] = await Promise.all([
+          deps.sessions.get(sessionKey),
+          deps.activity.queueMode(sessionKey),
+          deps.activity.usage(sessionKey),
+          deps.activity.activeRun(sessionKey),
+        ]);
+        const lines = [
+          `Model: ${deps.config.agent.model}`,
+          `Session: ${sessionKey} (${session?.sessionId ?? "not started yet"})`,
+          `Queue mode: ${mode}`,
+          `Running: ${active ?? "nothing"}`,
+          `Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out`,
+        ];
+        return answer(request, lines.join("\n"));
+      }
+    }
+  };
+}

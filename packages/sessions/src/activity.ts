@@ -1,0 +1,136 @@
+import { type QueueMode, QueueModeSchema, type RunRequest, RunRequestSchema } from "@hub/core";
+import { runScript } from "@hub/queue";
+import type { Redis } from "ioredis";
+
+// steer(active, steer; runId, request) -> 1 queued for the running run, 0 the run is no longer active
+const STEER = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('RPUSH', KEYS[2], ARGV[2])
+redis.call('EXPIRE', KEYS[2], 86400)
+return 1
+`;
+// end(active, steer; runId) -> steering requests never taken (to run as follow-ups)
+const END = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local left = redis.call('LRANGE', KEYS[2], 0, -1)
+redis.call('DEL', KEYS[2])
+return left
+`;
+// take(steer) -> every queued steering request, atomically
+const TAKE = `
+local all = redis.call('LRANGE', KEYS[1], 0, -1)
+redis.call('DEL', KEYS[1])
+return all
+`;
+// collect(list, pending; request) -> 1 when this is the first collected message (queue one collect run)
+const COLLECT = `
+redis.call('RPUSH', KEYS[1], ARGV[1])
+redis.call('EXPIRE', KEYS[1], 86400)
+if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 86400) then return 1 end
+return 0
+`;
+
+/**
+ * What is happening in a session right now, in Redis so every process sees
+ * it: the running run, messages steered into it, messages collected for the
+ * next turn, and the session's queue mode. The steer and end steps are
+ * atomic, so a message steered while its run ends is never lost: it comes
+ * back from `end` and runs as a follow-up.
+ */
+export class SessionActivity {
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly defaultMode: QueueMode,
+  ) {}
+
+  #k(kind: string, id: string): string {
+    return `${this.prefix}:${kind}:${id}`;
+  }
+
+  /** The run executing in the session, if any. */
+  async activeRun(sessionKey: string): Promise<string | undefined> {
+    return (await this.redis.get(this.#k("active", sessionKey))) ?? undefined;
+  }
+
+  /** Marks a run as the session's running one (lease-bounded, in case its process dies). */
+  async begin(sessionKey: string, runId: string, ttlMs: number): Promise<void> {
+    await this.redis.set(this.#k("active", sessionKey), runId, "PX", ttlMs);
+  }
+
+  /** Ends a run's activity; returns steering requests it never took, to be run as follow-ups. */
+  async end(sessionKey: string, runId: string): Promise<RunRequest[]> {
+    const left = (await runScript(
+      this.redis,
+      END,
+      [this.#k("active", sessionKey), this.#k("steer", runId)],
+      [runId],
+    )) as string[];
+    return left.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  }
+
+  /** Queues a message for the running run; false if that run has already ended. */
+  async steer(sessionKey: string, runId: string, request: RunRequest): Promise<boolean> {
+    return (
+      (await runScript(
+        this.redis,
+        STEER,
+        [this.#k("active", sessionKey), this.#k("steer", runId)],
+        [runId, JSON.stringify(request)],
+      )) === 1
+    );
+  }
+
+  /** Takes every message steered into a run so far. */
+  async takeSteering(runId: string): Promise<RunRequest[]> {
+    const all = (await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[];
+    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  }
+
+  /** Adds a message to the session's collected batch; true when the caller must queue the collect run. */
+  async collect(sessionKey: string, request: RunRequest): Promise<boolean> {
+    return (
+      (await runScript(
+        this.redis,
+        COLLECT,
+        [this.#k("collect", sessionKey), this.#k("collect-pending", sessionKey)],
+        [JSON.stringify(request)],
+      )) === 1
+    );
+  }
+
+  /** Takes the collected batch (and allows the next batch to queue its own run). */
+  async takeCollected(sessionKey: string): Promise<RunRequest[]> {
+    const [[, all]] = (await this.redis
+      .multi()
+      .lrange(this.#k("collect", sessionKey), 0, -1)
+      .del(this.#k("collect", sessionKey))
+      .del(this.#k("collect-pending", sessionKey))
+      .exec()) as [[null, string[]], unknown, unknown];
+    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  }
+
+  /** The session's queue mode (its own, or the configured default). */
+  async queueMode(sessionKey: string): Promise<QueueMode> {
+    const mode = QueueModeSchema.safeParse(await this.redis.get(this.#k("queue-mode", sessionKey)));
+    return mode.success ? mode.data : this.defaultMode;
+  }
+
+  async setQueueMode(sessionKey: string, mode: QueueMode): Promise<void> {
+    await this.redis.set(this.#k("queue-mode", sessionKey), mode);
+  }
+
+  /** Adds a run's token usage to the session's totals. */
+  async addUsage(sessionKey: string, usage: { inputTokens: number; outputTokens: number }): Promise<void> {
+    await this.redis
+      .multi()
+      .hincrby(this.#k("usage", sessionKey), "input", usage.inputTokens)
+      .hincrby(this.#k("usage", sessionKey), "output", usage.outputTokens)
+      .exec();
+  }
+
+  async usage(sessionKey: string): Promise<{ inputTokens: number; outputTokens: number }> {
+    const raw = await this.redis.hgetall(this.#k("usage", sessionKey));
+    return { inputTokens: Number(raw.input ?? 0), outputTokens: Number(raw.output ?? 0) };
+  }
+}
