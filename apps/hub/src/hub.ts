@@ -1,5 +1,5 @@
 import { AgentRunner, defaultTools } from "@hub/agent";
-import type { ChannelAdapter, HubConfig, HubLogger, RunRequest } from "@hub/core";
+import type { ChannelAdapter, HubConfig, HubLogger } from "@hub/core";
 import { admitToSession, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";

@@ -8,7 +8,6 @@ import {
   type SessionWriters,
   type TerminalStatus,
   type TranscriptEntry,
-  type WriterClaim,
   WriterSupersededError,
 } from "@hub/sessions";
 import type { ChatMessage, ModelProvider } from "./model.js";
