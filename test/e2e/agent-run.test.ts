@@ -1,36 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  FakeChatAdapter,
-  type FakeChatPlatform,
-  type FakeOpenAI,
-  startFakeChatPlatform,
-  startFakeOpenAI,
-} from "../fakes/src/index.js";
+import type { FakeChatPlatform, FakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
-import { startTestHub, type TestHub } from "../support/hub.js";
+import { type FakeWorld, startFakeWorld, type TestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
+let world: FakeWorld;
 let hub: TestHub;
 let model: FakeOpenAI;
 let platform: FakeChatPlatform;
 beforeAll(async () => {
-  model = await startFakeOpenAI();
-  platform = await startFakeChatPlatform();
-  hub = await startTestHub(
-    {
-      agent: { model: "fake/test-model" },
-      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
-      channels: { telegram: { groups: { g1: {} } } },
-    },
-    "agent",
-    [new FakeChatAdapter("telegram", platform.url, { textLimit: 100 })],
-  );
+  world = await startFakeWorld("agent", { telegram: { groups: { g1: {} } } }, { textLimit: 100 });
+  ({ hub, model, platform } = world);
 });
-afterAll(async () => {
-  await hub.dispose();
-  await model.close();
-  await platform.close();
-});
+afterAll(async () => world.dispose());
 
 describe("agent runs through the hub", () => {
   it("runs a tool call and answers; the transcript pairs the call with its result", async () => {

@@ -1,37 +1,19 @@
 import type { AdapterFields } from "@hub/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  FakeChatAdapter,
-  type FakeChatPlatform,
-  type FakeOpenAI,
-  startFakeChatPlatform,
-  startFakeOpenAI,
-} from "../fakes/src/index.js";
+import type { FakeChatPlatform, FakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
-import { startTestHub, type TestHub } from "../support/hub.js";
+import { type FakeWorld, startFakeWorld, type TestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
+let world: FakeWorld;
 let hub: TestHub;
 let model: FakeOpenAI;
 let platform: FakeChatPlatform;
 beforeAll(async () => {
-  model = await startFakeOpenAI();
-  platform = await startFakeChatPlatform();
-  hub = await startTestHub(
-    {
-      agent: { model: "fake/test-model" },
-      models: { providers: { fake: { baseUrl: model.url, apiKey: "test-key" } } },
-      channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["42"] } },
-    },
-    "once",
-    [new FakeChatAdapter("telegram", platform.url)],
-  );
+  world = await startFakeWorld("once", { telegram: { dmPolicy: "allowlist", allowFrom: ["42"] } });
+  ({ hub, model, platform } = world);
 });
-afterAll(async () => {
-  await hub.dispose();
-  await model.close();
-  await platform.close();
-});
+afterAll(async () => world.dispose());
 
 const userTexts = () => model.requests.map((r) => JSON.stringify(r.messages.at(-1)));
 

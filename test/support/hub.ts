@@ -9,6 +9,13 @@ import {
   parseConfig,
 } from "@hub/core";
 import { type HubTuning, type RunningHub, startHub } from "../../apps/hub/src/hub.js";
+import {
+  FakeChatAdapter,
+  type FakeChatPlatform,
+  type FakeOpenAI,
+  startFakeChatPlatform,
+  startFakeOpenAI,
+} from "../fakes/src/index.js";
 import { dropPrefix, REDIS_URL, testPrefix } from "./redis.js";
 
 /** A hub started for one test, on its own port, state dir and Redis prefix. */
@@ -58,6 +65,43 @@ export async function startTestHub(
       await hub.stop();
       rmSync(stateDir, { recursive: true, force: true });
       await dropPrefix(prefix);
+    },
+  };
+}
+
+/** A hub wired to a fake model (`fake/test-model`) and a fake chat platform posing as `telegram`. */
+export interface FakeWorld {
+  hub: TestHub;
+  model: FakeOpenAI;
+  platform: FakeChatPlatform;
+  dispose(): Promise<void>;
+}
+
+/** Starts a hub against the fake OpenAI-compatible model and a fake chat platform. */
+export async function startFakeWorld(
+  name: string,
+  channels: HubConfigInput["channels"],
+  options: { textLimit?: number } = {},
+): Promise<FakeWorld> {
+  const model = await startFakeOpenAI();
+  const platform = await startFakeChatPlatform();
+  const hub = await startTestHub(
+    {
+      agent: { model: "fake/test-model" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "test-key" } } },
+      channels,
+    },
+    name,
+    [new FakeChatAdapter("telegram", platform.url, options)],
+  );
+  return {
+    hub,
+    model,
+    platform,
+    dispose: async () => {
+      await hub.dispose();
+      await model.close();
+      await platform.close();
     },
   };
 }

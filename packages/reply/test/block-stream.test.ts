@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { content, fencesBalanced } from "./fences.js";
 import { BlockStreamer, type BlockStreamerOptions } from "../src/block-stream.js";
 
 /** Small seeded PRNG so property-style loops are reproducible. */
@@ -52,32 +53,6 @@ function stream(text: string, options: BlockStreamerOptions, size: () => number)
   return out;
 }
 
-const FENCE = /^[^\S\n]*(`{3,}|~{3,})([^\n]*)$/;
-
-function fencesBalanced(block: string): boolean {
-  let open: string | null = null;
-  for (const line of block.split("\n")) {
-    const m = FENCE.exec(line);
-    if (m === null) continue;
-    const marker = m[1]!;
-    const rest = m[2]!.trim();
-    if (open === null) {
-      if (!(marker[0] === "`" && rest.includes("`"))) open = marker;
-    } else if (marker[0] === open[0] && marker.length >= open.length && rest === "") {
-      open = null;
-    }
-  }
-  return open === null;
-}
-
-/** Content with fence lines (original or added by a cut) and all whitespace removed. */
-function content(text: string): string {
-  return text
-    .split("\n")
-    .filter((line) => !FENCE.test(line))
-    .join("")
-    .replace(/\s+/g, "");
-}
 
 describe("BlockStreamer", () => {
   it("emits a block as soon as its paragraph ends", () => {

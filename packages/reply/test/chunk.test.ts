@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { content, fencesBalanced } from "./fences.js";
 import { chunkText } from "../src/chunk.js";
 
 /** Small seeded PRNG so property-style loops are reproducible. */
@@ -52,33 +53,6 @@ function randomMarkdown(rand: () => number, targetLength: number): string {
   return parts.map((p, i) => (i === 0 ? p : (rand() < 0.6 ? "\n\n" : "\n") + p)).join("");
 }
 
-const FENCE = /^[^\S\n]*(`{3,}|~{3,})([^\n]*)$/;
-
-/** Fences balanced: every opener has its closer within the same segment. */
-function fencesBalanced(segment: string): boolean {
-  let open: string | null = null;
-  for (const line of segment.split("\n")) {
-    const m = FENCE.exec(line);
-    if (m === null) continue;
-    const marker = m[1]!;
-    const rest = m[2]!.trim();
-    if (open === null) {
-      if (!(marker[0] === "`" && rest.includes("`"))) open = marker;
-    } else if (marker[0] === open[0] && marker.length >= open.length && rest === "") {
-      open = null;
-    }
-  }
-  return open === null;
-}
-
-/** Content with fence lines (original or added by the chunker) and all whitespace removed. */
-function content(text: string): string {
-  return text
-    .split("\n")
-    .filter((line) => !FENCE.test(line))
-    .join("")
-    .replace(/\s+/g, "");
-}
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
