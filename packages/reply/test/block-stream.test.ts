@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { content, fencesBalanced } from "./fences.js";
 import { BlockStreamer, type BlockStreamerOptions } from "../src/block-stream.js";
+import { content, fencesBalanced } from "./fences.js";
 
 /** Small seeded PRNG so property-style loops are reproducible. */
 function mulberry32(seed: number): () => number {
@@ -52,7 +52,6 @@ function stream(text: string, options: BlockStreamerOptions, size: () => number)
   out.push(...streamer.flush());
   return out;
 }
-
 
 describe("BlockStreamer", () => {
   it("emits a block as soon as its paragraph ends", () => {

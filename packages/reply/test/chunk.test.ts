@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { content, fencesBalanced } from "./fences.js";
 import { chunkText } from "../src/chunk.js";
+import { content, fencesBalanced } from "./fences.js";
 
 /** Small seeded PRNG so property-style loops are reproducible. */
 function mulberry32(seed: number): () => number {
@@ -52,7 +52,6 @@ function randomMarkdown(rand: () => number, targetLength: number): string {
   }
   return parts.map((p, i) => (i === 0 ? p : (rand() < 0.6 ? "\n\n" : "\n") + p)).join("");
 }
-
 
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
