@@ -1,7 +1,7 @@
 import { answerDirectly, type ChatEventPublisher } from "@hub/agent";
 import { type HubConfig, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
 import type { ParsedCommand } from "@hub/dispatch";
-import type { RunRecords, SessionActivity, SessionLane, SessionStore } from "@hub/sessions";
+import type { ApprovalStore, RunRecords, SessionActivity, SessionLane, SessionStore } from "@hub/sessions";
 import type { RunControl } from "./agent-role.js";
 
 /** What the session commands act on. */
@@ -14,6 +14,18 @@ export interface CommandDeps {
   runs: RunRecords;
   replies: ReplySink;
   events: ChatEventPublisher;
+  approvals: ApprovalStore;
+  /** The latest model failover decision (JSON), if any. */
+  lastModelDecision: () => Promise<string | undefined>;
+}
+
+function describeDecision(raw: string): string {
+  try {
+    const d = JSON.parse(raw) as { at: number; ref: string; profile: string; kind: string; action: string };
+    return `${new Date(d.at).toISOString()} ${d.ref} (${d.profile}) failed with ${d.kind}; ${d.action.replace("_", " ")}`;
+  } catch {
+    return raw;
+  }
 }
 
 /**
@@ -53,12 +65,19 @@ export function createCommandHandler(
         await deps.activity.setQueueMode(sessionKey, mode.data);
         return answer(request, `Queue mode set to ${mode.data}.`);
       }
+      case "approve":
+      case "deny": {
+        const code = command.args.split(/\s+/)[0] ?? "";
+        const found = code !== "" && (await deps.approvals.answer(code, sessionKey, command.name === "approve"));
+        return answer(request, found ? (command.name === "approve" ? "Approved." : "Denied.") : `No pending approval with code "${code}" in this chat.`);
+      }
       case "status": {
-        const [session, mode, usage, active] = await Promise.all([
+        const [session, mode, usage, active, decision] = await Promise.all([
           deps.sessions.get(sessionKey),
           deps.activity.queueMode(sessionKey),
           deps.activity.usage(sessionKey),
           deps.activity.activeRun(sessionKey),
+          deps.lastModelDecision(),
         ]);
         const lines = [
           `Model: ${deps.config.agent.model}`,
@@ -66,6 +85,7 @@ export function createCommandHandler(
           `Queue mode: ${mode}`,
           `Running: ${active ?? "nothing"}`,
           `Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out`,
+          ...(decision ? [`Last model failover: ${describeDecision(decision)}`] : []),
         ];
         return answer(request, lines.join("\n"));
       }

@@ -1,10 +1,11 @@
-import { AgentRunner, defaultTools } from "@hub/agent";
-import type { ChannelAdapter, HubConfig, HubLogger } from "@hub/core";
+import { AgentRunner, assembleTools, currentTimeTool, memoryTools, sessionStatusTool, TOOL_PROFILES } from "@hub/agent";
+import { join } from "node:path";
+import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
 import { admitToSession, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
-import { RunRecords, SessionActivity, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
+import { ApprovalStore, RunRecords, SessionActivity, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
 import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
@@ -94,7 +95,21 @@ export async function startHub(
     );
 
   const control = new RunControl(redis, prefix);
+  const decisionsKey = `${prefix}:model-decisions`;
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
+  const approvals = new ApprovalStore(redis, prefix);
+  const statusText = async (sessionKey: string) => {
+    const [mode, usage] = await Promise.all([activity.queueMode(sessionKey), activity.usage(sessionKey)]);
+    return `Model: ${config.agent.model}. Session: ${sessionKey}. Queue mode: ${mode}. Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out.`;
+  };
+  const availableTools = [currentTimeTool, sessionStatusTool(statusText), ...memoryTools(join(options.stateDir, "workspace"))];
+  const toolsFor = (ctx: MsgContext) => {
+    const t = config.agent.tools;
+    const access = (config.channels as Record<string, ChannelAccess | undefined>)[ctx.channel];
+    const group = ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
+    const levels = [t, access?.tools ?? {}, group?.tools ?? {}];
+    return { tools: assembleTools(availableTools, TOOL_PROFILES[t.profile], levels), approvals: t.approvals, approvalTimeoutMs: t.approvalTimeoutSeconds * 1000 };
+  };
   if (roles.has("agent")) {
     const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
     const agentLog = logger.child({ component: "agent" });
@@ -105,9 +120,13 @@ export async function startHub(
       writers: new SessionWriters(redis, prefix),
       replies,
       events,
-      resolveModel: createModelResolver(config),
+      resolveModel: createModelResolver(config, agentLog, (decision) => {
+        // Kept in Redis so /status in any process can show the latest failover decisions.
+        void redis.multi().lpush(decisionsKey, JSON.stringify(decision)).ltrim(decisionsKey, 0, 19).exec().catch(() => {});
+      }),
       modelRef: config.agent.model,
-      tools: defaultTools,
+      toolsFor: (ctx) => toolsFor(ctx),
+      approvals,
       systemPrompt: config.agent.systemPrompt,
       runTimeoutMs,
       logger: agentLog,
@@ -147,7 +166,18 @@ export async function startHub(
           abortRun: (runId) => control.stop(runId, "aborted"),
         });
       },
-      commands: createCommandHandler({ config, activity, control, lane, sessions, runs, replies, events }),
+      commands: createCommandHandler({
+        config,
+        activity,
+        control,
+        lane,
+        sessions,
+        runs,
+        replies,
+        events,
+        approvals,
+        lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
+      }),
       logger: logger.child({ component: "dispatch" }),
     });
     const admit = dispatcher;

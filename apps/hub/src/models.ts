@@ -1,39 +1,65 @@
-import { type ModelProvider, OfflineProvider, OpenAIProvider } from "@hub/agent";
-import { type HubConfig, HubError } from "@hub/core";
+import {
+  type AuthProfile,
+  type FailoverDecision,
+  AnthropicProvider,
+  FailoverProvider,
+  type ModelCandidate,
+  type ModelProvider,
+  OfflineProvider,
+  OpenAIProvider,
+} from "@hub/agent";
 
-/** A resolver from `provider/model` refs to providers, built once from config. */
+import { type HubConfig, HubError, type HubLogger } from "@hub/core";
+
+/** A resolver from model refs (or aliases) to a provider and model name. */
 export type ModelResolver = (ref: string) => { provider: ModelProvider; model: string };
 
+type ProviderConfig = HubConfig["models"]["providers"][string];
+
+function profilesOf(name: string, p: ProviderConfig): AuthProfile[] {
+  const keys = [...(p.apiKey ? [p.apiKey] : []), ...p.apiKeys];
+  const make = (apiKey: string | undefined, i: number): AuthProfile => {
+    const options = { id: name, ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}), ...(apiKey ? { apiKey } : {}) };
+    return { id: `${name}#${i + 1}`, provider: p.api === "anthropic" ? new AnthropicProvider(options) : new OpenAIProvider(options) };
+  };
+  // A keyless provider (a local Ollama, say) is one profile without a key.
+  return keys.length ? keys.map((k, i) => make(k, i)) : [make(undefined, 0)];
+}
+
 /**
- * Builds the model resolver: `offline/<anything>` is the built-in offline
- * model; any other provider must be configured under `models.providers`.
- * Throws at start (not at the first message) when the agent's model is unknown.
+ * Builds the model resolver from config: `offline/<anything>` is the built-in
+ * offline model; other refs name a configured provider (or an alias). The
+ * agent's model resolves to a failover provider over its candidate chain
+ * (`agent.model`, then `agent.fallbacks`), each with the provider's auth
+ * profiles. Unknown providers or aliases fail at start, not at the first message.
  */
-export function createModelResolver(config: HubConfig): ModelResolver {
-  const providers = new Map<string, ModelProvider>();
-  providers.set("offline", new OfflineProvider(config.agent.offlineTokenDelayMs));
-  for (const [name, p] of Object.entries(config.models.providers)) {
-    providers.set(
-      name,
-      new OpenAIProvider({
-        id: name,
-        ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}),
-        ...(p.apiKey ? { apiKey: p.apiKey } : {}),
-      }),
-    );
-  }
-  const resolve: ModelResolver = (ref) => {
+export function createModelResolver(
+  config: HubConfig,
+  logger: HubLogger,
+  onDecision: (decision: FailoverDecision) => void = () => {},
+): ModelResolver {
+  const profiles = new Map<string, AuthProfile[]>([["offline", [{ id: "offline", provider: new OfflineProvider(config.agent.offlineTokenDelayMs) }]]]);
+  for (const [name, p] of Object.entries(config.models.providers)) profiles.set(name, profilesOf(name, p));
+
+  const candidate = (input: string): ModelCandidate => {
+    const ref = config.models.aliases[input] ?? input;
     const slash = ref.indexOf("/");
-    const name = ref.slice(0, slash);
-    const provider = providers.get(name);
-    if (!provider) {
+    const name = slash > 0 ? ref.slice(0, slash) : "";
+    const found = profiles.get(name);
+    if (slash <= 0 || !found) {
       throw new HubError(
         "model_unknown",
-        `The model "${ref}" names provider "${name}", which is not configured; add models.providers.${name} (baseUrl, apiKey) to hub.json5 or use "offline/echo".`,
+        `The model "${input}" is not usable: ${slash <= 0 ? "it is neither provider/model nor an alias in models.aliases" : `provider "${name}" is not configured; add models.providers.${name} (api, baseUrl, apiKey) to hub.json5`}, or use "offline/echo".`,
       );
     }
-    return { provider, model: ref.slice(slash + 1) };
+    return { ref, model: ref.slice(slash + 1), profiles: found };
   };
-  resolve(config.agent.model);
-  return resolve;
+
+  const chain = [config.agent.model, ...config.agent.fallbacks].map(candidate);
+  const agentProvider = new FailoverProvider(chain, logger, onDecision);
+  return (ref) => {
+    if (ref === config.agent.model) return { provider: agentProvider, model: chain[0]!.model };
+    const c = candidate(ref);
+    return { provider: new FailoverProvider([c], logger, onDecision), model: c.model };
+  };
 }

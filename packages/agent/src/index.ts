@@ -4,3 +4,6 @@ export * from "./providers/openai.js";
 export * from "./runner.js";
 export * from "./tools.js";
 export * from "./turn.js";
+export * from "./failover.js";
+export * from "./tool-policy.js";
+export * from "./providers/anthropic.js";

@@ -1,6 +1,7 @@
 import type { ChannelCapabilities, ChatEvent, HubLogger, MsgContext, ReplySink, RunRequest } from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
 import {
+  type ApprovalStore,
   type RunRecords,
   recoveryDecision,
   type SessionActivity,
@@ -12,6 +13,7 @@ import {
 } from "@hub/sessions";
 import type { ChatMessage, ModelProvider } from "./model.js";
 import { ModelError } from "./model.js";
+import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 import { runAgentTurn } from "./turn.js";
 
@@ -39,7 +41,9 @@ export interface AgentRunnerOptions {
   /** Resolves `provider/model` to a provider and the provider's model name. */
   resolveModel: (ref: string) => { provider: ModelProvider; model: string };
   modelRef: string;
-  tools: AgentTool[];
+  /** The tools a run in this chat gets and their approval modes (policy already applied). */
+  toolsFor: (ctx: MsgContext) => { tools: AgentTool[]; approvals: Record<string, ApprovalMode>; approvalTimeoutMs: number };
+  approvals: ApprovalStore;
   systemPrompt?: string | undefined;
   runTimeoutMs: number;
   logger: HubLogger;
@@ -248,13 +252,35 @@ export class AgentRunner {
       if (!resuming) await writeChecked(batch.map(userEntryOf));
       if (abort.signal.aborted) throw abort.signal.reason;
       const { provider, model } = this.o.resolveModel(this.o.modelRef);
+      const policy = this.o.toolsFor(ctx);
+      const canAsk = caps?.interactive !== false;
+      const chain = new ToolCallChain({
+        allowed: new Set(policy.tools.map((t) => t.spec.name)),
+        approvals: policy.approvals,
+        ...(canAsk
+          ? {
+              ask: async (call, args) => {
+                const code = await this.o.approvals.open(ctx.sessionKey, policy.approvalTimeoutMs);
+                const seconds = Math.round(policy.approvalTimeoutMs / 1000);
+                // What the model said before asking goes out first.
+                pushBlocks(streamer.flush());
+                pushBlocks([
+                  `Approve running \`${call.name}\` with \`${JSON.stringify(args)}\`? Reply /approve ${code} or /deny ${code} (within ${seconds} s).`,
+                ]);
+                await pushing;
+                return this.o.approvals.wait(code, policy.approvalTimeoutMs, abort.signal);
+              },
+            }
+          : {}),
+      });
       const result = await runAgentTurn({
         runId,
         sessionKey: ctx.sessionKey,
         provider,
         model,
         messages,
-        tools: this.o.tools,
+        tools: policy.tools,
+        chain,
         signal: abort.signal,
         onText: (delta) => pushBlocks(streamer.push(delta)),
         onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),

@@ -1,4 +1,5 @@
 import type { ChatMessage, ModelProvider, ModelStopReason, ModelUsage, ToolCall } from "./model.js";
+import type { ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 
 /** Input of one agent turn (one user message to one final answer, with tool calls in between). */
@@ -23,6 +24,8 @@ export interface AgentTurnInput {
   onCommit?: (step: ChatMessage[]) => Promise<void>;
   /** Messages that arrived while the run was working (steering), injected at the next batch boundary. */
   takeSteering?: () => Promise<string[]>;
+  /** Loop guard, policy, approval and hooks, before each tool call; without it, listed tools just run. */
+  chain?: ToolCallChain;
 }
 
 /** What a turn produced and how it ended. */
@@ -91,10 +94,16 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
 async function runTool(tool: AgentTool | undefined, call: ToolCall, input: AgentTurnInput): Promise<string> {
   if (!tool) return `Error: there is no tool named "${call.name}".`;
   let args: unknown;
-  try {
-    args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
-  } catch {
-    return `Error: the arguments of ${call.name} are not valid JSON; call it again with a JSON object.`;
+  if (input.chain) {
+    const verdict = await input.chain.authorize(call);
+    if (!verdict.run) return verdict.result;
+    args = verdict.args;
+  } else {
+    try {
+      args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
+    } catch {
+      return `Error: the arguments of ${call.name} are not valid JSON; call it again with a JSON object.`;
+    }
   }
   try {
     return await tool.run(args, { runId: input.runId, sessionKey: input.sessionKey, signal: input.signal });

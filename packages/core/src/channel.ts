@@ -25,6 +25,8 @@ export interface ChannelCapabilities {
    * rather than one per paragraph. 1 sends each paragraph as it completes.
    */
   streamMinChars?: number;
+  /** Whether a person can answer in this channel (approvals); false makes `ask` tools deny rather than wait. */
+  interactive?: boolean;
   /** Most sends per second for one account across all its chats. */
   maxSendsPerSecond?: number;
   /**

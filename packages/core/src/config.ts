@@ -10,9 +10,16 @@ export const DmPolicySchema = z.enum(["allowlist", "open", "disabled"]);
 /** Which groups get answers: `allowlist` (only `groups`), `open`, `disabled`. */
 export const GroupPolicySchema = z.enum(["allowlist", "open", "disabled"]);
 
+/** Allow and deny lists of tool names (`*` matches all); deny wins over allow at every level. */
+export const ToolListsSchema = z
+  .object({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
+  .strict();
+
 /** Per-group settings. */
 export const GroupConfigSchema = z
   .object({
+    /** Tools in this group (a group can be given fewer tools than the owner's DMs). */
+    tools: ToolListsSchema.optional(),
     requireMention: z.boolean().default(true),
     /** Senders allowed in this group; empty means everyone in the group. */
     allowFrom: z.array(z.string()).default([]),
@@ -22,6 +29,8 @@ export const GroupConfigSchema = z
 /** Access settings every channel shares. */
 export const ChannelAccessSchema = z.object({
   enabled: z.boolean().default(true),
+  /** Tools in this channel. */
+  tools: ToolListsSchema.optional(),
   accountId: z.string().min(1).default("default"),
   dmPolicy: DmPolicySchema.default("allowlist"),
   allowFrom: z.array(z.string()).default([]),
@@ -51,9 +60,12 @@ const WebChatSchema = ChannelAccessSchema.extend({
 
 const ProviderSchema = z
   .object({
-    api: z.enum(["openai"]).default("openai"),
+    /** Which API the provider speaks: OpenAI-compatible (OpenAI, Ollama, vLLM, LM Studio, OpenRouter) or Anthropic. */
+    api: z.enum(["openai", "anthropic"]).default("openai"),
     baseUrl: z.url().optional(),
     apiKey: z.string().min(1).optional(),
+    /** More keys (auth profiles): on an auth or rate-limit failure the next one is tried while the failed one cools down. */
+    apiKeys: z.array(z.string().min(1)).default([]),
   })
   .strict();
 
@@ -83,12 +95,28 @@ export const HubConfigSchema = z
         model: z
           .string()
           .regex(
-            /^[a-z0-9_-]+\/.+$/,
+            /^([a-z0-9_-]+\/.+|[A-Za-z0-9_-]+)$/,
             'must be "provider/model", for example "offline/echo" or "openai/gpt-4o-mini"',
           )
           .default("offline/echo"),
         dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
         maxConcurrentRuns: z.number().int().positive().default(8),
+        /** Which tools runs get, and which need the user's approval. */
+        tools: z
+          .object({
+            /** `minimal` (current_time), `standard` (+ session_status, memory), `full` (every tool). */
+            profile: z.enum(["minimal", "standard", "full"]).default("standard"),
+            allow: z.array(z.string()).default([]),
+            deny: z.array(z.string()).default([]),
+            /** Per tool: `allow` (default), `deny`, or `ask` (the user approves in chat with a short code). */
+            approvals: z.record(z.string(), z.enum(["allow", "deny", "ask"])).default({}),
+            /** How long an approval request waits for the user (seconds). */
+            approvalTimeoutSeconds: z.number().int().positive().default(120),
+          })
+          .strict()
+          .default({ profile: "standard", allow: [], deny: [], approvals: {}, approvalTimeoutSeconds: 120 }),
+        /** Models tried in order when the primary fails (overloaded, unreachable, or out of auth profiles). */
+        fallbacks: z.array(z.string().min(1)).default([]),
         /** What a message arriving during a run does (per session, `/queue <mode>` changes it). */
         queueMode: z.enum(["steer", "followup", "collect", "interrupt"]).default("steer"),
         runTimeoutSeconds: z.number().int().positive().default(600),
@@ -104,15 +132,21 @@ export const HubConfigSchema = z
         model: "offline/echo",
         dmScope: "per-channel-peer",
         maxConcurrentRuns: 8,
+        tools: { profile: "standard", allow: [], deny: [], approvals: {}, approvalTimeoutSeconds: 120 },
+        fallbacks: [],
         queueMode: "steer",
         runTimeoutSeconds: 600,
         laneLeaseMs: 30_000,
         offlineTokenDelayMs: 15,
       }),
     models: z
-      .object({ providers: z.record(z.string(), ProviderSchema).default({}) })
+      .object({
+        providers: z.record(z.string(), ProviderSchema).default({}),
+        /** Short names for model refs, e.g. { fast: "openai/gpt-4o-mini" }. */
+        aliases: z.record(z.string(), z.string()).default({}),
+      })
       .strict()
-      .default({ providers: {} }),
+      .default({ providers: {}, aliases: {} }),
     redis: z
       .object({
         url: z

@@ -1,5 +1,5 @@
 /** Session commands the hub handles itself, before the agent, in every channel. */
-export const COMMANDS = ["stop", "new", "status", "queue"] as const;
+export const COMMANDS = ["stop", "new", "status", "queue", "approve", "deny"] as const;
 /** A known command name. */
 export type CommandName = (typeof COMMANDS)[number];
 

@@ -5,3 +5,4 @@ export * from "./run-records.js";
 export * from "./store.js";
 export * from "./transcript.js";
 export * from "./writer.js";
+export * from "./approvals.js";

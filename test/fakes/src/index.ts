@@ -1,3 +1,4 @@
+export * from "./anthropic.js";
 export * from "./chat-platform.js";
 export * from "./openai.js";
 export * from "./telegram.js";
