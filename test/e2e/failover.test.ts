@@ -33,14 +33,25 @@ afterAll(async () => {
 });
 
 const history = async (sessionKey: string) =>
-  ((await client.request("chat.history", { sessionKey })).payload as { messages: Array<{ role: string; text: string }> }).messages;
+  (
+    (await client.request("chat.history", { sessionKey })).payload as {
+      messages: Array<{ role: string; text: string }>;
+    }
+  ).messages;
 
 describe("model failover", () => {
   it("rotates to the next auth profile after a 401, and the session advances once", async () => {
     primary.script({ text: "From the good key." });
     const s = "agent:main:webchat:direct:rotate";
-    await client.request("chat.send", { sessionKey: s, text: "rotate please", idempotencyKey: "failover-rotate-1" });
-    expect(await client.terminal("failover-rotate-1")).toMatchObject({ state: "final", text: "From the good key." });
+    await client.request("chat.send", {
+      sessionKey: s,
+      text: "rotate please",
+      idempotencyKey: "failover-rotate-1",
+    });
+    expect(await client.terminal("failover-rotate-1")).toMatchObject({
+      state: "final",
+      text: "From the good key.",
+    });
     expect(primary.requests.length).toBe(2); // the refused call, then the good one
     expect(fallback.requests.length).toBe(0);
     expect((await history(s)).map((m) => m.text)).toEqual(["rotate please", "From the good key."]);
@@ -50,19 +61,38 @@ describe("model failover", () => {
     primary.script({ fail: { status: 503 } });
     fallback.script({ text: "From the backup model." });
     const s = "agent:main:webchat:direct:fallback";
-    await client.request("chat.send", { sessionKey: s, text: "fall back please", idempotencyKey: "failover-next-1" });
-    expect(await client.terminal("failover-next-1")).toMatchObject({ state: "final", text: "From the backup model." });
+    await client.request("chat.send", {
+      sessionKey: s,
+      text: "fall back please",
+      idempotencyKey: "failover-next-1",
+    });
+    expect(await client.terminal("failover-next-1")).toMatchObject({
+      state: "final",
+      text: "From the backup model.",
+    });
     expect(fallback.requests.at(-1)?.model).toBe("small");
     expect((await history(s)).map((m) => m.text)).toEqual(["fall back please", "From the backup model."]);
-    const status = await client.request("chat.send", { sessionKey: s, text: "/status", idempotencyKey: "failover-status-1" });
+    const status = await client.request("chat.send", {
+      sessionKey: s,
+      text: "/status",
+      idempotencyKey: "failover-status-1",
+    });
     expect(status.ok).toBe(true);
-    expect((await client.terminal("failover-status-1")).text).toMatch(/Last model failover: .*main\/big .* failed with overloaded; next model/);
+    expect((await client.terminal("failover-status-1")).text).toMatch(
+      /Last model failover: .*main\/big .* failed with overloaded; next model/,
+    );
   });
 
   it("surfaces a bad request without trying other models", async () => {
-    primary.script({ fail: { status: 400, body: { error: { message: "bad input", type: "invalid_request_error" } } } });
+    primary.script({
+      fail: { status: 400, body: { error: { message: "bad input", type: "invalid_request_error" } } },
+    });
     const before = fallback.requests.length;
-    await client.request("chat.send", { sessionKey: "agent:main:webchat:direct:bad", text: "bad", idempotencyKey: "failover-bad-1" });
+    await client.request("chat.send", {
+      sessionKey: "agent:main:webchat:direct:bad",
+      text: "bad",
+      idempotencyKey: "failover-bad-1",
+    });
     expect((await client.terminal("failover-bad-1")).state).toBe("error");
     expect(fallback.requests.length).toBe(before);
   });
@@ -71,7 +101,11 @@ describe("model failover", () => {
     primary.script({ malformed: true });
     const before = fallback.requests.length;
     const s = "agent:main:webchat:direct:midstream";
-    await client.request("chat.send", { sessionKey: s, text: "break midway", idempotencyKey: "failover-mid-1" });
+    await client.request("chat.send", {
+      sessionKey: s,
+      text: "break midway",
+      idempotencyKey: "failover-mid-1",
+    });
     expect((await client.terminal("failover-mid-1")).state).toBe("error");
     expect(fallback.requests.length).toBe(before);
     expect((await history(s)).filter((m) => m.role === "assistant")).toEqual([]);

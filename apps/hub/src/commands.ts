@@ -68,8 +68,16 @@ export function createCommandHandler(
       case "approve":
       case "deny": {
         const code = command.args.split(/\s+/)[0] ?? "";
-        const found = code !== "" && (await deps.approvals.answer(code, sessionKey, command.name === "approve"));
-        return answer(request, found ? (command.name === "approve" ? "Approved." : "Denied.") : `No pending approval with code "${code}" in this chat.`);
+        const found =
+          code !== "" && (await deps.approvals.answer(code, sessionKey, command.name === "approve"));
+        return answer(
+          request,
+          found
+            ? command.name === "approve"
+              ? "Approved."
+              : "Denied."
+            : `No pending approval with code "${code}" in this chat.`,
+        );
       }
       case "status": {
         const [session, mode, usage, active, decision] = await Promise.all([

@@ -1,11 +1,25 @@
-import { AgentRunner, assembleTools, currentTimeTool, memoryTools, sessionStatusTool, TOOL_PROFILES } from "@hub/agent";
 import { join } from "node:path";
+import {
+  AgentRunner,
+  assembleTools,
+  currentTimeTool,
+  memoryTools,
+  sessionStatusTool,
+  TOOL_PROFILES,
+} from "@hub/agent";
 import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
 import { admitToSession, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
-import { ApprovalStore, RunRecords, SessionActivity, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
+import {
+  ApprovalStore,
+  RunRecords,
+  SessionActivity,
+  SessionLane,
+  SessionStore,
+  SessionWriters,
+} from "@hub/sessions";
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
 import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
@@ -102,13 +116,22 @@ export async function startHub(
     const [mode, usage] = await Promise.all([activity.queueMode(sessionKey), activity.usage(sessionKey)]);
     return `Model: ${config.agent.model}. Session: ${sessionKey}. Queue mode: ${mode}. Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out.`;
   };
-  const availableTools = [currentTimeTool, sessionStatusTool(statusText), ...memoryTools(join(options.stateDir, "workspace"))];
+  const availableTools = [
+    currentTimeTool,
+    sessionStatusTool(statusText),
+    ...memoryTools(join(options.stateDir, "workspace")),
+  ];
   const toolsFor = (ctx: MsgContext) => {
     const t = config.agent.tools;
     const access = (config.channels as Record<string, ChannelAccess | undefined>)[ctx.channel];
-    const group = ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
+    const group =
+      ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
     const levels = [t, access?.tools ?? {}, group?.tools ?? {}];
-    return { tools: assembleTools(availableTools, TOOL_PROFILES[t.profile], levels), approvals: t.approvals, approvalTimeoutMs: t.approvalTimeoutSeconds * 1000 };
+    return {
+      tools: assembleTools(availableTools, TOOL_PROFILES[t.profile], levels),
+      approvals: t.approvals,
+      approvalTimeoutMs: t.approvalTimeoutSeconds * 1000,
+    };
   };
   if (roles.has("agent")) {
     const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
@@ -122,7 +145,12 @@ export async function startHub(
       events,
       resolveModel: createModelResolver(config, agentLog, (decision) => {
         // Kept in Redis so /status in any process can show the latest failover decisions.
-        void redis.multi().lpush(decisionsKey, JSON.stringify(decision)).ltrim(decisionsKey, 0, 19).exec().catch(() => {});
+        void redis
+          .multi()
+          .lpush(decisionsKey, JSON.stringify(decision))
+          .ltrim(decisionsKey, 0, 19)
+          .exec()
+          .catch(() => {});
       }),
       modelRef: config.agent.model,
       toolsFor: (ctx) => toolsFor(ctx),
@@ -224,7 +252,8 @@ export async function startHub(
     stop: async () => {
       for (const stop of stopAdapters) await stop();
       await gateway?.stop();
-      for (const w of workers) await w.close();
+      // Runs first (they wait for their replies), delivery last.
+      for (const w of [...workers].reverse()) await w.close();
       for (const c of cleanups) await c();
       await lane.close();
       await replies.close();

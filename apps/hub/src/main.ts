@@ -54,6 +54,12 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, "stopping");
+    // Runs still going after this are resumed by restart recovery; do not hang the shutdown on them.
+    const forced = setTimeout(() => {
+      logger.warn("runs still in flight after 15 s; exiting, they will resume after the restart");
+      process.exit(0);
+    }, 15_000);
+    forced.unref();
     await hub.stop();
     localRedis?.stop();
     process.exit(0);

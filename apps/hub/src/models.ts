@@ -1,7 +1,7 @@
 import {
+  AnthropicProvider,
   type AuthProfile,
   type FailoverDecision,
-  AnthropicProvider,
   FailoverProvider,
   type ModelCandidate,
   type ModelProvider,
@@ -20,7 +20,10 @@ function profilesOf(name: string, p: ProviderConfig): AuthProfile[] {
   const keys = [...(p.apiKey ? [p.apiKey] : []), ...p.apiKeys];
   const make = (apiKey: string | undefined, i: number): AuthProfile => {
     const options = { id: name, ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}), ...(apiKey ? { apiKey } : {}) };
-    return { id: `${name}#${i + 1}`, provider: p.api === "anthropic" ? new AnthropicProvider(options) : new OpenAIProvider(options) };
+    return {
+      id: `${name}#${i + 1}`,
+      provider: p.api === "anthropic" ? new AnthropicProvider(options) : new OpenAIProvider(options),
+    };
   };
   // A keyless provider (a local Ollama, say) is one profile without a key.
   return keys.length ? keys.map((k, i) => make(k, i)) : [make(undefined, 0)];
@@ -38,7 +41,9 @@ export function createModelResolver(
   logger: HubLogger,
   onDecision: (decision: FailoverDecision) => void = () => {},
 ): ModelResolver {
-  const profiles = new Map<string, AuthProfile[]>([["offline", [{ id: "offline", provider: new OfflineProvider(config.agent.offlineTokenDelayMs) }]]]);
+  const profiles = new Map<string, AuthProfile[]>([
+    ["offline", [{ id: "offline", provider: new OfflineProvider(config.agent.offlineTokenDelayMs) }]],
+  ]);
   for (const [name, p] of Object.entries(config.models.providers)) profiles.set(name, profilesOf(name, p));
 
   const candidate = (input: string): ModelCandidate => {

@@ -1,5 +1,11 @@
 import type { HubLogger } from "@hub/core";
-import { ModelError, type ModelErrorKind, type ModelEvent, type ModelProvider, type ModelRequest } from "./model.js";
+import {
+  ModelError,
+  type ModelErrorKind,
+  type ModelEvent,
+  type ModelProvider,
+  type ModelRequest,
+} from "./model.js";
 
 /** One auth profile of a provider (e.g. one API key), with its own cooldown. */
 export interface AuthProfile {
@@ -68,7 +74,11 @@ export class FailoverProvider implements ModelProvider {
       const now = Date.now();
       const ready = candidate.profiles.filter((p) => (this.#cooldownUntil.get(p.id) ?? 0) <= now);
       // When every profile is cooling down, still try the one that is ready soonest rather than none.
-      const profiles = ready.length ? ready : [...candidate.profiles].sort((a, b) => (this.#cooldownUntil.get(a.id) ?? 0) - (this.#cooldownUntil.get(b.id) ?? 0)).slice(0, 1);
+      const profiles = ready.length
+        ? ready
+        : [...candidate.profiles]
+            .sort((a, b) => (this.#cooldownUntil.get(a.id) ?? 0) - (this.#cooldownUntil.get(b.id) ?? 0))
+            .slice(0, 1);
       let nextModel = false;
       for (const profile of profiles) {
         let streamed = false;
@@ -101,7 +111,11 @@ export class FailoverProvider implements ModelProvider {
           }
         }
       }
-      if (!nextModel) this.logger.warn({ ref: candidate.ref }, "every auth profile of this model failed; trying the next model");
+      if (!nextModel)
+        this.logger.warn(
+          { ref: candidate.ref },
+          "every auth profile of this model failed; trying the next model",
+        );
     }
     throw last ?? new ModelError("unknown", "no model candidate could answer");
   }

@@ -42,7 +42,11 @@ export interface AgentRunnerOptions {
   resolveModel: (ref: string) => { provider: ModelProvider; model: string };
   modelRef: string;
   /** The tools a run in this chat gets and their approval modes (policy already applied). */
-  toolsFor: (ctx: MsgContext) => { tools: AgentTool[]; approvals: Record<string, ApprovalMode>; approvalTimeoutMs: number };
+  toolsFor: (ctx: MsgContext) => {
+    tools: AgentTool[];
+    approvals: Record<string, ApprovalMode>;
+    approvalTimeoutMs: number;
+  };
   approvals: ApprovalStore;
   systemPrompt?: string | undefined;
   runTimeoutMs: number;

@@ -10,13 +10,18 @@ export interface ToolLists {
 /** What a tool needs before it runs: nothing (`allow`), never runs (`deny`), or the user's approval (`ask`). */
 export type ApprovalMode = "allow" | "deny" | "ask";
 
-const matches = (list: readonly string[] | undefined, name: string) => !!list && (list.includes("*") || list.includes(name));
+const matches = (list: readonly string[] | undefined, name: string) =>
+  !!list && (list.includes("*") || list.includes(name));
 
 /**
  * The tools a run gets: those of the profile, narrowed by each level's allow
  * list (when it has one) and minus every level's deny list. Deny wins.
  */
-export function assembleTools(available: readonly AgentTool[], profile: readonly string[], levels: readonly ToolLists[]): AgentTool[] {
+export function assembleTools(
+  available: readonly AgentTool[],
+  profile: readonly string[],
+  levels: readonly ToolLists[],
+): AgentTool[] {
   return available.filter((tool) => {
     const name = tool.spec.name;
     if (!matches(profile, name)) return false;
@@ -29,7 +34,10 @@ export function assembleTools(available: readonly AgentTool[], profile: readonly
 }
 
 /** A hook that sees a tool call before it runs: it may block it, or (before approval only) change its arguments. */
-export type ToolHook = (call: ToolCall, args: unknown) => Promise<{ block: string } | { args: unknown } | undefined>;
+export type ToolHook = (
+  call: ToolCall,
+  args: unknown,
+) => Promise<{ block: string } | { args: unknown } | undefined>;
 
 /** The verdict on one tool call. */
 export type ToolVerdict = { run: true; args: unknown } | { run: false; result: string };
@@ -62,23 +70,35 @@ export class ToolCallChain {
     const count = (this.#seen.get(key) ?? 0) + 1;
     this.#seen.set(key, count);
     if (count > (this.o.maxRepeats ?? 3)) {
-      return { run: false, result: `Refused by the loop guard: ${name} was already called ${count - 1} times with these arguments in this run. Do not call it again; answer with what you have.` };
+      return {
+        run: false,
+        result: `Refused by the loop guard: ${name} was already called ${count - 1} times with these arguments in this run. Do not call it again; answer with what you have.`,
+      };
     }
     // 2. Policy.
-    if (!this.o.allowed.has(name)) return { run: false, result: `Refused: the tool ${name} is not allowed in this chat.` };
+    if (!this.o.allowed.has(name))
+      return { run: false, result: `Refused: the tool ${name} is not allowed in this chat.` };
     let args: unknown;
     try {
       args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
     } catch {
-      return { run: false, result: `Refused: the arguments of ${name} are not valid JSON; call it again with a JSON object.` };
+      return {
+        run: false,
+        result: `Refused: the arguments of ${name} are not valid JSON; call it again with a JSON object.`,
+      };
     }
     // 3. Approval.
     const mode = this.o.approvals[name] ?? "allow";
     if (mode === "deny") return { run: false, result: `Refused: the operator has disabled ${name}.` };
     let approved: string | undefined;
     if (mode === "ask") {
-      if (!this.o.ask) return { run: false, result: `Refused: ${name} needs the user's approval, and this chat cannot ask for it.` };
-      if (!(await this.o.ask(call, args))) return { run: false, result: `Refused: the user did not approve running ${name}.` };
+      if (!this.o.ask)
+        return {
+          run: false,
+          result: `Refused: ${name} needs the user's approval, and this chat cannot ask for it.`,
+        };
+      if (!(await this.o.ask(call, args)))
+        return { run: false, result: `Refused: the user did not approve running ${name}.` };
       approved = JSON.stringify(args);
     }
     // 4. Hooks.
@@ -90,7 +110,10 @@ export class ToolCallChain {
     }
     // 5. Final check: what runs is what was approved.
     if (approved !== undefined && JSON.stringify(args) !== approved) {
-      return { run: false, result: `Refused: the arguments of ${name} changed after the user approved them.` };
+      return {
+        run: false,
+        result: `Refused: the arguments of ${name} changed after the user approved them.`,
+      };
     }
     return { run: true, args };
   }

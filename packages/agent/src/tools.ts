@@ -45,7 +45,12 @@ export function memoryTools(workspaceDir: string): AgentTool[] {
       spec: {
         name: "memory_write",
         description: "Appends a note to your long-term memory (MEMORY.md). Keep notes short and factual.",
-        parameters: { type: "object", properties: { note: { type: "string" } }, required: ["note"], additionalProperties: false },
+        parameters: {
+          type: "object",
+          properties: { note: { type: "string" } },
+          required: ["note"],
+          additionalProperties: false,
+        },
       },
       run: async (args) => {
         const note = MemoryWriteSchema.parse(args).note.trim();

@@ -23,7 +23,16 @@ export class ApprovalStore {
   async open(sessionKey: string, ttlMs: number): Promise<string> {
     for (;;) {
       const code = Array.from({ length: 6 }, () => ALPHABET[randomInt(ALPHABET.length)]).join("");
-      if (await this.redis.set(this.#key(code), JSON.stringify({ sessionKey, answer: null }), "PX", ttlMs + 60_000, "NX")) return code;
+      if (
+        await this.redis.set(
+          this.#key(code),
+          JSON.stringify({ sessionKey, answer: null }),
+          "PX",
+          ttlMs + 60_000,
+          "NX",
+        )
+      )
+        return code;
     }
   }
 
