@@ -41,8 +41,9 @@ describe.skipIf(!available)("web chat in a real browser", () => {
     const page = await browser.newPage();
     await page.goto(`${hub.url}#token=${hub.token}`);
     await page.locator("#status[data-state=open]").waitFor();
-    // The token moved from the URL into local storage.
+    // The token moved from the URL into local storage, and the login form is gone.
     expect(page.url()).not.toContain("token=");
+    expect(await page.locator("#login").isVisible()).toBe(false);
     await page.fill("#input", "hello from the browser");
     await page.press("#input", "Enter");
     const answer = page.locator(".msg.assistant").last();

@@ -216,7 +216,7 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
 
 function fixFor(issue: z.core.$ZodIssue): string {
   if (issue.code === "unrecognized_keys")
-    return "remove it or fix its spelling; `hub config schema` lists every key";
+    return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
   if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
   return "correct the value";
 }

@@ -11,7 +11,7 @@ describe("config", () => {
 
   it("refuses unknown keys with the path and a fix", () => {
     expect(() => parseConfig({ gateway: { prot: 1 } }, "/x/hub.json5")).toThrow(
-      /\/x\/hub\.json5[\s\S]*gateway \(unknown key "prot"\)[\s\S]*hub config schema/,
+      /\/x\/hub\.json5[\s\S]*gateway \(unknown key "prot"\)[\s\S]*config schema/,
     );
   });
 

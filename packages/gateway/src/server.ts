@@ -124,6 +124,8 @@ export class GatewayServer {
       });
     });
     this.#wss = new WebSocketServer({ server: this.#http, maxPayload: options.maxFrameBytes });
+    // Listen errors are reported by start(); the ws server re-emits them and must not crash the process.
+    this.#wss.on("error", () => {});
     this.#wss.on("connection", (ws, req) => this.#onConnection(ws, req));
   }
 
@@ -136,7 +138,16 @@ export class GatewayServer {
   async start(): Promise<void> {
     await this.deps.subscribeEvents((event) => this.#route(event));
     await new Promise<void>((resolve, reject) => {
-      this.#http.once("error", reject);
+      this.#http.once("error", (error: NodeJS.ErrnoException) =>
+        reject(
+          error.code === "EADDRINUSE"
+            ? new HubError(
+                "gateway_port_in_use",
+                `Port ${this.options.port} on ${this.options.host} is already in use; stop the other program or set HUB_GATEWAY_PORT (or gateway.port) to a free port.`,
+              )
+            : error,
+        ),
+      );
       this.#http.listen(this.options.port, this.options.host, () => resolve());
     });
     this.#port = (this.#http.address() as AddressInfo).port;
