@@ -120,7 +120,9 @@ describe("tool policy per group", () => {
       ((world.model.requests[i]!.tools ?? []) as Array<{ function: { name: string } }>)
         .map((t) => t.function.name)
         .sort();
-    const dm = world.model.requests.findIndex((r) => JSON.stringify(r.messages).includes("direct chat"));
+    const dm = world.model.requests.findIndex((r) =>
+      JSON.stringify(r.messages).includes("direct (private) chat"),
+    );
     expect(names(dm)).toEqual(["current_time", "memory_read", "memory_write", "session_status"]);
     expect(names(1 - dm)).toEqual(["current_time", "session_status"]);
   });

@@ -115,6 +115,18 @@ export const HubConfigSchema = z
           })
           .strict()
           .default({ profile: "standard", allow: [], deny: [], approvals: {}, approvalTimeoutSeconds: 120 }),
+        /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
+        workspace: z.string().optional(),
+        /** Caps on workspace files given to the model. */
+        bootstrap: z
+          .object({
+            perFileChars: z.number().int().positive().default(20_000),
+            totalChars: z.number().int().positive().default(60_000),
+          })
+          .strict()
+          .default({ perFileChars: 20_000, totalChars: 60_000 }),
+        /** The model's context window (tokens); older turns are compacted into a summary before it fills up. */
+        contextWindowTokens: z.number().int().min(1000).default(128_000),
         /** Models tried in order when the primary fails (overloaded, unreachable, or out of auth profiles). */
         fallbacks: z.array(z.string().min(1)).default([]),
         /** What a message arriving during a run does (per session, `/queue <mode>` changes it). */
@@ -132,6 +144,8 @@ export const HubConfigSchema = z
         model: "offline/echo",
         dmScope: "per-channel-peer",
         maxConcurrentRuns: 8,
+        bootstrap: { perFileChars: 20_000, totalChars: 60_000 },
+        contextWindowTokens: 128_000,
         tools: { profile: "standard", allow: [], deny: [], approvals: {}, approvalTimeoutSeconds: 120 },
         fallbacks: [],
         queueMode: "steer",

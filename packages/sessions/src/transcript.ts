@@ -40,6 +40,17 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
     .strict(),
   z
     .object({
+      type: z.literal("compaction"),
+      runId: z.string(),
+      /** The model's summary of every message before `keepFrom`. */
+      summary: z.string(),
+      /** Index (0-based line) of the first transcript entry kept verbatim after this compaction. */
+      keepFrom: z.number().int().nonnegative(),
+      at: z.number(),
+    })
+    .strict(),
+  z
+    .object({
       type: z.literal("outcome"),
       runId: z.string(),
       status: z.enum(["completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]),
