@@ -81,18 +81,24 @@ export interface FakeWorld {
 export async function startFakeWorld(
   name: string,
   channels: HubConfigInput["channels"],
-  options: { textLimit?: number } = {},
+  options: { textLimit?: number; agent?: HubConfigInput["agent"] } = {},
 ): Promise<FakeWorld> {
   const model = await startFakeOpenAI();
   const platform = await startFakeChatPlatform();
   const hub = await startTestHub(
     {
-      agent: { model: "fake/test-model" },
+      agent: { ...options.agent, model: "fake/test-model" },
       models: { providers: { fake: { baseUrl: model.url, apiKey: "test-key" } } },
       channels,
     },
     name,
-    [new FakeChatAdapter("telegram", platform.url, options)],
+    [
+      new FakeChatAdapter(
+        "telegram",
+        platform.url,
+        options.textLimit ? { textLimit: options.textLimit } : {},
+      ),
+    ],
   );
   return {
     hub,

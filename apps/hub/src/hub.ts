@@ -1,9 +1,12 @@
+import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import {
   AgentRunner,
   assembleTools,
   currentTimeTool,
+  httpFetchTool,
   memoryTools,
+  sendMessageTool,
   sessionStatusTool,
   TOOL_PROFILES,
 } from "@hub/agent";
@@ -116,10 +119,22 @@ export async function startHub(
     const [mode, usage] = await Promise.all([activity.queueMode(sessionKey), activity.usage(sessionKey)]);
     return `Model: ${config.agent.model}. Session: ${sessionKey}. Queue mode: ${mode}. Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out.`;
   };
+  const toolConfig = config.agent.tools;
   const availableTools = [
     currentTimeTool,
     sessionStatusTool(statusText),
-    ...memoryTools(join(options.stateDir, "workspace")),
+    ...memoryTools(config.agent.workspace ?? join(options.stateDir, "workspace")),
+    ...(toolConfig.httpFetchHosts.length ? [httpFetchTool(toolConfig.httpFetchHosts)] : []),
+    ...(Object.keys(toolConfig.sendTargets).length
+      ? [
+          sendMessageTool(toolConfig.sendTargets, async (name, text, runId) => {
+            const target = toolConfig.sendTargets[name]!;
+            const reply = replies.open(`${runId}.send.${randomUUID()}`, target);
+            await reply.push(text);
+            await reply.end();
+          }),
+        ]
+      : []),
   ];
   const toolsFor = (ctx: MsgContext) => {
     const t = config.agent.tools;

@@ -278,6 +278,7 @@ export class AgentRunner {
     const stopTyping = this.#startTyping(ctx.replyTarget, log);
 
     let status: TerminalStatus = "completed";
+    let stopReason = "natural_end";
     let errorText: string | undefined;
     let text = "";
     try {
@@ -360,6 +361,7 @@ export class AgentRunner {
         signal: abort.signal,
         onText: (delta) => pushBlocks(streamer.push(delta)),
         onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
+        steeringPending: () => this.o.activity.hasSteering(runId),
         takeSteering: async () => {
           const steered = await this.o.activity.takeSteering(runId);
           if (steered.length) await writeChecked(steered.map(userEntryOf));
@@ -370,6 +372,14 @@ export class AgentRunner {
       await this.o.activity.addUsage(ctx.sessionKey, result.usage);
       pushBlocks(streamer.flush());
       text = result.text;
+      stopReason = {
+        stop: "natural_end",
+        tool_calls: "natural_end",
+        tool_loop: "tool_loop_guard",
+        policy_stop: "policy_stop",
+        length: "length",
+        content_filter: "content_filter",
+      }[result.stopReason];
       await pushing;
     } catch (error) {
       const reason = abort.signal.aborted ? abort.signal.reason : error;
@@ -383,6 +393,16 @@ export class AgentRunner {
               ? "aborted"
               : "failed";
       errorText = error instanceof Error ? error.message : String(error);
+      stopReason =
+        status === "superseded"
+          ? "superseded"
+          : status === "aborted"
+            ? "user_abort"
+            : status === "timed_out"
+              ? "timeout"
+              : error instanceof ModelError
+                ? "provider_error"
+                : "internal_error";
       log[status === "failed" ? "error" : "warn"]({ err: error, status }, "run did not complete");
       streamer.flush();
       await pushing.catch(() => {});
@@ -398,14 +418,21 @@ export class AgentRunner {
     // Terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell clients.
     if (status !== "superseded") {
       await writeChecked([
-        { type: "outcome", runId, status, ...(errorText ? { error: errorText } : {}), at: Date.now() },
+        {
+          type: "outcome",
+          runId,
+          status,
+          stopReason,
+          ...(errorText ? { error: errorText } : {}),
+          at: Date.now(),
+        },
       ]).catch((error) =>
         log.warn({ err: error }, "outcome not written to the transcript: the session has a newer writer"),
       );
     }
     const decided = await this.o.runs.finish(
       runId,
-      { status, text, ...(errorText ? { error: errorText } : {}) },
+      { status, text, stopReason, ...(errorText ? { error: errorText } : {}) },
       attempt,
     );
     await this.o.writers.release(claim);

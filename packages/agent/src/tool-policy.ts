@@ -39,8 +39,8 @@ export type ToolHook = (
   args: unknown,
 ) => Promise<{ block: string } | { args: unknown } | undefined>;
 
-/** The verdict on one tool call. */
-export type ToolVerdict = { run: true; args: unknown } | { run: false; result: string };
+/** The verdict on one tool call; `stopRun` ends the whole run (a policy stop). */
+export type ToolVerdict = { run: true; args: unknown } | { run: false; result: string; stopRun?: true };
 
 /** Options of a run's tool-call chain. */
 export interface ToolCallChainOptions {
@@ -106,6 +106,8 @@ export class ToolCallChain {
       const outcome = await hook(call, args);
       if (!outcome) continue;
       if ("block" in outcome) return { run: false, result: `Refused by a hook: ${outcome.block}` };
+      if ("stopRun" in outcome)
+        return { run: false, result: `Stopped by policy: ${outcome.stopRun}`, stopRun: true };
       args = outcome.args;
     }
     // 5. Final check: what runs is what was approved.

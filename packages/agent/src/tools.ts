@@ -79,6 +79,93 @@ export function sessionStatusTool(status: (sessionKey: string) => Promise<string
 /** Tool names per profile. */
 export const TOOL_PROFILES: Record<"minimal" | "standard" | "full", readonly string[]> = {
   minimal: ["current_time"],
-  standard: ["current_time", "session_status", "memory_read", "memory_write"],
+  // http_fetch and send_message exist only when configured, so listing them here turns nothing on by itself.
+  standard: ["current_time", "session_status", "memory_read", "memory_write", "http_fetch", "send_message"],
   full: ["*"],
 };
+
+const HttpFetchSchema = z.object({ url: z.string().min(1) });
+const MAX_FETCH_CHARS = 100_000;
+
+/** True when `host` is allowed by the list (exact, or `*.example.com` for subdomains). */
+export function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
+  const h = host.toLowerCase();
+  return allowHosts.some((a) => {
+    const allowed = a.toLowerCase();
+    return allowed.startsWith("*.") ? h.endsWith(allowed.slice(1)) : h === allowed;
+  });
+}
+
+/**
+ * `http_fetch`: GET a URL on an allowlisted host (http/https only, no
+ * redirects followed, 10 s timeout, at most 100,000 characters returned).
+ * Off unless hosts are configured.
+ */
+export function httpFetchTool(allowHosts: readonly string[]): AgentTool {
+  return {
+    spec: {
+      name: "http_fetch",
+      description: `Fetches a web page or API with GET. Allowed hosts: ${allowHosts.join(", ")}.`,
+      parameters: {
+        type: "object",
+        properties: { url: { type: "string" } },
+        required: ["url"],
+        additionalProperties: false,
+      },
+    },
+    run: async (args, context) => {
+      const { url } = HttpFetchSchema.parse(args);
+      let parsed: URL;
+      try {
+        parsed = new URL(url);
+      } catch {
+        return `Refused: "${url}" is not a valid URL.`;
+      }
+      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
+        return "Refused: only http and https URLs can be fetched.";
+      if (!hostAllowed(parsed.hostname, allowHosts))
+        return `Refused: the host ${parsed.hostname} is not in the allowlist.`;
+      const res = await fetch(parsed, {
+        redirect: "manual",
+        signal: AbortSignal.any([context.signal, AbortSignal.timeout(10_000)]),
+      });
+      if (res.status >= 300 && res.status < 400)
+        return `HTTP ${res.status}: redirected to ${res.headers.get("location") ?? "?"} (not followed).`;
+      const body = await res.text();
+      const cut =
+        body.length > MAX_FETCH_CHARS
+          ? `${body.slice(0, MAX_FETCH_CHARS)}\n[… cut at ${MAX_FETCH_CHARS} characters]`
+          : body;
+      return `HTTP ${res.status}\n${cut}`;
+    },
+  };
+}
+
+const SendMessageSchema = z.object({ target: z.string().min(1), text: z.string().min(1).max(20_000) });
+
+/** `send_message`: sends text to one of the configured targets through ordered delivery. */
+export function sendMessageTool(
+  targets: Record<string, unknown>,
+  send: (target: string, text: string, runId: string) => Promise<void>,
+): AgentTool {
+  const names = Object.keys(targets);
+  return {
+    spec: {
+      name: "send_message",
+      description: `Sends a message to another chat. Targets: ${names.join(", ")}.`,
+      parameters: {
+        type: "object",
+        properties: { target: { type: "string", enum: names }, text: { type: "string" } },
+        required: ["target", "text"],
+        additionalProperties: false,
+      },
+    },
+    run: async (args, context) => {
+      const { target, text } = SendMessageSchema.parse(args);
+      if (!names.includes(target))
+        return `Refused: "${target}" is not a configured target (${names.join(", ")}).`;
+      await send(target, text, context.runId);
+      return `Queued for delivery to ${target}.`;
+    },
+  };
+}

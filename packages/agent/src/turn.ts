@@ -26,13 +26,15 @@ export interface AgentTurnInput {
   takeSteering?: () => Promise<string[]>;
   /** Loop guard, policy, approval and hooks, before each tool call; without it, listed tools just run. */
   chain?: ToolCallChain;
+  /** True when a steering message is waiting: tools of the batch not yet started are then skipped. */
+  steeringPending?: () => Promise<boolean>;
 }
 
 /** What a turn produced and how it ended. */
 export interface AgentTurnResult {
   produced: ChatMessage[];
   text: string;
-  stopReason: ModelStopReason | "tool_loop";
+  stopReason: ModelStopReason | "tool_loop" | "policy_stop";
   usage: ModelUsage;
 }
 
@@ -73,17 +75,29 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
     const step: ChatMessage[] = [
       { role: "assistant", content: callText, ...(calls.length ? { toolCalls: calls } : {}) },
     ];
+    let skip: string | undefined;
+    let policyStop = false;
     for (const toolCall of calls) {
-      // After an abort, calls that have not started get a paired synthetic result: the transcript stays valid.
-      const result = input.signal.aborted
-        ? "Skipped: the run was stopped before this tool ran."
-        : await runTool(tools.get(toolCall.name), toolCall, input);
-      step.push({ role: "tool", toolCallId: toolCall.id, content: result });
+      // A tool that started finishes; the ones not started get a paired synthetic result, so the transcript stays valid.
+      if (!skip && input.signal.aborted) skip = "Skipped: the run was stopped before this tool ran.";
+      if (!skip && (await input.steeringPending?.()))
+        skip = "Skipped: the user sent a new message before this tool ran.";
+      if (skip) {
+        step.push({ role: "tool", toolCallId: toolCall.id, content: skip });
+        continue;
+      }
+      const outcome = await runTool(tools.get(toolCall.name), toolCall, input);
+      step.push({ role: "tool", toolCallId: toolCall.id, content: outcome.result });
+      if (outcome.stopRun) {
+        policyStop = true;
+        skip = "Skipped: the run was stopped by policy before this tool ran.";
+      }
     }
     await input.onCommit?.(step);
     messages.push(...step);
     produced.push(...step);
     if (calls.length === 0) return { produced, text, stopReason, usage };
+    if (policyStop) return { produced, text, stopReason: "policy_stop", usage };
     if (input.signal.aborted) throw input.signal.reason ?? new Error("aborted");
     // Steering lands only here, at a batch boundary, never in the middle of a tool batch.
     for (const steer of (await input.takeSteering?.()) ?? []) messages.push({ role: "user", content: steer });
@@ -91,23 +105,35 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
   return { produced, text, stopReason: "tool_loop", usage };
 }
 
-async function runTool(tool: AgentTool | undefined, call: ToolCall, input: AgentTurnInput): Promise<string> {
-  if (!tool) return `Error: there is no tool named "${call.name}".`;
+async function runTool(
+  tool: AgentTool | undefined,
+  call: ToolCall,
+  input: AgentTurnInput,
+): Promise<{ result: string; stopRun?: boolean }> {
+  if (!tool) return { result: `Error: there is no tool named "${call.name}".` };
   let args: unknown;
   if (input.chain) {
     const verdict = await input.chain.authorize(call);
-    if (!verdict.run) return verdict.result;
+    if (!verdict.run) return { result: verdict.result, ...(verdict.stopRun ? { stopRun: true } : {}) };
     args = verdict.args;
   } else {
     try {
       args = call.arguments.trim() ? JSON.parse(call.arguments) : {};
     } catch {
-      return `Error: the arguments of ${call.name} are not valid JSON; call it again with a JSON object.`;
+      return {
+        result: `Error: the arguments of ${call.name} are not valid JSON; call it again with a JSON object.`,
+      };
     }
   }
   try {
-    return await tool.run(args, { runId: input.runId, sessionKey: input.sessionKey, signal: input.signal });
+    return {
+      result: await tool.run(args, {
+        runId: input.runId,
+        sessionKey: input.sessionKey,
+        signal: input.signal,
+      }),
+    };
   } catch (error) {
-    return `Error: ${call.name} failed: ${(error as Error).message}`;
+    return { result: `Error: ${call.name} failed: ${(error as Error).message}` };
   }
 }

@@ -112,9 +112,33 @@ export const HubConfigSchema = z
             approvals: z.record(z.string(), z.enum(["allow", "deny", "ask"])).default({}),
             /** How long an approval request waits for the user (seconds). */
             approvalTimeoutSeconds: z.number().int().positive().default(120),
+            /** `http_fetch` exists only when hosts are listed here (exact host, or `*.example.com`). */
+            httpFetchHosts: z.array(z.string().min(1)).default([]),
+            /** `send_message` targets by name, e.g. { ops: { channel: "telegram", chatId: "-100123" } }. */
+            sendTargets: z
+              .record(
+                z.string(),
+                z
+                  .object({
+                    channel: z.string().min(1),
+                    accountId: z.string().min(1).default("default"),
+                    chatId: z.string().min(1),
+                    threadId: z.string().min(1).optional(),
+                  })
+                  .strict(),
+              )
+              .default({}),
           })
           .strict()
-          .default({ profile: "standard", allow: [], deny: [], approvals: {}, approvalTimeoutSeconds: 120 }),
+          .default({
+            profile: "standard",
+            allow: [],
+            deny: [],
+            approvals: {},
+            approvalTimeoutSeconds: 120,
+            httpFetchHosts: [],
+            sendTargets: {},
+          }),
         /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
         workspace: z.string().optional(),
         /** Caps on workspace files given to the model. */
@@ -146,7 +170,15 @@ export const HubConfigSchema = z
         maxConcurrentRuns: 8,
         bootstrap: { perFileChars: 20_000, totalChars: 60_000 },
         contextWindowTokens: 128_000,
-        tools: { profile: "standard", allow: [], deny: [], approvals: {}, approvalTimeoutSeconds: 120 },
+        tools: {
+          profile: "standard",
+          allow: [],
+          deny: [],
+          approvals: {},
+          approvalTimeoutSeconds: 120,
+          httpFetchHosts: [],
+          sendTargets: {},
+        },
         fallbacks: [],
         queueMode: "steer",
         runTimeoutSeconds: 600,

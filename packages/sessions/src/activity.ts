@@ -81,6 +81,11 @@ export class SessionActivity {
     );
   }
 
+  /** True when a message waits to be steered into the run. */
+  async hasSteering(runId: string): Promise<boolean> {
+    return (await this.redis.llen(this.#k("steer", runId))) > 0;
+  }
+
   /** Takes every message steered into a run so far. */
   async takeSteering(runId: string): Promise<RunRequest[]> {
     const all = (await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[];

@@ -26,6 +26,7 @@ const RunRecordSchema = z.object({
   endedAt: z.coerce.number().optional(),
   text: z.string().optional(),
   error: z.string().optional(),
+  stopReason: z.string().optional(),
 });
 /** What the hub durably knows about one run: its state and, once over, its result. */
 export type RunRecord = z.infer<typeof RunRecordSchema>;
@@ -105,13 +106,14 @@ export class RunRecords {
    */
   async finish(
     runId: string,
-    outcome: { status: TerminalStatus; text?: string; error?: string },
+    outcome: { status: TerminalStatus; text?: string; error?: string; stopReason?: string },
     /** Only decide if this attempt is still the current one (an older attempt cannot end a resumed run). */
     attempt?: number,
   ): Promise<boolean> {
     const fields: Array<string | number> = ["status", outcome.status, "endedAt", Date.now()];
     if (outcome.text !== undefined) fields.push("text", outcome.text);
     if (outcome.error !== undefined) fields.push("error", outcome.error);
+    if (outcome.stopReason !== undefined) fields.push("stopReason", outcome.stopReason);
     for (let tries = 1; ; tries++) {
       try {
         const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];

@@ -54,6 +54,8 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
       type: z.literal("outcome"),
       runId: z.string(),
       status: z.enum(["completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]),
+      /** Why the run stopped: natural_end, user_abort, provider_error, tool_loop_guard, policy_stop, ... */
+      stopReason: z.string().optional(),
       error: z.string().optional(),
       at: z.number(),
     })

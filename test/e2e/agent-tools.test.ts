@@ -1,0 +1,123 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { createLogger } from "@hub/core";
+import { RunRecords, SessionStore } from "@hub/sessions";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeWorld, startFakeWorld } from "../support/hub.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
+
+let world: FakeWorld;
+let site: Server;
+let siteUrl = "";
+let redis: Redis;
+beforeAll(async () => {
+  site = createServer((req, res) => {
+    if (req.url === "/moved") return void res.writeHead(302, { location: "http://evil.example/" }).end();
+    res.writeHead(200, { "content-type": "text/plain" }).end("hello from the allowed site");
+  });
+  await new Promise<void>((r) => site.listen(0, "127.0.0.1", () => r()));
+  siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  world = await startFakeWorld(
+    "agenttools",
+    { telegram: { dmPolicy: "allowlist", allowFrom: ["7"] } },
+    {
+      agent: {
+        tools: {
+          httpFetchHosts: ["127.0.0.1"],
+          sendTargets: { ops: { channel: "telegram", chatId: "-100ops" } },
+        },
+      },
+    },
+  );
+  redis = new Redis(REDIS_URL);
+});
+afterAll(async () => {
+  await world.dispose();
+  site.close();
+  redis.disconnect();
+});
+
+let n = 100;
+async function dm(text: string): Promise<string> {
+  const r = await world.hub.dispatcher!.dispatchInboundMessage({
+    channel: "telegram",
+    messageId: String(n++),
+    chat: { type: "direct", id: "7" },
+    sender: { id: "7" },
+    body: text,
+    timestamp: Date.now(),
+  });
+  const runId = (r as { runId: string }).runId;
+  await waitFor(
+    async () => (await new RunRecords(redis, world.hub.prefix).get(runId))?.status === "completed",
+    "run completed",
+    15_000,
+  );
+  return runId;
+}
+const lastToolResults = () =>
+  (world.model.requests.at(-1)!.messages as Array<{ role: string; content: string }>)
+    .filter((m) => m.role === "tool")
+    .map((m) => m.content);
+
+describe("built-in tools and stop reasons", () => {
+  it("http_fetch reads an allowlisted host and refuses others and redirects", async () => {
+    world.model.script(
+      {
+        toolCalls: [
+          { name: "http_fetch", arguments: JSON.stringify({ url: `${siteUrl}/page` }) },
+          { name: "http_fetch", arguments: JSON.stringify({ url: "http://example.com/" }) },
+          { name: "http_fetch", arguments: JSON.stringify({ url: `${siteUrl}/moved` }) },
+        ],
+      },
+      { text: "fetched" },
+    );
+    await dm("fetch it");
+    const [ok, refused, moved] = lastToolResults();
+    expect(ok).toBe("HTTP 200\nhello from the allowed site");
+    expect(refused).toBe("Refused: the host example.com is not in the allowlist.");
+    expect(moved).toBe("HTTP 302: redirected to http://evil.example/ (not followed).");
+  });
+
+  it("send_message delivers to a configured target through the reply queue", async () => {
+    world.model.script(
+      {
+        toolCalls: [
+          { name: "send_message", arguments: JSON.stringify({ target: "ops", text: "deploy done" }) },
+        ],
+      },
+      { text: "told ops" },
+    );
+    await dm("tell ops the deploy is done");
+    await waitFor(() => world.platform.messages.some((m) => m.chatId === "-100ops"), "message to ops");
+    expect(world.platform.messages.find((m) => m.chatId === "-100ops")?.text).toBe("deploy done");
+    expect(lastToolResults().at(-1)).toBe("Queued for delivery to ops.");
+  });
+
+  it("records the stop reason: natural end, and the tool-loop guard after too many model calls", async () => {
+    const natural = await dm("just answer");
+    expect(await new RunRecords(redis, world.hub.prefix).get(natural)).toMatchObject({
+      stopReason: "natural_end",
+    });
+    world.model.script(
+      ...Array.from({ length: 8 }, (_, i) => ({
+        toolCalls: [{ name: "current_time", arguments: JSON.stringify({ i }) }],
+      })),
+    );
+    const looping = await dm("loop forever");
+    expect(await new RunRecords(redis, world.hub.prefix).get(looping)).toMatchObject({
+      stopReason: "tool_loop_guard",
+    });
+    const store = new SessionStore(world.hub.stateDir, createLogger({ level: "silent" }));
+    const session = (await store.get("agent:main:telegram:direct:7"))!;
+    const entries = (await store.read(session.sessionId)).filter((e) => "runId" in e && e.runId === looping);
+    // Every tool call of the stopped run has exactly one result.
+    const calls = entries.flatMap((e) =>
+      e.type === "assistant" ? (e.toolCalls ?? []).map((c) => c.id) : [],
+    );
+    const results = entries.flatMap((e) => (e.type === "tool_result" ? [e.toolCallId] : []));
+    expect(results.sort()).toEqual(calls.sort());
+    expect(entries.at(-1)).toMatchObject({ type: "outcome", stopReason: "tool_loop_guard" });
+  });
+});
