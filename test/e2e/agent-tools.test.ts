@@ -14,6 +14,7 @@ let redis: Redis;
 beforeAll(async () => {
   site = createServer((req, res) => {
     if (req.url === "/moved") return void res.writeHead(302, { location: "http://evil.example/" }).end();
+    if (req.url === "/slow") return void setTimeout(() => res.writeHead(200).end("slow page"), 600);
     res.writeHead(200, { "content-type": "text/plain" }).end("hello from the allowed site");
   });
   await new Promise<void>((r) => site.listen(0, "127.0.0.1", () => r()));
@@ -93,6 +94,50 @@ describe("built-in tools and stop reasons", () => {
     await waitFor(() => world.platform.messages.some((m) => m.chatId === "-100ops"), "message to ops");
     expect(world.platform.messages.find((m) => m.chatId === "-100ops")?.text).toBe("deploy done");
     expect(lastToolResults().at(-1)).toBe("Queued for delivery to ops.");
+  });
+
+  it("steering mid-batch: the tool that started finishes, the ones not started are skipped and paired", async () => {
+    world.model.script(
+      {
+        toolCalls: [
+          { name: "http_fetch", arguments: JSON.stringify({ url: `${siteUrl}/slow` }) },
+          { name: "current_time", arguments: "{}" },
+        ],
+      },
+      { text: "adjusted to your new message" },
+    );
+    const first = world.hub.dispatcher!.dispatchInboundMessage({
+      channel: "telegram",
+      messageId: String(n++),
+      chat: { type: "direct", id: "7" },
+      sender: { id: "7" },
+      body: "fetch the slow page",
+      timestamp: Date.now(),
+    });
+    const runId = ((await first) as { runId: string }).runId;
+    await waitFor(
+      () => world.model.requests.some((r) => JSON.stringify(r.messages).includes("fetch the slow page")),
+      "first model call",
+    );
+    await new Promise((r) => setTimeout(r, 150));
+    await dm("actually, never mind the time");
+    await waitFor(
+      async () => (await new RunRecords(redis, world.hub.prefix).get(runId))?.status === "completed",
+      "first run completed",
+      15_000,
+    );
+    const sent = world.model.requests.find((r) =>
+      JSON.stringify(r.messages).includes("actually, never mind"),
+    )!.messages as Array<{ role: string; content: string }>;
+    const tools = sent
+      .filter((m) => m.role === "tool")
+      .slice(-2)
+      .map((m) => m.content);
+    expect(tools).toEqual([
+      "HTTP 200\nslow page",
+      "Skipped: the user sent a new message before this tool ran.",
+    ]);
+    expect(sent.at(-1)).toMatchObject({ role: "user", content: "actually, never mind the time" });
   });
 
   it("records the stop reason: natural end, and the tool-loop guard after too many model calls", async () => {

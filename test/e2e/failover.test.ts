@@ -1,24 +1,33 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import {
+  type FakeAnthropic,
+  type FakeOpenAI,
+  startFakeAnthropic,
+  startFakeOpenAI,
+} from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 
 let hub: TestHub;
 let primary: FakeOpenAI;
 let fallback: FakeOpenAI;
+let claude: FakeAnthropic;
 let client: GatewayClient;
 beforeAll(async () => {
   primary = await startFakeOpenAI({ apiKey: "good-key" });
   fallback = await startFakeOpenAI();
+  claude = await startFakeAnthropic({ apiKey: "claude-key" });
   hub = await startTestHub(
     {
-      agent: { model: "main/big", fallbacks: ["backup/small"] },
+      agent: { model: "main/big", fallbacks: ["backup/small", "smart"] },
       models: {
         providers: {
           // Two auth profiles: the first key is refused, the second works.
           main: { baseUrl: primary.url, apiKeys: ["revoked-key", "good-key"] },
           backup: { baseUrl: fallback.url, apiKey: "k" },
+          claude: { api: "anthropic", baseUrl: claude.url, apiKey: "claude-key" },
         },
+        aliases: { smart: "claude/sonnet" },
       },
     },
     "failover",
@@ -30,6 +39,7 @@ afterAll(async () => {
   await hub.dispose();
   await primary.close();
   await fallback.close();
+  await claude.close();
 });
 
 const history = async (sessionKey: string) =>
@@ -81,6 +91,21 @@ describe("model failover", () => {
     expect((await client.terminal("failover-status-1")).text).toMatch(
       /Last model failover: .*main\/big .* failed with overloaded; next model/,
     );
+  });
+
+  it("goes down the whole chain to an Anthropic model named by an alias", async () => {
+    primary.script({ fail: { status: 500 } });
+    fallback.script({ fail: { status: 529 } });
+    claude.script({ text: "From Claude." });
+    const s = "agent:main:webchat:direct:chain";
+    await client.request("chat.send", {
+      sessionKey: s,
+      text: "anyone there?",
+      idempotencyKey: "failover-chain-1",
+    });
+    expect(await client.terminal("failover-chain-1")).toMatchObject({ state: "final", text: "From Claude." });
+    expect(claude.requests.at(-1)?.model).toBe("sonnet");
+    expect((await history(s)).map((m) => m.text)).toEqual(["anyone there?", "From Claude."]);
   });
 
   it("surfaces a bad request without trying other models", async () => {
