@@ -28,6 +28,7 @@ import { buildChannelAdapters } from "./adapters.js";
 import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
 import { createCommandHandler } from "./commands.js";
 import { createModelResolver } from "./models.js";
+import { approvePairing, sendNotice } from "./pairing.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -225,6 +226,7 @@ export async function startHub(
         lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
       }),
       logger: logger.child({ component: "dispatch" }),
+      notify: (ctx, text) => sendNotice(replies, ctx.replyTarget, text),
     });
     const admit = dispatcher;
     gateway = new GatewayServer(
@@ -243,6 +245,10 @@ export async function startHub(
             : undefined;
         },
         abort: (runId) => control.stop(runId, "aborted"),
+        pairing: {
+          list: () => admit.pairing.list(),
+          approve: (channel, code) => approvePairing(admit.pairing, replies, channel, code),
+        },
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),
         publishEvent: (event) => events.publish(event),
       },
@@ -253,6 +259,8 @@ export async function startHub(
         maxFrameBytes: config.gateway.maxFrameBytes,
         webRoot,
         routes: channelAdapters.flatMap((a) => a.httpRoutes?.() ?? []),
+        clients: config.gateway.clients,
+        allowedOrigins: config.gateway.allowedOrigins,
       },
     );
     await gateway.start();

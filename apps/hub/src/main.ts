@@ -1,11 +1,17 @@
 #!/usr/bin/env node
 import { configJsonSchema, createLogger, HubError, loadConfig, resolveStateDir } from "@hub/core";
+import { PairingStore } from "@hub/dispatch";
+import { createRedis } from "@hub/queue";
+import { ReplyDispatcher } from "@hub/reply";
 import { startHub } from "./hub.js";
+import { approvePairing } from "./pairing.js";
 import { ensureRedis } from "./redis-local.js";
 import { ensureStateDir, resolveGatewayToken } from "./state.js";
 
 const USAGE = `Usage: hub [start] [--config <file>]
-       hub config schema     print the JSON schema of hub.json5`;
+       hub config schema                    print the JSON schema of hub.json5
+       hub pairing list                     senders waiting for approval
+       hub pairing approve <channel> <code> let a sender in (they are told)`;
 
 function parseArgs(argv: string[]): { command: string[]; config?: string } {
   const command: string[] = [];
@@ -26,6 +32,7 @@ async function main(): Promise<void> {
   if (cmd === "help") return void console.log(USAGE);
   if (cmd === "config" && sub === "schema")
     return void console.log(JSON.stringify(configJsonSchema(), null, 2));
+  if (cmd === "pairing") return pairingCommand(args.command.slice(1), args.config);
   if (cmd !== "start") throw new HubError("usage", `Unknown command "${args.command.join(" ")}".\n${USAGE}`);
 
   const stateDir = resolveStateDir();
@@ -66,6 +73,44 @@ async function main(): Promise<void> {
   };
   process.on("SIGINT", () => void shutdown("SIGINT"));
   process.on("SIGTERM", () => void shutdown("SIGTERM"));
+}
+
+async function pairingCommand(rest: string[], configPath: string | undefined): Promise<void> {
+  const { config } = loadConfig({ path: configPath });
+  const redis = createRedis(config.redis.url);
+  const pairing = new PairingStore(redis, config.redis.prefix);
+  const replies = new ReplyDispatcher({
+    redisUrl: config.redis.url,
+    prefix: config.redis.prefix,
+    logger: createLogger({ level: "silent" }),
+    capabilitiesOf: () => undefined,
+  });
+  try {
+    const [action, channel, code] = rest;
+    if (action === "list") {
+      const pending = await pairing.list();
+      if (pending.length === 0) console.log("No senders are waiting for approval.");
+      for (const p of pending) {
+        const age = Math.round((Date.now() - p.createdAt) / 60_000);
+        console.log(
+          `${p.channel}  ${p.code}  sender ${p.senderId}${p.senderName ? ` (${p.senderName})` : ""}  ${age} min ago`,
+        );
+      }
+    } else if (action === "approve" && channel && code) {
+      const approved = await approvePairing(pairing, replies, channel, code);
+      if (!approved)
+        throw new HubError(
+          "pairing_unknown",
+          `No pending pairing with code ${code} on ${channel}; run "hub pairing list" to see the pending ones.`,
+        );
+      console.log(`Approved sender ${approved.senderId} on ${channel}; they have been told.`);
+    } else {
+      throw new HubError("usage", USAGE);
+    }
+  } finally {
+    await replies.close();
+    redis.disconnect();
+  }
 }
 
 main().catch((error) => {

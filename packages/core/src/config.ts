@@ -5,8 +5,12 @@ import JSON5 from "json5";
 import { z } from "zod";
 import { HubError } from "./errors.js";
 
-/** Who may start a DM run: `allowlist` (only `allowFrom`), `open` (anyone; needs `allowFrom: ["*"]`), `disabled`. */
-export const DmPolicySchema = z.enum(["allowlist", "open", "disabled"]);
+/**
+ * Who may start a DM run: `pairing` (unknown senders get a code the owner
+ * approves), `allowlist` (only `allowFrom`), `open` (anyone; needs
+ * `allowFrom: ["*"]`), `disabled`.
+ */
+export const DmPolicySchema = z.enum(["pairing", "allowlist", "open", "disabled"]);
 /** Which groups get answers: `allowlist` (only `groups`), `open`, `disabled`. */
 export const GroupPolicySchema = z.enum(["allowlist", "open", "disabled"]);
 
@@ -32,7 +36,11 @@ export const ChannelAccessSchema = z.object({
   /** Tools in this channel. */
   tools: ToolListsSchema.optional(),
   accountId: z.string().min(1).default("default"),
-  dmPolicy: DmPolicySchema.default("allowlist"),
+  dmPolicy: DmPolicySchema.default("pairing"),
+  /** What an unknown sender gets under `pairing`: a code to pass to the owner, or nothing. */
+  unpairedResponse: z.enum(["code", "silent"]).default("code"),
+  /** Senders who may run commands (/new, /stop, ...) besides those in allowFrom or paired; "*" is never implied. */
+  commandsFrom: z.array(z.string()).default([]),
   allowFrom: z.array(z.string()).default([]),
   groupPolicy: GroupPolicySchema.default("allowlist"),
   groups: z.record(z.string(), GroupConfigSchema).default({}),
@@ -83,9 +91,29 @@ export const HubConfigSchema = z
           .int()
           .positive()
           .default(256 * 1024),
+        /** More clients with their own tokens and scopes (the main token has every scope). */
+        clients: z
+          .array(
+            z
+              .object({
+                name: z.string().min(1),
+                token: z.string().min(16, "must be at least 16 characters"),
+                scopes: z.array(z.enum(["read", "write", "admin", "approvals", "pairing"])).min(1),
+              })
+              .strict(),
+          )
+          .default([]),
+        /** Browser origins allowed besides the gateway's own (e.g. "https://chat.example.com"). */
+        allowedOrigins: z.array(z.string()).default([]),
       })
       .strict()
-      .default({ host: "127.0.0.1", port: 18789, maxFrameBytes: 256 * 1024 }),
+      .default({
+        host: "127.0.0.1",
+        port: 18789,
+        maxFrameBytes: 256 * 1024,
+        clients: [],
+        allowedOrigins: [],
+      }),
     agent: z
       .object({
         id: z
@@ -212,6 +240,27 @@ export const HubConfigSchema = z
       })
       .strict()
       .default({ maxAttempts: 8, sendTimeoutMs: 10_000, leaseMs: 30_000 }),
+    /** Flood limits per sender and per chat (token buckets in Redis, across processes) and input sizes. */
+    limits: z
+      .object({
+        senderBurst: z.number().int().positive().default(10),
+        senderPerMinute: z.number().int().positive().default(30),
+        chatBurst: z.number().int().positive().default(30),
+        chatPerMinute: z.number().int().positive().default(120),
+        maxAttachmentBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(20 * 1024 * 1024),
+      })
+      .strict()
+      .default({
+        senderBurst: 10,
+        senderPerMinute: 30,
+        chatBurst: 30,
+        chatPerMinute: 120,
+        maxAttachmentBytes: 20 * 1024 * 1024,
+      }),
     /** Which roles this process runs; all by default. */
     roles: z
       .array(z.enum(["ingress", "agent", "delivery"]))

@@ -5,13 +5,16 @@ import {
   ChannelAccessSchema,
   finalizeInboundContext,
   type HubConfig,
+  HubError,
   type HubLogger,
   type MsgContext,
   type RunRequest,
 } from "@hub/core";
 import type { Redis } from "ioredis";
 import { type ParsedCommand, parseCommand } from "./commands.js";
-import { type AccessDecision, dispatchDirect, dispatchGroupThread } from "./policy.js";
+import { PairingStore } from "./pairing.js";
+import { type AccessDecision, commandAuthorized, dispatchDirect, dispatchGroupThread } from "./policy.js";
+import { RateLimiter } from "./rate-limit.js";
 
 /** What happened to one inbound message. */
 export type DispatchResult =
@@ -19,13 +22,15 @@ export type DispatchResult =
   | { status: "command"; command: string; runId: string; sessionKey: string }
   | { status: "context"; runId: string; sessionKey: string }
   | { status: "duplicate"; dedupeKey: string }
-  | { status: "dropped"; reason: string; sessionKey: string };
+  | { status: "dropped"; reason: string; sessionKey: string }
+  | { status: "pairing"; code: string | undefined; sessionKey: string }
+  | { status: "rate_limited"; sessionKey: string };
 
 /** Options of the inbound dispatcher. */
 export interface InboundDispatcherOptions {
   redis: Redis;
   prefix: string;
-  config: Pick<HubConfig, "agent" | "channels">;
+  config: Pick<HubConfig, "agent" | "channels" | "limits">;
   /** Durably queues accepted work in the session's lane. Throws if it could not. */
   accept: (request: RunRequest) => Promise<void>;
   /**
@@ -35,6 +40,8 @@ export interface InboundDispatcherOptions {
    */
   commands?: (command: ParsedCommand, request: RunRequest) => Promise<void>;
   logger: HubLogger;
+  /** Sends a short hub message (pairing code, refusal, flood notice) to where a message came from. */
+  notify?: (ctx: MsgContext, text: string) => Promise<void>;
   /** How long a message id is remembered for dedupe (at least 20 minutes). */
   dedupeTtlSeconds?: number;
 }
@@ -48,8 +55,40 @@ const WEBCHAT_DEFAULT = ChannelAccessSchema.parse({ dmPolicy: "open", allowFrom:
  */
 export class InboundDispatcher {
   readonly #ttl: number;
+  readonly pairing: PairingStore;
+  readonly #limiter: RateLimiter;
   constructor(private readonly o: InboundDispatcherOptions) {
     this.#ttl = Math.max(o.dedupeTtlSeconds ?? 1800, 1200);
+    this.pairing = new PairingStore(o.redis, o.prefix);
+    this.#limiter = new RateLimiter(o.redis, o.prefix);
+  }
+
+  async #notify(ctx: MsgContext, text: string, log: HubLogger): Promise<void> {
+    await this.o
+      .notify?.(ctx, text)
+      .catch((error) => log.warn({ err: error }, "could not send a hub notice"));
+  }
+
+  // Floods are bounded per sender and per chat, across processes; one notice per minute, then silence.
+  async #withinLimits(ctx: MsgContext, log: HubLogger): Promise<boolean> {
+    // The owner (the authenticated gateway client) is not a flood risk; platform senders are.
+    if (ctx.commandAuthorized) return true;
+    const limits = this.o.config.limits;
+    const sender = `${ctx.channel}:${ctx.accountId}:${ctx.sender.id}`;
+    const chat = `${ctx.channel}:${ctx.accountId}:${ctx.chat.id}`;
+    const ok =
+      (await this.#limiter.take(`sender:${sender}`, limits.senderBurst, limits.senderPerMinute)) &&
+      (await this.#limiter.take(`chat:${chat}`, limits.chatBurst, limits.chatPerMinute));
+    if (ok) return true;
+    log.warn({ senderId: ctx.sender.id }, "inbound message dropped: rate limit");
+    if (await this.#limiter.once(sender, 60_000)) {
+      await this.#notify(
+        ctx,
+        "You are sending messages faster than I can answer; I am skipping some. Please slow down.",
+        log,
+      );
+    }
+    return false;
   }
 
   #access(channel: string): ChannelAccess | undefined {
@@ -72,6 +111,15 @@ export class InboundDispatcher {
       channel: ctx.channel,
       dedupeKey: ctx.dedupeKey,
     });
+    const tooBig = ctx.media.find((m) => (m.size ?? 0) > this.o.config.limits.maxAttachmentBytes);
+    if (tooBig) {
+      log.warn({ size: tooBig.size }, "inbound message rejected: attachment too large");
+      throw new HubError(
+        "inbound_too_large",
+        `Inbound message rejected: an attachment is ${tooBig.size} bytes; the limit is ${this.o.config.limits.maxAttachmentBytes} (limits.maxAttachmentBytes).`,
+      );
+    }
+    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
     const dedupe = `${this.o.prefix}:dedupe:${ctx.dedupeKey}`;
     const fresh = await this.o.redis.set(dedupe, "pending", "EX", this.#ttl, "NX");
     if (fresh === null) {
@@ -79,7 +127,33 @@ export class InboundDispatcher {
       return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     }
     try {
-      const decision = this.#decide(ctx);
+      const access = this.#access(ctx.channel);
+      const paired =
+        ctx.chat.type === "direct" &&
+        (await this.pairing.isApproved(ctx.channel, ctx.accountId, ctx.sender.id));
+      const decision = this.#decide(ctx, access, paired);
+      if (decision.kind === "pair" && access) {
+        const request = await this.pairing.request({
+          channel: ctx.channel,
+          accountId: ctx.accountId,
+          senderId: ctx.sender.id,
+          senderName: ctx.sender.name,
+          replyTarget: ctx.replyTarget,
+        });
+        log.info({ senderId: ctx.sender.id, pairing: request.kind }, "unknown sender: pairing");
+        if (request.kind === "new" && access.unpairedResponse === "code") {
+          await this.#notify(
+            ctx,
+            `Hi! I only answer people my owner has approved. Your pairing code is ${request.code} (valid for 1 hour); send it to the owner to be let in.`,
+            log,
+          );
+        }
+        return {
+          status: "pairing",
+          code: request.kind === "full" ? undefined : request.code,
+          sessionKey: ctx.sessionKey,
+        };
+      }
       if (decision.kind === "drop") {
         // A decided drop stays marked: a redelivery must not be decided again.
         log.info({ reason: decision.reason }, "inbound message dropped by access policy");
@@ -88,6 +162,22 @@ export class InboundDispatcher {
       const runId = options.runId ?? randomUUID();
       const command = decision.kind === "run" && this.o.commands ? parseCommand(ctx.body) : undefined;
       if (command && this.o.commands) {
+        if (!access || !commandAuthorized(ctx, access, paired)) {
+          log.warn(
+            { command: command.name, senderId: ctx.sender.id },
+            "command refused: sender not authorized",
+          );
+          await this.#notify(
+            ctx,
+            `Sorry, only the owner and approved people can use /${command.name} here.`,
+            log,
+          );
+          return {
+            status: "dropped",
+            reason: `sender ${ctx.sender.id} may not run /${command.name}`,
+            sessionKey: ctx.sessionKey,
+          };
+        }
         await this.o.commands(command, { runId, ctx });
         await this.o.redis.set(dedupe, "accepted", "EX", this.#ttl);
         log.info({ runId, command: command.name }, "session command handled");
@@ -103,9 +193,8 @@ export class InboundDispatcher {
     }
   }
 
-  #decide(ctx: MsgContext): AccessDecision {
-    const access = this.#access(ctx.channel);
+  #decide(ctx: MsgContext, access: ChannelAccess | undefined, paired: boolean): AccessDecision {
     if (!access?.enabled) return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
-    return dispatchGroupThread(ctx, access) ?? dispatchDirect(ctx, access);
+    return dispatchGroupThread(ctx, access) ?? dispatchDirect(ctx, access, paired);
   }
 }

@@ -4,7 +4,8 @@ import type { ChannelAccess, MsgContext } from "@hub/core";
 export type AccessDecision =
   | { kind: "run" }
   | { kind: "context"; reason: string }
-  | { kind: "drop"; reason: string };
+  | { kind: "drop"; reason: string }
+  | { kind: "pair" };
 
 const allows = (list: readonly string[], id: string) => list.includes("*") || list.includes(id);
 
@@ -30,11 +31,12 @@ export function dispatchGroupThread(ctx: MsgContext, access: ChannelAccess): Acc
 }
 
 /**
- * Direct messages, by `dmPolicy`: `allowlist` (only `allowFrom`), `open`
- * (anyone, when `allowFrom` holds "*"), `disabled`. Pairing of unknown
- * senders will slot in here as one more policy.
+ * Direct messages, by `dmPolicy`: `pairing` (listed or paired senders run;
+ * anyone else is offered a pairing code), `allowlist` (only `allowFrom` or
+ * paired), `open` (anyone, when `allowFrom` holds "*"), `disabled`.
  */
-export function dispatchDirect(ctx: MsgContext, access: ChannelAccess): AccessDecision {
+export function dispatchDirect(ctx: MsgContext, access: ChannelAccess, paired = false): AccessDecision {
+  const listed = allows(access.allowFrom, ctx.sender.id) || paired;
   switch (access.dmPolicy) {
     case "disabled":
       return { kind: "drop", reason: "direct messages are disabled for this channel" };
@@ -43,8 +45,25 @@ export function dispatchDirect(ctx: MsgContext, access: ChannelAccess): AccessDe
         ? { kind: "run" }
         : { kind: "drop", reason: 'dmPolicy "open" needs allowFrom: ["*"]' };
     case "allowlist":
-      return allows(access.allowFrom, ctx.sender.id)
+      return listed
         ? { kind: "run" }
         : { kind: "drop", reason: `sender ${ctx.sender.id} is not in the allowlist` };
+    case "pairing":
+      return listed ? { kind: "run" } : { kind: "pair" };
   }
+}
+
+/**
+ * Whether a sender may run session commands: the gateway's owner, a sender
+ * named in `allowFrom` or `commandsFrom` (a wildcard never counts), or a
+ * paired sender in their DM.
+ */
+export function commandAuthorized(ctx: MsgContext, access: ChannelAccess, paired: boolean): boolean {
+  if (ctx.commandAuthorized) return true;
+  const id = ctx.sender.id;
+  return (
+    access.allowFrom.includes(id) ||
+    access.commandsFrom.includes(id) ||
+    (paired && ctx.chat.type === "direct")
+  );
 }

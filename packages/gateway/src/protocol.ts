@@ -61,4 +61,16 @@ export const ChatHistoryParamsSchema = z
 export const ChatAbortParamsSchema = z.object({ runId: z.string().min(1).max(128) }).strict();
 
 /** Methods a connected client may call. */
-export const METHODS = ["chat.send", "chat.history", "chat.abort", "health"] as const;
+export const METHODS = [
+  "chat.send",
+  "chat.history",
+  "chat.abort",
+  "health",
+  "pairing.list",
+  "pairing.approve",
+] as const;
+
+/** Params of `pairing.approve`. */
+export const PairingApproveParamsSchema = z
+  .object({ channel: z.string().min(1).max(64), code: z.string().min(4).max(16) })
+  .strict();

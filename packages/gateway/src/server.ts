@@ -24,6 +24,7 @@ import {
   ConnectParamsSchema,
   type EventFrame,
   METHODS,
+  PairingApproveParamsSchema,
   PROTOCOL_VERSION,
   type RequestFrame,
   RequestFrameSchema,
@@ -45,6 +46,11 @@ export interface GatewayDeps {
   history: (sessionKey: string) => Promise<{ sessionId: string; entries: TranscriptEntry[] } | undefined>;
   /** Asks whichever process runs `runId` to abort it. */
   abort: (runId: string) => Promise<void>;
+  /** Lists pending pairings; approves one (the sender is told). */
+  pairing?: {
+    list: () => Promise<unknown[]>;
+    approve: (channel: string, code: string) => Promise<{ senderId: string } | undefined>;
+  };
   /** Subscribes to chat events from every process. */
   subscribeEvents: (handler: (event: ChatEvent) => void) => Promise<void>;
   /** Publishes a chat event (used for admission failures after the ACK). */
@@ -61,7 +67,26 @@ export interface GatewayOptions {
   webRoot?: string;
   /** Extra HTTP endpoints (adapters' webhooks). */
   routes?: HttpRoute[];
+  /** More clients with their own tokens and scopes; the main token has every scope. */
+  clients?: ReadonlyArray<{ name: string; token: string; scopes: readonly Scope[] }>;
+  /** Browser origins allowed besides the gateway's own. */
+  allowedOrigins?: readonly string[];
 }
+
+/** What a gateway client may do. */
+export type Scope = "read" | "write" | "admin" | "approvals" | "pairing";
+const ALL_SCOPES: readonly Scope[] = ["read", "write", "admin", "approvals", "pairing"];
+/** The scope each method needs. */
+const METHOD_SCOPES: Record<string, Scope> = {
+  health: "read",
+  "chat.history": "read",
+  "chat.send": "write",
+  "chat.abort": "write",
+  "pairing.list": "pairing",
+  "pairing.approve": "pairing",
+};
+/** Failed connects allowed per address per minute before further attempts are refused outright. */
+const MAX_AUTH_FAILURES = 5;
 
 /** How long an idempotency record (`chat:<key>`) is kept. */
 const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
@@ -77,6 +102,8 @@ const CONTENT_TYPES: Record<string, string> = {
 interface Connection {
   ws: WebSocket;
   authed: boolean;
+  scopes: readonly Scope[];
+  remote: string;
   seq: number;
   sessions: Set<string>;
   log: HubLogger;
@@ -105,6 +132,7 @@ export class GatewayServer {
   readonly #http: Server;
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
+  readonly #authFailures = new Map<string, { count: number; resetAt: number }>();
   #port = 0;
 
   constructor(
@@ -123,7 +151,20 @@ export class GatewayServer {
         if (!res.headersSent) res.writeHead(500).end();
       });
     });
-    this.#wss = new WebSocketServer({ server: this.#http, maxPayload: options.maxFrameBytes });
+    this.#wss = new WebSocketServer({
+      server: this.#http,
+      maxPayload: options.maxFrameBytes,
+      // Browsers always send Origin: only the gateway's own page (or a configured origin) may connect.
+      verifyClient: ({ origin, req }: { origin: string; req: IncomingMessage }) => {
+        if (!origin) return true;
+        if (this.options.allowedOrigins?.includes(origin)) return true;
+        try {
+          return new URL(origin).host === req.headers.host;
+        } catch {
+          return false;
+        }
+      },
+    });
     // Listen errors are reported by start(); the ws server re-emits them and must not crash the process.
     this.#wss.on("error", () => {});
     this.#wss.on("connection", (ws, req) => this.#onConnection(ws, req));
@@ -193,6 +234,8 @@ export class GatewayServer {
 
   #onConnection(ws: WebSocket, req: IncomingMessage): void {
     const conn: Connection = {
+      scopes: [],
+      remote: req.socket.remoteAddress ?? "?",
       ws,
       authed: false,
       seq: 0,
@@ -248,8 +291,23 @@ export class GatewayServer {
           "unauthorized",
           "The first request must be connect with your gateway token.",
         );
+      const failures = this.#authFailures.get(conn.remote);
+      if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
+        conn.log.warn("gateway client refused: too many failed attempts from this address");
+        return this.#reject(
+          conn,
+          frame.id,
+          "too_many_attempts",
+          "Too many failed connection attempts from this address; wait a minute and check the token.",
+        );
+      }
       const params = ConnectParamsSchema.safeParse(frame.params);
-      if (!params.success || !sameSecret(params.data.auth.token, this.options.token)) {
+      const scopes = params.success ? this.#scopesFor(params.data.auth.token) : undefined;
+      if (!scopes) {
+        const entry =
+          failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
+        entry.count++;
+        this.#authFailures.set(conn.remote, entry);
         conn.log.warn("gateway client refused: wrong or missing token");
         return this.#reject(
           conn,
@@ -259,6 +317,7 @@ export class GatewayServer {
         );
       }
       conn.authed = true;
+      conn.scopes = scopes;
       this.#send(conn, {
         type: "res",
         id: frame.id,
@@ -285,8 +344,37 @@ export class GatewayServer {
     }
   }
 
+  // Every token is compared (in constant time), so timing does not reveal which client matched.
+  #scopesFor(token: string): readonly Scope[] | undefined {
+    let found: readonly Scope[] | undefined;
+    if (sameSecret(token, this.options.token)) found = ALL_SCOPES;
+    for (const client of this.options.clients ?? [])
+      if (sameSecret(token, client.token) && !found) found = client.scopes;
+    return found;
+  }
+
   async #call(conn: Connection, frame: RequestFrame): Promise<unknown> {
+    const needed = METHOD_SCOPES[frame.method];
+    if (needed && !conn.scopes.includes(needed)) {
+      throw new RequestError(
+        "forbidden",
+        `This client lacks the "${needed}" scope needed for ${frame.method}.`,
+      );
+    }
     switch (frame.method) {
+      case "pairing.list":
+        if (!this.deps.pairing)
+          throw new RequestError("unavailable", "Pairing is not available on this gateway.");
+        return { pending: await this.deps.pairing.list() };
+      case "pairing.approve": {
+        if (!this.deps.pairing)
+          throw new RequestError("unavailable", "Pairing is not available on this gateway.");
+        const { channel, code } = PairingApproveParamsSchema.parse(frame.params);
+        const approved = await this.deps.pairing.approve(channel, code);
+        if (!approved)
+          throw new RequestError("not_found", `No pending pairing with code ${code} on ${channel}.`);
+        return { channel, senderId: approved.senderId, status: "approved" };
+      }
       case "health":
         return { ok: true };
       case "chat.send":
