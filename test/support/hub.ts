@@ -81,13 +81,14 @@ export interface FakeWorld {
 export async function startFakeWorld(
   name: string,
   channels: HubConfigInput["channels"],
-  options: { textLimit?: number; agent?: HubConfigInput["agent"] } = {},
+  options: { textLimit?: number; agent?: HubConfigInput["agent"]; gateway?: HubConfigInput["gateway"] } = {},
 ): Promise<FakeWorld> {
   const model = await startFakeOpenAI();
   const platform = await startFakeChatPlatform();
   const hub = await startTestHub(
     {
       agent: { ...options.agent, model: "fake/test-model" },
+      ...(options.gateway ? { gateway: options.gateway } : {}),
       models: { providers: { fake: { baseUrl: model.url, apiKey: "test-key" } } },
       channels,
     },
