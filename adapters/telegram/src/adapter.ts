@@ -298,8 +298,14 @@ export class TelegramAdapter implements ChannelAdapter {
     return target.chatId.startsWith("-") ? 3000 : 1000;
   }
 
-  async send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
+  async send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SendResult> {
     const chatId = chatIdParam(target.chatId);
+    // grammY types its signal with a polyfill's type; the runtime takes the standard one.
+    const signal = options.signal as unknown as Parameters<Bot["api"]["sendMessage"]>[3];
     const common = {
       ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
       ...(segment.index === 0 && target.replyToMessageId
@@ -313,10 +319,12 @@ export class TelegramAdapter implements ChannelAdapter {
     };
     try {
       try {
-        const sent = await this.#bot.api.sendMessage(chatId, renderTelegramHtml(segment.text), {
-          ...common,
-          parse_mode: "HTML",
-        });
+        const sent = await this.#bot.api.sendMessage(
+          chatId,
+          renderTelegramHtml(segment.text),
+          { ...common, parse_mode: "HTML" },
+          signal,
+        );
         return { messageId: String(sent.message_id) };
       } catch (error) {
         if (
@@ -331,7 +339,7 @@ export class TelegramAdapter implements ChannelAdapter {
           { replyId: segment.replyId, index: segment.index },
           "telegram could not parse our HTML; resending as plain text",
         );
-        const sent = await this.#bot.api.sendMessage(chatId, plainTextFallback(segment.text), common);
+        const sent = await this.#bot.api.sendMessage(chatId, plainTextFallback(segment.text), common, signal);
         return { messageId: String(sent.message_id) };
       }
     } catch (error) {

@@ -266,8 +266,16 @@ export class AgentRunner {
     });
     // Blocks are pushed strictly one after another, so their order is the model's order.
     let pushing: Promise<void> = Promise.resolve();
+    let pushError: unknown;
+    // Handled at once (never an unhandled rejection); the first failure fails the run below.
     const pushBlocks = (blocks: string[]) => {
-      for (const block of blocks) pushing = pushing.then(() => reply.push(block));
+      for (const block of blocks) {
+        pushing = pushing
+          .then(() => (pushError === undefined ? reply.push(block) : undefined))
+          .catch((error) => {
+            pushError ??= error;
+          });
+      }
     };
 
     const abort = new AbortController();
@@ -372,6 +380,7 @@ export class AgentRunner {
       await this.o.activity.addUsage(ctx.sessionKey, result.usage);
       pushBlocks(streamer.flush());
       text = result.text;
+      if (pushError !== undefined) throw pushError;
       stopReason = {
         stop: "natural_end",
         tool_calls: "natural_end",

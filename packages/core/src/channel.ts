@@ -91,8 +91,14 @@ export interface ChannelAdapter {
   /**
    * Sends one segment to a reply target. Throws `RateLimitedError` to delay the
    * target, `PermanentSendError` to give the segment up; anything else is retried.
+   * `signal` aborts a send that took too long; the caller waits for the send to
+   * settle either way, so an abandoned send can never land after a later one.
    */
-  send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult>;
+  send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options?: { signal?: AbortSignal },
+  ): Promise<SendResult>;
   /** Shows "typing…" in the target chat, if the channel can. */
   sendTyping(target: ReplyTarget): Promise<void>;
   /** Least time between two sends to this target, when it differs by chat (e.g. groups are slower). */

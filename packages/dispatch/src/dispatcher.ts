@@ -46,6 +46,9 @@ export interface InboundDispatcherOptions {
   dedupeTtlSeconds?: number;
 }
 
+/** How long a message may sit between "seen" and "accepted" before a redelivery is processed again. */
+const PENDING_TTL_SECONDS = 60;
+
 // The web chat's sender is the authenticated gateway client: open by default.
 const WEBCHAT_DEFAULT = ChannelAccessSchema.parse({ dmPolicy: "open", allowFrom: ["*"] });
 
@@ -121,11 +124,17 @@ export class InboundDispatcher {
     }
     if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
     const dedupe = `${this.o.prefix}:dedupe:${ctx.dedupeKey}`;
-    const fresh = await this.o.redis.set(dedupe, "pending", "EX", this.#ttl, "NX");
+    // "pending" lives only briefly: if this process dies before accepting, the platform's redelivery is processed.
+    const fresh = await this.o.redis.set(dedupe, "pending", "EX", PENDING_TTL_SECONDS, "NX");
     if (fresh === null) {
+      if ((await this.o.redis.get(dedupe)) === "pending") {
+        // Being admitted right now elsewhere: make the platform retry rather than call it a duplicate.
+        throw new Error(`message ${ctx.dedupeKey} is being admitted by another worker; retry shortly`);
+      }
       log.info("duplicate inbound message ignored");
       return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     }
+    let accepted = false;
     try {
       const access = this.#access(ctx.channel);
       const paired =
@@ -148,6 +157,7 @@ export class InboundDispatcher {
             log,
           );
         }
+        await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
         return {
           status: "pairing",
           code: request.kind === "full" ? undefined : request.code,
@@ -157,6 +167,7 @@ export class InboundDispatcher {
       if (decision.kind === "drop") {
         // A decided drop stays marked: a redelivery must not be decided again.
         log.info({ reason: decision.reason }, "inbound message dropped by access policy");
+        await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
         return { status: "dropped", reason: decision.reason, sessionKey: ctx.sessionKey };
       }
       const runId = options.runId ?? randomUUID();
@@ -172,6 +183,7 @@ export class InboundDispatcher {
             `Sorry, only the owner and approved people can use /${command.name} here.`,
             log,
           );
+          await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
           return {
             status: "dropped",
             reason: `sender ${ctx.sender.id} may not run /${command.name}`,
@@ -184,11 +196,13 @@ export class InboundDispatcher {
         return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
       }
       await this.o.accept({ runId, ctx, ...(decision.kind === "context" ? { contextOnly: true } : {}) });
+      accepted = true;
       await this.o.redis.set(dedupe, "accepted", "EX", this.#ttl);
       log.info({ runId, decision: decision.kind }, "inbound message accepted");
       return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
     } catch (error) {
-      await this.o.redis.del(dedupe).catch(() => {});
+      // Once accepted, the mark stays: releasing it would let a redelivery become a second run.
+      if (!accepted) await this.o.redis.del(dedupe).catch(() => {});
       throw error;
     }
   }

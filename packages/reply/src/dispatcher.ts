@@ -119,11 +119,13 @@ export class ReplyDispatcher implements ReplySink {
       replyId,
       push: async (block) => {
         if (ended) throw new Error(`reply ${replyId} already ended`);
-        const items = chunkForChannel(block, capabilities).map((text) => {
-          const index = next++;
+        const items = chunkForChannel(block, capabilities).map((text, i) => {
+          const index = next + i;
           return { id: `${replyId}#${index}`, data: { replyId, index, text, target } };
         });
         await this.#mailbox.push(key, items);
+        // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
+        next += items.length;
       },
       end: async () => {
         ended = true;
@@ -203,19 +205,20 @@ export class ReplyDispatcher implements ReplySink {
           adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
         );
         await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
-        let timer: NodeJS.Timeout | undefined;
+        // Never race the send: abort it on timeout and wait for it to settle, so it cannot land after the next one.
+        if (ctx.signal.aborted) throw new Error("delivery lease lost before sending");
+        const controller = new AbortController();
+        const onLost = () => controller.abort(new Error("delivery lease lost"));
+        ctx.signal.addEventListener("abort", onLost);
+        const timer = setTimeout(
+          () => controller.abort(new Error(`send timed out after ${sendTimeoutMs} ms`)),
+          sendTimeoutMs,
+        );
         try {
-          await Promise.race([
-            adapter.send({ replyId, index, text }, target),
-            new Promise((_, reject) => {
-              timer = setTimeout(
-                () => reject(new Error(`send timed out after ${sendTimeoutMs} ms`)),
-                sendTimeoutMs,
-              );
-            }),
-          ]);
+          await adapter.send({ replyId, index, text }, target, { signal: controller.signal });
         } finally {
           clearTimeout(timer);
+          ctx.signal.removeEventListener("abort", onLost);
         }
         await this.#mark(replyId, index, "ok");
       },

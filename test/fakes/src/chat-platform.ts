@@ -125,9 +125,14 @@ export class FakeChatAdapter implements ChannelAdapter {
   async stop(): Promise<void> {}
   async sendTyping(): Promise<void> {}
 
-  async send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
+  async send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SendResult> {
     const res = await fetch(`${this.platformUrl}/send`, {
       method: "POST",
+      ...(options.signal ? { signal: options.signal } : {}),
       headers: { "content-type": "application/json", "x-sender": this.#sender },
       body: JSON.stringify({
         chatId: target.chatId,
