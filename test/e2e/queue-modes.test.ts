@@ -89,12 +89,14 @@ describe("queue modes and session commands", () => {
     const a = await send(s, "keep me busy");
     await modelStarted("keep me busy");
     const b = await send(s, "collected one");
-    await send(s, "collected two");
+    const c = await send(s, "collected two");
     await client.terminal(a);
     expect(await client.terminal(b)).toMatchObject({ text: "both at once" });
     await new Promise((r) => setTimeout(r, 300));
     expect(requestsFor("collected one")).toBe(1);
     expect(lastUser(model.requests.length - 1)).toBe("collected one\n\ncollected two");
+    // Every collected message's own run is settled too (answered by the batch).
+    expect((await client.terminal(c)).state).toBe("final");
   });
 
   it("interrupt: the running run is aborted and the new message runs", async () => {

@@ -97,6 +97,19 @@ export async function startHub(
     logger: logger.child({ component: "lane" }),
     ...mailboxTuning,
     ...(tuning.leaseMs ? {} : { leaseMs: config.agent.laneLeaseMs }),
+    onFailed: async (request) => {
+      const error = "the run could not be executed (its runner failed repeatedly); see the hub's log";
+      if (await runs.finish(request.runId, { status: "failed", error, stopReason: "internal_error" })) {
+        await events.publish({
+          runId: request.runId,
+          sessionKey: request.ctx.sessionKey,
+          seq: 0,
+          state: "error",
+          text: error,
+        });
+      }
+      for (const left of await activity.end(request.ctx.sessionKey, request.runId)) await lane.enqueue(left);
+    },
   });
   const sessions = new SessionStore(options.stateDir, logger.child({ component: "sessions" }));
   const runs = new RunRecords(redis, prefix);

@@ -241,6 +241,8 @@ export class AgentRunner {
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
     if (attempt === 0) return;
     log.info({ attempt, resuming }, resuming ? "run resumed after an interruption" : "run started");
+    // Collected messages are answered by this run; their own records say so.
+    for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
 
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);

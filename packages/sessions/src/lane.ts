@@ -10,6 +10,8 @@ export interface SessionLaneOptions {
   leaseMs?: number;
   sweepIntervalMs?: number;
   graceMs?: number;
+  /** A request the lane gave up on (its runner kept crashing): record its outcome so nobody waits forever. */
+  onFailed?: (request: RunRequest) => Promise<void>;
 }
 
 /**
@@ -31,6 +33,7 @@ export class SessionLane {
       parse: (raw) => RunRequestSchema.parse(raw),
       // A run is not retried by the lane: the runner records its own failure as a terminal outcome.
       maxAttempts: 3,
+      ...(options.onFailed ? { onFailed: (item) => options.onFailed!(item.data) } : {}),
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
       ...(options.graceMs ? { graceMs: options.graceMs } : {}),
