@@ -196,3 +196,31 @@ describe("floods and limits", () => {
     ).rejects.toThrow(/attachment is 52428800 bytes; the limit is 20971520/);
   });
 });
+
+describe("hub pairing CLI", () => {
+  it("lists pending codes and approves one; the sender is told", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const { fileURLToPath } = await import("node:url");
+    const main = fileURLToPath(new URL("../../apps/hub/src/main.ts", import.meta.url));
+    // Sender 81 is still waiting from the pending-cap test above.
+    const code = (await world.hub.dispatcher!.pairing.list()).find((p) => p.senderId === "81")!.code;
+    const env = {
+      ...process.env,
+      HUB_REDIS_PREFIX: world.hub.prefix,
+      HUB_STATE_DIR: world.hub.stateDir,
+      HUB_CONFIG: "",
+    };
+    const run = (...args: string[]) =>
+      spawnSync(process.execPath, ["--import", "tsx", main, ...args], { env, encoding: "utf8" });
+    const list = run("pairing", "list");
+    expect(list.status).toBe(0);
+    expect(list.stdout).toContain(`telegram  ${code}  sender 81 (User 81)`);
+    const approve = run("pairing", "approve", "telegram", code);
+    expect(approve.status).toBe(0);
+    expect(approve.stdout).toContain("Approved sender 81 on telegram");
+    await waitFor(() => inChat("81").some((t) => t.includes("approved")), "the approval notice");
+    const unknown = run("pairing", "approve", "telegram", "ZZZZZZZZ");
+    expect(unknown.status).toBe(1);
+    expect(unknown.stderr).toContain("No pending pairing with code ZZZZZZZZ on telegram");
+  }, 30_000);
+});

@@ -179,6 +179,10 @@ export const HubConfigSchema = z
           .default({ perFileChars: 20_000, totalChars: 60_000 }),
         /** The model's context window (tokens); older turns are compacted into a summary before it fills up. */
         contextWindowTokens: z.number().int().min(1000).default(128_000),
+        /** One person's ids on several channels mapped to one peer, e.g. { ann: ["telegram:123", "discord:456"] }. */
+        identityLinks: z
+          .record(z.string(), z.array(z.string().regex(/^[a-z][a-z0-9-]*:.+$/, 'must be "channel:senderId"')))
+          .default({}),
         /** Models tried in order when the primary fails (overloaded, unreachable, or out of auth profiles). */
         fallbacks: z.array(z.string().min(1)).default([]),
         /** What a message arriving during a run does (per session, `/queue <mode>` changes it). */
@@ -197,6 +201,7 @@ export const HubConfigSchema = z
         dmScope: "per-channel-peer",
         maxConcurrentRuns: 8,
         bootstrap: { perFileChars: 20_000, totalChars: 60_000 },
+        identityLinks: {},
         contextWindowTokens: 128_000,
         tools: {
           profile: "standard",
@@ -350,7 +355,7 @@ export function loadConfig(options: { path?: string | undefined; env?: NodeJS.Pr
   fromFile: boolean;
 } {
   const env = options.env ?? process.env;
-  const explicit = options.path ?? env.HUB_CONFIG;
+  const explicit = options.path ?? (env.HUB_CONFIG || undefined);
   const path = resolve(explicit ?? join(resolveStateDir(env), "hub.json5"));
   let raw: unknown = {};
   const fromFile = existsSync(path);

@@ -5,7 +5,23 @@ import { type DmScope, deriveSessionKey } from "./session-key.js";
 
 /** The part of the hub config that finalizing reads. `HubConfig` satisfies it. */
 export interface FinalizeConfig {
-  agent: { id: string; dmScope: DmScope };
+  agent: {
+    id: string;
+    dmScope: DmScope;
+    /** One person's ids on several channels ("telegram:123") mapped to one peer name. */
+    identityLinks?: Record<string, string[]>;
+  };
+}
+
+/** The peer a sender is: their linked identity if `identityLinks` names them, else their channel id. */
+export function resolvePeer(
+  channel: string,
+  senderId: string,
+  links: Record<string, string[]> | undefined,
+): string {
+  for (const [peer, ids] of Object.entries(links ?? {}))
+    if (ids.includes(`${channel}:${senderId}`)) return peer;
+  return senderId;
 }
 
 /** Longest inbound text accepted, in characters. */
@@ -41,7 +57,7 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
       chatType: f.chat.type,
       chatId: f.chat.id,
       threadId: f.threadId,
-      peerId: f.sender.id,
+      peerId: resolvePeer(f.channel, f.sender.id, config.agent.identityLinks),
       dmScope: config.agent.dmScope,
     });
   const ctx: MsgContext = {

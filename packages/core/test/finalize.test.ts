@@ -97,3 +97,29 @@ describe("finalizeInboundContext", () => {
     );
   });
 });
+
+describe("identity links", () => {
+  it("maps one person's ids on several channels to one DM session under per-peer", () => {
+    const linked = {
+      agent: {
+        id: "main",
+        dmScope: "per-peer" as const,
+        identityLinks: { ann: ["telegram:42", "discord:9001"] },
+      },
+    };
+    const tg = finalizeInboundContext(base, linked);
+    const dc = finalizeInboundContext(
+      { ...base, channel: "discord", chat: { type: "direct", id: "dm-1" }, sender: { id: "9001" } },
+      linked,
+    );
+    expect(tg.sessionKey).toBe("agent:main:direct:ann");
+    expect(dc.sessionKey).toBe(tg.sessionKey);
+    // Replies still go back where each message came from.
+    expect(dc.replyTarget.chatId).toBe("dm-1");
+    const other = finalizeInboundContext(
+      { ...base, sender: { id: "43" }, chat: { type: "direct", id: "43" } },
+      linked,
+    );
+    expect(other.sessionKey).toBe("agent:main:direct:43");
+  });
+});

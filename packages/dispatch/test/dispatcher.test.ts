@@ -80,3 +80,27 @@ describe("InboundDispatcher", () => {
     ).rejects.toThrow(/Inbound message rejected: chat\.type/);
   });
 });
+
+describe("unpairedResponse", () => {
+  it("silent: an unknown sender gets no code message, and no run", async () => {
+    const notices: string[] = [];
+    const accepted: RunRequest[] = [];
+    const silent = parseConfig({ channels: { telegram: { unpairedResponse: "silent" } } });
+    const dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config: silent,
+      logger: createLogger({ level: "silent" }),
+      accept: async (r) => void accepted.push(r),
+      notify: async (_ctx, text) => void notices.push(text),
+    });
+    const result = await dispatcher.dispatchInboundMessage({
+      ...fields("s-1"),
+      sender: { id: "999" },
+      chat: { type: "direct", id: "999" },
+    });
+    expect(result.status).toBe("pairing");
+    expect(notices).toEqual([]);
+    expect(accepted).toEqual([]);
+  });
+});

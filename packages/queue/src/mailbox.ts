@@ -71,14 +71,17 @@ export class OrderedMailbox<T> {
     Pick<OrderedMailboxOptions<T>, "onFailed">;
   readonly #redis: Redis;
   readonly #queue: Queue;
+  readonly #queueConnection: Redis;
   readonly #base: string;
 
   constructor(options: OrderedMailboxOptions<T>) {
     this.#o = { leaseMs: 30_000, graceMs: 5_000, sweepIntervalMs: 1_000, maxAttempts: 8, ...options };
     this.#base = `${options.prefix}:mb:${options.name}`;
     this.#redis = createRedis(options.redisUrl);
+    // BullMQ does not close connections it is given; we keep them to close them ourselves.
+    this.#queueConnection = createRedis(options.redisUrl);
     this.#queue = new Queue(options.name, {
-      connection: createRedis(options.redisUrl),
+      connection: this.#queueConnection,
       prefix: `${options.prefix}:bull`,
       defaultJobOptions: {
         removeOnComplete: true,
@@ -132,8 +135,9 @@ export class OrderedMailbox<T> {
 
   /** Starts draining keys in this process, at most `concurrency` keys at once. */
   startWorker(handler: MailboxHandler<T>, options: { concurrency: number }): MailboxWorker {
+    const connection = createRedis(this.#o.redisUrl);
     const worker = new Worker<{ key: string }>(this.#o.name, (job) => this.#drain(job, handler), {
-      connection: createRedis(this.#o.redisUrl),
+      connection,
       prefix: `${this.#o.prefix}:bull`,
       concurrency: options.concurrency,
       lockDuration: this.#o.leaseMs,
@@ -152,6 +156,7 @@ export class OrderedMailbox<T> {
       close: async () => {
         clearInterval(sweep);
         await worker.close();
+        connection.disconnect();
       },
     };
   }
@@ -306,6 +311,7 @@ export class OrderedMailbox<T> {
   /** Closes the producer side (queue and commands connection). */
   async close(): Promise<void> {
     await this.#queue.close();
+    this.#queueConnection.disconnect();
     this.#redis.disconnect();
   }
 }
