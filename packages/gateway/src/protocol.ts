@@ -31,7 +31,10 @@ export interface EventFrame {
 /** Params of `connect`, the mandatory first request. */
 export const ConnectParamsSchema = z
   .object({
-    auth: z.object({ token: z.string().min(1).max(512) }).strict(),
+    auth: z.union([
+      z.object({ token: z.string().min(1).max(512) }).strict(),
+      z.object({ password: z.string().min(1).max(512) }).strict(),
+    ]),
     client: z.string().max(128).optional(),
   })
   .strict();

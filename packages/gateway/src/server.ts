@@ -71,6 +71,8 @@ export interface GatewayOptions {
   clients?: ReadonlyArray<{ name: string; token: string; scopes: readonly Scope[] }>;
   /** Browser origins allowed besides the gateway's own. */
   allowedOrigins?: readonly string[];
+  /** A password the owner can type instead of the token (every scope). */
+  password?: string | undefined;
 }
 
 /** What a gateway client may do. */
@@ -302,7 +304,14 @@ export class GatewayServer {
         );
       }
       const params = ConnectParamsSchema.safeParse(frame.params);
-      const scopes = params.success ? this.#scopesFor(params.data.auth.token) : undefined;
+      const auth = params.success ? params.data.auth : undefined;
+      const scopes = !auth
+        ? undefined
+        : "token" in auth
+          ? this.#scopesFor(auth.token)
+          : this.options.password && sameSecret(auth.password, this.options.password)
+            ? ALL_SCOPES
+            : undefined;
       if (!scopes) {
         const entry =
           failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
