@@ -211,7 +211,12 @@ export class AgentRunner {
     // Collect mode: one turn answers every message collected while the session was busy.
     const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey) : [request];
     if (batch.length === 0) return;
-    const userText = batch.map((r) => r.ctx.body).join("\n\n");
+    // Quoted text is someone else's words: the model sees it marked untrusted.
+    const withQuote = (r: RunRequest) =>
+      r.ctx.replyTo?.body
+        ? `[replying to this message]\n<untrusted>${r.ctx.replyTo.body}</untrusted>\n\n${r.ctx.body}`
+        : r.ctx.body;
+    const userText = batch.map(withQuote).join("\n\n");
 
     const existing = await this.o.runs.get(runId);
     if (existing && existing.status !== "running") {
