@@ -18,6 +18,7 @@ import {
   type ToolCall,
   type ToolSpec,
 } from "../model.js";
+import { StallGuard } from "./stall-guard.js";
 
 /** Options of `AnthropicProvider`. */
 export interface AnthropicProviderOptions {
@@ -97,23 +98,10 @@ export class AnthropicProvider implements ModelProvider {
     const { signal } = request;
     if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
 
-    // Our own controller joins the caller's signal with the stall timer.
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = (): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.timeoutMs);
-    };
-    const disarm = (): void => clearTimeout(timer);
+    const guard = new StallGuard(signal, this.timeoutMs);
 
     try {
-      arm();
+      guard.arm();
       const { system, messages } = toAnthropicMessages(request.messages);
       const stream = await this.client.messages.create(
         {
@@ -124,7 +112,7 @@ export class AnthropicProvider implements ModelProvider {
           ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toAnthropicTool) } : {}),
           stream: true,
         },
-        { signal: controller.signal },
+        { signal: guard.controller.signal },
       );
 
       const calls = new ToolUseAssembler();
@@ -132,7 +120,7 @@ export class AnthropicProvider implements ModelProvider {
       let usage: ModelUsage | undefined;
       for await (const event of stream) {
         // Time spent by our consumer on a yielded delta is not the server's stall.
-        disarm();
+        guard.disarm();
         switch (event.type) {
           case "message_start":
             usage = {
@@ -166,13 +154,13 @@ export class AnthropicProvider implements ModelProvider {
             // content_block_stop and message_stop need nothing: tool calls are emitted at the end.
             break;
         }
-        arm();
+        guard.arm();
       }
-      disarm();
+      guard.disarm();
 
       // The SDK ends the iteration silently when aborted mid-stream, so check why it ended.
       if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
-      if (timedOut) throw stalled(this.id, this.timeoutMs);
+      if (guard.timedOut) throw stalled(this.id, this.timeoutMs);
       if (stopReason === null) {
         // A cut connection can look like a clean end; without a stop_reason the reply is incomplete.
         throw new ModelError("network", `${this.id}: stream ended without a stop_reason`);
@@ -183,14 +171,11 @@ export class AnthropicProvider implements ModelProvider {
     } catch (error) {
       throw toModelError(error, this.id, {
         aborted: signal?.aborted === true,
-        timedOut,
+        timedOut: guard.timedOut,
         timeoutMs: this.timeoutMs,
       });
     } finally {
-      disarm();
-      signal?.removeEventListener("abort", onAbort);
-      // Releases the connection if the consumer stopped early; a no-op after a complete stream.
-      controller.abort();
+      guard.dispose();
     }
   }
 }

@@ -16,6 +16,7 @@ import {
   type ToolCall,
   type ToolSpec,
 } from "../model.js";
+import { StallGuard } from "./stall-guard.js";
 
 /** Options of `OpenAIProvider`. */
 export interface OpenAIProviderOptions {
@@ -88,23 +89,10 @@ export class OpenAIProvider implements ModelProvider {
     const { signal } = request;
     if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
 
-    // Our own controller joins the caller's signal with the stall timer.
-    const controller = new AbortController();
-    const onAbort = (): void => controller.abort();
-    signal?.addEventListener("abort", onAbort, { once: true });
-    let timedOut = false;
-    let timer: NodeJS.Timeout | undefined;
-    const arm = (): void => {
-      clearTimeout(timer);
-      timer = setTimeout(() => {
-        timedOut = true;
-        controller.abort();
-      }, this.timeoutMs);
-    };
-    const disarm = (): void => clearTimeout(timer);
+    const guard = new StallGuard(signal, this.timeoutMs);
 
     try {
-      arm();
+      guard.arm();
       const stream = await this.client.chat.completions.create(
         {
           model: request.model,
@@ -114,7 +102,7 @@ export class OpenAIProvider implements ModelProvider {
           stream: true,
           stream_options: { include_usage: true },
         },
-        { signal: controller.signal },
+        { signal: guard.controller.signal },
       );
 
       const calls = new ToolCallAssembler();
@@ -122,7 +110,7 @@ export class OpenAIProvider implements ModelProvider {
       let usage: ModelUsage | undefined;
       for await (const chunk of stream) {
         // Time spent by our consumer on a yielded delta is not the server's stall.
-        disarm();
+        guard.disarm();
         if (chunk.usage) {
           usage = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens };
         }
@@ -133,13 +121,13 @@ export class OpenAIProvider implements ModelProvider {
           const text = choice.delta?.content;
           if (text) yield { type: "text", delta: text };
         }
-        arm();
+        guard.arm();
       }
-      disarm();
+      guard.disarm();
 
       // The SDK ends the iteration silently when aborted mid-stream, so check why it ended.
       if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
-      if (timedOut) throw stalled(this.id, this.timeoutMs);
+      if (guard.timedOut) throw stalled(this.id, this.timeoutMs);
       if (finishReason === null) {
         // A cut connection can look like a clean end; without a finish_reason the reply is incomplete.
         throw new ModelError("network", `${this.id}: stream ended without a finish_reason`);
@@ -150,14 +138,11 @@ export class OpenAIProvider implements ModelProvider {
     } catch (error) {
       throw toModelError(error, this.id, {
         aborted: signal?.aborted === true,
-        timedOut,
+        timedOut: guard.timedOut,
         timeoutMs: this.timeoutMs,
       });
     } finally {
-      disarm();
-      signal?.removeEventListener("abort", onAbort);
-      // Releases the connection if the consumer stopped early; a no-op after a complete stream.
-      controller.abort();
+      guard.dispose();
     }
   }
 }
