@@ -241,6 +241,8 @@ export class AgentRunner {
         { attempt: existing.attempt, startedAt: existing.startedAt },
         "interrupted run finalized without resuming",
       );
+      // Messages steered into the dead run were never seen: they run as follow-ups.
+      for (const left of await this.o.activity.end(ctx.sessionKey, runId)) await this.o.requeue(left);
       return;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
