@@ -95,3 +95,45 @@ describe("session writer claims through the hub", () => {
     client.close();
   }, 30_000);
 });
+
+describe("a runner that loses its session lane", () => {
+  // Its own hub and model, so no other test's leftover scripts can answer for it.
+  let hub: TestHub;
+  let model: FakeOpenAI;
+  beforeAll(async () => {
+    model = await startFakeOpenAI();
+    hub = await startTestHub(
+      { agent: { model: "fake/m" }, models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } } },
+      "lease",
+    );
+  });
+  afterAll(async () => {
+    await hub.dispose();
+    await model.close();
+  });
+
+  it("abandons the run without deciding it; the process that takes over resumes and finishes it", async () => {
+    const sessionKey = "agent:main:webchat:direct:leaselost";
+    model.script(
+      { text: "interrupted answer ".repeat(30), chunkSize: 6, delayMs: 60 },
+      { text: "Finished by the new owner." },
+    );
+    const client = await GatewayClient.open(hub.port, hub.token);
+    await client.request("chat.send", { sessionKey, text: "long one", idempotencyKey: "lease-lost-0001" });
+    await waitFor(
+      () => model.requests.some((r) => JSON.stringify(r.messages).includes("long one")),
+      "the model call",
+    );
+    // Another process "took" the session: this runner's lease is gone.
+    await redis.del(`${hub.prefix}:mb:runs:own:${sessionKey}`);
+    expect(await client.terminal("lease-lost-0001", 20_000)).toMatchObject({
+      state: "final",
+      text: "Finished by the new owner.",
+    });
+    expect(await new RunRecords(redis, hub.prefix).get("lease-lost-0001")).toMatchObject({
+      status: "completed",
+      attempt: 2,
+    });
+    client.close();
+  }, 30_000);
+});

@@ -1,4 +1,4 @@
-import { type AgentRunner, RunStop } from "@hub/agent";
+import { type AgentRunner, LeaseLost, RunStop } from "@hub/agent";
 import type { HubLogger, RunRequest } from "@hub/core";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { type RunRecords, recoveryDecision, type SessionLane, type SessionStore } from "@hub/sessions";
@@ -95,7 +95,7 @@ export async function startAgentRole(deps: {
     async (request: RunRequest, laneSignal: AbortSignal) => {
       const controller = new AbortController();
       // A lost lane lease means another process now runs this session: stop writing.
-      const onLane = () => controller.abort(new RunStop("superseded"));
+      const onLane = () => controller.abort(new LeaseLost());
       laneSignal.addEventListener("abort", onLane);
       active.set(request.runId, controller);
       try {

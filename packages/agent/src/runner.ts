@@ -34,6 +34,14 @@ export class RunStop extends Error {
   }
 }
 
+/** This process lost the session's lane lease: another process has the session and will resume the run. */
+export class LeaseLost extends Error {
+  constructor() {
+    super("the session lane lease was lost");
+    this.name = "LeaseLost";
+  }
+}
+
 /** Everything a runner needs, wired by the hub app. */
 export interface AgentRunnerOptions {
   agentId: string;
@@ -295,6 +303,7 @@ export class AgentRunner {
     const stopTyping = this.#startTyping(ctx.replyTarget, log);
 
     let status: TerminalStatus = "completed";
+    let abandoned = false;
     let stopReason = "natural_end";
     let errorText: string | undefined;
     let text = "";
@@ -401,6 +410,7 @@ export class AgentRunner {
       await pushing;
     } catch (error) {
       const reason = abort.signal.aborted ? abort.signal.reason : error;
+      if (reason instanceof LeaseLost) abandoned = true;
       status =
         error instanceof WriterSupersededError ||
         (reason instanceof RunStop && reason.status === "superseded")
@@ -433,6 +443,11 @@ export class AgentRunner {
       stopSignal.removeEventListener("abort", onStop);
     }
 
+    if (abandoned) {
+      // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
+      log.warn("lost the session lane; the run is left to the process that took it over");
+      return;
+    }
     // Terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell clients.
     if (status !== "superseded") {
       await writeChecked([
@@ -461,8 +476,18 @@ export class AgentRunner {
       log.warn({ status }, "run outcome was already decided elsewhere; not announcing");
       return;
     }
-    const settlement = await reply.settled();
-    log.info({ status, segments, ...settlement }, "run finished");
+    // Delivery retries with backoff can take long; the session is not held hostage by it forever.
+    let settleTimer: NodeJS.Timeout | undefined;
+    const settlement = await Promise.race([
+      reply.settled(),
+      new Promise<undefined>((resolve) => {
+        settleTimer = setTimeout(() => resolve(undefined), this.o.runTimeoutMs);
+      }),
+    ]);
+    clearTimeout(settleTimer);
+    if (!settlement)
+      log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
+    log.info({ status, segments, ...(settlement ?? {}) }, "run finished");
     await this.o.events.publish({
       runId,
       sessionKey: ctx.sessionKey,

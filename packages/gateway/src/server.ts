@@ -459,24 +459,27 @@ export class GatewayServer {
     };
     // ACK now; admission continues detached and reports through events.
     queueMicrotask(() => {
-      this.deps
-        .dispatch(fields, { runId })
-        .then((result) => {
+      this.deps.dispatch(fields, { runId }).then(
+        (result) => {
           if (result.status === "accepted" || result.status === "command") return;
           const text =
             result.status === "dropped"
               ? `Not accepted: ${result.reason}.`
               : `Not accepted (${result.status}).`;
-          return this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text });
-        })
-        .catch(async (error) => {
+          // A failed notice must not release the idempotency record of a message that was decided.
+          return this.deps
+            .publishEvent({ runId, sessionKey, seq: 0, state: "error", text })
+            .catch((error) => conn.log.warn({ err: error, runId }, "could not publish the rejection"));
+        },
+        async (error) => {
           conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
           // Release the idempotency record so the client's retry is admitted again.
           await this.deps.redis.del(recordKey).catch(() => {});
           const text =
             error instanceof HubError ? error.message : "The hub could not accept the message; try again.";
           await this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text }).catch(() => {});
-        });
+        },
+      );
     });
     return { runId, sessionKey, status: "accepted" };
   }

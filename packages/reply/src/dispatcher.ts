@@ -42,7 +42,10 @@ export interface ReplyDispatcherOptions {
 const REPLY_TTL_SECONDS = 24 * 3600;
 
 // mark(ok|failed set, other set, meta hash, channel; index, replyId, ttl) -> 1 when the reply is now settled
+// A segment already delivered stays delivered, even if a redelivery after a crash later fails for good.
 const MARK = `
+if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 and ARGV[4] == 'failed' then return 0 end
+redis.call('SREM', KEYS[2], ARGV[1])
 redis.call('SADD', KEYS[1], ARGV[1])
 for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
 local total = redis.call('HGET', KEYS[3], 'total')
@@ -106,7 +109,12 @@ export class ReplyDispatcher implements ReplySink {
   async #mark(replyId: string, index: number, kind: "ok" | "failed"): Promise<void> {
     const k = this.#keys(replyId);
     const [mine, other] = kind === "ok" ? [k.ok, k.failed] : [k.failed, k.ok];
-    await runScript(this.#redis, MARK, [mine, other, k.meta, k.channel], [index, replyId, REPLY_TTL_SECONDS]);
+    await runScript(
+      this.#redis,
+      MARK,
+      [mine, other, k.meta, k.channel],
+      [index, replyId, REPLY_TTL_SECONDS, kind],
+    );
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
