@@ -1,7 +1,13 @@
 import { type AgentRunner, LeaseLost, RunStop } from "@hub/agent";
 import type { HubLogger, RunRequest } from "@hub/core";
 import { createRedis, type MailboxWorker } from "@hub/queue";
-import { type RunRecords, recoveryDecision, type SessionLane, type SessionStore } from "@hub/sessions";
+import {
+  type RunRecords,
+  recoveryDecision,
+  type SessionActivity,
+  type SessionLane,
+  type SessionStore,
+} from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
@@ -37,6 +43,8 @@ export async function recoverInterruptedRuns(deps: {
   runs: RunRecords;
   sessions: SessionStore;
   lane: SessionLane;
+  /** When given, messages steered into a finalized run are queued as follow-ups. */
+  activity?: SessionActivity;
   runTimeoutMs: number;
   logger: HubLogger;
   scanTime?: number;
@@ -60,6 +68,8 @@ export async function recoverInterruptedRuns(deps: {
             { type: "outcome", runId: record.runId, status: "interrupted", at: Date.now() },
           ]);
         finalized.push(record.runId);
+        for (const left of (await deps.activity?.end(record.sessionKey, record.runId)) ?? [])
+          await deps.lane.enqueue(left);
         log.warn(
           { startedAt: record.startedAt, attempt: record.attempt },
           "stale interrupted run finalized at start",

@@ -203,7 +203,8 @@ export async function startHub(
       redisUrl: url,
       prefix,
       maxConcurrentRuns: config.agent.maxConcurrentRuns,
-      recover: () => recoverInterruptedRuns({ runs, sessions, lane, runTimeoutMs, logger: agentLog }),
+      recover: () =>
+        recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog }),
     });
     workers.push(role.worker);
     cleanups.push(role.close);

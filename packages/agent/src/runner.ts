@@ -217,7 +217,7 @@ export class AgentRunner {
       return;
     }
     // Collect mode: one turn answers every message collected while the session was busy.
-    const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey) : [request];
+    const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey, runId) : [request];
     if (batch.length === 0) return;
     // Quoted text is someone else's words: the model sees it marked untrusted.
     const withQuote = (r: RunRequest) =>

@@ -30,6 +30,16 @@ if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 86400) then return 1 end
 return 0
 `;
 
+// takeCollected(list, pending, runBatch) -> the run's batch (moved from the session's list the first time)
+const TAKE_COLLECTED = `
+if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 1 then
+  redis.call('RENAME', KEYS[1], KEYS[3])
+  redis.call('EXPIRE', KEYS[3], 86400)
+  redis.call('DEL', KEYS[2])
+end
+return redis.call('LRANGE', KEYS[3], 0, -1)
+`;
+
 /**
  * What is happening in a session right now, in Redis so every process sees
  * it: the running run, messages steered into it, messages collected for the
@@ -104,14 +114,18 @@ export class SessionActivity {
     );
   }
 
-  /** Takes the collected batch (and allows the next batch to queue its own run). */
-  async takeCollected(sessionKey: string): Promise<RunRequest[]> {
-    const [[, all]] = (await this.redis
-      .multi()
-      .lrange(this.#k("collect", sessionKey), 0, -1)
-      .del(this.#k("collect", sessionKey))
-      .del(this.#k("collect-pending", sessionKey))
-      .exec()) as [[null, string[]], unknown, unknown];
+  /**
+   * Takes the collected batch for a run (and lets the next batch queue its own
+   * run). The batch moves to the run's own key, so a resumed run finds the
+   * same batch instead of an empty one.
+   */
+  async takeCollected(sessionKey: string, runId: string): Promise<RunRequest[]> {
+    const all = (await runScript(
+      this.redis,
+      TAKE_COLLECTED,
+      [this.#k("collect", sessionKey), this.#k("collect-pending", sessionKey), this.#k("collected", runId)],
+      [],
+    )) as string[];
     return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
   }
 
