@@ -25,7 +25,11 @@ export interface HubProcess {
 }
 
 /** Starts `hub start` with the given environment and waits until its gateway answers. */
-export async function startHubProcess(env: Record<string, string>, port: number): Promise<HubProcess> {
+export async function startHubProcess(
+  env: Record<string, string>,
+  port: number,
+  options: { gateway?: boolean } = {},
+): Promise<HubProcess> {
   const output: string[] = [];
   const child = spawn(process.execPath, ["--import", "tsx", MAIN, "start"], {
     env: { ...process.env, REDIS_URL, HUB_GATEWAY_PORT: String(port), HUB_LOG_LEVEL: "info", ...env },
@@ -37,11 +41,16 @@ export async function startHubProcess(env: Record<string, string>, port: number)
   const deadline = Date.now() + 20_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`hub exited early:\n${output.join("")}`);
-    try {
-      const res = await fetch(`http://127.0.0.1:${port}/healthz`);
-      if (res.ok) break;
-    } catch {
-      // not up yet
+    // A process without the ingress role has no gateway: wait for its start line instead.
+    if (options.gateway === false) {
+      if (output.join("").includes('"msg":"hub started"')) break;
+    } else {
+      try {
+        const res = await fetch(`http://127.0.0.1:${port}/healthz`);
+        if (res.ok) break;
+      } catch {
+        // not up yet
+      }
     }
     if (Date.now() > deadline) throw new Error(`hub did not start:\n${output.join("")}`);
     await new Promise((r) => setTimeout(r, 100));
