@@ -68,8 +68,7 @@ export async function recoverInterruptedRuns(deps: {
             { type: "outcome", runId: record.runId, status: "interrupted", at: Date.now() },
           ]);
         finalized.push(record.runId);
-        for (const left of (await deps.activity?.end(record.sessionKey, record.runId)) ?? [])
-          await deps.lane.enqueue(left);
+        await deps.activity?.end(record.sessionKey, record.runId, (left) => deps.lane.enqueue(left));
         log.warn(
           { startedAt: record.startedAt, attempt: record.attempt },
           "stale interrupted run finalized at start",

@@ -108,7 +108,7 @@ export async function startHub(
           text: error,
         });
       }
-      for (const left of await activity.end(request.ctx.sessionKey, request.runId)) await lane.enqueue(left);
+      await activity.end(request.ctx.sessionKey, request.runId, (left) => lane.enqueue(left));
     },
   });
   const sessions = new SessionStore(options.stateDir, logger.child({ component: "sessions" }));

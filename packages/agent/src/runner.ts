@@ -250,7 +250,7 @@ export class AgentRunner {
         "interrupted run finalized without resuming",
       );
       // Messages steered into the dead run were never seen: they run as follow-ups.
-      for (const left of await this.o.activity.end(ctx.sessionKey, runId)) await this.o.requeue(left);
+      await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
       return;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
@@ -470,7 +470,7 @@ export class AgentRunner {
     );
     await this.o.writers.release(claim);
     // Messages steered in after the last batch boundary were never seen by this run: they run next.
-    for (const left of await this.o.activity.end(ctx.sessionKey, runId)) await this.o.requeue(left);
+    await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
     const segments = await reply.end();
     if (!decided) {
       log.warn({ status }, "run outcome was already decided elsewhere; not announcing");

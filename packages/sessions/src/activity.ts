@@ -9,14 +9,12 @@ redis.call('RPUSH', KEYS[2], ARGV[2])
 redis.call('EXPIRE', KEYS[2], 86400)
 return 1
 `;
-// end(active, steer; runId) -> steering requests never taken (to run as follow-ups)
-const END = `
+// endIfIdle(active, steer; runId) -> 1 ended (nothing steered is waiting), 0 messages are still waiting
+const END_IF_IDLE = `
+if redis.call('LLEN', KEYS[2]) > 0 then return 0 end
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local left = redis.call('LRANGE', KEYS[2], 0, -1)
-redis.call('DEL', KEYS[2])
-return left
-`;
-// take(steer) -> every queued steering request, atomically
+return 1
+`; // take(steer) -> every queued steering request, atomically
 const TAKE = `
 local all = redis.call('LRANGE', KEYS[1], 0, -1)
 redis.call('DEL', KEYS[1])
@@ -68,15 +66,27 @@ export class SessionActivity {
     await this.redis.set(this.#k("active", sessionKey), runId, "PX", ttlMs);
   }
 
-  /** Ends a run's activity; returns steering requests it never took, to be run as follow-ups. */
-  async end(sessionKey: string, runId: string): Promise<RunRequest[]> {
-    const left = (await runScript(
-      this.redis,
-      END,
-      [this.#k("active", sessionKey), this.#k("steer", runId)],
-      [runId],
-    )) as string[];
-    return left.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  /**
+   * Ends a run's activity, handing every steered message it never took to
+   * `requeue`, in order. The run stays "active" until nothing is left, so a
+   * message arriving meanwhile is steered (and handed on after the earlier
+   * ones) rather than queued ahead of them.
+   */
+  async end(
+    sessionKey: string,
+    runId: string,
+    requeue: (request: RunRequest) => Promise<void>,
+  ): Promise<void> {
+    for (;;) {
+      for (const left of await this.takeSteering(runId)) await requeue(left);
+      const ended = await runScript(
+        this.redis,
+        END_IF_IDLE,
+        [this.#k("active", sessionKey), this.#k("steer", runId)],
+        [runId],
+      );
+      if (ended === 1) return;
+    }
   }
 
   /** Queues a message for the running run; false if that run has already ended. */

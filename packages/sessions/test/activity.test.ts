@@ -1,0 +1,49 @@
+import { finalizeInboundContext, type RunRequest } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { SessionActivity } from "../src/index.js";
+
+const redis = new Redis(REDIS_URL);
+const prefix = testPrefix("activity");
+afterAll(async () => {
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+const request = (runId: string): RunRequest => ({
+  runId,
+  ctx: finalizeInboundContext(
+    {
+      channel: "telegram",
+      messageId: runId,
+      chat: { type: "direct", id: "1" },
+      sender: { id: "1" },
+      body: runId,
+      timestamp: 1,
+    },
+    { agent: { id: "main", dmScope: "per-channel-peer" } },
+  ),
+});
+
+describe("SessionActivity.end", () => {
+  it("hands on steered messages in order, including one that arrives during the hand-off", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const key = "agent:main:telegram:direct:1";
+    await activity.begin(key, "run-a", 60_000);
+    expect(await activity.steer(key, "run-a", request("m1"))).toBe(true);
+    const requeued: string[] = [];
+    let arrived = false;
+    await activity.end(key, "run-a", async (left) => {
+      requeued.push(left.runId);
+      if (!arrived) {
+        arrived = true;
+        // A message arrives while the hand-off is under way: it must go after m1, not ahead of it.
+        expect(await activity.steer(key, "run-a", request("m2"))).toBe(true);
+      }
+    });
+    expect(requeued).toEqual(["m1", "m2"]);
+    expect(await activity.activeRun(key)).toBeUndefined();
+    expect(await activity.steer(key, "run-a", request("m3"))).toBe(false);
+  });
+});
