@@ -1,18 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { chunkText } from "../src/chunk.js";
-import { content, fencesBalanced } from "./fences.js";
-
-/** Small seeded PRNG so property-style loops are reproducible. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { content, fencesBalanced, mulberry32 } from "./fences.js";
 
 const WORDS = "the model replies with a fairly long answer about chunking é 😀 👍🏽".split(" ");
 const INFOS = ["", "ts", "python", "js title=a.js"];

@@ -1,4 +1,4 @@
-// Checks shared by the chunker and block streamer tests.
+// Checks and helpers shared by the chunker and block streamer tests.
 
 const FENCE = /^[^\S\n]*(`{3,}|~{3,})([^\n]*)$/;
 
@@ -26,4 +26,16 @@ export function content(text: string): string {
     .filter((line) => !FENCE.test(line))
     .join("")
     .replace(/\s+/g, "");
+}
+
+/** Small seeded PRNG so property-style loops are reproducible. */
+export function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

@@ -18,7 +18,7 @@ import {
   type ToolCall,
   type ToolSpec,
 } from "../model.js";
-import { StallGuard } from "./stall-guard.js";
+import { abortOrStallError, StallGuard, stalled } from "./stall-guard.js";
 
 /** Options of `AnthropicProvider`. */
 export interface AnthropicProviderOptions {
@@ -327,23 +327,15 @@ class ToolUseAssembler {
   }
 }
 
-function stalled(providerId: string, timeoutMs: number): ModelError {
-  return new ModelError("network", `${providerId}: no response from the server for ${timeoutMs} ms`);
-}
-
 /** Classifies anything thrown during a call into a ModelError. */
 function toModelError(
   error: unknown,
   providerId: string,
   state: { aborted: boolean; timedOut: boolean; timeoutMs: number },
 ): ModelError {
-  if (error instanceof ModelError) return error;
+  const early = abortOrStallError(error, providerId, state);
+  if (early) return early;
   const detail = error instanceof Error ? error.message : String(error);
-  // The caller's abort and our stall timer both surface as SDK aborts: tell them apart first.
-  if (state.aborted) return new ModelError("aborted", `${providerId}: model call aborted`, { cause: error });
-  if (state.timedOut) {
-    return new ModelError("network", stalled(providerId, state.timeoutMs).message, { cause: error });
-  }
   if (error instanceof APIUserAbortError) {
     return new ModelError("aborted", `${providerId}: model call aborted`, { cause: error });
   }

@@ -1,3 +1,5 @@
+import { ModelError } from "../model.js";
+
 /**
  * One model call's abort plumbing, shared by the providers: a controller that
  * follows the caller's signal, and a stall timer that aborts when the stream
@@ -40,4 +42,26 @@ export class StallGuard {
     this.signal?.removeEventListener("abort", this.#onAbort);
     this.controller.abort();
   }
+}
+
+/** The error of a call ended by the stall timer. */
+export function stalled(providerId: string, timeoutMs: number): ModelError {
+  return new ModelError("network", `${providerId}: no response from the server for ${timeoutMs} ms`);
+}
+
+/**
+ * The part of error classification every provider shares: our own errors pass
+ * through, and the caller's abort and our stall timer (both of which surface as
+ * SDK aborts) are told apart first. Undefined means "classify the SDK error".
+ */
+export function abortOrStallError(
+  error: unknown,
+  providerId: string,
+  state: { aborted: boolean; timedOut: boolean; timeoutMs: number },
+): ModelError | undefined {
+  if (error instanceof ModelError) return error;
+  if (state.aborted) return new ModelError("aborted", `${providerId}: model call aborted`, { cause: error });
+  if (state.timedOut)
+    return new ModelError("network", stalled(providerId, state.timeoutMs).message, { cause: error });
+  return undefined;
 }
