@@ -28,6 +28,28 @@ function describeDecision(raw: string): string {
   }
 }
 
+/** What `/status` and the `session_status` tool report about a session. */
+export async function sessionStatus(
+  deps: Pick<CommandDeps, "config" | "activity" | "sessions" | "lastModelDecision">,
+  sessionKey: string,
+): Promise<string> {
+  const [session, mode, usage, active, decision] = await Promise.all([
+    deps.sessions.get(sessionKey),
+    deps.activity.queueMode(sessionKey),
+    deps.activity.usage(sessionKey),
+    deps.activity.activeRun(sessionKey),
+    deps.lastModelDecision(),
+  ]);
+  return [
+    `Model: ${deps.config.agent.model}`,
+    `Session: ${sessionKey} (${session?.sessionId ?? "not started yet"})`,
+    `Queue mode: ${mode}`,
+    `Running: ${active ?? "nothing"}`,
+    `Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out`,
+    ...(decision ? [`Last model failover: ${describeDecision(decision)}`] : []),
+  ].join("\n");
+}
+
 /**
  * Session commands, handled at admission in every channel: `/stop` aborts the
  * running run at once (never queued behind it), `/new` starts a new session
@@ -79,24 +101,8 @@ export function createCommandHandler(
             : `No pending approval with code "${code}" in this chat.`,
         );
       }
-      case "status": {
-        const [session, mode, usage, active, decision] = await Promise.all([
-          deps.sessions.get(sessionKey),
-          deps.activity.queueMode(sessionKey),
-          deps.activity.usage(sessionKey),
-          deps.activity.activeRun(sessionKey),
-          deps.lastModelDecision(),
-        ]);
-        const lines = [
-          `Model: ${deps.config.agent.model}`,
-          `Session: ${sessionKey} (${session?.sessionId ?? "not started yet"})`,
-          `Queue mode: ${mode}`,
-          `Running: ${active ?? "nothing"}`,
-          `Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out`,
-          ...(decision ? [`Last model failover: ${describeDecision(decision)}`] : []),
-        ];
-        return answer(request, lines.join("\n"));
-      }
+      case "status":
+        return answer(request, await sessionStatus(deps, sessionKey));
     }
   };
 }

@@ -26,7 +26,7 @@ import {
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
 import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
-import { createCommandHandler } from "./commands.js";
+import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 
@@ -129,10 +129,9 @@ export async function startHub(
   const decisionsKey = `${prefix}:model-decisions`;
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
   const approvals = new ApprovalStore(redis, prefix);
-  const statusText = async (sessionKey: string) => {
-    const [mode, usage] = await Promise.all([activity.queueMode(sessionKey), activity.usage(sessionKey)]);
-    return `Model: ${config.agent.model}. Session: ${sessionKey}. Queue mode: ${mode}. Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out.`;
-  };
+  const lastModelDecision = async () => (await redis.lindex(decisionsKey, 0)) ?? undefined;
+  const statusText = (sessionKey: string) =>
+    sessionStatus({ config, activity, sessions, lastModelDecision }, sessionKey);
   const toolConfig = config.agent.tools;
   const availableTools = [
     currentTimeTool,
@@ -237,7 +236,7 @@ export async function startHub(
         replies,
         events,
         approvals,
-        lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
+        lastModelDecision,
       }),
       logger: logger.child({ component: "dispatch" }),
       notify: (ctx, text) => sendNotice(replies, ctx.replyTarget, text),
