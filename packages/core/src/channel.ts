@@ -105,6 +105,10 @@ export interface ChannelAdapter {
   sendIntervalMs?(target: ReplyTarget): number;
   /** HTTP endpoints to mount on the gateway (webhooks). */
   httpRoutes?(): HttpRoute[];
+  /** The connection state of this adapter's account (connecting, connected, reconnecting, failed...). */
+  status?(): import("./plugin.js").ChannelStatus;
+  /** The account this adapter serves (`default` when there is one). */
+  readonly accountId?: string;
 }
 
 /** An HTTP endpoint an adapter needs on the gateway's server (e.g. a platform webhook). */

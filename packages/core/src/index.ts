@@ -5,6 +5,7 @@ export * from "./events.js";
 export * from "./finalize.js";
 export * from "./logger.js";
 export * from "./msg-context.js";
+export * from "./plugin.js";
 export * from "./sanitize.js";
 export * from "./secret.js";
 export * from "./session-key.js";

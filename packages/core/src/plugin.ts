@@ -1,0 +1,65 @@
+import type { z } from "zod";
+import type { AdapterStateStore, ChannelAdapter } from "./channel.js";
+import type { ChannelAccess } from "./config.js";
+import type { HubLogger } from "./logger.js";
+
+/**
+ * What the hub did with one inbound message, as the adapter must act on it:
+ * - `accepted`: durably admitted (a run, a command, or context); acknowledge it.
+ * - `duplicate`: already admitted earlier (a platform retry); acknowledge it.
+ * - `ignored`: deliberately not acted on (policy, not addressed to us); acknowledge it.
+ * - `rejected`: can never be accepted (malformed, too large); acknowledge and drop it, log once.
+ * - `retry`: a transient failure on our side (Redis unreachable); make the platform redeliver
+ *   (5xx on a webhook, polling offset held for it).
+ */
+export type InboundResult =
+  | { kind: "accepted"; runId?: string | undefined }
+  | { kind: "duplicate" }
+  | { kind: "ignored"; reason: string }
+  | { kind: "rejected"; reason: string }
+  | { kind: "retry"; reason: string };
+
+/** The connection state of one channel account, for the operator and for readiness. */
+export type ChannelState = "connecting" | "connected" | "reconnecting" | "failed" | "logged_out" | "stopped";
+
+/** A channel account's connection state, with why and when it changes next. */
+export interface ChannelStatus {
+  state: ChannelState;
+  /** Why it is in this state (the last error, or what the operator must do). */
+  reason?: string | undefined;
+  /** When the next connection attempt is due (epoch ms), while `reconnecting`. */
+  nextRetryAt?: number | undefined;
+  /** When it entered this state (epoch ms). */
+  since: number;
+}
+
+/** What the hub gives a plugin's factory besides the account's config. */
+export interface ChannelPluginDeps {
+  /** The account this adapter serves (`default` for the single-account shorthand). */
+  accountId: string;
+  logger: HubLogger;
+  /** Small durable state for this account (polling offsets, auth state pointers), shared across processes. */
+  state: AdapterStateStore;
+  /** The hub's state directory (files such as linked-device credentials live under it). */
+  stateDir: string;
+}
+
+/**
+ * One channel as the hub installs it: its name, its config schema (which
+ * extends the shared access schema), the environment variables that override
+ * its keys, which keys are secrets (redacted from every log line), and the
+ * factory that builds one adapter per configured account. Adding a channel is
+ * a new package exporting one of these plus one line in the hub's plugin list.
+ */
+export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
+  /** The channel name (`telegram`, `discord`, ...): the config key and every message's `channel`. */
+  readonly name: string;
+  /** Validates one account's config (the single-account shorthand and each `accounts.<id>` entry). */
+  readonly configSchema: z.ZodType<C, unknown>;
+  /** Environment variables that set a key of the default account, e.g. `{ TELEGRAM_BOT_TOKEN: "botToken" }`. */
+  readonly env?: Readonly<Record<string, string>>;
+  /** Config keys whose values are secrets (tokens, signing secrets): never written to a log. */
+  readonly secretKeys?: ReadonlyArray<string>;
+  /** Builds the adapter of one account (not started; the hub starts it). Throws a clear error on bad config. */
+  create(config: C, deps: ChannelPluginDeps): ChannelAdapter;
+}
