@@ -1,0 +1,324 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import {
+  type AdapterStateStore,
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  type ChannelStatus,
+  type HttpRoute,
+  HubError,
+  type HubLogger,
+  type InboundHandler,
+  type OutboundSegment,
+  type ReplyTarget,
+  type SendResult,
+} from "@hub/core";
+import { App, type Receiver } from "@slack/bolt";
+import type { WebClientOptions } from "@slack/web-api";
+import { boltLogger } from "./bolt-logger.js";
+import { SLACK_API_URL } from "./config.js";
+import { SlackDirectory } from "./directory.js";
+import { createEventsHandler, type SlackEnvelope } from "./events-http.js";
+import { normalizeSlackEvent, type SlackBotIdentity, SlackMessageEventSchema } from "./normalize.js";
+import { SlackPoster } from "./poster.js";
+import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
+import { SocketConnection } from "./socket.js";
+import { WorkingIndicator } from "./working.js";
+
+/** Options of the Slack adapter (from `channels.slack` plus wiring). */
+export interface SlackAdapterOptions {
+  botToken: string;
+  mode?: "http" | "socket";
+  signingSecret?: string | undefined;
+  appToken?: string | undefined;
+  apiUrl?: string;
+  eventsPath?: string;
+  accountId?: string;
+  editedMessages?: "ignore" | "as-new";
+  state: AdapterStateStore;
+  logger: HubLogger;
+  /** Wait after an uncertain post before looking for it (ms); Slack finishes a request well within it. */
+  uncertainSettleMs?: number;
+  /** The working indicator goes away this long after the last typing refresh (ms). */
+  workingIdleMs?: number;
+  /** Acknowledge an HTTP event after this long even if admission is still running (ms). */
+  ackDeadlineMs?: number;
+}
+
+// The Web API client types fetch with its own Response shape; the runtime's fetch satisfies it.
+type SlackFetch = NonNullable<WebClientOptions["fetch"]>;
+
+/** Lets Bolt's app run an event we received ourselves (HTTP route or Socket Mode). */
+class HubReceiver implements Receiver {
+  app: App | undefined;
+  init(app: App): void {
+    this.app = app;
+  }
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+}
+
+/**
+ * Slack through Bolt 5: the Events API on the hub's own HTTP server (signed, acknowledged after
+ * admission or within 3 s) or Socket Mode in; mrkdwn sends out, never retried by the SDK and never
+ * posted twice after an uncertain attempt. `app_mention` and the `message` Slack sends with it are
+ * one message (same channel + ts), and concurrent deliveries of one message are handled one after
+ * the other, so the second is a plain duplicate.
+ */
+export class SlackAdapter implements ChannelAdapter {
+  readonly channel = "slack";
+  readonly accountId: string;
+  readonly capabilities: ChannelCapabilities = {
+    textLimit: SLACK_TEXT_LIMIT,
+    markdown: "slack-mrkdwn",
+    threads: true,
+    typing: true,
+    edit: false,
+    // chat.postMessage allows about one message per second per channel (short bursts pass).
+    minSendIntervalMs: 1000,
+    streamMinChars: 1500,
+    maxSendsPerSecond: 20,
+    measure: (markdown) => renderMrkdwn(markdown).length,
+  };
+  readonly #o: SlackAdapterOptions;
+  readonly #log: HubLogger;
+  readonly #app: App;
+  readonly #receiver = new HubReceiver();
+  readonly #signals = new AsyncLocalStorage<AbortSignal>();
+  readonly #poster: SlackPoster;
+  readonly #working: WorkingIndicator;
+  readonly #directory: SlackDirectory;
+  readonly #inflight = new Map<string, Promise<void>>();
+  #socket: SocketConnection | undefined;
+  #identity: SlackBotIdentity | undefined;
+  #onInbound: InboundHandler | undefined;
+  #status: ChannelStatus = { state: "stopped", since: Date.now() };
+
+  constructor(options: SlackAdapterOptions) {
+    this.#o = options;
+    this.accountId = options.accountId ?? "default";
+    this.#log = options.logger.child({ channel: "slack", accountId: this.accountId });
+    const logger = boltLogger(this.#log);
+    this.#app = new App({
+      token: options.botToken,
+      receiver: this.#receiver,
+      deferInitialization: true,
+      logger,
+      clientOptions: {
+        slackApiUrl: options.apiUrl ?? SLACK_API_URL,
+        // Never a double post: the client does not retry (the ReplyDispatcher does, with its checkpoint),
+        // and a 429 is thrown at once so the whole reply target waits Retry-After.
+        retryConfig: { retries: 0 },
+        rejectRateLimitedCalls: true,
+        fetch: ((input: string | URL, init?: RequestInit) =>
+          fetch(input, { ...init, signal: this.#withSendSignal(init?.signal) })) as unknown as SlackFetch,
+      },
+    });
+    this.#app.error(async (error) => {
+      throw (error as { original?: unknown }).original ?? error;
+    });
+    this.#app.event("app_mention", async ({ event }) => this.#onEvent(event));
+    this.#app.event("message", async ({ event }) => this.#onEvent(event));
+    const client = this.#app.client;
+    this.#poster = new SlackPoster({
+      client,
+      state: options.state,
+      accountId: this.accountId,
+      logger: this.#log,
+      botUserId: () => this.#identity?.userId,
+      settleMs: options.uncertainSettleMs ?? 15_000,
+    });
+    this.#working = new WorkingIndicator({
+      client,
+      logger: this.#log,
+      idleMs: options.workingIdleMs ?? 8000,
+    });
+    this.#directory = new SlackDirectory(client, this.#log);
+  }
+
+  /** The Bolt app (for tests and advanced wiring). */
+  get app(): App {
+    return this.#app;
+  }
+
+  /** The bot's identity in the workspace, once started. */
+  get identity(): SlackBotIdentity | undefined {
+    return this.#identity;
+  }
+
+  status(): ChannelStatus {
+    return this.#status;
+  }
+
+  #setState(state: ChannelStatus["state"], reason?: string): void {
+    this.#status = { state, since: Date.now(), ...(reason ? { reason } : {}) };
+  }
+
+  // The abort signal of the send in progress (if any) reaches the HTTP request Bolt's client makes.
+  #withSendSignal(own: AbortSignal | null | undefined): AbortSignal | undefined {
+    const send = this.#signals.getStore();
+    const signals = [own, send].filter((s): s is AbortSignal => s instanceof AbortSignal);
+    return signals.length === 0 ? undefined : AbortSignal.any(signals);
+  }
+
+  async start(onInbound: InboundHandler): Promise<void> {
+    this.#onInbound = onInbound;
+    this.#setState("connecting");
+    const mode = this.#o.mode ?? "http";
+    if (mode === "http" && !this.#o.signingSecret) {
+      throw new HubError(
+        "slack_config",
+        "Slack HTTP mode needs channels.slack.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.",
+      );
+    }
+    if (mode === "socket" && !this.#o.appToken?.startsWith("xapp-")) {
+      throw new HubError(
+        "slack_config",
+        'Slack socket mode needs channels.slack.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.',
+      );
+    }
+    await this.#init();
+    if (mode === "socket") {
+      this.#socket = new SocketConnection({
+        appToken: this.#o.appToken ?? "",
+        apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
+        logger: this.#log,
+        boltLogger: boltLogger(this.#log),
+        process: (envelope) => this.#process(envelope),
+        onState: (state, reason) => this.#setState(state, reason),
+      });
+      await this.#socket.start();
+    } else {
+      this.#setState("connected");
+    }
+  }
+
+  async #init(): Promise<void> {
+    try {
+      await this.#app.init();
+      const auth = await this.#app.client.auth.test();
+      if (!auth.user_id) throw new Error("auth.test returned no user_id");
+      this.#identity = { userId: auth.user_id, botId: auth.bot_id };
+    } catch (error) {
+      const reason = error instanceof Error ? error.message : String(error);
+      this.#setState("failed", reason);
+      throw new HubError(
+        "slack_start_failed",
+        `Slack did not accept the bot token (${reason}); check channels.slack.botToken (xoxb-...) or SLACK_BOT_TOKEN.`,
+        { cause: error },
+      );
+    }
+    this.#log.info({ botUserId: this.#identity.userId, mode: this.#o.mode ?? "http" }, "slack connected");
+  }
+
+  async stop(): Promise<void> {
+    await this.#socket?.stop();
+    await Promise.allSettled([...this.#inflight.values()]);
+    await this.#working.clearAll();
+    this.#onInbound = undefined;
+    this.#setState("stopped");
+  }
+
+  /** The Events API endpoint on the hub's HTTP server (HTTP mode). */
+  httpRoutes(): HttpRoute[] {
+    if ((this.#o.mode ?? "http") !== "http" || !this.#o.signingSecret) return [];
+    const handle = createEventsHandler({
+      signingSecret: this.#o.signingSecret,
+      logger: this.#log,
+      process: (envelope) => this.#process(envelope),
+      ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
+    });
+    return [{ method: "POST", path: this.#o.eventsPath ?? "/slack/events", handle }];
+  }
+
+  /** Runs one verified Events API envelope through Bolt (its middleware drops our own messages). */
+  async #process(envelope: SlackEnvelope): Promise<void> {
+    const app = this.#receiver.app;
+    if (!app || !this.#onInbound) throw new Error("the Slack adapter is not started");
+    if (envelope.retryNum !== undefined) {
+      this.#log.info(
+        { retryNum: envelope.retryNum, retryReason: envelope.retryReason, eventId: envelope.body.event_id },
+        "slack redelivered an event",
+      );
+    }
+    await app.processEvent({
+      body: envelope.body,
+      ack: async () => {},
+      ...(envelope.retryNum !== undefined ? { retryNum: envelope.retryNum } : {}),
+      ...(envelope.retryReason !== undefined ? { retryReason: envelope.retryReason } : {}),
+    });
+  }
+
+  /** One message event: validated, normalized, admitted after any delivery of the same message. */
+  async #onEvent(raw: unknown): Promise<void> {
+    const parsed = SlackMessageEventSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.#log.warn(
+        { issues: parsed.error.issues.length },
+        "dropping a Slack event that does not look like a message",
+      );
+      return;
+    }
+    const key = `${parsed.data.channel}:${parsed.data.ts}`;
+    const before = this.#inflight.get(key);
+    const run = (async () => {
+      await before?.catch(() => {});
+      await this.#admit(parsed.data);
+    })();
+    this.#inflight.set(key, run);
+    try {
+      await run;
+    } finally {
+      if (this.#inflight.get(key) === run) this.#inflight.delete(key);
+    }
+  }
+
+  async #admit(event: import("./normalize.js").SlackMessageEvent): Promise<void> {
+    const identity = this.#identity;
+    const onInbound = this.#onInbound;
+    if (!identity || !onInbound) return;
+    const names = event.user ? await this.#directory.names(event.user, event.channel) : {};
+    const result = normalizeSlackEvent(
+      event,
+      identity,
+      { accountId: this.accountId, editedMessages: this.#o.editedMessages ?? "ignore" },
+      names,
+    );
+    if ("skip" in result) {
+      this.#log.debug({ ts: event.ts, reason: result.skip }, "slack event not for us");
+      return;
+    }
+    try {
+      await onInbound(result.fields);
+    } catch (error) {
+      // Bad input is dropped with a log line; anything else propagates so Slack redelivers it.
+      if (error instanceof HubError && error.code.startsWith("inbound_")) {
+        this.#log.warn({ ts: event.ts, err: error.message }, "slack message rejected");
+        return;
+      }
+      throw error;
+    }
+  }
+
+  async send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SendResult> {
+    // In a channel the answer goes to a thread on the user's message; in a DM it stays in the DM.
+    const threadTs = target.threadId ?? (target.chatId.startsWith("D") ? undefined : target.replyToMessageId);
+    const post = () =>
+      this.#poster.post({
+        channel: target.chatId,
+        threadTs,
+        text: renderMrkdwn(segment.text),
+        replyId: segment.replyId,
+        index: segment.index,
+      });
+    const ts = options.signal ? await this.#signals.run(options.signal, post) : await post();
+    return { messageId: ts };
+  }
+
+  async sendTyping(target: ReplyTarget): Promise<void> {
+    await this.#working.refresh(target);
+  }
+}

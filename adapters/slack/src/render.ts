@@ -1,0 +1,238 @@
+import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
+
+// Markdown (as models write it) -> Slack mrkdwn. We walk marked's token tree rather than rewriting the
+// markdown with regexes, so every piece of text goes through one escaper (`&`, `<`, `>`, the only
+// characters Slack wants escaped) and the only `<...>` constructs in the output are links we built from
+// safe URLs: a model can never emit `<!channel>`, `<@U123>` or `<#C123>`. Bare `@here`/`@channel`/
+// `@everyone` get a zero-width joiner after the `@` so Slack never turns them into notifications.
+
+/** Slack's recommended limit for a message's `text` (longer ones are truncated past 40,000). */
+export const SLACK_TEXT_LIMIT = 4000;
+
+interface Ctx {
+  /** Inside a link label: links and code cannot nest in Slack, so they become text. */
+  inLink: boolean;
+}
+
+const TOP: Ctx = { inLink: false };
+const BROADCAST = /@(here|channel|everyone)\b/gi;
+
+/** Escapes text for mrkdwn (`&`, `<`, `>`) and neutralizes bare broadcast mentions. */
+export function escapeMrkdwn(text: string): string {
+  return text
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "&lt;")
+    .replace(/>/g, "&gt;")
+    .replace(BROADCAST, "@\u2060$1");
+}
+
+// marked leaves character references in text tokens (it expects a browser to decode them); Slack would
+// show them literally after our escaping, so decode them first (CommonMark semantics, common names).
+const NAMED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };
+
+function decodeEntities(text: string): string {
+  return text.replace(
+    /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z][a-zA-Z0-9]{1,31}));/g,
+    (m, dec, hex, name) => {
+      if (typeof name === "string") return NAMED[name] ?? m;
+      const code = typeof dec === "string" ? Number.parseInt(dec, 10) : Number.parseInt(String(hex), 16);
+      const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
+      return valid ? String.fromCodePoint(code) : m;
+    },
+  );
+}
+
+/** Only these schemes become links: no `javascript:`, and no Slack-internal `<!...>`/`<@...>` forms. */
+function isSafeHref(href: string): boolean {
+  const h = href.trim();
+  const hasControl = [...h].some((c) => c.charCodeAt(0) < 0x20);
+  return /^(?:https?:\/\/|mailto:)/i.test(h) && !/\s/.test(h) && !hasControl;
+}
+
+/** A URL inside `<url|label>`: `|` and `>` would end it early, so they are percent-encoded. */
+function linkUrl(href: string): string {
+  return href.trim().replace(/&/g, "&amp;").replace(/</g, "%3C").replace(/>/g, "%3E").replace(/\|/g, "%7C");
+}
+
+/** Wraps rendered text in a mrkdwn marker; whitespace stays outside (Slack ignores `* x*`). */
+function mark(marker: string, inner: string): string {
+  const m = /^(\s*)([\s\S]*?)(\s*)$/.exec(inner);
+  const core = m?.[2] ?? "";
+  if (core === "") return inner;
+  return `${m?.[1] ?? ""}${marker}${core}${marker}${m?.[3] ?? ""}`;
+}
+
+function renderInline(tokens: readonly Token[] | undefined, ctx: Ctx): string {
+  if (!tokens) return "";
+  let out = "";
+  for (const token of tokens) out += renderInlineToken(token, ctx);
+  return out;
+}
+
+function renderInlineToken(token: Token, ctx: Ctx): string {
+  // MarkedToken is the closed union; casting narrows the switch (Generic would swallow every case).
+  const t = token as MarkedToken;
+  switch (t.type) {
+    case "text":
+      return t.tokens ? renderInline(t.tokens, ctx) : escapeMrkdwn(decodeEntities(t.text));
+    case "escape":
+      return escapeMrkdwn(t.text);
+    case "strong":
+      return mark("*", renderInline(t.tokens, ctx));
+    case "em":
+      return mark("_", renderInline(t.tokens, ctx));
+    case "del":
+      return mark("~", renderInline(t.tokens, ctx));
+    case "codespan":
+      return renderCodespan(decodeEntities(t.text), ctx);
+    case "br":
+      return "\n";
+    case "link":
+      return renderLink(t, ctx);
+    case "image":
+      return renderImage(t, ctx);
+    case "checkbox":
+      return "";
+    case "html":
+      // Raw HTML from the model is shown as text, never interpreted.
+      return escapeMrkdwn(t.text);
+    default:
+      if ("tokens" in token && Array.isArray(token.tokens)) return renderInline(token.tokens, ctx);
+      return escapeMrkdwn(typeof token.raw === "string" ? token.raw : "");
+  }
+}
+
+function renderCodespan(code: string, ctx: Ctx): string {
+  // Slack has no way to escape a backtick inside inline code; such code is shown as plain text.
+  if (ctx.inLink || code.includes("`") || code.trim() === "") return escapeMrkdwn(code);
+  return `\`${escapeMrkdwn(code)}\``;
+}
+
+function renderLink(t: Tokens.Link, ctx: Ctx): string {
+  const href = t.autolink ? t.href : decodeEntities(t.href);
+  const label = t.autolink ? escapeMrkdwn(t.text) : renderInline(t.tokens, { inLink: true });
+  if (ctx.inLink || !isSafeHref(href)) return label;
+  if (label === "" || t.autolink) return `<${linkUrl(href)}>`;
+  // A label cannot contain `>`; escaping already turned any into `&gt;`.
+  return `<${linkUrl(href)}|${label.replace(/\|/g, "¦")}>`;
+}
+
+function renderImage(t: Tokens.Image, ctx: Ctx): string {
+  const alt = t.text.trim();
+  const href = decodeEntities(t.href);
+  if (ctx.inLink || !isSafeHref(href)) return escapeMrkdwn(alt);
+  return alt === "" ? `<${linkUrl(href)}>` : `<${linkUrl(href)}|${escapeMrkdwn(alt).replace(/\|/g, "¦")}>`;
+}
+
+function renderBlocks(tokens: readonly Token[], separator: string): string {
+  const parts: string[] = [];
+  for (const token of tokens) {
+    const rendered = renderBlock(token);
+    if (rendered.trim() !== "") parts.push(rendered);
+  }
+  return parts.join(separator);
+}
+
+function renderBlock(token: Token): string {
+  const t = token as MarkedToken;
+  switch (t.type) {
+    case "space":
+    case "def":
+      return "";
+    case "paragraph":
+      return renderInline(t.tokens, TOP);
+    case "text":
+      return t.tokens ? renderInline(t.tokens, TOP) : escapeMrkdwn(decodeEntities(t.text));
+    case "heading":
+      return mark("*", renderInline(t.tokens, TOP));
+    case "code":
+      return renderCode(t.text);
+    case "blockquote":
+      return quote(renderBlocks(t.tokens, "\n\n"));
+    case "list":
+      return renderList(t);
+    case "table":
+      return renderTable(t);
+    case "hr":
+      return "———";
+    case "html":
+      return escapeMrkdwn(t.text.replace(/\s+$/, ""));
+    default:
+      return renderInlineToken(token, TOP);
+  }
+}
+
+function renderCode(text: string): string {
+  const code = text.replace(/\n+$/, "");
+  if (code === "") return "";
+  // A fence inside the code would close the block early; a zero-width space breaks it up.
+  const body = escapeMrkdwn(code).replace(/```/g, "``\u200b`");
+  return `\`\`\`\n${body}\n\`\`\``;
+}
+
+/** Prefixes every line with `> ` (Slack quotes are per line; nested quotes flatten into one). */
+function quote(text: string): string {
+  return text
+    .split("\n")
+    .map((line) => (line.startsWith("> ") ? line : `> ${line}`))
+    .join("\n");
+}
+
+/** Indents continuation lines of a list item; code block lines stay verbatim. */
+function indent(text: string, prefix: string): string {
+  let inCode = false;
+  return text
+    .split("\n")
+    .map((line, i) => {
+      const fence = line === "```";
+      const out = i === 0 || inCode || fence || line === "" ? line : prefix + line;
+      if (fence) inCode = !inCode;
+      return out;
+    })
+    .join("\n");
+}
+
+function renderList(list: Tokens.List): string {
+  const start = typeof list.start === "number" ? list.start : 1;
+  return list.items
+    .map((item, k) => {
+      const marker = item.task ? (item.checked ? "☑ " : "☐ ") : list.ordered ? `${start + k}. ` : "• ";
+      return `${marker}${indent(renderBlocks(item.tokens, "\n"), "    ")}`.trimEnd();
+    })
+    .join("\n");
+}
+
+/** Tables become an aligned code block: Slack has no tables, monospace keeps the columns. */
+function renderTable(table: Tokens.Table): string {
+  const cell = (c: Tokens.TableCell) => decodeEntities(c.text).replace(/\s+/g, " ").trim();
+  const rows = [table.header.map(cell), ...table.rows.map((row) => row.map(cell))];
+  const columns = Math.max(...rows.map((r) => r.length));
+  const widths = Array.from({ length: columns }, (_, c) =>
+    Math.max(1, ...rows.map((r) => [...(r[c] ?? "")].length)),
+  );
+  const line = (row: string[]) =>
+    widths
+      .map((w, c) => (row[c] ?? "").padEnd(w))
+      .join(" | ")
+      .trimEnd();
+  const [header = [], ...body] = rows;
+  const text = [line(header), widths.map((w) => "-".repeat(w)).join("-+-"), ...body.map(line)].join("\n");
+  return renderCode(text);
+}
+
+/**
+ * Renders model markdown as Slack mrkdwn: strong and headings -> `*x*`, em -> `_x_`, del -> `~x~`,
+ * code -> backticks and fences, links -> `<url|label>` (http, https, mailto only), images -> links,
+ * quotes -> `> ` lines, lists -> `•`/`1.`/`☐`/`☑` lines, tables -> aligned code blocks, raw HTML ->
+ * escaped text. Every `&`, `<`, `>` of the text is escaped; no mention or broadcast survives.
+ */
+export function renderMrkdwn(markdown: string): string {
+  let tokens: Token[];
+  try {
+    // Fresh defaults: immune to marked.use() calls made elsewhere in the process.
+    tokens = Lexer.lex(markdown, { ...getDefaults(), gfm: true, breaks: false });
+  } catch {
+    return escapeMrkdwn(markdown).trim();
+  }
+  return renderBlocks(tokens, "\n\n").replace(/^\n+/, "").trimEnd();
+}
