@@ -1,4 +1,5 @@
 export * from "./anthropic.js";
 export * from "./chat-platform.js";
+export * from "./kit/index.js";
 export * from "./openai.js";
-export * from "./telegram.js";
+export * from "./telegram/index.js";
