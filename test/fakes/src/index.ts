@@ -1,5 +1,6 @@
 export * from "./anthropic.js";
 export * from "./chat-platform.js";
+export * from "./kit/index.js";
 export * from "./openai.js";
 export * from "./slack.js";
-export * from "./telegram.js";
+export * from "./telegram/index.js";
