@@ -44,6 +44,9 @@ export interface SlackAdapterOptions {
   ackDeadlineMs?: number;
 }
 
+/** How many answered threads a process remembers (follow-ups there need no mention). */
+const BOT_THREADS_MAX = 10_000;
+
 // The Web API client types fetch with its own Response shape; the runtime's fetch satisfies it.
 type SlackFetch = NonNullable<WebClientOptions["fetch"]>;
 
@@ -88,6 +91,8 @@ export class SlackAdapter implements ChannelAdapter {
   readonly #working: WorkingIndicator;
   readonly #directory: SlackDirectory;
   readonly #inflight = new Map<string, Promise<void>>();
+  /** Channel threads this process has answered in (`channel:thread_ts`), newest last, bounded. */
+  readonly #botThreads = new Set<string>();
   #socket: SocketConnection | undefined;
   #identity: SlackBotIdentity | undefined;
   #onInbound: InboundHandler | undefined;
@@ -280,7 +285,11 @@ export class SlackAdapter implements ChannelAdapter {
     const result = normalizeSlackEvent(
       event,
       identity,
-      { accountId: this.accountId, editedMessages: this.#o.editedMessages ?? "ignore" },
+      {
+        accountId: this.accountId,
+        editedMessages: this.#o.editedMessages ?? "ignore",
+        isBotThread: (channel, ts) => this.#botThreads.has(`${channel}:${ts}`),
+      },
       names,
     );
     if ("skip" in result) {
@@ -315,7 +324,16 @@ export class SlackAdapter implements ChannelAdapter {
         index: segment.index,
       });
     const ts = options.signal ? await this.#signals.run(options.signal, post) : await post();
+    if (threadTs && !target.chatId.startsWith("D")) this.#rememberThread(`${target.chatId}:${threadTs}`);
     return { messageId: ts };
+  }
+
+  #rememberThread(key: string): void {
+    this.#botThreads.delete(key);
+    this.#botThreads.add(key);
+    if (this.#botThreads.size > BOT_THREADS_MAX) {
+      this.#botThreads.delete(this.#botThreads.values().next().value as string);
+    }
   }
 
   async sendTyping(target: ReplyTarget): Promise<void> {

@@ -40,6 +40,8 @@ export interface SlackBotIdentity {
 export interface SlackNormalizeOptions {
   accountId: string;
   editedMessages: "ignore" | "as-new";
+  /** Whether the bot has answered in this thread: a message there is addressed to it. */
+  isBotThread?: (channel: string, threadTs: string) => boolean;
 }
 
 /** The adapter fields of an event, or why it is not ours to answer. */
@@ -152,7 +154,8 @@ export function normalizeSlackEvent(
     type === "direct" ||
     raw.type === "app_mention" ||
     mentions(event.text, bot.userId) ||
-    (threadId !== undefined && event.parent_user_id === bot.userId);
+    (threadId !== undefined &&
+      (event.parent_user_id === bot.userId || options.isBotThread?.(event.channel, threadId) === true));
   const fields: AdapterFields = {
     channel: "slack",
     accountId: options.accountId,

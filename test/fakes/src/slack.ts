@@ -68,6 +68,8 @@ export interface FakeSlack {
   callsOf(method: string): SlackCall[];
   /** Messages the bot posted (successful chat.postMessage), optionally in one channel, in order. */
   posted(channel?: string): SlackMessage[];
+  /** The message with this `ts` in a channel, if Slack has it. */
+  messageAt(channel: string, ts: string): SlackMessage | undefined;
   /** Reactions currently on a message. */
   reactionsOn(channel: string, ts: string): string[];
   /** The next `times` calls of `method` fail like this. */
@@ -349,6 +351,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     callsOf: (method) => calls.filter((c) => c.method === method),
     posted: (channel) =>
       messages.filter((m) => m.bot_id === botId && (channel === undefined || m.channel === channel)),
+    messageAt: (channel, ts) => find(channel, ts),
     reactionsOn: (channel, ts) => [...(find(channel, ts)?.reactions.keys() ?? [])],
     failNext: (method, failure, times = 1) => {
       const queue = failures.get(method) ?? [];

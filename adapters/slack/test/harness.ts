@@ -1,0 +1,159 @@
+import { createServer } from "node:net";
+import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
+import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
+import { type FakeSlack, readMrkdwn, type SlackMessage, startFakeSlack } from "@hub/fakes";
+import { SlackAdapter, type SlackAdapterOptions } from "../src/index.js";
+
+/** An in-memory adapter state store (tests); the hub uses Redis. */
+export function memoryState(): AdapterStateStore & { values: Map<string, string> } {
+  const values = new Map<string, string>();
+  return { values, get: async (k) => values.get(k), set: async (k, v) => void values.set(k, v) };
+}
+
+/** A free local TCP port (for a hub whose URL the fake must know before it starts). */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
+
+/** The suite's Slack ids: a user, a channel, and the user's DM with the bot. */
+export const SLACK_IDS = { user: "U0USER0001", group: "C0GROUP001", directChat: "D0DIRECT01" } as const;
+
+/** What the bot posted, as Slack shows it. */
+export function outboundOf(m: SlackMessage): OutboundMessage {
+  const view = readMrkdwn(m.text);
+  return {
+    text: view.text,
+    threadId: m.thread_ts,
+    replyToMessageId: m.thread_ts,
+    wellFormed: view.wellFormed,
+  };
+}
+
+/** A message event as Slack sends it for a user's message (`message.im` or `message.channels`). */
+export function messageEvent(m: SlackMessage, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    type: "message",
+    channel: m.channel,
+    channel_type: m.channel.startsWith("D") ? "im" : "channel",
+    user: m.user,
+    text: m.text,
+    ts: m.ts,
+    client_msg_id: `cm-${m.ts}`,
+    team: "T0TEAM001",
+    ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
+    ...extra,
+  };
+}
+
+/** The `app_mention` event Slack sends (besides `message`) when a channel message mentions the bot. */
+export function appMentionEvent(m: SlackMessage): Record<string, unknown> {
+  return {
+    type: "app_mention",
+    channel: m.channel,
+    user: m.user,
+    text: m.text,
+    ts: m.ts,
+    client_msg_id: `cm-${m.ts}`,
+    team: "T0TEAM001",
+    ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
+  };
+}
+
+/** Options of the Slack harness. */
+export interface SlackHarnessOptions {
+  mode: "http" | "socket";
+  /** The hub's gateway port (HTTP mode: the fake posts events to it). */
+  port?: number;
+  adapter?: Partial<SlackAdapterOptions>;
+}
+
+/** The Slack harness of the shared conformance suite: Bolt against the fake Slack, events signed like Slack's. */
+export function slackHarness(
+  options: SlackHarnessOptions,
+): ConformanceHarness & { fake: () => FakeSlack; logger: HubLogger; adapter: () => SlackAdapter } {
+  let fake: FakeSlack;
+  let adapter: SlackAdapter;
+  let threadRoot: SlackMessage | undefined;
+  const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+  const deliver = async (envelope: Record<string, unknown>, retry?: number): Promise<void> => {
+    if (options.mode === "socket") {
+      await fake.deliverSocket(envelope, retry ? { retryAttempt: retry } : {});
+      return;
+    }
+    await fake.deliver(envelope, retry ? { retryNum: retry, retryReason: "http_timeout" } : {});
+  };
+  return {
+    channel: "slack",
+    textLimit: 4000,
+    supportsThreads: true,
+    get threadId() {
+      return threadRoot?.ts;
+    },
+    ids: { ...SLACK_IDS },
+    fake: () => fake,
+    adapter: () => adapter,
+    logger,
+    async start() {
+      fake = await startFakeSlack();
+      if (options.port) fake.eventsUrl = `http://127.0.0.1:${options.port}/slack/events`;
+      threadRoot = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "a thread to talk in");
+      adapter = new SlackAdapter({
+        botToken: fake.botToken,
+        mode: options.mode,
+        signingSecret: fake.signingSecret,
+        appToken: fake.appToken,
+        apiUrl: fake.apiUrl,
+        state: memoryState(),
+        logger,
+        ...options.adapter,
+      });
+      return adapter;
+    },
+    stop: async () => fake?.close(),
+    async direct(text) {
+      const envelope = fake.envelope(
+        messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text)),
+      );
+      await deliver(envelope);
+      return envelope;
+    },
+    async group(text, o = {}) {
+      // A reply to the bot is a message in the thread its last answer is in (a thread is never nested).
+      const lastBot = fake.posted(SLACK_IDS.group).at(-1);
+      const thread = o.threadId ?? (o.replyToBot ? (lastBot?.thread_ts ?? lastBot?.ts) : undefined);
+      const body = o.mention ? `<@${fake.botUserId}> ${text}` : text;
+      const m = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, body, thread);
+      const root = thread ? fake.messageAt(SLACK_IDS.group, thread) : undefined;
+      const message = fake.envelope(messageEvent(m, root ? { parent_user_id: root.user } : {}));
+      // A mention arrives twice (app_mention and message), at the same time: one run.
+      await Promise.all([
+        deliver(message),
+        o.mention ? deliver(fake.envelope(appMentionEvent(m))) : undefined,
+      ]);
+      return message;
+    },
+    async commandForAnotherBot() {
+      // Another app's bot message that mentions ours: bots never start runs.
+      const m = fake.userMessage(SLACK_IDS.group, "U0OTHERBOT", `<@${fake.botUserId}> status`);
+      await deliver(fake.envelope(messageEvent(m, { subtype: "bot_message", bot_id: "B0OTHER001" })));
+    },
+    async redeliver(ref) {
+      await deliver(ref as Record<string, unknown>, 1);
+    },
+    async malformed() {
+      if (options.mode === "http") await fake.deliverRaw("{not json");
+      await deliver(fake.envelope({ type: "message", channel: 42, ts: "yesterday" }));
+    },
+    rateLimitNextSend(seconds) {
+      fake.failNext("chat.postMessage", { status: 429, retryAfter: seconds });
+    },
+    outbound: (chatId) => fake.posted(chatId).map(outboundOf),
+  };
+}
