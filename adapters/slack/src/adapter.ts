@@ -14,6 +14,7 @@ import {
 } from "@hub/core";
 import { App, type Receiver } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
+import { z } from "zod";
 import { boltLogger } from "./bolt-logger.js";
 import { SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
@@ -49,6 +50,23 @@ const BOT_THREADS_MAX = 10_000;
 
 // The Web API client types fetch with its own Response shape; the runtime's fetch satisfies it.
 type SlackFetch = NonNullable<WebClientOptions["fetch"]>;
+
+/** A failure to admit a message (transient, on our side): the one error that makes Slack redeliver. */
+class AdmissionFailed extends Error {
+  constructor(override readonly cause: unknown) {
+    super("the message could not be admitted", { cause });
+  }
+}
+
+/** What an `event_callback` must carry before Bolt sees it (Bolt throws on malformed ones). */
+const EventCallbackSchema = z.looseObject({
+  type: z.literal("event_callback"),
+  team_id: z.string().optional(),
+  event: z.union([
+    SlackMessageEventSchema,
+    z.looseObject({ type: z.string().refine((t) => t !== "message" && t !== "app_mention") }),
+  ]),
+});
 
 /** Lets Bolt's app run an event we received ourselves (HTTP route or Socket Mode). */
 class HubReceiver implements Receiver {
@@ -235,22 +253,37 @@ export class SlackAdapter implements ChannelAdapter {
     return [{ method: "POST", path: this.#o.eventsPath ?? "/slack/events", handle }];
   }
 
-  /** Runs one verified Events API envelope through Bolt (its middleware drops our own messages). */
+  /**
+   * Runs one verified Events API envelope through Bolt (its middleware drops our own messages).
+   * Only a failure to admit (ours, transient) makes Slack redeliver; an envelope Bolt or we cannot
+   * read is logged and acknowledged, so it is never retried forever.
+   */
   async #process(envelope: SlackEnvelope): Promise<void> {
     const app = this.#receiver.app;
     if (!app || !this.#onInbound) throw new Error("the Slack adapter is not started");
-    if (envelope.retryNum !== undefined) {
+    const eventId = envelope.body.event_id;
+    if (envelope.retryNum) {
       this.#log.info(
-        { retryNum: envelope.retryNum, retryReason: envelope.retryReason, eventId: envelope.body.event_id },
+        { retryNum: envelope.retryNum, retryReason: envelope.retryReason, eventId },
         "slack redelivered an event",
       );
     }
-    await app.processEvent({
-      body: envelope.body,
-      ack: async () => {},
-      ...(envelope.retryNum !== undefined ? { retryNum: envelope.retryNum } : {}),
-      ...(envelope.retryReason !== undefined ? { retryReason: envelope.retryReason } : {}),
-    });
+    const readable = EventCallbackSchema.safeParse(envelope.body);
+    if (!readable.success) {
+      this.#log.warn({ eventId, issues: readable.error.issues.length }, "slack event unreadable; dropped");
+      return;
+    }
+    try {
+      await app.processEvent({
+        body: envelope.body,
+        ack: async () => {},
+        ...(envelope.retryNum !== undefined ? { retryNum: envelope.retryNum } : {}),
+        ...(envelope.retryReason !== undefined ? { retryReason: envelope.retryReason } : {}),
+      });
+    } catch (error) {
+      if (error instanceof AdmissionFailed) throw error.cause;
+      this.#log.warn({ eventId, err: error }, "slack event could not be processed; dropped");
+    }
   }
 
   /** One message event: validated, normalized, admitted after any delivery of the same message. */
@@ -304,7 +337,7 @@ export class SlackAdapter implements ChannelAdapter {
         this.#log.warn({ ts: event.ts, err: error.message }, "slack message rejected");
         return;
       }
-      throw error;
+      throw new AdmissionFailed(error);
     }
   }
 
