@@ -5,6 +5,7 @@ export * from "./config.js";
 export * from "./errors.js";
 export * from "./events.js";
 export * from "./finalize.js";
+export * from "./inbound.js";
 export * from "./logger.js";
 export * from "./msg-context.js";
 export * from "./plugin.js";
