@@ -49,17 +49,6 @@ export class InboundSequencer {
   }
 }
 
-/** A one-line description of an error for logs (never a stack, never a request URL with a token). */
-export function describeError(error: unknown): string {
-  if (error instanceof Error) {
-    const code = (error as { code?: unknown }).code;
-    return typeof code === "string" && !error.message.includes(code)
-      ? `${code}: ${error.message}`
-      : error.message;
-  }
-  return String(error);
-}
-
 /** What the platform must be told about an inbound result: acknowledge it, or make it redeliver. */
 export function mustRedeliver(result: InboundResult): boolean {
   return result.kind === "retry";
