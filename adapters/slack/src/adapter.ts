@@ -14,12 +14,12 @@ import {
 } from "@hub/core";
 import { App, type Receiver } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
-import { z } from "zod";
 import { boltLogger } from "./bolt-logger.js";
 import { SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
-import { createEventsHandler, type SlackEnvelope } from "./events-http.js";
-import { normalizeSlackEvent, type SlackBotIdentity, SlackMessageEventSchema } from "./normalize.js";
+import { slackEventsRoute } from "./events-http.js";
+import { SlackInbound } from "./inbound.js";
+import type { SlackBotIdentity } from "./normalize.js";
 import { SlackPoster } from "./poster.js";
 import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
 import { SocketConnection } from "./socket.js";
@@ -50,23 +50,6 @@ const BOT_THREADS_MAX = 10_000;
 
 // The Web API client types fetch with its own Response shape; the runtime's fetch satisfies it.
 type SlackFetch = NonNullable<WebClientOptions["fetch"]>;
-
-/** A failure to admit a message (transient, on our side): the one error that makes Slack redeliver. */
-class AdmissionFailed extends Error {
-  constructor(override readonly cause: unknown) {
-    super("the message could not be admitted", { cause });
-  }
-}
-
-/** What an `event_callback` must carry before Bolt sees it (Bolt throws on malformed ones). */
-const EventCallbackSchema = z.looseObject({
-  type: z.literal("event_callback"),
-  team_id: z.string().optional(),
-  event: z.union([
-    SlackMessageEventSchema,
-    z.looseObject({ type: z.string().refine((t) => t !== "message" && t !== "app_mention") }),
-  ]),
-});
 
 /** Lets Bolt's app run an event we received ourselves (HTTP route or Socket Mode). */
 class HubReceiver implements Receiver {
@@ -107,13 +90,11 @@ export class SlackAdapter implements ChannelAdapter {
   readonly #signals = new AsyncLocalStorage<AbortSignal>();
   readonly #poster: SlackPoster;
   readonly #working: WorkingIndicator;
-  readonly #directory: SlackDirectory;
-  readonly #inflight = new Map<string, Promise<void>>();
+  readonly #inbound: SlackInbound;
   /** Channel threads this process has answered in (`channel:thread_ts`), newest last, bounded. */
   readonly #botThreads = new Set<string>();
   #socket: SocketConnection | undefined;
   #identity: SlackBotIdentity | undefined;
-  #onInbound: InboundHandler | undefined;
   #status: ChannelStatus = { state: "stopped", since: Date.now() };
 
   constructor(options: SlackAdapterOptions) {
@@ -139,8 +120,6 @@ export class SlackAdapter implements ChannelAdapter {
     this.#app.error(async (error) => {
       throw (error as { original?: unknown }).original ?? error;
     });
-    this.#app.event("app_mention", async ({ event }) => this.#onEvent(event));
-    this.#app.event("message", async ({ event }) => this.#onEvent(event));
     const client = this.#app.client;
     this.#poster = new SlackPoster({
       client,
@@ -155,7 +134,15 @@ export class SlackAdapter implements ChannelAdapter {
       logger: this.#log,
       idleMs: options.workingIdleMs ?? 8000,
     });
-    this.#directory = new SlackDirectory(client, this.#log);
+    this.#inbound = new SlackInbound({
+      app: this.#app,
+      logger: this.#log,
+      directory: new SlackDirectory(client, this.#log),
+      accountId: this.accountId,
+      editedMessages: options.editedMessages ?? "ignore",
+      identity: () => this.#identity,
+      isBotThread: (channel, ts) => this.#botThreads.has(`${channel}:${ts}`),
+    });
   }
 
   /** The Bolt app (for tests and advanced wiring). */
@@ -184,7 +171,6 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   async start(onInbound: InboundHandler): Promise<void> {
-    this.#onInbound = onInbound;
     this.#setState("connecting");
     const mode = this.#o.mode ?? "http";
     if (mode === "http" && !this.#o.signingSecret) {
@@ -200,13 +186,14 @@ export class SlackAdapter implements ChannelAdapter {
       );
     }
     await this.#init();
+    this.#inbound.setHandler(onInbound);
     if (mode === "socket") {
       this.#socket = new SocketConnection({
         appToken: this.#o.appToken ?? "",
         apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
         logger: this.#log,
         boltLogger: boltLogger(this.#log),
-        process: (envelope) => this.#process(envelope),
+        process: (envelope) => this.#inbound.process(envelope),
         onState: (state, reason) => this.#setState(state, reason),
       });
       await this.#socket.start();
@@ -235,110 +222,24 @@ export class SlackAdapter implements ChannelAdapter {
 
   async stop(): Promise<void> {
     await this.#socket?.stop();
-    await Promise.allSettled([...this.#inflight.values()]);
+    this.#inbound.setHandler(undefined);
+    await this.#inbound.drain();
     await this.#working.clearAll();
-    this.#onInbound = undefined;
     this.#setState("stopped");
   }
 
   /** The Events API endpoint on the hub's HTTP server (HTTP mode). */
   httpRoutes(): HttpRoute[] {
     if ((this.#o.mode ?? "http") !== "http" || !this.#o.signingSecret) return [];
-    const handle = createEventsHandler({
-      signingSecret: this.#o.signingSecret,
-      logger: this.#log,
-      process: (envelope) => this.#process(envelope),
-      ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
-    });
-    return [{ method: "POST", path: this.#o.eventsPath ?? "/slack/events", handle }];
-  }
-
-  /**
-   * Runs one verified Events API envelope through Bolt (its middleware drops our own messages).
-   * Only a failure to admit (ours, transient) makes Slack redeliver; an envelope Bolt or we cannot
-   * read is logged and acknowledged, so it is never retried forever.
-   */
-  async #process(envelope: SlackEnvelope): Promise<void> {
-    const app = this.#receiver.app;
-    if (!app || !this.#onInbound) throw new Error("the Slack adapter is not started");
-    const eventId = envelope.body.event_id;
-    if (envelope.retryNum) {
-      this.#log.info(
-        { retryNum: envelope.retryNum, retryReason: envelope.retryReason, eventId },
-        "slack redelivered an event",
-      );
-    }
-    const readable = EventCallbackSchema.safeParse(envelope.body);
-    if (!readable.success) {
-      this.#log.warn({ eventId, issues: readable.error.issues.length }, "slack event unreadable; dropped");
-      return;
-    }
-    try {
-      await app.processEvent({
-        body: envelope.body,
-        ack: async () => {},
-        ...(envelope.retryNum !== undefined ? { retryNum: envelope.retryNum } : {}),
-        ...(envelope.retryReason !== undefined ? { retryReason: envelope.retryReason } : {}),
-      });
-    } catch (error) {
-      if (error instanceof AdmissionFailed) throw error.cause;
-      this.#log.warn({ eventId, err: error }, "slack event could not be processed; dropped");
-    }
-  }
-
-  /** One message event: validated, normalized, admitted after any delivery of the same message. */
-  async #onEvent(raw: unknown): Promise<void> {
-    const parsed = SlackMessageEventSchema.safeParse(raw);
-    if (!parsed.success) {
-      this.#log.warn(
-        { issues: parsed.error.issues.length },
-        "dropping a Slack event that does not look like a message",
-      );
-      return;
-    }
-    const key = `${parsed.data.channel}:${parsed.data.ts}`;
-    const before = this.#inflight.get(key);
-    const run = (async () => {
-      await before?.catch(() => {});
-      await this.#admit(parsed.data);
-    })();
-    this.#inflight.set(key, run);
-    try {
-      await run;
-    } finally {
-      if (this.#inflight.get(key) === run) this.#inflight.delete(key);
-    }
-  }
-
-  async #admit(event: import("./normalize.js").SlackMessageEvent): Promise<void> {
-    const identity = this.#identity;
-    const onInbound = this.#onInbound;
-    if (!identity || !onInbound) return;
-    const names = event.user ? await this.#directory.names(event.user, event.channel) : {};
-    const result = normalizeSlackEvent(
-      event,
-      identity,
-      {
-        accountId: this.accountId,
-        editedMessages: this.#o.editedMessages ?? "ignore",
-        isBotThread: (channel, ts) => this.#botThreads.has(`${channel}:${ts}`),
-      },
-      names,
-    );
-    if ("skip" in result) {
-      this.#log.debug({ ts: event.ts, reason: result.skip }, "slack event not for us");
-      return;
-    }
-    try {
-      await onInbound(result.fields);
-    } catch (error) {
-      // Bad input is dropped with a log line; anything else propagates so Slack redelivers it.
-      if (error instanceof HubError && error.code.startsWith("inbound_")) {
-        this.#log.warn({ ts: event.ts, err: error.message }, "slack message rejected");
-        return;
-      }
-      throw new AdmissionFailed(error);
-    }
+    return [
+      slackEventsRoute({
+        path: this.#o.eventsPath ?? "/slack/events",
+        signingSecret: this.#o.signingSecret,
+        logger: this.#log,
+        process: (envelope) => this.#inbound.process(envelope),
+        ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
+      }),
+    ];
   }
 
   async send(

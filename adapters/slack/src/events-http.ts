@@ -1,5 +1,5 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { HubLogger } from "@hub/core";
+import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
+import { webhookRoute } from "@hub/core";
 import { z } from "zod";
 import { verifySlackSignature } from "./signature.js";
 
@@ -13,131 +13,106 @@ const EnvelopeSchema = z.looseObject({
   type: z.string(),
   challenge: z.string().optional(),
   event_id: z.string().optional(),
-  event: z.looseObject({ type: z.string() }).optional(),
 });
 
-/** One Events API request that passed the signature check, as the adapter processes it. */
+/** One Events API delivery that passed the signature check, as the adapter processes it. */
 export interface SlackEnvelope {
   body: Record<string, unknown>;
   retryNum?: number | undefined;
   retryReason?: string | undefined;
 }
 
-/** What the route needs: the signing secret and what to do with a verified event. */
+/** What the route needs: where it is, the signing secret, and what to do with a verified event. */
 export interface EventsRouteOptions {
+  path: string;
   signingSecret: string;
   logger: HubLogger;
-  /** Processes one event; resolves once it was admitted (or deliberately dropped). Throws to make Slack retry. */
-  process(envelope: SlackEnvelope): Promise<void>;
+  /** Processes one event; `retry` makes Slack redeliver it. */
+  process(envelope: SlackEnvelope): Promise<InboundResult>;
   ackDeadlineMs?: number;
 }
 
-/** Reads the raw body, giving up past `limit` bytes (undefined). */
-async function readBody(req: IncomingMessage, limit: number): Promise<string | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) return undefined;
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString("utf8");
-}
-
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const value = req.headers[name];
-  return Array.isArray(value) ? value[0] : value;
-};
+const header = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value;
 
 /**
- * The Events API endpoint: verifies Slack's signature over the raw body (401 otherwise, nothing
- * runs), answers `url_verification`, and acknowledges an event once it is admitted, or after
- * `ackDeadlineMs` at the latest (admission then finishes in the background). A failure to admit
- * within the deadline answers 500, so Slack retries; the retry is deduplicated by the hub.
+ * The Events API endpoint on the hub's server (the core's webhook route: capped body, 401 unless
+ * the caller checks out, 503 only for our transient failures). The caller check is Slack's
+ * signature over the raw body with a timestamp at most 5 minutes old; `url_verification` is
+ * answered with its challenge; an event is acknowledged once admitted, or after `ackDeadlineMs`
+ * at the latest (admission then finishes in the background), so Slack never times out on us.
  */
-export function createEventsHandler(
-  options: EventsRouteOptions,
-): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
   const log = options.logger;
-  return async (req, res) => {
-    const raw = await readBody(req, MAX_EVENT_BYTES);
-    if (raw === undefined) {
-      log.warn({ limit: MAX_EVENT_BYTES }, "slack event body too large; refused");
-      res.writeHead(413).end();
-      req.resume();
-      return;
-    }
-    const why = verifySlackSignature(
-      options.signingSecret,
-      { signature: header(req, "x-slack-signature"), timestamp: header(req, "x-slack-request-timestamp") },
-      raw,
-    );
-    if (why) {
-      log.warn(
-        { remote: req.socket.remoteAddress, why },
-        "slack event refused: the signature does not verify",
+  return webhookRoute({
+    path: options.path,
+    maxBytes: MAX_EVENT_BYTES,
+    logger: log,
+    verify: ({ req, rawBody }) => {
+      const why = verifySlackSignature(
+        options.signingSecret,
+        {
+          signature: header(req.headers["x-slack-signature"]),
+          timestamp: header(req.headers["x-slack-request-timestamp"]),
+        },
+        rawBody.toString("utf8"),
       );
-      res.writeHead(401).end();
-      return;
-    }
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      json = undefined;
-    }
-    const envelope = EnvelopeSchema.safeParse(json);
-    if (!envelope.success) {
-      // Signed by Slack but unreadable: acknowledge and drop it, so it is never retried forever.
-      log.warn("slack event body is not an Events API envelope; dropped");
-      res.writeHead(200).end();
-      return;
-    }
-    if (envelope.data.type === "url_verification") {
-      res.writeHead(200, { "content-type": "application/json" });
-      res.end(JSON.stringify({ challenge: envelope.data.challenge ?? "" }));
-      return;
-    }
-    const retryNum = header(req, "x-slack-retry-num");
-    const outcome = await withDeadline(
-      options.process({
+      if (why) log.warn({ why }, "slack event refused: it is not signed by Slack");
+      return why === undefined;
+    },
+    handle: async (body, { req }) => {
+      const envelope = EnvelopeSchema.safeParse(body);
+      if (!envelope.success) return { kind: "rejected", reason: "not an Events API envelope" };
+      if (envelope.data.type === "url_verification") return { kind: "accepted" };
+      const retryNum = header(req.headers["x-slack-retry-num"]);
+      const work = options.process({
         body: envelope.data,
         retryNum: retryNum === undefined ? undefined : Number(retryNum),
-        retryReason: header(req, "x-slack-retry-reason"),
-      }),
-      options.ackDeadlineMs ?? ACK_DEADLINE_MS,
-      (error) =>
-        log.error({ err: error, eventId: envelope.data.event_id }, "slack event failed after its ack"),
-    );
-    if (outcome === "failed") {
-      res.writeHead(500).end();
-      return;
-    }
-    res.writeHead(200).end();
-  };
+        retryReason: header(req.headers["x-slack-retry-reason"]),
+      });
+      return withDeadline(work, options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
+        if (late.kind === "retry") {
+          log.error(
+            { eventId: envelope.data.event_id, reason: late.reason },
+            "slack event failed after its ack",
+          );
+        }
+      });
+    },
+    respond: (body) => {
+      const envelope = EnvelopeSchema.safeParse(body);
+      if (!envelope.success || envelope.data.type !== "url_verification") return undefined;
+      return {
+        contentType: "application/json",
+        body: JSON.stringify({ challenge: envelope.data.challenge ?? "" }),
+      };
+    },
+  });
 }
 
-/** Waits for `work` at most `ms`: `done`, `failed`, or `late` (a later failure goes to `onLateError`). */
+/** Waits for `work` at most `ms`; past it, answers `accepted` (acknowledge now) and reports the late result. */
 async function withDeadline(
-  work: Promise<void>,
+  work: Promise<InboundResult>,
   ms: number,
-  onLateError: (error: unknown) => void,
-): Promise<"done" | "failed" | "late"> {
+  onLate: (result: InboundResult) => void,
+): Promise<InboundResult> {
   let timer: NodeJS.Timeout | undefined;
   let late = false;
-  const deadline = new Promise<"late">((resolve) => {
+  const settled = work.catch(
+    (error: unknown): InboundResult => ({
+      kind: "retry",
+      reason: error instanceof Error ? error.message : String(error),
+    }),
+  );
+  const deadline = new Promise<InboundResult>((resolve) => {
     timer = setTimeout(() => {
       late = true;
-      resolve("late");
+      resolve({ kind: "accepted" });
     }, ms);
   });
-  const settled = work.then(
-    () => "done" as const,
-    (error: unknown) => {
-      if (late) onLateError(error);
-      return "failed" as const;
-    },
-  );
+  void settled.then((result) => {
+    if (late) onLate(result);
+  });
   try {
     return await Promise.race([settled, deadline]);
   } finally {

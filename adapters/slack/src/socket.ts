@@ -1,4 +1,4 @@
-import type { HubLogger } from "@hub/core";
+import { describeError, type HubLogger, type InboundResult } from "@hub/core";
 import type { Logger } from "@slack/bolt";
 import { SocketModeClient } from "@slack/socket-mode";
 import type { SlackEnvelope } from "./events-http.js";
@@ -9,8 +9,8 @@ export interface SocketConnectionOptions {
   apiUrl: string;
   logger: HubLogger;
   boltLogger: Logger;
-  /** Processes one event; resolves once admitted (or dropped). A throw leaves it unacknowledged: Slack redelivers. */
-  process(envelope: SlackEnvelope): Promise<void>;
+  /** Processes one event; `retry` leaves it unacknowledged, so Slack redelivers it. */
+  process(envelope: SlackEnvelope): Promise<InboundResult>;
   onState(state: "connecting" | "connected" | "reconnecting" | "failed", reason?: string): void;
 }
 
@@ -43,15 +43,16 @@ export class SocketConnection {
       await args.ack().catch(() => {});
       return;
     }
-    try {
-      await this.#o.process({
+    const result = await this.#o
+      .process({
         body: args.body as Record<string, unknown>,
         retryNum: args.retry_num,
         retryReason: args.retry_reason,
-      });
-    } catch (error) {
+      })
+      .catch((error: unknown): InboundResult => ({ kind: "retry", reason: describeError(error) }));
+    if (result.kind === "retry") {
       this.#o.logger.error(
-        { err: error, envelopeId: args.envelope_id },
+        { reason: result.reason, envelopeId: args.envelope_id },
         "slack socket event not admitted; leaving it unacknowledged so Slack redelivers it",
       );
       return;

@@ -3,7 +3,7 @@ import type { AddressInfo } from "node:net";
 import {
   type AdapterFields,
   createLogger,
-  HubError,
+  type InboundResult,
   PermanentSendError,
   RateLimitedError,
   type ReplyTarget,
@@ -20,7 +20,7 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-type Handler = (fields: AdapterFields) => Promise<void>;
+type Handler = (fields: AdapterFields) => Promise<InboundResult | undefined>;
 
 /** An adapter against the fake Slack, its routes on a local server; inbound goes to `handler`. */
 async function setup(options: Partial<SlackAdapterOptions> & { handler?: Handler } = {}) {
@@ -38,7 +38,7 @@ async function setup(options: Partial<SlackAdapterOptions> & { handler?: Handler
   });
   await adapter.start(async (fields) => {
     received.push(fields);
-    await handler?.(fields);
+    return (await handler?.(fields)) ?? { kind: "accepted" };
   });
   const routes = adapter.httpRoutes();
   const server: Server = createServer((req, res) => {
@@ -112,16 +112,16 @@ describe("slack events over HTTP", () => {
     ]);
   });
 
-  it("answers 500 when admission fails (Slack retries), 200 when the message is rejected for good", async () => {
-    let fail: Error = new Error("redis is down");
-    const { fake } = await setup({
-      handler: async () => {
-        throw fail;
-      },
-    });
-    expect((await fake.deliver(dm(fake, "one"))).status).toBe(500);
-    fail = new HubError("inbound_too_large", "too large");
-    expect((await fake.deliver(dm(fake, "two"))).status).toBe(200);
+  it("answers 503 when admission fails (Slack retries), 200 when the message is rejected for good", async () => {
+    let answer: () => InboundResult = () => {
+      throw new Error("redis is down");
+    };
+    const { fake } = await setup({ handler: async () => answer() });
+    expect((await fake.deliver(dm(fake, "one"))).status).toBe(503);
+    answer = () => ({ kind: "retry", reason: "being admitted elsewhere" });
+    expect((await fake.deliver(dm(fake, "two"))).status).toBe(503);
+    answer = () => ({ kind: "rejected", reason: "attachment too large" });
+    expect((await fake.deliver(dm(fake, "three"))).status).toBe(200);
   });
 
   it("acknowledges within the deadline while a slow admission finishes in the background", async () => {
@@ -131,6 +131,7 @@ describe("slack events over HTTP", () => {
       handler: async () => {
         await new Promise((r) => setTimeout(r, 1500));
         admitted = true;
+        return undefined;
       },
     });
     const started = Date.now();
@@ -170,6 +171,7 @@ describe("slack events over HTTP", () => {
         if (running > 1) overlapped = true;
         await new Promise((r) => setTimeout(r, 100));
         running--;
+        return undefined;
       },
     });
     const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> hi`);
@@ -326,9 +328,7 @@ describe("slack socket mode", () => {
     let fail = true;
     const { fake, received } = await setup({
       mode: "socket",
-      handler: async () => {
-        if (fail) throw new Error("redis is down");
-      },
+      handler: async () => (fail ? { kind: "retry", reason: "redis is down" } : undefined),
     });
     await waitFor(() => fake.socketConnected, "the socket connection");
     const envelope = dm(fake, "over the socket");
