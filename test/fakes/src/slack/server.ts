@@ -1,7 +1,8 @@
 import { createHmac, randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type WebSocket, WebSocketServer } from "ws";
+import { FakeApi, type RecordedCall, readBody, startHttpServer } from "../kit/index.js";
 
 // A local fake of Slack for the real @slack/bolt and @slack/web-api clients: the Web API
 // (POST {apiUrl}{method}, Bearer token, form or JSON bodies, `{ ok, error }` answers, HTTP 429
@@ -21,10 +22,7 @@ export interface FakeSlackOptions {
 }
 
 /** One Web API call the fake received, in arrival order. */
-export interface SlackCall {
-  method: string;
-  params: Record<string, unknown>;
-  at: number;
+export interface SlackCall extends RecordedCall {
   /** Set once answered: the `error` of an `ok: false` answer, or `ratelimited` for a 429. */
   error?: string;
 }
@@ -66,6 +64,14 @@ export interface FakeSlack {
   readonly teamId: string;
   readonly calls: SlackCall[];
   callsOf(method: string): SlackCall[];
+  /** Resolves with the first answered call of `method` matching `predicate`; rejects after `timeoutMs`. */
+  waitForCall(
+    method: string,
+    predicate?: (call: SlackCall) => boolean,
+    timeoutMs?: number,
+  ): Promise<SlackCall>;
+  /** Implements an extra Web API method; the handler's object is merged into `{ ok: true }`. */
+  stub(method: string, handler: (params: Record<string, unknown>) => unknown): void;
   /** Messages the bot posted (successful chat.postMessage), optionally in one channel, in order. */
   posted(channel?: string): SlackMessage[];
   /** The message with this `ts` in a channel, if Slack has it. */
@@ -106,9 +112,7 @@ const ok = (body: Record<string, unknown> = {}): Answer => ({ status: 200, body:
 const fail = (error: string): Answer => ({ status: 200, body: { ok: false, error } });
 
 async function readParams(req: IncomingMessage): Promise<Params | undefined> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const raw = Buffer.concat(chunks).toString("utf8");
+  const raw = (await readBody(req)).toString("utf8");
   const type = String(req.headers["content-type"] ?? "");
   try {
     if (type.includes("application/json")) return raw === "" ? {} : (JSON.parse(raw) as Params);
@@ -140,9 +144,8 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const botId = options.botId ?? "BBOT0001";
   const teamId = options.teamId ?? "T0TEAM001";
   const appId = "A0APP0001";
-  const calls: SlackCall[] = [];
+  const api = new FakeApi<SlackCall, SlackFailure>({ name: "fake slack" });
   const messages: SlackMessage[] = [];
-  const failures = new Map<string, SlackFailure[]>();
   const slow = new Map<string, number>();
   const sockets = new Set<WebSocket>();
   const acks = new Map<string, () => void>();
@@ -263,12 +266,16 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         : fail("invalid_arguments"),
   };
 
-  async function answerCall(method: string, req: IncomingMessage): Promise<Answer> {
+  async function answerCall(
+    method: string,
+    req: IncomingMessage,
+    out: { settled: SlackCall | undefined },
+  ): Promise<Answer> {
     const auth = String(req.headers.authorization ?? "");
     const params = await readParams(req);
     const token = auth.startsWith("Bearer ") ? auth.slice(7) : str(params?.token);
-    const call: SlackCall = { method, params: params ?? {}, at: Date.now() };
-    calls.push(call);
+    const call = api.record({ method, params: params ?? {}, at: Date.now() });
+    out.settled = call;
     const answer = await (async (): Promise<Answer> => {
       if (!params) return fail("invalid_form_data");
       const wait = slow.get(method);
@@ -276,7 +283,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
         slow.delete(method);
         await new Promise((r) => setTimeout(r, wait));
       }
-      const failure = failures.get(method)?.shift();
+      const failure = api.takeFailure(method);
       if (failure && "status" in failure) {
         return {
           status: 429,
@@ -288,7 +295,7 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       if (method === "apps.connections.open") {
         if (token !== appToken)
           return fail(token?.startsWith("xapp-") ? "invalid_auth" : "not_allowed_token_type");
-        return ok({ url: `ws://127.0.0.1:${port}/link/?ticket=${randomUUID()}&app_id=${appId}` });
+        return ok({ url: `ws://127.0.0.1:${wsPort}/link/?ticket=${randomUUID()}&app_id=${appId}` });
       }
       if (token !== botToken) return fail(token ? "invalid_auth" : "not_authed");
       const handler = methods[method];
@@ -299,65 +306,64 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     return answer;
   }
 
-  const server = createServer((req, res: ServerResponse) => {
+  const http = await startHttpServer(async (req, res: ServerResponse) => {
     const match = /^\/api\/([\w.]+)$/.exec(new URL(req.url ?? "/", "http://fake").pathname);
     if (req.method !== "POST" || !match) {
       res.writeHead(404).end();
       return;
     }
-    answerCall(match[1] ?? "", req)
-      .then((answer) => {
-        if (res.destroyed || res.writableEnded) return;
-        res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
-        res.end(JSON.stringify(answer.body));
-      })
-      .catch(() => res.writeHead(500).end());
+    const call = { settled: undefined as SlackCall | undefined };
+    const answer = await answerCall(match[1] ?? "", req, call);
+    if (!res.destroyed && !res.writableEnded) {
+      res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
+      res.end(JSON.stringify(answer.body));
+    }
+    if (call.settled) api.settle(call.settled);
   });
-  const wss = new WebSocketServer({ noServer: true });
-  server.on("upgrade", (req, socket, head) => {
-    if (!(req.url ?? "").startsWith("/link/")) return void socket.destroy();
-    wss.handleUpgrade(req, socket, head, (ws) => {
-      sockets.add(ws);
-      ws.on("close", () => sockets.delete(ws));
-      ws.on("message", (data) => {
-        const { envelope_id } = JSON.parse(String(data)) as { envelope_id?: string };
-        if (envelope_id) acks.get(envelope_id)?.();
-      });
-      const ping = setInterval(() => ws.ping(), 2000);
-      ws.on("close", () => clearInterval(ping));
-      ws.send(
-        JSON.stringify({
-          type: "hello",
-          num_connections: sockets.size,
-          debug_info: { host: "applink-fake", build_number: 1, approximate_connection_time: 18060 },
-          connection_info: { app_id: appId },
-        }),
-      );
+  // Socket Mode: apps.connections.open hands out a URL on this WebSocket server (like wss://wss-primary.slack.com/link/).
+  const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+  await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
+  const wsPort = (wss.address() as AddressInfo).port;
+  wss.on("connection", (ws, req) => {
+    if (!(req.url ?? "").startsWith("/link/")) return void ws.close(1008, "unknown path");
+    sockets.add(ws);
+    const ping = setInterval(() => ws.ping(), 2000);
+    ws.on("close", () => {
+      sockets.delete(ws);
+      clearInterval(ping);
     });
+    ws.on("message", (data) => {
+      const { envelope_id } = JSON.parse(String(data)) as { envelope_id?: string };
+      if (envelope_id) acks.get(envelope_id)?.();
+    });
+    ws.send(
+      JSON.stringify({
+        type: "hello",
+        num_connections: sockets.size,
+        debug_info: { host: "applink-fake", build_number: 1, approximate_connection_time: 18060 },
+        connection_info: { app_id: appId },
+      }),
+    );
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const { port } = server.address() as AddressInfo;
 
   const fake: FakeSlack = {
-    apiUrl: `http://127.0.0.1:${port}/api/`,
+    apiUrl: `${http.url}/api/`,
     botToken,
     appToken,
     signingSecret,
     botUserId,
     botId,
     teamId,
-    calls,
+    calls: api.calls,
     eventsUrl: undefined,
-    callsOf: (method) => calls.filter((c) => c.method === method),
+    callsOf: (method) => api.callsOf(method),
+    waitForCall: (method, predicate, timeoutMs) => api.waitForCall(method, predicate, timeoutMs),
+    stub: (method, handler) => api.stub(method, handler),
     posted: (channel) =>
       messages.filter((m) => m.bot_id === botId && (channel === undefined || m.channel === channel)),
     messageAt: (channel, ts) => find(channel, ts),
     reactionsOn: (channel, ts) => [...(find(channel, ts)?.reactions.keys() ?? [])],
-    failNext: (method, failure, times = 1) => {
-      const queue = failures.get(method) ?? [];
-      for (let i = 0; i < times; i++) queue.push(failure);
-      failures.set(method, queue);
-    },
+    failNext: (method, failure, times = 1) => api.failNext(method, failure, times),
     slowNext: (method, ms) => void slow.set(method, ms),
     userMessage: (channel, user, text, threadTs) => {
       const message: SlackMessage = {
@@ -444,60 +450,9 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
       if (closed) return;
       closed = true;
       for (const ws of sockets) ws.terminate();
-      wss.close();
-      await new Promise<void>((resolve) => {
-        server.close(() => resolve());
-        server.closeAllConnections();
-      });
+      await new Promise<void>((resolve) => wss.close(() => resolve()));
+      await http.close();
     },
   };
   return fake;
-}
-
-/** The visible text of a mrkdwn message and whether its markup is well formed, as Slack would show it. */
-export interface MrkdwnView {
-  text: string;
-  wellFormed: boolean;
-  /** Why it is not well formed. */
-  problem?: string;
-}
-
-const ENTITY = /^&(amp|lt|gt);/;
-const ANGLE = /^<([^<>|]+)(?:\|([^<>]*))?>/;
-
-/**
- * Reads mrkdwn like Slack: `&amp;`/`&lt;`/`&gt;` are the only entities, every `<...>` is a link,
- * mention or command, and fenced code blocks are balanced. Stricter than Slack in one way: a bare
- * `&` or `<` counts as malformed (Slack asks for them escaped), so a renderer that forgets is caught.
- * The visible text keeps emphasis characters and drops fences; links show their label.
- */
-export function readMrkdwn(mrkdwn: string): MrkdwnView {
-  let text = "";
-  let i = 0;
-  const bad = (problem: string): MrkdwnView => ({ text, wellFormed: false, problem });
-  while (i < mrkdwn.length) {
-    const rest = mrkdwn.slice(i);
-    const c = mrkdwn[i];
-    if (c === "&") {
-      const m = ENTITY.exec(rest);
-      if (!m) return bad(`unescaped "&" at ${i}`);
-      text += m[1] === "amp" ? "&" : m[1] === "lt" ? "<" : ">";
-      i += m[0].length;
-    } else if (c === "<") {
-      const m = ANGLE.exec(rest);
-      if (!m) return bad(`unescaped "<" at ${i}`);
-      const target = m[1] ?? "";
-      if (!/^(https?:\/\/|mailto:|@[UW]|#C|!)/.test(target)) return bad(`unknown link target "${target}"`);
-      text += m[2] ?? target;
-      i += m[0].length;
-    } else if (c === ">" && !(i === 0 || mrkdwn[i - 1] === "\n")) {
-      return bad(`unescaped ">" at ${i}`);
-    } else {
-      text += c;
-      i += 1;
-    }
-  }
-  const fences = (mrkdwn.match(/```/g) ?? []).length;
-  if (fences % 2 !== 0) return bad("unbalanced ``` fence");
-  return { text: text.replace(/```\n?/g, ""), wellFormed: true };
 }

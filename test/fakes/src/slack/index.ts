@@ -1,0 +1,2 @@
+export * from "./mrkdwn.js";
+export * from "./server.js";
