@@ -15,20 +15,44 @@ interface Ctx {
 }
 
 const TOP: Ctx = { inLink: false };
-const BROADCAST = /@(here|channel|everyone)\b/gi;
+// `@here` anywhere, except as an address's domain (`ops@here.com`).
+const BROADCAST = /@(here|channel|everyone)(?!\.\w)/gi;
 
-/** Escapes text for mrkdwn (`&`, `<`, `>`) and neutralizes bare broadcast mentions. */
+/**
+ * Escapes text for mrkdwn (`&`, `<`, `>`), neutralizes bare broadcast mentions, and breaks up
+ * literal ``` runs (Slack would open a code block there) with a zero-width space.
+ */
 export function escapeMrkdwn(text: string): string {
   return text
     .replace(/&/g, "&amp;")
     .replace(/</g, "&lt;")
     .replace(/>/g, "&gt;")
-    .replace(BROADCAST, "@\u2060$1");
+    .replace(BROADCAST, "@\u2060$1")
+    .replace(/``(?=`)/g, "``\u200b");
 }
 
 // marked leaves character references in text tokens (it expects a browser to decode them); Slack would
 // show them literally after our escaping, so decode them first (CommonMark semantics, common names).
-const NAMED: Record<string, string> = { amp: "&", lt: "<", gt: ">", quot: '"', apos: "'", nbsp: "\u00a0" };
+const NAMED: Record<string, string> = {
+  amp: "&",
+  lt: "<",
+  gt: ">",
+  quot: '"',
+  apos: "'",
+  nbsp: "\u00a0",
+  copy: "©",
+  reg: "®",
+  trade: "™",
+  hellip: "…",
+  mdash: "—",
+  ndash: "–",
+  laquo: "«",
+  raquo: "»",
+  middot: "·",
+  times: "×",
+  deg: "°",
+  euro: "€",
+};
 
 function decodeEntities(text: string): string {
   return text.replace(
@@ -49,9 +73,15 @@ function isSafeHref(href: string): boolean {
   return /^(?:https?:\/\/|mailto:)/i.test(h) && !/\s/.test(h) && !hasControl;
 }
 
-/** A URL inside `<url|label>`: `|` and `>` would end it early, so they are percent-encoded. */
+/** A URL inside `<url|label>`: `|` and `>` would end it early and backticks open code, so they are percent-encoded. */
 function linkUrl(href: string): string {
-  return href.trim().replace(/&/g, "&amp;").replace(/</g, "%3C").replace(/>/g, "%3E").replace(/\|/g, "%7C");
+  return href
+    .trim()
+    .replace(/&/g, "&amp;")
+    .replace(/</g, "%3C")
+    .replace(/>/g, "%3E")
+    .replace(/\|/g, "%7C")
+    .replace(/`/g, "%60");
 }
 
 /** Wraps rendered text in a mrkdwn marker; whitespace stays outside (Slack ignores `* x*`). */
@@ -66,7 +96,8 @@ function renderInline(tokens: readonly Token[] | undefined, ctx: Ctx): string {
   if (!tokens) return "";
   let out = "";
   for (const token of tokens) out += renderInlineToken(token, ctx);
-  return out;
+  // Neighbouring tokens (an escaped `\@` or backtick next to text) must not join into a broadcast or a fence.
+  return out.replace(BROADCAST, "@\u2060$1").replace(/``(?=`)/g, "``\u200b");
 }
 
 function renderInlineToken(token: Token, ctx: Ctx): string {
@@ -124,16 +155,16 @@ function renderImage(t: Tokens.Image, ctx: Ctx): string {
   return alt === "" ? `<${linkUrl(href)}>` : `<${linkUrl(href)}|${escapeMrkdwn(alt).replace(/\|/g, "¦")}>`;
 }
 
-function renderBlocks(tokens: readonly Token[], separator: string): string {
+function renderBlocks(tokens: readonly Token[], separator: string, inList = false): string {
   const parts: string[] = [];
   for (const token of tokens) {
-    const rendered = renderBlock(token);
+    const rendered = renderBlock(token, inList);
     if (rendered.trim() !== "") parts.push(rendered);
   }
   return parts.join(separator);
 }
 
-function renderBlock(token: Token): string {
+function renderBlock(token: Token, inList: boolean): string {
   const t = token as MarkedToken;
   switch (t.type) {
     case "space":
@@ -148,7 +179,10 @@ function renderBlock(token: Token): string {
     case "code":
       return renderCode(t.text);
     case "blockquote":
-      return quote(renderBlocks(t.tokens, "\n\n"));
+      // A quote must start its line; inside a list item (after the marker) it is drawn with a bar instead.
+      return inList
+        ? renderBlocks(t.tokens, "\n\n", true).replace(/^/gm, "┃ ")
+        : quote(renderBlocks(t.tokens, "\n\n"));
     case "list":
       return renderList(t);
     case "table":
@@ -165,9 +199,8 @@ function renderBlock(token: Token): string {
 function renderCode(text: string): string {
   const code = text.replace(/\n+$/, "");
   if (code === "") return "";
-  // A fence inside the code would close the block early; a zero-width space breaks it up.
-  const body = escapeMrkdwn(code).replace(/```/g, "``\u200b`");
-  return `\`\`\`\n${body}\n\`\`\``;
+  // escapeMrkdwn breaks up any fence inside the code, so it cannot close the block early.
+  return `\`\`\`\n${escapeMrkdwn(code)}\n\`\`\``;
 }
 
 /** Prefixes every line with `> ` (Slack quotes are per line; nested quotes flatten into one). */
@@ -197,7 +230,7 @@ function renderList(list: Tokens.List): string {
   return list.items
     .map((item, k) => {
       const marker = item.task ? (item.checked ? "☑ " : "☐ ") : list.ordered ? `${start + k}. ` : "• ";
-      return `${marker}${indent(renderBlocks(item.tokens, "\n"), "    ")}`.trimEnd();
+      return `${marker}${indent(renderBlocks(item.tokens, "\n", true), "    ")}`.trimEnd();
     })
     .join("\n");
 }
