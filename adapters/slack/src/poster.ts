@@ -67,13 +67,26 @@ export interface SlackPosterOptions {
   settleMs: number;
 }
 
+/** The last post to one reply target, as the account's shared state keeps it. */
+const AttemptSchema = z.object({
+  replyId: z.string(),
+  index: z.number(),
+  since: z.number(),
+  state: z.enum(["posting", "done", "failed"]),
+  ts: z.string().optional(),
+});
+type Attempt = z.infer<typeof AttemptSchema>;
+
 /**
- * Posts reply segments so that a segment is never posted twice by us: the Web API client never
- * retries (retries are the ReplyDispatcher's), every message carries its segment identity in
- * `metadata`, and when an attempt ended without a clear answer (timeout, network error, 5xx,
- * `internal_error`) the next attempt first waits for that attempt to settle, then looks the
- * segment up in the conversation and returns the message it finds instead of posting again.
- * The uncertain mark lives in the account's shared state, so another process's retry sees it.
+ * Posts reply segments so that a segment is never posted twice by us. The Web API client never
+ * retries (retries are the ReplyDispatcher's), and every message carries its segment identity
+ * in `metadata`. Before a post, the reply target's record in the account's shared state says
+ * `posting` (one small key per chat/thread, overwritten by its next post, since one target is
+ * delivered by one worker at a time); after a clear answer it says `done` (with the ts) or
+ * `failed`. A retry that finds its own segment still `posting` (a timeout, a network error, a
+ * 5xx, `internal_error`, or a process killed mid-post) first waits for that attempt to settle,
+ * then looks the segment up in the conversation and returns the message it finds instead of
+ * posting again; one that finds it `done` returns the recorded ts.
  */
 export class SlackPoster {
   readonly #o: SlackPosterOptions;
@@ -83,27 +96,39 @@ export class SlackPoster {
   }
 
   #key(r: PostRequest): string {
-    return `slack:${this.#o.accountId}:uncertain:${r.replyId}:${r.index}`;
+    return `slack:${this.#o.accountId}:posting:${r.channel}:${r.threadTs ?? "-"}`;
+  }
+
+  async #attempt(key: string): Promise<Attempt | undefined> {
+    const raw = await this.#o.state.get(key);
+    if (!raw) return undefined;
+    try {
+      return AttemptSchema.parse(JSON.parse(raw));
+    } catch {
+      return undefined;
+    }
+  }
+
+  async #record(key: string, attempt: Attempt): Promise<void> {
+    await this.#o.state.set(key, JSON.stringify(attempt));
   }
 
   /** Posts one segment (or finds it from an uncertain earlier attempt); returns its `ts`. */
   async post(r: PostRequest): Promise<string> {
     const key = this.#key(r);
-    const uncertainSince = Number((await this.#o.state.get(key)) || 0);
-    if (uncertainSince > 0) {
-      const wait = uncertainSince + this.#o.settleMs - Date.now();
-      if (wait > 0) throw new RateLimitedError(wait, "an earlier attempt of this segment may still land");
-      const found = await this.#find(r, uncertainSince);
-      await this.#o.state.set(key, "");
-      if (found) {
-        this.#o.logger.info(
-          { replyId: r.replyId, index: r.index, ts: found },
-          "slack: an uncertain earlier attempt had posted the segment; not posting it again",
-        );
-        return found;
+    const last = await this.#attempt(key);
+    if (last && last.replyId === r.replyId && last.index === r.index) {
+      if (last.state === "done" && last.ts) return last.ts;
+      if (last.state === "posting") {
+        const found = await this.#settle(r, last);
+        if (found) {
+          await this.#record(key, { ...last, state: "done", ts: found });
+          return found;
+        }
       }
     }
-    const started = Date.now();
+    const attempt: Attempt = { replyId: r.replyId, index: r.index, since: Date.now(), state: "posting" };
+    await this.#record(key, attempt);
     try {
       const answer = await this.#o.client.chat.postMessage({
         channel: r.channel,
@@ -116,11 +141,28 @@ export class SlackPoster {
           event_payload: { reply_id: r.replyId, index: r.index },
         },
       });
-      return PostedSchema.parse(answer).ts;
+      const ts = PostedSchema.parse(answer).ts;
+      await this.#record(key, { ...attempt, state: "done", ts });
+      return ts;
     } catch (error) {
-      if (maybePosted(error)) await this.#o.state.set(key, String(started));
+      // Slack said no (or 429): nothing was posted, the next attempt posts at once.
+      if (!maybePosted(error)) await this.#record(key, { ...attempt, state: "failed" });
       throw classifySlackError(error);
     }
+  }
+
+  /** After an uncertain attempt: waits until it has settled (delaying the target), then looks for it. */
+  async #settle(r: PostRequest, last: Attempt): Promise<string | undefined> {
+    const wait = last.since + this.#o.settleMs - Date.now();
+    if (wait > 0) throw new RateLimitedError(wait, "an earlier attempt of this segment may still land");
+    const found = await this.#find(r, last.since);
+    if (found) {
+      this.#o.logger.info(
+        { replyId: r.replyId, index: r.index, ts: found },
+        "slack: an uncertain earlier attempt had posted the segment; not posting it again",
+      );
+    }
+    return found;
   }
 
   /** Looks for our message carrying this segment's identity, posted since `since` (ms). */

@@ -1,25 +1,14 @@
-import { createServer } from "node:net";
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
 import { type FakeSlack, readMrkdwn, type SlackMessage, startFakeSlack } from "@hub/fakes";
 import { SlackAdapter, type SlackAdapterOptions } from "../src/index.js";
 
+export { freePort } from "../../../test/support/hub-process.js";
+
 /** An in-memory adapter state store (tests); the hub uses Redis. */
 export function memoryState(): AdapterStateStore & { values: Map<string, string> } {
   const values = new Map<string, string>();
   return { values, get: async (k) => values.get(k), set: async (k, v) => void values.set(k, v) };
-}
-
-/** A free local TCP port (for a hub whose URL the fake must know before it starts). */
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once("error", reject);
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address();
-      server.close(() => resolve(typeof address === "object" && address ? address.port : 0));
-    });
-  });
 }
 
 /** The suite's Slack ids: a user, a channel, and the user's DM with the bot. */
