@@ -3,9 +3,11 @@ import {
   type AdapterStateStore,
   type ChannelAdapter,
   type ChannelCapabilities,
+  ChannelRefusedError,
   type ChannelStatus,
+  ChannelStatusCell,
+  describeError,
   type HttpRoute,
-  HubError,
   type HubLogger,
   type InboundHandler,
   type OutboundSegment,
@@ -23,6 +25,7 @@ import type { SlackBotIdentity } from "./normalize.js";
 import { SlackPoster } from "./poster.js";
 import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
 import { SocketConnection } from "./socket.js";
+import { classifyStartError } from "./start-errors.js";
 import { WorkingIndicator } from "./working.js";
 
 /** Options of the Slack adapter (from `channels.slack` plus wiring). */
@@ -95,12 +98,18 @@ export class SlackAdapter implements ChannelAdapter {
   readonly #botThreads = new Set<string>();
   #socket: SocketConnection | undefined;
   #identity: SlackBotIdentity | undefined;
-  #status: ChannelStatus = { state: "stopped", since: Date.now() };
+  #appReady = false;
+  readonly #status: ChannelStatusCell;
 
   constructor(options: SlackAdapterOptions) {
     this.#o = options;
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "slack", accountId: this.accountId });
+    this.#status = new ChannelStatusCell((status) => {
+      if (status.state === "connected") this.#log.info("slack connected");
+      else if (status.state === "failed" || status.state === "reconnecting")
+        this.#log.warn({ state: status.state, reason: status.reason }, "slack connection state changed");
+    });
     const logger = boltLogger(this.#log);
     this.#app = new App({
       token: options.botToken,
@@ -156,11 +165,7 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   status(): ChannelStatus {
-    return this.#status;
-  }
-
-  #setState(state: ChannelStatus["state"], reason?: string): void {
-    this.#status = { state, since: Date.now(), ...(reason ? { reason } : {}) };
+    return this.#status.get();
   }
 
   // The abort signal of the send in progress (if any) reaches the HTTP request Bolt's client makes.
@@ -170,54 +175,76 @@ export class SlackAdapter implements ChannelAdapter {
     return signals.length === 0 ? undefined : AbortSignal.any(signals);
   }
 
+  /**
+   * One connection attempt: check the config, `auth.test` (who the bot is), then Socket Mode's
+   * connection if configured. A refused token or a missing key throws `ChannelRefusedError`
+   * (failed, one clear line); anything else (Slack unreachable) throws as is and the hub retries.
+   */
   async start(onInbound: InboundHandler): Promise<void> {
-    this.#setState("connecting");
+    this.#status.set("connecting");
     const mode = this.#o.mode ?? "http";
-    if (mode === "http" && !this.#o.signingSecret) {
-      throw new HubError(
-        "slack_config",
-        "Slack HTTP mode needs channels.slack.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.",
-      );
-    }
-    if (mode === "socket" && !this.#o.appToken?.startsWith("xapp-")) {
-      throw new HubError(
-        "slack_config",
-        'Slack socket mode needs channels.slack.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.',
-      );
-    }
-    await this.#init();
-    this.#inbound.setHandler(onInbound);
-    if (mode === "socket") {
-      this.#socket = new SocketConnection({
-        appToken: this.#o.appToken ?? "",
-        apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
-        logger: this.#log,
-        boltLogger: boltLogger(this.#log),
-        process: (envelope) => this.#inbound.process(envelope),
-        onState: (state, reason) => this.#setState(state, reason),
-      });
-      await this.#socket.start();
-    } else {
-      this.#setState("connected");
+    const at = this.accountId === "default" ? "channels.slack" : `channels.slack.accounts.${this.accountId}`;
+    const missing =
+      mode === "http" && !this.#o.signingSecret
+        ? `Slack HTTP mode needs ${at}.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.`
+        : mode === "socket" && !this.#o.appToken?.startsWith("xapp-")
+          ? `Slack socket mode needs ${at}.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.`
+          : undefined;
+    if (missing) this.#refuse(new ChannelRefusedError("slack_config", missing));
+    try {
+      await this.#identify(at);
+      this.#inbound.setHandler(onInbound);
+      if (mode === "socket") await this.#connectSocket(at);
+      else this.#status.set("connected");
+    } catch (error) {
+      if (error instanceof ChannelRefusedError) this.#refuse(error);
+      this.#status.set("reconnecting", { reason: describeError(error) });
+      throw error;
     }
   }
 
-  async #init(): Promise<void> {
+  #refuse(error: ChannelRefusedError): never {
+    this.#status.set("failed", { reason: error.message });
+    throw error;
+  }
+
+  async #identify(at: string): Promise<void> {
     try {
-      await this.#app.init();
+      if (!this.#appReady) await this.#app.init();
+      this.#appReady = true;
       const auth = await this.#app.client.auth.test();
       if (!auth.user_id) throw new Error("auth.test returned no user_id");
       this.#identity = { userId: auth.user_id, botId: auth.bot_id };
     } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      this.#setState("failed", reason);
-      throw new HubError(
-        "slack_start_failed",
-        `Slack did not accept the bot token (${reason}); check channels.slack.botToken (xoxb-...) or SLACK_BOT_TOKEN.`,
-        { cause: error },
+      throw classifyStartError(
+        error,
+        `Slack refused the bot token; check ${at}.botToken (xoxb-...) or SLACK_BOT_TOKEN`,
       );
     }
-    this.#log.info({ botUserId: this.#identity.userId, mode: this.#o.mode ?? "http" }, "slack connected");
+    this.#log.info(
+      { botUserId: this.#identity.userId, mode: this.#o.mode ?? "http" },
+      "slack bot identified",
+    );
+  }
+
+  async #connectSocket(at: string): Promise<void> {
+    await this.#socket?.stop();
+    this.#socket = new SocketConnection({
+      appToken: this.#o.appToken ?? "",
+      apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
+      logger: this.#log,
+      boltLogger: boltLogger(this.#log),
+      process: (envelope) => this.#inbound.process(envelope),
+      onState: (state, reason) => this.#status.set(state, reason ? { reason } : {}),
+    });
+    try {
+      await this.#socket.start();
+    } catch (error) {
+      throw classifyStartError(
+        error,
+        `Slack refused the app-level token; check ${at}.appToken (xapp-..., connections:write) or SLACK_APP_TOKEN`,
+      );
+    }
   }
 
   async stop(): Promise<void> {
@@ -225,7 +252,7 @@ export class SlackAdapter implements ChannelAdapter {
     this.#inbound.setHandler(undefined);
     await this.#inbound.drain();
     await this.#working.clearAll();
-    this.#setState("stopped");
+    this.#status.set("stopped");
   }
 
   /** The Events API endpoint on the hub's HTTP server (HTTP mode). */

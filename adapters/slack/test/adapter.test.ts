@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import {
   type AdapterFields,
+  ChannelRefusedError,
   createLogger,
   type InboundResult,
   PermanentSendError,
@@ -338,5 +339,46 @@ describe("slack socket mode", () => {
     expect(received.map((f) => f.body)).toEqual(["over the socket", "over the socket"]);
     // Garbage is acknowledged and dropped, never redelivered forever.
     expect(await fake.deliverSocket(fake.envelope({ type: "message", channel: 42 }))).toBe(true);
+  });
+});
+
+describe("slack start", () => {
+  const logger = createLogger({ level: "silent" });
+
+  it("fails for good on a refused token, with a clear reason in status()", async () => {
+    const fake = await startFakeSlack();
+    cleanups.push(() => fake.close());
+    const adapter = new SlackAdapter({
+      botToken: "xoxb-wrong",
+      signingSecret: "s",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger,
+    });
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(error).toBeInstanceOf(ChannelRefusedError);
+    expect(adapter.status()).toMatchObject({
+      state: "failed",
+      reason: expect.stringMatching(/invalid_auth/),
+    });
+    expect(adapter.status().reason).toContain("channels.slack.botToken");
+  });
+
+  it("refuses socket mode without an app-level token, and counts an unreachable Slack as transient", async () => {
+    const socket = new SlackAdapter({ botToken: "xoxb-x", mode: "socket", state: memoryState(), logger });
+    const refused = await socket.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(refused).toBeInstanceOf(ChannelRefusedError);
+    expect(String(refused.message)).toMatch(/appToken/);
+    const down = new SlackAdapter({
+      botToken: "xoxb-x",
+      signingSecret: "s",
+      apiUrl: "http://127.0.0.1:9/api/",
+      state: memoryState(),
+      logger,
+    });
+    const transient = await down.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(transient).toBeInstanceOf(Error);
+    expect(transient).not.toBeInstanceOf(ChannelRefusedError);
+    expect(down.status().state).toBe("reconnecting");
   });
 });
