@@ -1,3 +1,4 @@
+import { decodeCharacterReferences, isSafeLinkTarget } from "@hub/core";
 import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
 
 // Markdown (as models write it) -> Slack mrkdwn. We walk marked's token tree rather than rewriting the
@@ -31,47 +32,8 @@ export function escapeMrkdwn(text: string): string {
     .replace(/``(?=`)/g, "``\u200b");
 }
 
-// marked leaves character references in text tokens (it expects a browser to decode them); Slack would
-// show them literally after our escaping, so decode them first (CommonMark semantics, common names).
-const NAMED: Record<string, string> = {
-  amp: "&",
-  lt: "<",
-  gt: ">",
-  quot: '"',
-  apos: "'",
-  nbsp: "\u00a0",
-  copy: "©",
-  reg: "®",
-  trade: "™",
-  hellip: "…",
-  mdash: "—",
-  ndash: "–",
-  laquo: "«",
-  raquo: "»",
-  middot: "·",
-  times: "×",
-  deg: "°",
-  euro: "€",
-};
-
-function decodeEntities(text: string): string {
-  return text.replace(
-    /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z][a-zA-Z0-9]{1,31}));/g,
-    (m, dec, hex, name) => {
-      if (typeof name === "string") return NAMED[name] ?? m;
-      const code = typeof dec === "string" ? Number.parseInt(dec, 10) : Number.parseInt(String(hex), 16);
-      const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
-      return valid ? String.fromCodePoint(code) : m;
-    },
-  );
-}
-
-/** Only these schemes become links: no `javascript:`, and no Slack-internal `<!...>`/`<@...>` forms. */
-function isSafeHref(href: string): boolean {
-  const h = href.trim();
-  const hasControl = [...h].some((c) => c.charCodeAt(0) < 0x20);
-  return /^(?:https?:\/\/|mailto:)/i.test(h) && !/\s/.test(h) && !hasControl;
-}
+/** Only these schemes become links: a model must not be able to emit javascript:/data: hrefs. */
+const isSafeHref = (href: string): boolean => isSafeLinkTarget(href, ["https?://", "mailto:"]);
 
 /** A URL inside `<url|label>`: `|` and `>` would end it early and backticks open code, so they are percent-encoded. */
 function linkUrl(href: string): string {
@@ -105,7 +67,7 @@ function renderInlineToken(token: Token, ctx: Ctx): string {
   const t = token as MarkedToken;
   switch (t.type) {
     case "text":
-      return t.tokens ? renderInline(t.tokens, ctx) : escapeMrkdwn(decodeEntities(t.text));
+      return t.tokens ? renderInline(t.tokens, ctx) : escapeMrkdwn(decodeCharacterReferences(t.text));
     case "escape":
       return escapeMrkdwn(t.text);
     case "strong":
@@ -115,7 +77,7 @@ function renderInlineToken(token: Token, ctx: Ctx): string {
     case "del":
       return mark("~", renderInline(t.tokens, ctx));
     case "codespan":
-      return renderCodespan(decodeEntities(t.text), ctx);
+      return renderCodespan(decodeCharacterReferences(t.text), ctx);
     case "br":
       return "\n";
     case "link":
@@ -140,7 +102,7 @@ function renderCodespan(code: string, ctx: Ctx): string {
 }
 
 function renderLink(t: Tokens.Link, ctx: Ctx): string {
-  const href = t.autolink ? t.href : decodeEntities(t.href);
+  const href = t.autolink ? t.href : decodeCharacterReferences(t.href);
   const label = t.autolink ? escapeMrkdwn(t.text) : renderInline(t.tokens, { inLink: true });
   if (ctx.inLink || !isSafeHref(href)) return label;
   if (label === "" || t.autolink) return `<${linkUrl(href)}>`;
@@ -150,7 +112,7 @@ function renderLink(t: Tokens.Link, ctx: Ctx): string {
 
 function renderImage(t: Tokens.Image, ctx: Ctx): string {
   const alt = t.text.trim();
-  const href = decodeEntities(t.href);
+  const href = decodeCharacterReferences(t.href);
   if (ctx.inLink || !isSafeHref(href)) return escapeMrkdwn(alt);
   return alt === "" ? `<${linkUrl(href)}>` : `<${linkUrl(href)}|${escapeMrkdwn(alt).replace(/\|/g, "¦")}>`;
 }
@@ -173,7 +135,7 @@ function renderBlock(token: Token, inList: boolean): string {
     case "paragraph":
       return renderInline(t.tokens, TOP);
     case "text":
-      return t.tokens ? renderInline(t.tokens, TOP) : escapeMrkdwn(decodeEntities(t.text));
+      return t.tokens ? renderInline(t.tokens, TOP) : escapeMrkdwn(decodeCharacterReferences(t.text));
     case "heading":
       return mark("*", renderInline(t.tokens, TOP));
     case "code":
@@ -237,7 +199,7 @@ function renderList(list: Tokens.List): string {
 
 /** Tables become an aligned code block: Slack has no tables, monospace keeps the columns. */
 function renderTable(table: Tokens.Table): string {
-  const cell = (c: Tokens.TableCell) => decodeEntities(c.text).replace(/\s+/g, " ").trim();
+  const cell = (c: Tokens.TableCell) => decodeCharacterReferences(c.text).replace(/\s+/g, " ").trim();
   const rows = [table.header.map(cell), ...table.rows.map((row) => row.map(cell))];
   const columns = Math.max(...rows.map((r) => r.length));
   const widths = Array.from({ length: columns }, (_, c) =>

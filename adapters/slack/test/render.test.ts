@@ -1,5 +1,6 @@
 import { readMrkdwn } from "@hub/fakes";
 import { describe, expect, it } from "vitest";
+import { mulberry32 } from "../../../test/support/prng.js";
 import { escapeMrkdwn, renderMrkdwn } from "../src/render.js";
 
 describe("renderMrkdwn", () => {
@@ -50,17 +51,6 @@ describe("renderMrkdwn", () => {
     expect(escapeMrkdwn("a & b < c > d *e* @here")).toBe("a &amp; b &lt; c &gt; d *e* @\u2060here");
   });
 });
-
-// A seeded PRNG, so a failing case can be replayed.
-function mulberry32(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = [
   "**",
