@@ -43,16 +43,8 @@ export function messageEvent(m: SlackMessage, extra: Record<string, unknown> = {
 
 /** The `app_mention` event Slack sends (besides `message`) when a channel message mentions the bot. */
 export function appMentionEvent(m: SlackMessage): Record<string, unknown> {
-  return {
-    type: "app_mention",
-    channel: m.channel,
-    user: m.user,
-    text: m.text,
-    ts: m.ts,
-    client_msg_id: `cm-${m.ts}`,
-    team: "T0TEAM001",
-    ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
-  };
+  const { channel_type: _, ...event } = messageEvent(m);
+  return { ...event, type: "app_mention" };
 }
 
 /** Options of the Slack harness. */
