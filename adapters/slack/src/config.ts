@@ -21,8 +21,8 @@ export const SlackConfigSchema = ChannelAccessSchema.extend({
   appToken: z.string().min(1).optional(),
   /** Slack's Web API root (tests point it at a fake). */
   apiUrl: z.url().default(SLACK_API_URL),
-  /** The path the Events API posts to, on the hub's HTTP server. */
-  eventsPath: z.string().startsWith("/").default("/slack/events"),
+  /** The path the Events API posts to on the hub's server: `/slack/events` (account `<id>`: `/slack/events/<id>`). */
+  eventsPath: z.string().startsWith("/").optional(),
   /** Slack channels by id (`C...`), e.g. `{ C0123: { requireMention: false } }`; same as `groups`. */
   channels: z.record(z.string(), GroupConfigSchema).default({}),
   /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */

@@ -10,9 +10,11 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
   secretKeys: ["botToken", "signingSecret", "appToken"],
   create(config, deps) {
     if (!config.botToken) {
+      const at =
+        deps.accountId === "default" ? "channels.slack" : `channels.slack.accounts.${deps.accountId}`;
       throw new HubError(
         "slack_token_missing",
-        "channels.slack is configured without a bot token; set channels.slack.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).",
+        `${at} is configured without a bot token; set ${at}.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).`,
       );
     }
     return new SlackAdapter({
@@ -21,7 +23,10 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
       signingSecret: config.signingSecret,
       appToken: config.appToken,
       apiUrl: config.apiUrl,
-      eventsPath: config.eventsPath,
+      // Each account needs its own Events URL; the default account keeps Slack's usual path.
+      eventsPath:
+        config.eventsPath ??
+        (deps.accountId === "default" ? "/slack/events" : `/slack/events/${deps.accountId}`),
       accountId: deps.accountId,
       editedMessages: config.editedMessages,
       state: deps.state,
