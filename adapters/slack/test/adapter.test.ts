@@ -342,6 +342,19 @@ describe("slack socket mode", () => {
   });
 });
 
+describe("slack socket mode reconnects", () => {
+  it("reconnects when Slack asks it to (disconnect: refresh_requested) and keeps admitting", async () => {
+    const { fake, adapter, received } = await setup({ mode: "socket" });
+    await waitFor(() => fake.socketConnected, "the first connection");
+    expect(adapter.status().state).toBe("connected");
+    fake.disconnectSocket("refresh_requested");
+    await waitFor(() => fake.socketConnections === 2 && fake.socketConnected, "the reconnection", 15_000);
+    await waitFor(() => adapter.status().state === "connected", "connected again");
+    expect(await fake.deliverSocket(dm(fake, "after the refresh"))).toBe(true);
+    expect(received.map((f) => f.body)).toEqual(["after the refresh"]);
+  }, 20_000);
+});
+
 describe("slack start", () => {
   const logger = createLogger({ level: "silent" });
 

@@ -100,6 +100,10 @@ export interface FakeSlack {
     envelope: Record<string, unknown>,
     options?: { retryAttempt?: number; timeoutMs?: number },
   ): Promise<boolean>;
+  /** Asks the connected Socket Mode client to reconnect, like Slack does (`type: "disconnect"`). */
+  disconnectSocket(reason?: "refresh_requested" | "link_disabled" | "warning"): void;
+  /** How many Socket Mode connections were opened so far. */
+  readonly socketConnections: number;
   /** Whether a Socket Mode client is connected. */
   readonly socketConnected: boolean;
   close(): Promise<void>;
@@ -324,8 +328,10 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
   const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
   await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
   const wsPort = (wss.address() as AddressInfo).port;
+  let socketConnections = 0;
   wss.on("connection", (ws, req) => {
     if (!(req.url ?? "").startsWith("/link/")) return void ws.close(1008, "unknown path");
+    socketConnections += 1;
     sockets.add(ws);
     const ping = setInterval(() => ws.ping(), 2000);
     ws.on("close", () => {
@@ -443,6 +449,14 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
           }),
         );
       }),
+    disconnectSocket: (reason = "refresh_requested") => {
+      for (const ws of sockets) {
+        ws.send(JSON.stringify({ type: "disconnect", reason, debug_info: { host: "applink-fake" } }));
+      }
+    },
+    get socketConnections() {
+      return socketConnections;
+    },
     get socketConnected() {
       return sockets.size > 0;
     },
