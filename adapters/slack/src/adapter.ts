@@ -54,12 +54,12 @@ const BOT_THREADS_MAX = 10_000;
 // The Web API client types fetch with its own Response shape; the runtime's fetch satisfies it.
 type SlackFetch = NonNullable<WebClientOptions["fetch"]>;
 
-/** Lets Bolt's app run an event we received ourselves (HTTP route or Socket Mode). */
+/**
+ * Bolt needs a receiver; ours listens to nothing: events reach `app.processEvent` from the hub's
+ * own route (HTTP) or our Socket Mode connection, so we decide when Slack is acknowledged.
+ */
 class HubReceiver implements Receiver {
-  app: App | undefined;
-  init(app: App): void {
-    this.app = app;
-  }
+  init(): void {}
   async start(): Promise<void> {}
   async stop(): Promise<void> {}
 }
@@ -122,6 +122,8 @@ export class SlackAdapter implements ChannelAdapter {
         // and a 429 is thrown at once so the whole reply target waits Retry-After.
         retryConfig: { retries: 0 },
         rejectRateLimitedCalls: true,
+        // A safety net for calls without a deadline of their own (sends are aborted earlier by their signal).
+        timeout: 30_000,
         fetch: ((input: string | URL, init?: RequestInit) =>
           fetch(input, { ...init, signal: this.#withSendSignal(init?.signal) })) as unknown as SlackFetch,
       },

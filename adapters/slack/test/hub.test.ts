@@ -70,6 +70,20 @@ describe("slack through the hub", () => {
     await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).length === 0, "the reaction to go", 12_000);
   }, 20_000);
 
+  it("removes the working reaction also when the run fails", async () => {
+    model.script({
+      fail: { status: 400, body: { error: { message: "bad request", type: "invalid_request_error" } } },
+    });
+    const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> this will fail`);
+    await fake.deliver(fake.envelope(appMentionEvent(msg)));
+    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).includes("eyes"), "the working reaction");
+    await waitFor(
+      () => fake.posted(SLACK_IDS.group).some((m) => m.thread_ts === msg.ts),
+      "the failure notice in the thread",
+    );
+    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).length === 0, "the reaction to go", 12_000);
+  }, 20_000);
+
   it("answers a DM in the DM", async () => {
     model.script({ text: "Hi *there*." });
     const before = fake.posted(SLACK_IDS.directChat).length;
