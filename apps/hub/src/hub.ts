@@ -38,6 +38,7 @@ import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { channelPlugins } from "./plugins.js";
+import { type ChannelReport, ChannelSupervisor } from "./supervisor.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -46,6 +47,8 @@ export interface HubTuning {
   sweepIntervalMs?: number;
   graceMs?: number;
   deliveryConcurrency?: number;
+  /** Backoff between a channel's connection attempts (default 1 s doubling to 60 s). */
+  channelBackoff?: { initialMs: number; maxMs: number };
 }
 
 /** A running hub (or one role of it). */
@@ -55,6 +58,10 @@ export interface RunningHub {
   token: string;
   dispatcher: InboundDispatcher | undefined;
   replies: ReplyDispatcher;
+  /** The state of every channel account this process runs (connecting, connected, reconnecting, failed). */
+  channels(): ChannelReport[];
+  /** Resolves once every channel's first connection attempt is over (channels never delay the start). */
+  channelsSettled(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -228,6 +235,7 @@ export async function startHub(
 
   let dispatcher: InboundDispatcher | undefined;
   let gateway: GatewayServer | undefined;
+  let supervisor: ChannelSupervisor | undefined;
   if (roles.has("ingress")) {
     dispatcher = new InboundDispatcher({
       redis,
@@ -281,6 +289,7 @@ export async function startHub(
         },
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),
         publishEvent: (event) => events.publish(event),
+        channelStatus: () => supervisor?.statuses() ?? [],
       },
       {
         host: config.gateway.host,
@@ -295,10 +304,16 @@ export async function startHub(
       },
     );
     await gateway.start();
-    for (const adapter of channelAdapters) {
-      await adapter.start((fields) => admitInbound(() => admit.dispatchInboundMessage(fields)));
-      stopAdapters.push(() => adapter.stop());
-    }
+    // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
+    supervisor = new ChannelSupervisor(
+      channelAdapters,
+      (fields) => admitInbound(() => admit.dispatchInboundMessage(fields)),
+      logger,
+      tuning.channelBackoff,
+    );
+    supervisor.start();
+    const supervised = supervisor;
+    stopAdapters.push(() => supervised.stop());
   }
 
   return {
@@ -306,6 +321,8 @@ export async function startHub(
     token: options.token,
     dispatcher,
     replies,
+    channels: () => supervisor?.statuses() ?? [],
+    channelsSettled: () => supervisor?.firstAttempts() ?? Promise.resolve(),
     stop: async () => {
       for (const stop of stopAdapters) await stop();
       await gateway?.stop();

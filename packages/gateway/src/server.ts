@@ -55,6 +55,8 @@ export interface GatewayDeps {
   subscribeEvents: (handler: (event: ChatEvent) => void) => Promise<void>;
   /** Publishes a chat event (used for admission failures after the ACK). */
   publishEvent: (event: ChatEvent) => Promise<void>;
+  /** The state of every channel account (for `channels.status`). */
+  channelStatus?: () => unknown[];
 }
 
 /** Options of the gateway server. */
@@ -84,6 +86,7 @@ const METHOD_SCOPES: Record<string, Scope> = {
   "chat.history": "read",
   "chat.send": "write",
   "chat.abort": "write",
+  "channels.status": "read",
   "pairing.list": "pairing",
   "pairing.approve": "pairing",
 };
@@ -386,6 +389,8 @@ export class GatewayServer {
       }
       case "health":
         return { ok: true };
+      case "channels.status":
+        return { channels: this.deps.channelStatus?.() ?? [] };
       case "chat.send":
         return this.#chatSend(conn, ChatSendParamsSchema.parse(frame.params));
       case "chat.history":
