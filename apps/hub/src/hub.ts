@@ -11,7 +11,7 @@ import {
   TOOL_PROFILES,
 } from "@hub/agent";
 import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
-import { admitToSession, InboundDispatcher } from "@hub/dispatch";
+import { InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
@@ -19,6 +19,7 @@ import {
   ApprovalStore,
   RunRecords,
   SessionActivity,
+  SessionAdmission,
   SessionLane,
   SessionStore,
   SessionWriters,
@@ -212,31 +213,23 @@ export async function startHub(
   let dispatcher: InboundDispatcher | undefined;
   let gateway: GatewayServer | undefined;
   if (roles.has("ingress")) {
+    const admission = new SessionAdmission(redis, prefix, lane, config.agent.queueMode);
     dispatcher = new InboundDispatcher({
       redis,
       prefix,
       config,
-      accept: async (request) => {
-        await admitToSession(request, {
-          enqueue: (r) => lane.enqueue(r),
-          activeRun: (key) => activity.activeRun(key),
-          queueMode: (key) => activity.queueMode(key),
-          steer: (key, runId, r) => activity.steer(key, runId, r),
-          collect: (key, r) => activity.collect(key, r),
-          abortRun: (runId) => control.stop(runId, "aborted"),
-        });
-      },
+      admit: (request, dedupe) => admission.admit(request, dedupe),
       commands: createCommandHandler({
         config,
         activity,
         control,
-        lane,
         sessions,
         runs,
         replies,
         events,
         approvals,
         lastModelDecision,
+        logger: logger.child({ component: "commands" }),
       }),
       logger: logger.child({ component: "dispatch" }),
       notify: (ctx, text) => sendNotice(replies, ctx.replyTarget, text),

@@ -2,6 +2,7 @@ export * from "./channel.js";
 export * from "./config.js";
 export * from "./errors.js";
 export * from "./events.js";
+export * from "./failpoint.js";
 export * from "./finalize.js";
 export * from "./logger.js";
 export * from "./msg-context.js";

@@ -102,9 +102,7 @@ export class OrderedMailbox<T> {
    */
   async push(key: string, items: ReadonlyArray<MailboxItem<T>>): Promise<void> {
     if (items.length === 0) return;
-    for (const item of items)
-      if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
-    const encoded = items.map((item) => `${item.id}${SEP}${JSON.stringify(item.data)}`);
+    const encoded = items.map((item) => this.encode(item));
     const epoch = (await runScript(
       this.#redis,
       PUSH,
@@ -112,6 +110,31 @@ export class OrderedMailbox<T> {
       [Date.now(), this.#o.graceMs, key, ...encoded],
     )) as number;
     // If we die before this add, the key stays in `sched` and the sweeper wakes it.
+    if (epoch > 0) await this.#wake(key, epoch, 0);
+  }
+
+  /**
+   * The Redis keys a push to `key` writes and the grace it uses, for a caller
+   * that must push in the same atomic step as its own writes (admission).
+   * After such a push it calls `wake` with the epoch the step returned.
+   */
+  pushKeys(key: string): { list: string; sched: string; epoch: string; graceMs: number } {
+    return {
+      list: this.#k("q", key),
+      sched: `${this.#base}:sched`,
+      epoch: `${this.#base}:epoch`,
+      graceMs: this.#o.graceMs,
+    };
+  }
+
+  /** An item as the mailbox stores it (`<id>|<JSON>`). */
+  encode(item: MailboxItem<T>): string {
+    if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
+    return `${item.id}${SEP}${JSON.stringify(item.data)}`;
+  }
+
+  /** Adds the wake-up job owed after a push that returned `epoch` (> 0). */
+  async wake(key: string, epoch: number): Promise<void> {
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }
 

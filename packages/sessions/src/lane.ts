@@ -45,6 +45,21 @@ export class SessionLane {
     await this.#mailbox.push(request.ctx.sessionKey, [{ id: request.runId, data: request }]);
   }
 
+  /** The lane's Redis keys for a session, for admission's atomic step (see `OrderedMailbox.pushKeys`). */
+  pushKeys(sessionKey: string): ReturnType<OrderedMailbox<RunRequest>["pushKeys"]> {
+    return this.#mailbox.pushKeys(sessionKey);
+  }
+
+  /** A request as the lane stores it. */
+  encode(request: RunRequest): string {
+    return this.#mailbox.encode({ id: request.runId, data: request });
+  }
+
+  /** Wakes the session's runner after an atomic push that returned `epoch`. */
+  async wake(sessionKey: string, epoch: number): Promise<void> {
+    await this.#mailbox.wake(sessionKey, epoch);
+  }
+
   /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
   startRunner(
     run: (request: RunRequest, signal: AbortSignal) => Promise<void>,
