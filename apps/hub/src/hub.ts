@@ -30,6 +30,7 @@ import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role
 import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
+import { instanceIdOf } from "./state.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -77,7 +78,9 @@ export async function startHub(
   const adapters = new Map<string, ChannelAdapter>([[webchat.channel, webchat]]);
   const channelAdapters = options.adapters ?? buildChannelAdapters(config, { redis, prefix, logger });
   for (const adapter of channelAdapters) adapters.set(adapter.channel, adapter);
+  const instanceId = instanceIdOf(options.stateDir);
   const mailboxTuning = {
+    instanceId,
     ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
     ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
     ...(tuning.graceMs ? { graceMs: tuning.graceMs } : {}),
@@ -119,12 +122,14 @@ export async function startHub(
   // Inbound stops first, so nothing new is admitted while the rest shuts down.
   const stopAdapters: Array<() => Promise<void>> = [];
 
-  if (roles.has("delivery"))
+  if (roles.has("delivery")) {
     workers.push(
       replies.startDelivery((channel) => adapters.get(channel), {
         concurrency: tuning.deliveryConcurrency ?? 50,
       }),
     );
+    await replies.reclaimDeadPredecessors();
+  }
 
   const control = new RunControl(redis, prefix);
   const decisionsKey = `${prefix}:model-decisions`;
@@ -203,8 +208,11 @@ export async function startHub(
       redisUrl: url,
       prefix,
       maxConcurrentRuns: config.agent.maxConcurrentRuns,
-      recover: () =>
-        recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog }),
+      recover: async () => {
+        // Our dead predecessor's sessions are free at once, so recovery can resume them now.
+        await lane.reclaimDeadPredecessors();
+        return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
+      },
     });
     workers.push(role.worker);
     cleanups.push(role.close);

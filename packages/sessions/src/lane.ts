@@ -10,6 +10,8 @@ export interface SessionLaneOptions {
   leaseMs?: number;
   sweepIntervalMs?: number;
   graceMs?: number;
+  /** The hub installation this process belongs to (see `OrderedMailboxOptions.instanceId`). */
+  instanceId?: string;
   /** A request the lane gave up on (its runner kept crashing): record its outcome so nobody waits forever. */
   onFailed?: (request: RunRequest) => Promise<void>;
 }
@@ -37,6 +39,7 @@ export class SessionLane {
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
       ...(options.graceMs ? { graceMs: options.graceMs } : {}),
+      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
     });
   }
 
@@ -68,6 +71,11 @@ export class SessionLane {
     return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx.signal), {
       concurrency: options.maxConcurrentRuns,
     });
+  }
+
+  /** Resumes at once the sessions this installation's dead previous process was running. */
+  async reclaimDeadPredecessors(): Promise<string[]> {
+    return this.#mailbox.reclaimDeadPredecessors();
   }
 
   /** True while some process is running this session (its lane lease is alive). */
