@@ -364,6 +364,11 @@ export class OrderedMailbox<T> {
       try {
         await handler(item, { key, attempt, signal: lease.lost.signal, assertLease: lease.assert });
       } catch (error) {
+        if (error instanceof LeaseExpiredError)
+          this.#o.logger.warn(
+            { mailbox: this.#o.name, key, itemId: item.id },
+            "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
+          );
         if (lease.lost.signal.aborted) return;
         if (await this.#handleFailure(item, error, attempt, key, own, token)) continue;
         return;
