@@ -101,6 +101,11 @@ export const HubConfigSchema = z
                 name: z.string().min(1),
                 token: z.string().min(16, "must be at least 16 characters"),
                 scopes: z.array(z.enum(["read", "write", "admin", "approvals", "pairing"])).min(1),
+                /**
+                 * Sessions the client may touch besides its own web chat session: exact session keys,
+                 * `prefix*`, or `*` for all (the owner's token and password, and `admin`, touch all).
+                 */
+                sessions: z.array(z.string().min(1)).default([]),
               })
               .strict(),
           )

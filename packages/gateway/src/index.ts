@@ -1,3 +1,4 @@
+export * from "./authorization.js";
 export * from "./event-bus.js";
 export * from "./protocol.js";
 export * from "./server.js";

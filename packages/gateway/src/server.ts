@@ -10,13 +10,21 @@ import {
   type HttpRoute,
   HubError,
   type HubLogger,
-  sameSecret,
 } from "@hub/core";
 import type { DispatchResult } from "@hub/dispatch";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { type RawData, WebSocket, WebSocketServer } from "ws";
 import { z } from "zod";
+import {
+  authenticate,
+  type GatewayClientGrant,
+  METHOD_SCOPES,
+  mayTouchSession,
+  type Principal,
+  type Scope,
+  sendRefusal,
+} from "./authorization.js";
 import {
   ChatAbortParamsSchema,
   ChatHistoryParamsSchema,
@@ -67,26 +75,14 @@ export interface GatewayOptions {
   webRoot?: string;
   /** Extra HTTP endpoints (adapters' webhooks). */
   routes?: HttpRoute[];
-  /** More clients with their own tokens and scopes; the main token has every scope. */
-  clients?: ReadonlyArray<{ name: string; token: string; scopes: readonly Scope[] }>;
+  /** More clients with their own tokens, scopes and sessions; the main token has every scope and session. */
+  clients?: ReadonlyArray<GatewayClientGrant>;
   /** Browser origins allowed besides the gateway's own. */
   allowedOrigins?: readonly string[];
   /** A password the owner can type instead of the token (every scope). */
   password?: string | undefined;
 }
 
-/** What a gateway client may do. */
-export type Scope = "read" | "write" | "admin" | "approvals" | "pairing";
-const ALL_SCOPES: readonly Scope[] = ["read", "write", "admin", "approvals", "pairing"];
-/** The scope each method needs. */
-const METHOD_SCOPES: Record<string, Scope> = {
-  health: "read",
-  "chat.history": "read",
-  "chat.send": "write",
-  "chat.abort": "write",
-  "pairing.list": "pairing",
-  "pairing.approve": "pairing",
-};
 /** Failed connects allowed per address per minute before further attempts are refused outright. */
 const MAX_AUTH_FAILURES = 5;
 
@@ -104,7 +100,8 @@ const CONTENT_TYPES: Record<string, string> = {
 interface Connection {
   ws: WebSocket;
   authed: boolean;
-  scopes: readonly Scope[];
+  /** Who authenticated on this connection (set by connect). */
+  principal: Principal | undefined;
   remote: string;
   seq: number;
   sessions: Set<string>;
@@ -236,7 +233,7 @@ export class GatewayServer {
 
   #onConnection(ws: WebSocket, req: IncomingMessage): void {
     const conn: Connection = {
-      scopes: [],
+      principal: undefined,
       remote: req.socket.remoteAddress ?? "?",
       ws,
       authed: false,
@@ -305,14 +302,16 @@ export class GatewayServer {
       }
       const params = ConnectParamsSchema.safeParse(frame.params);
       const auth = params.success ? params.data.auth : undefined;
-      const scopes = !auth
-        ? undefined
-        : "token" in auth
-          ? this.#scopesFor(auth.token)
-          : this.options.password && sameSecret(auth.password, this.options.password)
-            ? ALL_SCOPES
-            : undefined;
-      if (!scopes) {
+      const principal = auth
+        ? authenticate(auth, {
+            token: this.options.token,
+            password: this.options.password,
+            clients: this.options.clients,
+            agentId: this.deps.agentId,
+            ownerSessionKey: this.#defaultSessionKey(),
+          })
+        : undefined;
+      if (!principal) {
         const entry =
           failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
         entry.count++;
@@ -326,7 +325,7 @@ export class GatewayServer {
         );
       }
       conn.authed = true;
-      conn.scopes = scopes;
+      conn.principal = principal;
       this.#send(conn, {
         type: "res",
         id: frame.id,
@@ -353,18 +352,18 @@ export class GatewayServer {
     }
   }
 
-  // Every token is compared (in constant time), so timing does not reveal which client matched.
-  #scopesFor(token: string): readonly Scope[] | undefined {
-    let found: readonly Scope[] | undefined;
-    if (sameSecret(token, this.options.token)) found = ALL_SCOPES;
-    for (const client of this.options.clients ?? [])
-      if (sameSecret(token, client.token) && !found) found = client.scopes;
-    return found;
-  }
-
   async #call(conn: Connection, frame: RequestFrame): Promise<unknown> {
-    const needed = METHOD_SCOPES[frame.method];
-    if (needed && !conn.scopes.includes(needed)) {
+    const principal = conn.principal;
+    if (!principal) throw new RequestError("unauthorized", "Send a connect request with your token first.");
+    if (frame.method === "connect")
+      throw new RequestError("already_connected", "This connection is already authenticated.");
+    const needed = (METHOD_SCOPES as Record<string, Scope | undefined>)[frame.method];
+    if (!needed)
+      throw new RequestError(
+        "unknown_method",
+        `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`,
+      );
+    if (!principal.scopes.includes(needed)) {
       throw new RequestError(
         "forbidden",
         `This client lacks the "${needed}" scope needed for ${frame.method}.`,
@@ -387,16 +386,19 @@ export class GatewayServer {
       case "health":
         return { ok: true };
       case "chat.send":
-        return this.#chatSend(conn, ChatSendParamsSchema.parse(frame.params));
+        return this.#chatSend(conn, principal, ChatSendParamsSchema.parse(frame.params));
       case "chat.history":
-        return this.#chatHistory(conn, ChatHistoryParamsSchema.parse(frame.params ?? {}));
+        return this.#chatHistory(conn, principal, ChatHistoryParamsSchema.parse(frame.params ?? {}));
       case "chat.abort": {
         const { runId } = ChatAbortParamsSchema.parse(frame.params);
+        if (!principal.owner) {
+          const record = await this.deps.runRecord(runId);
+          if (!record || !mayTouchSession(principal, record.sessionKey))
+            throw new RequestError("forbidden", `This client may not abort the run ${runId}.`);
+        }
         await this.deps.abort(runId);
         return { runId, status: "abort_requested" };
       }
-      case "connect":
-        throw new RequestError("already_connected", "This connection is already authenticated.");
       default:
         throw new RequestError(
           "unknown_method",
@@ -416,9 +418,15 @@ export class GatewayServer {
     });
   }
 
-  async #chatSend(conn: Connection, params: z.infer<typeof ChatSendParamsSchema>): Promise<unknown> {
+  async #chatSend(
+    conn: Connection,
+    principal: Principal,
+    params: z.infer<typeof ChatSendParamsSchema>,
+  ): Promise<unknown> {
     const runId = params.idempotencyKey;
-    const sessionKey = params.sessionKey ?? this.#defaultSessionKey();
+    const sessionKey = params.sessionKey ?? principal.ownSessionKey;
+    const refusal = sendRefusal(principal, sessionKey, params.text);
+    if (refusal) throw new RequestError("forbidden", refusal);
     conn.sessions.add(sessionKey);
     const recordKey = `${this.deps.prefix}:chat:${runId}`;
     // One SET NX decides which of N concurrent sends with this key becomes the run.
@@ -433,6 +441,12 @@ export class GatewayServer {
       const existing = IdempotencyRecordSchema.parse(
         JSON.parse((await this.deps.redis.get(recordKey)) ?? "{}"),
       );
+      // A known key must not open someone else's session (its result and its live events).
+      if (!mayTouchSession(principal, existing.sessionKey))
+        throw new RequestError(
+          "forbidden",
+          "This idempotency key belongs to a session this client may not use.",
+        );
       conn.sessions.add(existing.sessionKey);
       const record = await this.deps.runRecord(runId);
       if (record && record.status !== "running") {
@@ -451,7 +465,7 @@ export class GatewayServer {
       accountId: "default",
       messageId: runId,
       chat: { type: "direct", id: sessionKey },
-      sender: { id: "owner", name: "Owner", isBot: false },
+      sender: { id: principal.senderId, name: principal.owner ? "Owner" : principal.name, isBot: false },
       body: params.text,
       timestamp: Date.now(),
       sessionKey,
@@ -484,8 +498,14 @@ export class GatewayServer {
     return { runId, sessionKey, status: "accepted" };
   }
 
-  async #chatHistory(conn: Connection, params: z.infer<typeof ChatHistoryParamsSchema>): Promise<unknown> {
-    const sessionKey = params.sessionKey ?? this.#defaultSessionKey();
+  async #chatHistory(
+    conn: Connection,
+    principal: Principal,
+    params: z.infer<typeof ChatHistoryParamsSchema>,
+  ): Promise<unknown> {
+    const sessionKey = params.sessionKey ?? principal.ownSessionKey;
+    if (!mayTouchSession(principal, sessionKey))
+      throw new RequestError("forbidden", `This client may not read the session ${sessionKey}.`);
     conn.sessions.add(sessionKey);
     const found = await this.deps.history(sessionKey);
     if (!found) return { sessionKey, sessionId: null, messages: [] };
