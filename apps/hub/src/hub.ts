@@ -275,6 +275,11 @@ export async function startHub(
         clients: config.gateway.clients,
         allowedOrigins: config.gateway.allowedOrigins,
         password: config.gateway.password,
+        connectionLimits: {
+          maxConnections: config.gateway.maxConnections,
+          maxPerAddress: config.gateway.maxConnectionsPerAddress,
+          headersTimeoutMs: config.gateway.headersTimeoutMs,
+        },
       },
     );
     await gateway.start();

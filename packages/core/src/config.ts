@@ -112,6 +112,12 @@ export const HubConfigSchema = z
           .default([]),
         /** Browser origins allowed besides the gateway's own (e.g. "https://chat.example.com"). */
         allowedOrigins: z.array(z.string()).default([]),
+        /** Open connections in total; more are closed at once, before any authentication. */
+        maxConnections: z.number().int().positive().default(2048),
+        /** Open connections from one remote address. */
+        maxConnectionsPerAddress: z.number().int().positive().default(256),
+        /** A connection whose request headers take longer than this (ms) is closed. */
+        headersTimeoutMs: z.number().int().min(100).default(10_000),
       })
       .strict()
       .default({
@@ -120,6 +126,9 @@ export const HubConfigSchema = z
         maxFrameBytes: 256 * 1024,
         clients: [],
         allowedOrigins: [],
+        maxConnections: 2048,
+        maxConnectionsPerAddress: 256,
+        headersTimeoutMs: 10_000,
       }),
     agent: z
       .object({

@@ -26,6 +26,12 @@ import {
   sendRefusal,
 } from "./authorization.js";
 import {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  enforceConnectionLimits,
+  httpServerOptions,
+} from "./connection-limits.js";
+import {
   ChatAbortParamsSchema,
   ChatHistoryParamsSchema,
   ChatSendParamsSchema,
@@ -38,6 +44,7 @@ import {
   RequestFrameSchema,
   type ResponseFrame,
 } from "./protocol.js";
+import { securityHeaders } from "./security-headers.js";
 
 /** What the gateway needs from the rest of the hub (wired by the app). */
 export interface GatewayDeps {
@@ -81,6 +88,8 @@ export interface GatewayOptions {
   allowedOrigins?: readonly string[];
   /** A password the owner can type instead of the token (every scope). */
   password?: string | undefined;
+  /** Caps on open connections and the time their headers may take (defaults: DEFAULT_CONNECTION_LIMITS). */
+  connectionLimits?: ConnectionLimits;
 }
 
 /** Failed connects allowed per address per minute before further attempts are refused outright. */
@@ -144,12 +153,14 @@ export class GatewayServer {
         `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`,
       );
     }
-    this.#http = createServer((req, res) => {
+    const limits = options.connectionLimits ?? DEFAULT_CONNECTION_LIMITS;
+    this.#http = createServer(httpServerOptions(limits), (req, res) => {
       this.#serveHttp(req, res).catch((error) => {
         deps.logger.error({ err: error }, "http request failed");
         if (!res.headersSent) res.writeHead(500).end();
       });
     });
+    enforceConnectionLimits(this.#http, limits, deps.logger);
     this.#wss = new WebSocketServer({
       server: this.#http,
       maxPayload: options.maxFrameBytes,
@@ -203,6 +214,7 @@ export class GatewayServer {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = this.options.routes?.find((r) => r.method === req.method && r.path === url.pathname);
     if (route) return route.handle(req, res);
+    for (const [name, value] of Object.entries(securityHeaders(req.headers.host))) res.setHeader(name, value);
     if (url.pathname === "/healthz") {
       res
         .writeHead(200, { "content-type": "application/json" })
