@@ -137,7 +137,15 @@ export async function startHub(
     currentTimeTool,
     sessionStatusTool(statusText),
     ...memoryTools(config.agent.workspace ?? join(options.stateDir, "workspace")),
-    ...(toolConfig.httpFetchHosts.length ? [httpFetchTool(toolConfig.httpFetchHosts)] : []),
+    ...(toolConfig.httpFetchHosts.length
+      ? [
+          httpFetchTool({
+            allowHosts: toolConfig.httpFetchHosts,
+            ports: toolConfig.httpFetchPorts,
+            allowPrivate: toolConfig.httpFetchAllowPrivate,
+          }),
+        ]
+      : []),
     ...(Object.keys(toolConfig.sendTargets).length
       ? [
           sendMessageTool(toolConfig.sendTargets, async (name, text, runId) => {

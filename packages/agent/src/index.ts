@@ -1,4 +1,5 @@
 export * from "./failover.js";
+export * from "./http-fetch.js";
 export * from "./model.js";
 export * from "./providers/anthropic.js";
 export * from "./providers/offline.js";

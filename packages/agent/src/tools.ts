@@ -84,63 +84,6 @@ export const TOOL_PROFILES: Record<"minimal" | "standard" | "full", readonly str
   full: ["*"],
 };
 
-const HttpFetchSchema = z.object({ url: z.string().min(1) });
-const MAX_FETCH_CHARS = 100_000;
-
-/** True when `host` is allowed by the list (exact, or `*.example.com` for subdomains). */
-export function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
-  const h = host.toLowerCase();
-  return allowHosts.some((a) => {
-    const allowed = a.toLowerCase();
-    return allowed.startsWith("*.") ? h.endsWith(allowed.slice(1)) : h === allowed;
-  });
-}
-
-/**
- * `http_fetch`: GET a URL on an allowlisted host (http/https only, no
- * redirects followed, 10 s timeout, at most 100,000 characters returned).
- * Off unless hosts are configured.
- */
-export function httpFetchTool(allowHosts: readonly string[]): AgentTool {
-  return {
-    spec: {
-      name: "http_fetch",
-      description: `Fetches a web page or API with GET. Allowed hosts: ${allowHosts.join(", ")}.`,
-      parameters: {
-        type: "object",
-        properties: { url: { type: "string" } },
-        required: ["url"],
-        additionalProperties: false,
-      },
-    },
-    run: async (args, context) => {
-      const { url } = HttpFetchSchema.parse(args);
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        return `Refused: "${url}" is not a valid URL.`;
-      }
-      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
-        return "Refused: only http and https URLs can be fetched.";
-      if (!hostAllowed(parsed.hostname, allowHosts))
-        return `Refused: the host ${parsed.hostname} is not in the allowlist.`;
-      const res = await fetch(parsed, {
-        redirect: "manual",
-        signal: AbortSignal.any([context.signal, AbortSignal.timeout(10_000)]),
-      });
-      if (res.status >= 300 && res.status < 400)
-        return `HTTP ${res.status}: redirected to ${res.headers.get("location") ?? "?"} (not followed).`;
-      const body = await res.text();
-      const cut =
-        body.length > MAX_FETCH_CHARS
-          ? `${body.slice(0, MAX_FETCH_CHARS)}\n[… cut at ${MAX_FETCH_CHARS} characters]`
-          : body;
-      return `HTTP ${res.status}\n${cut}`;
-    },
-  };
-}
-
 const SendMessageSchema = z.object({ target: z.string().min(1), text: z.string().min(1).max(20_000) });
 
 /** `send_message`: sends text to one of the configured targets through ordered delivery. */

@@ -158,6 +158,10 @@ export const HubConfigSchema = z
             approvalTimeoutSeconds: z.number().int().positive().default(120),
             /** `http_fetch` exists only when hosts are listed here (exact host, or `*.example.com`). */
             httpFetchHosts: z.array(z.string().min(1)).default([]),
+            /** Ports `http_fetch` may connect to. */
+            httpFetchPorts: z.array(z.number().int().min(1).max(65535)).default([80, 443]),
+            /** Let `http_fetch` reach loopback, private and link-local addresses (refused by default). */
+            httpFetchAllowPrivate: z.boolean().default(false),
             /** `send_message` targets by name, e.g. { ops: { channel: "telegram", chatId: "-100123" } }. */
             sendTargets: z
               .record(
@@ -181,6 +185,8 @@ export const HubConfigSchema = z
             approvals: {},
             approvalTimeoutSeconds: 120,
             httpFetchHosts: [],
+            httpFetchPorts: [80, 443],
+            httpFetchAllowPrivate: false,
             sendTargets: {},
           }),
         /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
@@ -226,6 +232,8 @@ export const HubConfigSchema = z
           approvals: {},
           approvalTimeoutSeconds: 120,
           httpFetchHosts: [],
+          httpFetchPorts: [80, 443],
+          httpFetchAllowPrivate: false,
           sendTargets: {},
         },
         fallbacks: [],
