@@ -4,7 +4,9 @@ import {
   AgentRunner,
   assembleTools,
   currentTimeTool,
+  groupMemoryDefault,
   httpFetchTool,
+  type MemoryTrust,
   memoryTools,
   sendMessageTool,
   sessionStatusTool,
@@ -29,6 +31,18 @@ import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role
 import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
+
+/**
+ * Whose memory a run uses: the operator's only in a direct chat with someone
+ * the operator named (the web chat's owner, or a sender listed in the
+ * channel's `allowFrom`); paired strangers, web chat clients and groups get
+ * untrusted notes.
+ */
+function memoryTrust(ctx: MsgContext, access: ChannelAccess | undefined): MemoryTrust {
+  if (ctx.chat.type !== "direct") return "untrusted";
+  if (ctx.channel === "webchat") return ctx.sender.id === "owner" ? "operator" : "untrusted";
+  return access?.allowFrom.includes(ctx.sender.id) ? "operator" : "untrusted";
+}
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -136,7 +150,6 @@ export async function startHub(
   const availableTools = [
     currentTimeTool,
     sessionStatusTool(statusText),
-    ...memoryTools(config.agent.workspace ?? join(options.stateDir, "workspace")),
     ...(toolConfig.httpFetchHosts.length
       ? [
           httpFetchTool({
@@ -157,14 +170,21 @@ export async function startHub(
         ]
       : []),
   ];
+  const workspace = config.agent.workspace ?? join(options.stateDir, "workspace");
+  const memory = {
+    operator: memoryTools(workspace, "operator"),
+    untrusted: memoryTools(workspace, "untrusted"),
+  };
   const toolsFor = (ctx: MsgContext) => {
     const t = config.agent.tools;
     const access = (config.channels as Record<string, ChannelAccess | undefined>)[ctx.channel];
     const group =
       ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
     const levels = [t, access?.tools ?? {}, group?.tools ?? {}];
+    levels.push(groupMemoryDefault(ctx.chat.type, [access?.tools, group?.tools]));
+    const available = [...availableTools, ...memory[memoryTrust(ctx, access)]];
     return {
-      tools: assembleTools(availableTools, TOOL_PROFILES[t.profile], levels),
+      tools: assembleTools(available, TOOL_PROFILES[t.profile], levels),
       approvals: t.approvals,
       approvalTimeoutMs: t.approvalTimeoutSeconds * 1000,
     };

@@ -1,5 +1,3 @@
-import { appendFile, mkdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { z } from "zod";
 import type { ToolSpec } from "./model.js";
 
@@ -22,47 +20,6 @@ export const currentTimeTool: AgentTool = {
 
 /** The tools every run gets in this version. */
 export const defaultTools: AgentTool[] = [currentTimeTool];
-
-/** `memory_read` and `memory_write`: the agent's long-term notes, the workspace's MEMORY.md. */
-export function memoryTools(workspaceDir: string): AgentTool[] {
-  const path = () => join(workspaceDir, "MEMORY.md");
-  return [
-    {
-      spec: {
-        name: "memory_read",
-        description: "Reads your long-term memory notes (MEMORY.md).",
-        parameters: { type: "object", properties: {}, additionalProperties: false },
-      },
-      run: async () => {
-        try {
-          return (await readFile(path(), "utf8")) || "(memory is empty)";
-        } catch {
-          return "(memory is empty)";
-        }
-      },
-    },
-    {
-      spec: {
-        name: "memory_write",
-        description: "Appends a note to your long-term memory (MEMORY.md). Keep notes short and factual.",
-        parameters: {
-          type: "object",
-          properties: { note: { type: "string" } },
-          required: ["note"],
-          additionalProperties: false,
-        },
-      },
-      run: async (args) => {
-        const note = MemoryWriteSchema.parse(args).note.trim();
-        await mkdir(workspaceDir, { recursive: true });
-        await appendFile(path(), `- ${note.replace(/\n+/g, " ")}\n`, { mode: 0o600 });
-        return "Saved to memory.";
-      },
-    },
-  ];
-}
-
-const MemoryWriteSchema = z.object({ note: z.string().min(1).max(2000) });
 
 /** `session_status`: what the agent can tell about the current session. */
 export function sessionStatusTool(status: (sessionKey: string) => Promise<string>): AgentTool {
