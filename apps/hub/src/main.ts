@@ -110,6 +110,10 @@ async function pairingCommand(rest: string[], configPath: string | undefined): P
           `${p.channel}  ${p.code}  sender ${p.senderId}${p.senderName ? ` (${p.senderName})` : ""}  ${age} min ago`,
         );
       }
+      for (const [account, count] of Object.entries(await pairing.turnedAway()))
+        console.log(
+          `${account}: ${count} more senders were told to try later in the last hour (too many waiting).`,
+        );
     } else if (action === "approve" && channel && code) {
       const approved = await approvePairing(pairing, replies, channel, code);
       if (!approved)

@@ -12,7 +12,7 @@ import {
 } from "@hub/core";
 import type { Redis } from "ioredis";
 import { type ParsedCommand, parseCommand } from "./commands.js";
-import { PairingStore } from "./pairing.js";
+import { PairingStore, pairingNotice } from "./pairing.js";
 import { type AccessDecision, commandAuthorized, dispatchDirect, dispatchGroupThread } from "./policy.js";
 import { RateLimiter } from "./rate-limit.js";
 
@@ -150,17 +150,12 @@ export class InboundDispatcher {
           replyTarget: ctx.replyTarget,
         });
         log.info({ senderId: ctx.sender.id, pairing: request.kind }, "unknown sender: pairing");
-        if (request.kind === "new" && access.unpairedResponse === "code") {
-          await this.#notify(
-            ctx,
-            `Hi! I only answer people my owner has approved. Your pairing code is ${request.code} (valid for 1 hour); send it to the owner to be let in.`,
-            log,
-          );
-        }
+        const notice = pairingNotice(request, access.unpairedResponse);
+        if (notice) await this.#notify(ctx, notice, log);
         await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
         return {
           status: "pairing",
-          code: request.kind === "full" ? undefined : request.code,
+          code: "code" in request ? request.code : undefined,
           sessionKey: ctx.sessionKey,
         };
       }
