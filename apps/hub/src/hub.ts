@@ -13,7 +13,7 @@ import {
   TOOL_PROFILES,
 } from "@hub/agent";
 import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
-import { admitToSession, InboundDispatcher } from "@hub/dispatch";
+import { InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
@@ -21,6 +21,7 @@ import {
   ApprovalStore,
   RunRecords,
   SessionActivity,
+  SessionAdmission,
   SessionLane,
   SessionStore,
   SessionWriters,
@@ -31,6 +32,7 @@ import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role
 import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
+import { instanceIdOf } from "./state.js";
 
 /**
  * Whose memory a run uses: the operator's only in a direct chat with someone
@@ -90,7 +92,9 @@ export async function startHub(
   const adapters = new Map<string, ChannelAdapter>([[webchat.channel, webchat]]);
   const channelAdapters = options.adapters ?? buildChannelAdapters(config, { redis, prefix, logger });
   for (const adapter of channelAdapters) adapters.set(adapter.channel, adapter);
+  const instanceId = instanceIdOf(options.stateDir);
   const mailboxTuning = {
+    instanceId,
     ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
     ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
     ...(tuning.graceMs ? { graceMs: tuning.graceMs } : {}),
@@ -132,12 +136,14 @@ export async function startHub(
   // Inbound stops first, so nothing new is admitted while the rest shuts down.
   const stopAdapters: Array<() => Promise<void>> = [];
 
-  if (roles.has("delivery"))
+  if (roles.has("delivery")) {
     workers.push(
       replies.startDelivery((channel) => adapters.get(channel), {
         concurrency: tuning.deliveryConcurrency ?? 50,
       }),
     );
+    await replies.reclaimDeadPredecessors();
+  }
 
   const control = new RunControl(redis, prefix);
   const decisionsKey = `${prefix}:model-decisions`;
@@ -230,8 +236,11 @@ export async function startHub(
       redisUrl: url,
       prefix,
       maxConcurrentRuns: config.agent.maxConcurrentRuns,
-      recover: () =>
-        recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog }),
+      recover: async () => {
+        // Our dead predecessor's sessions are free at once, so recovery can resume them now.
+        await lane.reclaimDeadPredecessors();
+        return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
+      },
     });
     workers.push(role.worker);
     cleanups.push(role.close);
@@ -240,31 +249,23 @@ export async function startHub(
   let dispatcher: InboundDispatcher | undefined;
   let gateway: GatewayServer | undefined;
   if (roles.has("ingress")) {
+    const admission = new SessionAdmission(redis, prefix, lane, config.agent.queueMode);
     dispatcher = new InboundDispatcher({
       redis,
       prefix,
       config,
-      accept: async (request) => {
-        await admitToSession(request, {
-          enqueue: (r) => lane.enqueue(r),
-          activeRun: (key) => activity.activeRun(key),
-          queueMode: (key) => activity.queueMode(key),
-          steer: (key, runId, r) => activity.steer(key, runId, r),
-          collect: (key, r) => activity.collect(key, r),
-          abortRun: (runId) => control.stop(runId, "aborted"),
-        });
-      },
+      admit: (request, dedupe) => admission.admit(request, dedupe),
       commands: createCommandHandler({
         config,
         activity,
         control,
-        lane,
         sessions,
         runs,
         replies,
         events,
         approvals,
         lastModelDecision,
+        logger: logger.child({ component: "commands" }),
       }),
       logger: logger.child({ component: "dispatch" }),
       notify: (ctx, text) => sendNotice(replies, ctx.replyTarget, text),

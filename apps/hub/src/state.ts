@@ -42,3 +42,20 @@ export function resolveGatewayToken(
   chmodSync(path, 0o600);
   return { token, generated: true, path };
 }
+
+/**
+ * This installation's id (one per state directory, kept in `<state dir>/instance-id`).
+ * Lease tokens carry it, so a hub restarted on the same state directory knows its
+ * dead predecessor's leases and resumes that work at once.
+ */
+export function instanceIdOf(stateDir: string): string {
+  const path = join(stateDir, "instance-id");
+  if (existsSync(path)) {
+    const stored = readFileSync(path, "utf8").trim();
+    if (/^[a-z0-9]{8,}$/.test(stored)) return stored;
+  }
+  const id = randomBytes(8).toString("hex");
+  mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  writeFileSync(path, `${id}\n`, { mode: 0o600 });
+  return id;
+}

@@ -140,9 +140,11 @@ function trimHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
  * path as a run: run record, ordered reply, outcome before the final event.
  */
 export async function answerDirectly(
-  o: Pick<AgentRunnerOptions, "runs" | "replies" | "events" | "runTimeoutMs">,
+  o: Pick<AgentRunnerOptions, "runs" | "replies" | "events" | "runTimeoutMs" | "logger">,
   request: RunRequest,
   text: string,
+  /** Resolve once the answer is queued, not delivered (admission never waits for delivery). */
+  options: { detachSettlement?: boolean } = {},
 ): Promise<void> {
   const { runId, ctx } = request;
   if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
@@ -150,8 +152,14 @@ export async function answerDirectly(
   await reply.push(text);
   await o.runs.finish(runId, { status: "completed", text });
   const segments = await reply.end();
-  await reply.settled();
-  await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
+  const announce = async () => {
+    await reply.settled();
+    await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
+  };
+  if (!options.detachSettlement) return announce();
+  announce().catch((error) =>
+    o.logger.warn({ err: error, runId, sessionKey: ctx.sessionKey }, "could not announce a command's answer"),
+  );
 }
 
 function userEntryOf(request: RunRequest): Extract<TranscriptEntry, { type: "user" }> {
@@ -218,11 +226,13 @@ export class AgentRunner {
     const withQuote = (r: RunRequest) => withQuotedReply(r.ctx);
     const userText = batch.map(withQuote).join("\n\n");
 
-    const existing = await this.o.runs.get(runId);
-    if (existing && existing.status !== "running") {
-      log.info({ status: existing.status }, "run already finished; not running it again");
+    const record = await this.o.runs.get(runId);
+    if (record && record.status !== "running" && record.status !== "queued") {
+      log.info({ status: record.status }, "run already finished; not running it again");
       return;
     }
+    // Admission writes the record as "queued"; one still "running" was interrupted and is resumed.
+    const existing = record?.status === "running" ? record : undefined;
     const resuming = existing !== undefined;
     if (existing && recoveryDecision(existing, Date.now(), this.o.runTimeoutMs) === "finalize") {
       // Stale or out of attempts: finalized by its exact runId, with no model call and no message.

@@ -3,6 +3,7 @@ export * from "./config.js";
 export * from "./config-secrets.js";
 export * from "./errors.js";
 export * from "./events.js";
+export * from "./failpoint.js";
 export * from "./finalize.js";
 export * from "./logger.js";
 export * from "./msg-context.js";

@@ -1,6 +1,6 @@
+export * from "./admission-port.js";
 export * from "./commands.js";
 export * from "./dispatcher.js";
 export * from "./pairing.js";
 export * from "./policy.js";
-export * from "./queue-mode.js";
 export * from "./rate-limit.js";

@@ -95,8 +95,6 @@ export interface GatewayOptions {
 /** Failed connects allowed per address per minute before further attempts are refused outright. */
 const MAX_AUTH_FAILURES = 5;
 
-/** How long an idempotency record (`chat:<key>`) is kept. */
-const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -116,8 +114,6 @@ interface Connection {
   sessions: Set<string>;
   log: HubLogger;
 }
-
-const IdempotencyRecordSchema = z.object({ runId: z.string(), sessionKey: z.string() });
 
 function isLoopback(host: string): boolean {
   return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
@@ -430,6 +426,8 @@ export class GatewayServer {
     });
   }
 
+  // Admission (one atomic step) runs before the ACK: an ACKed message is durably queued, and a retry
+  // with the same idempotencyKey (= runId) finds its run record, whatever crashed in between.
   async #chatSend(
     conn: Connection,
     principal: Principal,
@@ -440,38 +438,6 @@ export class GatewayServer {
     const refusal = sendRefusal(principal, sessionKey, params.text);
     if (refusal) throw new RequestError("forbidden", refusal);
     conn.sessions.add(sessionKey);
-    const recordKey = `${this.deps.prefix}:chat:${runId}`;
-    // One SET NX decides which of N concurrent sends with this key becomes the run.
-    const won = await this.deps.redis.set(
-      recordKey,
-      JSON.stringify({ runId, sessionKey }),
-      "EX",
-      IDEMPOTENCY_TTL_SECONDS,
-      "NX",
-    );
-    if (won === null) {
-      const existing = IdempotencyRecordSchema.parse(
-        JSON.parse((await this.deps.redis.get(recordKey)) ?? "{}"),
-      );
-      // A known key must not open someone else's session (its result and its live events).
-      if (!mayTouchSession(principal, existing.sessionKey))
-        throw new RequestError(
-          "forbidden",
-          "This idempotency key belongs to a session this client may not use.",
-        );
-      conn.sessions.add(existing.sessionKey);
-      const record = await this.deps.runRecord(runId);
-      if (record && record.status !== "running") {
-        return {
-          runId,
-          sessionKey: existing.sessionKey,
-          status: record.status,
-          ...(record.text !== undefined ? { text: record.text } : {}),
-          ...(record.error ? { error: record.error } : {}),
-        };
-      }
-      return { runId, sessionKey: existing.sessionKey, status: "in_flight" };
-    }
     const fields: AdapterFields = {
       channel: "webchat",
       accountId: "default",
@@ -483,31 +449,50 @@ export class GatewayServer {
       sessionKey,
       commandAuthorized: true,
     };
-    // ACK now; admission continues detached and reports through events.
-    queueMicrotask(() => {
-      this.deps.dispatch(fields, { runId }).then(
-        (result) => {
-          if (result.status === "accepted" || result.status === "command") return;
-          const text =
-            result.status === "dropped"
-              ? `Not accepted: ${result.reason}.`
-              : `Not accepted (${result.status}).`;
-          // A failed notice must not release the idempotency record of a message that was decided.
-          return this.deps
-            .publishEvent({ runId, sessionKey, seq: 0, state: "error", text })
-            .catch((error) => conn.log.warn({ err: error, runId }, "could not publish the rejection"));
-        },
-        async (error) => {
-          conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
-          // Release the idempotency record so the client's retry is admitted again.
-          await this.deps.redis.del(recordKey).catch(() => {});
-          const text =
-            error instanceof HubError ? error.message : "The hub could not accept the message; try again.";
-          await this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text }).catch(() => {});
-        },
+    let result: DispatchResult;
+    try {
+      result = await this.deps.dispatch(fields, { runId });
+    } catch (error) {
+      conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
+      if (error instanceof HubError) throw new RequestError("rejected", error.message);
+      throw new RequestError("unavailable", "The hub could not accept the message right now; send it again.");
+    }
+    if (result.status === "duplicate") return this.#recordedRun(conn, principal, runId, sessionKey);
+    if (result.status === "accepted" || result.status === "command" || result.status === "context")
+      return { runId, sessionKey, status: "accepted" };
+    const text =
+      result.status === "dropped" ? `Not accepted: ${result.reason}.` : `Not accepted (${result.status}).`;
+    await this.deps
+      .publishEvent({ runId, sessionKey, seq: 0, state: "error", text })
+      .catch((error) => conn.log.warn({ err: error, runId }, "could not publish the rejection"));
+    return { runId, sessionKey, status: "rejected", error: text };
+  }
+
+  // A repeated chat.send: the run's record answers (in flight, or its recorded result).
+  async #recordedRun(
+    conn: Connection,
+    principal: Principal,
+    runId: string,
+    sessionKey: string,
+  ): Promise<unknown> {
+    const record = await this.deps.runRecord(runId);
+    const key = record?.sessionKey ?? sessionKey;
+    // A known key must not open someone else's session (its result and its live events).
+    if (!mayTouchSession(principal, key))
+      throw new RequestError(
+        "forbidden",
+        "This idempotency key belongs to a session this client may not use.",
       );
-    });
-    return { runId, sessionKey, status: "accepted" };
+    conn.sessions.add(key);
+    if (!record || record.status === "running" || record.status === "queued")
+      return { runId, sessionKey: key, status: "in_flight" };
+    return {
+      runId,
+      sessionKey: key,
+      status: record.status,
+      ...(record.text !== undefined ? { text: record.text } : {}),
+      ...(record.error ? { error: record.error } : {}),
+    };
   }
 
   async #chatHistory(
