@@ -290,58 +290,7 @@ export class GatewayServer {
       if (!conn.authed) return this.#reject(conn, null, "bad_frame", message);
       return this.#error(conn, null, "bad_frame", message);
     }
-    if (!conn.authed) {
-      if (frame.method !== "connect")
-        return this.#reject(
-          conn,
-          frame.id,
-          "unauthorized",
-          "The first request must be connect with your gateway token.",
-        );
-      const failures = this.#authFailures.get(conn.remote);
-      if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
-        conn.log.warn("gateway client refused: too many failed attempts from this address");
-        return this.#reject(
-          conn,
-          frame.id,
-          "too_many_attempts",
-          "Too many failed connection attempts from this address; wait a minute and check the token.",
-        );
-      }
-      const params = ConnectParamsSchema.safeParse(frame.params);
-      const auth = params.success ? params.data.auth : undefined;
-      const principal = auth
-        ? authenticate(auth, {
-            token: this.options.token,
-            password: this.options.password,
-            clients: this.options.clients,
-            agentId: this.deps.agentId,
-            ownerSessionKey: this.#defaultSessionKey(),
-          })
-        : undefined;
-      if (!principal) {
-        const entry =
-          failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
-        entry.count++;
-        this.#authFailures.set(conn.remote, entry);
-        conn.log.warn("gateway client refused: wrong or missing token");
-        return this.#reject(
-          conn,
-          frame.id,
-          "unauthorized",
-          "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
-        );
-      }
-      conn.authed = true;
-      conn.principal = principal;
-      this.#send(conn, {
-        type: "res",
-        id: frame.id,
-        ok: true,
-        payload: { protocol: PROTOCOL_VERSION, methods: METHODS },
-      });
-      return;
-    }
+    if (!conn.authed) return this.#connect(conn, frame);
     try {
       const payload = await this.#call(conn, frame);
       this.#send(conn, { type: "res", id: frame.id, ok: true, payload });
@@ -358,6 +307,60 @@ export class GatewayServer {
       conn.log.error({ err: error, method: frame.method }, "request failed");
       this.#error(conn, frame.id, "internal", "The hub could not handle this request; see its log.");
     }
+  }
+
+  // The first frame: only `connect`, with a token or password, limited per address on failures.
+  #connect(conn: Connection, frame: RequestFrame): void {
+    if (frame.method !== "connect")
+      return this.#reject(
+        conn,
+        frame.id,
+        "unauthorized",
+        "The first request must be connect with your gateway token.",
+      );
+    const failures = this.#authFailures.get(conn.remote);
+    if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
+      conn.log.warn("gateway client refused: too many failed attempts from this address");
+      return this.#reject(
+        conn,
+        frame.id,
+        "too_many_attempts",
+        "Too many failed connection attempts from this address; wait a minute and check the token.",
+      );
+    }
+    const params = ConnectParamsSchema.safeParse(frame.params);
+    const auth = params.success ? params.data.auth : undefined;
+    const principal = auth
+      ? authenticate(auth, {
+          token: this.options.token,
+          password: this.options.password,
+          clients: this.options.clients,
+          agentId: this.deps.agentId,
+          ownerSessionKey: this.#defaultSessionKey(),
+        })
+      : undefined;
+    if (!principal) {
+      const entry =
+        failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
+      entry.count++;
+      this.#authFailures.set(conn.remote, entry);
+      conn.log.warn("gateway client refused: wrong or missing token");
+      return this.#reject(
+        conn,
+        frame.id,
+        "unauthorized",
+        "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
+      );
+    }
+    conn.authed = true;
+    conn.principal = principal;
+    conn.log = conn.log.child({ client: principal.name });
+    this.#send(conn, {
+      type: "res",
+      id: frame.id,
+      ok: true,
+      payload: { protocol: PROTOCOL_VERSION, methods: METHODS },
+    });
   }
 
   async #call(conn: Connection, frame: RequestFrame): Promise<unknown> {
