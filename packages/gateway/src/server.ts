@@ -311,22 +311,25 @@ export class GatewayServer {
 
   // The first frame: only `connect`, with a token or password, limited per address on failures.
   #connect(conn: Connection, frame: RequestFrame): void {
-    if (frame.method !== "connect")
-      return this.#reject(
+    if (frame.method !== "connect") {
+      this.#reject(
         conn,
         frame.id,
         "unauthorized",
         "The first request must be connect with your gateway token.",
       );
+      return;
+    }
     const failures = this.#authFailures.get(conn.remote);
     if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
       conn.log.warn("gateway client refused: too many failed attempts from this address");
-      return this.#reject(
+      this.#reject(
         conn,
         frame.id,
         "too_many_attempts",
         "Too many failed connection attempts from this address; wait a minute and check the token.",
       );
+      return;
     }
     const params = ConnectParamsSchema.safeParse(frame.params);
     const auth = params.success ? params.data.auth : undefined;
@@ -345,12 +348,13 @@ export class GatewayServer {
       entry.count++;
       this.#authFailures.set(conn.remote, entry);
       conn.log.warn("gateway client refused: wrong or missing token");
-      return this.#reject(
+      this.#reject(
         conn,
         frame.id,
         "unauthorized",
         "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
       );
+      return;
     }
     conn.authed = true;
     conn.principal = principal;
