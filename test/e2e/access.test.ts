@@ -61,6 +61,7 @@ describe("DM pairing", () => {
     const admin = await GatewayClient.open(world.hub.port, PAIR_TOKEN);
     const list = await admin.request("pairing.list");
     expect(JSON.stringify(list.payload)).toContain(code);
+    expect(list.payload).toMatchObject({ turnedAway: {} });
     const approved = await admin.request("pairing.approve", { channel: "telegram", code });
     expect(approved.payload).toMatchObject({ senderId: "77", status: "approved" });
     admin.close();

@@ -289,6 +289,7 @@ export async function startHub(
         abort: (runId) => control.stop(runId, "aborted"),
         pairing: {
           list: () => admit.pairing.list(),
+          turnedAway: () => admit.pairing.turnedAway(),
           approve: (channel, code) => approvePairing(admit.pairing, replies, channel, code),
         },
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),

@@ -64,6 +64,8 @@ export interface GatewayDeps {
   /** Lists pending pairings; approves one (the sender is told). */
   pairing?: {
     list: () => Promise<unknown[]>;
+    /** Senders told to try later in the last hour because too many codes waited, per `channel:accountId`. */
+    turnedAway?: () => Promise<Record<string, number>>;
     approve: (channel: string, code: string) => Promise<{ senderId: string } | undefined>;
   };
   /** Subscribes to chat events from every process. */
@@ -388,7 +390,10 @@ export class GatewayServer {
       case "pairing.list":
         if (!this.deps.pairing)
           throw new RequestError("unavailable", "Pairing is not available on this gateway.");
-        return { pending: await this.deps.pairing.list() };
+        return {
+          pending: await this.deps.pairing.list(),
+          turnedAway: (await this.deps.pairing.turnedAway?.()) ?? {},
+        };
       case "pairing.approve": {
         if (!this.deps.pairing)
           throw new RequestError("unavailable", "Pairing is not available on this gateway.");
