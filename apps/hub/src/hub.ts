@@ -15,7 +15,7 @@ import {
 import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
 import { InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
-import { createRedis, type MailboxWorker } from "@hub/queue";
+import { createRedis, type MailboxWorker, RedisEpoch } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import {
   ApprovalStore,
@@ -88,6 +88,8 @@ export async function startHub(
   const redis = createRedis(url);
   const subscriber = createRedis(url);
   const events = new ChatEventBus(redis, prefix, logger);
+  const epoch = new RedisEpoch(redis, prefix, logger.child({ component: "redis" }));
+  await epoch.start();
   const webchat = new WebChatAdapter(events);
   const adapters = new Map<string, ChannelAdapter>([[webchat.channel, webchat]]);
   const channelAdapters = options.adapters ?? buildChannelAdapters(config, { redis, prefix, logger });
@@ -226,6 +228,7 @@ export async function startHub(
       supersede: (runId) => control.stop(runId, "superseded"),
       activity,
       requeue: (request) => lane.enqueue(request),
+      dataLost: (since) => epoch.lostSince(since),
       typing: async (target) => adapters.get(target.channel)?.sendTyping(target),
       capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
     });
@@ -333,6 +336,7 @@ export async function startHub(
       await lane.close();
       await replies.close();
       events.close();
+      epoch.stop();
       subscriber.disconnect();
       redis.disconnect();
     },

@@ -1,4 +1,13 @@
-import type { ChannelCapabilities, ChatEvent, HubLogger, MsgContext, ReplySink, RunRequest } from "@hub/core";
+import {
+  type ChannelCapabilities,
+  type ChatEvent,
+  failpoint,
+  type HubLogger,
+  type MsgContext,
+  type ReplySink,
+  type RunRequest,
+  WriteFencedError,
+} from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
@@ -79,6 +88,8 @@ export interface AgentRunnerOptions {
   historyLimit?: number;
   /** The capabilities of a channel (block sizes for streaming). */
   capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
+  /** True when Redis lost its data at or after `since` (epoch ms): leases and claims vanished, not passed on. */
+  dataLost?: (since: number) => Promise<boolean>;
   /** Shows "typing…" at a reply target (the channel adapter's), refreshed while a run is active. */
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
@@ -203,6 +214,7 @@ export class AgentRunner {
   /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
   async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
     const { ctx, runId } = request;
+    const runStartedAt = Date.now();
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
     if (request.command === "new") {
       await this.o.sessions.reset(ctx.sessionKey);
@@ -267,9 +279,16 @@ export class AgentRunner {
       log.warn({ supersededRunId: superseded }, "this run supersedes the session's previous writer");
       await this.o.supersede(superseded);
     }
+    // Lines carry their claim, announced first: a late append after a newer claim is dropped by every reader.
+    const writer = `${runId}#${claim.generation}`;
+    await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
     const writeChecked = async (entries: TranscriptEntry[]) => {
       await this.o.writers.assertCurrent(claim);
-      await this.o.sessions.append(session.sessionId, entries);
+      failpoint("transcript.before-append");
+      await this.o.sessions.append(
+        session.sessionId,
+        entries.map((e) => ({ ...e, writer }) as TranscriptEntry),
+      );
     };
 
     // On a resume, this run's own earlier lines are left out: its user message is re-added below.
@@ -277,7 +296,10 @@ export class AgentRunner {
     const history = historyMessages(entries, runId);
 
     // Each attempt gets its own reply, so a resumed answer never interleaves with the interrupted one.
-    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget);
+    // Fenced by the writer claim in Redis: once a newer claim exists, not one more segment is queued.
+    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
+      fence: this.o.writers.fenceOf(claim),
+    });
     const caps = this.o.capabilitiesOf?.(ctx.channel);
     const streamer = new BlockStreamer({
       minChars: Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000),
@@ -290,7 +312,11 @@ export class AgentRunner {
     const pushBlocks = (blocks: string[]) => {
       for (const block of blocks) {
         pushing = pushing
-          .then(() => (pushError === undefined ? reply.push(block) : undefined))
+          .then(() => {
+            if (pushError !== undefined) return;
+            failpoint("run.before-push");
+            return reply.push(block);
+          })
           .catch((error) => {
             pushError ??= error;
           });
@@ -415,6 +441,7 @@ export class AgentRunner {
       if (reason instanceof LeaseLost) abandoned = true;
       status =
         error instanceof WriterSupersededError ||
+        error instanceof WriteFencedError ||
         (reason instanceof RunStop && reason.status === "superseded")
           ? "superseded"
           : reason instanceof RunStop
@@ -445,6 +472,11 @@ export class AgentRunner {
       stopSignal.removeEventListener("abort", onStop);
     }
 
+    // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
+    if ((abandoned || status === "superseded") && (await this.o.dataLost?.(runStartedAt))) {
+      await this.#endAfterDataLoss(request, session.sessionId, log);
+      return;
+    }
     if (abandoned) {
       // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
       log.warn("lost the session lane; the run is left to the process that took it over");
@@ -502,6 +534,25 @@ export class AgentRunner {
             : "error",
       text: status === "completed" ? text : (errorText ?? status),
     });
+  }
+
+  // Redis lost its data mid-run: record the outcome again, close the transcript's turn and tell the user, unfenced
+  // (the claim the fence checks is gone with the data).
+  async #endAfterDataLoss(request: RunRequest, sessionId: string, log: HubLogger): Promise<void> {
+    const { runId, ctx } = request;
+    const error = "the hub's Redis lost its data while this message was being answered";
+    log.error("run ended: Redis lost its data while it was in flight");
+    await this.o.runs.recordAfterDataLoss(runId, ctx.sessionKey, { status: "failed", error });
+    await this.o.sessions.append(sessionId, [
+      { type: "outcome", runId, status: "failed", stopReason: "internal_error", error, at: Date.now() },
+    ]);
+    const notice = this.o.replies.open(`${runId}.lost`, ctx.replyTarget);
+    await notice.push(
+      "Sorry, I lost track of your message because of a problem on my side. Please send it again.",
+    );
+    await notice.end();
+    await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
+    await this.o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
   }
 
   /** Answers a request with a fixed text (commands), through the same reply and outcome path as a run. */

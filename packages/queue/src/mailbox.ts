@@ -1,9 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { type HubLogger, PermanentSendError, RateLimitedError } from "@hub/core";
+import {
+  type HubLogger,
+  PermanentSendError,
+  RateLimitedError,
+  type WriteFence,
+  WriteFencedError,
+} from "@hub/core";
 import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { createRedis, runScript } from "./redis.js";
-import { ACK, CLAIM, DELAY, FINISH, PEEK, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
+import { ACK, CLAIM, DELAY, FENCED_PUSH, FINISH, PEEK, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -139,15 +145,27 @@ export class OrderedMailbox<T> {
    * Appends items to a key's mailbox, in order, and wakes a drainer if none is
    * owed yet. Resolves once the items are durably queued in Redis.
    */
-  async push(key: string, items: ReadonlyArray<MailboxItem<T>>): Promise<void> {
+  async push(
+    key: string,
+    items: ReadonlyArray<MailboxItem<T>>,
+    options: { fence?: WriteFence } = {},
+  ): Promise<void> {
     if (items.length === 0) return;
     const encoded = items.map((item) => this.encode(item));
-    const epoch = (await runScript(
-      this.#redis,
-      PUSH,
-      [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`],
-      [Date.now(), this.#o.graceMs, key, ...encoded],
-    )) as number;
+    const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`];
+    const { fence } = options;
+    const epoch = (await (fence
+      ? runScript(
+          this.#redis,
+          FENCED_PUSH,
+          [...keys, fence.key],
+          [Date.now(), this.#o.graceMs, key, fence.field, fence.value, ...encoded],
+        ).catch((error: unknown) => {
+          if (error instanceof Error && error.message.includes("FENCED"))
+            throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
+          throw error;
+        })
+      : runScript(this.#redis, PUSH, keys, [Date.now(), this.#o.graceMs, key, ...encoded]))) as number;
     // If we die before this add, the key stays in `sched` and the sweeper wakes it.
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }

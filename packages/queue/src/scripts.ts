@@ -21,6 +21,18 @@ redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
 return redis.call('INCR', KEYS[3])
 `;
 
+/**
+ * fencedPush(q, sched, epoch, fence; now, graceMs, key, fenceField, fenceValue, items...) -> like push,
+ * or error FENCED (nothing written) unless hash `fence` holds `fenceValue` in `fenceField`
+ */
+export const FENCED_PUSH = `
+if redis.call('HGET', KEYS[4], ARGV[4]) ~= ARGV[5] then return redis.error_reply('FENCED') end
+for i = 6, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+if redis.call('ZSCORE', KEYS[2], ARGV[3]) then return 0 end
+redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+return redis.call('INCR', KEYS[3])
+`;
+
 /** claim(own, nb, sched; token, leaseMs, now, key) -> 1 claimed, 0 another drainer is alive, -1 waiting out a delay */
 export const CLAIM = `
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end

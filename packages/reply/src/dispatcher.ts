@@ -11,6 +11,7 @@ import {
   type ReplyTarget,
   ReplyTargetSchema,
   replyTargetKey,
+  type WriteFence,
 } from "@hub/core";
 import { createRedis, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
@@ -124,7 +125,7 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
-  open(replyId: string, target: ReplyTarget): ReplyStream {
+  open(replyId: string, target: ReplyTarget, options: { fence?: WriteFence } = {}): ReplyStream {
     const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
     let next = 0;
@@ -137,7 +138,7 @@ export class ReplyDispatcher implements ReplySink {
           const index = next + i;
           return { id: `${replyId}#${index}`, data: { replyId, index, text, target } };
         });
-        await this.#mailbox.push(key, items);
+        await this.#mailbox.push(key, items, options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },

@@ -60,6 +60,20 @@ redis.call('SREM', KEYS[2], ARGV[1])
 return 1
 `;
 
+// recordLost(record, active; runId, sessionKey, ttl, now, field, value, ...) -> 1 written, 0 already decided
+// After Redis lost its data the record may be gone: it is written whole again, unless something decided it meanwhile.
+const RECORD_LOST = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if status and status ~= 'running' and status ~= 'queued' then return 0 end
+redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2])
+redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[4])
+redis.call('HSETNX', KEYS[1], 'attempt', 1)
+for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
+redis.call('SREM', KEYS[2], ARGV[1])
+return 1
+`;
+
 /**
  * Run records in Redis (`<prefix>:run:<runId>`), readable from every process:
  * the gateway answers a repeated `chat.send` with them, restart recovery scans
@@ -102,6 +116,24 @@ export class RunRecords {
     const ids = await this.redis.smembers(this.#active);
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is RunRecord => r?.status === "running");
+  }
+
+  /** Records the outcome of a run whose record Redis may have lost with its data (written whole again). */
+  async recordAfterDataLoss(
+    runId: string,
+    sessionKey: string,
+    outcome: { status: TerminalStatus; error: string },
+  ) {
+    const now = Date.now();
+    const fields = ["status", outcome.status, "error", outcome.error, "endedAt", now];
+    return (
+      (await runScript(
+        this.redis,
+        RECORD_LOST,
+        [this.#key(runId), this.#active],
+        [runId, sessionKey, RECORD_TTL_SECONDS, now, ...fields],
+      )) === 1
+    );
   }
 
   /**
