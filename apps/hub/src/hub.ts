@@ -4,7 +4,9 @@ import {
   AgentRunner,
   assembleTools,
   currentTimeTool,
+  groupMemoryDefault,
   httpFetchTool,
+  type MemoryTrust,
   memoryTools,
   sendMessageTool,
   sessionStatusTool,
@@ -31,6 +33,18 @@ import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { instanceIdOf } from "./state.js";
+
+/**
+ * Whose memory a run uses: the operator's only in a direct chat with someone
+ * the operator named (the web chat's owner, or a sender listed in the
+ * channel's `allowFrom`); paired strangers, web chat clients and groups get
+ * untrusted notes.
+ */
+function memoryTrust(ctx: MsgContext, access: ChannelAccess | undefined): MemoryTrust {
+  if (ctx.chat.type !== "direct") return "untrusted";
+  if (ctx.channel === "webchat") return ctx.sender.id === "owner" ? "operator" : "untrusted";
+  return access?.allowFrom.includes(ctx.sender.id) ? "operator" : "untrusted";
+}
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -144,8 +158,15 @@ export async function startHub(
   const availableTools = [
     currentTimeTool,
     sessionStatusTool(statusText),
-    ...memoryTools(config.agent.workspace ?? join(options.stateDir, "workspace")),
-    ...(toolConfig.httpFetchHosts.length ? [httpFetchTool(toolConfig.httpFetchHosts)] : []),
+    ...(toolConfig.httpFetchHosts.length
+      ? [
+          httpFetchTool({
+            allowHosts: toolConfig.httpFetchHosts,
+            ports: toolConfig.httpFetchPorts,
+            allowPrivate: toolConfig.httpFetchAllowPrivate,
+          }),
+        ]
+      : []),
     ...(Object.keys(toolConfig.sendTargets).length
       ? [
           sendMessageTool(toolConfig.sendTargets, async (name, text, runId) => {
@@ -157,14 +178,21 @@ export async function startHub(
         ]
       : []),
   ];
+  const workspace = config.agent.workspace ?? join(options.stateDir, "workspace");
+  const memory = {
+    operator: memoryTools(workspace, "operator"),
+    untrusted: memoryTools(workspace, "untrusted"),
+  };
   const toolsFor = (ctx: MsgContext) => {
     const t = config.agent.tools;
     const access = (config.channels as Record<string, ChannelAccess | undefined>)[ctx.channel];
     const group =
       ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
     const levels = [t, access?.tools ?? {}, group?.tools ?? {}];
+    levels.push(groupMemoryDefault(ctx.chat.type, [access?.tools, group?.tools]));
+    const available = [...availableTools, ...memory[memoryTrust(ctx, access)]];
     return {
-      tools: assembleTools(availableTools, TOOL_PROFILES[t.profile], levels),
+      tools: assembleTools(available, TOOL_PROFILES[t.profile], levels),
       approvals: t.approvals,
       approvalTimeoutMs: t.approvalTimeoutSeconds * 1000,
     };
@@ -264,6 +292,7 @@ export async function startHub(
         abort: (runId) => control.stop(runId, "aborted"),
         pairing: {
           list: () => admit.pairing.list(),
+          turnedAway: () => admit.pairing.turnedAway(),
           approve: (channel, code) => approvePairing(admit.pairing, replies, channel, code),
         },
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),
@@ -279,6 +308,11 @@ export async function startHub(
         clients: config.gateway.clients,
         allowedOrigins: config.gateway.allowedOrigins,
         password: config.gateway.password,
+        connectionLimits: {
+          maxConnections: config.gateway.maxConnections,
+          maxPerAddress: config.gateway.maxConnectionsPerAddress,
+          headersTimeoutMs: config.gateway.headersTimeoutMs,
+        },
       },
     );
     await gateway.start();

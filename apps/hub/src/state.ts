@@ -1,10 +1,25 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { HubError } from "@hub/core";
 
-/** Creates the state directory (owner-only). */
+/**
+ * Creates the state directory owner-only, and tightens an existing one that
+ * others can read or enter (it holds tokens, credentials and transcripts);
+ * refuses with one clear line when that is not possible.
+ */
 export function ensureStateDir(stateDir: string): void {
   mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+  const mode = statSync(stateDir).mode & 0o777;
+  if ((mode & 0o077) === 0) return;
+  try {
+    chmodSync(stateDir, 0o700);
+  } catch (error) {
+    throw new HubError(
+      "state_dir_open",
+      `The state directory ${stateDir} is readable by other users (mode ${mode.toString(8)}) and could not be made owner-only (${(error as Error).message}); run "chmod 700 ${stateDir}" as its owner.`,
+    );
+  }
 }
 
 /**

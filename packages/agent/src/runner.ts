@@ -24,6 +24,7 @@ import { loadWorkspaceBootstrap } from "./context/bootstrap.js";
 import { compactionMessage, estimateTokens, planCompaction, summarize } from "./context/compaction.js";
 import { buildSystemPrompt } from "./context/prompt.js";
 import { pruneToolResults } from "./context/prune.js";
+import { historyUserContent, withQuotedReply } from "./context/untrusted.js";
 import type { ChatMessage, ModelProvider } from "./model.js";
 import { ModelError } from "./model.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
@@ -121,19 +122,13 @@ export function historyMessages(
       break;
     }
   }
+  const userContent = historyUserContent(entries);
   for (let i = start; i < entries.length; i++) {
     const e = entries[i]!;
     if (skipRunId && "runId" in e && e.runId === skipRunId) continue;
     let m: ChatMessage | undefined;
-    if (e.type === "user") {
-      const who = e.senderName ?? e.senderId ?? "someone";
-      m = {
-        role: "user",
-        content: e.contextOnly
-          ? `[group message from ${who}, not addressed to you]\n<untrusted>${e.text}</untrusted>`
-          : e.text,
-      };
-    } else if (e.type === "assistant")
+    if (e.type === "user") m = { role: "user", content: userContent(e) };
+    else if (e.type === "assistant")
       m = { role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) };
     else if (e.type === "tool_result") m = { role: "tool", toolCallId: e.toolCallId, content: e.content };
     if (m) {
@@ -240,10 +235,7 @@ export class AgentRunner {
     const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey, runId) : [request];
     if (batch.length === 0) return;
     // Quoted text is someone else's words: the model sees it marked untrusted.
-    const withQuote = (r: RunRequest) =>
-      r.ctx.replyTo?.body
-        ? `[replying to this message]\n<untrusted>${r.ctx.replyTo.body}</untrusted>\n\n${r.ctx.body}`
-        : r.ctx.body;
+    const withQuote = (r: RunRequest) => withQuotedReply(r.ctx);
     const userText = batch.map(withQuote).join("\n\n");
 
     const record = await this.o.runs.get(runId);

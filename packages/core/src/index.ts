@@ -1,5 +1,6 @@
 export * from "./channel.js";
 export * from "./config.js";
+export * from "./config-secrets.js";
 export * from "./errors.js";
 export * from "./events.js";
 export * from "./failpoint.js";
@@ -7,6 +8,7 @@ export * from "./finalize.js";
 export * from "./logger.js";
 export * from "./msg-context.js";
 export * from "./plugin.js";
+export * from "./redact.js";
 export * from "./sanitize.js";
 export * from "./secret.js";
 export * from "./session-key.js";

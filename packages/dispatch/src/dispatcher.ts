@@ -14,7 +14,7 @@ import {
 import type { Redis } from "ioredis";
 import type { AdmitToSession } from "./admission-port.js";
 import { type ParsedCommand, parseCommand } from "./commands.js";
-import { PairingStore } from "./pairing.js";
+import { PairingStore, pairingNotice } from "./pairing.js";
 import { type AccessDecision, commandAuthorized, dispatchDirect, dispatchGroupThread } from "./policy.js";
 import { RateLimiter } from "./rate-limit.js";
 
@@ -198,17 +198,12 @@ export class InboundDispatcher {
       replyTarget: ctx.replyTarget,
     });
     log.info({ senderId: ctx.sender.id, pairing: request.kind }, "unknown sender: pairing");
-    if (request.kind === "new" && access.unpairedResponse === "code") {
-      await this.#notify(
-        ctx,
-        `Hi! I only answer people my owner has approved. Your pairing code is ${request.code} (valid for 1 hour); send it to the owner to be let in.`,
-        log,
-      );
-    }
+    const notice = pairingNotice(request, access.unpairedResponse);
+    if (notice) await this.#notify(ctx, notice, log);
     await this.#markDecided(ctx);
     return {
       status: "pairing",
-      code: request.kind === "full" ? undefined : request.code,
+      code: "code" in request ? request.code : undefined,
       sessionKey: ctx.sessionKey,
     };
   }
