@@ -16,13 +16,38 @@ import {
   SlackMessageEventSchema,
 } from "./normalize.js";
 
-/** What a `message`/`app_mention` event must carry before Bolt sees it (Bolt throws on malformed ones). */
+/** The event types the hub answers; any other event is acknowledged and ignored without Bolt. */
+const HANDLED = new Set(["message", "app_mention"]);
+
+const Fields = z.record(z.string(), z.unknown());
+const NullableId = z.string().nullable().optional();
+
+/**
+ * Every envelope field Bolt reads, typed, before Bolt sees the envelope (it throws on odd shapes:
+ * a null authorization, an `item` that is not an object). Unknown fields pass.
+ */
 const EventCallbackSchema = z.looseObject({
   type: z.literal("event_callback"),
-  event: z.union([
-    SlackMessageEventSchema,
-    z.looseObject({ type: z.string().refine((t) => t !== "message" && t !== "app_mention") }),
-  ]),
+  team_id: NullableId,
+  enterprise_id: NullableId,
+  is_enterprise_install: z.boolean().optional(),
+  authorizations: z
+    .array(
+      z.looseObject({
+        team_id: NullableId,
+        enterprise_id: NullableId,
+        user_id: NullableId,
+        is_enterprise_install: z.boolean().optional(),
+      }),
+    )
+    .optional(),
+  event: SlackMessageEventSchema.extend({
+    channel_id: z.string().optional(),
+    item: Fields.optional(),
+    assistant_thread: Fields.optional(),
+    previous_message: Fields.optional(),
+    subteam: Fields.optional(),
+  }),
 });
 
 /** Where a listener leaves the hub's answer for the envelope it handled (Bolt's `customProperties`). */
@@ -89,6 +114,10 @@ export class SlackInbound {
       );
     }
     if (!this.#handler) return { kind: "retry", reason: "the Slack adapter is not started" };
+    const type = (envelope.body.event as { type?: unknown } | undefined)?.type;
+    if (envelope.body.type === "event_callback" && typeof type === "string" && !HANDLED.has(type)) {
+      return { kind: "ignored", reason: `a ${type} event` };
+    }
     const readable = EventCallbackSchema.safeParse(envelope.body);
     if (!readable.success) {
       log.warn({ eventId, issues: readable.error.issues.length }, "slack event unreadable; dropped");

@@ -25,7 +25,7 @@ export const SlackMessageEventSchema = z.looseObject({
   parent_user_id: z.string().optional(),
   files: z.array(FileSchema).optional(),
   /** `message_changed`: the message as it is now. */
-  message: z.unknown().optional(),
+  message: z.record(z.string(), z.unknown()).optional(),
 });
 /** A validated Slack message event. */
 export type SlackMessageEvent = z.infer<typeof SlackMessageEventSchema>;
@@ -116,7 +116,7 @@ function edited(
     type: "message",
     channel: event.channel,
     ...(event.channel_type ? { channel_type: event.channel_type } : {}),
-    ...(typeof event.message === "object" ? event.message : {}),
+    ...event.message,
   });
   if (!inner.success) return { skip: "edited message without a readable message" };
   const editTs = z.looseObject({ edited: z.looseObject({ ts: z.string() }) }).safeParse(event.message);

@@ -14,6 +14,46 @@ export interface SocketConnectionOptions {
   onState(state: "connecting" | "connected" | "reconnecting" | "failed", reason?: string): void;
 }
 
+/** An `events_api` frame whose payload the client library could not read (it would throw, unhandled). */
+const UNREADABLE_PAYLOAD = { type: "event_callback", event: { type: "hub_unreadable_payload" } };
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * The Socket Mode client with its frame handler guarded: the library reads `payload.event.type`
+ * of every `events_api` frame and throws (an unhandled rejection) on one without it. Such a frame
+ * gets a placeholder payload instead, so it is acknowledged and dropped like any unreadable event,
+ * never redelivered forever; an unparsable frame is dropped with a log line.
+ */
+class GuardedSocketModeClient extends SocketModeClient {
+  onUnreadable: (reason: string) => void = () => {};
+
+  protected override async onWebSocketMessage(data: string | ArrayBuffer, isBinary: boolean): Promise<void> {
+    let frame: unknown;
+    try {
+      frame = isBinary
+        ? undefined
+        : JSON.parse(typeof data === "string" ? data : new TextDecoder().decode(data));
+    } catch {
+      frame = undefined;
+    }
+    if (!isObject(frame) || typeof frame.type !== "string") {
+      this.onUnreadable(isBinary ? "a binary frame" : "a frame that is not a JSON object with a type");
+      return;
+    }
+    const payload = frame.payload;
+    const readable = isObject(payload) && isObject(payload.event) && typeof payload.event.type === "string";
+    const safe = frame.type === "events_api" && !readable ? { ...frame, payload: UNREADABLE_PAYLOAD } : frame;
+    if (safe !== frame) this.onUnreadable("an events_api frame without a readable event");
+    try {
+      await super.onWebSocketMessage(JSON.stringify(safe), false);
+    } catch (error) {
+      this.onUnreadable(describeError(error));
+    }
+  }
+}
+
 /**
  * Socket Mode: the hub dials Slack (`apps.connections.open` with the app token, then a
  * WebSocket), so no public URL is needed. An envelope is acknowledged only after admission,
@@ -21,17 +61,19 @@ export interface SocketConnectionOptions {
  */
 export class SocketConnection {
   readonly #o: SocketConnectionOptions;
-  readonly #client: SocketModeClient;
+  readonly #client: GuardedSocketModeClient;
 
   constructor(options: SocketConnectionOptions) {
     this.#o = options;
-    this.#client = new SocketModeClient({
+    this.#client = new GuardedSocketModeClient({
       appToken: options.appToken,
       logger: options.boltLogger,
       autoReconnectEnabled: true,
       // The client's own Web API calls (apps.connections.open) go to the same API root; no 100× retry loop.
       clientOptions: { slackApiUrl: options.apiUrl, retryConfig: { retries: 2 } },
     });
+    this.#client.onUnreadable = (reason) =>
+      options.logger.warn({ reason }, "slack socket frame unreadable; dropped");
     this.#client.on("connecting", () => options.onState("connecting"));
     this.#client.on("connected", () => options.onState("connected"));
     this.#client.on("reconnecting", () => options.onState("reconnecting"));

@@ -339,6 +339,9 @@ describe("slack socket mode", () => {
     expect(received.map((f) => f.body)).toEqual(["over the socket", "over the socket"]);
     // Garbage is acknowledged and dropped, never redelivered forever.
     expect(await fake.deliverSocket(fake.envelope({ type: "message", channel: 42 }))).toBe(true);
+    // Even an envelope the Socket Mode library itself cannot read (no event) is acknowledged.
+    expect(await fake.deliverSocket({ type: "event_callback" })).toBe(true);
+    expect(await fake.deliverSocket({ type: "event_callback", event: null })).toBe(true);
   });
 });
 

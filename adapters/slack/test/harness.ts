@@ -1,9 +1,10 @@
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
 import { type FakeSlack, readMrkdwn, type SlackMessage, startFakeSlack } from "@hub/fakes";
+import { freePort } from "../../../test/support/hub-process.js";
 import { SlackAdapter, type SlackAdapterOptions } from "../src/index.js";
 
-export { freePort } from "../../../test/support/hub-process.js";
+export { freePort };
 
 /** An in-memory adapter state store (tests); the hub uses Redis. */
 export function memoryState(): AdapterStateStore & { values: Map<string, string> } {
@@ -50,10 +51,16 @@ export function appMentionEvent(m: SlackMessage): Record<string, unknown> {
 /** Options of the Slack harness. */
 export interface SlackHarnessOptions {
   mode: "http" | "socket";
-  /** The hub's gateway port (HTTP mode: the fake posts events to it). */
-  port?: number;
   adapter?: Partial<SlackAdapterOptions>;
 }
+
+/** Tokens the fake and the adapter agree on (fixed, so an adapter can be built before Slack is up). */
+const TOKENS = {
+  botToken: "xoxb-conformance",
+  appToken: "xapp-1-conformance",
+  signingSecret: "conformance-signing-secret",
+} as const;
+const STRANGER = { user: "U0STRANGER", channel: "D0STRANGER" } as const;
 
 /** The Slack harness of the shared conformance suite: Bolt against the fake Slack, events signed like Slack's. */
 export function slackHarness(
@@ -62,14 +69,33 @@ export function slackHarness(
   let fake: FakeSlack;
   let adapter: SlackAdapter;
   let threadRoot: SlackMessage | undefined;
-  const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
-  const deliver = async (envelope: Record<string, unknown>, retry?: number): Promise<void> => {
-    if (options.mode === "socket") {
-      await fake.deliverSocket(envelope, retry ? { retryAttempt: retry } : {});
-      return;
-    }
-    await fake.deliver(envelope, retry ? { retryNum: retry, retryReason: "http_timeout" } : {});
+  let apiPort = 0;
+  let gatewayPort = 0;
+  let logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+  const platformUp = async () => {
+    fake = await startFakeSlack({ ...TOKENS, port: apiPort });
+    if (gatewayPort) fake.eventsUrl = `http://127.0.0.1:${gatewayPort}/slack/events`;
+    threadRoot = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "a thread to talk in");
   };
+  // How Slack hands over an event: a signed POST to the Events URL, or an envelope on the socket.
+  const deliver = async (payload: unknown, retry?: number): Promise<{ status?: number }> => {
+    if (options.mode === "socket") {
+      // No HTTP status on a socket: an unacknowledged envelope (Slack would redeliver it) counts as a 503.
+      const acked = await fake.deliverSocket(payload as Record<string, unknown>, {
+        timeoutMs: 2000,
+        ...(retry ? { retryAttempt: retry } : {}),
+      });
+      return { status: acked ? 200 : 503 };
+    }
+    const how = retry ? { retryNum: retry, retryReason: "http_timeout" } : {};
+    const isObject = typeof payload === "object" && payload !== null && !Array.isArray(payload);
+    const { status } = isObject
+      ? await fake.deliver(payload as Record<string, unknown>, how)
+      : await fake.deliverRaw(JSON.stringify(payload) ?? "null", how);
+    return { status };
+  };
+  const dmFrom = (who: { user: string; channel: string }, text: string) =>
+    fake.envelope(messageEvent(fake.userMessage(who.channel, who.user, text)));
   return {
     channel: "slack",
     textLimit: 4000,
@@ -80,23 +106,26 @@ export function slackHarness(
     ids: { ...SLACK_IDS },
     fake: () => fake,
     adapter: () => adapter,
-    logger,
-    async start() {
-      fake = await startFakeSlack();
-      if (options.port) fake.eventsUrl = `http://127.0.0.1:${options.port}/slack/events`;
-      threadRoot = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "a thread to talk in");
+    get logger() {
+      return logger;
+    },
+    async start(startOptions = {}) {
+      if (startOptions.logger) logger = startOptions.logger;
+      apiPort = await freePort();
+      gatewayPort = options.mode === "http" ? await freePort() : 0;
+      if (!startOptions.unreachable) await platformUp();
       adapter = new SlackAdapter({
-        botToken: fake.botToken,
+        ...TOKENS,
         mode: options.mode,
-        signingSecret: fake.signingSecret,
-        appToken: fake.appToken,
-        apiUrl: fake.apiUrl,
+        apiUrl: `http://127.0.0.1:${apiPort}/api/`,
         state: memoryState(),
         logger,
         ...options.adapter,
       });
       return adapter;
     },
+    platformUp,
+    hubConfig: () => (gatewayPort ? { gateway: { port: gatewayPort } } : {}),
     stop: async () => fake?.close(),
     async direct(text) {
       const envelope = fake.envelope(
@@ -136,5 +165,27 @@ export function slackHarness(
       fake.failNext("chat.postMessage", { status: 429, retryAfter: seconds });
     },
     outbound: (chatId) => fake.posted(chatId).map(outboundOf),
+    raw: {
+      valid: (text) => dmFrom(STRANGER, text),
+      allowed: (text) => dmFrom({ user: SLACK_IDS.user, channel: SLACK_IDS.directChat }, text),
+      poison: () => [
+        fake.envelope({
+          type: "message",
+          channel: SLACK_IDS.directChat,
+          user: SLACK_IDS.user,
+          ts: "not a ts",
+        }),
+        fake.envelope({
+          type: "message",
+          channel: null,
+          user: SLACK_IDS.user,
+          text: "no channel",
+          ts: "1.000001",
+        }),
+        { type: "event_callback", event: "a string, not an event" },
+        { type: "event_callback" },
+      ],
+      deliver: (payload) => deliver(payload),
+    },
   };
 }

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHub, type TestHub } from "../../../test/support/hub.js";
 import { waitFor } from "../../../test/support/redis.js";
 import type { SlackAdapter } from "../src/index.js";
-import { appMentionEvent, freePort, messageEvent, SLACK_IDS, slackHarness } from "./harness.js";
+import { appMentionEvent, messageEvent, SLACK_IDS, slackHarness } from "./harness.js";
 
 // The whole hub with the Slack plugin's adapter: events POSTed to the hub's own server, signed like Slack's.
 describe("slack through the hub", () => {
@@ -17,15 +17,14 @@ describe("slack through the hub", () => {
     model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes(text)).length;
 
   beforeAll(async () => {
-    const port = await freePort();
     model = await startFakeOpenAI();
-    harness = slackHarness({ mode: "http", port, adapter: { uncertainSettleMs: 2500, workingIdleMs: 6000 } });
+    harness = slackHarness({ mode: "http", adapter: { uncertainSettleMs: 2500, workingIdleMs: 6000 } });
     const built = await harness.start();
     fake = harness.fake();
     adapter = harness.adapter();
     hub = await startTestHub(
       {
-        gateway: { port },
+        ...harness.hubConfig?.(),
         agent: { model: "fake/m" },
         models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
         delivery: { sendTimeoutMs: 1000 },

@@ -27,16 +27,21 @@ export async function startHttpServer(
     if (!res.headersSent) res.writeHead(500);
     res.end();
   },
+  /** A fixed port (a platform coming back at the address the adapter knows); default a free one. */
+  port = 0,
 ): Promise<FakeHttpServer> {
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => onError(res, error));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
   let closed: Promise<void> | undefined;
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: `http://127.0.0.1:${bound}`,
+    port: bound,
     close: () => {
       closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

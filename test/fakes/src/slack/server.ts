@@ -19,6 +19,8 @@ export interface FakeSlackOptions {
   botUserId?: string;
   botId?: string;
   teamId?: string;
+  /** A fixed port for the Web API (Slack coming back at the address the adapter knows); default a free one. */
+  port?: number;
 }
 
 /** One Web API call the fake received, in arrival order. */
@@ -310,20 +312,24 @@ export async function startFakeSlack(options: FakeSlackOptions = {}): Promise<Fa
     return answer;
   }
 
-  const http = await startHttpServer(async (req, res: ServerResponse) => {
-    const match = /^\/api\/([\w.]+)$/.exec(new URL(req.url ?? "/", "http://fake").pathname);
-    if (req.method !== "POST" || !match) {
-      res.writeHead(404).end();
-      return;
-    }
-    const call = { settled: undefined as SlackCall | undefined };
-    const answer = await answerCall(match[1] ?? "", req, call);
-    if (!res.destroyed && !res.writableEnded) {
-      res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
-      res.end(JSON.stringify(answer.body));
-    }
-    if (call.settled) api.settle(call.settled);
-  });
+  const http = await startHttpServer(
+    async (req, res: ServerResponse) => {
+      const match = /^\/api\/([\w.]+)$/.exec(new URL(req.url ?? "/", "http://fake").pathname);
+      if (req.method !== "POST" || !match) {
+        res.writeHead(404).end();
+        return;
+      }
+      const call = { settled: undefined as SlackCall | undefined };
+      const answer = await answerCall(match[1] ?? "", req, call);
+      if (!res.destroyed && !res.writableEnded) {
+        res.writeHead(answer.status, { "content-type": "application/json", ...answer.headers });
+        res.end(JSON.stringify(answer.body));
+      }
+      if (call.settled) api.settle(call.settled);
+    },
+    undefined,
+    options.port ?? 0,
+  );
   // Socket Mode: apps.connections.open hands out a URL on this WebSocket server (like wss://wss-primary.slack.com/link/).
   const wss = new WebSocketServer({ host: "127.0.0.1", port: 0 });
   await new Promise<void>((resolve) => wss.once("listening", () => resolve()));
