@@ -1,8 +1,7 @@
-import { answerDirectly, type ChatEventPublisher } from "@hub/agent";
+import { answerDirectly, type ChatEventPublisher, type RunControl } from "@hub/agent";
 import { type HubConfig, type HubLogger, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
 import type { ParsedCommand } from "@hub/dispatch";
 import type { ApprovalStore, RunRecords, SessionActivity, SessionStore } from "@hub/sessions";
-import type { RunControl } from "./agent-role.js";
 
 /** What the session commands act on. */
 export interface CommandDeps {

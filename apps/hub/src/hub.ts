@@ -8,8 +8,11 @@ import {
   httpFetchTool,
   type MemoryTrust,
   memoryTools,
+  RunControl,
+  recoverInterruptedRuns,
   sendMessageTool,
   sessionStatusTool,
+  startAgentRole,
   TOOL_PROFILES,
 } from "@hub/agent";
 import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
@@ -28,7 +31,7 @@ import {
 } from "@hub/sessions";
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
-import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
+
 import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
