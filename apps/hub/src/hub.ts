@@ -3,6 +3,7 @@ import { join } from "node:path";
 import {
   AgentRunner,
   assembleTools,
+  createCommandHandler,
   currentTimeTool,
   groupMemoryDefault,
   httpFetchTool,
@@ -11,6 +12,7 @@ import {
   RunControl,
   recoverInterruptedRuns,
   sendMessageTool,
+  sessionStatus,
   sessionStatusTool,
   startAgentRole,
   TOOL_PROFILES,
@@ -32,7 +34,6 @@ import {
 import { webRoot } from "@hub/web";
 import { buildChannelAdapters } from "./adapters.js";
 
-import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { instanceIdOf } from "./state.js";

@@ -10,6 +10,7 @@ export * from "./providers/offline.js";
 export * from "./providers/openai.js";
 export * from "./recovery.js";
 export * from "./runner.js";
+export * from "./session-commands.js";
 export * from "./tool-policy.js";
 export * from "./tools.js";
 export * from "./turn.js";
