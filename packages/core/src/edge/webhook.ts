@@ -82,7 +82,10 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
           return answer(res, 413, req);
         }
         // The caller went away mid-body: nothing was handled, nothing to retry on our side.
-        log.warn({ path: options.path, err: describeError(error) }, "webhook body could not be read; dropped");
+        log.warn(
+          { path: options.path, err: describeError(error) },
+          "webhook body could not be read; dropped",
+        );
         return answer(res, 400, req);
       }
       const request = { req, rawBody };
