@@ -19,7 +19,7 @@ describe("slack through the hub", () => {
   beforeAll(async () => {
     model = await startFakeOpenAI();
     harness = slackHarness({ mode: "http", adapter: { uncertainSettleMs: 2500, workingIdleMs: 6000 } });
-    const built = await harness.start();
+    await harness.start();
     fake = harness.fake();
     adapter = harness.adapter();
     hub = await startTestHub(
@@ -40,7 +40,7 @@ describe("slack through the hub", () => {
         },
       },
       "slack-hub",
-      [built],
+      [adapter],
     );
   }, 30_000);
   afterAll(async () => {
