@@ -1,4 +1,4 @@
-import type { HubLogger, ReplyTarget } from "@hub/core";
+import { describeError, type HubLogger, type ReplyTarget } from "@hub/core";
 import type { WebClient } from "@slack/web-api";
 
 /** The reaction put on the user's message while a run works on it. */
@@ -69,7 +69,10 @@ export class WorkingIndicator {
         return "status";
       } catch (error) {
         this.#statusUnavailable = true;
-        this.#o.logger.info({ err: describe(error) }, "slack assistant status unavailable; using a reaction");
+        this.#o.logger.info(
+          { err: describeError(error) },
+          "slack assistant status unavailable; using a reaction",
+        );
       }
     }
     if (!target.replyToMessageId) return undefined;
@@ -81,7 +84,7 @@ export class WorkingIndicator {
       });
     } catch (error) {
       // Someone already reacted the same way: it shows the same thing, and is not ours to remove.
-      if (describe(error).includes("already_reacted")) return undefined;
+      if (describeError(error).includes("already_reacted")) return undefined;
       throw error;
     }
     return "reaction";
@@ -104,7 +107,7 @@ export class WorkingIndicator {
         });
       }
     } catch (error) {
-      this.#o.logger.debug({ err: describe(error) }, "slack working indicator could not be removed");
+      this.#o.logger.debug({ err: describeError(error) }, "slack working indicator could not be removed");
     }
   }
 
@@ -115,12 +118,4 @@ export class WorkingIndicator {
     for (const a of all) clearTimeout(a.timer);
     await Promise.all(all.map((a) => this.#clear(a.target, a.kind)));
   }
-}
-
-function describe(error: unknown): string {
-  if (error && typeof error === "object" && "data" in error) {
-    const data = (error as { data?: { error?: unknown } }).data;
-    if (data?.error) return String(data.error);
-  }
-  return error instanceof Error ? error.message : String(error);
 }
