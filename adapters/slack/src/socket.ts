@@ -1,6 +1,7 @@
-import { describeError, type HubLogger, type InboundResult } from "@hub/core";
+import { Backoff, describeError, type HubLogger, type InboundResult } from "@hub/core";
 import type { Logger } from "@slack/bolt";
 import { SocketModeClient } from "@slack/socket-mode";
+import type { AppsConnectionsOpenResponse } from "@slack/web-api";
 import type { SlackEnvelope } from "./events-http.js";
 
 /** What the Socket Mode connection needs. */
@@ -28,6 +29,44 @@ const isObject = (v: unknown): v is Record<string, unknown> =>
  */
 class GuardedSocketModeClient extends SocketModeClient {
   onUnreadable: (reason: string) => void = () => {};
+  onReconnectFailed: (reason: string, retryInMs: number) => void = () => {};
+  #connectedOnce = false;
+  #stopped = false;
+  #retry: NodeJS.Timeout | undefined;
+  readonly #backoff = new Backoff(1000, 60_000);
+
+  /**
+   * The library reconnects by calling `start()` without catching its failure: a network error from
+   * `apps.connections.open` (Slack unreachable right then) would be an unhandled rejection, which
+   * ends the process, and the library would not try again. A reconnect that fails is caught here
+   * and tried again with capped backoff until Slack answers or the connection is stopped.
+   */
+  override async start(): Promise<AppsConnectionsOpenResponse> {
+    if (!this.#connectedOnce) {
+      const first = await super.start();
+      this.#connectedOnce = true;
+      return first;
+    }
+    try {
+      const again = await super.start();
+      this.#backoff.reset();
+      return again;
+    } catch (error) {
+      if (!this.#stopped) {
+        const wait = this.#backoff.next();
+        this.onReconnectFailed(describeError(error), wait);
+        this.#retry = setTimeout(() => void this.start(), wait);
+      }
+      // The library chains nothing useful on this promise; the retry above carries on.
+      return new Promise<AppsConnectionsOpenResponse>(() => {});
+    }
+  }
+
+  override async disconnect(): Promise<void> {
+    this.#stopped = true;
+    clearTimeout(this.#retry);
+    await super.disconnect();
+  }
 
   protected override async onWebSocketMessage(data: string | ArrayBuffer, isBinary: boolean): Promise<void> {
     let frame: unknown;
@@ -74,6 +113,10 @@ export class SocketConnection {
     });
     this.#client.onUnreadable = (reason) =>
       options.logger.warn({ reason }, "slack socket frame unreadable; dropped");
+    this.#client.onReconnectFailed = (reason, retryInMs) => {
+      options.logger.warn({ reason, retryInMs }, "slack socket could not reconnect; trying again");
+      options.onState("reconnecting", reason);
+    };
     this.#client.on("connecting", () => options.onState("connecting"));
     this.#client.on("connected", () => options.onState("connected"));
     this.#client.on("reconnecting", () => options.onState("reconnecting"));

@@ -14,7 +14,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/support/redis.js";
 import { SlackAdapter, type SlackAdapterOptions } from "../src/index.js";
 import { SEGMENT_EVENT_TYPE } from "../src/poster.js";
-import { appMentionEvent, memoryState, messageEvent, SLACK_IDS } from "./harness.js";
+import { appMentionEvent, freePort, memoryState, messageEvent, SLACK_IDS } from "./harness.js";
 
 const cleanups: Array<() => Promise<void>> = [];
 afterEach(async () => {
@@ -356,6 +356,42 @@ describe("slack socket mode reconnects", () => {
     expect(await fake.deliverSocket(dm(fake, "after the refresh"))).toBe(true);
     expect(received.map((f) => f.body)).toEqual(["after the refresh"]);
   }, 20_000);
+});
+
+describe("slack socket mode with Slack unreachable", () => {
+  it("keeps trying when a reconnect finds Slack down (no crash), and connects once Slack is back", async () => {
+    const port = await freePort();
+    let fake = await startFakeSlack({ port });
+    const received: string[] = [];
+    const adapter = new SlackAdapter({
+      botToken: fake.botToken,
+      appToken: fake.appToken,
+      mode: "socket",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger: createLogger({ level: "silent" }),
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async (fields) => {
+      received.push(fields.body);
+      return { kind: "accepted" };
+    });
+    // Slack goes away: the socket drops and apps.connections.open is refused when the client reconnects.
+    await fake.close();
+    await waitFor(
+      () => /fetch failed|ECONNREFUSED|request/i.test(adapter.status().reason ?? ""),
+      "a failed reconnect",
+      20_000,
+    );
+    expect(adapter.status().state).toBe("reconnecting");
+    fake = await startFakeSlack({ port });
+    await waitFor(() => fake.socketConnected, "the connection once Slack is back", 20_000);
+    expect(await fake.deliverSocket(dm(fake, "back again"))).toBe(true);
+    expect(received).toEqual(["back again"]);
+  }, 60_000);
 });
 
 describe("slack start", () => {
