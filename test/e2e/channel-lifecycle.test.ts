@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { redisStateStore } from "@hub/app";
 import { createLogger } from "@hub/core";
 import { privateText, startFakeOpenAI, startFakeTelegram } from "@hub/fakes";
 import { telegramPlugin } from "@hub/telegram";
 import { afterEach, describe, expect, it } from "vitest";
-import { redisStateStore } from "../../apps/hub/src/adapters.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub } from "../support/hub.js";
 import { freePort, startHubProcess } from "../support/hub-process.js";
