@@ -31,7 +31,7 @@ export interface HubBase {
   events: ChatEventBus;
   epoch: RedisEpoch;
   /** Mailbox options shared by the session lane and delivery (instance id for fast restarts, test tuning). */
-  mailbox: { instanceId: string; leaseMs?: number; sweepIntervalMs?: number; graceMs?: number };
+  mailbox: { instanceId: string; sweepIntervalMs: number | undefined; graceMs: number | undefined };
   /** Shutdown, in this order: intake, then workers and then the rest (each last registered first). */
   shutdown: {
     intake: Array<() => Promise<void>>;
@@ -53,9 +53,8 @@ export async function connectBase(
   await epoch.start();
   const mailbox = {
     instanceId: instanceIdOf(options.stateDir),
-    ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
-    ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
-    ...(tuning.graceMs ? { graceMs: tuning.graceMs } : {}),
+    sweepIntervalMs: tuning.sweepIntervalMs,
+    graceMs: tuning.graceMs,
   };
   return {
     config,

@@ -38,7 +38,7 @@ export function buildSessionStage(base: HubBase): SessionStage {
     redisUrl: config.redis.url,
     prefix,
     logger: base.logger.child({ component: "lane" }),
-    leaseMs: config.agent.laneLeaseMs,
+    leaseMs: base.tuning.leaseMs ?? config.agent.laneLeaseMs,
     ...base.mailbox,
     onFailed: async (request) => {
       const error = "the run could not be executed (its runner failed repeatedly); see the hub's log";

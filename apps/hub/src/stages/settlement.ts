@@ -16,7 +16,7 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
     maxAttempts: config.delivery.maxAttempts,
     sendTimeoutMs: config.delivery.sendTimeoutMs,
-    leaseMs: config.delivery.leaseMs,
+    leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
     ...base.mailbox,
   });
   base.shutdown.rest.push(() => replies.close());
