@@ -1,0 +1,436 @@
+import {
+  type AdapterStateStore,
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  type ChannelStatus,
+  HubError,
+  type HubLogger,
+  type InboundHandler,
+  type OutboundSegment,
+  PermanentSendError,
+  RateLimitedError,
+  type ReplyTarget,
+  type SendResult,
+} from "@hub/core";
+import {
+  Client,
+  DiscordAPIError,
+  Events,
+  GatewayIntentBits,
+  Partials,
+  type RateLimitData,
+  RateLimitError,
+  Routes,
+} from "discord.js";
+import type { DiscordGuild } from "./config.js";
+import { GatewayStatus } from "./gateway-status.js";
+import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
+import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
+import {
+  type CommandInteraction,
+  CommandInteractionSchema,
+  interactionFields,
+  SLASH_COMMANDS,
+} from "./slash-commands.js";
+
+/** Options of the Discord adapter (from `channels.discord` plus wiring). */
+export interface DiscordAdapterOptions {
+  token: string;
+  /** Discord's REST API root (`https://discord.com/api`); the gateway URL comes from its `/gateway/bot`. */
+  restApi?: string;
+  accountId?: string;
+  guilds?: Record<string, DiscordGuild>;
+  textLimit?: number;
+  maxLinesPerMessage?: number;
+  slashCommands?: boolean;
+  /** Durable state shared by the hub's processes (interaction tokens for the delivery role). */
+  state: AdapterStateStore;
+  logger: HubLogger;
+  /** First wait before retrying a message the hub could not accept (doubles, up to 30 s). */
+  inboundRetryMs?: number;
+}
+
+/** How long an interaction token can be used to answer (Discord: 15 minutes). */
+const INTERACTION_TTL_MS = 15 * 60 * 1000;
+const INBOUND_ATTEMPTS = 8;
+
+/**
+ * Discord through discord.js 14: the gateway (guild messages, DMs, threads,
+ * slash commands) in, REST sends out. Every send carries a nonce derived from
+ * the segment with `enforce_nonce`, so a resend never posts twice; mentions
+ * never ping; 429s become `RateLimitedError` so the reply target waits.
+ */
+export class DiscordAdapter implements ChannelAdapter {
+  readonly channel = "discord";
+  readonly capabilities: ChannelCapabilities;
+  readonly accountId: string;
+  readonly #o: DiscordAdapterOptions;
+  readonly #log: HubLogger;
+  readonly #status: GatewayStatus;
+  readonly #client: Client;
+  readonly #chains = new Map<string, Promise<void>>();
+  readonly #interactions = new Map<string, { token: string; appId: string; at: number }>();
+  #onInbound: InboundHandler | undefined;
+  #stopped = false;
+
+  constructor(options: DiscordAdapterOptions) {
+    this.#o = options;
+    this.accountId = options.accountId ?? "default";
+    this.#log = options.logger.child({ channel: "discord", accountId: this.accountId });
+    this.#status = new GatewayStatus(this.#log);
+    const textLimit = Math.min(options.textLimit ?? 2000, 2000);
+    this.capabilities = {
+      textLimit,
+      markdown: "discord",
+      threads: true,
+      typing: true,
+      edit: false,
+      // A channel takes about 5 messages per 5 s.
+      minSendIntervalMs: 1000,
+      streamMinChars: 1200,
+      maxSendsPerSecond: 40,
+      measure: measureWithLines(textLimit, options.maxLinesPerMessage ?? 17),
+    };
+    this.#client = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.MessageContent,
+        GatewayIntentBits.DirectMessages,
+      ],
+      // DM channels are not cached before their first message; without this DMs are never seen.
+      partials: [Partials.Channel],
+      rest: {
+        api: options.restApi ?? "https://discord.com/api",
+        // The hub's delivery retries (with the same nonce); discord.js retrying too would hide failures.
+        retries: 0,
+        // A 429 on a send goes back to the hub, which holds the whole reply target (order kept).
+        rejectOnRateLimit: (data: RateLimitData) => /^\/(channels|webhooks|interactions)\//.test(data.route),
+      },
+      allowedMentions: { parse: [], repliedUser: false },
+      enforceNonce: true,
+      failIfNotExists: false,
+    });
+    this.#wire();
+  }
+
+  /** The discord.js client (for tests and advanced wiring). */
+  get client(): Client {
+    return this.#client;
+  }
+
+  status(): ChannelStatus {
+    return this.#status.current;
+  }
+
+  #wire(): void {
+    const c = this.#client;
+    c.on(Events.ShardReady, () => this.#status.ready());
+    c.on(Events.ShardResume, (_id, replayed) => {
+      this.#log.info({ replayed }, "discord gateway resumed");
+      this.#status.ready();
+    });
+    c.on(Events.ShardReconnecting, () => {
+      if (!this.#stopped) this.#status.reconnecting();
+    });
+    c.on(Events.ShardDisconnect, (event) => this.#status.disconnected(event.code));
+    c.on(Events.ShardError, (error) => this.#log.warn({ err: error.message }, "discord gateway error"));
+    c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
+    c.on(Events.Debug, (message) => {
+      this.#status.debug(message);
+      const close = /closed with an unexpected code (\d+)|Code: (\d+)/.exec(message);
+      if (close) this.#status.closed(Number(close[1] ?? close[2]));
+    });
+    c.on(Events.ClientReady, () => void this.#registerCommands());
+    c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
+      try {
+        if (packet.t === "MESSAGE_CREATE") this.#message(packet.d);
+        else if (packet.t === "INTERACTION_CREATE") this.#interaction(packet.d);
+      } catch (error) {
+        this.#log.error({ err: describe(error) }, "discord event handling failed; event dropped");
+      }
+    });
+  }
+
+  async start(onInbound: InboundHandler): Promise<void> {
+    this.#onInbound = onInbound;
+    this.#stopped = false;
+    this.#status.connecting();
+    try {
+      await this.#client.login(this.#o.token);
+    } catch (error) {
+      const invalid =
+        error instanceof Error && /token/i.test(error.message) && /invalid/i.test(error.message);
+      const reason = invalid
+        ? "Discord refused the bot token; set a valid channels.discord.token or DISCORD_BOT_TOKEN (Developer Portal > Bot > Reset Token)."
+        : `Could not connect to Discord (${describe(error)}); check channels.discord.restApi and the network.`;
+      this.#status.failed(reason);
+      await this.#client.destroy().catch(() => {});
+      throw new HubError("discord_start_failed", reason, { cause: error });
+    }
+    this.#log.info({ bot: this.#client.user?.username }, "discord connected");
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    await this.#client.destroy();
+    await Promise.allSettled([...this.#chains.values()]);
+    this.#status.stopped();
+  }
+
+  async #registerCommands(): Promise<void> {
+    if (this.#o.slashCommands === false) return;
+    const appId = this.#client.application?.id;
+    if (!appId) return;
+    const guildIds = Object.keys(this.#o.guilds ?? {}).filter((g) => g !== "*");
+    const routes =
+      guildIds.length > 0
+        ? guildIds.map((g) => Routes.applicationGuildCommands(appId, g))
+        : [Routes.applicationCommands(appId)];
+    for (const route of routes) {
+      try {
+        await this.#client.rest.put(route, { body: SLASH_COMMANDS });
+      } catch (error) {
+        this.#log.warn({ err: describe(error), route }, "discord slash commands not registered");
+      }
+    }
+  }
+
+  /** Runs inbound work in order per Discord channel, never blocking the gateway's event loop. */
+  #enqueue(key: string, work: () => Promise<void>): void {
+    const previous = this.#chains.get(key) ?? Promise.resolve();
+    const next = previous.then(work).catch((error: unknown) => {
+      this.#log.error({ err: describe(error) }, "discord inbound handling failed");
+    });
+    this.#chains.set(key, next);
+    void next.finally(() => {
+      if (this.#chains.get(key) === next) this.#chains.delete(key);
+    });
+  }
+
+  #message(raw: unknown): void {
+    const parsed = DiscordMessageSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.#log.warn(
+        { issues: parsed.error.issues.length },
+        "dropping a Discord message that does not look like one",
+      );
+      return;
+    }
+    const msg = parsed.data;
+    this.#enqueue(msg.channel_id, async () => {
+      const me = this.#identity(msg.guild_id);
+      if (!me) return;
+      const context = await this.#channelContext(msg.channel_id, msg.guild_id);
+      const result = normalizeMessage(msg, me, {
+        accountId: this.accountId,
+        guilds: this.#o.guilds ?? {},
+        parentId: context.parentId,
+        title: context.title,
+      });
+      if ("skip" in result) {
+        this.#log.debug({ messageId: msg.id, reason: result.skip }, "discord message not for us");
+        return;
+      }
+      await this.#deliverInbound(result.fields, msg.id);
+    });
+  }
+
+  /** Hands a message to the hub; a transient failure is retried here (the gateway never redelivers). */
+  async #deliverInbound(fields: Parameters<InboundHandler>[0], id: string): Promise<void> {
+    let wait = this.#o.inboundRetryMs ?? 500;
+    for (let attempt = 1; ; attempt++) {
+      const onInbound = this.#onInbound;
+      if (!onInbound || this.#stopped) return;
+      try {
+        await onInbound(fields);
+        return;
+      } catch (error) {
+        if (error instanceof HubError && error.code.startsWith("inbound_")) {
+          this.#log.warn({ messageId: id, err: error.message }, "discord message rejected");
+          throw error;
+        }
+        if (attempt >= INBOUND_ATTEMPTS) {
+          this.#log.error(
+            { messageId: id, err: describe(error) },
+            "discord message could not be accepted; dropped",
+          );
+          throw error;
+        }
+        this.#log.warn(
+          { messageId: id, err: describe(error), waitMs: wait },
+          "discord message not accepted yet; retrying",
+        );
+        await new Promise((r) => setTimeout(r, wait));
+        wait = Math.min(wait * 2, 30_000);
+      }
+    }
+  }
+
+  #identity(guildId: string | undefined): DiscordBotIdentity | undefined {
+    const user = this.#client.user;
+    if (!user) return undefined;
+    const guild = guildId ? this.#client.guilds.cache.get(guildId) : undefined;
+    const roleIds = new Set<string>(guild?.members.me?.roles.cache.keys() ?? []);
+    for (const role of guild?.roles.cache.values() ?? [])
+      if (role.tags?.botId === user.id) roleIds.add(role.id);
+    if (guildId) roleIds.delete(guildId); // @everyone is not a mention of the bot
+    return { id: user.id, username: user.username, roleIds };
+  }
+
+  /** A thread's parent channel and a readable title, from discord.js's cache (fetched when missing). */
+  async #channelContext(
+    channelId: string,
+    guildId: string | undefined,
+  ): Promise<{ parentId?: string | undefined; title?: string | undefined }> {
+    if (!guildId) return {};
+    let channel = this.#client.channels.cache.get(channelId);
+    if (!channel || channel.partial) {
+      channel = (await this.#client.channels.fetch(channelId).catch(() => null)) ?? undefined;
+    }
+    if (!channel || !("guild" in channel)) return {};
+    const parent = channel.isThread() ? (channel.parent ?? undefined) : undefined;
+    const named = parent ?? channel;
+    return {
+      parentId: channel.isThread() ? (channel.parentId ?? undefined) : undefined,
+      title: "name" in named ? `${channel.guild.name} #${named.name}` : undefined,
+    };
+  }
+
+  #interaction(raw: unknown): void {
+    const parsed = CommandInteractionSchema.safeParse(raw);
+    if (!parsed.success) return; // Components, autocomplete and pings are not ours.
+    const i = parsed.data;
+    // Deferred at once, outside any queue: Discord drops an interaction not answered within 3 s.
+    void this.#answerInteraction(i);
+  }
+
+  async #answerInteraction(i: CommandInteraction): Promise<void> {
+    try {
+      await this.#client.rest.post(Routes.interactionCallback(i.id, i.token), {
+        body: { type: 5 },
+        auth: false,
+      });
+    } catch (error) {
+      this.#log.warn(
+        { interactionId: i.id, err: describe(error) },
+        "discord slash command could not be deferred",
+      );
+      return;
+    }
+    const record = { token: i.token, appId: i.application_id, at: Date.now() };
+    this.#interactions.set(i.id, record);
+    await this.#o.state.set(this.#interactionKey(i.id), JSON.stringify(record)).catch(() => {});
+    const cached = this.#client.channels.cache.get(i.channel_id);
+    const parentId =
+      i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
+    const fields = interactionFields(i, this.accountId, parentId);
+    if (!fields) return;
+    this.#enqueue(`interaction:${i.id}`, async () => {
+      try {
+        await this.#deliverInbound(fields, i.id);
+      } catch (error) {
+        const text =
+          error instanceof HubError ? error.message : "The hub could not take this command; try again.";
+        await this.#editOriginal(record, text).catch(() => {});
+      }
+    });
+  }
+
+  #interactionKey(id: string): string {
+    return `discord:${this.accountId}:interaction:${id}`;
+  }
+
+  async #interactionRecord(id: string): Promise<{ token: string; appId: string; at: number } | undefined> {
+    const known = this.#interactions.get(id);
+    const record = known ?? JSON.parse((await this.#o.state.get(this.#interactionKey(id))) ?? "null");
+    if (!record || Date.now() - record.at > INTERACTION_TTL_MS - 30_000) return undefined;
+    return record;
+  }
+
+  async #editOriginal(record: { token: string; appId: string }, content: string, signal?: AbortSignal) {
+    return (await this.#client.rest.patch(Routes.webhookMessage(record.appId, record.token, "@original"), {
+      body: { content, allowed_mentions: { parse: [] } },
+      auth: false,
+      ...(signal ? { signal } : {}),
+    })) as { id?: string };
+  }
+
+  async send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SendResult> {
+    try {
+      const replyTo = target.replyToMessageId;
+      if (replyTo?.startsWith(INTERACTION_PREFIX)) {
+        const answered = await this.#sendToInteraction(
+          segment,
+          replyTo.slice(INTERACTION_PREFIX.length),
+          options.signal,
+        );
+        if (answered) return answered;
+      }
+      const plain = replyTo?.startsWith(INTERACTION_PREFIX)
+        ? { ...target, replyToMessageId: undefined }
+        : target;
+      const message = (await this.#client.rest.post(Routes.channelMessages(channelOf(target)), {
+        body: messageBody(segment, plain),
+        ...(options.signal ? { signal: options.signal } : {}),
+      })) as { id?: string };
+      return message.id ? { messageId: message.id } : {};
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Answers a slash command: the first segment edits the deferred reply, later ones follow up. */
+  async #sendToInteraction(
+    segment: OutboundSegment,
+    id: string,
+    signal?: AbortSignal,
+  ): Promise<SendResult | undefined> {
+    const record = await this.#interactionRecord(id);
+    if (!record) return undefined; // Expired: post in the channel instead.
+    if (segment.index === 0) {
+      const edited = await this.#editOriginal(record, segment.text, signal);
+      return edited.id ? { messageId: edited.id } : {};
+    }
+    const sent = (await this.#client.rest.post(Routes.webhook(record.appId, record.token), {
+      body: { content: segment.text, allowed_mentions: { parse: [] } },
+      auth: false,
+      ...(signal ? { signal } : {}),
+    })) as { id?: string };
+    return sent.id ? { messageId: sent.id } : {};
+  }
+
+  #classify(error: unknown): unknown {
+    if (error instanceof RateLimitError) {
+      return new RateLimitedError(
+        Math.max(error.retryAfter, error.timeToReset, 1),
+        `Discord rate limit on ${error.route}${error.global ? " (global)" : ""}`,
+      );
+    }
+    if (error instanceof DiscordAPIError) {
+      if (error.status === 429) return new RateLimitedError(1000);
+      if (error.status === 400 || error.status === 403 || error.status === 404 || error.status === 401) {
+        return new PermanentSendError(
+          `Discord refused the message: ${error.status} ${error.message} (code ${error.code})`,
+          {
+            cause: error,
+          },
+        );
+      }
+    }
+    return error;
+  }
+
+  async sendTyping(target: ReplyTarget): Promise<void> {
+    await this.#client.rest.post(Routes.channelTyping(channelOf(target)));
+  }
+}
+
+function describe(error: unknown): string {
+  if (error instanceof DiscordAPIError) return `${error.status} ${error.message} (code ${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}
