@@ -9,6 +9,7 @@ import {
   parseConfig,
 } from "@hub/core";
 import { type HubTuning, type RunningHub, startHub } from "../../apps/hub/src/hub.js";
+import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import {
   FakeChatAdapter,
   type FakeChatPlatform,
@@ -47,6 +48,8 @@ export async function startTestHub(
       agent: { offlineTokenDelayMs: 0, ...config.agent },
     },
     "test config",
+    {},
+    channelPlugins,
   );
   const token = "test-token-0123456789abcdef";
   const hub = await startHub(parsed, {

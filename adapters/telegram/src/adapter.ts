@@ -73,7 +73,8 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly #o: TelegramAdapterOptions;
   readonly #bot: Bot;
   readonly #log: HubLogger;
-  readonly #accountId: string;
+  /** The account this adapter serves (`default` for the single-account shorthand). */
+  readonly accountId: string;
   #identity: BotIdentity | undefined;
   #onInbound: InboundHandler | undefined;
   #polling: Promise<void> | undefined;
@@ -81,8 +82,8 @@ export class TelegramAdapter implements ChannelAdapter {
 
   constructor(options: TelegramAdapterOptions) {
     this.#o = options;
-    this.#accountId = options.accountId ?? "default";
-    this.#log = options.logger.child({ channel: "telegram", accountId: this.#accountId });
+    this.accountId = options.accountId ?? "default";
+    this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
     this.#bot = new Bot(options.botToken, {
       client: { apiRoot: options.apiRoot ?? "https://api.telegram.org" },
     });
@@ -165,7 +166,7 @@ export class TelegramAdapter implements ChannelAdapter {
       return;
     }
     const result = normalizeMessage(msg.data, kind, identity, {
-      accountId: this.#accountId,
+      accountId: this.accountId,
       channelPosts: this.#o.channelPosts ?? false,
       editedMessages: this.#o.editedMessages ?? "ignore",
     });
@@ -186,7 +187,7 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async #poll(): Promise<void> {
-    const key = `telegram:${this.#accountId}:offset`;
+    const key = `telegram:${this.accountId}:offset`;
     const stored = await this.#o.state.get(key);
     let offset = stored ? Number(stored) : undefined;
     let backoff = 500;

@@ -1,3 +1,5 @@
 export * from "./adapter.js";
+export * from "./config.js";
 export * from "./normalize.js";
+export * from "./plugin.js";
 export * from "./render.js";

@@ -1,4 +1,4 @@
-import { describeAdapterConformance } from "../../../test/conformance/adapter-conformance.js";
+import { describeAdapterConformance } from "@hub/conformance";
 import { telegramHarness } from "./harness.js";
 
 describeAdapterConformance("telegram", () => telegramHarness());

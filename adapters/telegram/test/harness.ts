@@ -1,5 +1,5 @@
+import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
-import type { ConformanceHarness, OutboundMessage } from "../../../test/conformance/adapter-conformance.js";
 import {
   type FakeTelegram,
   groupText,
@@ -8,7 +8,7 @@ import {
   startFakeTelegram,
   type TextMessageUpdate,
   telegramErrors,
-} from "../../../test/fakes/src/index.js";
+} from "@hub/fakes";
 import { TelegramAdapter, type TelegramAdapterOptions } from "../src/index.js";
 
 /** An in-memory adapter state store (tests); the hub uses Redis. */

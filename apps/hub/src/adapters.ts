@@ -1,6 +1,12 @@
-import type { AdapterStateStore, ChannelAdapter, HubConfig, HubLogger } from "@hub/core";
-import { HubError } from "@hub/core";
-import { TelegramAdapter } from "@hub/telegram";
+import {
+  type AdapterStateStore,
+  type ChannelAdapter,
+  type ChannelPlugin,
+  type HubConfig,
+  HubError,
+  type HubLogger,
+  WEBCHAT_CHANNEL,
+} from "@hub/core";
 import type { Redis } from "ioredis";
 
 /** Adapter state in Redis, so any process of the ingress role resumes where another stopped. */
@@ -11,34 +17,36 @@ export function redisStateStore(redis: Redis, prefix: string): AdapterStateStore
   };
 }
 
-/** Builds the configured channel adapters (not started). The web chat is built by the hub itself. */
+/**
+ * Builds one adapter per enabled account of every configured channel (not
+ * started), each by its channel's plugin. The web chat is built by the hub itself.
+ */
 export function buildChannelAdapters(
   config: HubConfig,
-  deps: { redis: Redis; prefix: string; logger: HubLogger },
+  plugins: ReadonlyArray<ChannelPlugin>,
+  deps: { redis: Redis; prefix: string; logger: HubLogger; stateDir: string },
 ): ChannelAdapter[] {
   const adapters: ChannelAdapter[] = [];
-  const telegram = config.channels.telegram;
-  if (telegram?.enabled) {
-    if (!telegram.botToken) {
+  for (const [name, section] of Object.entries(config.channels)) {
+    if (name === WEBCHAT_CHANNEL.name) continue;
+    const plugin = plugins.find((p) => p.name === name);
+    if (!plugin) {
       throw new HubError(
-        "telegram_token_missing",
-        "channels.telegram is configured without a bot token; set channels.telegram.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
+        "channel_unknown",
+        `channels.${name} has no installed plugin (installed: ${plugins.map((p) => p.name).join(", ")}); remove it or install its plugin.`,
       );
     }
-    adapters.push(
-      new TelegramAdapter({
-        botToken: telegram.botToken,
-        apiRoot: telegram.apiRoot,
-        accountId: telegram.accountId,
-        mode: telegram.mode,
-        ...(telegram.webhookUrl ? { webhookUrl: telegram.webhookUrl } : {}),
-        ...(telegram.webhookSecret ? { webhookSecret: telegram.webhookSecret } : {}),
-        channelPosts: telegram.channelPosts,
-        editedMessages: telegram.editedMessages,
-        state: redisStateStore(deps.redis, deps.prefix),
-        logger: deps.logger,
-      }),
-    );
+    for (const [accountId, account] of Object.entries(section.accounts)) {
+      if (!account.enabled) continue;
+      adapters.push(
+        plugin.create(account, {
+          accountId,
+          logger: deps.logger,
+          state: redisStateStore(deps.redis, deps.prefix),
+          stateDir: deps.stateDir,
+        }),
+      );
+    }
   }
   return adapters;
 }

@@ -10,7 +10,14 @@ import {
   sessionStatusTool,
   TOOL_PROFILES,
 } from "@hub/agent";
-import type { ChannelAccess, ChannelAdapter, HubConfig, HubLogger, MsgContext } from "@hub/core";
+import {
+  type ChannelAdapter,
+  type ChannelPlugin,
+  channelAccess,
+  type HubConfig,
+  type HubLogger,
+  type MsgContext,
+} from "@hub/core";
 import { admitToSession, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
@@ -24,11 +31,13 @@ import {
   SessionWriters,
 } from "@hub/sessions";
 import { webRoot } from "@hub/web";
+import { AdapterRegistry } from "./adapter-registry.js";
 import { buildChannelAdapters } from "./adapters.js";
 import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
 import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
+import { channelPlugins } from "./plugins.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -61,8 +70,10 @@ export async function startHub(
     token: string;
     logger: HubLogger;
     tuning?: HubTuning;
-    /** Channel adapters besides the built-in web chat (the app builds them from config). */
+    /** Channel adapters besides the built-in web chat (default: built from config by the installed plugins). */
     adapters?: ChannelAdapter[];
+    /** The installed channel plugins (default: the hub's list in plugins.ts). */
+    plugins?: ReadonlyArray<ChannelPlugin>;
   },
 ): Promise<RunningHub> {
   const { logger, tuning = {} } = options;
@@ -73,9 +84,15 @@ export async function startHub(
   const subscriber = createRedis(url);
   const events = new ChatEventBus(redis, prefix, logger);
   const webchat = new WebChatAdapter(events);
-  const adapters = new Map<string, ChannelAdapter>([[webchat.channel, webchat]]);
-  const channelAdapters = options.adapters ?? buildChannelAdapters(config, { redis, prefix, logger });
-  for (const adapter of channelAdapters) adapters.set(adapter.channel, adapter);
+  const channelAdapters =
+    options.adapters ??
+    buildChannelAdapters(config, options.plugins ?? channelPlugins, {
+      redis,
+      prefix,
+      logger,
+      stateDir: options.stateDir,
+    });
+  const adapters = new AdapterRegistry([webchat, ...channelAdapters]);
   const mailboxTuning = {
     ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
     ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
@@ -85,7 +102,7 @@ export async function startHub(
     redisUrl: url,
     prefix,
     logger: logger.child({ component: "reply" }),
-    capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
+    capabilitiesOf: (channel) => adapters.forChannel(channel)?.capabilities,
     maxAttempts: config.delivery.maxAttempts,
     sendTimeoutMs: config.delivery.sendTimeoutMs,
     ...mailboxTuning,
@@ -120,7 +137,7 @@ export async function startHub(
 
   if (roles.has("delivery"))
     workers.push(
-      replies.startDelivery((channel) => adapters.get(channel), {
+      replies.startDelivery((channel, accountId) => adapters.forAccount(channel, accountId), {
         concurrency: tuning.deliveryConcurrency ?? 50,
       }),
     );
@@ -151,7 +168,7 @@ export async function startHub(
   ];
   const toolsFor = (ctx: MsgContext) => {
     const t = config.agent.tools;
-    const access = (config.channels as Record<string, ChannelAccess | undefined>)[ctx.channel];
+    const access = channelAccess(config.channels, ctx.channel, ctx.accountId);
     const group =
       ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
     const levels = [t, access?.tools ?? {}, group?.tools ?? {}];
@@ -192,8 +209,8 @@ export async function startHub(
       supersede: (runId) => control.stop(runId, "superseded"),
       activity,
       requeue: (request) => lane.enqueue(request),
-      typing: async (target) => adapters.get(target.channel)?.sendTyping(target),
-      capabilitiesOf: (channel) => adapters.get(channel)?.capabilities,
+      typing: async (target) => adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
+      capabilitiesOf: (channel) => adapters.forChannel(channel)?.capabilities,
     });
     const role = await startAgentRole({
       runner,

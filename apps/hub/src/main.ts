@@ -5,6 +5,7 @@ import { createRedis } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import { startHub } from "./hub.js";
 import { approvePairing } from "./pairing.js";
+import { channelPlugins } from "./plugins.js";
 import { ensureRedis } from "./redis-local.js";
 import { ensureStateDir, resolveGatewayToken } from "./state.js";
 
@@ -31,13 +32,13 @@ async function main(): Promise<void> {
   const [cmd = "start", sub] = args.command;
   if (cmd === "help") return void console.log(USAGE);
   if (cmd === "config" && sub === "schema")
-    return void console.log(JSON.stringify(configJsonSchema(), null, 2));
+    return void console.log(JSON.stringify(configJsonSchema(channelPlugins), null, 2));
   if (cmd === "pairing") return pairingCommand(args.command.slice(1), args.config);
   if (cmd !== "start") throw new HubError("usage", `Unknown command "${args.command.join(" ")}".\n${USAGE}`);
 
   const stateDir = resolveStateDir();
   ensureStateDir(stateDir);
-  const { config, path, fromFile } = loadConfig({ path: args.config });
+  const { config, path, fromFile } = loadConfig({ path: args.config, plugins: channelPlugins });
   const logger = createLogger();
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line));
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
@@ -76,7 +77,7 @@ async function main(): Promise<void> {
 }
 
 async function pairingCommand(rest: string[], configPath: string | undefined): Promise<void> {
-  const { config } = loadConfig({ path: configPath });
+  const { config } = loadConfig({ path: configPath, plugins: channelPlugins });
   const redis = createRedis(config.redis.url);
   const pairing = new PairingStore(redis, config.redis.prefix);
   const replies = new ReplyDispatcher({

@@ -1,4 +1,6 @@
+export * from "./access.js";
 export * from "./channel.js";
+export * from "./channel-config.js";
 export * from "./config.js";
 export * from "./errors.js";
 export * from "./events.js";

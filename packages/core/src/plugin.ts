@@ -1,6 +1,6 @@
 import type { z } from "zod";
+import type { ChannelAccess } from "./access.js";
 import type { AdapterStateStore, ChannelAdapter } from "./channel.js";
-import type { ChannelAccess } from "./config.js";
 import type { HubLogger } from "./logger.js";
 
 /**

@@ -3,6 +3,7 @@ import {
   type AdapterFields,
   type ChannelAccess,
   ChannelAccessSchema,
+  channelAccess,
   finalizeInboundContext,
   type HubConfig,
   HubError,
@@ -94,8 +95,8 @@ export class InboundDispatcher {
     return false;
   }
 
-  #access(channel: string): ChannelAccess | undefined {
-    const configured = (this.o.config.channels as Record<string, ChannelAccess | undefined>)[channel];
+  #access(channel: string, accountId: string): ChannelAccess | undefined {
+    const configured = channelAccess(this.o.config.channels, channel, accountId);
     return configured ?? (channel === "webchat" ? WEBCHAT_DEFAULT : undefined);
   }
 
@@ -136,7 +137,7 @@ export class InboundDispatcher {
     }
     let accepted = false;
     try {
-      const access = this.#access(ctx.channel);
+      const access = this.#access(ctx.channel, ctx.accountId);
       const paired =
         ctx.chat.type === "direct" &&
         (await this.pairing.isApproved(ctx.channel, ctx.accountId, ctx.sender.id));

@@ -198,14 +198,14 @@ export class ReplyDispatcher implements ReplySink {
    * `concurrency` reply targets at once.
    */
   startDelivery(
-    adapterOf: (channel: string) => ChannelAdapter | undefined,
+    adapterOf: (channel: string, accountId: string) => ChannelAdapter | undefined,
     options: { concurrency?: number } = {},
   ): MailboxWorker {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
         const { target, replyId, index, text } = item.data;
-        const adapter = adapterOf(target.channel);
+        const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
         await this.#pace(

@@ -8,7 +8,7 @@ import {
   privateText,
   startFakeTelegram,
   telegramErrors,
-} from "../src/telegram.js";
+} from "../src/telegram/index.js";
 
 // These tests drive the fake through grammY's real client, so they also pin down that the fake speaks
 // the wire format grammY expects (URL layout, JSON bodies, error envelopes).

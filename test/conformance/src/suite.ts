@@ -1,55 +1,9 @@
-import type { ChannelAdapter, HubConfigInput } from "@hub/core";
+import type { HubConfigInput } from "@hub/core";
+import { type FakeOpenAI, startFakeOpenAI } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
-import { startTestHub, type TestHub } from "../support/hub.js";
-import { waitFor } from "../support/redis.js";
-
-/** What the bot sent to one chat, as the platform saw it. */
-export interface OutboundMessage {
-  /** Visible text (markup removed). */
-  text: string;
-  threadId?: string | undefined;
-  replyToMessageId?: string | undefined;
-  /** Whether the platform accepted the message's formatting (e.g. balanced HTML). */
-  wellFormed: boolean;
-}
-
-/** A reference to an inbound message the harness injected, so it can be redelivered. */
-export type InboundRef = unknown;
-
-/**
- * How the conformance suite drives one channel through its fake platform.
- * Each adapter package provides one; the suite is the same for all (like
- * Hono's shared suite across runtimes).
- */
-export interface ConformanceHarness {
-  channel: string;
-  /** Longest message the platform accepts (visible characters). */
-  textLimit: number;
-  supportsThreads: boolean;
-  /** Starts the fake platform and builds the adapter (not started; the hub starts it). */
-  start(): Promise<ChannelAdapter>;
-  stop(): Promise<void>;
-  /** The user and group the suite allowlists, in the platform's id form. */
-  ids: { user: string; group: string; directChat: string };
-  direct(text: string): Promise<InboundRef>;
-  group(
-    text: string,
-    options?: { mention?: boolean; replyToBot?: boolean; threadId?: string },
-  ): Promise<InboundRef>;
-  /** A command addressed to some other bot in the group. */
-  commandForAnotherBot(): Promise<void>;
-  /** Delivers the same platform event again (a platform retry). */
-  redeliver(ref: InboundRef): Promise<void>;
-  /** Sends the platform's equivalent of garbage (malformed payload). */
-  malformed(): Promise<void>;
-  /** The next send answers "rate limited, retry after N seconds". */
-  rateLimitNextSend(retryAfterSeconds: number): void;
-  /** Messages the bot sent to a chat, in platform order. */
-  outbound(chatId: string): OutboundMessage[];
-  /** A thread id valid in the suite's group (for platforms with threads). */
-  threadId?: string;
-}
+import { startTestHub, type TestHub } from "../../support/hub.js";
+import { waitFor } from "../../support/redis.js";
+import type { ConformanceHarness } from "./harness.js";
 
 /** A long markdown answer with a code block, numbered so order is checkable. */
 export function longMarkdownAnswer(): string {

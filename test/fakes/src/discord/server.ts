@@ -10,7 +10,7 @@ import {
   type MessageFlags,
   MessageType,
 } from "discord-api-types/v10";
-import { FakeDiscordGateway } from "./discord-gateway.js";
+import { FakeDiscordGateway } from "./gateway.js";
 
 // A local fake of Discord for discord.js (https://discord.com/developers/docs): the REST API under
 // `/api/v10` (GET /gateway/bot, POST /channels/:id/messages with nonce + enforce_nonce de-duplication

@@ -1,0 +1,18 @@
+import { ChannelAccessSchema } from "@hub/core";
+import { z } from "zod";
+
+/** One Telegram bot's config (`channels.telegram`, or each `channels.telegram.accounts.<id>`). */
+export const TelegramConfigSchema = ChannelAccessSchema.extend({
+  botToken: z.string().min(1).optional(),
+  apiRoot: z.url().default("https://api.telegram.org"),
+  mode: z.enum(["polling", "webhook"]).default("polling"),
+  webhookUrl: z.url().optional(),
+  webhookSecret: z.string().min(16, "must be at least 16 characters").optional(),
+  /** Answer posts in channels the bot administers. */
+  channelPosts: z.boolean().default(false),
+  /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */
+  editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
+}).strict();
+
+/** A validated Telegram account config. */
+export type TelegramConfig = z.infer<typeof TelegramConfigSchema>;

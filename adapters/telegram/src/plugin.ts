@@ -1,0 +1,33 @@
+import { type ChannelPlugin, HubError } from "@hub/core";
+import { TelegramAdapter } from "./adapter.js";
+import { type TelegramConfig, TelegramConfigSchema } from "./config.js";
+
+/** Telegram as a channel plugin: `channels.telegram` (or `.accounts.<id>`) builds one grammY bot per account. */
+export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
+  name: "telegram",
+  configSchema: TelegramConfigSchema,
+  env: { TELEGRAM_BOT_TOKEN: "botToken" },
+  secretKeys: ["botToken", "webhookSecret"],
+  create(config, deps) {
+    const at =
+      deps.accountId === "default" ? "channels.telegram" : `channels.telegram.accounts.${deps.accountId}`;
+    if (!config.botToken) {
+      throw new HubError(
+        "telegram_token_missing",
+        `${at} is configured without a bot token; set ${at}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
+      );
+    }
+    return new TelegramAdapter({
+      botToken: config.botToken,
+      apiRoot: config.apiRoot,
+      accountId: deps.accountId,
+      mode: config.mode,
+      ...(config.webhookUrl ? { webhookUrl: config.webhookUrl } : {}),
+      ...(config.webhookSecret ? { webhookSecret: config.webhookSecret } : {}),
+      channelPosts: config.channelPosts,
+      editedMessages: config.editedMessages,
+      state: deps.state,
+      logger: deps.logger,
+    });
+  },
+};

@@ -1,0 +1,33 @@
+import type { ChannelAdapter } from "@hub/core";
+
+/** The adapters of one hub process, found by channel and account. */
+export class AdapterRegistry {
+  readonly #byAccount = new Map<string, ChannelAdapter>();
+  readonly #byChannel = new Map<string, ChannelAdapter>();
+
+  constructor(adapters: Iterable<ChannelAdapter> = []) {
+    for (const adapter of adapters) this.add(adapter);
+  }
+
+  add(adapter: ChannelAdapter): void {
+    const key = `${adapter.channel}\u0000${adapter.accountId ?? "default"}`;
+    if (this.#byAccount.has(key))
+      throw new Error(`two adapters for ${adapter.channel} account ${adapter.accountId ?? "default"}`);
+    this.#byAccount.set(key, adapter);
+    if (!this.#byChannel.has(adapter.channel)) this.#byChannel.set(adapter.channel, adapter);
+  }
+
+  /** The adapter that sends for this account (a reply goes out through the bot it came in on). */
+  forAccount(channel: string, accountId: string): ChannelAdapter | undefined {
+    return this.#byAccount.get(`${channel}\u0000${accountId}`);
+  }
+
+  /** Some adapter of this channel (capabilities are the channel's, the same for every account). */
+  forChannel(channel: string): ChannelAdapter | undefined {
+    return this.#byChannel.get(channel);
+  }
+
+  all(): ChannelAdapter[] {
+    return [...this.#byAccount.values()];
+  }
+}

@@ -1,0 +1,14 @@
+import type { ChannelPlugin } from "@hub/core";
+import { telegramPlugin } from "@hub/telegram";
+
+/**
+ * The channel plugins this hub installs: they validate `channels.<name>`
+ * (and `channels.<name>.accounts.<id>`), add their environment overrides and
+ * their schema to `hub config schema`, and build one adapter per enabled account.
+ *
+ * Adding a channel is one line here plus its package (adapters/<name>, exporting
+ * a `ChannelPlugin` from `@hub/core`'s contract, added to apps/hub's
+ * dependencies). Its conformance harness is exported from its package's
+ * `./conformance` entry and run by `@hub/conformance` (see that package's index).
+ */
+export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin];

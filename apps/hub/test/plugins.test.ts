@@ -1,0 +1,60 @@
+import { configJsonSchema, createLogger, parseConfig } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { buildChannelAdapters } from "../src/adapters.js";
+import { channelPlugins } from "../src/plugins.js";
+
+const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { lazyConnect: true });
+afterAll(() => redis.disconnect());
+const deps = { redis, prefix: "plugins-test", logger: createLogger({ level: "silent" }), stateDir: "/tmp" };
+const parse = (raw: unknown, env: NodeJS.ProcessEnv = {}) =>
+  parseConfig(raw, "hub.json5", env, channelPlugins);
+
+describe("the hub's channel plugins", () => {
+  it("builds one Telegram adapter per enabled account, each with its accountId", () => {
+    const config = parse({
+      channels: {
+        telegram: {
+          allowFrom: ["1"],
+          accounts: { work: { botToken: "1:A" }, home: { botToken: "2:B" }, off: { enabled: false } },
+        },
+      },
+    });
+    const adapters = buildChannelAdapters(config, channelPlugins, deps);
+    expect(adapters.map((a) => [a.channel, a.accountId])).toEqual([
+      ["telegram", "work"],
+      ["telegram", "home"],
+    ]);
+  });
+
+  it("takes TELEGRAM_BOT_TOKEN from the environment, and names the missing token's key otherwise", () => {
+    const fromEnv = parse({}, { TELEGRAM_BOT_TOKEN: "9:ENV" });
+    expect(fromEnv.channels.telegram?.accounts.default?.botToken).toBe("9:ENV");
+    expect(buildChannelAdapters(fromEnv, channelPlugins, deps).map((a) => a.accountId)).toEqual(["default"]);
+    const missing = parse({ channels: { telegram: { accounts: { work: {} } } } });
+    expect(() => buildChannelAdapters(missing, channelPlugins, deps)).toThrow(
+      "channels.telegram.accounts.work is configured without a bot token; set channels.telegram.accounts.work.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
+    );
+  });
+
+  it("stops on a misspelt Telegram key or channel name with the path and the fix", () => {
+    expect(() => parse({ channels: { telegram: { botTokn: "x" } } })).toThrow(
+      /channels\.telegram \(unknown key "botTokn"\): .*config schema/,
+    );
+    expect(() => parse({ channels: { telegram: { accounts: { a: { mode: "push" } } } } })).toThrow(
+      /channels\.telegram\.accounts\.a\.mode: /,
+    );
+    expect(() => parse({ channels: { telgram: {} } })).toThrow(
+      /unknown channel "telgram" \(installed channels: webchat, telegram\)/,
+    );
+  });
+
+  it("`hub config schema` includes the Telegram schema with its accounts form", () => {
+    const schema = configJsonSchema(channelPlugins) as {
+      properties: { channels: { properties: Record<string, { properties: Record<string, unknown> }> } };
+    };
+    expect(Object.keys(schema.properties.channels.properties.telegram?.properties ?? {})).toEqual(
+      expect.arrayContaining(["botToken", "apiRoot", "mode", "webhookSecret", "accounts", "dmPolicy"]),
+    );
+  });
+});

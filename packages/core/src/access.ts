@@ -1,0 +1,44 @@
+import { z } from "zod";
+
+/**
+ * Who may start a DM run: `pairing` (unknown senders get a code the owner
+ * approves), `allowlist` (only `allowFrom`), `open` (anyone; needs
+ * `allowFrom: ["*"]`), `disabled`.
+ */
+export const DmPolicySchema = z.enum(["pairing", "allowlist", "open", "disabled"]);
+/** Which groups get answers: `allowlist` (only `groups`), `open`, `disabled`. */
+export const GroupPolicySchema = z.enum(["allowlist", "open", "disabled"]);
+
+/** Allow and deny lists of tool names (`*` matches all); deny wins over allow at every level. */
+export const ToolListsSchema = z
+  .object({ allow: z.array(z.string()).default([]), deny: z.array(z.string()).default([]) })
+  .strict();
+
+/** Per-group settings. */
+export const GroupConfigSchema = z
+  .object({
+    /** Tools in this group (a group can be given fewer tools than the owner's DMs). */
+    tools: ToolListsSchema.optional(),
+    requireMention: z.boolean().default(true),
+    /** Senders allowed in this group; empty means everyone in the group. */
+    allowFrom: z.array(z.string()).default([]),
+  })
+  .strict();
+
+/** Access settings every channel shares. */
+export const ChannelAccessSchema = z.object({
+  enabled: z.boolean().default(true),
+  /** Tools in this channel. */
+  tools: ToolListsSchema.optional(),
+  accountId: z.string().min(1).default("default"),
+  dmPolicy: DmPolicySchema.default("pairing"),
+  /** What an unknown sender gets under `pairing`: a code to pass to the owner, or nothing. */
+  unpairedResponse: z.enum(["code", "silent"]).default("code"),
+  /** Senders who may run commands (/new, /stop, ...) besides those in allowFrom or paired; "*" is never implied. */
+  commandsFrom: z.array(z.string()).default([]),
+  allowFrom: z.array(z.string()).default([]),
+  groupPolicy: GroupPolicySchema.default("allowlist"),
+  groups: z.record(z.string(), GroupConfigSchema).default({}),
+});
+/** Access settings of one channel (DM policy, allowlists, groups). */
+export type ChannelAccess = z.infer<typeof ChannelAccessSchema>;

@@ -1,0 +1,139 @@
+import { z } from "zod";
+import { type ChannelAccess, ChannelAccessSchema, DmPolicySchema } from "./access.js";
+
+/** One account's validated config: the shared access settings plus the channel's own keys. */
+export type ChannelAccountConfig = ChannelAccess & { readonly [key: string]: unknown };
+
+/** A channel's validated config: one entry per account (`default` for the single-account shorthand). */
+export interface ChannelSection {
+  accounts: Record<string, ChannelAccountConfig>;
+}
+
+/** What config validation needs of a channel plugin: its name, schema and environment overrides. */
+export interface ChannelConfigSource {
+  readonly name: string;
+  readonly configSchema: z.ZodType<ChannelAccess, unknown>;
+  readonly env?: Readonly<Record<string, string>>;
+}
+
+/** The web chat's config: its only sender is the authenticated gateway client, so DMs are open to it. */
+export const WebChatConfigSchema = ChannelAccessSchema.extend({
+  dmPolicy: DmPolicySchema.default("open"),
+  allowFrom: z.array(z.string()).default(["*"]),
+}).strict();
+
+/** The web chat is built into the hub; its config is always known. */
+export const WEBCHAT_CHANNEL: ChannelConfigSource = { name: "webchat", configSchema: WebChatConfigSchema };
+
+// Without an installed plugin list (unit tests of packages), any channel name takes the access keys only.
+const ACCESS_ONLY = ChannelAccessSchema.strict();
+
+type Json = Record<string, unknown>;
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+
+/**
+ * Splits one channel's raw config into its accounts: `{ ...keys }` is the
+ * single account `accountId` (default `default`); `{ ...shared, accounts: { id:
+ * {...} } }` is one account per id, each inheriting the shared keys.
+ */
+export function splitAccounts(raw: Json): { shorthand: boolean; accounts: Record<string, unknown> } {
+  const { accounts, ...shared } = raw;
+  if (accounts === undefined) {
+    const id = typeof shared.accountId === "string" && shared.accountId !== "" ? shared.accountId : "default";
+    return { shorthand: true, accounts: { [id]: shared } };
+  }
+  if (!isObject(accounts)) return { shorthand: false, accounts: { "": accounts } };
+  return {
+    shorthand: false,
+    accounts: Object.fromEntries(
+      Object.entries(accounts).map(([id, own]) => [
+        id,
+        isObject(own) ? { ...shared, ...own, accountId: id } : own,
+      ]),
+    ),
+  };
+}
+
+/**
+ * The `channels` section of the hub config: an open record whose entries are
+ * validated by the installed channel plugins (`sources`). An unknown channel
+ * name is an error naming the installed ones; issues inside an account keep
+ * the path the operator wrote (`channels.telegram.botToken` for the shorthand,
+ * `channels.telegram.accounts.work.botToken` for an account).
+ */
+export function channelsSchema(sources: ReadonlyArray<ChannelConfigSource> | undefined) {
+  const known = new Map<string, ChannelConfigSource["configSchema"]>([
+    [WEBCHAT_CHANNEL.name, WEBCHAT_CHANNEL.configSchema],
+  ]);
+  for (const source of sources ?? []) known.set(source.name, source.configSchema);
+  return z
+    .record(z.string(), z.unknown())
+    .default({})
+    .transform((raw, ctx) => {
+      const out: Record<string, ChannelSection> = {};
+      for (const [name, value] of Object.entries(raw)) {
+        const schema = known.get(name) ?? (sources ? undefined : ACCESS_ONLY);
+        if (!schema) {
+          const names = [...known.keys()].join(", ");
+          ctx.addIssue({
+            code: "custom",
+            path: [name],
+            message: `unknown channel "${name}" (installed channels: ${names}); remove it, fix its spelling, or install its plugin`,
+          });
+          continue;
+        }
+        if (!isObject(value)) {
+          ctx.addIssue({ code: "custom", path: [name], message: "must be an object of channel settings" });
+          continue;
+        }
+        const split = splitAccounts(value);
+        const accounts: Record<string, ChannelAccountConfig> = {};
+        for (const [id, account] of Object.entries(split.accounts)) {
+          const at = split.shorthand ? [name] : [name, "accounts", ...(id === "" ? [] : [id])];
+          const parsed = schema.safeParse(account);
+          if (parsed.success) accounts[id] = parsed.data as ChannelAccountConfig;
+          else
+            for (const issue of parsed.error.issues) ctx.addIssue({ ...issue, path: [...at, ...issue.path] });
+        }
+        out[name] = { accounts };
+      }
+      return out;
+    });
+}
+
+/** The JSON schema shape of one channel entry: its keys, plus `accounts` of the same keys. */
+export function channelInputSchema(schema: z.ZodType): z.ZodType {
+  if (!(schema instanceof z.ZodObject)) return schema;
+  return schema.extend({ accounts: z.record(z.string(), schema.partial()).optional() });
+}
+
+/** Sets the environment overrides of every plugin (`TELEGRAM_BOT_TOKEN` -> `channels.telegram.botToken`). */
+export function applyChannelEnv(
+  merged: Json,
+  sources: ReadonlyArray<ChannelConfigSource>,
+  env: NodeJS.ProcessEnv,
+): void {
+  for (const source of sources) {
+    for (const [variable, key] of Object.entries(source.env ?? {})) {
+      const value = env[variable];
+      if (value === undefined || value === "") continue;
+      const channels = isObject(merged.channels) ? merged.channels : {};
+      merged.channels = channels;
+      const entry = isObject(channels[source.name]) ? (channels[source.name] as Json) : {};
+      channels[source.name] = entry;
+      // With accounts, the variable sets the `default` account's key when there is one, else the shared key.
+      const accounts = entry.accounts;
+      const target = isObject(accounts) && isObject(accounts.default) ? accounts.default : entry;
+      target[key] = value;
+    }
+  }
+}
+
+/** The access settings of one channel account, or undefined when it is not configured. */
+export function channelAccess(
+  channels: Readonly<Record<string, ChannelSection>>,
+  channel: string,
+  accountId: string,
+): ChannelAccountConfig | undefined {
+  return channels[channel]?.accounts[accountId];
+}

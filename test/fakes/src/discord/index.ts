@@ -1,0 +1,2 @@
+export * from "./gateway.js";
+export * from "./server.js";

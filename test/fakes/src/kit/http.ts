@@ -1,0 +1,48 @@
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/** A local HTTP server of a fake platform. */
+export interface FakeHttpServer {
+  /** `http://127.0.0.1:PORT` (no trailing slash). */
+  readonly url: string;
+  readonly port: number;
+  /** Cuts every connection and stops listening; safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** Reads a request body whole. */
+export async function readBody(req: IncomingMessage): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Starts `handle` on a free local port. A handler that throws answers 500 with
+ * `onError`'s body (the platform's error envelope) so a fake never hangs a client.
+ */
+export async function startHttpServer(
+  handle: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  onError: (res: ServerResponse, error: unknown) => void = (res) => {
+    if (!res.headersSent) res.writeHead(500);
+    res.end();
+  },
+): Promise<FakeHttpServer> {
+  const server = createServer((req, res) => {
+    handle(req, res).catch((error: unknown) => onError(res, error));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as AddressInfo;
+  let closed: Promise<void> | undefined;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    close: () => {
+      closed ??= new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+      return closed;
+    },
+  };
+}

@@ -1,0 +1,2 @@
+export * from "./fake-api.js";
+export * from "./http.js";
