@@ -27,6 +27,8 @@ export interface FakeDiscordOptions {
   messageContentAllowed?: boolean;
   /** How long an interaction may wait for its first response (ms; Discord: 3 s). */
   interactionResponseMs?: number;
+  /** Fixed ids (snowflakes) instead of generated ones, e.g. when a test names them before the fake starts. */
+  ids?: { user?: string; channel?: string; thread?: string; dm?: string; guild?: string };
 }
 
 /** One message the bot created through REST (the JSON body as received, and the message Discord made). */
@@ -158,7 +160,7 @@ function parseMentions(content: string) {
 }
 
 interface State {
-  o: Required<FakeDiscordOptions>;
+  o: Required<Omit<FakeDiscordOptions, "ids">>;
   bot: APIUser;
   human: APIUser;
   ids: { guild: string; botRole: string; channel: string; thread: string; dm: string; app: string };
@@ -680,7 +682,7 @@ function slashCommand(
 
 /** Starts a fake Discord (REST + gateway) on a free local port. */
 export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
-  const o: Required<FakeDiscordOptions> = {
+  const o: Required<Omit<FakeDiscordOptions, "ids">> = {
     token: options.token ?? "fake-discord-token.AAAA.bbbbbbbbbbbbbbbb",
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
     messageContentAllowed: options.messageContentAllowed ?? true,
@@ -688,13 +690,14 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
   };
   const appId = snowflake();
   const bot = user(appId, "hub-test-bot", true);
-  const human = user(snowflake(), "ann");
+  const fixed = options.ids ?? {};
+  const human = user(fixed.user ?? snowflake(), "ann");
   const ids = {
-    guild: snowflake(),
+    guild: fixed.guild ?? snowflake(),
     botRole: snowflake(),
-    channel: snowflake(),
-    thread: snowflake(),
-    dm: snowflake(),
+    channel: fixed.channel ?? snowflake(),
+    thread: fixed.thread ?? snowflake(),
+    dm: fixed.dm ?? snowflake(),
     app: appId,
   };
   let port = 0;
