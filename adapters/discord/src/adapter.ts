@@ -23,7 +23,7 @@ import {
   Routes,
 } from "discord.js";
 import type { DiscordGuild } from "./config.js";
-import { GatewayStatus } from "./gateway-status.js";
+import { describeClose, GatewayStatus } from "./gateway-status.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import {
@@ -67,7 +67,8 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #o: DiscordAdapterOptions;
   readonly #log: HubLogger;
   readonly #status: GatewayStatus;
-  readonly #client: Client;
+  #client: Client;
+  #retry: ReturnType<typeof setTimeout> | undefined;
   readonly #chains = new Map<string, Promise<void>>();
   readonly #interactions = new Map<string, { token: string; appId: string; at: number }>();
   #onInbound: InboundHandler | undefined;
@@ -91,7 +92,11 @@ export class DiscordAdapter implements ChannelAdapter {
       maxSendsPerSecond: 40,
       measure: measureWithLines(textLimit, options.maxLinesPerMessage ?? 17),
     };
-    this.#client = new Client({
+    this.#client = this.#createClient();
+  }
+
+  #createClient(): Client {
+    const client = new Client({
       intents: [
         GatewayIntentBits.Guilds,
         GatewayIntentBits.GuildMessages,
@@ -101,7 +106,7 @@ export class DiscordAdapter implements ChannelAdapter {
       // DM channels are not cached before their first message; without this DMs are never seen.
       partials: [Partials.Channel],
       rest: {
-        api: options.restApi ?? "https://discord.com/api",
+        api: this.#o.restApi ?? "https://discord.com/api",
         // The hub's delivery retries (with the same nonce); discord.js retrying too would hide failures.
         retries: 0,
         // A 429 on a send goes back to the hub, which holds the whole reply target (order kept).
@@ -111,7 +116,10 @@ export class DiscordAdapter implements ChannelAdapter {
       enforceNonce: true,
       failIfNotExists: false,
     });
-    this.#wire();
+    // A process that only delivers never logs in, but its sends need the token too.
+    client.rest.setToken(this.#o.token);
+    this.#wire(client);
+    return client;
   }
 
   /** The discord.js client (for tests and advanced wiring). */
@@ -123,8 +131,7 @@ export class DiscordAdapter implements ChannelAdapter {
     return this.#status.current;
   }
 
-  #wire(): void {
-    const c = this.#client;
+  #wire(c: Client): void {
     c.on(Events.ShardReady, () => this.#status.ready());
     c.on(Events.ShardResume, (_id, replayed) => {
       this.#log.info({ replayed }, "discord gateway resumed");
@@ -152,27 +159,40 @@ export class DiscordAdapter implements ChannelAdapter {
     });
   }
 
+  /**
+   * Connects in the background: resolves once connected or after the first failed
+   * attempt (never throws), so Discord being down or misconfigured never stops the
+   * hub; the status says why, and a transient failure is retried with backoff.
+   */
   async start(onInbound: InboundHandler): Promise<void> {
     this.#onInbound = onInbound;
     this.#stopped = false;
     this.#status.connecting();
+    await this.#connect(1000);
+  }
+
+  async #connect(backoffMs: number): Promise<void> {
     try {
       await this.#client.login(this.#o.token);
+      this.#log.info({ bot: this.#client.user?.username }, "discord connected");
+      return;
     } catch (error) {
-      const invalid =
-        error instanceof Error && /token/i.test(error.message) && /invalid/i.test(error.message);
-      const reason = invalid
-        ? "Discord refused the bot token; set a valid channels.discord.token or DISCORD_BOT_TOKEN (Developer Portal > Bot > Reset Token)."
-        : `Could not connect to Discord (${describe(error)}); check channels.discord.restApi and the network.`;
-      this.#status.failed(reason);
       await this.#client.destroy().catch(() => {});
-      throw new HubError("discord_start_failed", reason, { cause: error });
+      if (this.#stopped) return;
+      const fatal = fatalLoginReason(error);
+      if (fatal) return this.#status.failed(fatal);
+      this.#status.connecting(
+        `could not reach Discord (${describe(error)}); retrying in ${Math.round(backoffMs / 1000)} s`,
+      );
     }
-    this.#log.info({ bot: this.#client.user?.username }, "discord connected");
+    this.#client = this.#createClient();
+    this.#retry = setTimeout(() => void this.#connect(Math.min(backoffMs * 2, 60_000)), backoffMs);
+    this.#retry.unref?.();
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
+    clearTimeout(this.#retry);
     await this.#client.destroy();
     await Promise.allSettled([...this.#chains.values()]);
     this.#status.stopped();
@@ -428,6 +448,18 @@ export class DiscordAdapter implements ChannelAdapter {
   async sendTyping(target: ReplyTarget): Promise<void> {
     await this.#client.rest.post(Routes.channelTyping(channelOf(target)));
   }
+}
+
+/** Why a login can never succeed as configured (the operator must act), or undefined when a retry may help. */
+function fatalLoginReason(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/token/i.test(message) && /invalid/i.test(message))
+    return "Discord refused the bot token; set a valid channels.discord.token or DISCORD_BOT_TOKEN (Developer Portal > Bot > Reset Token).";
+  if (/disallowed intents/i.test(message)) return describeClose(4014);
+  if (/invalid intents/i.test(message)) return describeClose(4013);
+  if (/authentication failed/i.test(message)) return describeClose(4004);
+  if (/sharding is required/i.test(message)) return describeClose(4011);
+  return undefined;
 }
 
 function describe(error: unknown): string {

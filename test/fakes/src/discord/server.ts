@@ -504,7 +504,7 @@ function putCommands(s: State, scope: string, body: unknown): Answer {
 }
 
 function route(s: State, method: string, path: string, body: unknown): Answer {
-  const parts = path.split("/").filter(Boolean);
+  const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const b = (body ?? {}) as Record<string, unknown>;
   if (method === "GET" && path === "/gateway/bot")
     return json(200, {
@@ -577,7 +577,8 @@ async function readBody(req: IncomingMessage): Promise<unknown> {
 async function handle(s: State, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const url = new URL(req.url ?? "/", "http://x");
   const send = (a: Answer) => {
-    const headers = { "content-type": "application/json", ...a.headers };
+    // A 204 has no body and no content type (discord.js parses any JSON-typed body).
+    const headers = { ...(a.body === undefined ? {} : { "content-type": "application/json" }), ...a.headers };
     res.writeHead(a.status, headers).end(a.body === undefined ? undefined : JSON.stringify(a.body));
   };
   if (!url.pathname.startsWith("/api/v10/")) return send(json(404, { message: "404: Not Found", code: 0 }));

@@ -1,0 +1,278 @@
+import { createLogger, RateLimitedError } from "@hub/core";
+import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord, startFakeOpenAI } from "@hub/fakes";
+import { afterEach, describe, expect, it } from "vitest";
+import { startTestHub } from "../../../test/support/hub.js";
+import { waitFor } from "../../../test/support/redis.js";
+import { type DiscordAdapter, NONCE_LENGTH } from "../src/index.js";
+import { adapterFor, fencesBalanced } from "./harness.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const logger = () => createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+
+/** A hub with a Discord adapter (discord.js against the fake Discord) and a fake model. */
+async function setup(fakeOptions: FakeDiscordOptions = {}) {
+  const fake = await startFakeDiscord(fakeOptions);
+  const model = await startFakeOpenAI();
+  const adapter = adapterFor(fake, logger());
+  const hub = await startTestHub(
+    {
+      agent: { model: "fake/m" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+      channels: {
+        discord: {
+          dmPolicy: "allowlist",
+          allowFrom: [fake.user.id],
+          groups: { [fake.channelId]: { requireMention: true } },
+        },
+      },
+    },
+    "discord",
+    [adapter],
+  );
+  cleanups.push(async () => {
+    await hub.dispose();
+    await fake.close();
+    await model.close();
+  });
+  const modelSaw = (text: string) =>
+    model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes(text)).length;
+  return { fake, model, hub, adapter, modelSaw };
+}
+
+/** An adapter against a fake Discord, without a hub (for sends). */
+async function bare(
+  fakeOptions: FakeDiscordOptions = {},
+): Promise<{ fake: FakeDiscord; adapter: DiscordAdapter }> {
+  const fake = await startFakeDiscord(fakeOptions);
+  const adapter = adapterFor(fake, logger());
+  cleanups.push(async () => {
+    await adapter.stop();
+    await fake.close();
+  });
+  return { fake, adapter };
+}
+
+describe("discord adapter", () => {
+  it("answers a thread message in the thread, replying to it, with typing shown while the run is active", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "In the thread." });
+    const asked = fake.userMessage({
+      channelId: fake.threadId,
+      content: "thread question",
+      mentionBot: true,
+    });
+    await waitFor(() => fake.sent(fake.threadId).length === 1, "the thread answer");
+    const [answer] = fake.sent(fake.threadId);
+    expect(answer?.message.content).toBe("In the thread.");
+    expect(answer?.body.message_reference).toEqual({ message_id: asked.id, fail_if_not_exists: false });
+    expect(fake.sent(fake.channelId)).toEqual([]);
+    expect(fake.typing).toContain(fake.threadId);
+  });
+
+  it("ignores bots (its own echoes included), webhooks and system messages", async () => {
+    const { fake, model, modelSaw } = await setup();
+    const otherBot = {
+      id: "300000000000000001",
+      username: "other",
+      discriminator: "0",
+      global_name: null,
+      avatar: null,
+      bot: true,
+    };
+    fake.userMessage({
+      channelId: fake.channelId,
+      content: "from a bot",
+      mentionBot: true,
+      author: otherBot,
+    });
+    fake.userMessage({
+      channelId: fake.channelId,
+      content: "from a webhook",
+      mentionBot: true,
+      webhook: true,
+    });
+    fake.userMessage({ channelId: fake.channelId, content: "joined", mentionBot: true, type: 7 });
+    model.script({ text: "Hello, person." });
+    fake.userMessage({ channelId: fake.channelId, content: "from a person", mentionBot: true });
+    await waitFor(() => fake.sent(fake.channelId).length === 1, "the answer to the person");
+    // The fake echoes the bot's own message as a MESSAGE_CREATE; give it time to be (not) handled.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(model.requests).toHaveLength(1);
+    expect(modelSaw("from a person")).toBe(1);
+    expect(fake.sent()).toHaveLength(1);
+  });
+
+  it("answers a mention of the bot's role, with the body free of the mention", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "Role heard." });
+    fake.userMessage({ channelId: fake.channelId, content: "ping via role", mentionBotRole: true });
+    await waitFor(() => fake.sent(fake.channelId).length === 1, "the answer to the role mention");
+    const last = JSON.stringify(model.requests.at(-1)?.messages.at(-1));
+    expect(last).toContain("ping via role");
+    expect(last).not.toContain(`<@&${fake.botRoleId}>`);
+  });
+
+  it("@everyone, @here and role mentions in the agent's text ping no one", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: `@everyone @here <@&${fake.botRoleId}> <@${fake.user.id}> look at this` });
+    fake.userMessage({ channelId: fake.channelId, content: "announce it", mentionBot: true });
+    await waitFor(() => fake.sent(fake.channelId).length === 1, "the answer");
+    const [sent] = fake.sent(fake.channelId);
+    expect(sent?.message.content).toContain("@everyone");
+    expect(sent?.pinged).toEqual({ everyone: false, users: [], roles: [] });
+    expect(sent?.body.allowed_mentions).toMatchObject({ parse: [] });
+  });
+
+  it("close 1006 mid-conversation: the gateway resumes (status reconnecting, then connected) and the next message is answered", async () => {
+    const { fake, model, adapter } = await setup();
+    model.script({ text: "First." });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "one" });
+    await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the first answer");
+    const states: string[] = [];
+    const poll = setInterval(() => states.push(adapter.status().state), 5);
+    fake.gateway.close(1006);
+    await waitFor(() => states.includes("reconnecting"), "status reconnecting");
+    await waitFor(
+      () => adapter.status().state === "connected" && fake.gateway.liveConnections === 1,
+      "reconnected",
+    );
+    clearInterval(poll);
+    expect(fake.gateway.stats.resumes).toBe(1);
+    model.script({ text: "Second." });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "two" });
+    await waitFor(() => fake.sent(fake.dmChannelId).length === 2, "the answer after the reconnect");
+    expect(fake.sent(fake.dmChannelId).map((m) => m.message.content)).toEqual(["First.", "Second."]);
+  });
+
+  it("a zombie gateway (heartbeats not acknowledged) is closed (4200) and resumed; a message sent meanwhile is answered", async () => {
+    const { fake, model, adapter } = await setup({ heartbeatIntervalMs: 300 });
+    fake.gateway.goSilent();
+    model.script({ text: "Back." });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "are you alive?" });
+    await waitFor(
+      () => fake.sent(fake.dmChannelId).length === 1,
+      "the answer after the zombie close",
+      15_000,
+    );
+    expect(fake.gateway.stats.clientCloses).toContain(4200);
+    expect(fake.gateway.stats.resumes).toBeGreaterThanOrEqual(1);
+    expect(adapter.status().state).toBe("connected");
+  });
+
+  it("a slash command /status is deferred within 3 s and answered with the session's status", async () => {
+    const { fake } = await setup();
+    await waitFor(() => fake.commands.has("global"), "commands registered");
+    expect(fake.commands.get("global")?.map((c) => c.name)).toEqual(["stop", "new", "status", "queue"]);
+    const i = fake.slashCommand("status", { channelId: fake.dmChannelId });
+    await waitFor(() => i.content !== undefined, "the /status answer", 3000);
+    expect(i.callbackType).toBe(5);
+    expect((i.respondedAt ?? Infinity) - i.createdAt).toBeLessThan(3000);
+    expect(i.content).toContain("Model: fake/m");
+    expect(fake.sent()).toEqual([]);
+  });
+
+  it("splits a long answer into messages of at most 2,000 characters and 17 lines, code fences balanced, in order", async () => {
+    const { fake, model } = await setup();
+    const code = ["```ts", ...Array.from({ length: 50 }, (_, i) => `const line${i} = ${i};`), "```"].join(
+      "\n",
+    );
+    model.script({ text: `Here is the code:\n\n${code}\n\nDone.` });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "code please" });
+    await waitFor(
+      () => fake.sent(fake.dmChannelId).some((m) => m.message.content.includes("Done.")),
+      "all segments",
+      20_000,
+    );
+    const texts = fake.sent(fake.dmChannelId).map((m) => m.message.content);
+    expect(texts.length).toBeGreaterThanOrEqual(4);
+    for (const t of texts) {
+      expect(t.length).toBeLessThanOrEqual(2000);
+      expect(t.split("\n").length).toBeLessThanOrEqual(17);
+      expect(fencesBalanced(t)).toBe(true);
+    }
+    const lines = texts.flatMap((t) => [...t.matchAll(/const line(\d+)/g)].map((m) => Number(m[1])));
+    expect(lines).toEqual(Array.from({ length: 50 }, (_, i) => i));
+  }, 30_000);
+});
+
+describe("discord sends", () => {
+  it("the same segment sent twice (one nonce, enforce_nonce) makes one message", async () => {
+    const { fake, adapter } = await bare();
+    const target = { channel: "discord", accountId: "default", chatId: fake.channelId };
+    const segment = { replyId: "run-1", index: 0, text: "exactly once" };
+    const first = await adapter.send(segment, target);
+    const second = await adapter.send(segment, target);
+    expect(second.messageId).toBe(first.messageId);
+    expect(fake.sent(fake.channelId)).toHaveLength(1);
+    const bodies = fake.calls
+      .filter((c) => c.route === `/channels/${fake.channelId}/messages`)
+      .map((c) => c.body);
+    expect(bodies).toHaveLength(2);
+    const nonce = (bodies[0] as { nonce: string }).nonce;
+    expect(nonce.length).toBeLessThanOrEqual(NONCE_LENGTH);
+    expect(bodies).toEqual([
+      expect.objectContaining({ nonce, enforce_nonce: true }),
+      expect.objectContaining({ nonce, enforce_nonce: true }),
+    ]);
+    await adapter.send({ ...segment, index: 1, text: "next" }, target);
+    expect(fake.sent(fake.channelId)).toHaveLength(2);
+  });
+
+  it("a 429 becomes RateLimitedError with Discord's retry_after; the exhausted bucket refuses the next send before it is made", async () => {
+    const { fake, adapter } = await bare();
+    const target = { channel: "discord", accountId: "default", chatId: fake.channelId };
+    await adapter.send({ replyId: "r", index: 0, text: "first" }, target);
+    fake.failNext("POST /channels/", { status: 429, retryAfter: 3 });
+    const error = await adapter
+      .send({ replyId: "r", index: 1, text: "second" }, target)
+      .catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAfterMs).toBeGreaterThanOrEqual(3000);
+    // discord.js remembers the bucket (X-RateLimit-Remaining 0, Reset-After 3): no request until it resets.
+    const calls = fake.calls.length;
+    const early = await adapter
+      .send({ replyId: "r", index: 1, text: "second" }, target)
+      .catch((e: unknown) => e);
+    expect(early).toBeInstanceOf(RateLimitedError);
+    expect((early as RateLimitedError).retryAfterMs).toBeGreaterThan(2000);
+    expect(fake.calls.length).toBe(calls);
+    expect(fake.sent().map((m) => m.message.content)).toEqual(["first"]);
+  });
+
+  it("a global 429 holds sends for Discord's retry_after", async () => {
+    const { fake, adapter } = await bare();
+    const target = { channel: "discord", accountId: "default", chatId: fake.dmChannelId };
+    fake.failNext("POST /channels/", { status: 429, retryAfter: 2, global: true });
+    const error = await adapter.send({ replyId: "g", index: 0, text: "x" }, target).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAfterMs).toBeGreaterThanOrEqual(2000);
+    expect((error as Error).message).toContain("global");
+  });
+
+  it("a refused Message Content intent (close 4014) marks the channel failed with what to do; start does not throw", async () => {
+    const { adapter } = await bare({ messageContentAllowed: false });
+    await adapter.start(async () => {});
+    expect(adapter.status()).toMatchObject({
+      state: "failed",
+      reason: expect.stringContaining("Message Content intent"),
+    });
+  });
+
+  it("a bad token marks the channel failed with what to do", async () => {
+    const fake = await startFakeDiscord();
+    const adapter = adapterFor(fake, logger(), { token: "wrong" });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async () => {});
+    expect(adapter.status()).toMatchObject({
+      state: "failed",
+      reason: expect.stringContaining("DISCORD_BOT_TOKEN"),
+    });
+  });
+});
