@@ -111,6 +111,11 @@ export interface FakeDiscord {
   ): FakeInteraction;
   /** The next `times` requests to routes starting with `routePrefix` (e.g. `POST /channels/`) fail. */
   failNext(routePrefix: string, failure: DiscordFailure, times?: number): void;
+  /**
+   * The next request to a route starting with `routePrefix` is carried out (a message is created) but
+   * never answered, as when the bot's process dies between Discord's success and reading the answer.
+   */
+  holdNextResponse(routePrefix: string): void;
   close(): Promise<void>;
 }
 
@@ -171,6 +176,7 @@ interface State {
   commands: Map<string, Array<Record<string, unknown>>>;
   interactions: FakeInteraction[];
   failures: Array<{ prefix: string; failure: DiscordFailure; times: number }>;
+  holds: string[];
   calls: DiscordCall[];
   gateway: FakeDiscordGateway;
 }
@@ -617,6 +623,11 @@ async function handle(s: State, req: IncomingMessage, res: ServerResponse): Prom
     };
   }
   s.calls.push({ method, route: path, body, status: answer.status, at: Date.now() });
+  const hold = s.holds.findIndex((prefix) => key.startsWith(prefix));
+  if (hold >= 0) {
+    s.holds.splice(hold, 1);
+    return; // never answered; the connection ends when the client goes away
+  }
   send(answer);
 }
 
@@ -729,6 +740,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     commands: new Map(),
     interactions: [],
     failures: [],
+    holds: [],
     calls: [],
   };
   const server = createServer((req, res) => {
@@ -762,6 +774,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message)),
     slashCommand: (name, opts) => slashCommand(s, name, opts),
     failNext: (prefix, failure, times = 1) => void s.failures.push({ prefix, failure, times }),
+    holdNextResponse: (prefix) => void s.holds.push(prefix),
     close: () =>
       new Promise<void>((resolve) => {
         gateway.shutdown();
