@@ -8,6 +8,7 @@ import {
   HubError,
   type HubLogger,
   type InboundHandler,
+  isUrgentCommand,
   type OutboundSegment,
   PermanentSendError,
   RateLimitedError,
@@ -47,7 +48,6 @@ const UpdateSchema = z.looseObject({
 });
 
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
-const STOP_COMMAND = /^\/stop(@\w+)?(\s|$)/i;
 
 const chatIdParam = (chatId: string): number | string => (/^-?\d+$/.test(chatId) ? Number(chatId) : chatId);
 
@@ -92,7 +92,7 @@ export class TelegramAdapter implements ChannelAdapter {
         const msg = ctx.msg;
         if (!msg) return undefined;
         const topic = msg.is_topic_message ? `:${msg.message_thread_id}` : "";
-        return STOP_COMMAND.test(msg.text ?? "") ? `stop:${msg.chat.id}${topic}` : `${msg.chat.id}${topic}`;
+        return isUrgentCommand(msg.text ?? "") ? `stop:${msg.chat.id}${topic}` : `${msg.chat.id}${topic}`;
       }),
     );
     this.#bot.on([...ALLOWED_UPDATES], (ctx) => this.#handle(ctx));
@@ -174,15 +174,12 @@ export class TelegramAdapter implements ChannelAdapter {
       this.#log.debug({ updateId: ctx.update.update_id, reason: result.skip }, "telegram update not for us");
       return;
     }
-    try {
-      await onInbound(result.fields);
-    } catch (error) {
-      // Bad input is dropped with a log line; anything else propagates so the update is retried.
-      if (error instanceof HubError && error.code.startsWith("inbound_")) {
-        this.#log.warn({ updateId: ctx.update.update_id, err: error.message }, "telegram message rejected");
-        return;
-      }
-      throw error;
+    const outcome = await onInbound(result.fields);
+    // Bad input is dropped with a log line; a transient failure propagates so the update is retried.
+    if (outcome.kind === "rejected") {
+      this.#log.warn({ updateId: ctx.update.update_id, reason: outcome.reason }, "telegram message rejected");
+    } else if (outcome.kind === "retry") {
+      throw new Error(outcome.reason);
     }
   }
 

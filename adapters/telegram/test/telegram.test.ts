@@ -174,14 +174,20 @@ describe("telegram adapter", () => {
         pollTimeoutSeconds: 1,
       });
     const first = make();
-    await first.start(async (f) => void seen.push(f.body));
+    await first.start(async (f) => {
+      seen.push(f.body);
+      return { kind: "accepted" };
+    });
     fake.pushUpdate(privateText({ chatId: 1, fromId: 1, text: "one" }));
     await waitFor(() => seen.length === 1, "first update");
     await waitFor(() => state.values.size === 1, "offset stored");
     await first.stop();
     fake.pushUpdate(privateText({ chatId: 1, fromId: 1, text: "two" }));
     const second = make();
-    await second.start(async (f) => void seen.push(f.body));
+    await second.start(async (f) => {
+      seen.push(f.body);
+      return { kind: "accepted" };
+    });
     await waitFor(() => seen.length === 2, "second update");
     await new Promise((r) => setTimeout(r, 1500));
     await second.stop();

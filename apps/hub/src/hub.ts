@@ -18,7 +18,7 @@ import {
   type HubLogger,
   type MsgContext,
 } from "@hub/core";
-import { admitToSession, InboundDispatcher } from "@hub/dispatch";
+import { admitInbound, admitToSession, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
 import { createRedis, type MailboxWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
@@ -296,7 +296,7 @@ export async function startHub(
     );
     await gateway.start();
     for (const adapter of channelAdapters) {
-      await adapter.start(async (fields) => void (await admit.dispatchInboundMessage(fields)));
+      await adapter.start((fields) => admitInbound(() => admit.dispatchInboundMessage(fields)));
       stopAdapters.push(() => adapter.stop());
     }
   }

@@ -72,8 +72,12 @@ export class RateLimitedError extends Error {
   }
 }
 
-/** Receives inbound messages from an adapter. Resolves once the message is accepted (or refused). */
-export type InboundHandler = (fields: AdapterFields) => Promise<void>;
+/**
+ * Receives inbound messages from an adapter. Resolves with what the hub did
+ * with the message (see `InboundResult`); it does not throw: a transient
+ * failure on our side is `retry`, input that can never be accepted is `rejected`.
+ */
+export type InboundHandler = (fields: AdapterFields) => Promise<import("./plugin.js").InboundResult>;
 
 /**
  * The contract every channel adapter implements. An adapter does platform I/O

@@ -1,4 +1,5 @@
-import { formatIssues, HubError } from "./errors.js";
+import { formatIssues } from "./errors.js";
+import { InboundRejectedError } from "./inbound.js";
 import { type AdapterFields, AdapterFieldsSchema, type MsgContext, MsgContextSchema } from "./msg-context.js";
 import { neutralizeRoleMarkers, normalizeText } from "./sanitize.js";
 import { type DmScope, deriveSessionKey } from "./session-key.js";
@@ -30,24 +31,30 @@ export const MAX_INBOUND_TEXT = 32_000;
 /**
  * Turns an adapter's raw fields into the one canonical `MsgContext`: validates,
  * normalizes line endings, neutralizes spoofed role markers, and derives the
- * sessionKey, replyTarget and dedupeKey. Pure; throws a `HubError`
+ * sessionKey, replyTarget and dedupeKey. Pure; throws an `InboundRejectedError`
  * (`inbound_invalid`) with a clear reason for what it cannot finalize.
  */
 export function finalizeInboundContext(fields: AdapterFields, config: FinalizeConfig): MsgContext {
   const parsed = AdapterFieldsSchema.safeParse(fields);
   if (!parsed.success) {
-    throw new HubError("inbound_invalid", `Inbound message rejected: ${formatIssues(parsed.error.issues)}.`);
+    throw new InboundRejectedError(
+      "inbound_invalid",
+      `Inbound message rejected: ${formatIssues(parsed.error.issues)}.`,
+    );
   }
   const f = parsed.data;
   const body = neutralizeRoleMarkers(normalizeText(f.body));
   if (body.length > MAX_INBOUND_TEXT) {
-    throw new HubError(
+    throw new InboundRejectedError(
       "inbound_too_large",
       `Inbound message rejected: the text is ${body.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
     );
   }
   if (body.trim() === "" && f.media.length === 0) {
-    throw new HubError("inbound_empty", "Inbound message rejected: it has neither text nor attachments.");
+    throw new InboundRejectedError(
+      "inbound_empty",
+      "Inbound message rejected: it has neither text nor attachments.",
+    );
   }
   const sessionKey =
     f.sessionKey ??

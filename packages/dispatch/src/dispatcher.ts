@@ -6,8 +6,8 @@ import {
   channelAccess,
   finalizeInboundContext,
   type HubConfig,
-  HubError,
   type HubLogger,
+  InboundRejectedError,
   type MsgContext,
   type RunRequest,
 } from "@hub/core";
@@ -118,7 +118,7 @@ export class InboundDispatcher {
     const tooBig = ctx.media.find((m) => (m.size ?? 0) > this.o.config.limits.maxAttachmentBytes);
     if (tooBig) {
       log.warn({ size: tooBig.size }, "inbound message rejected: attachment too large");
-      throw new HubError(
+      throw new InboundRejectedError(
         "inbound_too_large",
         `Inbound message rejected: an attachment is ${tooBig.size} bytes; the limit is ${this.o.config.limits.maxAttachmentBytes} (limits.maxAttachmentBytes).`,
       );

@@ -1,5 +1,6 @@
 export * from "./commands.js";
 export * from "./dispatcher.js";
+export * from "./inbound-result.js";
 export * from "./pairing.js";
 export * from "./policy.js";
 export * from "./queue-mode.js";

@@ -1,0 +1,56 @@
+import { PermanentSendError, RateLimitedError } from "../channel.js";
+
+/** A one-line description of an error for logs: the message (and its code), never a stack. */
+export function describeError(error: unknown): string {
+  if (error instanceof Error) {
+    const code = (error as { code?: unknown }).code;
+    const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
+    const text =
+      typeof code === "string" && !error.message.includes(code) ? `${code}: ${error.message}` : error.message;
+    return `${text}${cause}`;
+  }
+  return String(error);
+}
+
+/**
+ * Milliseconds to wait from a platform's retry-after value: a number of
+ * seconds (Telegram `retry_after`, Discord `retry_after`), a numeric string
+ * (HTTP `Retry-After: 5`), or an HTTP date. `fallbackMs` when absent or unreadable.
+ */
+export function retryAfterMs(value: unknown, fallbackMs = 1000, now = Date.now()): number {
+  if (typeof value === "number" && Number.isFinite(value) && value >= 0) return Math.ceil(value * 1000);
+  if (typeof value === "string" && value.trim() !== "") {
+    const seconds = Number(value.trim());
+    if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+    const date = Date.parse(value);
+    if (!Number.isNaN(date)) return Math.max(0, date - now);
+  }
+  return fallbackMs;
+}
+
+/**
+ * Whether an HTTP status from a platform means "this request will never
+ * succeed as sent" (bad request, unauthorized, forbidden, not found, gone,
+ * too large): the segment or the start attempt fails for good. 408 and 429
+ * are not permanent (wait and retry); every 5xx is transient.
+ */
+export function isPermanentStatus(status: number): boolean {
+  return status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
+/**
+ * Turns a failed platform send into what the delivery layer acts on:
+ * `RateLimitedError` (wait `retryAfter`), `PermanentSendError` (give the
+ * segment up), or the original error (retried).
+ */
+export function classifySendFailure(
+  failure: { status: number; retryAfter?: unknown; description: string },
+  cause?: unknown,
+): Error {
+  if (failure.status === 429) return new RateLimitedError(retryAfterMs(failure.retryAfter));
+  if (isPermanentStatus(failure.status))
+    return new PermanentSendError(`the platform refused the message: ${failure.description}`, { cause });
+  return cause instanceof Error
+    ? cause
+    : new Error(`the platform answered ${failure.status}: ${failure.description}`);
+}

@@ -1,0 +1,3 @@
+export * from "./errors.js";
+export * from "./sleep.js";
+export * from "./webhook.js";

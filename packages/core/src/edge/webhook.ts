@@ -1,0 +1,119 @@
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRoute } from "../channel.js";
+import type { HubLogger } from "../logger.js";
+import type { InboundResult } from "../plugin.js";
+import { describeError } from "./errors.js";
+
+/** Compares two HMAC-SHA256 signatures (hex) in constant time. */
+export function sameHmacSha256(secret: string, data: string | Buffer, signatureHex: string): boolean {
+  const expected = createHmac("sha256", secret).update(data).digest();
+  const given = /^[0-9a-f]+$/i.test(signatureHex) ? Buffer.from(signatureHex, "hex") : Buffer.alloc(0);
+  return given.length === expected.length && timingSafeEqual(given, expected);
+}
+
+/** What a webhook's `verify` sees: the request and its raw body (signatures cover the bytes). */
+export interface WebhookRequest {
+  req: IncomingMessage;
+  rawBody: Buffer;
+}
+
+/** Options of `webhookRoute`. */
+export interface WebhookRouteOptions {
+  path: string;
+  /** Largest body accepted (bytes); a larger one is answered 413 without reading it all. Default 1 MiB. */
+  maxBytes?: number;
+  /**
+   * Checks the caller (a secret header compared with `sameSecret`, or an HMAC
+   * signature with `sameHmacSha256`); false answers 401 and nothing else happens.
+   */
+  verify(request: WebhookRequest): boolean;
+  /**
+   * Handles one parsed JSON body. The answer decides the status: `retry` is
+   * 503 (the platform redelivers), everything else 200 — a payload that can
+   * never be accepted is acknowledged, never retried forever. Throwing counts as `retry`.
+   */
+  handle(body: unknown, request: WebhookRequest): Promise<InboundResult>;
+  /** A body to send with the 200 (e.g. a challenge answer); none by default. */
+  respond?(body: unknown, result: InboundResult): { contentType: string; body: string } | undefined;
+  logger: HubLogger;
+}
+
+class BodyTooLarge extends Error {}
+
+async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+  const declared = Number(req.headers["content-length"] ?? "0");
+  if (declared > maxBytes) throw new BodyTooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > maxBytes) throw new BodyTooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
+}
+
+function answer(res: ServerResponse, status: number, req: IncomingMessage): void {
+  if (!res.headersSent) res.writeHead(status, status === 413 ? { connection: "close" } : {});
+  res.end();
+  req.resume();
+}
+
+/**
+ * A webhook endpoint for the gateway, with what every platform's webhook needs
+ * once: a capped body, the caller check, JSON parsing, and the status that
+ * makes the platform retry only our transient failures. Bad JSON is 400 (no
+ * platform sends it); an unreadable payload is acknowledged with 200.
+ */
+export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
+  const maxBytes = options.maxBytes ?? 1024 * 1024;
+  const log = options.logger;
+  return {
+    method: "POST",
+    path: options.path,
+    handle: async (req, res) => {
+      let rawBody: Buffer;
+      try {
+        rawBody = await readCapped(req, maxBytes);
+      } catch (error) {
+        if (error instanceof BodyTooLarge) {
+          log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
+          return answer(res, 413, req);
+        }
+        throw error;
+      }
+      const request = { req, rawBody };
+      if (!options.verify(request)) {
+        log.warn(
+          { path: options.path, remote: req.socket.remoteAddress },
+          "webhook call failed verification; refused",
+        );
+        return answer(res, 401, req);
+      }
+      let body: unknown;
+      try {
+        body = JSON.parse(rawBody.toString("utf8"));
+      } catch {
+        log.warn({ path: options.path }, "webhook body is not JSON; dropped");
+        return answer(res, 400, req);
+      }
+      let result: InboundResult;
+      try {
+        result = await options.handle(body, request);
+      } catch (error) {
+        result = { kind: "retry", reason: describeError(error) };
+      }
+      if (result.kind === "retry") {
+        log.error(
+          { path: options.path, reason: result.reason },
+          "webhook update not accepted now; the platform will retry",
+        );
+        return answer(res, 503, req);
+      }
+      const reply = options.respond?.(body, result);
+      if (reply) res.writeHead(200, { "content-type": reply.contentType }).end(reply.body);
+      else answer(res, 200, req);
+    },
+  };
+}

@@ -1,0 +1,129 @@
+import { createHmac } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  Backoff,
+  classifySendFailure,
+  createLogger,
+  describeError,
+  type InboundResult,
+  isPermanentStatus,
+  PermanentSendError,
+  RateLimitedError,
+  retryAfterMs,
+  sameHmacSha256,
+  sameSecret,
+  sleep,
+  webhookRoute,
+} from "../src/index.js";
+
+describe("webhookRoute", () => {
+  let server: Server;
+  let url = "";
+  const seen: unknown[] = [];
+  let next: InboundResult | Error = { kind: "accepted" };
+  beforeAll(async () => {
+    const route = webhookRoute({
+      path: "/hook",
+      maxBytes: 1000,
+      verify: ({ req, rawBody }) => {
+        const sig = String(req.headers["x-signature"] ?? "");
+        return sameHmacSha256("shh", rawBody, sig);
+      },
+      handle: async (body) => {
+        seen.push(body);
+        if (next instanceof Error) throw next;
+        return next;
+      },
+      logger: createLogger({ level: "silent" }),
+    });
+    server = createServer((req, res) => void route.handle(req, res));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+  });
+  afterAll(() => new Promise<void>((r) => server.close(() => r())));
+  const post = (body: string, sign = true) =>
+    fetch(url, {
+      method: "POST",
+      body,
+      headers: sign ? { "x-signature": createHmac("sha256", "shh").update(body).digest("hex") } : {},
+    }).then((r) => r.status);
+
+  it("answers 401 to a bad signature, 413 to a large body, 400 to non-JSON, and handles nothing of them", async () => {
+    expect(await post('{"a":1}', false)).toBe(401);
+    expect(await post(JSON.stringify({ a: "x".repeat(2000) }))).toBe(413);
+    expect(await post("{not json")).toBe(400);
+    expect(seen).toEqual([]);
+  });
+
+  it("acknowledges accepted, duplicate, ignored and rejected with 200; only retry (or a throw) is 503", async () => {
+    const statuses: number[] = [];
+    for (const result of [
+      { kind: "accepted" },
+      { kind: "duplicate" },
+      { kind: "ignored", reason: "policy" },
+      { kind: "rejected", reason: "malformed" },
+      { kind: "retry", reason: "redis down" },
+      new Error("boom"),
+    ] as Array<InboundResult | Error>) {
+      next = result;
+      statuses.push(await post('{"n":1}'));
+    }
+    expect(statuses).toEqual([200, 200, 200, 200, 503, 503]);
+    expect(seen).toHaveLength(6);
+  });
+});
+
+describe("edge helpers", () => {
+  it("compares secrets and HMAC signatures", () => {
+    const sig = createHmac("sha256", "k").update("v0:1:body").digest("hex");
+    expect(sameHmacSha256("k", "v0:1:body", sig)).toBe(true);
+    expect(sameHmacSha256("k", "v0:1:bodyx", sig)).toBe(false);
+    expect(sameHmacSha256("k", "v0:1:body", "zz")).toBe(false);
+    expect(sameHmacSha256("k", "v0:1:body", sig.slice(2))).toBe(false);
+    expect(sameSecret("a", "a")).toBe(true);
+  });
+
+  it("reads retry-after values and classifies send failures", () => {
+    expect(retryAfterMs(5)).toBe(5000);
+    expect(retryAfterMs("2")).toBe(2000);
+    expect(retryAfterMs(0.25)).toBe(250);
+    expect(retryAfterMs(new Date(10_000).toUTCString(), 1000, 7_000)).toBe(3000);
+    expect(retryAfterMs(undefined, 1500)).toBe(1500);
+    expect(retryAfterMs("soon", 1500)).toBe(1500);
+    expect([400, 401, 403, 404, 408, 429, 500, 502].map(isPermanentStatus)).toEqual([
+      true,
+      true,
+      true,
+      true,
+      false,
+      false,
+      false,
+      false,
+    ]);
+    const limited = classifySendFailure({ status: 429, retryAfter: 3, description: "slow down" });
+    expect(limited).toBeInstanceOf(RateLimitedError);
+    expect((limited as RateLimitedError).retryAfterMs).toBe(3000);
+    expect(classifySendFailure({ status: 403, description: "blocked" })).toBeInstanceOf(PermanentSendError);
+    const transient = new Error("bad gateway");
+    expect(classifySendFailure({ status: 502, description: "bad gateway" }, transient)).toBe(transient);
+  });
+
+  it("sleeps until aborted, backs off up to a cap, and describes errors in one line", async () => {
+    const aborter = new AbortController();
+    const started = Date.now();
+    setTimeout(() => aborter.abort(), 30);
+    await sleep(10_000, aborter.signal);
+    expect(Date.now() - started).toBeLessThan(2000);
+    const backoff = new Backoff(100, 1000, 0);
+    expect([1, 2, 3, 4, 5].map(() => backoff.next())).toEqual([100, 200, 400, 800, 1000]);
+    backoff.reset();
+    expect(backoff.next()).toBe(100);
+    const error = Object.assign(new Error("connect refused", { cause: new Error("ECONNREFUSED") }), {
+      code: "E1",
+    });
+    expect(describeError(error)).toBe("E1: connect refused (ECONNREFUSED)");
+    expect(describeError("plain")).toBe("plain");
+  });
+});
