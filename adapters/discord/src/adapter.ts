@@ -1,16 +1,20 @@
 import {
+  type AdapterFields,
   type AdapterStateStore,
+  Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
   type ChannelStatus,
-  HubError,
   type HubLogger,
   type InboundHandler,
+  type InboundResult,
+  InboundSequencer,
   type OutboundSegment,
   PermanentSendError,
   RateLimitedError,
   type ReplyTarget,
   type SendResult,
+  sleep,
 } from "@hub/core";
 import {
   Client,
@@ -53,6 +57,8 @@ export interface DiscordAdapterOptions {
 /** How long an interaction token can be used to answer (Discord: 15 minutes). */
 const INTERACTION_TTL_MS = 15 * 60 * 1000;
 const INBOUND_ATTEMPTS = 8;
+/** How long after a command the hub did not take the adapter checks whether anything answered it. */
+const UNANSWERED_CHECK_MS = 3000;
 
 /**
  * Discord through discord.js 14: the gateway (guild messages, DMs, threads,
@@ -70,6 +76,9 @@ export class DiscordAdapter implements ChannelAdapter {
   #client: Client;
   #retry: ReturnType<typeof setTimeout> | undefined;
   readonly #chains = new Map<string, Promise<void>>();
+  readonly #sequencer = new InboundSequencer();
+  readonly #pending = new Set<Promise<InboundResult>>();
+  #stopSignal = new AbortController();
   readonly #interactions = new Map<string, { token: string; appId: string; at: number }>();
   #onInbound: InboundHandler | undefined;
   #stopped = false;
@@ -167,6 +176,7 @@ export class DiscordAdapter implements ChannelAdapter {
   async start(onInbound: InboundHandler): Promise<void> {
     this.#onInbound = onInbound;
     this.#stopped = false;
+    this.#stopSignal = new AbortController();
     this.#status.connecting();
     await this.#connect(1000);
   }
@@ -194,7 +204,9 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#stopped = true;
     clearTimeout(this.#retry);
     await this.#client.destroy();
+    this.#stopSignal.abort();
     await Promise.allSettled([...this.#chains.values()]);
+    await Promise.allSettled([...this.#pending]);
     this.#status.stopped();
   }
 
@@ -228,6 +240,14 @@ export class DiscordAdapter implements ChannelAdapter {
     });
   }
 
+  /** Admits in chat order (the core's sequencer: `/stop` never waits); tracked so `stop()` can wait. */
+  #submit(fields: AdapterFields, id: string): Promise<InboundResult> {
+    const admitted = this.#sequencer.submit(fields, (f) => this.#deliverInbound(f, id));
+    this.#pending.add(admitted);
+    void admitted.finally(() => this.#pending.delete(admitted));
+    return admitted;
+  }
+
   #message(raw: unknown): void {
     const parsed = DiscordMessageSchema.safeParse(raw);
     if (!parsed.success) {
@@ -238,6 +258,7 @@ export class DiscordAdapter implements ChannelAdapter {
       return;
     }
     const msg = parsed.data;
+    // Normalizing may fetch a thread's parent: one channel's messages are normalized in order.
     this.#enqueue(msg.channel_id, async () => {
       const me = this.#identity(msg.guild_id);
       if (!me) return;
@@ -252,38 +273,33 @@ export class DiscordAdapter implements ChannelAdapter {
         this.#log.debug({ messageId: msg.id, reason: result.skip }, "discord message not for us");
         return;
       }
-      await this.#deliverInbound(result.fields, msg.id);
+      void this.#submit(result.fields, msg.id);
     });
   }
 
-  /** Hands a message to the hub; a transient failure is retried here (the gateway never redelivers). */
-  async #deliverInbound(fields: Parameters<InboundHandler>[0], id: string): Promise<void> {
-    let wait = this.#o.inboundRetryMs ?? 500;
+  /** Hands a message to the hub; `retry` is retried here with backoff (the gateway never redelivers). */
+  async #deliverInbound(fields: AdapterFields, id: string): Promise<InboundResult> {
+    const backoff = new Backoff(this.#o.inboundRetryMs ?? 500, 30_000);
     for (let attempt = 1; ; attempt++) {
       const onInbound = this.#onInbound;
-      if (!onInbound || this.#stopped) return;
-      try {
-        await onInbound(fields);
-        return;
-      } catch (error) {
-        if (error instanceof HubError && error.code.startsWith("inbound_")) {
-          this.#log.warn({ messageId: id, err: error.message }, "discord message rejected");
-          throw error;
-        }
-        if (attempt >= INBOUND_ATTEMPTS) {
-          this.#log.error(
-            { messageId: id, err: describe(error) },
-            "discord message could not be accepted; dropped",
-          );
-          throw error;
-        }
-        this.#log.warn(
-          { messageId: id, err: describe(error), waitMs: wait },
-          "discord message not accepted yet; retrying",
+      if (!onInbound || this.#stopped) return { kind: "ignored", reason: "the adapter is stopping" };
+      const result = await onInbound(fields);
+      if (result.kind === "rejected")
+        this.#log.warn({ messageId: id, reason: result.reason }, "discord message rejected");
+      if (result.kind !== "retry") return result;
+      if (attempt >= INBOUND_ATTEMPTS) {
+        this.#log.error(
+          { messageId: id, reason: result.reason },
+          "discord message could not be accepted; dropped",
         );
-        await new Promise((r) => setTimeout(r, wait));
-        wait = Math.min(wait * 2, 30_000);
+        return result;
       }
+      const wait = backoff.next();
+      this.#log.warn(
+        { messageId: id, reason: result.reason, waitMs: wait },
+        "discord message not accepted yet; retrying",
+      );
+      await sleep(wait, this.#stopSignal.signal);
     }
   }
 
@@ -346,15 +362,20 @@ export class DiscordAdapter implements ChannelAdapter {
       i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
     const fields = interactionFields(i, this.accountId, parentId);
     if (!fields) return;
-    this.#enqueue(`interaction:${i.id}`, async () => {
-      try {
-        await this.#deliverInbound(fields, i.id);
-      } catch (error) {
-        const text =
-          error instanceof HubError ? error.message : "The hub could not take this command; try again.";
-        await this.#editOriginal(record, text).catch(() => {});
-      }
-    });
+    const result = await this.#submit(fields, i.id);
+    if (result.kind === "accepted" || result.kind === "duplicate") return;
+    // Not taken: unless the hub answered it (a refusal notice), say so rather than leave "thinking…".
+    await sleep(UNANSWERED_CHECK_MS, this.#stopSignal.signal);
+    const original = (await this.#client.rest
+      .get(Routes.webhookMessage(record.appId, record.token, "@original"), { auth: false })
+      .catch(() => undefined)) as { content?: string } | undefined;
+    if (original && !original.content) {
+      const text =
+        result.kind === "retry"
+          ? "The hub could not take this command right now; try again in a moment."
+          : "This command cannot be used here.";
+      await this.#editOriginal(record, text).catch(() => {});
+    }
   }
 
   #interactionKey(id: string): string {

@@ -175,6 +175,27 @@ describe("discord adapter", () => {
     expect(fake.sent()).toEqual([]);
   });
 
+  it("a slash command the hub does not take (a stranger's DM) is answered, not left thinking; a refusal notice is kept", async () => {
+    const { fake } = await setup();
+    const stranger = {
+      id: "300000000000000002",
+      username: "eve",
+      discriminator: "0",
+      global_name: "Eve",
+      avatar: null,
+    };
+    const dropped = fake.slashCommand("status", { channelId: fake.dmChannelId, user: stranger });
+    await waitFor(() => dropped.content !== undefined, "an answer to the dropped command", 8000);
+    expect(dropped.callbackType).toBe(5);
+    expect(dropped.content).toBe("This command cannot be used here.");
+    // In the allowed channel the stranger may talk but not run commands: the hub's refusal is the answer.
+    const refused = fake.slashCommand("status", { channelId: fake.channelId, user: stranger });
+    await waitFor(() => refused.content !== undefined, "the refusal", 8000);
+    expect(refused.content).toContain("only the owner and approved people can use /status");
+    await new Promise((r) => setTimeout(r, 3500));
+    expect(refused.content).toContain("only the owner and approved people can use /status");
+  }, 25_000);
+
   it("splits a long answer into messages of at most 2,000 characters and 17 lines, code fences balanced, in order", async () => {
     const { fake, model } = await setup();
     const code = ["```ts", ...Array.from({ length: 50 }, (_, i) => `const line${i} = ${i};`), "```"].join(
@@ -255,7 +276,7 @@ describe("discord sends", () => {
 
   it("a refused Message Content intent (close 4014) marks the channel failed with what to do; start does not throw", async () => {
     const { adapter } = await bare({ messageContentAllowed: false });
-    await adapter.start(async () => {});
+    await adapter.start(async () => ({ kind: "accepted" }));
     expect(adapter.status()).toMatchObject({
       state: "failed",
       reason: expect.stringContaining("Message Content intent"),
@@ -269,7 +290,7 @@ describe("discord sends", () => {
       await adapter.stop();
       await fake.close();
     });
-    await adapter.start(async () => {});
+    await adapter.start(async () => ({ kind: "accepted" }));
     expect(adapter.status()).toMatchObject({
       state: "failed",
       reason: expect.stringContaining("DISCORD_BOT_TOKEN"),

@@ -107,7 +107,7 @@ export interface FakeDiscord {
   /** A user runs a slash command (an INTERACTION_CREATE on the gateway). */
   slashCommand(
     name: string,
-    options?: { channelId?: string; args?: Array<{ name: string; value: string }> },
+    options?: { channelId?: string; args?: Array<{ name: string; value: string }>; user?: APIUser },
   ): FakeInteraction;
   /** The next `times` requests to routes starting with `routePrefix` (e.g. `POST /channels/`) fail. */
   failNext(routePrefix: string, failure: DiscordFailure, times?: number): void;
@@ -484,6 +484,12 @@ function webhookRoute(s: State, method: string, parts: string[], body: Record<st
   const content = typeof body.content === "string" ? body.content : "";
   if (content.length > 2000)
     return invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
+  if (method === "GET" && parts[3] === "messages" && parts[4] === "@original") {
+    // A deferred response is an empty message with the LOADING flag until it is edited.
+    const loading = i.content === undefined;
+    const original = messageOf(s, i.channelId, s.bot, i.content ?? "", { application_id: s.ids.app });
+    return json(200, { ...original, flags: loading ? 128 : 0 });
+  }
   if (method === "PATCH" && parts[3] === "messages" && parts[4] === "@original") {
     i.content = content;
     return json(200, messageOf(s, i.channelId, s.bot, content, { application_id: s.ids.app }));
@@ -634,8 +640,9 @@ async function handle(s: State, req: IncomingMessage, res: ServerResponse): Prom
 function slashCommand(
   s: State,
   name: string,
-  options: { channelId?: string; args?: Array<{ name: string; value: string }> } = {},
+  options: { channelId?: string; args?: Array<{ name: string; value: string }>; user?: APIUser } = {},
 ): FakeInteraction {
+  const who = options.user ?? s.human;
   const channelId = options.channelId ?? s.ids.channel;
   const inGuild = channelTypeOf(s, channelId) !== ChannelType.DM;
   const i: FakeInteraction = {
@@ -670,7 +677,7 @@ function slashCommand(
           guild: { id: s.ids.guild, locale: "en-US", features: [] },
           guild_locale: "en-US",
           member: {
-            user: s.human,
+            user: who,
             roles: [],
             permissions: "2248473465835073",
             joined_at: new Date(0).toISOString(),
@@ -679,7 +686,7 @@ function slashCommand(
             flags: 0,
           },
         }
-      : { user: s.human }),
+      : { user: who }),
     token: i.token,
     version: 1,
     app_permissions: "2248473465835073",
