@@ -247,7 +247,7 @@ describe("discord sends", () => {
     const { fake, adapter } = await bare();
     const target = { channel: "discord", accountId: "default", chatId: fake.channelId };
     await adapter.send({ replyId: "r", index: 0, text: "first" }, target);
-    fake.failNext("POST /channels/", { status: 429, retryAfter: 3 });
+    fake.failNext("POST /channels/:id/messages", { status: 429, retryAfter: 3 });
     const error = await adapter
       .send({ replyId: "r", index: 1, text: "second" }, target)
       .catch((e: unknown) => e);
@@ -267,7 +267,7 @@ describe("discord sends", () => {
   it("a global 429 holds sends for Discord's retry_after", async () => {
     const { fake, adapter } = await bare();
     const target = { channel: "discord", accountId: "default", chatId: fake.dmChannelId };
-    fake.failNext("POST /channels/", { status: 429, retryAfter: 2, global: true });
+    fake.failNext("POST /channels/:id/messages", { status: 429, retryAfter: 2, global: true });
     const error = await adapter.send({ replyId: "g", index: 0, text: "x" }, target).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(RateLimitedError);
     expect((error as RateLimitedError).retryAfterMs).toBeGreaterThanOrEqual(2000);

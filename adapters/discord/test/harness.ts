@@ -36,7 +36,7 @@ export function outboundOf(fake: FakeDiscord, sent: DiscordSentMessage): Outboun
 export function adapterFor(fake: FakeDiscord, logger: HubLogger, extra: Partial<DiscordAdapterOptions> = {}) {
   return new DiscordAdapter({
     token: fake.token,
-    restApi: fake.api,
+    restApi: fake.restApi,
     state: memoryState(),
     logger,
     inboundRetryMs: 100,
@@ -87,7 +87,7 @@ export function discordHarness(
       fake.gateway.dispatch("MESSAGE_CREATE", { id: "not-a-message", channel_id: null, author: 7 });
     },
     rateLimitNextSend(seconds) {
-      fake.failNext("POST /channels/", { status: 429, retryAfter: seconds });
+      fake.failNext("POST /channels/:id/messages", { status: 429, retryAfter: seconds });
     },
     outbound: (chatId) =>
       fake

@@ -22,7 +22,7 @@ async function installation(name: string) {
     configPath,
     JSON.stringify({
       delivery: { leaseMs: 2000, sendTimeoutMs: 1000 },
-      channels: { discord: { restApi: fake.api, dmPolicy: "allowlist", allowFrom: [fake.user.id] } },
+      channels: { discord: { restApi: fake.restApi, dmPolicy: "allowlist", allowFrom: [fake.user.id] } },
     }),
   );
   const processes: HubProcess[] = [];
@@ -57,7 +57,9 @@ async function installation(name: string) {
 }
 
 const postsTo = (fake: FakeDiscord, channelId: string) =>
-  fake.calls.filter((c) => c.method === "POST" && c.route === `/channels/${channelId}/messages`);
+  fake.calls.filter(
+    (c) => c.method === "POST /channels/:id/messages" && c.route === `/channels/${channelId}/messages`,
+  );
 
 describe("discord through a hub process", () => {
   it("a hub started from a config file with DISCORD_BOT_TOKEN answers a DM", async () => {
@@ -72,7 +74,7 @@ describe("discord through a hub process", () => {
   it("SIGKILL after Discord created the message but before the hub read the answer: the resend after restart posts nothing new", async () => {
     const { fake, model, start } = await installation("dc-crash");
     const first = await start();
-    fake.holdNextResponse(`POST /channels/${fake.dmChannelId}/messages`);
+    fake.holdNextResponse("POST /channels/:id/messages");
     model.script({ text: "Posted exactly once." });
     fake.userMessage({ channelId: fake.dmChannelId, content: "crash in the send" });
     await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the message created on Discord", 20_000);

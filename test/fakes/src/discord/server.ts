@@ -1,5 +1,4 @@
-import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { IncomingMessage, ServerResponse } from "node:http";
 import {
   type APIAttachment,
   type APIMessage,
@@ -10,6 +9,7 @@ import {
   type MessageFlags,
   MessageType,
 } from "discord-api-types/v10";
+import { FakeApi, type RecordedCall, readBody, startHttpServer } from "../kit/index.js";
 import { FakeDiscordGateway } from "./gateway.js";
 
 // A local fake of Discord for discord.js (https://discord.com/developers/docs): the REST API under
@@ -41,14 +41,16 @@ export interface DiscordSentMessage {
   at: number;
 }
 
-/** One REST request the fake received with a valid token. */
-export interface DiscordCall {
-  method: string;
+/**
+ * One REST request the fake received with a valid token. `method` is the HTTP
+ * method and route template (`POST /channels/:id/messages`), the kit's key for
+ * `failNext`, `callsOf` and `waitForCall`; `params` is the JSON body.
+ */
+export interface DiscordCall extends RecordedCall {
   /** The path after `/api/v10`, e.g. `/channels/123/messages`. */
   route: string;
   body: unknown;
   status: number;
-  at: number;
 }
 
 /** An interaction the fake created, with how the bot answered it. */
@@ -78,7 +80,7 @@ export interface DiscordFailure {
 /** A running fake Discord. */
 export interface FakeDiscord {
   /** Pass as discord.js `rest.api`, e.g. `http://127.0.0.1:PORT/api`. */
-  readonly api: string;
+  readonly restApi: string;
   readonly token: string;
   readonly bot: APIUser;
   readonly applicationId: string;
@@ -92,6 +94,8 @@ export interface FakeDiscord {
   readonly user: APIUser;
   readonly dmChannelId: string;
   readonly gateway: FakeDiscordGateway;
+  /** Every REST call, failed ones too (the kit's recorder: `callsOf`, `waitForCall`, `failNext`). */
+  readonly api: FakeApi<DiscordCall, DiscordFailure>;
   readonly calls: DiscordCall[];
   /** Messages the bot created, in creation order (optionally in one channel). */
   sent(channelId?: string): DiscordSentMessage[];
@@ -109,13 +113,13 @@ export interface FakeDiscord {
     name: string,
     options?: { channelId?: string; args?: Array<{ name: string; value: string }>; user?: APIUser },
   ): FakeInteraction;
-  /** The next `times` requests to routes starting with `routePrefix` (e.g. `POST /channels/`) fail. */
-  failNext(routePrefix: string, failure: DiscordFailure, times?: number): void;
+  /** The next `times` requests of a route template (e.g. `POST /channels/:id/messages`) fail. */
+  failNext(route: string, failure: DiscordFailure, times?: number): void;
   /**
-   * The next request to a route starting with `routePrefix` is carried out (a message is created) but
-   * never answered, as when the bot's process dies between Discord's success and reading the answer.
+   * The next request of a route template is carried out (a message is created) but never answered,
+   * as when the bot's process dies between Discord's success and reading the answer.
    */
-  holdNextResponse(routePrefix: string): void;
+  holdNextResponse(route: string): void;
   close(): Promise<void>;
 }
 
@@ -175,9 +179,8 @@ interface State {
   typing: string[];
   commands: Map<string, Array<Record<string, unknown>>>;
   interactions: FakeInteraction[];
-  failures: Array<{ prefix: string; failure: DiscordFailure; times: number }>;
   holds: string[];
-  calls: DiscordCall[];
+  api: FakeApi<DiscordCall, DiscordFailure>;
   gateway: FakeDiscordGateway;
 }
 
@@ -577,10 +580,25 @@ function rateLimitAnswer(failure: DiscordFailure, bucket: string): Answer {
   };
 }
 
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString("utf8");
+/** A route's template: ids as `:id`, interaction and webhook tokens as `:token`. */
+export function routeTemplate(path: string): string {
+  const parts = path.split("/");
+  return parts
+    .map((seg, i) =>
+      /^\d+$/.test(seg)
+        ? ":id"
+        : i === 3 && (parts[1] === "interactions" || parts[1] === "webhooks")
+          ? ":token"
+          : seg,
+    )
+    .join("/");
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v);
+
+async function jsonBody(req: IncomingMessage): Promise<unknown> {
+  const text = (await readBody(req)).toString("utf8");
   if (text === "") return undefined;
   // discord.js sends JSON; multipart (files) is not part of this fake.
   return JSON.parse(text);
@@ -604,19 +622,26 @@ async function handle(s: State, req: IncomingMessage, res: ServerResponse): Prom
   const path = url.pathname.slice("/api/v10".length);
   let body: unknown;
   try {
-    body = await readBody(req);
+    body = await jsonBody(req);
   } catch {
     return send(json(400, { message: "400: Bad Request", code: 50109 }));
   }
-  const key = `${method} ${path}`;
-  const scripted = s.failures.find((f) => key.startsWith(f.prefix) && f.times > 0);
+  const key = `${method} ${routeTemplate(path)}`;
+  const call = s.api.record({
+    method: key,
+    params: isRecord(body) ? body : {},
+    at: Date.now(),
+    route: path,
+    body,
+    status: 0,
+  });
+  const scripted = s.api.takeFailure(key);
   const bucket = Buffer.from(`${method}:${path.split("/").slice(0, 3).join("/")}`)
     .toString("hex")
     .slice(0, 32);
   let answer: Answer;
   if (scripted) {
-    scripted.times--;
-    answer = rateLimitAnswer(scripted.failure, bucket);
+    answer = rateLimitAnswer(scripted, bucket);
   } else {
     answer = route(s, method, path, body);
     answer.headers = {
@@ -628,8 +653,9 @@ async function handle(s: State, req: IncomingMessage, res: ServerResponse): Prom
       ...answer.headers,
     };
   }
-  s.calls.push({ method, route: path, body, status: answer.status, at: Date.now() });
-  const hold = s.holds.findIndex((prefix) => key.startsWith(prefix));
+  call.status = answer.status;
+  s.api.settle(call);
+  const hold = s.holds.indexOf(key);
   if (hold >= 0) {
     s.holds.splice(hold, 1);
     return; // never answered; the connection ends when the client goes away
@@ -746,21 +772,23 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     typing: [],
     commands: new Map(),
     interactions: [],
-    failures: [],
     holds: [],
-    calls: [],
+    api: new FakeApi<DiscordCall, DiscordFailure>({ name: "fake discord" }),
   };
-  const server = createServer((req, res) => {
-    handle(s, req, res).catch(() => res.writeHead(500).end());
-  });
-  server.on("upgrade", (req, socket, head) => {
-    if (new URL(req.url ?? "/", "http://x").pathname === "/gateway") gateway.upgrade(req, socket, head);
-    else socket.destroy();
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  port = (server.address() as AddressInfo).port;
+  const server = await startHttpServer(
+    (req, res) => handle(s, req, res),
+    (res) => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ message: "500: Internal Server Error", code: 0 }));
+    },
+    (req, socket, head) => {
+      if (new URL(req.url ?? "/", "http://x").pathname === "/gateway") gateway.upgrade(req, socket, head);
+      else socket.destroy();
+    },
+  );
+  port = server.port;
   return {
-    api: `http://127.0.0.1:${port}/api`,
+    restApi: `${server.url}/api`,
     token: o.token,
     bot,
     applicationId: appId,
@@ -771,7 +799,8 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     user: human,
     dmChannelId: ids.dm,
     gateway,
-    calls: s.calls,
+    api: s.api,
+    calls: s.api.calls,
     sent: (channelId) => (channelId === undefined ? s.sent : s.sent.filter((m) => m.channelId === channelId)),
     typing: s.typing,
     commands: s.commands,
@@ -780,13 +809,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     redeliver: (message) =>
       s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message)),
     slashCommand: (name, opts) => slashCommand(s, name, opts),
-    failNext: (prefix, failure, times = 1) => void s.failures.push({ prefix, failure, times }),
-    holdNextResponse: (prefix) => void s.holds.push(prefix),
-    close: () =>
-      new Promise<void>((resolve) => {
-        gateway.shutdown();
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    failNext: (route, failure, times = 1) => s.api.failNext(route, failure, times),
+    holdNextResponse: (route) => void s.holds.push(route),
+    close: async () => {
+      gateway.shutdown();
+      await server.close();
+    },
   };
 }
