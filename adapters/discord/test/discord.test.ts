@@ -150,6 +150,8 @@ describe("discord adapter", () => {
 
   it("a zombie gateway (heartbeats not acknowledged) is closed (4200) and resumed; a message sent meanwhile is answered", async () => {
     const { fake, model, adapter } = await setup({ heartbeatIntervalMs: 300 });
+    const reasons: string[] = [];
+    const poll = setInterval(() => reasons.push(adapter.status().reason ?? ""), 5);
     fake.gateway.goSilent();
     model.script({ text: "Back." });
     fake.userMessage({ channelId: fake.dmChannelId, content: "are you alive?" });
@@ -158,6 +160,8 @@ describe("discord adapter", () => {
       "the answer after the zombie close",
       15_000,
     );
+    clearInterval(poll);
+    expect(reasons.some((r) => r.includes("zombie"))).toBe(true);
     expect(fake.gateway.stats.clientCloses).toContain(4200);
     expect(fake.gateway.stats.resumes).toBeGreaterThanOrEqual(1);
     expect(adapter.status().state).toBe("connected");
@@ -281,6 +285,25 @@ describe("discord sends", () => {
       state: "failed",
       reason: expect.stringContaining("Message Content intent"),
     });
+  });
+
+  it("with guilds configured, slash commands are registered per guild, not globally", async () => {
+    const fake = await startFakeDiscord();
+    const adapter = adapterFor(fake, logger(), {
+      guilds: {
+        [fake.guildId]: { requireMention: true, allowFrom: [] },
+        "*": { requireMention: true, allowFrom: [] },
+      },
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async () => ({ kind: "accepted" }));
+    await waitFor(() => fake.commands.has(fake.guildId), "guild commands registered");
+    expect(fake.commands.get(fake.guildId)?.map((c) => c.name)).toEqual(["stop", "new", "status", "queue"]);
+    expect(fake.commands.has("global")).toBe(false);
+    expect(adapter.status().state).toBe("connected");
   });
 
   it("a bad token marks the channel failed with what to do", async () => {
