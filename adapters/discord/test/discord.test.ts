@@ -148,6 +148,39 @@ describe("discord adapter", () => {
     expect(fake.sent(fake.dmChannelId).map((m) => m.message.content)).toEqual(["First.", "Second."]);
   });
 
+  it.each([
+    ["close 1005 (no status)", (f: FakeDiscord) => f.gateway.close(1005)],
+    ["close 4000 (unknown error)", (f: FakeDiscord) => f.gateway.close(4000, "Unknown error")],
+    ["op 7 (reconnect request)", (f: FakeDiscord) => f.gateway.requestReconnect()],
+    ["op 9 (session invalid: identify again)", (f: FakeDiscord) => f.gateway.invalidateSessions(false)],
+  ])(
+    "after %s the gateway comes back and the next message is answered",
+    async (_name, fault) => {
+      const { fake, model, adapter } = await setup();
+      const before = fake.gateway.stats.connections;
+      fault(fake);
+      await waitFor(() => fake.gateway.stats.connections > before, "a new connection", 15_000);
+      await waitFor(
+        () => fake.gateway.liveConnections === 1 && adapter.status().state === "connected",
+        "connected again",
+        15_000,
+      );
+      model.script({ text: "Still here." });
+      fake.userMessage({ channelId: fake.dmChannelId, content: "still there?" });
+      await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 10_000);
+    },
+    30_000,
+  );
+
+  it("a fatal close mid-session (4004) marks the channel failed with what to do, and the hub keeps running", async () => {
+    const { fake, adapter, hub } = await setup();
+    fake.gateway.close(4004, "Authentication failed.");
+    await waitFor(() => adapter.status().state === "failed", "status failed");
+    expect(adapter.status().reason).toContain("DISCORD_BOT_TOKEN");
+    const health = await fetch(`${hub.url}healthz`);
+    expect(health.ok).toBe(true);
+  });
+
   it("a zombie gateway (heartbeats not acknowledged) is closed (4200) and resumed; a message sent meanwhile is answered", async () => {
     const { fake, model, adapter } = await setup({ heartbeatIntervalMs: 300 });
     const reasons: string[] = [];
@@ -176,6 +209,12 @@ describe("discord adapter", () => {
     expect(i.callbackType).toBe(5);
     expect((i.respondedAt ?? Infinity) - i.createdAt).toBeLessThan(3000);
     expect(i.content).toContain("Model: fake/m");
+    const queue = fake.slashCommand("queue", {
+      channelId: fake.dmChannelId,
+      args: [{ name: "mode", value: "collect" }],
+    });
+    await waitFor(() => queue.content !== undefined, "the /queue answer", 3000);
+    expect(queue.content).toBe("Queue mode set to collect.");
     expect(fake.sent()).toEqual([]);
   });
 

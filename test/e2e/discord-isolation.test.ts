@@ -1,0 +1,83 @@
+import { createLogger } from "@hub/core";
+import { DiscordAdapter } from "@hub/discord";
+import { TelegramAdapter } from "@hub/telegram";
+import { afterEach, describe, expect, it } from "vitest";
+import { privateText, startFakeDiscord, startFakeOpenAI, startFakeTelegram } from "../fakes/src/index.js";
+import { startTestHub } from "../support/hub.js";
+import { freePort } from "../support/hub-process.js";
+import { waitFor } from "../support/redis.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+const memory = () => {
+  const values = new Map<string, string>();
+  return {
+    get: async (k: string) => values.get(k),
+    set: async (k: string, v: string) => void values.set(k, v),
+  };
+};
+
+describe("a Discord fault is contained", () => {
+  it("Discord unreachable at start: the hub starts, Telegram answers, Discord reports why it is reconnecting", async () => {
+    const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+    const telegram = await startFakeTelegram();
+    const model = await startFakeOpenAI();
+    const discord = new DiscordAdapter({
+      token: "some-token",
+      restApi: `http://127.0.0.1:${await freePort()}/api`, // nothing listens here
+      state: memory(),
+      logger,
+    });
+    const hub = await startTestHub(
+      {
+        agent: { model: "fake/m" },
+        models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+        channels: {
+          telegram: { dmPolicy: "allowlist", allowFrom: ["4242"] },
+          discord: { dmPolicy: "allowlist", allowFrom: ["1"] },
+        },
+      },
+      "discord-down",
+      [
+        discord,
+        new TelegramAdapter({
+          botToken: telegram.token,
+          apiRoot: telegram.apiRoot,
+          state: memory(),
+          logger,
+          pollTimeoutSeconds: 1,
+        }),
+      ],
+    );
+    cleanups.push(async () => {
+      await hub.dispose();
+      await telegram.close();
+      await model.close();
+    });
+    expect(discord.status()).toMatchObject({
+      state: "reconnecting",
+      reason: expect.stringContaining("could not reach Discord"),
+    });
+    model.script({ text: "Telegram still works." });
+    telegram.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "anyone there?" }));
+    await waitFor(() => telegram.sent("4242").length === 1, "the Telegram answer");
+    expect(telegram.sent("4242")[0]?.text).toBe("Telegram still works.");
+  });
+
+  it("Discord comes up later: the adapter's retry connects it", async () => {
+    const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+    const fake = await startFakeDiscord();
+    cleanups.push(async () => fake.close());
+    // The first login fails (the REST API answers 500), the retry a second later succeeds.
+    fake.failNext("GET /gateway/bot", { status: 500 });
+    const adapter = new DiscordAdapter({ token: fake.token, restApi: fake.restApi, state: memory(), logger });
+    cleanups.push(async () => adapter.stop());
+    await adapter.start(async () => ({ kind: "accepted" }));
+    expect(adapter.status().state).toBe("reconnecting");
+    await waitFor(() => adapter.status().state === "connected", "connected on the retry", 10_000);
+    expect(fake.api.callsOf("GET /gateway/bot").length).toBeGreaterThanOrEqual(2);
+  });
+});
