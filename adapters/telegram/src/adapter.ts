@@ -1,25 +1,30 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import { sequentialize } from "@grammyjs/runner";
 import {
+  type AdapterFields,
   type AdapterStateStore,
   type ChannelAdapter,
   type ChannelCapabilities,
+  ChannelRefusedError,
+  type ChannelStatus,
+  ChannelStatusCell,
   type HttpRoute,
-  HubError,
   type HubLogger,
   type InboundHandler,
-  isUrgentCommand,
+  type InboundResult,
+  InboundSequencer,
   type OutboundSegment,
   PermanentSendError,
   RateLimitedError,
   type ReplyTarget,
   type SendResult,
   sameSecret,
+  webhookRoute,
 } from "@hub/core";
-import { Bot, type Context, GrammyError, HttpError } from "grammy";
-import { z } from "zod";
-import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage, TelegramMessageSchema } from "./normalize.js";
+import { type Api, Bot, GrammyError } from "grammy";
+import { classifyStartError, describeTelegramError } from "./errors.js";
+import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
+import { type PollerDeps, pollUpdates } from "./polling.js";
 import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
+import { parseUpdate } from "./update.js";
 
 /** Options of the Telegram adapter (from `channels.telegram` plus wiring). */
 export interface TelegramAdapterOptions {
@@ -40,22 +45,16 @@ export interface TelegramAdapterOptions {
   conflictBackoffMs?: number;
 }
 
-const UpdateSchema = z.looseObject({
-  update_id: z.number().int(),
-  message: z.unknown().optional(),
-  edited_message: z.unknown().optional(),
-  channel_post: z.unknown().optional(),
-});
-
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
 
 const chatIdParam = (chatId: string): number | string => (/^-?\d+$/.test(chatId) ? Number(chatId) : chatId);
 
 /**
  * Telegram through grammY: long polling (default) or webhook in, paced and
- * formatted sends out. Inbound updates are handled in order per chat (and per
- * forum topic) with `sequentialize`; `/stop` has its own key so it is never
- * stuck behind a chat's other updates.
+ * formatted sends out. Every raw update is validated with zod at the edge
+ * (grammY's middleware never sees inbound updates, so nothing in it can throw
+ * on one); messages of one chat (and forum topic) are admitted in order by the
+ * core's `InboundSequencer`, which also lets `/stop` skip the chat's queue.
  */
 export class TelegramAdapter implements ChannelAdapter {
   readonly channel = "telegram";
@@ -79,23 +78,23 @@ export class TelegramAdapter implements ChannelAdapter {
   #onInbound: InboundHandler | undefined;
   #polling: Promise<void> | undefined;
   readonly #stop = new AbortController();
+  readonly #sequencer = new InboundSequencer();
+  readonly #status: ChannelStatusCell;
 
   constructor(options: TelegramAdapterOptions) {
     this.#o = options;
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
     this.#bot = new Bot(options.botToken, {
-      client: { apiRoot: options.apiRoot ?? "https://api.telegram.org" },
+      client: {
+        apiRoot: options.apiRoot ?? "https://api.telegram.org",
+        // A request that hangs (a black-holed network) fails and is retried instead of blocking forever.
+        timeoutSeconds: (options.pollTimeoutSeconds ?? 25) + 15,
+      },
     });
-    this.#bot.use(
-      sequentialize<Context>((ctx) => {
-        const msg = ctx.msg;
-        if (!msg) return undefined;
-        const topic = msg.is_topic_message ? `:${msg.message_thread_id}` : "";
-        return isUrgentCommand(msg.text ?? "") ? `stop:${msg.chat.id}${topic}` : `${msg.chat.id}${topic}`;
-      }),
-    );
-    this.#bot.on([...ALLOWED_UPDATES], (ctx) => this.#handle(ctx));
+    this.#status = new ChannelStatusCell((status) => {
+      if (status.state === "connected") this.#log.info("telegram connected");
+    });
   }
 
   /** The grammY bot (for tests and advanced wiring). */
@@ -103,192 +102,140 @@ export class TelegramAdapter implements ChannelAdapter {
     return this.#bot;
   }
 
+  /** The connection state of this bot (connecting, connected, reconnecting with the next try, failed). */
+  status(): ChannelStatus {
+    return this.#status.get();
+  }
+
+  /**
+   * One connection attempt: getMe, then the webhook or the polling loop. A
+   * refused token throws `ChannelRefusedError` (failed, one clear line); a
+   * network failure throws as is, and the hub retries with backoff. grammY's
+   * `bot.init()` is not used: it retries network errors forever, in silence.
+   */
   async start(onInbound: InboundHandler): Promise<void> {
     this.#onInbound = onInbound;
+    this.#status.set("connecting");
+    const at =
+      this.accountId === "default" ? "channels.telegram" : `channels.telegram.accounts.${this.accountId}`;
+    let me: Awaited<ReturnType<Api["getMe"]>>;
     try {
-      await this.#bot.init();
+      me = await this.#bot.api.getMe();
     } catch (error) {
-      throw new HubError(
-        "telegram_start_failed",
-        `Telegram did not accept the bot token (${describe(error)}); check channels.telegram.botToken.`,
-        { cause: error },
-      );
+      const classified = classifyStartError(error, at);
+      if (classified instanceof ChannelRefusedError)
+        this.#status.set("failed", { reason: classified.message });
+      else this.#status.set("reconnecting", { reason: describeTelegramError(error) });
+      throw classified;
     }
-    this.#identity = { id: this.#bot.botInfo.id, username: this.#bot.botInfo.username };
-    this.#log.info({ bot: this.#identity.username, mode: this.#o.mode ?? "polling" }, "telegram connected");
-    if (this.#o.mode === "webhook") {
-      if (!this.#o.webhookUrl || !this.#o.webhookSecret) {
-        throw new HubError(
-          "telegram_webhook_config",
-          "Telegram webhook mode needs channels.telegram.webhookUrl and webhookSecret.",
-        );
-      }
+    this.#bot.botInfo = me;
+    this.#identity = { id: me.id, username: me.username };
+    this.#log.info({ bot: me.username, mode: this.#o.mode ?? "polling" }, "telegram bot identified");
+    if (this.#o.mode === "webhook") await this.#setWebhook(at);
+    else this.#polling = pollUpdates(this.#pollerDeps());
+    this.#status.set("connected");
+  }
+
+  async #setWebhook(at: string): Promise<void> {
+    if (!this.#o.webhookUrl || !this.#o.webhookSecret) {
+      const reason = `Telegram webhook mode needs ${at}.webhookUrl and ${at}.webhookSecret.`;
+      this.#status.set("failed", { reason });
+      throw new ChannelRefusedError("telegram_webhook_config", reason);
+    }
+    try {
       await this.#bot.api.setWebhook(this.#o.webhookUrl, {
         secret_token: this.#o.webhookSecret,
         allowed_updates: [...ALLOWED_UPDATES],
       });
-    } else {
-      this.#polling = this.#poll();
+    } catch (error) {
+      this.#status.set("reconnecting", { reason: describeTelegramError(error) });
+      throw classifyStartError(error, at);
     }
+  }
+
+  #pollerDeps(): PollerDeps {
+    return {
+      api: this.#bot.api,
+      state: this.#o.state,
+      stateKey: `telegram:${this.accountId}:offset`,
+      handle: (raw) => this.handleRawUpdate(raw),
+      status: this.#status,
+      log: this.#log,
+      signal: this.#stop.signal,
+      pollTimeoutSeconds: this.#o.pollTimeoutSeconds ?? 25,
+      conflictBackoffMs: this.#o.conflictBackoffMs ?? 30_000,
+    };
   }
 
   async stop(): Promise<void> {
     this.#stop.abort();
     await this.#polling;
+    this.#status.set("stopped");
   }
 
-  /** Handles one raw update (from polling or the webhook). Throws when it could not be accepted, so it is retried. */
-  async handleRawUpdate(raw: unknown): Promise<void> {
-    const parsed = UpdateSchema.safeParse(raw);
-    if (!parsed.success) {
-      this.#log.warn({ issues: parsed.error.issues.length }, "dropping a malformed Telegram update");
-      return;
-    }
-    // biome-ignore lint/suspicious/noExplicitAny: grammY's Update type; the message inside is validated in #handle.
-    await this.#bot.handleUpdate(parsed.data as any);
-  }
-
-  async #handle(ctx: Context): Promise<void> {
-    const identity = this.#identity;
+  /**
+   * Handles one raw update (from polling or the webhook) and answers what the
+   * platform must be told: only `retry` (a transient failure on our side) makes
+   * it redeliver. Never throws; whatever can never be accepted is logged once
+   * with its update_id and acknowledged.
+   */
+  async handleRawUpdate(raw: unknown): Promise<InboundResult> {
     const onInbound = this.#onInbound;
-    if (!identity || !onInbound) return;
-    const kind = ctx.update.message
-      ? "message"
-      : ctx.update.edited_message
-        ? "edited_message"
-        : "channel_post";
-    const msg = TelegramMessageSchema.safeParse(ctx.update[kind]);
-    if (!msg.success) {
-      this.#log.warn(
-        { updateId: ctx.update.update_id },
-        "dropping a Telegram message that does not look like one",
-      );
-      return;
+    const identity = this.#identity;
+    if (!onInbound || !identity) return { kind: "retry", reason: "the adapter is not started" };
+    let fields: AdapterFields;
+    let updateId: number | undefined;
+    try {
+      const update = parseUpdate(raw);
+      updateId = update.updateId;
+      if (!update.ok) return this.#dropped(update.updateId, update.reason, update.ignored === true);
+      const normalized = normalizeMessage(update.message, update.kind, identity, {
+        accountId: this.accountId,
+        channelPosts: this.#o.channelPosts ?? false,
+        editedMessages: this.#o.editedMessages ?? "ignore",
+      });
+      if ("skip" in normalized) return this.#dropped(update.updateId, normalized.skip, true);
+      fields = normalized.fields;
+    } catch (error) {
+      // The payload is what it is: whatever threw on it would throw on every redelivery.
+      return this.#dropped(updateId, `unreadable update (${describeTelegramError(error)})`, false);
     }
-    const result = normalizeMessage(msg.data, kind, identity, {
-      accountId: this.accountId,
-      channelPosts: this.#o.channelPosts ?? false,
-      editedMessages: this.#o.editedMessages ?? "ignore",
-    });
-    if ("skip" in result) {
-      this.#log.debug({ updateId: ctx.update.update_id, reason: result.skip }, "telegram update not for us");
-      return;
-    }
-    const outcome = await onInbound(result.fields);
-    // Bad input is dropped with a log line; a transient failure propagates so the update is retried.
-    if (outcome.kind === "rejected") {
-      this.#log.warn({ updateId: ctx.update.update_id, reason: outcome.reason }, "telegram message rejected");
-    } else if (outcome.kind === "retry") {
-      throw new Error(outcome.reason);
-    }
+    const result = await this.#sequencer
+      .submit(fields, onInbound)
+      .catch((error): InboundResult => ({ kind: "retry", reason: describeTelegramError(error) }));
+    if (result.kind === "rejected")
+      this.#log.warn({ updateId, reason: result.reason }, "telegram message rejected; dropped");
+    if (result.kind === "retry")
+      this.#log.warn({ updateId, reason: result.reason }, "telegram message not accepted now");
+    return result;
   }
 
-  async #poll(): Promise<void> {
-    const key = `telegram:${this.accountId}:offset`;
-    const stored = await this.#o.state.get(key);
-    let offset = stored ? Number(stored) : undefined;
-    let backoff = 500;
-    let conflictReported = false;
-    const signal = this.#stop.signal;
-    while (!signal.aborted) {
-      let updates: unknown[];
-      try {
-        updates = await this.#bot.api.getUpdates(
-          {
-            ...(offset !== undefined ? { offset } : {}),
-            timeout: this.#o.pollTimeoutSeconds ?? 25,
-            allowed_updates: [...ALLOWED_UPDATES],
-          },
-          // grammY types its signal with a polyfill's type; the runtime takes the standard one.
-          signal as unknown as Parameters<Bot["api"]["getUpdates"]>[1],
-        );
-        conflictReported = false;
-      } catch (error) {
-        if (signal.aborted) return;
-        if (error instanceof GrammyError && error.error_code === 409) {
-          // Another poller or a webhook holds the bot; one clear line, then a long wait, not a storm.
-          if (!conflictReported) {
-            this.#log.error(
-              { description: error.description },
-              "Telegram refused polling (409 Conflict): another process is polling this bot or a webhook is set. Stop the other instance, or switch channels.telegram.mode to webhook; polling resumes by itself when the conflict ends.",
-            );
-            conflictReported = true;
-          }
-          await sleep(this.#o.conflictBackoffMs ?? 30_000, signal);
-          continue;
-        }
-        this.#log.warn({ err: describe(error), backoffMs: backoff }, "telegram getUpdates failed; retrying");
-        await sleep(backoff, signal);
-        backoff = Math.min(backoff * 2, 30_000);
-        continue;
-      }
-      backoff = 500;
-      if (updates.length === 0) continue;
-      try {
-        // Chats run in parallel, each chat in order (sequentialize); the batch ends before the offset moves.
-        await Promise.all(updates.map((u) => this.handleRawUpdate(u)));
-      } catch (error) {
-        this.#log.error(
-          { err: describe(error) },
-          "telegram updates could not be accepted; retrying the batch",
-        );
-        await sleep(1000, signal);
-        continue;
-      }
-      const last = UpdateSchema.safeParse(updates.at(-1));
-      if (last.success) {
-        offset = last.data.update_id + 1;
-        await this.#o.state.set(key, String(offset));
-      }
+  #dropped(updateId: number | undefined, reason: string, ignored: boolean): InboundResult {
+    if (ignored) {
+      this.#log.debug({ updateId, reason }, "telegram update not for us");
+      return { kind: "ignored", reason };
     }
+    this.#log.warn({ updateId, reason }, "dropping a malformed Telegram update");
+    return { kind: "rejected", reason };
   }
 
-  /** The webhook endpoint, mounted on the gateway's HTTP server. */
+  /** The webhook endpoint, mounted on the gateway's HTTP server (2xx for anything but our transient failures). */
   httpRoutes(): HttpRoute[] {
     if (this.#o.mode !== "webhook") return [];
-    const path = new URL(this.#o.webhookUrl ?? "http://localhost/telegram/webhook").pathname;
-    return [{ method: "POST", path, handle: (req, res) => this.#webhook(req, res) }];
-  }
-
-  async #webhook(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const header = req.headers["x-telegram-bot-api-secret-token"];
-    const given = Array.isArray(header) ? header[0] : header;
-    if (!given || !this.#o.webhookSecret || !sameSecret(given, this.#o.webhookSecret)) {
-      this.#log.warn(
-        { remote: req.socket.remoteAddress },
-        "telegram webhook call with a wrong secret token refused",
-      );
-      res.writeHead(401).end();
-      req.resume();
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of req) {
-      size += (chunk as Buffer).length;
-      if (size > MAX_WEBHOOK_BYTES) {
-        this.#log.warn({ size }, "telegram webhook body too large; dropped");
-        res.writeHead(413).end();
-        return;
-      }
-      chunks.push(chunk as Buffer);
-    }
-    let update: unknown;
-    try {
-      update = JSON.parse(Buffer.concat(chunks).toString("utf8"));
-    } catch {
-      this.#log.warn("telegram webhook body is not JSON; dropped");
-      res.writeHead(400).end();
-      return;
-    }
-    try {
-      await this.handleRawUpdate(update);
-      res.writeHead(200).end();
-    } catch (error) {
-      // Telegram retries non-2xx answers; dedupe makes the retry safe.
-      this.#log.error({ err: describe(error) }, "telegram webhook update not accepted; Telegram will retry");
-      res.writeHead(500).end();
-    }
+    const secret = this.#o.webhookSecret;
+    return [
+      webhookRoute({
+        path: new URL(this.#o.webhookUrl ?? "http://localhost/telegram/webhook").pathname,
+        maxBytes: MAX_WEBHOOK_BYTES,
+        verify: ({ req }) => {
+          const header = req.headers["x-telegram-bot-api-secret-token"];
+          const given = Array.isArray(header) ? header[0] : header;
+          return given !== undefined && secret !== undefined && sameSecret(given, secret);
+        },
+        handle: (body) => this.handleRawUpdate(body),
+        logger: this.#log,
+      }),
+    ];
   }
 
   sendIntervalMs(target: ReplyTarget): number {
@@ -372,27 +319,4 @@ export class TelegramAdapter implements ChannelAdapter {
     if (!res.ok) throw new Error(`Telegram file download failed with HTTP ${res.status}`);
     return Buffer.from(await res.arrayBuffer());
   }
-}
-
-// Error descriptions never include the token: grammY's errors carry the method, not the URL.
-function describe(error: unknown): string {
-  if (error instanceof GrammyError) return `${error.error_code} ${error.description}`;
-  if (error instanceof HttpError)
-    return `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
-  return error instanceof Error ? error.message : String(error);
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    if (signal.aborted) return resolve();
-    const timer = setTimeout(resolve, ms);
-    signal.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(timer);
-        resolve();
-      },
-      { once: true },
-    );
-  });
 }

@@ -24,143 +24,90 @@ const ProviderSchema = z
   })
   .strict();
 
-/**
- * The whole hub configuration, as read from `hub.json5` plus environment
- * overrides; `channels` is validated by the installed channel plugins (without
- * a plugin list, any channel takes the shared access keys only).
- */
-export function hubConfigSchema(plugins?: ReadonlyArray<ChannelConfigSource>) {
-  return z
-    .object({
-      gateway: z
-        .object({
-          host: z.string().min(1).default("127.0.0.1"),
-          port: z.number().int().min(0).max(65535).default(18789),
-          token: z.string().min(16, "must be at least 16 characters").optional(),
-          /** A password the owner can use instead of the token (e.g. in the web chat). */
-          password: z.string().min(12, "must be at least 12 characters").optional(),
-          /** Largest WebSocket frame accepted, in bytes. */
-          maxFrameBytes: z
-            .number()
-            .int()
-            .positive()
-            .default(256 * 1024),
-          /** More clients with their own tokens and scopes (the main token has every scope). */
-          clients: z
-            .array(
-              z
-                .object({
-                  name: z.string().min(1),
-                  token: z.string().min(16, "must be at least 16 characters"),
-                  scopes: z.array(z.enum(["read", "write", "admin", "approvals", "pairing"])).min(1),
-                })
-                .strict(),
-            )
-            .default([]),
-          /** Browser origins allowed besides the gateway's own (e.g. "https://chat.example.com"). */
-          allowedOrigins: z.array(z.string()).default([]),
-        })
-        .strict()
-        .default({
-          host: "127.0.0.1",
-          port: 18789,
-          maxFrameBytes: 256 * 1024,
-          clients: [],
-          allowedOrigins: [],
-        }),
-      agent: z
-        .object({
-          id: z
-            .string()
-            .regex(/^[a-z0-9][a-z0-9_-]*$/, "must be lowercase letters, digits, '-' or '_'")
-            .default("main"),
-          model: z
-            .string()
-            .regex(
-              /^([a-z0-9_-]+\/.+|[A-Za-z0-9_-]+)$/,
-              'must be "provider/model", for example "offline/echo" or "openai/gpt-4o-mini"',
-            )
-            .default("offline/echo"),
-          dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
-          maxConcurrentRuns: z.number().int().positive().default(8),
-          /** Which tools runs get, and which need the user's approval. */
-          tools: z
-            .object({
-              /** `minimal` (current_time), `standard` (+ session_status, memory), `full` (every tool). */
-              profile: z.enum(["minimal", "standard", "full"]).default("standard"),
-              allow: z.array(z.string()).default([]),
-              deny: z.array(z.string()).default([]),
-              /** Per tool: `allow` (default), `deny`, or `ask` (the user approves in chat with a short code). */
-              approvals: z.record(z.string(), z.enum(["allow", "deny", "ask"])).default({}),
-              /** How long an approval request waits for the user (seconds). */
-              approvalTimeoutSeconds: z.number().int().positive().default(120),
-              /** `http_fetch` exists only when hosts are listed here (exact host, or `*.example.com`). */
-              httpFetchHosts: z.array(z.string().min(1)).default([]),
-              /** `send_message` targets by name, e.g. { ops: { channel: "telegram", chatId: "-100123" } }. */
-              sendTargets: z
-                .record(
-                  z.string(),
-                  z
-                    .object({
-                      channel: z.string().min(1),
-                      accountId: z.string().min(1).default("default"),
-                      chatId: z.string().min(1),
-                      threadId: z.string().min(1).optional(),
-                    })
-                    .strict(),
-                )
-                .default({}),
-            })
-            .strict()
-            .default({
-              profile: "standard",
-              allow: [],
-              deny: [],
-              approvals: {},
-              approvalTimeoutSeconds: 120,
-              httpFetchHosts: [],
-              sendTargets: {},
-            }),
-          /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
-          workspace: z.string().optional(),
-          /** Caps on workspace files given to the model. */
-          bootstrap: z
-            .object({
-              perFileChars: z.number().int().positive().default(20_000),
-              totalChars: z.number().int().positive().default(60_000),
-            })
-            .strict()
-            .default({ perFileChars: 20_000, totalChars: 60_000 }),
-          /** The model's context window (tokens); older turns are compacted into a summary before it fills up. */
-          contextWindowTokens: z.number().int().min(1000).default(128_000),
-          /** One person's ids on several channels mapped to one peer, e.g. { ann: ["telegram:123", "discord:456"] }. */
-          identityLinks: z
-            .record(
-              z.string(),
-              z.array(z.string().regex(/^[a-z][a-z0-9-]*:.+$/, 'must be "channel:senderId"')),
-            )
-            .default({}),
-          /** Models tried in order when the primary fails (overloaded, unreachable, or out of auth profiles). */
-          fallbacks: z.array(z.string().min(1)).default([]),
-          /** What a message arriving during a run does (per session, `/queue <mode>` changes it). */
-          queueMode: z.enum(["steer", "followup", "collect", "interrupt"]).default("steer"),
-          runTimeoutSeconds: z.number().int().positive().default(600),
-          systemPrompt: z.string().optional(),
-          /** How long a dead process holds a session before another process resumes its run (ms). */
-          laneLeaseMs: z.number().int().min(500).default(30_000),
-          /** Delay between tokens of the offline model, so streaming is visible. */
-          offlineTokenDelayMs: z.number().int().nonnegative().default(15),
-        })
-        .strict()
-        .default({
-          id: "main",
-          model: "offline/echo",
-          dmScope: "per-channel-peer",
-          maxConcurrentRuns: 8,
-          bootstrap: { perFileChars: 20_000, totalChars: 60_000 },
-          identityLinks: {},
-          contextWindowTokens: 128_000,
-          tools: {
+// Everything but `channels`, whose entries the installed plugins validate.
+const BaseConfigSchema = z
+  .object({
+    gateway: z
+      .object({
+        host: z.string().min(1).default("127.0.0.1"),
+        port: z.number().int().min(0).max(65535).default(18789),
+        token: z.string().min(16, "must be at least 16 characters").optional(),
+        /** A password the owner can use instead of the token (e.g. in the web chat). */
+        password: z.string().min(12, "must be at least 12 characters").optional(),
+        /** Largest WebSocket frame accepted, in bytes. */
+        maxFrameBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(256 * 1024),
+        /** More clients with their own tokens and scopes (the main token has every scope). */
+        clients: z
+          .array(
+            z
+              .object({
+                name: z.string().min(1),
+                token: z.string().min(16, "must be at least 16 characters"),
+                scopes: z.array(z.enum(["read", "write", "admin", "approvals", "pairing"])).min(1),
+              })
+              .strict(),
+          )
+          .default([]),
+        /** Browser origins allowed besides the gateway's own (e.g. "https://chat.example.com"). */
+        allowedOrigins: z.array(z.string()).default([]),
+      })
+      .strict()
+      .default({
+        host: "127.0.0.1",
+        port: 18789,
+        maxFrameBytes: 256 * 1024,
+        clients: [],
+        allowedOrigins: [],
+      }),
+    agent: z
+      .object({
+        id: z
+          .string()
+          .regex(/^[a-z0-9][a-z0-9_-]*$/, "must be lowercase letters, digits, '-' or '_'")
+          .default("main"),
+        model: z
+          .string()
+          .regex(
+            /^([a-z0-9_-]+\/.+|[A-Za-z0-9_-]+)$/,
+            'must be "provider/model", for example "offline/echo" or "openai/gpt-4o-mini"',
+          )
+          .default("offline/echo"),
+        dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
+        maxConcurrentRuns: z.number().int().positive().default(8),
+        /** Which tools runs get, and which need the user's approval. */
+        tools: z
+          .object({
+            /** `minimal` (current_time), `standard` (+ session_status, memory), `full` (every tool). */
+            profile: z.enum(["minimal", "standard", "full"]).default("standard"),
+            allow: z.array(z.string()).default([]),
+            deny: z.array(z.string()).default([]),
+            /** Per tool: `allow` (default), `deny`, or `ask` (the user approves in chat with a short code). */
+            approvals: z.record(z.string(), z.enum(["allow", "deny", "ask"])).default({}),
+            /** How long an approval request waits for the user (seconds). */
+            approvalTimeoutSeconds: z.number().int().positive().default(120),
+            /** `http_fetch` exists only when hosts are listed here (exact host, or `*.example.com`). */
+            httpFetchHosts: z.array(z.string().min(1)).default([]),
+            /** `send_message` targets by name, e.g. { ops: { channel: "telegram", chatId: "-100123" } }. */
+            sendTargets: z
+              .record(
+                z.string(),
+                z
+                  .object({
+                    channel: z.string().min(1),
+                    accountId: z.string().min(1).default("default"),
+                    chatId: z.string().min(1),
+                    threadId: z.string().min(1).optional(),
+                  })
+                  .strict(),
+              )
+              .default({}),
+          })
+          .strict()
+          .default({
             profile: "standard",
             allow: [],
             deny: [],
@@ -168,73 +115,127 @@ export function hubConfigSchema(plugins?: ReadonlyArray<ChannelConfigSource>) {
             approvalTimeoutSeconds: 120,
             httpFetchHosts: [],
             sendTargets: {},
-          },
-          fallbacks: [],
-          queueMode: "steer",
-          runTimeoutSeconds: 600,
-          laneLeaseMs: 30_000,
-          offlineTokenDelayMs: 15,
-        }),
-      models: z
-        .object({
-          providers: z.record(z.string(), ProviderSchema).default({}),
-          /** Short names for model refs, e.g. { fast: "openai/gpt-4o-mini" }. */
-          aliases: z.record(z.string(), z.string()).default({}),
-        })
-        .strict()
-        .default({ providers: {}, aliases: {} }),
-      redis: z
-        .object({
-          url: z
-            .string()
-            .regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"')
-            .default("redis://127.0.0.1:6379"),
-          prefix: z.string().min(1).default("hub"),
-        })
-        .strict()
-        .default({ url: "redis://127.0.0.1:6379", prefix: "hub" }),
-      delivery: z
-        .object({
-          maxAttempts: z.number().int().positive().default(8),
-          /** A send slower than this is abandoned and retried; keep it well below `leaseMs`. */
-          sendTimeoutMs: z.number().int().positive().default(10_000),
-          leaseMs: z.number().int().positive().default(30_000),
-        })
-        .strict()
-        .default({ maxAttempts: 8, sendTimeoutMs: 10_000, leaseMs: 30_000 }),
-      /** Flood limits per sender and per chat (token buckets in Redis, across processes) and input sizes. */
-      limits: z
-        .object({
-          senderBurst: z.number().int().positive().default(10),
-          senderPerMinute: z.number().int().positive().default(30),
-          chatBurst: z.number().int().positive().default(30),
-          chatPerMinute: z.number().int().positive().default(120),
-          maxAttachmentBytes: z
-            .number()
-            .int()
-            .positive()
-            .default(20 * 1024 * 1024),
-        })
-        .strict()
-        .default({
-          senderBurst: 10,
-          senderPerMinute: 30,
-          chatBurst: 30,
-          chatPerMinute: 120,
-          maxAttachmentBytes: 20 * 1024 * 1024,
-        }),
-      /** Which roles this process runs; all by default. */
-      roles: z
-        .array(z.enum(["ingress", "agent", "delivery"]))
-        .min(1)
-        .default(["ingress", "agent", "delivery"]),
-      /**
-       * One entry per channel, validated by its installed plugin: the channel's
-       * keys for one account, or shared keys plus `accounts.<id>` for several.
-       */
-      channels: channelsSchema(plugins),
-    })
-    .strict();
+          }),
+        /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
+        workspace: z.string().optional(),
+        /** Caps on workspace files given to the model. */
+        bootstrap: z
+          .object({
+            perFileChars: z.number().int().positive().default(20_000),
+            totalChars: z.number().int().positive().default(60_000),
+          })
+          .strict()
+          .default({ perFileChars: 20_000, totalChars: 60_000 }),
+        /** The model's context window (tokens); older turns are compacted into a summary before it fills up. */
+        contextWindowTokens: z.number().int().min(1000).default(128_000),
+        /** One person's ids on several channels mapped to one peer, e.g. { ann: ["telegram:123", "discord:456"] }. */
+        identityLinks: z
+          .record(z.string(), z.array(z.string().regex(/^[a-z][a-z0-9-]*:.+$/, 'must be "channel:senderId"')))
+          .default({}),
+        /** Models tried in order when the primary fails (overloaded, unreachable, or out of auth profiles). */
+        fallbacks: z.array(z.string().min(1)).default([]),
+        /** What a message arriving during a run does (per session, `/queue <mode>` changes it). */
+        queueMode: z.enum(["steer", "followup", "collect", "interrupt"]).default("steer"),
+        runTimeoutSeconds: z.number().int().positive().default(600),
+        systemPrompt: z.string().optional(),
+        /** How long a dead process holds a session before another process resumes its run (ms). */
+        laneLeaseMs: z.number().int().min(500).default(30_000),
+        /** Delay between tokens of the offline model, so streaming is visible. */
+        offlineTokenDelayMs: z.number().int().nonnegative().default(15),
+      })
+      .strict()
+      .default({
+        id: "main",
+        model: "offline/echo",
+        dmScope: "per-channel-peer",
+        maxConcurrentRuns: 8,
+        bootstrap: { perFileChars: 20_000, totalChars: 60_000 },
+        identityLinks: {},
+        contextWindowTokens: 128_000,
+        tools: {
+          profile: "standard",
+          allow: [],
+          deny: [],
+          approvals: {},
+          approvalTimeoutSeconds: 120,
+          httpFetchHosts: [],
+          sendTargets: {},
+        },
+        fallbacks: [],
+        queueMode: "steer",
+        runTimeoutSeconds: 600,
+        laneLeaseMs: 30_000,
+        offlineTokenDelayMs: 15,
+      }),
+    models: z
+      .object({
+        providers: z.record(z.string(), ProviderSchema).default({}),
+        /** Short names for model refs, e.g. { fast: "openai/gpt-4o-mini" }. */
+        aliases: z.record(z.string(), z.string()).default({}),
+      })
+      .strict()
+      .default({ providers: {}, aliases: {} }),
+    redis: z
+      .object({
+        url: z
+          .string()
+          .regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"')
+          .default("redis://127.0.0.1:6379"),
+        prefix: z.string().min(1).default("hub"),
+      })
+      .strict()
+      .default({ url: "redis://127.0.0.1:6379", prefix: "hub" }),
+    delivery: z
+      .object({
+        maxAttempts: z.number().int().positive().default(8),
+        /** A send slower than this is abandoned and retried; keep it well below `leaseMs`. */
+        sendTimeoutMs: z.number().int().positive().default(10_000),
+        leaseMs: z.number().int().positive().default(30_000),
+      })
+      .strict()
+      .default({ maxAttempts: 8, sendTimeoutMs: 10_000, leaseMs: 30_000 }),
+    /** Flood limits per sender and per chat (token buckets in Redis, across processes) and input sizes. */
+    limits: z
+      .object({
+        senderBurst: z.number().int().positive().default(10),
+        senderPerMinute: z.number().int().positive().default(30),
+        chatBurst: z.number().int().positive().default(30),
+        chatPerMinute: z.number().int().positive().default(120),
+        maxAttachmentBytes: z
+          .number()
+          .int()
+          .positive()
+          .default(20 * 1024 * 1024),
+      })
+      .strict()
+      .default({
+        senderBurst: 10,
+        senderPerMinute: 30,
+        chatBurst: 30,
+        chatPerMinute: 120,
+        maxAttachmentBytes: 20 * 1024 * 1024,
+      }),
+    /** Which roles this process runs; all by default. */
+    roles: z
+      .array(z.enum(["ingress", "agent", "delivery"]))
+      .min(1)
+      .default(["ingress", "agent", "delivery"]),
+  })
+  .strict();
+
+/**
+ * The whole hub configuration, as read from `hub.json5` plus environment
+ * overrides; `channels` is validated by the installed channel plugins (without
+ * a plugin list, any channel takes the shared access keys only).
+ */
+export function hubConfigSchema(plugins?: ReadonlyArray<ChannelConfigSource>) {
+  return BaseConfigSchema.extend({
+    /**
+     * One entry per channel, validated by its installed plugin: the channel's
+     * keys for one account, or shared keys plus `accounts.<id>` for several.
+     */
+    channels: channelsSchema(plugins),
+  }).strict();
 }
 
 /** The hub configuration schema without installed plugins (any channel takes the access keys). */

@@ -1,4 +1,18 @@
 import { PermanentSendError, RateLimitedError } from "../channel.js";
+import { HubError } from "../errors.js";
+
+/**
+ * The platform refused this account for good (a bad or revoked token, a
+ * missing permission): retrying cannot help, so the channel is `failed` until
+ * the operator fixes what the message says. Any other error thrown by
+ * `ChannelAdapter.start` is treated as transient and retried with backoff.
+ */
+export class ChannelRefusedError extends HubError {
+  constructor(code: string, message: string, options?: { cause?: unknown }) {
+    super(code, message, options);
+    this.name = "ChannelRefusedError";
+  }
+}
 
 /** A one-line description of an error for logs: the message (and its code), never a stack. */
 export function describeError(error: unknown): string {

@@ -1,3 +1,4 @@
 export * from "./errors.js";
 export * from "./sleep.js";
+export * from "./status.js";
 export * from "./webhook.js";

@@ -1,0 +1,147 @@
+import {
+  type AdapterStateStore,
+  Backoff,
+  type ChannelStatusCell,
+  type HubLogger,
+  type InboundResult,
+  sleep,
+} from "@hub/core";
+import { type Api, GrammyError } from "grammy";
+import { describeTelegramError, isTokenRefused } from "./errors.js";
+import { ALLOWED_UPDATES } from "./normalize.js";
+import { updateIdOf } from "./update.js";
+
+/** What the long-polling loop needs from its adapter. */
+export interface PollerDeps {
+  api: Api;
+  state: AdapterStateStore;
+  /** Where the offset is kept (per account). */
+  stateKey: string;
+  /** Handles one raw update; never throws (a transient failure is `retry`). */
+  handle(raw: unknown): Promise<InboundResult>;
+  status: ChannelStatusCell;
+  log: HubLogger;
+  signal: AbortSignal;
+  pollTimeoutSeconds: number;
+  conflictBackoffMs: number;
+}
+
+/** The offset after a batch: past every update that is settled, up to the first one to retry. */
+interface BatchOutcome {
+  offset: number | undefined;
+  retry: boolean;
+}
+
+/**
+ * Handles one batch (chats in parallel, each chat in order) and decides how
+ * far the offset moves: past everything that can never be accepted or already
+ * was; it stops at the first update whose failure was transient on our side.
+ * Updates after that one that were settled are remembered, so the redelivered
+ * batch retries only what was not accepted.
+ */
+async function handleBatch(deps: PollerDeps, batch: unknown[], settled: Set<number>): Promise<BatchOutcome> {
+  const ids = batch.map(updateIdOf);
+  const results = await Promise.all(
+    batch.map((raw, i) => {
+      const id = ids[i];
+      if (id !== undefined && settled.has(id)) return { kind: "duplicate" } as InboundResult;
+      return deps.handle(raw).catch((error): InboundResult => ({ kind: "retry", reason: String(error) }));
+    }),
+  );
+  let offset: number | undefined;
+  let retry = false;
+  results.forEach((result, i) => {
+    const id = ids[i];
+    if (id === undefined) return;
+    if (result.kind === "retry") {
+      if (!retry) offset = id;
+      retry = true;
+      return;
+    }
+    settled.add(id);
+    if (!retry) offset = Math.max(offset ?? 0, id + 1);
+  });
+  return { offset, retry };
+}
+
+/** One getUpdates call; undefined when it failed (logged, status set, waited) or the loop is stopping. */
+async function fetchBatch(
+  deps: PollerDeps,
+  offset: number | undefined,
+  backoff: Backoff,
+): Promise<unknown[] | "refused" | undefined> {
+  try {
+    const updates = await deps.api.getUpdates(
+      {
+        ...(offset !== undefined ? { offset } : {}),
+        timeout: deps.pollTimeoutSeconds,
+        allowed_updates: [...ALLOWED_UPDATES],
+      },
+      // grammY types its signal with a polyfill's type; the runtime takes the standard one.
+      deps.signal as unknown as Parameters<Api["getUpdates"]>[1],
+    );
+    backoff.reset();
+    deps.status.set("connected");
+    return updates;
+  } catch (error) {
+    if (deps.signal.aborted) return undefined;
+    if (isTokenRefused(error)) {
+      const reason = `Telegram no longer accepts the bot token (${describeTelegramError(error)}); set a valid botToken and restart the hub.`;
+      deps.log.error({ reason }, "telegram polling stopped: the bot token was refused");
+      deps.status.set("failed", { reason });
+      return "refused";
+    }
+    if (error instanceof GrammyError && error.error_code === 409) {
+      // Another poller or a webhook holds the bot; one clear line, then a long wait, not a storm.
+      const reason = "Telegram answered Conflict: another process polls this bot or a webhook is set";
+      if (deps.status.get().reason !== reason) {
+        deps.log.error(
+          { description: error.description },
+          "Telegram refused polling (409 Conflict): another process is polling this bot or a webhook is set. Stop the other instance, or switch channels.telegram.mode to webhook; polling resumes by itself when the conflict ends.",
+        );
+      }
+      deps.status.set("reconnecting", { reason, nextRetryAt: Date.now() + deps.conflictBackoffMs });
+      await sleep(deps.conflictBackoffMs, deps.signal);
+      return undefined;
+    }
+    const wait = backoff.next();
+    const reason = describeTelegramError(error);
+    deps.log.warn({ err: reason, backoffMs: wait }, "telegram getUpdates failed; retrying");
+    deps.status.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });
+    await sleep(wait, deps.signal);
+    return undefined;
+  }
+}
+
+/**
+ * Long polling that no payload can jam: the offset moves past every update
+ * that can never be accepted, only a transient failure on our side holds it
+ * (retried with backoff), and it is stored so a restart neither repeats nor skips.
+ */
+export async function pollUpdates(deps: PollerDeps): Promise<void> {
+  const stored = await deps.state.get(deps.stateKey).catch(() => undefined);
+  let offset = stored ? Number(stored) : undefined;
+  const settled = new Set<number>();
+  const fetchBackoff = new Backoff(500, 30_000);
+  const retryBackoff = new Backoff(500, 30_000);
+  while (!deps.signal.aborted) {
+    const batch = await fetchBatch(deps, offset, fetchBackoff);
+    if (batch === "refused") return;
+    if (!batch || batch.length === 0) continue;
+    const outcome = await handleBatch(deps, batch, settled);
+    if (outcome.offset !== undefined && outcome.offset !== offset) {
+      offset = outcome.offset;
+      for (const id of settled) if (id < offset) settled.delete(id);
+      await deps.state.set(deps.stateKey, String(offset)).catch((error) => {
+        deps.log.warn({ err: String(error) }, "telegram polling offset not stored; kept in memory");
+      });
+    }
+    if (!outcome.retry) {
+      retryBackoff.reset();
+      continue;
+    }
+    const wait = retryBackoff.next();
+    deps.log.error({ backoffMs: wait, offset }, "telegram updates could not be accepted now; retrying them");
+    await sleep(wait, deps.signal);
+  }
+}
