@@ -193,6 +193,7 @@ export class DiscordAdapter implements ChannelAdapter {
       if (fatal) return this.#status.failed(fatal);
       this.#status.connecting(
         `could not reach Discord (${describe(error)}); retrying in ${Math.round(backoffMs / 1000)} s`,
+        Date.now() + backoffMs,
       );
     }
     this.#client = this.#createClient();

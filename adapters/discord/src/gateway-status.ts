@@ -1,4 +1,4 @@
-import type { ChannelState, ChannelStatus, HubLogger } from "@hub/core";
+import { type ChannelStatus, ChannelStatusCell, type HubLogger } from "@hub/core";
 
 /** Close codes after which Discord will not let the bot back in until the operator fixes something. */
 const FATAL_CLOSES: Record<number, string> = {
@@ -25,23 +25,22 @@ export function describeClose(code: number | undefined): string {
 
 /** The connection state of one Discord account, as the shard events tell it. */
 export class GatewayStatus {
-  #status: ChannelStatus = { state: "connecting", since: Date.now() };
+  readonly #cell: ChannelStatusCell;
   #lastClose: number | undefined;
   #zombie = false;
 
-  constructor(private readonly log: HubLogger) {}
-
-  get current(): ChannelStatus {
-    return { ...this.#status };
+  constructor(log: HubLogger) {
+    this.#cell = new ChannelStatusCell(({ state, reason }) => {
+      const line = { state, ...(reason ? { reason } : {}) };
+      if (state === "failed") log.error(line, "discord channel failed");
+      else if (state === "reconnecting") log.warn(line, "discord gateway reconnecting");
+      else log.info(line, `discord ${state}`);
+    });
+    this.#cell.set("connecting");
   }
 
-  #set(state: ChannelState, reason?: string): void {
-    if (this.#status.state === state && this.#status.reason === reason) return;
-    this.#status = { state, ...(reason ? { reason } : {}), since: Date.now() };
-    const line = { state, ...(reason ? { reason } : {}) };
-    if (state === "failed") this.log.error(line, "discord channel failed");
-    else if (state === "reconnecting") this.log.warn(line, "discord gateway reconnecting");
-    else this.log.info(line, `discord ${state}`);
+  get current(): ChannelStatus {
+    return this.#cell.get();
   }
 
   /** A close code seen on the shard (the last one explains the next reconnect). */
@@ -57,28 +56,30 @@ export class GatewayStatus {
   ready(): void {
     this.#zombie = false;
     this.#lastClose = undefined;
-    this.#set("connected");
+    this.#cell.set("connected");
   }
 
   reconnecting(): void {
     const reason = this.#zombie ? describeClose(4200) : describeClose(this.#lastClose);
-    this.#set("reconnecting", reason);
+    this.#cell.set("reconnecting", { reason });
   }
 
   failed(reason: string): void {
-    this.#set("failed", reason);
+    this.#cell.set("failed", { reason });
   }
 
   /** The shard gave up (fatal close code). */
   disconnected(code: number): void {
-    this.#set("failed", describeClose(code));
+    this.#cell.set("failed", { reason: describeClose(code) });
   }
 
-  connecting(reason?: string): void {
-    this.#set(reason ? "reconnecting" : "connecting", reason);
+  /** Logging in; with a reason and a time, the previous attempt failed and the next is due then. */
+  connecting(reason?: string, nextRetryAt?: number): void {
+    if (!reason) return this.#cell.set("connecting");
+    this.#cell.set("reconnecting", { reason, ...(nextRetryAt ? { nextRetryAt } : {}) });
   }
 
   stopped(): void {
-    this.#set("stopped");
+    this.#cell.set("stopped");
   }
 }
