@@ -50,6 +50,8 @@ export interface DiscordAdapterOptions {
   /** Durable state shared by the hub's processes (interaction tokens for the delivery role). */
   state: AdapterStateStore;
   logger: HubLogger;
+  /** Longest `start()` waits for the first connection; it goes on connecting in the background. */
+  startWaitMs?: number;
   /** First wait before retrying a message the hub could not accept (doubles, up to 30 s). */
   inboundRetryMs?: number;
 }
@@ -59,6 +61,7 @@ const INTERACTION_TTL_MS = 15 * 60 * 1000;
 const INBOUND_ATTEMPTS = 8;
 /** How long after a command the hub did not take the adapter checks whether anything answered it. */
 const UNANSWERED_CHECK_MS = 3000;
+const STOP_WAIT_MS = 2000;
 
 /**
  * Discord through discord.js 14: the gateway (guild messages, DMs, threads,
@@ -169,16 +172,17 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   /**
-   * Connects in the background: resolves once connected or after the first failed
-   * attempt (never throws), so Discord being down or misconfigured never stops the
-   * hub; the status says why, and a transient failure is retried with backoff.
+   * Connects: resolves once connected, after the first failed attempt, or after
+   * `startWaitMs` (never throws), so Discord being down or misconfigured never
+   * stops the hub; the status says why, and a transient failure is retried with backoff.
    */
   async start(onInbound: InboundHandler): Promise<void> {
     this.#onInbound = onInbound;
     this.#stopped = false;
     this.#stopSignal = new AbortController();
     this.#status.connecting();
-    await this.#connect(1000);
+    // A gateway that never says HELLO or READY would hold login (and the hub's start) for good.
+    await Promise.race([this.#connect(1000), sleep(this.#o.startWaitMs ?? 20_000, this.#stopSignal.signal)]);
   }
 
   async #connect(backoffMs: number): Promise<void> {
@@ -190,7 +194,10 @@ export class DiscordAdapter implements ChannelAdapter {
       await this.#client.destroy().catch(() => {});
       if (this.#stopped) return;
       const fatal = fatalLoginReason(error);
-      if (fatal) return this.#status.failed(fatal);
+      if (fatal) {
+        this.#status.failed(fatal);
+        return;
+      }
       this.#status.connecting(
         `could not reach Discord (${describe(error)}); retrying in ${Math.round(backoffMs / 1000)} s`,
         Date.now() + backoffMs,
@@ -204,8 +211,14 @@ export class DiscordAdapter implements ChannelAdapter {
   async stop(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retry);
-    await this.#client.destroy();
     this.#stopSignal.abort();
+    // discord.js can hang destroying a shard that is still waiting for HELLO (its own reconnect
+    // nulls the close handler the destroy awaits): never let that hold the hub's shutdown.
+    const destroyed = await Promise.race([
+      this.#client.destroy().then(() => true),
+      sleep(STOP_WAIT_MS).then(() => false),
+    ]);
+    if (!destroyed) this.#log.warn("discord client did not close within 2 s; stopping anyway");
     await Promise.allSettled([...this.#chains.values()]);
     await Promise.allSettled([...this.#pending]);
     this.#status.stopped();

@@ -75,8 +75,8 @@ export class GatewayStatus {
 
   /** Logging in; with a reason and a time, the previous attempt failed and the next is due then. */
   connecting(reason?: string, nextRetryAt?: number): void {
-    if (!reason) return this.#cell.set("connecting");
-    this.#cell.set("reconnecting", { reason, ...(nextRetryAt ? { nextRetryAt } : {}) });
+    if (reason) this.#cell.set("reconnecting", { reason, ...(nextRetryAt ? { nextRetryAt } : {}) });
+    else this.#cell.set("connecting");
   }
 
   stopped(): void {

@@ -345,6 +345,24 @@ describe("discord sends", () => {
     expect(adapter.status().state).toBe("connected");
   });
 
+  it("a gateway that never says HELLO holds neither start nor stop", async () => {
+    const fake = await startFakeDiscord({ hello: false });
+    const adapter = adapterFor(fake, logger(), { startWaitMs: 300 });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    const started = Date.now();
+    await adapter.start(async () => ({ kind: "accepted" }));
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(adapter.status().state).toBe("connecting");
+    expect(fake.gateway.stats.connections).toBe(1);
+    const stopping = Date.now();
+    await adapter.stop();
+    expect(Date.now() - stopping).toBeLessThan(5000);
+    expect(adapter.status().state).toBe("stopped");
+  });
+
   it("a bad token marks the channel failed with what to do", async () => {
     const fake = await startFakeDiscord();
     const adapter = adapterFor(fake, logger(), { token: "wrong" });

@@ -38,6 +38,8 @@ export interface GatewayHost {
   /** Whether the app may use the privileged Message Content intent (else IDENTIFY with it closes 4014). */
   messageContentAllowed: boolean;
   heartbeatIntervalMs: number;
+  /** False: connections are accepted but never greeted with HELLO (a stuck gateway). */
+  hello: boolean;
 }
 
 /** Counters a test can assert on. */
@@ -97,7 +99,11 @@ export class FakeDiscordGateway {
       ws.close(GatewayCloseCodes.InvalidAPIVersion, "Invalid API version");
       return;
     }
-    this.#send(conn, { op: GatewayOpcodes.Hello, d: { heartbeat_interval: this.host.heartbeatIntervalMs } });
+    if (this.host.hello)
+      this.#send(conn, {
+        op: GatewayOpcodes.Hello,
+        d: { heartbeat_interval: this.host.heartbeatIntervalMs },
+      });
     ws.on("message", (raw, isBinary) => this.#receive(conn, isBinary ? undefined : raw.toString()));
   }
 

@@ -27,6 +27,8 @@ export interface FakeDiscordOptions {
   messageContentAllowed?: boolean;
   /** How long an interaction may wait for its first response (ms; Discord: 3 s). */
   interactionResponseMs?: number;
+  /** False: the gateway accepts connections but never says HELLO (default true). */
+  hello?: boolean;
   /** Fixed ids (snowflakes) instead of generated ones, e.g. when a test names them before the fake starts. */
   ids?: { user?: string; channel?: string; thread?: string; dm?: string; guild?: string };
 }
@@ -732,6 +734,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
     messageContentAllowed: options.messageContentAllowed ?? true,
     interactionResponseMs: options.interactionResponseMs ?? 3000,
+    hello: options.hello ?? true,
   };
   const appId = snowflake();
   const bot = user(appId, "hub-test-bot", true);
@@ -751,6 +754,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       token: o.token,
       messageContentAllowed: o.messageContentAllowed,
       heartbeatIntervalMs: o.heartbeatIntervalMs,
+      hello: o.hello,
       readyData: () => ({
         user: { ...bot, verified: true, mfa_enabled: false, flags: 0 },
         guilds: [{ id: ids.guild }],
