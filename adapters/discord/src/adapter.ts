@@ -30,6 +30,7 @@ import type { DiscordGuild } from "./config.js";
 import { describeClose, GatewayStatus } from "./gateway-status.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
+import { guardPacketHandlers } from "./packet-guard.js";
 import {
   type CommandInteraction,
   CommandInteractionSchema,
@@ -130,6 +131,7 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     // A process that only delivers never logs in, but its sends need the token too.
     client.rest.setToken(this.#o.token);
+    guardPacketHandlers(client, this.#log);
     this.#wire(client);
     return client;
   }

@@ -200,6 +200,41 @@ describe("discord adapter", () => {
     expect(adapter.status().state).toBe("connected");
   });
 
+  it("malformed dispatches (which make discord.js itself throw) are dropped: no unhandled rejection, the next message answered", async () => {
+    const { fake, model, adapter } = await setup();
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const valid = fake.messageCreatePayload({ channelId: fake.dmChannelId, content: "x" });
+      const broken: unknown[] = [
+        null,
+        "MESSAGE_CREATE",
+        { ...valid, author: "eve" },
+        { ...valid, channel_id: null },
+        { ...valid, content: 7, mentions: {} },
+        { ...valid, attachments: "none" },
+        { ...valid, author: { ...(valid.author as object), id: { nested: true } } },
+        { ...valid, referenced_message: "abc" },
+      ];
+      for (const d of broken) fake.gateway.dispatch("MESSAGE_CREATE", d);
+      fake.gateway.dispatch("INTERACTION_CREATE", { id: "1", type: 2, data: null, token: 5 });
+      fake.gateway.dispatch("INTERACTION_CREATE", null);
+      await new Promise((r) => setTimeout(r, 500));
+      model.script({ text: "Unshaken." });
+      fake.userMessage({ channelId: fake.dmChannelId, content: "still fine?" });
+      await waitFor(
+        () => fake.sent(fake.dmChannelId).length === 1,
+        "the answer after the malformed dispatches",
+      );
+      expect(fake.sent(fake.dmChannelId)[0]?.message.content).toBe("Unshaken.");
+      expect(rejections).toEqual([]);
+      expect(adapter.status().state).toBe("connected");
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  });
+
   it("a slash command /status is deferred within 3 s and answered with the session's status", async () => {
     const { fake } = await setup();
     await waitFor(() => fake.commands.has("global"), "commands registered");

@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
 import {
@@ -44,14 +45,45 @@ export function adapterFor(fake: FakeDiscord, logger: HubLogger, extra: Partial<
   });
 }
 
+/** Raw gateway payloads for the fuzz and the poison cases. */
+export interface DiscordRawPayloads {
+  /** A real-shaped MESSAGE_CREATE from a user the suite does not allow (a DM: no runs). */
+  valid(text: string): unknown;
+  /** Dispatches one payload as a MESSAGE_CREATE on the gateway, the way Discord delivers. */
+  deliver(payload: unknown): Promise<{ status?: number }>;
+  /** A real-shaped MESSAGE_CREATE from the allowlisted user in the DM (answered). */
+  allowed(text: string): unknown;
+  /** MESSAGE_CREATE payloads that can never be accepted. */
+  poison(): unknown[];
+}
+
+const STRANGER = {
+  id: "100000000000000009",
+  username: "eve",
+  discriminator: "0",
+  global_name: "Eve",
+  avatar: null,
+};
+
 /** The Discord harness of the shared conformance suite: discord.js against the fake REST API and gateway. */
 export function discordHarness(
   options: { fake?: FakeDiscordOptions; adapter?: Partial<DiscordAdapterOptions> } = {},
-): ConformanceHarness & { fake: () => FakeDiscord; logger: HubLogger } {
+): ConformanceHarness & {
+  fake: () => FakeDiscord;
+  logger: HubLogger;
+  raw: DiscordRawPayloads;
+  platformUp(): Promise<void>;
+} {
   let fake: FakeDiscord;
-  const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+  let logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+  let port = 0;
   // The suite reads the ids before the fake starts, so the fake is told to use these.
   const ids = { user: "100000000000000001", group: "100000000000000002", directChat: "100000000000000003" };
+  const fakeOptions = () => ({
+    ...options.fake,
+    port,
+    ids: { user: ids.user, channel: ids.group, dm: ids.directChat, thread: "100000000000000004" },
+  });
   return {
     channel: "discord",
     textLimit: 2000,
@@ -59,13 +91,24 @@ export function discordHarness(
     threadId: "100000000000000004",
     ids,
     fake: () => fake,
-    logger,
-    async start() {
-      fake = await startFakeDiscord({
-        ...options.fake,
-        ids: { user: ids.user, channel: ids.group, dm: ids.directChat, thread: "100000000000000004" },
+    get logger() {
+      return logger;
+    },
+    async start(startOptions: { logger?: HubLogger; unreachable?: boolean } = {}) {
+      if (startOptions.logger) logger = startOptions.logger;
+      port = await freePort();
+      if (!startOptions.unreachable) fake = await startFakeDiscord(fakeOptions());
+      return new DiscordAdapter({
+        token: "fake-discord-token.AAAA.bbbbbbbbbbbbbbbb",
+        restApi: `http://127.0.0.1:${port}/api`,
+        state: memoryState(),
+        logger,
+        inboundRetryMs: 100,
+        ...options.adapter,
       });
-      return adapterFor(fake, logger, options.adapter);
+    },
+    async platformUp() {
+      fake = await startFakeDiscord(fakeOptions());
     },
     stop: async () => fake?.close(),
     direct: async (text) => fake.userMessage({ channelId: fake.dmChannelId, content: text }),
@@ -95,5 +138,28 @@ export function discordHarness(
         // A thread's messages belong to its parent channel's chat.
         .filter((m) => m.channelId === chatId || (chatId === fake.channelId && m.channelId === fake.threadId))
         .map((m) => outboundOf(fake, m)),
+    raw: {
+      valid: (text) =>
+        fake.messageCreatePayload({ channelId: fake.dmChannelId, content: text, author: STRANGER }),
+      async deliver(payload) {
+        fake.gateway.dispatch("MESSAGE_CREATE", payload);
+        return {};
+      },
+      allowed: (text) => fake.messageCreatePayload({ channelId: fake.dmChannelId, content: text }),
+      poison: () => [
+        { id: "1", channel_id: fake.dmChannelId },
+        { id: 5, channel_id: fake.dmChannelId, author: null, content: 7 },
+        null,
+        "MESSAGE_CREATE",
+      ],
+    },
   };
+}
+
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
 }

@@ -27,6 +27,8 @@ export interface FakeDiscordOptions {
   messageContentAllowed?: boolean;
   /** How long an interaction may wait for its first response (ms; Discord: 3 s). */
   interactionResponseMs?: number;
+  /** Listen on this port (default: any free one), e.g. one an adapter was pointed at while the fake was down. */
+  port?: number;
   /** False: the gateway accepts connections but never says HELLO (default true). */
   hello?: boolean;
   /** Fixed ids (snowflakes) instead of generated ones, e.g. when a test names them before the fake starts. */
@@ -108,6 +110,8 @@ export interface FakeDiscord {
   readonly interactions: FakeInteraction[];
   /** A user writes in a channel (a MESSAGE_CREATE on the gateway); returns the message. */
   userMessage(options: UserMessageOptions): APIMessage;
+  /** The MESSAGE_CREATE dispatch data of a user's message, without sending it (e.g. to mutate it first). */
+  messageCreatePayload(options: UserMessageOptions): Record<string, unknown>;
   /** Dispatches a MESSAGE_CREATE for an existing message again (a replay). */
   redeliver(message: APIMessage): void;
   /** A user runs a slash command (an INTERACTION_CREATE on the gateway). */
@@ -171,7 +175,7 @@ function parseMentions(content: string) {
 }
 
 interface State {
-  o: Required<Omit<FakeDiscordOptions, "ids">>;
+  o: Required<Omit<FakeDiscordOptions, "ids" | "port">>;
   bot: APIUser;
   human: APIUser;
   ids: { guild: string; botRole: string; channel: string; thread: string; dm: string; app: string };
@@ -363,7 +367,7 @@ function messageCreateData(s: State, message: APIMessage): Record<string, unknow
   };
 }
 
-function userMessage(s: State, o: UserMessageOptions): APIMessage {
+function buildUserMessage(s: State, o: UserMessageOptions): APIMessage {
   const prefix = [o.mentionBot ? `<@${s.bot.id}>` : "", o.mentionBotRole ? `<@&${s.ids.botRole}>` : ""]
     .filter(Boolean)
     .join(" ");
@@ -390,6 +394,11 @@ function userMessage(s: State, o: UserMessageOptions): APIMessage {
       return { id, ...a, url, proxy_url: url.replace("cdn.discordapp.com", "media.discordapp.net") };
     }),
   });
+  return message;
+}
+
+function userMessage(s: State, o: UserMessageOptions): APIMessage {
+  const message = buildUserMessage(s, o);
   s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message));
   return message;
 }
@@ -729,7 +738,7 @@ function slashCommand(
 
 /** Starts a fake Discord (REST + gateway) on a free local port. */
 export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promise<FakeDiscord> {
-  const o: Required<Omit<FakeDiscordOptions, "ids">> = {
+  const o: Required<Omit<FakeDiscordOptions, "ids" | "port">> = {
     token: options.token ?? "fake-discord-token.AAAA.bbbbbbbbbbbbbbbb",
     heartbeatIntervalMs: options.heartbeatIntervalMs ?? 41_250,
     messageContentAllowed: options.messageContentAllowed ?? true,
@@ -785,9 +794,12 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
       res.end(JSON.stringify({ message: "500: Internal Server Error", code: 0 }));
     },
-    (req, socket, head) => {
-      if (new URL(req.url ?? "/", "http://x").pathname === "/gateway") gateway.upgrade(req, socket, head);
-      else socket.destroy();
+    {
+      upgrade: (req, socket, head) => {
+        if (new URL(req.url ?? "/", "http://x").pathname === "/gateway") gateway.upgrade(req, socket, head);
+        else socket.destroy();
+      },
+      ...(options.port ? { port: options.port } : {}),
     },
   );
   port = server.port;
@@ -810,6 +822,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     commands: s.commands,
     interactions: s.interactions,
     userMessage: (opts) => userMessage(s, opts),
+    messageCreatePayload: (opts) => messageCreateData(s, buildUserMessage(s, opts)),
     redeliver: (message) =>
       s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message)),
     slashCommand: (name, opts) => slashCommand(s, name, opts),

@@ -28,14 +28,19 @@ export async function startHttpServer(
     if (!res.headersSent) res.writeHead(500);
     res.end();
   },
-  /** Takes over WebSocket upgrades (a platform's gateway on the same server); refused when absent. */
-  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
+  options: {
+    /** Takes over WebSocket upgrades (a platform's gateway on the same server); refused when absent. */
+    upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
+    /** A fixed port (e.g. one a client was pointed at while the fake was down); default: any free one. */
+    port?: number;
+  } = {},
 ): Promise<FakeHttpServer> {
+  const { upgrade } = options;
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => onError(res, error));
   });
   server.on("upgrade", (req, socket, head) => (upgrade ? upgrade(req, socket, head) : socket.destroy()));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", () => resolve()));
   const { port } = server.address() as AddressInfo;
   let closed: Promise<void> | undefined;
   return {
