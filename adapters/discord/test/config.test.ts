@@ -1,4 +1,4 @@
-import { parseConfig } from "@hub/core";
+import { configJsonSchema, parseConfig } from "@hub/core";
 import { describe, expect, it } from "vitest";
 import { channelPlugins } from "../../../apps/hub/src/plugins.js";
 import { DiscordConfigSchema, discordPlugin, measureWithLines, NONCE_LENGTH, nonceOf } from "../src/index.js";
@@ -36,6 +36,15 @@ describe("channels.discord config", () => {
     });
     expect(() => parseConfig({ channels: { discord: { tokn: "x" } } }, "test", {}, channelPlugins)).toThrow(
       /tokn/,
+    );
+  });
+
+  it("`hub config schema` lists the Discord keys", () => {
+    const schema = configJsonSchema(channelPlugins) as {
+      properties: { channels: { properties: Record<string, { properties: Record<string, unknown> }> } };
+    };
+    expect(Object.keys(schema.properties.channels.properties.discord?.properties ?? {})).toEqual(
+      expect.arrayContaining(["token", "restApi", "guilds", "maxLinesPerMessage", "dmPolicy", "accounts"]),
     );
   });
 
