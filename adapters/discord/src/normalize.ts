@@ -120,7 +120,11 @@ export function normalizeMessage(
   if (msg.author.system || !USER_MESSAGE_TYPES.has(msg.type))
     return { skip: `system message (type ${msg.type})` };
   const direct = msg.guild_id === undefined || DM_CHANNEL_TYPES.has(msg.channel_type ?? -1);
-  const isThread = !direct && THREAD_CHANNEL_TYPES.has(msg.channel_type ?? -1);
+  // Without `channel_type` (older payloads) a channel the cache knows as a thread is one.
+  const isThread =
+    !direct &&
+    (THREAD_CHANNEL_TYPES.has(msg.channel_type ?? -1) ||
+      (msg.channel_type === undefined && options.parentId !== undefined));
   if (isThread && !options.parentId) return { skip: "thread message whose parent channel is unknown" };
   const chatId = isThread ? (options.parentId as string) : msg.channel_id;
   let mentioned = direct || mentionsBot(msg, bot);

@@ -61,6 +61,9 @@ describe("normalizeMessage", () => {
       }),
     );
     expect(f).toMatchObject({ chat: { type: "group", id: CHANNEL }, threadId: THREAD });
+    const { channel_type: _t, ...untyped } = message({ channel_id: THREAD });
+    const known = normalizeMessage(DiscordMessageSchema.parse(untyped), BOT, { ...base, parentId: CHANNEL });
+    expect(fieldsOf(known)).toMatchObject({ chat: { id: CHANNEL }, threadId: THREAD });
     expect(normalizeMessage(message({ channel_id: THREAD, channel_type: 11 }), BOT, base)).toEqual({
       skip: "thread message whose parent channel is unknown",
     });
