@@ -4,6 +4,7 @@ import { performance } from "node:perf_hooks";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub } from "../support/hub.js";
 import { benchDelivery } from "./delivery.js";
+import { benchFuzz } from "./fuzz.js";
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
 const PER_CLIENT = Number(process.env.BENCH_MESSAGES ?? 5);
@@ -62,4 +63,5 @@ async function benchWebChat(): Promise<void> {
 
 await benchWebChat();
 await benchDelivery();
+await benchFuzz();
 process.exit(0);

@@ -18,7 +18,8 @@ beforeAll(async () => {
     res.writeHead(200, { "content-type": "text/plain" }).end("hello from the allowed site");
   });
   await new Promise<void>((r) => site.listen(0, "127.0.0.1", () => r()));
-  siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
+  const sitePort = (site.address() as AddressInfo).port;
+  siteUrl = `http://127.0.0.1:${sitePort}`;
   world = await startFakeWorld(
     "agenttools",
     { telegram: { dmPolicy: "allowlist", allowFrom: ["7"] } },
@@ -26,6 +27,9 @@ beforeAll(async () => {
       agent: {
         tools: {
           httpFetchHosts: ["127.0.0.1"],
+          // The test site runs on loopback, which http_fetch refuses unless allowed.
+          httpFetchAllowPrivate: true,
+          httpFetchPorts: [sitePort],
           sendTargets: { ops: { channel: "telegram", chatId: "-100ops" } },
         },
       },
@@ -76,7 +80,9 @@ describe("built-in tools and stop reasons", () => {
     );
     await dm("fetch it");
     const [ok, refused, moved] = lastToolResults();
-    expect(ok).toBe("HTTP 200\nhello from the allowed site");
+    expect(ok).toMatch(
+      /^HTTP 200\n<untrusted id="[0-9a-f]{16}" source="web page [^"]+">\nhello from the allowed site\n<\/untrusted id="[0-9a-f]{16}">$/,
+    );
     expect(refused).toBe("Refused: the host example.com is not in the allowlist.");
     expect(moved).toBe("HTTP 302: redirected to http://evil.example/ (not followed).");
   });
@@ -133,10 +139,8 @@ describe("built-in tools and stop reasons", () => {
       .filter((m) => m.role === "tool")
       .slice(-2)
       .map((m) => m.content);
-    expect(tools).toEqual([
-      "HTTP 200\nslow page",
-      "Skipped: the user sent a new message before this tool ran.",
-    ]);
+    expect(tools[0]).toMatch(/^HTTP 200\n<untrusted id="[0-9a-f]{16}" source="web page [^"]+">\nslow page\n/);
+    expect(tools[1]).toBe("Skipped: the user sent a new message before this tool ran.");
     expect(sent.at(-1)).toMatchObject({ role: "user", content: "actually, never mind the time" });
   });
 

@@ -22,13 +22,20 @@ export interface HubProcess {
   kill(): Promise<void>;
   /** SIGTERM and wait. */
   stop(): Promise<void>;
+  /** Resolves when the process has written a line matching `pattern` (e.g. a failpoint firing). */
+  waitForOutput(pattern: RegExp, timeoutMs?: number): Promise<void>;
+  /** SIGCONT: wakes a process a `stop` failpoint froze. */
+  resume(): void;
+  /** Resolves when the process has exited (a `kill` failpoint). */
+  readonly exited: Promise<void>;
 }
 
 /** Starts `hub start` with the given environment and waits until its gateway answers. */
 export async function startHubProcess(
   env: Record<string, string>,
   port: number,
-  options: { gateway?: boolean } = {},
+  /** `gateway: false` for a process without the ingress role; `wait: false` to return at once (a failpoint may kill it during start). */
+  options: { gateway?: boolean; wait?: boolean } = {},
 ): Promise<HubProcess> {
   const output: string[] = [];
   const child = spawn(process.execPath, ["--import", "tsx", MAIN, "start"], {
@@ -39,7 +46,7 @@ export async function startHubProcess(
   child.stderr?.on("data", (d: Buffer) => output.push(d.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   const deadline = Date.now() + 20_000;
-  for (;;) {
+  for (; options.wait !== false; ) {
     if (child.exitCode !== null) throw new Error(`hub exited early:\n${output.join("")}`);
     // A process without the ingress role has no gateway: wait for its start line instead.
     if (options.gateway === false) {
@@ -58,7 +65,18 @@ export async function startHubProcess(
   return {
     child,
     output,
+    exited,
+    waitForOutput: async (pattern, timeoutMs = 20_000) => {
+      const deadline = Date.now() + timeoutMs;
+      while (!pattern.test(output.join(""))) {
+        if (Date.now() > deadline)
+          throw new Error(`hub never printed ${pattern} within ${timeoutMs} ms:\n${output.join("")}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    },
+    resume: () => void child.kill("SIGCONT"),
     kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill("SIGKILL");
       await exited;
     },

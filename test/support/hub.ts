@@ -59,6 +59,8 @@ export async function startTestHub(
     tuning: FAST_TUNING,
     adapters,
   });
+  // Channels connect in the background; tests start once each one's first attempt is over.
+  await hub.channelsSettled();
   return {
     ...hub,
     stateDir,

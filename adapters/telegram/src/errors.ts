@@ -1,12 +1,17 @@
 import { ChannelRefusedError } from "@hub/core";
 import { GrammyError, HttpError } from "grammy";
 
-/** A one-line description of a Telegram failure; never the token (grammY's errors carry the method, not the URL). */
+// The Bot API puts the token in the URL path, and fetch errors quote the URL.
+const TOKEN_IN_URL = /\/bot[^/\s]+\//g;
+
+/** A one-line description of a Telegram failure; never the token (it is cut out of quoted URLs). */
 export function describeTelegramError(error: unknown): string {
-  if (error instanceof GrammyError) return `${error.error_code} ${error.description}`;
-  if (error instanceof HttpError)
-    return `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
-  return error instanceof Error ? error.message : String(error);
+  let text: string;
+  if (error instanceof GrammyError) text = `${error.error_code} ${error.description}`;
+  else if (error instanceof HttpError)
+    text = `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
+  else text = error instanceof Error ? error.message : String(error);
+  return text.replace(TOKEN_IN_URL, "/bot<token>/");
 }
 
 /** Whether Telegram refused the token itself (401 Unauthorized, or 404 for a malformed one). */
@@ -17,7 +22,8 @@ export function isTokenRefused(error: unknown): boolean {
 /** A definitive refusal of the token as one clear line, or a transient error (retried) that says what failed. */
 export function classifyStartError(error: unknown, configPath: string): Error {
   if (!isTokenRefused(error))
-    return new Error(`Telegram could not be reached (${describeTelegramError(error)})`, { cause: error });
+    // No `cause`: the network error's own message quotes the URL, token included.
+    return new Error(`Telegram could not be reached (${describeTelegramError(error)})`);
   return new ChannelRefusedError(
     "telegram_token_refused",
     `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${configPath}.botToken (from @BotFather).`,

@@ -1,3 +1,4 @@
+import { createServer } from "node:net";
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
 import {
@@ -18,7 +19,9 @@ export function memoryState(): AdapterStateStore & { values: Map<string, string>
 }
 
 const USER = 4242;
+const STRANGER = 777;
 const GROUP = -1001234567;
+const WEBHOOK_SECRET = "conformance-secret-0123";
 
 /** Visible text and formatting verdict of what the bot sent, as Telegram would show it. */
 export function outboundOf(params: Record<string, unknown>): OutboundMessage {
@@ -33,17 +36,47 @@ export function outboundOf(params: Record<string, unknown>): OutboundMessage {
   };
 }
 
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/** Options of the Telegram harness: polling (default) or webhook delivery, plus adapter options. */
+export interface TelegramHarnessOptions extends Partial<TelegramAdapterOptions> {
+  /** Deliver updates by webhook (through the hub's gateway) instead of long polling. */
+  webhook?: boolean;
+}
+
 /** The Telegram harness of the shared conformance suite: grammY against the fake Bot API. */
 export function telegramHarness(
-  extra: Partial<TelegramAdapterOptions> = {},
+  options: TelegramHarnessOptions = {},
 ): ConformanceHarness & { fake: () => FakeTelegram; logger: HubLogger } {
+  const { webhook = false, ...extra } = options;
   let fake: FakeTelegram;
-  const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
-  const lastBotMessage = () => {
-    const sent = fake
-      .callsOf("sendMessage")
-      .filter((c) => String(c.params.chat_id) === String(GROUP) && !c.error_code);
-    return sent.length;
+  let apiPort = 0;
+  let gatewayPort = 0;
+  let logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
+  const lastBotMessage = () =>
+    fake.callsOf("sendMessage").filter((c) => String(c.params.chat_id) === String(GROUP) && !c.error_code)
+      .length;
+  // How Telegram hands over an update: a webhook POST, or the next getUpdates answer.
+  const deliver = async (update: unknown): Promise<{ status?: number }> => {
+    const isObject = typeof update === "object" && update !== null && !Array.isArray(update);
+    if (!webhook) {
+      // Telegram numbers the updates it serves by polling: the fake assigns the update_id.
+      const { update_id: _assigned, ...content } = isObject
+        ? (update as Record<string, unknown>)
+        : { update };
+      fake.pushUpdate(content);
+      return {};
+    }
+    const { status } = isObject
+      ? await fake.postWebhook(update as object)
+      : await fake.postWebhookRaw(JSON.stringify(update));
+    return { status };
   };
   return {
     channel: "telegram",
@@ -52,27 +85,43 @@ export function telegramHarness(
     threadId: "77",
     ids: { user: String(USER), group: String(GROUP), directChat: String(USER) },
     fake: () => fake,
-    logger,
-    async start() {
-      fake = await startFakeTelegram();
+    get logger() {
+      return logger;
+    },
+    async start(startOptions = {}) {
+      if (startOptions.logger) logger = startOptions.logger;
+      apiPort = await freePort();
+      gatewayPort = webhook ? await freePort() : 0;
+      if (!startOptions.unreachable) fake = await startFakeTelegram({ port: apiPort });
       return new TelegramAdapter({
-        botToken: fake.token,
-        apiRoot: fake.apiRoot,
+        botToken: "123456:TEST-TOKEN",
+        apiRoot: `http://127.0.0.1:${apiPort}`,
         state: memoryState(),
         logger,
         pollTimeoutSeconds: 1,
+        ...(webhook
+          ? {
+              mode: "webhook" as const,
+              webhookUrl: `http://127.0.0.1:${gatewayPort}/telegram/webhook`,
+              webhookSecret: WEBHOOK_SECRET,
+            }
+          : {}),
         ...extra,
       });
     },
+    async platformUp() {
+      fake = await startFakeTelegram({ port: apiPort });
+    },
+    hubConfig: () => (webhook ? { gateway: { port: gatewayPort } } : {}),
     stop: async () => fake?.close(),
     async direct(text) {
       const update = privateText({ chatId: USER, fromId: USER, text });
-      fake.pushUpdate(update);
+      await deliver(update);
       return update;
     },
-    async group(text, options = {}) {
-      const body = options.mention ? `@${fake.botUsername} ${text}` : text;
-      const replyTo = options.replyToBot
+    async group(text, groupOptions = {}) {
+      const body = groupOptions.mention ? `@${fake.botUsername} ${text}` : text;
+      const replyTo = groupOptions.replyToBot
         ? {
             message_id: 900_000 + lastBotMessage(),
             from: { id: fake.botId, is_bot: true, first_name: "Hub Test Bot", username: fake.botUsername },
@@ -86,27 +135,46 @@ export function telegramHarness(
         fromId: USER,
         text: body,
         title: "Team",
-        ...(options.threadId ? { threadId: Number(options.threadId), isForum: true } : {}),
+        ...(groupOptions.threadId ? { threadId: Number(groupOptions.threadId), isForum: true } : {}),
         ...(replyTo ? { replyTo } : {}),
       });
-      fake.pushUpdate(update);
+      await deliver(update);
       return update;
     },
     async commandForAnotherBot() {
-      fake.pushUpdate(
+      await deliver(
         groupText({ chatId: GROUP, fromId: USER, text: "/status@some_other_bot", title: "Team" }),
       );
     },
     async redeliver(ref) {
       // A replay of the same message (new update_id, as after a reconnect).
-      fake.pushUpdate({ message: (ref as TextMessageUpdate).message });
+      await deliver({ message: (ref as TextMessageUpdate).message });
     },
     async malformed() {
-      fake.pushUpdate({ message: { message_id: "not a number", chat: null } });
+      await deliver({ message: { message_id: "not a number", chat: null } });
     },
     rateLimitNextSend(seconds) {
       fake.failNext("sendMessage", telegramErrors.tooManyRequests(seconds));
     },
     outbound: (chatId) => fake.sent(chatId).map(outboundOf),
+    raw: {
+      valid: (text) => privateText({ chatId: STRANGER, fromId: STRANGER, text, username: "stranger" }),
+      allowed: (text) => privateText({ chatId: USER, fromId: USER, text }),
+      poison: () => [
+        { message: "a string, not a message" },
+        { message: { message_id: 1, date: 1, text: "a message without chat" } },
+        { message: { message_id: 2, date: 1, chat: null, text: "chat is null" } },
+        { message: { message_id: 3, date: 1, chat: { id: 1, type: "private" }, from: { id: "x" }, text: 7 } },
+      ],
+      deliver: (payload) => deliver(payload),
+      ...(webhook
+        ? {}
+        : {
+            deliverBatch: async (payloads: unknown[]) => {
+              // Queued together, so the next getUpdates answers them in one batch.
+              for (const payload of payloads) fake.pushUpdate(payload as object);
+            },
+          }),
+    },
   };
 }

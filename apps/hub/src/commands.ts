@@ -1,7 +1,7 @@
 import { answerDirectly, type ChatEventPublisher } from "@hub/agent";
-import { type HubConfig, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
+import { type HubConfig, type HubLogger, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
 import type { ParsedCommand } from "@hub/dispatch";
-import type { ApprovalStore, RunRecords, SessionActivity, SessionLane, SessionStore } from "@hub/sessions";
+import type { ApprovalStore, RunRecords, SessionActivity, SessionStore } from "@hub/sessions";
 import type { RunControl } from "./agent-role.js";
 
 /** What the session commands act on. */
@@ -9,12 +9,12 @@ export interface CommandDeps {
   config: HubConfig;
   activity: SessionActivity;
   control: RunControl;
-  lane: SessionLane;
   sessions: SessionStore;
   runs: RunRecords;
   replies: ReplySink;
   events: ChatEventPublisher;
   approvals: ApprovalStore;
+  logger: HubLogger;
   /** The latest model failover decision (JSON), if any. */
   lastModelDecision: () => Promise<string | undefined>;
 }
@@ -59,17 +59,20 @@ export function createCommandHandler(
   deps: CommandDeps,
 ): (command: ParsedCommand, request: RunRequest) => Promise<void> {
   const runTimeoutMs = deps.config.agent.runTimeoutSeconds * 1000;
+  // Answers are queued, not awaited to delivery: a command never holds up intake behind a chat's backlog.
   const answer = (request: RunRequest, text: string) =>
     answerDirectly(
-      { runs: deps.runs, replies: deps.replies, events: deps.events, runTimeoutMs },
+      { runs: deps.runs, replies: deps.replies, events: deps.events, runTimeoutMs, logger: deps.logger },
       request,
       text,
+      { detachSettlement: true },
     );
   return async (command, request) => {
     const sessionKey = request.ctx.sessionKey;
     switch (command.name) {
       case "new":
-        return deps.lane.enqueue({ ...request, command: "new" });
+        // Admitted into the session's lane by admission, in order with the session's runs.
+        return;
       case "stop": {
         const active = await deps.activity.activeRun(sessionKey);
         if (active) await deps.control.stop(active, "aborted");

@@ -4,13 +4,16 @@ import {
   AgentRunner,
   assembleTools,
   currentTimeTool,
+  groupMemoryDefault,
   httpFetchTool,
+  type MemoryTrust,
   memoryTools,
   sendMessageTool,
   sessionStatusTool,
   TOOL_PROFILES,
 } from "@hub/agent";
 import {
+  type ChannelAccess,
   type ChannelAdapter,
   type ChannelPlugin,
   channelAccess,
@@ -18,14 +21,15 @@ import {
   type HubLogger,
   type MsgContext,
 } from "@hub/core";
-import { admitInbound, admitToSession, InboundDispatcher } from "@hub/dispatch";
+import { admitInbound, InboundDispatcher } from "@hub/dispatch";
 import { ChatEventBus, GatewayServer, WebChatAdapter } from "@hub/gateway";
-import { createRedis, type MailboxWorker } from "@hub/queue";
+import { createRedis, type MailboxWorker, RedisEpoch } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import {
   ApprovalStore,
   RunRecords,
   SessionActivity,
+  SessionAdmission,
   SessionLane,
   SessionStore,
   SessionWriters,
@@ -38,6 +42,20 @@ import { createCommandHandler, sessionStatus } from "./commands.js";
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { channelPlugins } from "./plugins.js";
+import { instanceIdOf } from "./state.js";
+import { type ChannelReport, ChannelSupervisor } from "./supervisor.js";
+
+/**
+ * Whose memory a run uses: the operator's only in a direct chat with someone
+ * the operator named (the web chat's owner, or a sender listed in the
+ * channel's `allowFrom`); paired strangers, web chat clients and groups get
+ * untrusted notes.
+ */
+function memoryTrust(ctx: MsgContext, access: ChannelAccess | undefined): MemoryTrust {
+  if (ctx.chat.type !== "direct") return "untrusted";
+  if (ctx.channel === "webchat") return ctx.sender.id === "owner" ? "operator" : "untrusted";
+  return access?.allowFrom.includes(ctx.sender.id) ? "operator" : "untrusted";
+}
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
 export interface HubTuning {
@@ -46,6 +64,8 @@ export interface HubTuning {
   sweepIntervalMs?: number;
   graceMs?: number;
   deliveryConcurrency?: number;
+  /** Backoff between a channel's connection attempts (default 1 s doubling to 60 s). */
+  channelBackoff?: { initialMs: number; maxMs: number };
 }
 
 /** A running hub (or one role of it). */
@@ -55,6 +75,10 @@ export interface RunningHub {
   token: string;
   dispatcher: InboundDispatcher | undefined;
   replies: ReplyDispatcher;
+  /** The state of every channel account this process runs (connecting, connected, reconnecting, failed). */
+  channels(): ChannelReport[];
+  /** Resolves once every channel's first connection attempt is over (channels never delay the start). */
+  channelsSettled(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -83,6 +107,8 @@ export async function startHub(
   const redis = createRedis(url);
   const subscriber = createRedis(url);
   const events = new ChatEventBus(redis, prefix, logger);
+  const epoch = new RedisEpoch(redis, prefix, logger.child({ component: "redis" }));
+  await epoch.start();
   const webchat = new WebChatAdapter(events);
   const channelAdapters =
     options.adapters ??
@@ -93,7 +119,9 @@ export async function startHub(
       stateDir: options.stateDir,
     });
   const adapters = new AdapterRegistry([webchat, ...channelAdapters]);
+  const instanceId = instanceIdOf(options.stateDir);
   const mailboxTuning = {
+    instanceId,
     ...(tuning.leaseMs ? { leaseMs: tuning.leaseMs } : {}),
     ...(tuning.sweepIntervalMs ? { sweepIntervalMs: tuning.sweepIntervalMs } : {}),
     ...(tuning.graceMs ? { graceMs: tuning.graceMs } : {}),
@@ -135,12 +163,14 @@ export async function startHub(
   // Inbound stops first, so nothing new is admitted while the rest shuts down.
   const stopAdapters: Array<() => Promise<void>> = [];
 
-  if (roles.has("delivery"))
+  if (roles.has("delivery")) {
     workers.push(
       replies.startDelivery((channel, accountId) => adapters.forAccount(channel, accountId), {
         concurrency: tuning.deliveryConcurrency ?? 50,
       }),
     );
+    await replies.reclaimDeadPredecessors();
+  }
 
   const control = new RunControl(redis, prefix);
   const decisionsKey = `${prefix}:model-decisions`;
@@ -153,8 +183,15 @@ export async function startHub(
   const availableTools = [
     currentTimeTool,
     sessionStatusTool(statusText),
-    ...memoryTools(config.agent.workspace ?? join(options.stateDir, "workspace")),
-    ...(toolConfig.httpFetchHosts.length ? [httpFetchTool(toolConfig.httpFetchHosts)] : []),
+    ...(toolConfig.httpFetchHosts.length
+      ? [
+          httpFetchTool({
+            allowHosts: toolConfig.httpFetchHosts,
+            ports: toolConfig.httpFetchPorts,
+            allowPrivate: toolConfig.httpFetchAllowPrivate,
+          }),
+        ]
+      : []),
     ...(Object.keys(toolConfig.sendTargets).length
       ? [
           sendMessageTool(toolConfig.sendTargets, async (name, text, runId) => {
@@ -166,14 +203,21 @@ export async function startHub(
         ]
       : []),
   ];
+  const workspace = config.agent.workspace ?? join(options.stateDir, "workspace");
+  const memory = {
+    operator: memoryTools(workspace, "operator"),
+    untrusted: memoryTools(workspace, "untrusted"),
+  };
   const toolsFor = (ctx: MsgContext) => {
     const t = config.agent.tools;
     const access = channelAccess(config.channels, ctx.channel, ctx.accountId);
     const group =
       ctx.chat.type === "direct" ? undefined : (access?.groups[ctx.chat.id] ?? access?.groups["*"]);
     const levels = [t, access?.tools ?? {}, group?.tools ?? {}];
+    levels.push(groupMemoryDefault(ctx.chat.type, [access?.tools, group?.tools]));
+    const available = [...availableTools, ...memory[memoryTrust(ctx, access)]];
     return {
-      tools: assembleTools(availableTools, TOOL_PROFILES[t.profile], levels),
+      tools: assembleTools(available, TOOL_PROFILES[t.profile], levels),
       approvals: t.approvals,
       approvalTimeoutMs: t.approvalTimeoutSeconds * 1000,
     };
@@ -209,6 +253,7 @@ export async function startHub(
       supersede: (runId) => control.stop(runId, "superseded"),
       activity,
       requeue: (request) => lane.enqueue(request),
+      dataLost: (since) => epoch.lostSince(since),
       typing: async (target) => adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
       capabilitiesOf: (channel) => adapters.forChannel(channel)?.capabilities,
     });
@@ -219,8 +264,11 @@ export async function startHub(
       redisUrl: url,
       prefix,
       maxConcurrentRuns: config.agent.maxConcurrentRuns,
-      recover: () =>
-        recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog }),
+      recover: async () => {
+        // Our dead predecessor's sessions are free at once, so recovery can resume them now.
+        await lane.reclaimDeadPredecessors();
+        return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
+      },
     });
     workers.push(role.worker);
     cleanups.push(role.close);
@@ -228,32 +276,25 @@ export async function startHub(
 
   let dispatcher: InboundDispatcher | undefined;
   let gateway: GatewayServer | undefined;
+  let supervisor: ChannelSupervisor | undefined;
   if (roles.has("ingress")) {
+    const admission = new SessionAdmission(redis, prefix, lane, config.agent.queueMode);
     dispatcher = new InboundDispatcher({
       redis,
       prefix,
       config,
-      accept: async (request) => {
-        await admitToSession(request, {
-          enqueue: (r) => lane.enqueue(r),
-          activeRun: (key) => activity.activeRun(key),
-          queueMode: (key) => activity.queueMode(key),
-          steer: (key, runId, r) => activity.steer(key, runId, r),
-          collect: (key, r) => activity.collect(key, r),
-          abortRun: (runId) => control.stop(runId, "aborted"),
-        });
-      },
+      admit: (request, dedupe) => admission.admit(request, dedupe),
       commands: createCommandHandler({
         config,
         activity,
         control,
-        lane,
         sessions,
         runs,
         replies,
         events,
         approvals,
         lastModelDecision,
+        logger: logger.child({ component: "commands" }),
       }),
       logger: logger.child({ component: "dispatch" }),
       notify: (ctx, text) => sendNotice(replies, ctx.replyTarget, text),
@@ -277,10 +318,12 @@ export async function startHub(
         abort: (runId) => control.stop(runId, "aborted"),
         pairing: {
           list: () => admit.pairing.list(),
+          turnedAway: () => admit.pairing.turnedAway(),
           approve: (channel, code) => approvePairing(admit.pairing, replies, channel, code),
         },
         subscribeEvents: (handler) => events.subscribe(subscriber, handler),
         publishEvent: (event) => events.publish(event),
+        channelStatus: () => supervisor?.statuses() ?? [],
       },
       {
         host: config.gateway.host,
@@ -292,13 +335,24 @@ export async function startHub(
         clients: config.gateway.clients,
         allowedOrigins: config.gateway.allowedOrigins,
         password: config.gateway.password,
+        connectionLimits: {
+          maxConnections: config.gateway.maxConnections,
+          maxPerAddress: config.gateway.maxConnectionsPerAddress,
+          headersTimeoutMs: config.gateway.headersTimeoutMs,
+        },
       },
     );
     await gateway.start();
-    for (const adapter of channelAdapters) {
-      await adapter.start((fields) => admitInbound(() => admit.dispatchInboundMessage(fields)));
-      stopAdapters.push(() => adapter.stop());
-    }
+    // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
+    supervisor = new ChannelSupervisor(
+      channelAdapters,
+      (fields) => admitInbound(() => admit.dispatchInboundMessage(fields)),
+      logger,
+      tuning.channelBackoff,
+    );
+    supervisor.start();
+    const supervised = supervisor;
+    stopAdapters.push(() => supervised.stop());
   }
 
   return {
@@ -306,6 +360,8 @@ export async function startHub(
     token: options.token,
     dispatcher,
     replies,
+    channels: () => supervisor?.statuses() ?? [],
+    channelsSettled: () => supervisor?.firstAttempts() ?? Promise.resolve(),
     stop: async () => {
       for (const stop of stopAdapters) await stop();
       await gateway?.stop();
@@ -315,6 +371,7 @@ export async function startHub(
       await lane.close();
       await replies.close();
       events.close();
+      epoch.stop();
       subscriber.disconnect();
       redis.disconnect();
     },

@@ -1,5 +1,14 @@
 #!/usr/bin/env node
-import { configJsonSchema, createLogger, HubError, loadConfig, resolveStateDir } from "@hub/core";
+import { inspect } from "node:util";
+import {
+  collectConfigSecrets,
+  configJsonSchema,
+  createLogger,
+  HubError,
+  loadConfig,
+  resolveStateDir,
+  SecretRedactor,
+} from "@hub/core";
 import { PairingStore } from "@hub/dispatch";
 import { createRedis } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
@@ -13,6 +22,9 @@ const USAGE = `Usage: hub [start] [--config <file>]
        hub config schema                    print the JSON schema of hub.json5
        hub pairing list                     senders waiting for approval
        hub pairing approve <channel> <code> let a sender in (they are told)`;
+
+/** Every configured secret of this process: no log line and no error printed at exit may contain one. */
+const secrets = new SecretRedactor();
 
 function parseArgs(argv: string[]): { command: string[]; config?: string } {
   const command: string[] = [];
@@ -39,9 +51,16 @@ async function main(): Promise<void> {
   const stateDir = resolveStateDir();
   ensureStateDir(stateDir);
   const { config, path, fromFile } = loadConfig({ path: args.config, plugins: channelPlugins });
-  const logger = createLogger();
+  secrets.add(
+    collectConfigSecrets(
+      config,
+      channelPlugins.flatMap((p) => p.secretKeys ?? []),
+    ),
+  );
+  const logger = createLogger({ secrets });
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line));
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
+  secrets.add([token]);
   const hub = await startHub(config, { stateDir, token, logger });
   logger.info(
     { config: fromFile ? path : "(defaults)", stateDir, model: config.agent.model, roles: config.roles },
@@ -97,6 +116,10 @@ async function pairingCommand(rest: string[], configPath: string | undefined): P
           `${p.channel}  ${p.code}  sender ${p.senderId}${p.senderName ? ` (${p.senderName})` : ""}  ${age} min ago`,
         );
       }
+      for (const [account, count] of Object.entries(await pairing.turnedAway()))
+        console.log(
+          `${account}: ${count} more senders were told to try later in the last hour (too many waiting).`,
+        );
     } else if (action === "approve" && channel && code) {
       const approved = await approvePairing(pairing, replies, channel, code);
       if (!approved)
@@ -116,9 +139,9 @@ async function pairingCommand(rest: string[], configPath: string | undefined): P
 
 main().catch((error) => {
   if (error instanceof HubError) {
-    console.error(`hub: ${error.message}`);
+    console.error(`hub: ${secrets.redact(error.message)}`);
   } else {
-    console.error(error);
+    console.error(secrets.redact(inspect(error)));
   }
   process.exit(1);
 });

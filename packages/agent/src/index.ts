@@ -1,4 +1,6 @@
 export * from "./failover.js";
+export * from "./http-fetch.js";
+export * from "./memory.js";
 export * from "./model.js";
 export * from "./providers/anthropic.js";
 export * from "./providers/offline.js";

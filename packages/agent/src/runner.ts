@@ -1,4 +1,13 @@
-import type { ChannelCapabilities, ChatEvent, HubLogger, MsgContext, ReplySink, RunRequest } from "@hub/core";
+import {
+  type ChannelCapabilities,
+  type ChatEvent,
+  failpoint,
+  type HubLogger,
+  type MsgContext,
+  type ReplySink,
+  type RunRequest,
+  WriteFencedError,
+} from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
@@ -15,6 +24,7 @@ import { loadWorkspaceBootstrap } from "./context/bootstrap.js";
 import { compactionMessage, estimateTokens, planCompaction, summarize } from "./context/compaction.js";
 import { buildSystemPrompt } from "./context/prompt.js";
 import { pruneToolResults } from "./context/prune.js";
+import { historyUserContent, withQuotedReply } from "./context/untrusted.js";
 import type { ChatMessage, ModelProvider } from "./model.js";
 import { ModelError } from "./model.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
@@ -78,6 +88,8 @@ export interface AgentRunnerOptions {
   historyLimit?: number;
   /** The capabilities of a channel (block sizes for streaming). */
   capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
+  /** True when Redis lost its data at or after `since` (epoch ms): leases and claims vanished, not passed on. */
+  dataLost?: (since: number) => Promise<boolean>;
   /** Shows "typing…" at a reply target (the channel adapter's), refreshed while a run is active. */
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
@@ -110,19 +122,13 @@ export function historyMessages(
       break;
     }
   }
+  const userContent = historyUserContent(entries);
   for (let i = start; i < entries.length; i++) {
     const e = entries[i]!;
     if (skipRunId && "runId" in e && e.runId === skipRunId) continue;
     let m: ChatMessage | undefined;
-    if (e.type === "user") {
-      const who = e.senderName ?? e.senderId ?? "someone";
-      m = {
-        role: "user",
-        content: e.contextOnly
-          ? `[group message from ${who}, not addressed to you]\n<untrusted>${e.text}</untrusted>`
-          : e.text,
-      };
-    } else if (e.type === "assistant")
+    if (e.type === "user") m = { role: "user", content: userContent(e) };
+    else if (e.type === "assistant")
       m = { role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) };
     else if (e.type === "tool_result") m = { role: "tool", toolCallId: e.toolCallId, content: e.content };
     if (m) {
@@ -145,9 +151,11 @@ function trimHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
  * path as a run: run record, ordered reply, outcome before the final event.
  */
 export async function answerDirectly(
-  o: Pick<AgentRunnerOptions, "runs" | "replies" | "events" | "runTimeoutMs">,
+  o: Pick<AgentRunnerOptions, "runs" | "replies" | "events" | "runTimeoutMs" | "logger">,
   request: RunRequest,
   text: string,
+  /** Resolve once the answer is queued, not delivered (admission never waits for delivery). */
+  options: { detachSettlement?: boolean } = {},
 ): Promise<void> {
   const { runId, ctx } = request;
   if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
@@ -155,8 +163,14 @@ export async function answerDirectly(
   await reply.push(text);
   await o.runs.finish(runId, { status: "completed", text });
   const segments = await reply.end();
-  await reply.settled();
-  await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
+  const announce = async () => {
+    await reply.settled();
+    await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
+  };
+  if (!options.detachSettlement) return announce();
+  announce().catch((error) =>
+    o.logger.warn({ err: error, runId, sessionKey: ctx.sessionKey }, "could not announce a command's answer"),
+  );
 }
 
 function userEntryOf(request: RunRequest): Extract<TranscriptEntry, { type: "user" }> {
@@ -200,6 +214,7 @@ export class AgentRunner {
   /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
   async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
     const { ctx, runId } = request;
+    const runStartedAt = Date.now();
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
     if (request.command === "new") {
       await this.o.sessions.reset(ctx.sessionKey);
@@ -220,17 +235,16 @@ export class AgentRunner {
     const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey, runId) : [request];
     if (batch.length === 0) return;
     // Quoted text is someone else's words: the model sees it marked untrusted.
-    const withQuote = (r: RunRequest) =>
-      r.ctx.replyTo?.body
-        ? `[replying to this message]\n<untrusted>${r.ctx.replyTo.body}</untrusted>\n\n${r.ctx.body}`
-        : r.ctx.body;
+    const withQuote = (r: RunRequest) => withQuotedReply(r.ctx);
     const userText = batch.map(withQuote).join("\n\n");
 
-    const existing = await this.o.runs.get(runId);
-    if (existing && existing.status !== "running") {
-      log.info({ status: existing.status }, "run already finished; not running it again");
+    const record = await this.o.runs.get(runId);
+    if (record && record.status !== "running" && record.status !== "queued") {
+      log.info({ status: record.status }, "run already finished; not running it again");
       return;
     }
+    // Admission writes the record as "queued"; one still "running" was interrupted and is resumed.
+    const existing = record?.status === "running" ? record : undefined;
     const resuming = existing !== undefined;
     if (existing && recoveryDecision(existing, Date.now(), this.o.runTimeoutMs) === "finalize") {
       // Stale or out of attempts: finalized by its exact runId, with no model call and no message.
@@ -265,9 +279,16 @@ export class AgentRunner {
       log.warn({ supersededRunId: superseded }, "this run supersedes the session's previous writer");
       await this.o.supersede(superseded);
     }
+    // Lines carry their claim, announced first: a late append after a newer claim is dropped by every reader.
+    const writer = `${runId}#${claim.generation}`;
+    await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
     const writeChecked = async (entries: TranscriptEntry[]) => {
       await this.o.writers.assertCurrent(claim);
-      await this.o.sessions.append(session.sessionId, entries);
+      failpoint("transcript.before-append");
+      await this.o.sessions.append(
+        session.sessionId,
+        entries.map((e) => ({ ...e, writer }) as TranscriptEntry),
+      );
     };
 
     // On a resume, this run's own earlier lines are left out: its user message is re-added below.
@@ -275,7 +296,10 @@ export class AgentRunner {
     const history = historyMessages(entries, runId);
 
     // Each attempt gets its own reply, so a resumed answer never interleaves with the interrupted one.
-    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget);
+    // Fenced by the writer claim in Redis: once a newer claim exists, not one more segment is queued.
+    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
+      fence: this.o.writers.fenceOf(claim),
+    });
     const caps = this.o.capabilitiesOf?.(ctx.channel);
     const streamer = new BlockStreamer({
       minChars: Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000),
@@ -288,7 +312,11 @@ export class AgentRunner {
     const pushBlocks = (blocks: string[]) => {
       for (const block of blocks) {
         pushing = pushing
-          .then(() => (pushError === undefined ? reply.push(block) : undefined))
+          .then(() => {
+            if (pushError !== undefined) return;
+            failpoint("run.before-push");
+            return reply.push(block);
+          })
           .catch((error) => {
             pushError ??= error;
           });
@@ -413,6 +441,7 @@ export class AgentRunner {
       if (reason instanceof LeaseLost) abandoned = true;
       status =
         error instanceof WriterSupersededError ||
+        error instanceof WriteFencedError ||
         (reason instanceof RunStop && reason.status === "superseded")
           ? "superseded"
           : reason instanceof RunStop
@@ -443,6 +472,11 @@ export class AgentRunner {
       stopSignal.removeEventListener("abort", onStop);
     }
 
+    // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
+    if ((abandoned || status === "superseded") && (await this.o.dataLost?.(runStartedAt))) {
+      await this.#endAfterDataLoss(request, session.sessionId, log);
+      return;
+    }
     if (abandoned) {
       // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
       log.warn("lost the session lane; the run is left to the process that took it over");
@@ -500,6 +534,25 @@ export class AgentRunner {
             : "error",
       text: status === "completed" ? text : (errorText ?? status),
     });
+  }
+
+  // Redis lost its data mid-run: record the outcome again, close the transcript's turn and tell the user, unfenced
+  // (the claim the fence checks is gone with the data).
+  async #endAfterDataLoss(request: RunRequest, sessionId: string, log: HubLogger): Promise<void> {
+    const { runId, ctx } = request;
+    const error = "the hub's Redis lost its data while this message was being answered";
+    log.error("run ended: Redis lost its data while it was in flight");
+    await this.o.runs.recordAfterDataLoss(runId, ctx.sessionKey, { status: "failed", error });
+    await this.o.sessions.append(sessionId, [
+      { type: "outcome", runId, status: "failed", stopReason: "internal_error", error, at: Date.now() },
+    ]);
+    const notice = this.o.replies.open(`${runId}.lost`, ctx.replyTarget);
+    await notice.push(
+      "Sorry, I lost track of your message because of a problem on my side. Please send it again.",
+    );
+    await notice.end();
+    await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
+    await this.o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
   }
 
   /** Answers a request with a fixed text (commands), through the same reply and outcome path as a run. */

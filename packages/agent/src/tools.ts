@@ -1,5 +1,3 @@
-import { appendFile, mkdir, readFile } from "node:fs/promises";
-import { join } from "node:path";
 import { z } from "zod";
 import type { ToolSpec } from "./model.js";
 
@@ -23,47 +21,6 @@ export const currentTimeTool: AgentTool = {
 /** The tools every run gets in this version. */
 export const defaultTools: AgentTool[] = [currentTimeTool];
 
-/** `memory_read` and `memory_write`: the agent's long-term notes, the workspace's MEMORY.md. */
-export function memoryTools(workspaceDir: string): AgentTool[] {
-  const path = () => join(workspaceDir, "MEMORY.md");
-  return [
-    {
-      spec: {
-        name: "memory_read",
-        description: "Reads your long-term memory notes (MEMORY.md).",
-        parameters: { type: "object", properties: {}, additionalProperties: false },
-      },
-      run: async () => {
-        try {
-          return (await readFile(path(), "utf8")) || "(memory is empty)";
-        } catch {
-          return "(memory is empty)";
-        }
-      },
-    },
-    {
-      spec: {
-        name: "memory_write",
-        description: "Appends a note to your long-term memory (MEMORY.md). Keep notes short and factual.",
-        parameters: {
-          type: "object",
-          properties: { note: { type: "string" } },
-          required: ["note"],
-          additionalProperties: false,
-        },
-      },
-      run: async (args) => {
-        const note = MemoryWriteSchema.parse(args).note.trim();
-        await mkdir(workspaceDir, { recursive: true });
-        await appendFile(path(), `- ${note.replace(/\n+/g, " ")}\n`, { mode: 0o600 });
-        return "Saved to memory.";
-      },
-    },
-  ];
-}
-
-const MemoryWriteSchema = z.object({ note: z.string().min(1).max(2000) });
-
 /** `session_status`: what the agent can tell about the current session. */
 export function sessionStatusTool(status: (sessionKey: string) => Promise<string>): AgentTool {
   return {
@@ -83,63 +40,6 @@ export const TOOL_PROFILES: Record<"minimal" | "standard" | "full", readonly str
   standard: ["current_time", "session_status", "memory_read", "memory_write", "http_fetch", "send_message"],
   full: ["*"],
 };
-
-const HttpFetchSchema = z.object({ url: z.string().min(1) });
-const MAX_FETCH_CHARS = 100_000;
-
-/** True when `host` is allowed by the list (exact, or `*.example.com` for subdomains). */
-export function hostAllowed(host: string, allowHosts: readonly string[]): boolean {
-  const h = host.toLowerCase();
-  return allowHosts.some((a) => {
-    const allowed = a.toLowerCase();
-    return allowed.startsWith("*.") ? h.endsWith(allowed.slice(1)) : h === allowed;
-  });
-}
-
-/**
- * `http_fetch`: GET a URL on an allowlisted host (http/https only, no
- * redirects followed, 10 s timeout, at most 100,000 characters returned).
- * Off unless hosts are configured.
- */
-export function httpFetchTool(allowHosts: readonly string[]): AgentTool {
-  return {
-    spec: {
-      name: "http_fetch",
-      description: `Fetches a web page or API with GET. Allowed hosts: ${allowHosts.join(", ")}.`,
-      parameters: {
-        type: "object",
-        properties: { url: { type: "string" } },
-        required: ["url"],
-        additionalProperties: false,
-      },
-    },
-    run: async (args, context) => {
-      const { url } = HttpFetchSchema.parse(args);
-      let parsed: URL;
-      try {
-        parsed = new URL(url);
-      } catch {
-        return `Refused: "${url}" is not a valid URL.`;
-      }
-      if (parsed.protocol !== "http:" && parsed.protocol !== "https:")
-        return "Refused: only http and https URLs can be fetched.";
-      if (!hostAllowed(parsed.hostname, allowHosts))
-        return `Refused: the host ${parsed.hostname} is not in the allowlist.`;
-      const res = await fetch(parsed, {
-        redirect: "manual",
-        signal: AbortSignal.any([context.signal, AbortSignal.timeout(10_000)]),
-      });
-      if (res.status >= 300 && res.status < 400)
-        return `HTTP ${res.status}: redirected to ${res.headers.get("location") ?? "?"} (not followed).`;
-      const body = await res.text();
-      const cut =
-        body.length > MAX_FETCH_CHARS
-          ? `${body.slice(0, MAX_FETCH_CHARS)}\n[… cut at ${MAX_FETCH_CHARS} characters]`
-          : body;
-      return `HTTP ${res.status}\n${cut}`;
-    },
-  };
-}
 
 const SendMessageSchema = z.object({ target: z.string().min(1), text: z.string().min(1).max(20_000) });
 

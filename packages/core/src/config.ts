@@ -48,12 +48,23 @@ const BaseConfigSchema = z
                 name: z.string().min(1),
                 token: z.string().min(16, "must be at least 16 characters"),
                 scopes: z.array(z.enum(["read", "write", "admin", "approvals", "pairing"])).min(1),
+                /**
+                 * Sessions the client may touch besides its own web chat session: exact session keys,
+                 * `prefix*`, or `*` for all (the owner's token and password, and `admin`, touch all).
+                 */
+                sessions: z.array(z.string().min(1)).default([]),
               })
               .strict(),
           )
           .default([]),
         /** Browser origins allowed besides the gateway's own (e.g. "https://chat.example.com"). */
         allowedOrigins: z.array(z.string()).default([]),
+        /** Open connections in total; more are closed at once, before any authentication. */
+        maxConnections: z.number().int().positive().default(2048),
+        /** Open connections from one remote address. */
+        maxConnectionsPerAddress: z.number().int().positive().default(256),
+        /** A connection whose request headers take longer than this (ms) is closed. */
+        headersTimeoutMs: z.number().int().min(100).default(10_000),
       })
       .strict()
       .default({
@@ -62,6 +73,9 @@ const BaseConfigSchema = z
         maxFrameBytes: 256 * 1024,
         clients: [],
         allowedOrigins: [],
+        maxConnections: 2048,
+        maxConnectionsPerAddress: 256,
+        headersTimeoutMs: 10_000,
       }),
     agent: z
       .object({
@@ -91,6 +105,10 @@ const BaseConfigSchema = z
             approvalTimeoutSeconds: z.number().int().positive().default(120),
             /** `http_fetch` exists only when hosts are listed here (exact host, or `*.example.com`). */
             httpFetchHosts: z.array(z.string().min(1)).default([]),
+            /** Ports `http_fetch` may connect to. */
+            httpFetchPorts: z.array(z.number().int().min(1).max(65535)).default([80, 443]),
+            /** Let `http_fetch` reach loopback, private and link-local addresses (refused by default). */
+            httpFetchAllowPrivate: z.boolean().default(false),
             /** `send_message` targets by name, e.g. { ops: { channel: "telegram", chatId: "-100123" } }. */
             sendTargets: z
               .record(
@@ -114,6 +132,8 @@ const BaseConfigSchema = z
             approvals: {},
             approvalTimeoutSeconds: 120,
             httpFetchHosts: [],
+            httpFetchPorts: [80, 443],
+            httpFetchAllowPrivate: false,
             sendTargets: {},
           }),
         /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
@@ -159,6 +179,8 @@ const BaseConfigSchema = z
           approvals: {},
           approvalTimeoutSeconds: 120,
           httpFetchHosts: [],
+          httpFetchPorts: [80, 443],
+          httpFetchAllowPrivate: false,
           sendTargets: {},
         },
         fallbacks: [],
@@ -226,7 +248,7 @@ const BaseConfigSchema = z
 /**
  * The whole hub configuration, as read from `hub.json5` plus environment
  * overrides; `channels` is validated by the installed channel plugins (without
- * a plugin list, any channel takes the shared access keys only).
+ * a plugin list, its access keys are checked and its other keys are not).
  */
 export function hubConfigSchema(plugins?: ReadonlyArray<ChannelConfigSource>) {
   return BaseConfigSchema.extend({
@@ -238,7 +260,7 @@ export function hubConfigSchema(plugins?: ReadonlyArray<ChannelConfigSource>) {
   }).strict();
 }
 
-/** The hub configuration schema without installed plugins (any channel takes the access keys). */
+/** The hub configuration schema without installed plugins (only the access keys are checked). */
 export const HubConfigSchema = hubConfigSchema();
 /** The validated hub configuration. */
 export type HubConfig = z.infer<typeof HubConfigSchema>;

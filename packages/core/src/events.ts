@@ -36,7 +36,27 @@ export interface ReplyStream {
   settled(): Promise<ReplySettlement>;
 }
 
+/**
+ * A condition checked in the same atomic Redis step as a write: the write
+ * happens only while hash `key` still holds `value` in `field` (a run's writer
+ * generation). A process that lost its claim, frozen or not, writes nothing.
+ */
+export interface WriteFence {
+  key: string;
+  field: string;
+  value: string;
+}
+
+/** A write refused by its fence: the writer no longer holds its claim. */
+export class WriteFencedError extends Error {
+  constructor(what: string) {
+    super(`${what} refused: the writer's claim was superseded`);
+    this.name = "WriteFencedError";
+  }
+}
+
 /** Where runs put their replies (implemented by the ReplyDispatcher). */
 export interface ReplySink {
-  open(replyId: string, target: ReplyTarget): ReplyStream;
+  /** Opens a reply; with a `fence`, every push is refused (`WriteFencedError`) once the fence no longer holds. */
+  open(replyId: string, target: ReplyTarget, options?: { fence?: WriteFence }): ReplyStream;
 }

@@ -1,4 +1,5 @@
 import { type Logger, pino } from "pino";
+import type { SecretRedactor } from "./redact.js";
 
 /** The structured logger every package uses; one root per process, children per concern. */
 export type HubLogger = Logger;
@@ -21,9 +22,20 @@ export const REDACTED_PATHS = [
   "config.models.providers.*.apiKey",
 ];
 
-/** Creates the process's root logger. Level from `HUB_LOG_LEVEL` (default `info`; tests: `silent`). */
+/** Where log lines go: anything with a `write(line)`. */
+export interface LogDestination {
+  write(line: string): void;
+}
+
+/**
+ * Creates the process's root logger. Level from `HUB_LOG_LEVEL` (default
+ * `info`; tests: `silent`). With `secrets`, every finished line (message,
+ * fields, error messages, causes and stacks alike) passes through the
+ * redactor before it is written, so no configured secret reaches the log
+ * whichever string carried it.
+ */
 export function createLogger(
-  options: { level?: string; name?: string; destination?: { write(line: string): void } } = {},
+  options: { level?: string; name?: string; destination?: LogDestination; secrets?: SecretRedactor } = {},
 ): HubLogger {
   const level = options.level ?? process.env.HUB_LOG_LEVEL ?? (process.env.VITEST ? "silent" : "info");
   const settings = {
@@ -31,5 +43,8 @@ export function createLogger(
     name: options.name ?? "hub",
     redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
   };
-  return options.destination ? pino(settings, options.destination) : pino(settings);
+  const destination: LogDestination = options.destination ?? pino.destination({ dest: 1, sync: true });
+  const secrets = options.secrets;
+  if (!secrets) return pino(settings, destination);
+  return pino(settings, { write: (line: string) => destination.write(secrets.redact(line)) });
 }

@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import type { ChatType } from "./msg-context.js";
 
 /**
@@ -47,4 +48,14 @@ export function replyTargetKey(t: {
 }): string {
   const base = `${part(t.channel)}:${part(t.accountId)}:${part(t.chatId)}`;
   return t.threadId ? `${base}:${part(t.threadId)}` : base;
+}
+
+/**
+ * The runId of a platform message, derived from its dedupe key: every
+ * redelivery of one message gets the same runId, so everything keyed by it
+ * (run record, reply, lane item) is idempotent across crashes and retries.
+ */
+export function runIdForMessage(dedupeKey: string): string {
+  const h = createHash("sha256").update(dedupeKey).digest("hex");
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }

@@ -1,19 +1,21 @@
-import { randomUUID } from "node:crypto";
 import {
   type AdapterFields,
   type ChannelAccess,
   ChannelAccessSchema,
   channelAccess,
+  failpoint,
   finalizeInboundContext,
   type HubConfig,
   type HubLogger,
   InboundRejectedError,
   type MsgContext,
   type RunRequest,
+  runIdForMessage,
 } from "@hub/core";
 import type { Redis } from "ioredis";
+import type { AdmitToSession } from "./admission-port.js";
 import { type ParsedCommand, parseCommand } from "./commands.js";
-import { PairingStore } from "./pairing.js";
+import { PairingStore, pairingNotice } from "./pairing.js";
 import { type AccessDecision, commandAuthorized, dispatchDirect, dispatchGroupThread } from "./policy.js";
 import { RateLimiter } from "./rate-limit.js";
 
@@ -32,12 +34,14 @@ export interface InboundDispatcherOptions {
   redis: Redis;
   prefix: string;
   config: Pick<HubConfig, "agent" | "channels" | "limits">;
-  /** Durably queues accepted work in the session's lane. Throws if it could not. */
-  accept: (request: RunRequest) => Promise<void>;
+  /** Admits a request into its session in one atomic step (dedupe mark, run record, lane). Throws if it could not. */
+  admit: AdmitToSession;
   /**
-   * Handles a session command (`/stop`, `/new`, `/status`, `/queue`) from an
+   * Handles a session command (`/stop`, `/status`, `/queue`, `/approve`) from an
    * allowed sender, before the agent and outside the session's queue, so it
-   * is never stuck behind a running turn.
+   * is never stuck behind a running turn. It must not wait for delivery, and
+   * must be idempotent by runId (a redelivery after a crash runs it again).
+   * `/new` is not handled here: it is admitted into the session's lane.
    */
   commands?: (command: ParsedCommand, request: RunRequest) => Promise<void>;
   logger: HubLogger;
@@ -47,15 +51,15 @@ export interface InboundDispatcherOptions {
   dedupeTtlSeconds?: number;
 }
 
-/** How long a message may sit between "seen" and "accepted" before a redelivery is processed again. */
-const PENDING_TTL_SECONDS = 60;
-
 // The web chat's sender is the authenticated gateway client: open by default.
 const WEBCHAT_DEFAULT = ChannelAccessSchema.parse({ dmPolicy: "open", allowFrom: ["*"] });
 
 /**
- * Admission of inbound messages: finalize -> dedupe -> access policy ->
- * group/thread or direct dispatch -> durable acceptance into the session lane.
+ * Admission of inbound messages, in this order: finalize -> known message?
+ * (a redelivery costs nothing, not even a rate-limit token) -> access policy
+ * (group/thread, then direct) -> rate limits -> one atomic admission step
+ * (dedupe mark, run record, lane) -> only then is the platform or client
+ * acknowledged (the caller does that when this resolves).
  */
 export class InboundDispatcher {
   readonly #ttl: number;
@@ -100,10 +104,29 @@ export class InboundDispatcher {
     return configured ?? (channel === "webchat" ? WEBCHAT_DEFAULT : undefined);
   }
 
+  #dedupeKey(ctx: MsgContext): string {
+    return `${this.o.prefix}:dedupe:${ctx.dedupeKey}`;
+  }
+
+  // A message decided or admitted before (its mark, or its run record) is a duplicate: read-only, no token spent.
+  async #known(ctx: MsgContext, runId: string): Promise<boolean> {
+    const [mark, run] = await this.o.redis
+      .pipeline()
+      .exists(this.#dedupeKey(ctx))
+      .exists(`${this.o.prefix}:run:${runId}`)
+      .exec()
+      .then((r) => (r ?? []).map(([error, value]) => (error ? 0 : Number(value))));
+    return mark === 1 || run === 1;
+  }
+
+  async #markDecided(ctx: MsgContext): Promise<void> {
+    await this.o.redis.set(this.#dedupeKey(ctx), "decided", "EX", this.#ttl);
+  }
+
   /**
-   * Admits one inbound message. A redelivery of an accepted message is a
-   * `duplicate`; a failure to accept releases the dedupe mark and throws, so
-   * the platform's redelivery is processed rather than silently dropped.
+   * Admits one inbound message. A redelivery of a known message is a
+   * `duplicate`; a failure before the atomic admission step leaves nothing
+   * behind and throws, so the platform's redelivery is processed.
    */
   async dispatchInboundMessage(
     fields: AdapterFields,
@@ -115,97 +138,96 @@ export class InboundDispatcher {
       channel: ctx.channel,
       dedupeKey: ctx.dedupeKey,
     });
-    const tooBig = ctx.media.find((m) => (m.size ?? 0) > this.o.config.limits.maxAttachmentBytes);
-    if (tooBig) {
-      log.warn({ size: tooBig.size }, "inbound message rejected: attachment too large");
-      throw new InboundRejectedError(
-        "inbound_too_large",
-        `Inbound message rejected: an attachment is ${tooBig.size} bytes; the limit is ${this.o.config.limits.maxAttachmentBytes} (limits.maxAttachmentBytes).`,
-      );
-    }
-    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
-    const dedupe = `${this.o.prefix}:dedupe:${ctx.dedupeKey}`;
-    // "pending" lives only briefly: if this process dies before accepting, the platform's redelivery is processed.
-    const fresh = await this.o.redis.set(dedupe, "pending", "EX", PENDING_TTL_SECONDS, "NX");
-    if (fresh === null) {
-      if ((await this.o.redis.get(dedupe)) === "pending") {
-        // Being admitted right now elsewhere: make the platform retry rather than call it a duplicate.
-        throw new Error(`message ${ctx.dedupeKey} is being admitted by another worker; retry shortly`);
-      }
-      log.info("duplicate inbound message ignored");
+    this.#checkAttachments(ctx, log);
+    const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
+    if (await this.#known(ctx, runId)) {
+      log.info({ runId }, "duplicate inbound message ignored");
       return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     }
-    let accepted = false;
-    try {
-      const access = this.#access(ctx.channel, ctx.accountId);
-      const paired =
-        ctx.chat.type === "direct" &&
-        (await this.pairing.isApproved(ctx.channel, ctx.accountId, ctx.sender.id));
-      const decision = this.#decide(ctx, access, paired);
-      if (decision.kind === "pair" && access) {
-        const request = await this.pairing.request({
-          channel: ctx.channel,
-          accountId: ctx.accountId,
-          senderId: ctx.sender.id,
-          senderName: ctx.sender.name,
-          replyTarget: ctx.replyTarget,
-        });
-        log.info({ senderId: ctx.sender.id, pairing: request.kind }, "unknown sender: pairing");
-        if (request.kind === "new" && access.unpairedResponse === "code") {
-          await this.#notify(
-            ctx,
-            `Hi! I only answer people my owner has approved. Your pairing code is ${request.code} (valid for 1 hour); send it to the owner to be let in.`,
-            log,
-          );
-        }
-        await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
-        return {
-          status: "pairing",
-          code: request.kind === "full" ? undefined : request.code,
-          sessionKey: ctx.sessionKey,
-        };
-      }
-      if (decision.kind === "drop") {
-        // A decided drop stays marked: a redelivery must not be decided again.
-        log.info({ reason: decision.reason }, "inbound message dropped by access policy");
-        await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
-        return { status: "dropped", reason: decision.reason, sessionKey: ctx.sessionKey };
-      }
-      const runId = options.runId ?? randomUUID();
-      const command = decision.kind === "run" && this.o.commands ? parseCommand(ctx.body) : undefined;
-      if (command && this.o.commands) {
-        if (!access || !commandAuthorized(ctx, access, paired)) {
-          log.warn(
-            { command: command.name, senderId: ctx.sender.id },
-            "command refused: sender not authorized",
-          );
-          await this.#notify(
-            ctx,
-            `Sorry, only the owner and approved people can use /${command.name} here.`,
-            log,
-          );
-          await this.o.redis.set(dedupe, "decided", "EX", this.#ttl);
-          return {
-            status: "dropped",
-            reason: `sender ${ctx.sender.id} may not run /${command.name}`,
-            sessionKey: ctx.sessionKey,
-          };
-        }
-        await this.o.commands(command, { runId, ctx });
-        await this.o.redis.set(dedupe, "accepted", "EX", this.#ttl);
-        log.info({ runId, command: command.name }, "session command handled");
-        return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
-      }
-      await this.o.accept({ runId, ctx, ...(decision.kind === "context" ? { contextOnly: true } : {}) });
-      accepted = true;
-      await this.o.redis.set(dedupe, "accepted", "EX", this.#ttl);
-      log.info({ runId, decision: decision.kind }, "inbound message accepted");
-      return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
-    } catch (error) {
-      // Once accepted, the mark stays: releasing it would let a redelivery become a second run.
-      if (!accepted) await this.o.redis.del(dedupe).catch(() => {});
-      throw error;
+    const access = this.#access(ctx.channel, ctx.accountId);
+    const paired =
+      ctx.chat.type === "direct" &&
+      (await this.pairing.isApproved(ctx.channel, ctx.accountId, ctx.sender.id));
+    const decision = this.#decide(ctx, access, paired);
+    if (decision.kind === "pair" && access) return this.#pair(ctx, access, log);
+    if (decision.kind === "drop" || !access) {
+      // A decided drop stays marked: a redelivery must not be decided again.
+      const reason = decision.kind === "drop" ? decision.reason : "channel is not configured";
+      log.info({ reason }, "inbound message dropped by access policy");
+      await this.#markDecided(ctx);
+      return { status: "dropped", reason, sessionKey: ctx.sessionKey };
     }
+    // Access first: a refused message never spends a sender's or a chat's tokens.
+    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
+    const command = decision.kind === "run" && this.o.commands ? parseCommand(ctx.body) : undefined;
+    if (command && !commandAuthorized(ctx, access, paired)) return this.#refuseCommand(command, ctx, log);
+    if (command && command.name !== "new") return this.#command(command, { runId, ctx }, log);
+    failpoint("admission.before-admit");
+    const request: RunRequest = {
+      runId,
+      ctx,
+      ...(decision.kind === "context" ? { contextOnly: true } : {}),
+      ...(command ? { command: "new" as const } : {}),
+    };
+    const outcome = await this.o.admit(request, { key: this.#dedupeKey(ctx), ttlSeconds: this.#ttl });
+    failpoint("admission.after-admit");
+    if (outcome === "duplicate") {
+      log.info({ runId }, "duplicate inbound message ignored");
+      return { status: "duplicate", dedupeKey: ctx.dedupeKey };
+    }
+    log.info({ runId, decision: decision.kind, outcome }, "inbound message accepted");
+    if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
+    return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
+  }
+
+  #checkAttachments(ctx: MsgContext, log: HubLogger): void {
+    const tooBig = ctx.media.find((m) => (m.size ?? 0) > this.o.config.limits.maxAttachmentBytes);
+    if (!tooBig) return;
+    log.warn({ size: tooBig.size }, "inbound message rejected: attachment too large");
+    throw new InboundRejectedError(
+      "inbound_too_large",
+      `Inbound message rejected: an attachment is ${tooBig.size} bytes; the limit is ${this.o.config.limits.maxAttachmentBytes} (limits.maxAttachmentBytes).`,
+    );
+  }
+
+  async #pair(ctx: MsgContext, access: ChannelAccess, log: HubLogger): Promise<DispatchResult> {
+    const request = await this.pairing.request({
+      channel: ctx.channel,
+      accountId: ctx.accountId,
+      senderId: ctx.sender.id,
+      senderName: ctx.sender.name,
+      replyTarget: ctx.replyTarget,
+    });
+    log.info({ senderId: ctx.sender.id, pairing: request.kind }, "unknown sender: pairing");
+    const notice = pairingNotice(request, access.unpairedResponse);
+    if (notice) await this.#notify(ctx, notice, log);
+    await this.#markDecided(ctx);
+    return {
+      status: "pairing",
+      code: "code" in request ? request.code : undefined,
+      sessionKey: ctx.sessionKey,
+    };
+  }
+
+  async #refuseCommand(command: ParsedCommand, ctx: MsgContext, log: HubLogger): Promise<DispatchResult> {
+    log.warn({ command: command.name, senderId: ctx.sender.id }, "command refused: sender not authorized");
+    await this.#notify(ctx, `Sorry, only the owner and approved people can use /${command.name} here.`, log);
+    await this.#markDecided(ctx);
+    return {
+      status: "dropped",
+      reason: `sender ${ctx.sender.id} may not run /${command.name}`,
+      sessionKey: ctx.sessionKey,
+    };
+  }
+
+  // A command answered at admission runs first and is marked after: a crash in between runs it again
+  // under the same runId, whose run record makes its answer happen once.
+  async #command(command: ParsedCommand, request: RunRequest, log: HubLogger): Promise<DispatchResult> {
+    const { ctx, runId } = request;
+    await this.o.commands?.(command, request);
+    await this.o.redis.set(this.#dedupeKey(ctx), "accepted", "EX", this.#ttl);
+    log.info({ runId, command: command.name }, "session command handled");
+    return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
   }
 
   #decide(ctx: MsgContext, access: ChannelAccess | undefined, paired: boolean): AccessDecision {

@@ -6,7 +6,11 @@ import { z } from "zod";
 // No look-alikes (0/O, 1/I/L), so a code read aloud or on a phone is typed right.
 const ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789";
 const CODE_TTL_MS = 3600_000;
-const MAX_PENDING = 3;
+/** Codes pending at once per channel account: large, so a few strangers can never starve the pool. */
+export const MAX_PENDING = 100;
+/** Codes one sender can get per day: strangers are limited one by one. */
+export const MAX_CODES_PER_SENDER_PER_DAY = 3;
+const DAY_SECONDS = 24 * 3600;
 
 const PendingSchema = z.object({
   code: z.string(),
@@ -18,16 +22,33 @@ const PendingSchema = z.object({
 /** A sender waiting for the owner to approve their pairing code. */
 export type PendingPairing = z.infer<typeof PendingSchema> & { channel: string; accountId: string };
 
-/** What asking for a code gave. */
+/**
+ * What asking for a code gave: a new code, the one already pending, none
+ * because the pool is full (`notify`: tell this sender to try later, once an
+ * hour), or none because this sender already had their codes for the day.
+ */
 export type PairingRequest =
   | { kind: "new"; code: string }
   | { kind: "repeat"; code: string }
-  | { kind: "full" };
+  | { kind: "full"; notify: boolean }
+  | { kind: "limited" };
+
+/** What an unknown sender is told (or undefined: nothing), under `unpairedResponse: "code"`. */
+export function pairingNotice(request: PairingRequest, response: "code" | "silent"): string | undefined {
+  if (response !== "code") return undefined;
+  if (request.kind === "new")
+    return `Hi! I only answer people my owner has approved. Your pairing code is ${request.code} (valid for 1 hour); send it to the owner to be let in.`;
+  if (request.kind === "full" && request.notify)
+    return "Hi! I only answer people my owner has approved, and too many requests are waiting right now. Please try again in an hour.";
+  return undefined;
+}
 
 /**
  * Owner-approved pairing of DM senders, per channel account, in Redis: a code
- * per unknown sender (8 characters, valid 1 hour, at most 3 pending per
- * account), and the set of approved senders. Approval grants DMs only.
+ * per unknown sender (8 characters, valid 1 hour, at most 3 per sender a day,
+ * at most 100 pending per account), and the set of approved senders. Approval
+ * grants DMs only. Senders turned away because the pool was full are counted,
+ * so the owner sees a flood.
  */
 export class PairingStore {
   constructor(
@@ -70,7 +91,22 @@ export class PairingStore {
     const live = await this.#live(ctx.channel, ctx.accountId);
     const mine = live.find((p) => p.senderId === ctx.senderId);
     if (mine) return { kind: "repeat", code: mine.code };
-    if (live.length >= MAX_PENDING) return { kind: "full" };
+    const account = `${ctx.channel}:${ctx.accountId}`;
+    if (live.length >= MAX_PENDING) {
+      await this.redis.multi().incr(this.#turnedAway(account)).expire(this.#turnedAway(account), 3600).exec();
+      const first = await this.redis.set(
+        `${this.prefix}:pairing:busy:${account}:${ctx.senderId}`,
+        "1",
+        "EX",
+        3600,
+        "NX",
+      );
+      return { kind: "full", notify: first === "OK" };
+    }
+    const asked = `${this.prefix}:pairing:asked:${account}:${ctx.senderId}`;
+    const [[, count] = []] =
+      (await this.redis.multi().incr(asked).expire(asked, DAY_SECONDS, "NX").exec()) ?? [];
+    if (Number(count) > MAX_CODES_PER_SENDER_PER_DAY) return { kind: "limited" };
     const code = Array.from({ length: 8 }, () => ALPHABET[randomInt(ALPHABET.length)]).join("");
     const { replyToMessageId: _drop, ...target } = ctx.replyTarget;
     const pending = {
@@ -89,6 +125,23 @@ export class PairingStore {
     await this.redis.pexpire(this.#pending(ctx.channel, ctx.accountId), CODE_TTL_MS);
     if (!created) return this.request(ctx);
     return { kind: "new", code };
+  }
+
+  #turnedAway(account: string): string {
+    return `${this.prefix}:pairing:turned-away:${account}`;
+  }
+
+  /** How many unknown senders got no code in the last hour because the pool was full, per `channel:accountId`. */
+  async turnedAway(): Promise<Record<string, number>> {
+    const out: Record<string, number> = {};
+    const base = `${this.prefix}:pairing:turned-away:`;
+    let cursor = "0";
+    do {
+      const [next, keys] = await this.redis.scan(cursor, "MATCH", `${base}*`, "COUNT", 100);
+      cursor = next;
+      for (const key of keys) out[key.slice(base.length)] = Number((await this.redis.get(key)) ?? 0);
+    } while (cursor !== "0");
+    return out;
   }
 
   /** Every live pending pairing. */

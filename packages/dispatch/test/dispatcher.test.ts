@@ -2,7 +2,7 @@ import { createLogger, parseConfig, type RunRequest } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { InboundDispatcher } from "../src/index.js";
+import { type AdmitToSession, InboundDispatcher } from "../src/index.js";
 
 const prefix = testPrefix("dispatch");
 const redis = new Redis(REDIS_URL);
@@ -14,6 +14,19 @@ afterAll(async () => {
 const config = parseConfig({
   channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["42"], groups: { g1: {} } } },
 });
+/**
+ * The session's admission step as the dispatcher sees it: mark and queue together (here: one SET NX
+ * plus the list of queued requests), or nothing when `fail` says so.
+ */
+function admitInto(accepted: RunRequest[], fail: () => boolean = () => false): AdmitToSession {
+  return async (request, dedupe) => {
+    if (fail()) throw new Error("queue unavailable");
+    if ((await redis.set(dedupe.key, "accepted", "EX", dedupe.ttlSeconds, "NX")) === null) return "duplicate";
+    accepted.push(request);
+    return "queued";
+  };
+}
+
 const fields = (messageId: string, extra: object = {}) => ({
   channel: "telegram",
   messageId,
@@ -25,7 +38,7 @@ const fields = (messageId: string, extra: object = {}) => ({
 });
 
 describe("InboundDispatcher", () => {
-  it("releases the dedupe mark when acceptance fails, so the redelivery is processed", async () => {
+  it("leaves nothing behind when admission fails, so the redelivery is processed", async () => {
     const accepted: RunRequest[] = [];
     let failNext = true;
     const dispatcher = new InboundDispatcher({
@@ -33,13 +46,11 @@ describe("InboundDispatcher", () => {
       prefix,
       config,
       logger: createLogger({ level: "silent" }),
-      accept: async (request) => {
-        if (failNext) {
-          failNext = false;
-          throw new Error("queue unavailable");
-        }
-        accepted.push(request);
-      },
+      admit: admitInto(accepted, () => {
+        const fail = failNext;
+        failNext = false;
+        return fail;
+      }),
     });
     await expect(dispatcher.dispatchInboundMessage(fields("m1"))).rejects.toThrow("queue unavailable");
     const retry = await dispatcher.dispatchInboundMessage(fields("m1"));
@@ -56,7 +67,7 @@ describe("InboundDispatcher", () => {
       prefix,
       config,
       logger: createLogger({ level: "silent" }),
-      accept: async (r) => void accepted.push(r),
+      admit: admitInto(accepted),
     });
     const group = { chat: { type: "group" as const, id: "g1" }, sender: { id: "7" } };
     expect((await dispatcher.dispatchInboundMessage(fields("g-1", group))).status).toBe("context");
@@ -73,7 +84,7 @@ describe("InboundDispatcher", () => {
       prefix,
       config,
       logger: createLogger({ level: "silent" }),
-      accept: async () => {},
+      admit: admitInto([]),
     });
     await expect(
       dispatcher.dispatchInboundMessage({ ...fields("bad"), chat: { type: "nope", id: "1" } } as never),
@@ -91,7 +102,7 @@ describe("unpairedResponse", () => {
       prefix,
       config: silent,
       logger: createLogger({ level: "silent" }),
-      accept: async (r) => void accepted.push(r),
+      admit: admitInto(accepted),
       notify: async (_ctx, text) => void notices.push(text),
     });
     const result = await dispatcher.dispatchInboundMessage({

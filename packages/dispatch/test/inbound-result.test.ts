@@ -31,7 +31,11 @@ function dispatcher(connection: Redis = redis): InboundDispatcher {
     prefix,
     config,
     logger: createLogger({ level: "silent" }),
-    accept: async () => {},
+    // The session's admission step reduced to its dedupe mark (the real one also queues the run).
+    admit: async (_request, dedupe) =>
+      (await connection.set(dedupe.key, "accepted", "EX", dedupe.ttlSeconds, "NX")) === null
+        ? "duplicate"
+        : "queued",
   });
 }
 

@@ -1,3 +1,5 @@
+export * from "./authorization.js";
+export * from "./connection-limits.js";
 export * from "./event-bus.js";
 export * from "./protocol.js";
 export * from "./server.js";

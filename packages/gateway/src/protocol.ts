@@ -69,6 +69,7 @@ export const METHODS = [
   "chat.history",
   "chat.abort",
   "health",
+  "channels.status",
   "pairing.list",
   "pairing.approve",
 ] as const;

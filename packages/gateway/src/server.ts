@@ -10,13 +10,27 @@ import {
   type HttpRoute,
   HubError,
   type HubLogger,
-  sameSecret,
 } from "@hub/core";
 import type { DispatchResult } from "@hub/dispatch";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { type RawData, WebSocket, WebSocketServer } from "ws";
 import { z } from "zod";
+import {
+  authenticate,
+  type GatewayClientGrant,
+  METHOD_SCOPES,
+  mayTouchSession,
+  type Principal,
+  type Scope,
+  sendRefusal,
+} from "./authorization.js";
+import {
+  type ConnectionLimits,
+  DEFAULT_CONNECTION_LIMITS,
+  enforceConnectionLimits,
+  httpServerOptions,
+} from "./connection-limits.js";
 import {
   ChatAbortParamsSchema,
   ChatHistoryParamsSchema,
@@ -30,6 +44,7 @@ import {
   RequestFrameSchema,
   type ResponseFrame,
 } from "./protocol.js";
+import { securityHeaders } from "./security-headers.js";
 
 /** What the gateway needs from the rest of the hub (wired by the app). */
 export interface GatewayDeps {
@@ -49,12 +64,16 @@ export interface GatewayDeps {
   /** Lists pending pairings; approves one (the sender is told). */
   pairing?: {
     list: () => Promise<unknown[]>;
+    /** Senders told to try later in the last hour because too many codes waited, per `channel:accountId`. */
+    turnedAway?: () => Promise<Record<string, number>>;
     approve: (channel: string, code: string) => Promise<{ senderId: string } | undefined>;
   };
   /** Subscribes to chat events from every process. */
   subscribeEvents: (handler: (event: ChatEvent) => void) => Promise<void>;
   /** Publishes a chat event (used for admission failures after the ACK). */
   publishEvent: (event: ChatEvent) => Promise<void>;
+  /** The state of every channel account (for `channels.status`). */
+  channelStatus?: () => unknown[];
 }
 
 /** Options of the gateway server. */
@@ -67,31 +86,19 @@ export interface GatewayOptions {
   webRoot?: string;
   /** Extra HTTP endpoints (adapters' webhooks). */
   routes?: HttpRoute[];
-  /** More clients with their own tokens and scopes; the main token has every scope. */
-  clients?: ReadonlyArray<{ name: string; token: string; scopes: readonly Scope[] }>;
+  /** More clients with their own tokens, scopes and sessions; the main token has every scope and session. */
+  clients?: ReadonlyArray<GatewayClientGrant>;
   /** Browser origins allowed besides the gateway's own. */
   allowedOrigins?: readonly string[];
   /** A password the owner can type instead of the token (every scope). */
   password?: string | undefined;
+  /** Caps on open connections and the time their headers may take (defaults: DEFAULT_CONNECTION_LIMITS). */
+  connectionLimits?: ConnectionLimits;
 }
 
-/** What a gateway client may do. */
-export type Scope = "read" | "write" | "admin" | "approvals" | "pairing";
-const ALL_SCOPES: readonly Scope[] = ["read", "write", "admin", "approvals", "pairing"];
-/** The scope each method needs. */
-const METHOD_SCOPES: Record<string, Scope> = {
-  health: "read",
-  "chat.history": "read",
-  "chat.send": "write",
-  "chat.abort": "write",
-  "pairing.list": "pairing",
-  "pairing.approve": "pairing",
-};
 /** Failed connects allowed per address per minute before further attempts are refused outright. */
 const MAX_AUTH_FAILURES = 5;
 
-/** How long an idempotency record (`chat:<key>`) is kept. */
-const IDEMPOTENCY_TTL_SECONDS = 24 * 3600;
 const CONNECT_TIMEOUT_MS = 10_000;
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -104,14 +111,13 @@ const CONTENT_TYPES: Record<string, string> = {
 interface Connection {
   ws: WebSocket;
   authed: boolean;
-  scopes: readonly Scope[];
+  /** Who authenticated on this connection (set by connect). */
+  principal: Principal | undefined;
   remote: string;
   seq: number;
   sessions: Set<string>;
   log: HubLogger;
 }
-
-const IdempotencyRecordSchema = z.object({ runId: z.string(), sessionKey: z.string() });
 
 function isLoopback(host: string): boolean {
   return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
@@ -147,12 +153,14 @@ export class GatewayServer {
         `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`,
       );
     }
-    this.#http = createServer((req, res) => {
+    const limits = options.connectionLimits ?? DEFAULT_CONNECTION_LIMITS;
+    this.#http = createServer(httpServerOptions(limits), (req, res) => {
       this.#serveHttp(req, res).catch((error) => {
         deps.logger.error({ err: error }, "http request failed");
         if (!res.headersSent) res.writeHead(500).end();
       });
     });
+    enforceConnectionLimits(this.#http, limits, deps.logger);
     this.#wss = new WebSocketServer({
       server: this.#http,
       maxPayload: options.maxFrameBytes,
@@ -206,6 +214,7 @@ export class GatewayServer {
     const url = new URL(req.url ?? "/", "http://localhost");
     const route = this.options.routes?.find((r) => r.method === req.method && r.path === url.pathname);
     if (route) return route.handle(req, res);
+    for (const [name, value] of Object.entries(securityHeaders(req.headers.host))) res.setHeader(name, value);
     if (url.pathname === "/healthz") {
       res
         .writeHead(200, { "content-type": "application/json" })
@@ -236,7 +245,7 @@ export class GatewayServer {
 
   #onConnection(ws: WebSocket, req: IncomingMessage): void {
     const conn: Connection = {
-      scopes: [],
+      principal: undefined,
       remote: req.socket.remoteAddress ?? "?",
       ws,
       authed: false,
@@ -285,56 +294,7 @@ export class GatewayServer {
       if (!conn.authed) return this.#reject(conn, null, "bad_frame", message);
       return this.#error(conn, null, "bad_frame", message);
     }
-    if (!conn.authed) {
-      if (frame.method !== "connect")
-        return this.#reject(
-          conn,
-          frame.id,
-          "unauthorized",
-          "The first request must be connect with your gateway token.",
-        );
-      const failures = this.#authFailures.get(conn.remote);
-      if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
-        conn.log.warn("gateway client refused: too many failed attempts from this address");
-        return this.#reject(
-          conn,
-          frame.id,
-          "too_many_attempts",
-          "Too many failed connection attempts from this address; wait a minute and check the token.",
-        );
-      }
-      const params = ConnectParamsSchema.safeParse(frame.params);
-      const auth = params.success ? params.data.auth : undefined;
-      const scopes = !auth
-        ? undefined
-        : "token" in auth
-          ? this.#scopesFor(auth.token)
-          : this.options.password && sameSecret(auth.password, this.options.password)
-            ? ALL_SCOPES
-            : undefined;
-      if (!scopes) {
-        const entry =
-          failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
-        entry.count++;
-        this.#authFailures.set(conn.remote, entry);
-        conn.log.warn("gateway client refused: wrong or missing token");
-        return this.#reject(
-          conn,
-          frame.id,
-          "unauthorized",
-          "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
-        );
-      }
-      conn.authed = true;
-      conn.scopes = scopes;
-      this.#send(conn, {
-        type: "res",
-        id: frame.id,
-        ok: true,
-        payload: { protocol: PROTOCOL_VERSION, methods: METHODS },
-      });
-      return;
-    }
+    if (!conn.authed) return this.#connect(conn, frame);
     try {
       const payload = await this.#call(conn, frame);
       this.#send(conn, { type: "res", id: frame.id, ok: true, payload });
@@ -353,18 +313,76 @@ export class GatewayServer {
     }
   }
 
-  // Every token is compared (in constant time), so timing does not reveal which client matched.
-  #scopesFor(token: string): readonly Scope[] | undefined {
-    let found: readonly Scope[] | undefined;
-    if (sameSecret(token, this.options.token)) found = ALL_SCOPES;
-    for (const client of this.options.clients ?? [])
-      if (sameSecret(token, client.token) && !found) found = client.scopes;
-    return found;
+  // The first frame: only `connect`, with a token or password, limited per address on failures.
+  #connect(conn: Connection, frame: RequestFrame): void {
+    if (frame.method !== "connect") {
+      this.#reject(
+        conn,
+        frame.id,
+        "unauthorized",
+        "The first request must be connect with your gateway token.",
+      );
+      return;
+    }
+    const failures = this.#authFailures.get(conn.remote);
+    if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
+      conn.log.warn("gateway client refused: too many failed attempts from this address");
+      this.#reject(
+        conn,
+        frame.id,
+        "too_many_attempts",
+        "Too many failed connection attempts from this address; wait a minute and check the token.",
+      );
+      return;
+    }
+    const params = ConnectParamsSchema.safeParse(frame.params);
+    const auth = params.success ? params.data.auth : undefined;
+    const principal = auth
+      ? authenticate(auth, {
+          token: this.options.token,
+          password: this.options.password,
+          clients: this.options.clients,
+          agentId: this.deps.agentId,
+          ownerSessionKey: this.#defaultSessionKey(),
+        })
+      : undefined;
+    if (!principal) {
+      const entry =
+        failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
+      entry.count++;
+      this.#authFailures.set(conn.remote, entry);
+      conn.log.warn("gateway client refused: wrong or missing token");
+      this.#reject(
+        conn,
+        frame.id,
+        "unauthorized",
+        "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
+      );
+      return;
+    }
+    conn.authed = true;
+    conn.principal = principal;
+    conn.log = conn.log.child({ client: principal.name });
+    this.#send(conn, {
+      type: "res",
+      id: frame.id,
+      ok: true,
+      payload: { protocol: PROTOCOL_VERSION, methods: METHODS },
+    });
   }
 
   async #call(conn: Connection, frame: RequestFrame): Promise<unknown> {
-    const needed = METHOD_SCOPES[frame.method];
-    if (needed && !conn.scopes.includes(needed)) {
+    const principal = conn.principal;
+    if (!principal) throw new RequestError("unauthorized", "Send a connect request with your token first.");
+    if (frame.method === "connect")
+      throw new RequestError("already_connected", "This connection is already authenticated.");
+    const needed = (METHOD_SCOPES as Record<string, Scope | undefined>)[frame.method];
+    if (!needed)
+      throw new RequestError(
+        "unknown_method",
+        `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`,
+      );
+    if (!principal.scopes.includes(needed)) {
       throw new RequestError(
         "forbidden",
         `This client lacks the "${needed}" scope needed for ${frame.method}.`,
@@ -374,7 +392,10 @@ export class GatewayServer {
       case "pairing.list":
         if (!this.deps.pairing)
           throw new RequestError("unavailable", "Pairing is not available on this gateway.");
-        return { pending: await this.deps.pairing.list() };
+        return {
+          pending: await this.deps.pairing.list(),
+          turnedAway: (await this.deps.pairing.turnedAway?.()) ?? {},
+        };
       case "pairing.approve": {
         if (!this.deps.pairing)
           throw new RequestError("unavailable", "Pairing is not available on this gateway.");
@@ -386,17 +407,22 @@ export class GatewayServer {
       }
       case "health":
         return { ok: true };
+      case "channels.status":
+        return { channels: this.deps.channelStatus?.() ?? [] };
       case "chat.send":
-        return this.#chatSend(conn, ChatSendParamsSchema.parse(frame.params));
+        return this.#chatSend(conn, principal, ChatSendParamsSchema.parse(frame.params));
       case "chat.history":
-        return this.#chatHistory(conn, ChatHistoryParamsSchema.parse(frame.params ?? {}));
+        return this.#chatHistory(conn, principal, ChatHistoryParamsSchema.parse(frame.params ?? {}));
       case "chat.abort": {
         const { runId } = ChatAbortParamsSchema.parse(frame.params);
+        if (!principal.owner) {
+          const record = await this.deps.runRecord(runId);
+          if (!record || !mayTouchSession(principal, record.sessionKey))
+            throw new RequestError("forbidden", `This client may not abort the run ${runId}.`);
+        }
         await this.deps.abort(runId);
         return { runId, status: "abort_requested" };
       }
-      case "connect":
-        throw new RequestError("already_connected", "This connection is already authenticated.");
       default:
         throw new RequestError(
           "unknown_method",
@@ -416,76 +442,83 @@ export class GatewayServer {
     });
   }
 
-  async #chatSend(conn: Connection, params: z.infer<typeof ChatSendParamsSchema>): Promise<unknown> {
+  // Admission (one atomic step) runs before the ACK: an ACKed message is durably queued, and a retry
+  // with the same idempotencyKey (= runId) finds its run record, whatever crashed in between.
+  async #chatSend(
+    conn: Connection,
+    principal: Principal,
+    params: z.infer<typeof ChatSendParamsSchema>,
+  ): Promise<unknown> {
     const runId = params.idempotencyKey;
-    const sessionKey = params.sessionKey ?? this.#defaultSessionKey();
+    const sessionKey = params.sessionKey ?? principal.ownSessionKey;
+    const refusal = sendRefusal(principal, sessionKey, params.text);
+    if (refusal) throw new RequestError("forbidden", refusal);
     conn.sessions.add(sessionKey);
-    const recordKey = `${this.deps.prefix}:chat:${runId}`;
-    // One SET NX decides which of N concurrent sends with this key becomes the run.
-    const won = await this.deps.redis.set(
-      recordKey,
-      JSON.stringify({ runId, sessionKey }),
-      "EX",
-      IDEMPOTENCY_TTL_SECONDS,
-      "NX",
-    );
-    if (won === null) {
-      const existing = IdempotencyRecordSchema.parse(
-        JSON.parse((await this.deps.redis.get(recordKey)) ?? "{}"),
-      );
-      conn.sessions.add(existing.sessionKey);
-      const record = await this.deps.runRecord(runId);
-      if (record && record.status !== "running") {
-        return {
-          runId,
-          sessionKey: existing.sessionKey,
-          status: record.status,
-          ...(record.text !== undefined ? { text: record.text } : {}),
-          ...(record.error ? { error: record.error } : {}),
-        };
-      }
-      return { runId, sessionKey: existing.sessionKey, status: "in_flight" };
-    }
     const fields: AdapterFields = {
       channel: "webchat",
       accountId: "default",
       messageId: runId,
       chat: { type: "direct", id: sessionKey },
-      sender: { id: "owner", name: "Owner", isBot: false },
+      sender: { id: principal.senderId, name: principal.owner ? "Owner" : principal.name, isBot: false },
       body: params.text,
       timestamp: Date.now(),
       sessionKey,
       commandAuthorized: true,
     };
-    // ACK now; admission continues detached and reports through events.
-    queueMicrotask(() => {
-      this.deps.dispatch(fields, { runId }).then(
-        (result) => {
-          if (result.status === "accepted" || result.status === "command") return;
-          const text =
-            result.status === "dropped"
-              ? `Not accepted: ${result.reason}.`
-              : `Not accepted (${result.status}).`;
-          // A failed notice must not release the idempotency record of a message that was decided.
-          return this.deps
-            .publishEvent({ runId, sessionKey, seq: 0, state: "error", text })
-            .catch((error) => conn.log.warn({ err: error, runId }, "could not publish the rejection"));
-        },
-        async (error) => {
-          conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
-          // Release the idempotency record so the client's retry is admitted again.
-          await this.deps.redis.del(recordKey).catch(() => {});
-          const text =
-            error instanceof HubError ? error.message : "The hub could not accept the message; try again.";
-          await this.deps.publishEvent({ runId, sessionKey, seq: 0, state: "error", text }).catch(() => {});
-        },
-      );
-    });
-    return { runId, sessionKey, status: "accepted" };
+    let result: DispatchResult;
+    try {
+      result = await this.deps.dispatch(fields, { runId });
+    } catch (error) {
+      conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
+      if (error instanceof HubError) throw new RequestError("rejected", error.message);
+      throw new RequestError("unavailable", "The hub could not accept the message right now; send it again.");
+    }
+    if (result.status === "duplicate") return this.#recordedRun(conn, principal, runId, sessionKey);
+    if (result.status === "accepted" || result.status === "command" || result.status === "context")
+      return { runId, sessionKey, status: "accepted" };
+    const text =
+      result.status === "dropped" ? `Not accepted: ${result.reason}.` : `Not accepted (${result.status}).`;
+    await this.deps
+      .publishEvent({ runId, sessionKey, seq: 0, state: "error", text })
+      .catch((error) => conn.log.warn({ err: error, runId }, "could not publish the rejection"));
+    return { runId, sessionKey, status: "rejected", error: text };
   }
 
-  async #chatHistory(conn: Connection, params: z.infer<typeof ChatHistoryParamsSchema>): Promise<unknown> {
-    const sessionKey = params.sessionKey ?? this.#defaultSessionKey();
+  // A repeated chat.send: the run's record answers (in flight, or its recorded result).
+  async #recordedRun(
+    conn: Connection,
+    principal: Principal,
+    runId: string,
+    sessionKey: string,
+  ): Promise<unknown> {
+    const record = await this.deps.runRecord(runId);
+    const key = record?.sessionKey ?? sessionKey;
+    // A known key must not open someone else's session (its result and its live events).
+    if (!mayTouchSession(principal, key))
+      throw new RequestError(
+        "forbidden",
+        "This idempotency key belongs to a session this client may not use.",
+      );
+    conn.sessions.add(key);
+    if (!record || record.status === "running" || record.status === "queued")
+      return { runId, sessionKey: key, status: "in_flight" };
+    return {
+      runId,
+      sessionKey: key,
+      status: record.status,
+      ...(record.text !== undefined ? { text: record.text } : {}),
+      ...(record.error ? { error: record.error } : {}),
+    };
+  }
+
+  async #chatHistory(
+    conn: Connection,
+    principal: Principal,
+    params: z.infer<typeof ChatHistoryParamsSchema>,
+  ): Promise<unknown> {
+    const sessionKey = params.sessionKey ?? principal.ownSessionKey;
+    if (!mayTouchSession(principal, sessionKey))
+      throw new RequestError("forbidden", `This client may not read the session ${sessionKey}.`);
     conn.sessions.add(sessionKey);
     const found = await this.deps.history(sessionKey);
     if (!found) return { sessionKey, sessionId: null, messages: [] };

@@ -1,2 +1,3 @@
+export * from "./epoch.js";
 export * from "./mailbox.js";
 export * from "./redis.js";

@@ -1,9 +1,15 @@
 import { randomUUID } from "node:crypto";
-import { type HubLogger, PermanentSendError, RateLimitedError } from "@hub/core";
+import {
+  type HubLogger,
+  PermanentSendError,
+  RateLimitedError,
+  type WriteFence,
+  WriteFencedError,
+} from "@hub/core";
 import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { createRedis, runScript } from "./redis.js";
-import { ACK, CLAIM, DELAY, FINISH, PEEK, PUSH, RENEW, SWEEP } from "./scripts.js";
+import { ACK, CLAIM, DELAY, FENCED_PUSH, FINISH, PEEK, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -19,7 +25,25 @@ export interface DrainContext {
   attempt: number;
   /** Aborted when this drainer lost its lease; stop and do not write anything more. */
   signal: AbortSignal;
+  /**
+   * Throws `LeaseExpiredError` (and aborts `signal`) unless the lease is still
+   * this drainer's by the time of its last confirmed renewal, with `marginMs`
+   * (default a third of the lease) to spare. Call it right before a write to
+   * the outside world: a process frozen past its lease wakes up here and sends nothing.
+   */
+  assertLease(marginMs?: number): void;
 }
+
+/** The drainer's lease may have passed to another drainer: it must not write anything more. */
+export class LeaseExpiredError extends Error {
+  constructor(key: string) {
+    super(`the mailbox lease on ${key} may have expired; not writing`);
+    this.name = "LeaseExpiredError";
+  }
+}
+
+// Identifies this process in lease tokens, so a restarted hub can tell its dead predecessor's leases.
+const BOOT_ID = randomUUID().slice(0, 8);
 
 /** Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up. */
 export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void>;
@@ -43,6 +67,11 @@ export interface OrderedMailboxOptions<T> {
   maxAttempts?: number;
   /** Called once for an item given up for good, before it is removed. */
   onFailed?: (item: MailboxItem<T>, error: unknown, key: string) => Promise<void>;
+  /**
+   * The hub installation (state directory) this process belongs to. Lease tokens
+   * carry it with the pid, so a restart can end its dead predecessor's leases at once.
+   */
+  instanceId?: string;
 }
 
 /** A running drain worker; close it to stop taking new wake-ups. */
@@ -51,6 +80,15 @@ export interface MailboxWorker {
 }
 
 const SEP = "|";
+
+/** A drainer's hold on one key: lost when renewal fails, confirmed up to a time by each renewal. */
+interface DrainLease {
+  lost: AbortController;
+  confirmedUntil: number;
+  confirm(sentAt: number): void;
+  assert(marginMs?: number): void;
+  release(): void;
+}
 
 /**
  * A per-key ordered mailbox on Redis, drained by BullMQ jobs, one drainer per
@@ -75,7 +113,14 @@ export class OrderedMailbox<T> {
   readonly #base: string;
 
   constructor(options: OrderedMailboxOptions<T>) {
-    this.#o = { leaseMs: 30_000, graceMs: 5_000, sweepIntervalMs: 1_000, maxAttempts: 8, ...options };
+    this.#o = {
+      leaseMs: 30_000,
+      graceMs: 5_000,
+      sweepIntervalMs: 1_000,
+      maxAttempts: 8,
+      instanceId: "hub",
+      ...options,
+    };
     this.#base = `${options.prefix}:mb:${options.name}`;
     this.#redis = createRedis(options.redisUrl);
     // BullMQ does not close connections it is given; we keep them to close them ourselves.
@@ -100,18 +145,53 @@ export class OrderedMailbox<T> {
    * Appends items to a key's mailbox, in order, and wakes a drainer if none is
    * owed yet. Resolves once the items are durably queued in Redis.
    */
-  async push(key: string, items: ReadonlyArray<MailboxItem<T>>): Promise<void> {
+  async push(
+    key: string,
+    items: ReadonlyArray<MailboxItem<T>>,
+    options: { fence?: WriteFence } = {},
+  ): Promise<void> {
     if (items.length === 0) return;
-    for (const item of items)
-      if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
-    const encoded = items.map((item) => `${item.id}${SEP}${JSON.stringify(item.data)}`);
-    const epoch = (await runScript(
-      this.#redis,
-      PUSH,
-      [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`],
-      [Date.now(), this.#o.graceMs, key, ...encoded],
-    )) as number;
+    const encoded = items.map((item) => this.encode(item));
+    const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`];
+    const { fence } = options;
+    const epoch = (await (fence
+      ? runScript(
+          this.#redis,
+          FENCED_PUSH,
+          [...keys, fence.key],
+          [Date.now(), this.#o.graceMs, key, fence.field, fence.value, ...encoded],
+        ).catch((error: unknown) => {
+          if (error instanceof Error && error.message.includes("FENCED"))
+            throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
+          throw error;
+        })
+      : runScript(this.#redis, PUSH, keys, [Date.now(), this.#o.graceMs, key, ...encoded]))) as number;
     // If we die before this add, the key stays in `sched` and the sweeper wakes it.
+    if (epoch > 0) await this.#wake(key, epoch, 0);
+  }
+
+  /**
+   * The Redis keys a push to `key` writes and the grace it uses, for a caller
+   * that must push in the same atomic step as its own writes (admission).
+   * After such a push it calls `wake` with the epoch the step returned.
+   */
+  pushKeys(key: string): { list: string; sched: string; epoch: string; graceMs: number } {
+    return {
+      list: this.#k("q", key),
+      sched: `${this.#base}:sched`,
+      epoch: `${this.#base}:epoch`,
+      graceMs: this.#o.graceMs,
+    };
+  }
+
+  /** An item as the mailbox stores it (`<id>|<JSON>`). */
+  encode(item: MailboxItem<T>): string {
+    if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
+    return `${item.id}${SEP}${JSON.stringify(item.data)}`;
+  }
+
+  /** Adds the wake-up job owed after a push that returned `epoch` (> 0). */
+  async wake(key: string, epoch: number): Promise<void> {
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }
 
@@ -175,110 +255,29 @@ export class OrderedMailbox<T> {
     }
   }
 
+  #tokenFor(jobId: string | undefined): string {
+    return [this.#o.instanceId, process.pid, BOOT_ID, jobId ?? "job", randomUUID().slice(0, 8)].join("~");
+  }
+
   async #drain(job: Job<{ key: string }>, handler: MailboxHandler<T>): Promise<void> {
     const { key } = job.data;
-    const { leaseMs, graceMs, maxAttempts, logger } = this.#o;
-    const token = `${job.id}:${randomUUID()}`;
+    const token = this.#tokenFor(job.id);
     const own = this.#k("own", key);
+    const claimedAt = Date.now();
     const claimed = (await runScript(
       this.#redis,
       CLAIM,
       [own, this.#k("nb", key), `${this.#base}:sched`],
-      [token, leaseMs, Date.now(), key],
+      [token, this.#o.leaseMs, claimedAt, key],
     )) as number;
     // Another live drainer will see our items; a delayed key has its own wake-up job.
     if (claimed !== 1) return;
-
-    const lost = new AbortController();
-    const heartbeat = setInterval(
-      () => {
-        runScript(this.#redis, RENEW, [own], [token, leaseMs])
-          .then((ok) => {
-            if (ok !== 1) lost.abort(new Error("mailbox lease lost"));
-          })
-          .catch(() => {});
-      },
-      Math.max(100, Math.floor(leaseMs / 3)),
-    );
-
-    const delay = async (ms: number) => {
-      const epoch = (await runScript(
-        this.#redis,
-        DELAY,
-        [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`],
-        [token, key, ms, Date.now(), graceMs],
-      )) as number;
-      await this.#wake(key, epoch, ms);
-    };
-
+    const lease = this.#holdLease(key, own, token, claimedAt);
     try {
-      for (;;) {
-        if (lost.signal.aborted) return;
-        const peeked = (await runScript(
-          this.#redis,
-          PEEK,
-          [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`],
-          [token, leaseMs, Date.now(), key],
-        )) as [string, number] | null;
-        if (peeked === null) {
-          const done = (await runScript(
-            this.#redis,
-            FINISH,
-            [own, this.#k("q", key), `${this.#base}:sched`],
-            [token, key],
-          )) as number;
-          if (done === 1) return;
-          continue;
-        }
-        const [head, attempt] = peeked;
-        const cut = head.indexOf(SEP);
-        const id = head.slice(0, cut);
-        let item: MailboxItem<T>;
-        try {
-          item = { id, data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
-        } catch (error) {
-          logger.error(
-            { err: error, mailbox: this.#o.name, key, itemId: id },
-            "mailbox item is unreadable; dropping it",
-          );
-          await this.#ack(own, key, token, id);
-          continue;
-        }
-        if (attempt > maxAttempts) {
-          await this.#fail(item, new Error(`gave up after ${maxAttempts} attempts`), key, own, token);
-          continue;
-        }
-        try {
-          await handler(item, { key, attempt, signal: lost.signal });
-        } catch (error) {
-          if (lost.signal.aborted) return;
-          if (error instanceof RateLimitedError) {
-            // Undo the attempt: being told to wait is not a failure of this item.
-            await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${id}`, -1);
-            logger.info(
-              { mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs },
-              "key rate limited; delaying it",
-            );
-            await delay(error.retryAfterMs);
-            return;
-          }
-          if (error instanceof PermanentSendError || attempt >= maxAttempts) {
-            await this.#fail(item, error, key, own, token);
-            continue;
-          }
-          const backoff = Math.min(30_000, 250 * 2 ** (attempt - 1));
-          logger.warn(
-            { err: error, mailbox: this.#o.name, key, itemId: id, attempt, backoffMs: backoff },
-            "item failed; retrying the key later",
-          );
-          await delay(backoff);
-          return;
-        }
-        await this.#ack(own, key, token, id);
-      }
+      await this.#drainItems(key, own, token, lease, handler);
     } catch (error) {
       if (error instanceof Error && error.message.includes("LOST")) {
-        logger.warn(
+        this.#o.logger.warn(
           { mailbox: this.#o.name, key },
           "mailbox drainer lost its lease; another drainer continues",
         );
@@ -286,7 +285,198 @@ export class OrderedMailbox<T> {
       }
       throw error;
     } finally {
-      clearInterval(heartbeat);
+      lease.release();
+    }
+  }
+
+  // Renews the lease in the background and remembers until when it is confirmed ours.
+  #holdLease(key: string, own: string, token: string, claimedAt: number): DrainLease {
+    const { leaseMs } = this.#o;
+    const lost = new AbortController();
+    const lease: DrainLease = {
+      lost,
+      confirmedUntil: claimedAt + leaseMs,
+      // A renewal counts from when it was sent, never from when its answer came back.
+      confirm: (sentAt) => {
+        lease.confirmedUntil = Math.max(lease.confirmedUntil, sentAt + leaseMs);
+      },
+      assert: (marginMs = leaseMs / 3) => {
+        if (!lost.signal.aborted && Date.now() + marginMs <= lease.confirmedUntil) return;
+        const error = new LeaseExpiredError(key);
+        lost.abort(error);
+        throw error;
+      },
+      release: () => clearInterval(heartbeat),
+    };
+    const heartbeat = setInterval(
+      () => {
+        const sentAt = Date.now();
+        runScript(this.#redis, RENEW, [own, `${this.#base}:sched`], [token, leaseMs, sentAt, key])
+          .then((ok) => {
+            if (ok === 1) lease.confirm(sentAt);
+            else lost.abort(new Error("mailbox lease lost"));
+          })
+          .catch(() => {});
+      },
+      Math.max(100, Math.floor(leaseMs / 3)),
+    );
+    return lease;
+  }
+
+  async #drainItems(
+    key: string,
+    own: string,
+    token: string,
+    lease: DrainLease,
+    handler: MailboxHandler<T>,
+  ): Promise<void> {
+    const { leaseMs, maxAttempts } = this.#o;
+    for (;;) {
+      if (lease.lost.signal.aborted) return;
+      const sentAt = Date.now();
+      const peeked = (await runScript(
+        this.#redis,
+        PEEK,
+        [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`],
+        [token, leaseMs, sentAt, key],
+      )) as [string, number] | null;
+      lease.confirm(sentAt);
+      if (peeked === null) {
+        const done = (await runScript(
+          this.#redis,
+          FINISH,
+          [own, this.#k("q", key), `${this.#base}:sched`],
+          [token, key],
+        )) as number;
+        if (done === 1) return;
+        continue;
+      }
+      const [head, attempt] = peeked;
+      const item = this.#decode(head, key);
+      if (!item) {
+        await this.#ack(own, key, token, head.slice(0, head.indexOf(SEP)));
+        continue;
+      }
+      if (attempt > maxAttempts) {
+        await this.#fail(item, new Error(`gave up after ${maxAttempts} attempts`), key, own, token);
+        continue;
+      }
+      try {
+        await handler(item, { key, attempt, signal: lease.lost.signal, assertLease: lease.assert });
+      } catch (error) {
+        if (error instanceof LeaseExpiredError)
+          this.#o.logger.warn(
+            { mailbox: this.#o.name, key, itemId: item.id },
+            "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
+          );
+        if (lease.lost.signal.aborted) return;
+        if (await this.#handleFailure(item, error, attempt, key, own, token)) continue;
+        return;
+      }
+      await this.#ack(own, key, token, item.id);
+    }
+  }
+
+  #decode(head: string, key: string): MailboxItem<T> | undefined {
+    const cut = head.indexOf(SEP);
+    const id = head.slice(0, cut);
+    try {
+      return { id, data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
+    } catch (error) {
+      this.#o.logger.error(
+        { err: error, mailbox: this.#o.name, key, itemId: id },
+        "mailbox item is unreadable; dropping it",
+      );
+      return undefined;
+    }
+  }
+
+  // After a failed item: true to go on with the next item (this one given up), false to stop draining (delayed).
+  async #handleFailure(
+    item: MailboxItem<T>,
+    error: unknown,
+    attempt: number,
+    key: string,
+    own: string,
+    token: string,
+  ): Promise<boolean> {
+    const { logger, maxAttempts } = this.#o;
+    if (error instanceof RateLimitedError) {
+      // Undo the attempt: being told to wait is not a failure of this item.
+      await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${item.id}`, -1);
+      logger.info(
+        { mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs },
+        "key rate limited; delaying it",
+      );
+      await this.#delay(key, own, token, error.retryAfterMs);
+      return false;
+    }
+    if (error instanceof PermanentSendError || attempt >= maxAttempts) {
+      await this.#fail(item, error, key, own, token);
+      return true;
+    }
+    const backoff = Math.min(30_000, 250 * 2 ** (attempt - 1));
+    logger.warn(
+      { err: error, mailbox: this.#o.name, key, itemId: item.id, attempt, backoffMs: backoff },
+      "item failed; retrying the key later",
+    );
+    await this.#delay(key, own, token, backoff);
+    return false;
+  }
+
+  async #delay(key: string, own: string, token: string, ms: number): Promise<void> {
+    const epoch = (await runScript(
+      this.#redis,
+      DELAY,
+      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`],
+      [token, key, ms, Date.now(), this.#o.graceMs],
+    )) as number;
+    await this.#wake(key, epoch, ms);
+  }
+
+  /**
+   * Ends, at once, the leases still held by this installation's dead processes
+   * (same `instanceId`, a pid that no longer runs, or this pid from an earlier
+   * boot), and wakes their keys, so a restart resumes its predecessor's work
+   * without waiting for the leases to run out. Leases of live processes are left alone.
+   */
+  async reclaimDeadPredecessors(): Promise<string[]> {
+    const keys = await this.#redis.zrange(`${this.#base}:sched`, 0, -1);
+    if (keys.length === 0) return [];
+    const owners = await this.#redis.mget(...keys.map((k) => this.#k("own", k)));
+    const reclaimed: string[] = [];
+    for (const [i, key] of keys.entries()) {
+      const owner = owners[i];
+      if (!owner || !this.#isDeadPredecessor(owner)) continue;
+      const epoch = (await runScript(
+        this.#redis,
+        RECLAIM,
+        [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:epoch`],
+        [owner, Date.now(), key],
+      )) as number;
+      if (epoch > 0) {
+        await this.#wake(key, epoch, 0);
+        reclaimed.push(key);
+      }
+    }
+    if (reclaimed.length)
+      this.#o.logger.warn(
+        { mailbox: this.#o.name, keys: reclaimed.length },
+        "took over keys whose drainer died with this hub's previous process",
+      );
+    return reclaimed;
+  }
+
+  #isDeadPredecessor(token: string): boolean {
+    const [instance, pidText, boot] = token.split("~");
+    if (instance !== this.#o.instanceId || !pidText || !boot) return false;
+    const pid = Number(pidText);
+    if (pid === process.pid) return boot !== BOOT_ID;
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch (error) {
+      return (error as NodeJS.ErrnoException).code === "ESRCH";
     }
   }
 

@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 
 /** Our Redis client type (ioredis). */
@@ -54,4 +56,9 @@ export async function runScript(
       return redis.eval(script, keys.length, ...keys, ...args);
     throw error;
   }
+}
+
+/** Reads a Lua script kept in its own file (one script per file, header naming KEYS, ARGV and result). */
+export function loadScript(url: URL): string {
+  return readFileSync(fileURLToPath(url), "utf8");
 }

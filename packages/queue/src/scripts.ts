@@ -21,13 +21,25 @@ redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
 return redis.call('INCR', KEYS[3])
 `;
 
+/**
+ * fencedPush(q, sched, epoch, fence; now, graceMs, key, fenceField, fenceValue, items...) -> like push,
+ * or error FENCED (nothing written) unless hash `fence` holds `fenceValue` in `fenceField`
+ */
+export const FENCED_PUSH = `
+if redis.call('HGET', KEYS[4], ARGV[4]) ~= ARGV[5] then return redis.error_reply('FENCED') end
+for i = 6, #ARGV do redis.call('RPUSH', KEYS[1], ARGV[i]) end
+if redis.call('ZSCORE', KEYS[2], ARGV[3]) then return 0 end
+redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+return redis.call('INCR', KEYS[3])
+`;
+
 /** claim(own, nb, sched; token, leaseMs, now, key) -> 1 claimed, 0 another drainer is alive, -1 waiting out a delay */
 export const CLAIM = `
 if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
 local owner = redis.call('GET', KEYS[1])
 if owner and owner ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[3]) + 2 * tonumber(ARGV[2]), ARGV[4])
+redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[4])
 return 1
 `;
 
@@ -39,7 +51,7 @@ return 1
 export const PEEK = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('LOST') end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
-redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[3]) + 2 * tonumber(ARGV[2]), ARGV[4])
+redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[4])
 local head = redis.call('LINDEX', KEYS[2], 0)
 if not head then return false end
 local cut = string.find(head, '|', 1, true)
@@ -47,11 +59,26 @@ local attempt = redis.call('HINCRBY', KEYS[4], ARGV[4] .. '|' .. string.sub(head
 return {head, attempt}
 `;
 
-/** renew(own; token, leaseMs) -> 1, or 0 when the lease was lost */
+/**
+ * renew(own, sched; token, leaseMs, now, key) -> 1, or 0 when the lease was lost. The key's sweep
+ * deadline moves with the lease, so a dead drainer's key is picked up as soon as its lease ends.
+ */
 export const RENEW = `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
 redis.call('PEXPIRE', KEYS[1], ARGV[2])
+redis.call('ZADD', KEYS[2], 'XX', tonumber(ARGV[3]) + tonumber(ARGV[2]), ARGV[4])
 return 1
+`;
+
+/**
+ * reclaim(own, sched, epoch; token, now, key) -> epoch of a wake-up job to add, or 0 when the lease
+ * is no longer that token's. Ends the lease of a drainer known to be dead (a predecessor process).
+ */
+export const RECLAIM = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1])
+redis.call('ZADD', KEYS[2], tonumber(ARGV[2]), ARGV[3])
+return redis.call('INCR', KEYS[3])
 `;
 
 /** ack(own, q, attempts; token, itemId, attemptsField) -> 1 popped, 0 head was not that item, error LOST */

@@ -1,13 +1,17 @@
 import {
   type ChannelAdapter,
   type ChannelCapabilities,
+  failpoint,
   type HubLogger,
+  type OutboundSegment,
+  PermanentSendError,
   type ReplySettlement,
   type ReplySink,
   type ReplyStream,
   type ReplyTarget,
   ReplyTargetSchema,
   replyTargetKey,
+  type WriteFence,
 } from "@hub/core";
 import { createRedis, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
@@ -36,6 +40,8 @@ export interface ReplyDispatcherOptions {
   leaseMs?: number;
   graceMs?: number;
   sweepIntervalMs?: number;
+  /** The hub installation this process belongs to (see `OrderedMailboxOptions.instanceId`). */
+  instanceId?: string;
 }
 
 /** Keeps settlement records this long after the last write. */
@@ -92,6 +98,7 @@ export class ReplyDispatcher implements ReplySink {
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
       ...(options.graceMs ? { graceMs: options.graceMs } : {}),
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
+      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
       onFailed: (item) => this.#mark(item.data.replyId, item.data.index, "failed"),
     });
   }
@@ -118,7 +125,7 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
-  open(replyId: string, target: ReplyTarget): ReplyStream {
+  open(replyId: string, target: ReplyTarget, options: { fence?: WriteFence } = {}): ReplyStream {
     const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
     let next = 0;
@@ -131,7 +138,7 @@ export class ReplyDispatcher implements ReplySink {
           const index = next + i;
           return { id: `${replyId}#${index}`, data: { replyId, index, text, target } };
         });
-        await this.#mailbox.push(key, items);
+        await this.#mailbox.push(key, items, options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },
@@ -213,25 +220,67 @@ export class ReplyDispatcher implements ReplySink {
           adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
         );
         await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
-        // Never race the send: abort it on timeout and wait for it to settle, so it cannot land after the next one.
-        if (ctx.signal.aborted) throw new Error("delivery lease lost before sending");
-        const controller = new AbortController();
-        const onLost = () => controller.abort(new Error("delivery lease lost"));
-        ctx.signal.addEventListener("abort", onLost);
-        const timer = setTimeout(
-          () => controller.abort(new Error(`send timed out after ${sendTimeoutMs} ms`)),
-          sendTimeoutMs,
-        );
-        try {
-          await adapter.send({ replyId, index, text }, target, { signal: controller.signal });
-        } finally {
-          clearTimeout(timer);
-          ctx.signal.removeEventListener("abort", onLost);
-        }
+        failpoint("delivery.before-send");
+        // The last check before the platform write: a process frozen past its lease stops here.
+        ctx.assertLease();
+        await this.#sendOnce(adapter, { replyId, index, text }, target, ctx.signal, sendTimeoutMs);
+        failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
       },
       { concurrency: options.concurrency ?? 50 },
     );
+  }
+
+  // Never race the send: abort it on timeout and wait for it to settle, so it cannot land after the next one.
+  // A send that timed out may still have reached the platform (unknown outcome): it is retried once, not more.
+  async #sendOnce(
+    adapter: ChannelAdapter,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    lost: AbortSignal,
+    sendTimeoutMs: number,
+  ): Promise<void> {
+    const controller = new AbortController();
+    const onLost = () => controller.abort(new Error("delivery lease lost"));
+    lost.addEventListener("abort", onLost);
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort(new Error(`send timed out after ${sendTimeoutMs} ms`));
+    }, sendTimeoutMs);
+    try {
+      await adapter.send(segment, target, { signal: controller.signal });
+    } catch (error) {
+      if (timedOut) await this.#unknownOutcome(segment, target, error);
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      lost.removeEventListener("abort", onLost);
+    }
+  }
+
+  async #unknownOutcome(segment: OutboundSegment, target: ReplyTarget, error: unknown): Promise<never> {
+    const key = `${this.#o.prefix}:reply:${segment.replyId}:unknown`;
+    const [[, first]] = (await this.#redis
+      .multi()
+      .sadd(key, segment.index)
+      .expire(key, REPLY_TTL_SECONDS)
+      .incr(`${this.#o.prefix}:stats:unknown-send-outcomes`)
+      .exec()) as [[null, number], ...unknown[]];
+    const log = { err: error, replyId: segment.replyId, index: segment.index, channel: target.channel };
+    if (first === 1) {
+      this.#o.logger.warn(log, "send timed out: outcome unknown (it may have been posted); retrying it once");
+      throw error;
+    }
+    this.#o.logger.error(log, "send timed out twice: outcome unknown; not retrying it again");
+    throw new PermanentSendError(`send of segment ${segment.index} timed out twice; outcome unknown`, {
+      cause: error,
+    });
+  }
+
+  /** How many sends ended with an unknown outcome (timed out), across every process. */
+  async unknownSendOutcomes(): Promise<number> {
+    return Number((await this.#redis.get(`${this.#o.prefix}:stats:unknown-send-outcomes`)) ?? 0);
   }
 
   // Per-target pacing lives here, not in adapters: the drainer holds the target, so waiting here delays only it.
@@ -257,6 +306,11 @@ export class ReplyDispatcher implements ReplySink {
       if (count <= perSecond) return;
       await new Promise((r) => setTimeout(r, (second + 1) * 1000 - Date.now() + 1));
     }
+  }
+
+  /** Resumes at once the reply targets this installation's dead previous process was delivering. */
+  async reclaimDeadPredecessors(): Promise<string[]> {
+    return this.#mailbox.reclaimDeadPredecessors();
   }
 
   async close(): Promise<void> {

@@ -1,4 +1,5 @@
 export * from "./activity.js";
+export * from "./admission.js";
 export * from "./approvals.js";
 export * from "./lane.js";
 export * from "./recovery.js";

@@ -10,6 +10,8 @@ export interface SessionLaneOptions {
   leaseMs?: number;
   sweepIntervalMs?: number;
   graceMs?: number;
+  /** The hub installation this process belongs to (see `OrderedMailboxOptions.instanceId`). */
+  instanceId?: string;
   /** A request the lane gave up on (its runner kept crashing): record its outcome so nobody waits forever. */
   onFailed?: (request: RunRequest) => Promise<void>;
 }
@@ -37,12 +39,28 @@ export class SessionLane {
       ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
       ...(options.graceMs ? { graceMs: options.graceMs } : {}),
+      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
     });
   }
 
   /** Durably queues a request in its session's lane. */
   async enqueue(request: RunRequest): Promise<void> {
     await this.#mailbox.push(request.ctx.sessionKey, [{ id: request.runId, data: request }]);
+  }
+
+  /** The lane's Redis keys for a session, for admission's atomic step (see `OrderedMailbox.pushKeys`). */
+  pushKeys(sessionKey: string): ReturnType<OrderedMailbox<RunRequest>["pushKeys"]> {
+    return this.#mailbox.pushKeys(sessionKey);
+  }
+
+  /** A request as the lane stores it. */
+  encode(request: RunRequest): string {
+    return this.#mailbox.encode({ id: request.runId, data: request });
+  }
+
+  /** Wakes the session's runner after an atomic push that returned `epoch`. */
+  async wake(sessionKey: string, epoch: number): Promise<void> {
+    await this.#mailbox.wake(sessionKey, epoch);
   }
 
   /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
@@ -53,6 +71,11 @@ export class SessionLane {
     return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx.signal), {
       concurrency: options.maxConcurrentRuns,
     });
+  }
+
+  /** Resumes at once the sessions this installation's dead previous process was running. */
+  async reclaimDeadPredecessors(): Promise<string[]> {
+    return this.#mailbox.reclaimDeadPredecessors();
   }
 
   /** True while some process is running this session (its lane lease is alive). */

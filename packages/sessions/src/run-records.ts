@@ -4,6 +4,7 @@ import { z } from "zod";
 
 /** Terminal and non-terminal states of a run record. */
 export const RunRecordStatusSchema = z.enum([
+  "queued",
   "running",
   "completed",
   "aborted",
@@ -13,7 +14,7 @@ export const RunRecordStatusSchema = z.enum([
   "interrupted",
 ]);
 /** A run's terminal status. */
-export type TerminalStatus = Exclude<z.infer<typeof RunRecordStatusSchema>, "running">;
+export type TerminalStatus = Exclude<z.infer<typeof RunRecordStatusSchema>, "running" | "queued">;
 
 const RunRecordSchema = z.object({
   runId: z.string(),
@@ -31,15 +32,18 @@ const RunRecordSchema = z.object({
 /** What the hub durably knows about one run: its state and, once over, its result. */
 export type RunRecord = z.infer<typeof RunRecordSchema>;
 
-const RECORD_TTL_SECONDS = 7 * 24 * 3600;
+/** How long a run record (also the `chat.send` idempotency record) is kept after its last write. */
+export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
+const RECORD_TTL_SECONDS = RUN_RECORD_TTL_SECONDS;
 
 // start(record, active; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
+// (a record admission wrote as "queued" starts here; startedAt is the first attempt's start)
 const START = `
 local status = redis.call('HGET', KEYS[1], 'status')
-if status and status ~= 'running' then return 0 end
+if status and status ~= 'running' and status ~= 'queued' then return 0 end
 local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
 redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
-redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[3])
+if attempt == 1 then redis.call('HSET', KEYS[1], 'startedAt', ARGV[3]) end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('SADD', KEYS[2], ARGV[1])
 return attempt
@@ -47,10 +51,25 @@ return attempt
 
 // finish(record, active; runId, ttl, attempt, field, value, ...) -> 1 decided now, 0 already over or a newer attempt owns it
 const FINISH = `
-if redis.call('HGET', KEYS[1], 'status') ~= 'running' then return 0 end
+local status = redis.call('HGET', KEYS[1], 'status')
+if status ~= 'running' and status ~= 'queued' then return 0 end
 if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[3] then return 0 end
 for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
+redis.call('SREM', KEYS[2], ARGV[1])
+return 1
+`;
+
+// recordLost(record, active; runId, sessionKey, ttl, now, field, value, ...) -> 1 written, 0 already decided
+// After Redis lost its data the record may be gone: it is written whole again, unless something decided it meanwhile.
+const RECORD_LOST = `
+local status = redis.call('HGET', KEYS[1], 'status')
+if status and status ~= 'running' and status ~= 'queued' then return 0 end
+redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2])
+redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[4])
+redis.call('HSETNX', KEYS[1], 'attempt', 1)
+for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+redis.call('EXPIRE', KEYS[1], ARGV[3])
 redis.call('SREM', KEYS[2], ARGV[1])
 return 1
 `;
@@ -97,6 +116,24 @@ export class RunRecords {
     const ids = await this.redis.smembers(this.#active);
     const records = await Promise.all(ids.map((id) => this.get(id)));
     return records.filter((r): r is RunRecord => r?.status === "running");
+  }
+
+  /** Records the outcome of a run whose record Redis may have lost with its data (written whole again). */
+  async recordAfterDataLoss(
+    runId: string,
+    sessionKey: string,
+    outcome: { status: TerminalStatus; error: string },
+  ) {
+    const now = Date.now();
+    const fields = ["status", outcome.status, "error", outcome.error, "endedAt", now];
+    return (
+      (await runScript(
+        this.redis,
+        RECORD_LOST,
+        [this.#key(runId), this.#active],
+        [runId, sessionKey, RECORD_TTL_SECONDS, now, ...fields],
+      )) === 1
+    );
   }
 
   /**

@@ -4,7 +4,7 @@ import { appendFile, readFile, rename, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { HubLogger } from "@hub/core";
 import { z } from "zod";
-import { type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
+import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
 
 const SessionRecordSchema = z
   .object({ sessionKey: z.string(), sessionId: z.string(), createdAt: z.number(), updatedAt: z.number() })
@@ -82,7 +82,7 @@ export class SessionStore {
     await appendFile(this.#transcriptPath(sessionId), lines, { mode: 0o600 });
   }
 
-  /** Reads a transcript; an unreadable line (a torn write) is skipped and logged. */
+  /** Reads a transcript; an unreadable line (a torn write) is skipped and logged, a superseded writer's late lines dropped. */
   async read(sessionId: string): Promise<TranscriptEntry[]> {
     let text: string;
     try {
@@ -100,6 +100,6 @@ export class SessionStore {
         this.logger.warn({ sessionId, line: i + 1 }, "skipping unreadable transcript line");
       }
     }
-    return entries;
+    return dropStaleWrites(entries);
   }
 }

@@ -2,6 +2,13 @@ import { z } from "zod";
 
 const ToolCallSchema = z.object({ id: z.string(), name: z.string(), arguments: z.string() }).strict();
 
+/**
+ * The writer claim (`<runId>#<generation>`) a line was written under. Readers
+ * drop a line whose claim is not the one announced by the latest `writer` line
+ * before it: a superseded run's late append is ignored by every reader.
+ */
+const writer = z.string().optional();
+
 /** One line of a session's JSONL transcript. */
 export const TranscriptEntrySchema = z.discriminatedUnion("type", [
   z
@@ -10,6 +17,7 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
   z
     .object({
       type: z.literal("user"),
+      writer,
       runId: z.string().optional(),
       messageId: z.string().optional(),
       senderId: z.string().optional(),
@@ -23,6 +31,7 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
   z
     .object({
       type: z.literal("assistant"),
+      writer,
       runId: z.string(),
       text: z.string(),
       toolCalls: z.array(ToolCallSchema).optional(),
@@ -32,6 +41,7 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
   z
     .object({
       type: z.literal("tool_result"),
+      writer,
       runId: z.string(),
       toolCallId: z.string(),
       content: z.string(),
@@ -41,6 +51,7 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
   z
     .object({
       type: z.literal("compaction"),
+      writer,
       runId: z.string(),
       /** The model's summary of every message before `keepFrom`. */
       summary: z.string(),
@@ -51,7 +62,17 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
     .strict(),
   z
     .object({
+      /** A run claimed the session: lines of any other claim after this one are stale. */
+      type: z.literal("writer"),
+      runId: z.string(),
+      writer: z.string(),
+      at: z.number(),
+    })
+    .strict(),
+  z
+    .object({
       type: z.literal("outcome"),
+      writer,
       runId: z.string(),
       status: z.enum(["completed", "aborted", "superseded", "failed", "timed_out", "interrupted"]),
       /** Why the run stopped: natural_end, user_abort, provider_error, tool_loop_guard, policy_stop, ... */
@@ -67,3 +88,20 @@ export type TranscriptEntry = z.infer<typeof TranscriptEntrySchema>;
 
 /** The terminal outcome of a run. */
 export type RunStatus = Extract<TranscriptEntry, { type: "outcome" }>["status"];
+
+/**
+ * Drops the lines a superseded writer appended after a newer claim was
+ * announced (a check-then-append race its claim check cannot close). Lines
+ * written outside any claim (the header, context-only messages, recovery's
+ * outcomes) are always kept.
+ */
+export function dropStaleWrites(entries: TranscriptEntry[]): TranscriptEntry[] {
+  let current: string | undefined;
+  return entries.filter((e) => {
+    if (e.type === "writer") {
+      current = e.writer;
+      return true;
+    }
+    return !("writer" in e) || e.writer === undefined || e.writer === current;
+  });
+}

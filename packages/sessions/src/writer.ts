@@ -1,3 +1,4 @@
+import type { WriteFence } from "@hub/core";
 import { runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 
@@ -86,6 +87,11 @@ export class SessionWriters {
       [claim.runId, claim.generation],
     )) as string;
     if (current !== "") throw new WriterSupersededError(claim, current === "-" ? null : current);
+  }
+
+  /** The fence of a claim: writes checked against it in Redis happen only while the claim is current. */
+  fenceOf(claim: WriterClaim): WriteFence {
+    return { key: this.#key(claim.sessionKey), field: "generation", value: String(claim.generation) };
   }
 
   /** Ends a claim; a newer claim (a successor) is left untouched. */

@@ -1,4 +1,5 @@
-import type { ChannelAdapter } from "@hub/core";
+import type { ChannelAdapter, HubConfigInput, HubLogger } from "@hub/core";
+import type { FuzzTarget } from "./fuzz.js";
 
 /** What the bot sent to one chat, as the platform saw it. */
 export interface OutboundMessage {
@@ -23,8 +24,16 @@ export interface ConformanceHarness {
   /** Longest message the platform accepts (visible characters). */
   textLimit: number;
   supportsThreads: boolean;
-  /** Starts the fake platform and builds the adapter (not started; the hub starts it). */
-  start(): Promise<ChannelAdapter>;
+  /**
+   * Starts the fake platform and builds the adapter (not started; the hub
+   * starts it), logging to `logger` when given. With `unreachable`, the
+   * adapter points at an address that refuses connections until `platformUp()`.
+   */
+  start(options?: { logger?: HubLogger; unreachable?: boolean }): Promise<ChannelAdapter>;
+  /** Brings the platform up at the address an `unreachable` adapter knows (platforms that support it). */
+  platformUp?(): Promise<void>;
+  /** Hub config the adapter needs besides its channel (e.g. the gateway port its webhook URL names). */
+  hubConfig?(): HubConfigInput;
   stop(): Promise<void>;
   /** The user and group the suite allowlists, in the platform's id form. */
   ids: { user: string; group: string; directChat: string };
@@ -45,4 +54,13 @@ export interface ConformanceHarness {
   outbound(chatId: string): OutboundMessage[];
   /** A thread id valid in the suite's group (for platforms with threads). */
   threadId?: string;
+  /** Raw payloads for the fuzz and the poison cases (every adapter should provide them). */
+  raw?: FuzzTarget & {
+    /** A real-shaped payload with `text` from the allowlisted user in the direct chat (answered). */
+    allowed(text: string): unknown;
+    /** Payloads that can never be accepted (malformed shapes the platform's schema forbids). */
+    poison(): unknown[];
+    /** Polling platforms: delivers these payloads in one batch (one poll answer), in order. */
+    deliverBatch?(payloads: unknown[]): Promise<void>;
+  };
 }

@@ -17,5 +17,6 @@
  * with the harness's adapter and runs the same channel-neutral cases for every
  * channel. See `harness.ts` for what a harness must do.
  */
+export * from "./fuzz.js";
 export * from "./harness.js";
 export * from "./suite.js";

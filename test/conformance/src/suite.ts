@@ -1,9 +1,15 @@
-import type { HubConfigInput } from "@hub/core";
+import { createLogger, type HubConfigInput } from "@hub/core";
 import { type FakeOpenAI, startFakeOpenAI } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHub, type TestHub } from "../../support/hub.js";
 import { waitFor } from "../../support/redis.js";
+import { runFuzz } from "./fuzz.js";
 import type { ConformanceHarness } from "./harness.js";
+
+/** Mutated payloads per adapter in the test suite (`npm run bench` sends 10,000). */
+const FUZZ_COUNT = Number(process.env.HUB_FUZZ_COUNT ?? 2000);
+/** Log lines that betray an error nobody handled (what a throwing middleware leaves behind). */
+const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;
 
 /** A long markdown answer with a code block, numbered so order is checkable. */
 export function longMarkdownAnswer(): string {
@@ -31,6 +37,11 @@ export function describeAdapterConformance(
 ): void {
   describe(`channel adapter conformance: ${name}`, () => {
     const h = makeHarness();
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: "info",
+      destination: { write: (line: string) => void lines.push(line) },
+    });
     let hub: TestHub;
     let model: FakeOpenAI;
     const modelSaw = (text: string) =>
@@ -40,10 +51,12 @@ export function describeAdapterConformance(
 
     beforeAll(async () => {
       model = await startFakeOpenAI();
-      const adapter = await h.start();
+      // Platforms that can be brought up later start unreachable: the hub must come up regardless.
+      const adapter = await h.start({ logger, unreachable: h.platformUp !== undefined });
       hub = await startTestHub(
         {
           ...extraConfig,
+          ...h.hubConfig?.(),
           agent: { model: "fake/m" },
           models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
           channels: {
@@ -56,6 +69,7 @@ export function describeAdapterConformance(
         },
         `conf-${h.channel}`,
         [adapter],
+        logger,
       );
     }, 30_000);
     afterAll(async () => {
@@ -63,6 +77,21 @@ export function describeAdapterConformance(
       await h.stop();
       await model?.close();
     });
+
+    (h.platformUp ? it : it.skip)(
+      "starts while the platform is unreachable (hub up, channel reconnecting) and connects once it is back",
+      async () => {
+        const [channel] = hub.channels();
+        expect(channel?.status).toMatchObject({
+          state: "reconnecting",
+          reason: expect.any(String),
+          nextRetryAt: expect.any(Number),
+        });
+        await h.platformUp?.();
+        await waitFor(() => hub.channels()[0]?.status.state === "connected", "the channel connected", 20_000);
+      },
+      30_000,
+    );
 
     it("answers a private text in the same chat", async () => {
       model.script({ text: "Hello back." });
@@ -180,5 +209,49 @@ export function describeAdapterConformance(
       await answered(h.ids.directChat, before + 1, "an answer after the malformed payload");
       expect(h.outbound(h.ids.directChat).at(-1)?.text).toBe("Still alive.");
     });
+
+    (h.raw?.deliverBatch ? it : it.skip)(
+      "moves past poison updates mid-batch and at the end of a batch; polling never stalls",
+      async () => {
+        const raw = h.raw!;
+        const [p1, p2, p3, p4] = raw.poison();
+        const before = h.outbound(h.ids.directChat).length;
+        model.script(
+          { text: "Mid-batch answer." },
+          { text: "End-of-batch answer." },
+          { text: "After poison." },
+        );
+        await raw.deliverBatch?.([p1, raw.allowed("poison around me"), p2]);
+        await answered(h.ids.directChat, before + 1, "the message between poison updates");
+        await raw.deliverBatch?.([raw.allowed("poison after me"), p3, p4]);
+        await answered(h.ids.directChat, before + 2, "the message before the poison at the end");
+        await h.direct("still polling?");
+        await answered(h.ids.directChat, before + 3, "a message after the poison");
+        expect(
+          h
+            .outbound(h.ids.directChat)
+            .slice(before)
+            .map((m) => m.text),
+        ).toEqual(["Mid-batch answer.", "End-of-batch answer.", "After poison."]);
+      },
+      30_000,
+    );
+
+    (h.raw ? it : it.skip)(
+      `survives ${FUZZ_COUNT} seeded mutated payloads: no 5xx, no crash, no uncaught error, the next message answered`,
+      async () => {
+        const from = lines.length;
+        const report = await runFuzz(h.raw!, { count: FUZZ_COUNT, seed: 20_261_130 });
+        expect(report.delivered).toBe(FUZZ_COUNT);
+        expect(report.serverErrors).toBe(0);
+        model.script({ text: "Survived." });
+        const before = h.outbound(h.ids.directChat).length;
+        await h.direct("still there after the fuzz?");
+        await answered(h.ids.directChat, before + 1, "an answer after the fuzz", 90_000);
+        expect(h.outbound(h.ids.directChat).at(-1)?.text).toBe("Survived.");
+        expect(lines.slice(from).filter((line) => UNCAUGHT.test(line))).toEqual([]);
+      },
+      180_000,
+    );
   });
 }

@@ -51,7 +51,7 @@ describe("buildSystemPrompt", () => {
       const prompt = buildSystemPrompt(input({ rules }));
       expect(prompt).toContain(`- ${UNTRUSTED_RULE}`);
     }
-    expect(UNTRUSTED_RULE).toContain("<untrusted>");
+    expect(UNTRUSTED_RULE).toContain('<untrusted id="…">');
   });
 
   it("lists tools one per line, and says so when there are none", () => {

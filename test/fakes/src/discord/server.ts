@@ -794,12 +794,10 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
       res.end(JSON.stringify({ message: "500: Internal Server Error", code: 0 }));
     },
-    {
-      upgrade: (req, socket, head) => {
-        if (new URL(req.url ?? "/", "http://x").pathname === "/gateway") gateway.upgrade(req, socket, head);
-        else socket.destroy();
-      },
-      ...(options.port ? { port: options.port } : {}),
+    options.port ?? 0,
+    (req, socket, head) => {
+      if (new URL(req.url ?? "/", "http://x").pathname === "/gateway") gateway.upgrade(req, socket, head);
+      else socket.destroy();
     },
   );
   port = server.port;

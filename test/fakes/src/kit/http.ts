@@ -28,24 +28,24 @@ export async function startHttpServer(
     if (!res.headersSent) res.writeHead(500);
     res.end();
   },
-  options: {
-    /** Takes over WebSocket upgrades (a platform's gateway on the same server); refused when absent. */
-    upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void;
-    /** A fixed port (e.g. one a client was pointed at while the fake was down); default: any free one. */
-    port?: number;
-  } = {},
+  /** A fixed port (a platform coming back at the address the adapter knows); default a free one. */
+  port = 0,
+  /** Takes over WebSocket upgrades (a platform's gateway on the same server); refused when absent. */
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
 ): Promise<FakeHttpServer> {
-  const { upgrade } = options;
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => onError(res, error));
   });
   server.on("upgrade", (req, socket, head) => (upgrade ? upgrade(req, socket, head) : socket.destroy()));
-  await new Promise<void>((resolve) => server.listen(options.port ?? 0, "127.0.0.1", () => resolve()));
-  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, "127.0.0.1", () => resolve());
+  });
+  const bound = (server.address() as AddressInfo).port;
   let closed: Promise<void> | undefined;
   return {
-    url: `http://127.0.0.1:${port}`,
-    port,
+    url: `http://127.0.0.1:${bound}`,
+    port: bound,
     close: () => {
       closed ??= new Promise<void>((resolve) => {
         server.close(() => resolve());

@@ -431,8 +431,11 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
     api.settle(call);
   }
 
-  const server = await startHttpServer(handle, (res, err) =>
-    send(res, errorAnswer({ error_code: 500, description: `Internal Server Error: ${String(err)}` })),
+  const server = await startHttpServer(
+    handle,
+    (res, err) =>
+      send(res, errorAnswer({ error_code: 500, description: `Internal Server Error: ${String(err)}` })),
+    options.port,
   );
   const apiRoot = server.url;
 

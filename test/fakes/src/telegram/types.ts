@@ -15,6 +15,8 @@ export interface FakeTelegramOptions {
   botUsername?: string;
   /** The bot's first name (default "Hub Test Bot"). */
   botFirstName?: string;
+  /** Listen on this port (e.g. the Bot API coming back where the adapter knows it); default a free one. */
+  port?: number;
 }
 
 /** One Bot API call the fake received (with a valid token), in arrival order. */

@@ -1,0 +1,118 @@
+import {
+  Backoff,
+  type ChannelAdapter,
+  ChannelRefusedError,
+  type ChannelStatus,
+  ChannelStatusCell,
+  describeError,
+  type HubLogger,
+  type InboundHandler,
+  sleep,
+} from "@hub/core";
+
+/** One channel account's state, as the gateway's `channels.status` reports it. */
+export interface ChannelReport {
+  channel: string;
+  accountId: string;
+  status: ChannelStatus;
+}
+
+interface Supervised {
+  adapter: ChannelAdapter;
+  cell: ChannelStatusCell;
+  started: boolean;
+  loop: Promise<void>;
+}
+
+/**
+ * Starts every channel account in the background and keeps it starting: a
+ * network failure is `reconnecting` (with the reason and the next try, capped
+ * backoff) until the platform answers; a definitive refusal (`ChannelRefusedError`,
+ * e.g. a bad token) is `failed` with one clear line. The hub, its gateway and
+ * the healthy channels run whatever one channel does. Once an adapter is
+ * started, its own `status()` (when it has one) reports its reconnects.
+ */
+export class ChannelSupervisor {
+  readonly #entries: Supervised[] = [];
+  readonly #stop = new AbortController();
+  readonly #firstAttempts: Promise<void>[] = [];
+
+  constructor(
+    private readonly adapters: readonly ChannelAdapter[],
+    private readonly onInbound: InboundHandler,
+    private readonly logger: HubLogger,
+    private readonly backoff: { initialMs: number; maxMs: number } = { initialMs: 1000, maxMs: 60_000 },
+  ) {}
+
+  /** Starts supervising every adapter; returns at once. */
+  start(): void {
+    for (const adapter of this.adapters) {
+      let settled: () => void = () => {};
+      this.#firstAttempts.push(new Promise<void>((r) => (settled = r)));
+      const entry: Supervised = {
+        adapter,
+        cell: new ChannelStatusCell(),
+        started: false,
+        loop: Promise.resolve(),
+      };
+      entry.loop = this.#supervise(entry, settled);
+      this.#entries.push(entry);
+    }
+  }
+
+  /** Resolves once every channel's first connection attempt is over (connected, reconnecting or failed). */
+  firstAttempts(): Promise<void> {
+    return Promise.all(this.#firstAttempts).then(() => undefined);
+  }
+
+  /** The state of every channel account. */
+  statuses(): ChannelReport[] {
+    return this.#entries.map(({ adapter, cell, started }) => ({
+      channel: adapter.channel,
+      accountId: adapter.accountId ?? "default",
+      status: started ? (adapter.status?.() ?? cell.get()) : cell.get(),
+    }));
+  }
+
+  async #supervise(entry: Supervised, settled: () => void): Promise<void> {
+    const { adapter, cell } = entry;
+    const log = this.logger.child({ channel: adapter.channel, accountId: adapter.accountId ?? "default" });
+    const backoff = new Backoff(this.backoff.initialMs, this.backoff.maxMs);
+    const signal = this.#stop.signal;
+    while (!signal.aborted) {
+      cell.set("connecting");
+      try {
+        await adapter.start(this.onInbound);
+        entry.started = true;
+        cell.set("connected");
+        log.info(`${adapter.channel} channel started`);
+        return settled();
+      } catch (error) {
+        if (error instanceof ChannelRefusedError) {
+          cell.set("failed", { reason: error.message });
+          log.error({ reason: error.message }, `${adapter.channel} channel failed: ${error.message}`);
+          return settled();
+        }
+        const wait = backoff.next();
+        const reason = describeError(error);
+        cell.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });
+        log.warn(
+          { reason, retryInMs: wait },
+          `${adapter.channel} channel could not connect (${reason}); next try in ${Math.ceil(wait / 1000)} s`,
+        );
+        settled();
+        await sleep(wait, signal);
+      }
+    }
+  }
+
+  /** Stops retrying, then stops every adapter that started (inbound ends before the rest of the hub stops). */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await Promise.all(this.#entries.map((e) => e.loop));
+    for (const entry of this.#entries) {
+      if (entry.started) await entry.adapter.stop();
+      entry.cell.set("stopped");
+    }
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * Fault injection at named steps, for crash tests with real processes: the
+ * step between two Redis writes, inside a send. `HUB_FAILPOINTS` lists
+ * `name=action[@n]` pairs, comma-separated; `action` is `kill` (SIGKILL this
+ * process, like a crash) or `stop` (SIGSTOP it, like a frozen VM; the test
+ * sends SIGCONT), taken on the n-th time the step is reached (default 1).
+ * Unset (production), a failpoint costs one map lookup.
+ */
+type FailAction = { action: "kill" | "stop"; at: number; hits: number };
+
+function parse(spec: string | undefined): Map<string, FailAction> {
+  const points = new Map<string, FailAction>();
+  for (const part of (spec ?? "").split(",")) {
+    const match = /^\s*([\w.-]+)=(kill|stop)(?:@(\d+))?\s*$/.exec(part);
+    if (match)
+      points.set(match[1]!, { action: match[2] as "kill" | "stop", at: Number(match[3] ?? 1), hits: 0 });
+  }
+  return points;
+}
+
+const points = parse(process.env.HUB_FAILPOINTS);
+
+/** Names of the steps where a failpoint can be set (documented here so tests and code agree). */
+export type FailpointName =
+  | "admission.before-admit"
+  | "admission.after-admit"
+  | "run.before-push"
+  | "transcript.before-append"
+  | "delivery.before-send"
+  | "delivery.after-send";
+
+/** Kills or freezes this process here if `HUB_FAILPOINTS` asks for it. */
+export function failpoint(name: FailpointName): void {
+  const point = points.get(name);
+  if (!point) return;
+  point.hits += 1;
+  if (point.hits !== point.at) return;
+  process.stderr.write(`failpoint ${name}: ${point.action}\n`);
+  process.kill(process.pid, point.action === "kill" ? "SIGKILL" : "SIGSTOP");
+}

@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import { collectConfigSecrets, createLogger, parseConfig, SecretRedactor } from "../src/index.js";
+
+const TOKEN = "987654:AAbot-secret-Zx9";
+
+describe("secret redaction in the logger", () => {
+  it("removes a secret from messages, error messages, causes, stacks and nested fields", () => {
+    const lines: string[] = [];
+    const logger = createLogger({
+      level: "debug",
+      destination: { write: (l: string) => void lines.push(l) },
+      secrets: new SecretRedactor([TOKEN, 'pass"word\\12']),
+    });
+    const url = `http://127.0.0.1:1/bot${TOKEN}/getUpdates`;
+    const cause = new Error(`request to ${url} failed, reason: socket hang up`);
+    const error = new Error(`Network request for 'getUpdates' failed! (${cause.message})`, { cause });
+    logger.warn({ err: error }, "telegram getUpdates failed");
+    logger.info(`connecting to ${url}`);
+    logger.info({ deep: { list: [{ note: `x${TOKEN}y` }] }, enc: encodeURIComponent(TOKEN) }, "nested");
+    logger.child({ bound: TOKEN }).error({ value: 'pass"word\\12' }, "child");
+    const out = lines.join("");
+    expect(lines).toHaveLength(4);
+    expect(out).not.toContain(TOKEN);
+    expect(out).not.toContain(encodeURIComponent(TOKEN));
+    expect(out).not.toContain("AAbot-secret");
+    expect(out).not.toContain("word\\\\12");
+    expect(out).toContain("socket hang up");
+    expect(out).toContain("[redacted]");
+  });
+
+  it("ignores values too short to be secrets, so logs stay readable", () => {
+    const redactor = new SecretRedactor(["k", "abc"]);
+    expect(redactor.redact("keep abc")).toBe("keep abc");
+  });
+});
+
+describe("collectConfigSecrets", () => {
+  it("finds every secret of a validated config, including URL passwords and unknown *Token keys", () => {
+    const config = parseConfig({
+      gateway: {
+        token: "gateway-token-0123456789",
+        password: "owner-password-42",
+        clients: [{ name: "bot", token: "client-token-0123456789", scopes: ["read"] }],
+      },
+      redis: { url: "redis://:redis-pass-77@127.0.0.1:6379" },
+      models: {
+        providers: {
+          openai: { apiKey: "sk-main-key-1", apiKeys: ["sk-spare-key-2", "sk-spare-key-3"] },
+        },
+      },
+      channels: { telegram: { botToken: "123:tg-token-4", webhookSecret: "webhook-secret-0123456" } },
+    });
+    const found = collectConfigSecrets(
+      { ...config, extra: { userToken: "xoxp-user-5", custom: "cust-6xx" } },
+      ["custom"],
+    );
+    expect(found.sort()).toEqual(
+      [
+        "gateway-token-0123456789",
+        "owner-password-42",
+        "client-token-0123456789",
+        "redis-pass-77",
+        "sk-main-key-1",
+        "sk-spare-key-2",
+        "sk-spare-key-3",
+        "123:tg-token-4",
+        "webhook-secret-0123456",
+        "xoxp-user-5",
+        "cust-6xx",
+      ].sort(),
+    );
+  });
+});

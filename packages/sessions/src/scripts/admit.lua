@@ -1,0 +1,65 @@
+--[[
+  admit: one inbound message's admission, written all together or not at all,
+  so no crash can leave a message marked but never queued, or queued but
+  admitted again (shared/DESIGN.md, invariant 10).
+
+  KEYS[1] dedupe mark of the platform message (string)
+  KEYS[2] run record run:<runId> (hash); its existence means "already admitted"
+  KEYS[3] the session's running run (active:<sessionKey>)
+  KEYS[4] the session's queue mode (queue-mode:<sessionKey>)
+  KEYS[5] the session lane's list (mb:runs:q:<sessionKey>)
+  KEYS[6] the session lane's schedule (mb:runs:sched, zset)
+  KEYS[7] the session lane's wake-up counter (mb:runs:epoch)
+  KEYS[8] the session's collected batch (collect:<sessionKey>)
+  KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
+
+  ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
+  ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s) ARGV[6] lane grace (ms)
+  ARGV[7] default queue mode
+  ARGV[8] kind: "run" (queue mode applies), "queued" (always its own lane item), "context" (no run record)
+  ARGV[9] the lane item ("<runId>|<request JSON>")
+  ARGV[10] the collect run's lane item (the request with collect = true)
+  ARGV[11] the request JSON (what steering and collecting store)
+  ARGV[12] key prefix (for the running run's steer list and stop mark)
+
+  Returns {outcome, wakeEpoch}: outcome is duplicate | queued | steered | collected | interrupted;
+  wakeEpoch > 0 when the caller must add the lane's wake-up job for that epoch.
+]]
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
+  return {'duplicate', 0}
+end
+
+local function enqueue(item)
+  redis.call('RPUSH', KEYS[5], item)
+  if redis.call('ZSCORE', KEYS[6], ARGV[2]) then return 0 end
+  redis.call('ZADD', KEYS[6], tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[2])
+  return redis.call('INCR', KEYS[7])
+end
+
+redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
+if ARGV[8] ~= 'context' then
+  redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'queued',
+    'attempt', 0, 'startedAt', ARGV[3])
+  redis.call('EXPIRE', KEYS[2], ARGV[5])
+end
+if ARGV[8] ~= 'run' then return {'queued', enqueue(ARGV[9])} end
+
+local active = redis.call('GET', KEYS[3])
+if not active or active == ARGV[1] then return {'queued', enqueue(ARGV[9])} end
+local mode = redis.call('GET', KEYS[4]) or ARGV[7]
+if mode == 'steer' then
+  local steer = ARGV[12] .. ':steer:' .. active
+  redis.call('RPUSH', steer, ARGV[11])
+  redis.call('EXPIRE', steer, 86400)
+  return {'steered', 0}
+elseif mode == 'collect' then
+  redis.call('RPUSH', KEYS[8], ARGV[11])
+  redis.call('EXPIRE', KEYS[8], 86400)
+  if redis.call('SET', KEYS[9], '1', 'NX', 'EX', 86400) then return {'collected', enqueue(ARGV[10])} end
+  return {'collected', 0}
+elseif mode == 'interrupt' then
+  redis.call('SET', ARGV[12] .. ':stop:' .. active, 'aborted', 'EX', 3600)
+  redis.call('PUBLISH', ARGV[12] .. ':run-stop', cjson.encode({runId = active, status = 'aborted'}))
+  return {'interrupted', enqueue(ARGV[9])}
+end
+return {'queued', enqueue(ARGV[9])}

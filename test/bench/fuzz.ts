@@ -1,0 +1,63 @@
+import type { ConformanceHarness } from "@hub/conformance";
+import { runFuzz } from "@hub/conformance/fuzz";
+import { createLogger, type HubConfigInput } from "@hub/core";
+import { startFakeOpenAI } from "@hub/fakes";
+import { telegramHarness } from "@hub/telegram/conformance";
+import { startTestHub } from "../support/hub.js";
+import { waitFor } from "../support/redis.js";
+
+const COUNT = Number(process.env.BENCH_FUZZ ?? 10_000);
+
+/** Every installed adapter's harness, as the conformance suite runs them. */
+const HARNESSES: Array<[string, () => ConformanceHarness]> = [
+  ["telegram (polling)", () => telegramHarness()],
+  ["telegram (webhook)", () => telegramHarness({ webhook: true })],
+];
+
+const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;
+
+async function fuzzOne(name: string, h: ConformanceHarness): Promise<void> {
+  const lines: string[] = [];
+  const logger = createLogger({ level: "warn", destination: { write: (l: string) => void lines.push(l) } });
+  const model = await startFakeOpenAI();
+  const adapter = await h.start({ logger });
+  const hub = await startTestHub(
+    {
+      ...h.hubConfig?.(),
+      agent: { model: "fake/m" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+      channels: {
+        [h.channel]: { dmPolicy: "allowlist", allowFrom: [h.ids.user] },
+      } as HubConfigInput["channels"],
+    },
+    `bench-fuzz-${h.channel}`,
+    [adapter],
+    logger,
+  );
+  try {
+    if (!h.raw) return void console.log(`  ${name}: no raw payloads in its harness; skipped`);
+    const report = await runFuzz(h.raw, { count: COUNT, seed: 424242 });
+    model.script({ text: "still here" });
+    const started = performance.now();
+    await h.direct("after the fuzz");
+    await waitFor(() => h.outbound(h.ids.directChat).length >= 1, "an answer after the fuzz", 300_000);
+    const drained = (performance.now() - started + report.ms) / 1000;
+    const statuses = Object.entries(report.statuses)
+      .map(([status, n]) => `${status}:${n}`)
+      .join(" ");
+    console.log(
+      `  ${name}: ${report.delivered} mutated payloads in ${drained.toFixed(1)} s (${(report.delivered / drained).toFixed(0)}/s through the hub), ` +
+        `5xx ${report.serverErrors}${statuses ? ` (${statuses})` : ""}, uncaught errors in the log ${lines.filter((l) => UNCAUGHT.test(l)).length}, next message answered`,
+    );
+  } finally {
+    await hub.dispose();
+    await h.stop();
+    await model.close();
+  }
+}
+
+/** `npm run bench`: seeded fuzz of every adapter's inbound edge (10,000 mutated payloads each). */
+export async function benchFuzz(): Promise<void> {
+  console.log(`inbound fuzz, ${COUNT} seeded mutated payloads per adapter:`);
+  for (const [name, make] of HARNESSES) await fuzzOne(name, make());
+}

@@ -1,0 +1,137 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "@hub/core";
+import { privateText, startFakeOpenAI, startFakeTelegram } from "@hub/fakes";
+import { telegramPlugin } from "@hub/telegram";
+import { afterEach, describe, expect, it } from "vitest";
+import { redisStateStore } from "../../apps/hub/src/adapters.js";
+import { GatewayClient } from "../support/gateway-client.js";
+import { startTestHub } from "../support/hub.js";
+import { freePort, startHubProcess } from "../support/hub-process.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
+
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+describe("supervised channel lifecycle", () => {
+  it("runs the hub and healthy channels while one cannot connect; reports each; recovers when the platform is back", async () => {
+    const { Redis } = await import("ioredis");
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(() => redis.disconnect());
+    const logger = createLogger({ level: "silent" });
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const healthy = await startFakeTelegram({ token: "1:HEALTHY" });
+    cleanups.push(() => healthy.close());
+    const downPort = await freePort();
+    const make = (accountId: string, botToken: string, apiRoot: string) =>
+      telegramPlugin.create(telegramPlugin.configSchema.parse({ botToken, apiRoot }), {
+        accountId,
+        logger,
+        state: redisStateStore(redis, `lifecycle-${accountId}`),
+        stateDir: "/tmp",
+      });
+    const adapters = [
+      make("healthy", healthy.token, healthy.apiRoot),
+      make("down", "2:DOWN", `http://127.0.0.1:${downPort}`),
+      make("refused", "3:WRONG", healthy.apiRoot),
+    ];
+    const started = Date.now();
+    const hub = await startTestHub(
+      {
+        agent: { model: "fake/m" },
+        models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+        channels: {
+          telegram: { dmPolicy: "open", allowFrom: ["*"], accounts: { healthy: {}, down: {}, refused: {} } },
+        },
+      },
+      "lifecycle",
+      adapters,
+      logger,
+    );
+    cleanups.push(() => hub.dispose());
+    expect(Date.now() - started).toBeLessThan(10_000);
+    const state = (id: string) => hub.channels().find((c) => c.accountId === id)?.status;
+    expect(state("healthy")).toMatchObject({ state: "connected" });
+    expect(state("down")).toMatchObject({
+      state: "reconnecting",
+      reason: expect.stringContaining("could not be reached"),
+      nextRetryAt: expect.any(Number),
+    });
+    expect(state("refused")).toMatchObject({
+      state: "failed",
+      reason:
+        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken (from @BotFather).",
+    });
+
+    // The gateway tells an operator tool the same.
+    const client = await GatewayClient.open(hub.port, hub.token);
+    cleanups.push(() => client.close());
+    const res = await client.request("channels.status");
+    expect(res.ok).toBe(true);
+    const reported = (
+      res as { payload: { channels: Array<{ accountId: string; status: { state: string } }> } }
+    ).payload.channels;
+    expect(reported.map((c) => [c.accountId, c.status.state])).toEqual([
+      ["healthy", "connected"],
+      ["down", "reconnecting"],
+      ["refused", "failed"],
+    ]);
+
+    // The healthy bot answers meanwhile.
+    model.script({ text: "Up." });
+    healthy.pushUpdate(privateText({ chatId: 9, fromId: 9, text: "hello" }));
+    await waitFor(() => healthy.sent("9").length === 1, "the healthy bot's answer");
+
+    // The platform comes back where the adapter knows it: the channel connects and answers by itself.
+    const back = await startFakeTelegram({ token: "2:DOWN", port: downPort });
+    cleanups.push(() => back.close());
+    await waitFor(() => state("down")?.state === "connected", "the channel reconnects", 20_000);
+    model.script({ text: "Back." });
+    back.pushUpdate(privateText({ chatId: 10, fromId: 10, text: "are you back?" }));
+    await waitFor(() => back.sent("10").length === 1, "an answer once the platform is back", 15_000);
+  }, 60_000);
+});
+
+describe("npm start with an unreachable platform", () => {
+  it("prints the web chat link and the token at once, and says the channel is retrying", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-lifecycle-"));
+    const prefix = testPrefix("lifecycle-start");
+    const config = join(stateDir, "hub.json5");
+    writeFileSync(
+      config,
+      `{ channels: { telegram: { apiRoot: "http://127.0.0.1:${await freePort()}", allowFrom: ["1"] } } }`,
+    );
+    const port = await freePort();
+    const hub = await startHubProcess(
+      {
+        HUB_STATE_DIR: stateDir,
+        HUB_CONFIG: config,
+        HUB_REDIS_PREFIX: prefix,
+        TELEGRAM_BOT_TOKEN: "5:UNREACHABLE",
+      },
+      port,
+    );
+    cleanups.push(async () => {
+      if (hub.child.exitCode === null) await hub.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+    });
+    const output = () => hub.output.join("");
+    await waitFor(() => output().includes("Open the web chat:"), "the web chat link", 10_000);
+    expect(output()).toContain("Gateway token (shown once");
+    expect(output()).toContain('"msg":"hub started"');
+    await waitFor(
+      () =>
+        /telegram channel could not connect \(Telegram could not be reached .*\); next try in \d+ s/.test(
+          output(),
+        ),
+      "one line saying the channel retries",
+      10_000,
+    );
+    expect(output()).not.toContain("5:UNREACHABLE");
+  }, 30_000);
+});

@@ -1,0 +1,160 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { GatewayClient } from "../support/gateway-client.js";
+import { type FakeWorld, startFakeWorld } from "../support/hub.js";
+import { waitFor } from "../support/redis.js";
+
+const WRITER = "writer-only-token-0123456789";
+const READER = "reader-only-token-0123456789";
+const OPERATOR = "operator-token-0123456789ab";
+const APPROVER = "approver-token-0123456789ab";
+const TG_SESSION = "agent:main:telegram:direct:1";
+
+let world: FakeWorld;
+beforeAll(async () => {
+  world = await startFakeWorld(
+    "gwauth",
+    { telegram: { dmPolicy: "allowlist", allowFrom: ["1"] } },
+    {
+      agent: { tools: { approvals: { current_time: "ask" }, approvalTimeoutSeconds: 20 } },
+      gateway: {
+        clients: [
+          { name: "writer", token: WRITER, scopes: ["write", "read"] },
+          { name: "reader", token: READER, scopes: ["read"] },
+          // May use every Telegram session, but may not answer approvals asked of someone else.
+          {
+            name: "operator",
+            token: OPERATOR,
+            scopes: ["read", "write"],
+            sessions: ["agent:main:telegram:*"],
+          },
+          { name: "approver", token: APPROVER, scopes: ["write", "approvals"], sessions: [TG_SESSION] },
+        ],
+      },
+    },
+  );
+});
+afterAll(async () => world.dispose());
+
+let n = 1;
+const telegramText = (chatId: string) => world.platform.messages.filter((m) => m.chatId === chatId);
+
+/** A Telegram DM whose run asks the Telegram user to approve a tool call; resolves with the code and runId. */
+async function pendingTelegramApproval(): Promise<{ code: string; runId: string }> {
+  world.model.script({ toolCalls: [{ name: "current_time", arguments: "{}" }] }, { text: "It is late." });
+  const before = telegramText("1").length;
+  const result = await world.hub.dispatcher!.dispatchInboundMessage({
+    channel: "telegram",
+    messageId: `auth-${n++}`,
+    chat: { type: "direct", id: "1" },
+    sender: { id: "1", name: "Tg User" },
+    body: "what time is it?",
+    timestamp: Date.now(),
+  });
+  let code = "";
+  await waitFor(() => {
+    code =
+      /\/approve ([A-Z0-9]{6})/.exec(
+        telegramText("1")
+          .slice(before)
+          .map((m) => m.text)
+          .join("\n"),
+      )?.[1] ?? "";
+    return code !== "";
+  }, "the approval request in the Telegram chat");
+  return { code, runId: (result as { runId: string }).runId };
+}
+
+describe("gateway scopes and sessions", () => {
+  it("a write-only client cannot approve a Telegram user's tool call, abort their run, or see their session", async () => {
+    const { code, runId } = await pendingTelegramApproval();
+    const writer = await GatewayClient.open(world.hub.port, WRITER);
+    const approve = await writer.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: `/approve ${code}`,
+      idempotencyKey: "writer-approve-1",
+    });
+    expect(approve.error?.code).toBe("forbidden");
+    expect((await writer.request("chat.abort", { runId })).error?.code).toBe("forbidden");
+    expect((await writer.request("chat.history", { sessionKey: TG_SESSION })).error?.code).toBe("forbidden");
+
+    // With the session granted but without `approvals`, plain messages go through and approvals do not.
+    const operator = await GatewayClient.open(world.hub.port, OPERATOR);
+    const again = await operator.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: `/approve ${code}`,
+      idempotencyKey: "operator-approve-1",
+    });
+    expect(again.error?.code).toBe("forbidden");
+    expect(again.error?.message).toContain('"approvals" scope');
+    expect((await operator.request("chat.history", { sessionKey: TG_SESSION })).ok).toBe(true);
+
+    // The `approvals` scope answers it; the Telegram run then finishes with the tool's result.
+    const approver = await GatewayClient.open(world.hub.port, APPROVER);
+    const ok = await approver.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: `/approve ${code}`,
+      idempotencyKey: "approver-approve-1",
+    });
+    expect(ok.ok).toBe(true);
+    expect(await approver.terminal("approver-approve-1")).toMatchObject({ text: "Approved." });
+    await waitFor(() => telegramText("1").some((m) => m.text.includes("It is late.")), "the Telegram answer");
+    // The refused client was told nothing about the Telegram run (the operator, granted the session, may be).
+    expect(writer.chatEvents(runId)).toHaveLength(0);
+    for (const c of [writer, operator, approver]) c.close();
+  }, 30_000);
+
+  it("a read-only client reads only its own session and gets no other session's events", async () => {
+    const reader = await GatewayClient.open(world.hub.port, READER);
+    expect((await reader.request("chat.history", { sessionKey: TG_SESSION })).error?.code).toBe("forbidden");
+    const own = await reader.request("chat.history", {});
+    expect(own.ok).toBe(true);
+    expect((own.payload as { sessionKey: string }).sessionKey).toBe(
+      "agent:main:webchat:direct:client%3Areader",
+    );
+    expect(
+      (await reader.request("chat.send", { text: "hi", idempotencyKey: "reader-send-1" })).error?.code,
+    ).toBe("forbidden");
+    reader.close();
+  });
+
+  it("a client's default session is its own; reusing another session's idempotency key is refused", async () => {
+    const owner = await GatewayClient.open(world.hub.port, world.hub.token);
+    const sent = await owner.request("chat.send", {
+      text: "owner says hi",
+      idempotencyKey: "owner-key-12345",
+    });
+    expect(sent.ok).toBe(true);
+    await owner.terminal("owner-key-12345");
+    const writer = await GatewayClient.open(world.hub.port, WRITER);
+    const stolen = await writer.request("chat.send", { text: "x", idempotencyKey: "owner-key-12345" });
+    expect(stolen.error?.code).toBe("forbidden");
+    expect(writer.chatEvents("owner-key-12345")).toHaveLength(0);
+    const mine = await writer.request("chat.send", {
+      text: "writer says hi",
+      idempotencyKey: "writer-key-12345",
+    });
+    expect(mine.payload).toMatchObject({ sessionKey: "agent:main:webchat:direct:client%3Awriter" });
+    expect(await writer.terminal("writer-key-12345")).toMatchObject({ state: "final" });
+    owner.close();
+    writer.close();
+  });
+
+  it("the person asked approves in their own session without the approvals scope", async () => {
+    const writer = await GatewayClient.open(world.hub.port, WRITER);
+    world.model.script({ toolCalls: [{ name: "current_time", arguments: "{}" }] }, { text: "Done asking." });
+    await writer.request("chat.send", { text: "time please", idempotencyKey: "writer-ask-1" });
+    let code = "";
+    await waitFor(() => {
+      code =
+        writer
+          .chatEvents("writer-ask-1")
+          .map((e) => /\/approve ([A-Z0-9]{6})/.exec(e.text)?.[1])
+          .find(Boolean) ?? "";
+      return code !== "";
+    }, "the approval request");
+    await writer.request("chat.send", { text: `/approve ${code}`, idempotencyKey: "writer-ask-approve" });
+    expect(await writer.terminal("writer-ask-approve")).toMatchObject({ text: "Approved." });
+    expect(await writer.terminal("writer-ask-1")).toMatchObject({ state: "final" });
+    writer.close();
+  }, 20_000);
+});
