@@ -2,7 +2,13 @@ import { createLogger } from "@hub/core";
 import { DiscordAdapter } from "@hub/discord";
 import { TelegramAdapter } from "@hub/telegram";
 import { afterEach, describe, expect, it } from "vitest";
-import { privateText, startFakeDiscord, startFakeOpenAI, startFakeTelegram } from "../fakes/src/index.js";
+import {
+  memoryStateStore,
+  privateText,
+  startFakeDiscord,
+  startFakeOpenAI,
+  startFakeTelegram,
+} from "../fakes/src/index.js";
 import { startTestHub } from "../support/hub.js";
 import { freePort } from "../support/hub-process.js";
 import { waitFor } from "../support/redis.js";
@@ -12,14 +18,6 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-const memory = () => {
-  const values = new Map<string, string>();
-  return {
-    get: async (k: string) => values.get(k),
-    set: async (k: string, v: string) => void values.set(k, v),
-  };
-};
-
 describe("a Discord fault is contained", () => {
   it("Discord unreachable at start: the hub starts, Telegram answers, Discord reports why it is reconnecting", async () => {
     const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
@@ -28,7 +26,7 @@ describe("a Discord fault is contained", () => {
     const discord = new DiscordAdapter({
       token: "some-token",
       restApi: `http://127.0.0.1:${await freePort()}/api`, // nothing listens here
-      state: memory(),
+      state: memoryStateStore(),
       logger,
     });
     const hub = await startTestHub(
@@ -46,7 +44,7 @@ describe("a Discord fault is contained", () => {
         new TelegramAdapter({
           botToken: telegram.token,
           apiRoot: telegram.apiRoot,
-          state: memory(),
+          state: memoryStateStore(),
           logger,
           pollTimeoutSeconds: 1,
         }),
@@ -73,7 +71,12 @@ describe("a Discord fault is contained", () => {
     cleanups.push(async () => fake.close());
     // The first login fails (the REST API answers 500), the retry a second later succeeds.
     fake.failNext("GET /gateway/bot", { status: 500 });
-    const adapter = new DiscordAdapter({ token: fake.token, restApi: fake.restApi, state: memory(), logger });
+    const adapter = new DiscordAdapter({
+      token: fake.token,
+      restApi: fake.restApi,
+      state: memoryStateStore(),
+      logger,
+    });
     cleanups.push(async () => adapter.stop());
     await adapter.start(async () => ({ kind: "accepted" }));
     expect(adapter.status().state).toBe("reconnecting");

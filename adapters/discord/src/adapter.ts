@@ -9,6 +9,7 @@ import {
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
+  isPermanentStatus,
   type OutboundSegment,
   PermanentSendError,
   RateLimitedError,
@@ -28,6 +29,7 @@ import {
 } from "discord.js";
 import type { DiscordGuild } from "./config.js";
 import { describeClose, GatewayStatus } from "./gateway-status.js";
+import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
@@ -57,8 +59,6 @@ export interface DiscordAdapterOptions {
   inboundRetryMs?: number;
 }
 
-/** How long an interaction token can be used to answer (Discord: 15 minutes). */
-const INTERACTION_TTL_MS = 15 * 60 * 1000;
 const INBOUND_ATTEMPTS = 8;
 /** How long after a command the hub did not take the adapter checks whether anything answered it. */
 const UNANSWERED_CHECK_MS = 3000;
@@ -83,7 +83,7 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #sequencer = new InboundSequencer();
   readonly #pending = new Set<Promise<InboundResult>>();
   #stopSignal = new AbortController();
-  readonly #interactions = new Map<string, { token: string; appId: string; at: number }>();
+  readonly #replies: InteractionReplies;
   #onInbound: InboundHandler | undefined;
   #stopped = false;
 
@@ -106,6 +106,7 @@ export class DiscordAdapter implements ChannelAdapter {
       measure: measureWithLines(textLimit, options.maxLinesPerMessage ?? 17),
     };
     this.#client = this.#createClient();
+    this.#replies = new InteractionReplies(() => this.#client.rest, options.state, this.accountId);
   }
 
   #createClient(): Client {
@@ -358,11 +359,9 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   async #answerInteraction(i: CommandInteraction): Promise<void> {
+    let record: InteractionRecord;
     try {
-      await this.#client.rest.post(Routes.interactionCallback(i.id, i.token), {
-        body: { type: 5 },
-        auth: false,
-      });
+      record = await this.#replies.defer(i);
     } catch (error) {
       this.#log.warn(
         { interactionId: i.id, err: describe(error) },
@@ -370,9 +369,6 @@ export class DiscordAdapter implements ChannelAdapter {
       );
       return;
     }
-    const record = { token: i.token, appId: i.application_id, at: Date.now() };
-    this.#interactions.set(i.id, record);
-    await this.#o.state.set(this.#interactionKey(i.id), JSON.stringify(record)).catch(() => {});
     const cached = this.#client.channels.cache.get(i.channel_id);
     const parentId =
       i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
@@ -382,35 +378,12 @@ export class DiscordAdapter implements ChannelAdapter {
     if (result.kind === "accepted" || result.kind === "duplicate") return;
     // Not taken: unless the hub answered it (a refusal notice), say so rather than leave "thinking…".
     await sleep(UNANSWERED_CHECK_MS, this.#stopSignal.signal);
-    const original = (await this.#client.rest
-      .get(Routes.webhookMessage(record.appId, record.token, "@original"), { auth: false })
-      .catch(() => undefined)) as { content?: string } | undefined;
-    if (original && !original.content) {
-      const text =
-        result.kind === "retry"
-          ? "The hub could not take this command right now; try again in a moment."
-          : "This command cannot be used here.";
-      await this.#editOriginal(record, text).catch(() => {});
-    }
-  }
-
-  #interactionKey(id: string): string {
-    return `discord:${this.accountId}:interaction:${id}`;
-  }
-
-  async #interactionRecord(id: string): Promise<{ token: string; appId: string; at: number } | undefined> {
-    const known = this.#interactions.get(id);
-    const record = known ?? JSON.parse((await this.#o.state.get(this.#interactionKey(id))) ?? "null");
-    if (!record || Date.now() - record.at > INTERACTION_TTL_MS - 30_000) return undefined;
-    return record;
-  }
-
-  async #editOriginal(record: { token: string; appId: string }, content: string, signal?: AbortSignal) {
-    return (await this.#client.rest.patch(Routes.webhookMessage(record.appId, record.token, "@original"), {
-      body: { content, allowed_mentions: { parse: [] } },
-      auth: false,
-      ...(signal ? { signal } : {}),
-    })) as { id?: string };
+    await this.#replies.answerIfUnanswered(
+      record,
+      result.kind === "retry"
+        ? "The hub could not take this command right now; try again in a moment."
+        : "This command cannot be used here.",
+    );
   }
 
   async send(
@@ -421,7 +394,7 @@ export class DiscordAdapter implements ChannelAdapter {
     try {
       const replyTo = target.replyToMessageId;
       if (replyTo?.startsWith(INTERACTION_PREFIX)) {
-        const answered = await this.#sendToInteraction(
+        const answered = await this.#replies.send(
           segment,
           replyTo.slice(INTERACTION_PREFIX.length),
           options.signal,
@@ -441,26 +414,6 @@ export class DiscordAdapter implements ChannelAdapter {
     }
   }
 
-  /** Answers a slash command: the first segment edits the deferred reply, later ones follow up. */
-  async #sendToInteraction(
-    segment: OutboundSegment,
-    id: string,
-    signal?: AbortSignal,
-  ): Promise<SendResult | undefined> {
-    const record = await this.#interactionRecord(id);
-    if (!record) return undefined; // Expired: post in the channel instead.
-    if (segment.index === 0) {
-      const edited = await this.#editOriginal(record, segment.text, signal);
-      return edited.id ? { messageId: edited.id } : {};
-    }
-    const sent = (await this.#client.rest.post(Routes.webhook(record.appId, record.token), {
-      body: { content: segment.text, allowed_mentions: { parse: [] } },
-      auth: false,
-      ...(signal ? { signal } : {}),
-    })) as { id?: string };
-    return sent.id ? { messageId: sent.id } : {};
-  }
-
   #classify(error: unknown): unknown {
     if (error instanceof RateLimitError) {
       return new RateLimitedError(
@@ -468,16 +421,11 @@ export class DiscordAdapter implements ChannelAdapter {
         `Discord rate limit on ${error.route}${error.global ? " (global)" : ""}`,
       );
     }
-    if (error instanceof DiscordAPIError) {
-      if (error.status === 429) return new RateLimitedError(1000);
-      if (error.status === 400 || error.status === 403 || error.status === 404 || error.status === 401) {
-        return new PermanentSendError(
-          `Discord refused the message: ${error.status} ${error.message} (code ${error.code})`,
-          {
-            cause: error,
-          },
-        );
-      }
+    if (error instanceof DiscordAPIError && isPermanentStatus(error.status)) {
+      return new PermanentSendError(
+        `Discord refused the message: ${error.status} ${error.message} (code ${error.code})`,
+        { cause: error },
+      );
     }
     return error;
   }

@@ -1,6 +1,7 @@
 export * from "./adapter.js";
 export * from "./config.js";
 export * from "./gateway-status.js";
+export * from "./interaction-replies.js";
 export * from "./normalize.js";
 export * from "./outbound.js";
 export * from "./packet-guard.js";

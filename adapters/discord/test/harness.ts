@@ -1,20 +1,15 @@
-import { createServer } from "node:net";
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
-import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
+import { createLogger, type HubLogger } from "@hub/core";
 import {
   type DiscordSentMessage,
   type FakeDiscord,
   type FakeDiscordOptions,
+  freeLocalPort,
+  memoryStateStore,
   startFakeDiscord,
 } from "@hub/fakes";
 import type { APIMessage } from "discord-api-types/v10";
 import { DiscordAdapter, type DiscordAdapterOptions } from "../src/index.js";
-
-/** An in-memory adapter state store (tests); the hub uses Redis. */
-export function memoryState(): AdapterStateStore & { values: Map<string, string> } {
-  const values = new Map<string, string>();
-  return { values, get: async (k) => values.get(k), set: async (k, v) => void values.set(k, v) };
-}
 
 /** Whether every code fence opened in a message is closed in it. */
 export function fencesBalanced(text: string): boolean {
@@ -38,7 +33,7 @@ export function adapterFor(fake: FakeDiscord, logger: HubLogger, extra: Partial<
   return new DiscordAdapter({
     token: fake.token,
     restApi: fake.restApi,
-    state: memoryState(),
+    state: memoryStateStore(),
     logger,
     inboundRetryMs: 100,
     ...extra,
@@ -96,12 +91,12 @@ export function discordHarness(
     },
     async start(startOptions: { logger?: HubLogger; unreachable?: boolean } = {}) {
       if (startOptions.logger) logger = startOptions.logger;
-      port = await freePort();
+      port = await freeLocalPort();
       if (!startOptions.unreachable) fake = await startFakeDiscord(fakeOptions());
       return new DiscordAdapter({
         token: "fake-discord-token.AAAA.bbbbbbbbbbbbbbbb",
         restApi: `http://127.0.0.1:${port}/api`,
-        state: memoryState(),
+        state: memoryStateStore(),
         logger,
         inboundRetryMs: 100,
         ...options.adapter,
@@ -154,12 +149,4 @@ export function discordHarness(
       ],
     },
   };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
 }
