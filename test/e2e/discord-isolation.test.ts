@@ -55,9 +55,11 @@ describe("a Discord fault is contained", () => {
       await telegram.close();
       await model.close();
     });
-    expect(discord.status()).toMatchObject({
-      state: "reconnecting",
-      reason: expect.stringContaining("could not reach Discord"),
+    const discordReport = () => hub.channels().find((c) => c.channel === "discord")?.status;
+    await waitFor(() => discordReport()?.state === "reconnecting", "discord reported reconnecting");
+    expect(discordReport()).toMatchObject({
+      reason: expect.stringContaining("could not connect to Discord"),
+      nextRetryAt: expect.any(Number),
     });
     model.script({ text: "Telegram still works." });
     telegram.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "anyone there?" }));
@@ -65,11 +67,11 @@ describe("a Discord fault is contained", () => {
     expect(telegram.sent("4242")[0]?.text).toBe("Telegram still works.");
   });
 
-  it("Discord comes up later: the adapter's retry connects it", async () => {
+  it("Discord failing its first start: the hub's supervisor tries again and the channel connects", async () => {
     const logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
     const fake = await startFakeDiscord();
-    cleanups.push(async () => fake.close());
-    // The first login fails (the REST API answers 500), the retry a second later succeeds.
+    const model = await startFakeOpenAI();
+    // The first login fails (the REST API answers 500); the supervisor's next try succeeds.
     fake.failNext("GET /gateway/bot", { status: 500 });
     const adapter = new DiscordAdapter({
       token: fake.token,
@@ -77,10 +79,25 @@ describe("a Discord fault is contained", () => {
       state: memoryStateStore(),
       logger,
     });
-    cleanups.push(async () => adapter.stop());
-    await adapter.start(async () => ({ kind: "accepted" }));
-    expect(adapter.status().state).toBe("reconnecting");
-    await waitFor(() => adapter.status().state === "connected", "connected on the retry", 10_000);
-    expect(fake.api.callsOf("GET /gateway/bot").length).toBeGreaterThanOrEqual(2);
-  });
+    const hub = await startTestHub(
+      {
+        agent: { model: "fake/m" },
+        models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+        channels: { discord: { dmPolicy: "allowlist", allowFrom: [fake.user.id] } },
+      },
+      "discord-later",
+      [adapter],
+    );
+    cleanups.push(async () => {
+      await hub.dispose();
+      await fake.close();
+      await model.close();
+    });
+    const report = () => hub.channels().find((c) => c.channel === "discord")?.status;
+    await waitFor(() => report()?.state === "connected", "connected on the supervisor's retry", 15_000);
+    expect(fake.api.callsOf("GET /gateway/bot").length).toBe(2);
+    model.script({ text: "Connected late." });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "hello" });
+    await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer");
+  }, 30_000);
 });

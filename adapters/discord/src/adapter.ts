@@ -4,7 +4,9 @@ import {
   Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
+  ChannelRefusedError,
   type ChannelStatus,
+  HubError,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
@@ -53,7 +55,7 @@ export interface DiscordAdapterOptions {
   /** Durable state shared by the hub's processes (interaction tokens for the delivery role). */
   state: AdapterStateStore;
   logger: HubLogger;
-  /** Longest `start()` waits for the first connection; it goes on connecting in the background. */
+  /** Longest `start()` waits for the gateway to get ready before it gives up (and is tried again). */
   startWaitMs?: number;
   /** First wait before retrying a message the hub could not accept (doubles, up to 30 s). */
   inboundRetryMs?: number;
@@ -78,13 +80,13 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #log: HubLogger;
   readonly #status: GatewayStatus;
   #client: Client;
-  #retry: ReturnType<typeof setTimeout> | undefined;
   readonly #chains = new Map<string, Promise<void>>();
   readonly #sequencer = new InboundSequencer();
   readonly #pending = new Set<Promise<InboundResult>>();
   #stopSignal = new AbortController();
   readonly #replies: InteractionReplies;
   #onInbound: InboundHandler | undefined;
+  #login: Promise<string> | undefined;
   #stopped = false;
 
   constructor(options: DiscordAdapterOptions) {
@@ -175,53 +177,72 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   /**
-   * Connects: resolves once connected, after the first failed attempt, or after
-   * `startWaitMs` (never throws), so Discord being down or misconfigured never
-   * stops the hub; the status says why, and a transient failure is retried with backoff.
+   * Logs in and connects the gateway. Throws `ChannelRefusedError` when Discord
+   * refuses the bot as configured (token, intents: the operator must act), any
+   * other error when Discord could not be reached or did not answer within
+   * `startWaitMs` (the hub's supervisor tries again with backoff). Once started,
+   * discord.js heals the gateway itself and `status()` follows it.
    */
   async start(onInbound: InboundHandler): Promise<void> {
     this.#onInbound = onInbound;
     this.#stopped = false;
     this.#stopSignal = new AbortController();
     this.#status.connecting();
-    // A gateway that never says HELLO or READY would hold login (and the hub's start) for good.
-    await Promise.race([this.#connect(1000), sleep(this.#o.startWaitMs ?? 20_000, this.#stopSignal.signal)]);
-  }
-
-  async #connect(backoffMs: number): Promise<void> {
+    const client = this.#client;
+    const waitMs = this.#o.startWaitMs ?? 20_000;
+    // One login at a time: a start that timed out leaves discord.js connecting, and the next start
+    // waits for that same login rather than opening a second connection.
+    if (!this.#login) {
+      const login = client.login(this.#o.token);
+      login.catch(() => {}); // observed below or by a later start; never an unhandled rejection
+      this.#login = login;
+    }
     try {
-      await this.#client.login(this.#o.token);
-      this.#log.info({ bot: this.#client.user?.username }, "discord connected");
-      return;
+      // A gateway that never says HELLO or READY would hold login (and this start) for good.
+      await Promise.race([
+        this.#login,
+        sleep(waitMs, this.#stopSignal.signal).then(() => {
+          throw new StartTimeout(`Discord's gateway did not get ready within ${Math.round(waitMs / 1000)} s`);
+        }),
+      ]);
+      this.#login = undefined;
     } catch (error) {
-      await this.#client.destroy().catch(() => {});
-      if (this.#stopped) return;
+      if (!(error instanceof StartTimeout)) {
+        // A failed discord.js login cannot be repeated: the next attempt gets a fresh client.
+        this.#login = undefined;
+        await this.#destroy(client);
+        this.#client = this.#createClient();
+      }
       const fatal = fatalLoginReason(error);
       if (fatal) {
         this.#status.failed(fatal);
-        return;
+        throw new ChannelRefusedError("discord_refused", fatal, { cause: error });
       }
-      this.#status.connecting(
-        `could not reach Discord (${describe(error)}); retrying in ${Math.round(backoffMs / 1000)} s`,
-        Date.now() + backoffMs,
+      const reason = `could not connect to Discord (${describe(error)})`;
+      this.#status.connecting(reason);
+      throw new HubError(
+        "discord_unreachable",
+        `${reason}; check channels.discord.restApi and the network.`,
+        {
+          cause: error,
+        },
       );
     }
-    this.#client = this.#createClient();
-    this.#retry = setTimeout(() => void this.#connect(Math.min(backoffMs * 2, 60_000)), backoffMs);
-    this.#retry.unref?.();
+    this.#log.info({ bot: client.user?.username }, "discord connected");
+  }
+
+  /** Destroys a client, waiting at most STOP_WAIT_MS (see `stop`). */
+  async #destroy(client: Client): Promise<boolean> {
+    return Promise.race([client.destroy().then(() => true), sleep(STOP_WAIT_MS).then(() => false)]);
   }
 
   async stop(): Promise<void> {
     this.#stopped = true;
-    clearTimeout(this.#retry);
     this.#stopSignal.abort();
     // discord.js can hang destroying a shard that is still waiting for HELLO (its own reconnect
     // nulls the close handler the destroy awaits): never let that hold the hub's shutdown.
-    const destroyed = await Promise.race([
-      this.#client.destroy().then(() => true),
-      sleep(STOP_WAIT_MS).then(() => false),
-    ]);
-    if (!destroyed) this.#log.warn("discord client did not close within 2 s; stopping anyway");
+    if (!(await this.#destroy(this.#client)))
+      this.#log.warn("discord client did not close within 2 s; stopping anyway");
     await Promise.allSettled([...this.#chains.values()]);
     await Promise.allSettled([...this.#pending]);
     this.#status.stopped();
@@ -434,6 +455,9 @@ export class DiscordAdapter implements ChannelAdapter {
     await this.#client.rest.post(Routes.channelTyping(channelOf(target)));
   }
 }
+
+/** A start that waited `startWaitMs` for a login still in progress. */
+class StartTimeout extends Error {}
 
 /** Why a login can never succeed as configured (the operator must act), or undefined when a retry may help. */
 function fatalLoginReason(error: unknown): string | undefined {

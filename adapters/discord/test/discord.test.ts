@@ -1,4 +1,4 @@
-import { createLogger, RateLimitedError } from "@hub/core";
+import { ChannelRefusedError, createLogger, RateLimitedError } from "@hub/core";
 import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord, startFakeOpenAI } from "@hub/fakes";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestHub } from "../../../test/support/hub.js";
@@ -352,9 +352,11 @@ describe("discord sends", () => {
     expect((error as Error).message).toContain("global");
   });
 
-  it("a refused Message Content intent (close 4014) marks the channel failed with what to do; start does not throw", async () => {
+  it("a refused Message Content intent (close 4014) is a refusal (no retry helps) saying what to do", async () => {
     const { adapter } = await bare({ messageContentAllowed: false });
-    await adapter.start(async () => ({ kind: "accepted" }));
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelRefusedError);
+    expect((error as Error).message).toContain("Privileged Gateway Intents");
     expect(adapter.status()).toMatchObject({
       state: "failed",
       reason: expect.stringContaining("Message Content intent"),
@@ -380,7 +382,7 @@ describe("discord sends", () => {
     expect(adapter.status().state).toBe("connected");
   });
 
-  it("a gateway that never says HELLO holds neither start nor stop", async () => {
+  it("a gateway that never says HELLO holds neither start (a transient failure) nor stop", async () => {
     const fake = await startFakeDiscord({ hello: false });
     const adapter = adapterFor(fake, logger(), { startWaitMs: 300 });
     cleanups.push(async () => {
@@ -388,9 +390,18 @@ describe("discord sends", () => {
       await fake.close();
     });
     const started = Date.now();
-    await adapter.start(async () => ({ kind: "accepted" }));
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
     expect(Date.now() - started).toBeLessThan(5000);
-    expect(adapter.status().state).toBe("connecting");
+    // Transient (the supervisor tries again), not a refusal.
+    expect(error).toBeInstanceOf(Error);
+    expect(error).not.toBeInstanceOf(ChannelRefusedError);
+    expect((error as Error).message).toContain("did not get ready");
+    expect(adapter.status()).toMatchObject({
+      state: "reconnecting",
+      reason: expect.stringContaining("did not get ready"),
+    });
+    // A second start waits for the same login: no second connection.
+    await expect(adapter.start(async () => ({ kind: "accepted" }))).rejects.toThrow(/did not get ready/);
     expect(fake.gateway.stats.connections).toBe(1);
     const stopping = Date.now();
     await adapter.stop();
@@ -405,7 +416,9 @@ describe("discord sends", () => {
       await adapter.stop();
       await fake.close();
     });
-    await adapter.start(async () => ({ kind: "accepted" }));
+    await expect(adapter.start(async () => ({ kind: "accepted" }))).rejects.toBeInstanceOf(
+      ChannelRefusedError,
+    );
     expect(adapter.status()).toMatchObject({
       state: "failed",
       reason: expect.stringContaining("DISCORD_BOT_TOKEN"),
