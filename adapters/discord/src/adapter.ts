@@ -321,7 +321,11 @@ export class DiscordAdapter implements ChannelAdapter {
     for (let attempt = 1; ; attempt++) {
       const onInbound = this.#onInbound;
       if (!onInbound || this.#stopped) return { kind: "ignored", reason: "the adapter is stopping" };
-      const result = await onInbound(fields);
+      // The handler answers rather than throws; if it ever throws, that is a transient failure too.
+      const result: InboundResult = await onInbound(fields).catch((error: unknown) => ({
+        kind: "retry" as const,
+        reason: describe(error),
+      }));
       if (result.kind === "rejected")
         this.#log.warn({ messageId: id, reason: result.reason }, "discord message rejected");
       if (result.kind !== "retry") return result;

@@ -352,6 +352,23 @@ describe("discord sends", () => {
     expect((error as Error).message).toContain("global");
   });
 
+  it("a message the hub could not take yet (retry, or a throw) is handed over again; the gateway never redelivers", async () => {
+    const { fake, adapter } = await bare();
+    const seen: string[] = [];
+    let calls = 0;
+    await adapter.start(async (fields) => {
+      calls++;
+      if (calls === 1) return { kind: "retry", reason: "Redis is unreachable" };
+      if (calls === 2) throw new Error("boom");
+      seen.push(fields.body);
+      return { kind: "accepted" };
+    });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "keep trying" });
+    await waitFor(() => seen.length === 1, "the message accepted on the third try");
+    expect(seen).toEqual(["keep trying"]);
+    expect(calls).toBe(3);
+  });
+
   it("a refused Message Content intent (close 4014) is a refusal (no retry helps) saying what to do", async () => {
     const { adapter } = await bare({ messageContentAllowed: false });
     const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
