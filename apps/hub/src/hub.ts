@@ -3,13 +3,18 @@ import { join } from "node:path";
 import {
   AgentRunner,
   assembleTools,
+  createCommandHandler,
   currentTimeTool,
   groupMemoryDefault,
   httpFetchTool,
   type MemoryTrust,
   memoryTools,
+  RunControl,
+  recoverInterruptedRuns,
   sendMessageTool,
+  sessionStatus,
   sessionStatusTool,
+  startAgentRole,
   TOOL_PROFILES,
 } from "@hub/agent";
 import {
@@ -37,8 +42,7 @@ import {
 import { webRoot } from "@hub/web";
 import { AdapterRegistry } from "./adapter-registry.js";
 import { buildChannelAdapters } from "./adapters.js";
-import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
-import { createCommandHandler, sessionStatus } from "./commands.js";
+
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { channelPlugins } from "./plugins.js";
@@ -307,7 +311,7 @@ export async function startHub(
         logger: logger.child({ component: "gateway" }),
         agentId: config.agent.id,
         dmScope: config.agent.dmScope,
-        dispatch: (fields, o) => admit.dispatchInboundMessage(fields, o),
+        webchat,
         runRecord: (runId) => runs.get(runId),
         history: async (sessionKey) => {
           const record = await sessions.get(sessionKey);
@@ -345,8 +349,8 @@ export async function startHub(
     await gateway.start();
     // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
     supervisor = new ChannelSupervisor(
-      channelAdapters,
-      (fields) => admitInbound(() => admit.dispatchInboundMessage(fields)),
+      [...channelAdapters, webchat],
+      (fields, o) => admitInbound(() => admit.dispatchInboundMessage(fields, o)),
       logger,
       tuning.channelBackoff,
     );
