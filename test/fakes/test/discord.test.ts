@@ -97,6 +97,15 @@ describe("fake discord REST", () => {
     expect(f.api.callsOf("POST /channels/:id/messages")).toHaveLength(6);
   });
 
+  it("enforce_nonce only looks back a few minutes: after the window the same nonce makes a new message", async () => {
+    const f = await fake({ nonceWindowMs: 100 });
+    const path = `/channels/${f.channelId}/messages`;
+    await rest(f, "POST", path, { content: "one", nonce: "late", enforce_nonce: true });
+    await new Promise((r) => setTimeout(r, 150));
+    await rest(f, "POST", path, { content: "one", nonce: "late", enforce_nonce: true });
+    expect(f.sent(f.channelId)).toHaveLength(2);
+  });
+
   it("a 429 carries Retry-After, the X-RateLimit-* headers and a retry_after body; global ones say so", async () => {
     const f = await fake();
     f.failNext("POST /channels/:id/messages", { status: 429, retryAfter: 1.5 });

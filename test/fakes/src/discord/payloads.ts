@@ -56,7 +56,8 @@ export interface State {
   ids: { guild: string; botRole: string; channel: string; thread: string; dm: string; app: string };
   messages: Map<string, APIMessage>;
   sent: DiscordSentMessage[];
-  nonces: Map<string, APIMessage>;
+  /** Messages by author and nonce, with when they were made (enforce_nonce looks back `nonceWindowMs`). */
+  nonces: Map<string, { message: APIMessage; at: number }>;
   typing: string[];
   commands: Map<string, Array<Record<string, unknown>>>;
   interactions: FakeInteraction[];

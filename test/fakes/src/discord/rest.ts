@@ -73,7 +73,8 @@ function createMessage(s: State, channelId: string, body: Record<string, unknown
     return invalidForm("nonce", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length.");
   // enforce_nonce: a nonce this author used in the last few minutes returns the message it made.
   const nonceKey = `${s.bot.id}:${String(nonce)}`;
-  const earlier = nonce !== undefined && body.enforce_nonce === true ? s.nonces.get(nonceKey) : undefined;
+  const known = nonce !== undefined && body.enforce_nonce === true ? s.nonces.get(nonceKey) : undefined;
+  const earlier = known && Date.now() - known.at <= s.o.nonceWindowMs ? known.message : undefined;
   if (earlier) return json(200, earlier);
   const ref = body.message_reference as { message_id?: string; fail_if_not_exists?: boolean } | undefined;
   const target = ref?.message_id ? s.messages.get(ref.message_id) : undefined;
@@ -89,7 +90,7 @@ function createMessage(s: State, channelId: string, body: Record<string, unknown
         }
       : {}),
   });
-  if (nonce !== undefined && body.enforce_nonce === true) s.nonces.set(nonceKey, message);
+  if (nonce !== undefined && body.enforce_nonce === true) s.nonces.set(nonceKey, { message, at: Date.now() });
   s.sent.push({ channelId, body, message, pinged: pingsOf(content, body.allowed_mentions), at: Date.now() });
   // Discord echoes the bot's own message on the gateway (the adapter must ignore it).
   s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message));

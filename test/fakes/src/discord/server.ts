@@ -26,6 +26,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     messageContentAllowed: options.messageContentAllowed ?? true,
     interactionResponseMs: options.interactionResponseMs ?? 3000,
     hello: options.hello ?? true,
+    nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
   };
   const appId = snowflake();
   const bot = user(appId, "hub-test-bot", true);

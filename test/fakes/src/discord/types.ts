@@ -11,6 +11,8 @@ export interface FakeDiscordOptions {
   messageContentAllowed?: boolean;
   /** How long an interaction may wait for its first response (ms; Discord: 3 s). */
   interactionResponseMs?: number;
+  /** How far back `enforce_nonce` finds an earlier message with the same nonce (ms; Discord: "a few minutes"). */
+  nonceWindowMs?: number;
   /** Listen on this port (default: any free one), e.g. one an adapter was pointed at while the fake was down. */
   port?: number;
   /** False: the gateway accepts connections but never says HELLO (default true). */
