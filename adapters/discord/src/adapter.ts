@@ -29,7 +29,7 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
-import type { DiscordGuild } from "./config.js";
+import { type DiscordGuild, guildAccess } from "./config.js";
 import { describeClose, GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
@@ -399,6 +399,17 @@ export class DiscordAdapter implements ChannelAdapter {
       i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
     const fields = interactionFields(i, this.accountId, parentId);
     if (!fields) return;
+    const access = i.guild_id
+      ? guildAccess(this.#o.guilds ?? {}, i.guild_id, fields.chat.id, fields.sender.id)
+      : undefined;
+    if (access && "blocked" in access) {
+      this.#log.info(
+        { interactionId: i.id, reason: access.blocked },
+        "discord slash command not allowed here",
+      );
+      await this.#replies.editOriginal(record, "This command cannot be used here.").catch(() => {});
+      return;
+    }
     const result = await this.#submit(fields, i.id);
     if (result.kind === "accepted" || result.kind === "duplicate") return;
     // Not taken: unless the hub answered it (a refusal notice), say so rather than leave "thinking…".

@@ -82,3 +82,20 @@ export function resolveGuildRule(
     allowFrom: channel?.allowFrom ?? guild.allowFrom,
   };
 }
+
+/**
+ * What `guilds` says about `senderId` writing in `channelId` of `guildId`: blocked
+ * (and why), or allowed with its mention rule; undefined when `guilds` is empty.
+ */
+export function guildAccess(
+  guilds: Record<string, DiscordGuild>,
+  guildId: string,
+  channelId: string,
+  senderId: string,
+): { blocked: string } | { requireMention: boolean } | undefined {
+  const rule = resolveGuildRule(guilds, guildId, channelId);
+  if (!rule || "blocked" in rule) return rule;
+  if (rule.allowFrom.length > 0 && !rule.allowFrom.includes(senderId))
+    return { blocked: `sender ${senderId} is not in this guild's or channel's allowFrom` };
+  return { requireMention: rule.requireMention };
+}

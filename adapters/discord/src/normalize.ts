@@ -1,6 +1,6 @@
 import type { AdapterFields, Media } from "@hub/core";
 import { z } from "zod";
-import { type DiscordGuild, resolveGuildRule } from "./config.js";
+import { type DiscordGuild, guildAccess } from "./config.js";
 
 const UserSchema = z.looseObject({
   id: z.string(),
@@ -129,10 +129,8 @@ export function normalizeMessage(
   const chatId = isThread ? (options.parentId as string) : msg.channel_id;
   let mentioned = direct || mentionsBot(msg, bot);
   if (!direct) {
-    const rule = resolveGuildRule(options.guilds, msg.guild_id as string, chatId);
+    const rule = guildAccess(options.guilds, msg.guild_id as string, chatId, msg.author.id);
     if (rule && "blocked" in rule) return { skip: rule.blocked };
-    if (rule && rule.allowFrom.length > 0 && !rule.allowFrom.includes(msg.author.id))
-      return { skip: `sender ${msg.author.id} is not in this guild's or channel's allowFrom` };
     // A channel configured to answer without a mention: every message there addresses the bot.
     if (rule && !rule.requireMention) mentioned = true;
   }

@@ -426,6 +426,26 @@ describe("discord sends", () => {
     expect(adapter.status().state).toBe("stopped");
   });
 
+  it("guilds apply to slash commands too: a command in a guild that is not allowed is refused without reaching the hub", async () => {
+    const fake = await startFakeDiscord();
+    const adapter = adapterFor(fake, logger(), {
+      guilds: { "123456789012345678": { requireMention: true, allowFrom: [] } },
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    const handed: string[] = [];
+    await adapter.start(async (fields) => {
+      handed.push(fields.body);
+      return { kind: "accepted" };
+    });
+    const i = fake.slashCommand("status", { channelId: fake.channelId });
+    await waitFor(() => i.content !== undefined, "the refusal");
+    expect(i.content).toBe("This command cannot be used here.");
+    expect(handed).toEqual([]);
+  });
+
   it("a bad token marks the channel failed with what to do", async () => {
     const fake = await startFakeDiscord();
     const adapter = adapterFor(fake, logger(), { token: "wrong" });
