@@ -24,6 +24,7 @@ import {
   DiscordAPIError,
   Events,
   GatewayIntentBits,
+  HTTPError,
   Partials,
   type RateLimitData,
   RateLimitError,
@@ -457,12 +458,15 @@ export class DiscordAdapter implements ChannelAdapter {
         `Discord rate limit on ${error.route}${error.global ? " (global)" : ""}`,
       );
     }
-    if (error instanceof DiscordAPIError && isPermanentStatus(error.status)) {
-      return new PermanentSendError(
-        `Discord refused the message: ${error.status} ${error.message} (code ${error.code})`,
-        { cause: error },
-      );
+    // Discord's errors carry the request URL, which holds the interaction token on webhook routes:
+    // they are never passed on (the hub logs send errors), only their status, message and code.
+    if (error instanceof DiscordAPIError) {
+      const what = `${error.status} ${error.message} (code ${error.code})`;
+      if (isPermanentStatus(error.status))
+        return new PermanentSendError(`Discord refused the message: ${what}`);
+      return new Error(`Discord answered ${what}`);
     }
+    if (error instanceof HTTPError) return new Error(`Discord answered ${error.status} ${error.message}`);
     return error;
   }
 

@@ -1,4 +1,4 @@
-import { ChannelRefusedError, createLogger, RateLimitedError } from "@hub/core";
+import { ChannelRefusedError, createLogger, PermanentSendError, RateLimitedError } from "@hub/core";
 import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord, startFakeOpenAI } from "@hub/fakes";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestHub } from "../../../test/support/hub.js";
@@ -367,6 +367,42 @@ describe("discord sends", () => {
     await waitFor(() => seen.length === 1, "the message accepted on the third try");
     expect(seen).toEqual(["keep trying"]);
     expect(calls).toBe(3);
+  });
+
+  it("send errors carry Discord's status and message, never the request URL (an interaction's token)", async () => {
+    const { fake, adapter } = await bare();
+    await adapter.start(async () => ({ kind: "accepted" }));
+    const i = fake.slashCommand("status", { channelId: fake.dmChannelId });
+    await waitFor(() => i.respondedAt !== undefined, "the deferral");
+    const target = {
+      channel: "discord",
+      accountId: "default",
+      chatId: fake.dmChannelId,
+      replyToMessageId: `interaction:${i.id}`,
+    };
+    fake.failNext("PATCH /webhooks/:id/:token/messages/@original", { status: 500 });
+    const transient = await adapter
+      .send({ replyId: "e", index: 0, text: "x" }, target)
+      .catch((e: unknown) => e);
+    expect(transient).toBeInstanceOf(Error);
+    expect(transient).not.toBeInstanceOf(PermanentSendError);
+    fake.failNext("PATCH /webhooks/:id/:token/messages/@original", { status: 404 });
+    const permanent = await adapter
+      .send({ replyId: "e", index: 0, text: "x" }, target)
+      .catch((e: unknown) => e);
+    expect(permanent).toBeInstanceOf(PermanentSendError);
+    for (const error of [transient, permanent] as Error[]) {
+      const seen = JSON.stringify({
+        ...error,
+        message: error.message,
+        stack: error.stack,
+        cause: String(error.cause),
+      });
+      expect(seen).not.toContain(i.token);
+    }
+    // Answered on the next try.
+    await adapter.send({ replyId: "e", index: 0, text: "done" }, target);
+    expect(i.content).toBe("done");
   });
 
   it("a refused Message Content intent (close 4014) is a refusal (no retry helps) saying what to do", async () => {

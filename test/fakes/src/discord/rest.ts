@@ -213,7 +213,7 @@ function rateLimitAnswer(failure: DiscordFailure, bucket: string): Answer {
 
 /** A route's template: ids as `:id`, interaction and webhook tokens as `:token`. */
 export function routeTemplate(path: string): string {
-  const parts = path.split("/");
+  const parts = path.split("/").map(decodeURIComponent);
   return parts
     .map((seg, i) =>
       /^\d+$/.test(seg)
