@@ -96,6 +96,17 @@ export function bodyOf(content: string, bot: DiscordBotIdentity): string {
   return text.replace(me, `@${bot.username}`);
 }
 
+/** The reply-to context: the referenced message (author, text), or only its id when Discord left it out. */
+function replyToOf(msg: DiscordMessage): Pick<AdapterFields, "replyTo"> {
+  const reply = msg.referenced_message;
+  if (reply) {
+    const body = reply.content ? { body: reply.content } : {};
+    return { replyTo: { messageId: reply.id, senderId: reply.author.id, ...body } };
+  }
+  const id = msg.message_reference?.message_id;
+  return id ? { replyTo: { messageId: id } } : {};
+}
+
 /** Whether the message addresses the bot: its user, one of its roles, or a reply to its message. */
 export function mentionsBot(msg: DiscordMessage, bot: DiscordBotIdentity): boolean {
   if (msg.mentions.some((u) => u.id === bot.id)) return true;
@@ -134,7 +145,6 @@ export function normalizeMessage(
     // A channel configured to answer without a mention: every message there addresses the bot.
     if (rule && !rule.requireMention) mentioned = true;
   }
-  const reply = msg.referenced_message ?? undefined;
   const fields: AdapterFields = {
     channel: "discord",
     accountId: options.accountId,
@@ -153,17 +163,7 @@ export function normalizeMessage(
     },
     body: bodyOf(msg.content, bot),
     wasMentioned: mentioned,
-    ...(reply
-      ? {
-          replyTo: {
-            messageId: reply.id,
-            senderId: reply.author.id,
-            ...(reply.content ? { body: reply.content } : {}),
-          },
-        }
-      : msg.message_reference?.message_id
-        ? { replyTo: { messageId: msg.message_reference.message_id } }
-        : {}),
+    ...replyToOf(msg),
     media: mediaOf(msg),
     timestamp: Date.parse(msg.timestamp) || Date.now(),
     ...(direct ? {} : { replyToMessageId: msg.id }),
