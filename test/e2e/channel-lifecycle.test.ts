@@ -27,11 +27,14 @@ describe("supervised channel lifecycle", () => {
     const healthy = await startFakeTelegram({ token: "1:HEALTHY" });
     cleanups.push(() => healthy.close());
     const downPort = await freePort();
+    // Each run its own polling offsets: a stale offset would skip the fresh fake's first updates.
+    const statePrefix = testPrefix("lifecycle-state");
+    cleanups.push(() => dropPrefix(statePrefix));
     const make = (accountId: string, botToken: string, apiRoot: string) =>
       telegramPlugin.create(telegramPlugin.configSchema.parse({ botToken, apiRoot }), {
         accountId,
         logger,
-        state: redisStateStore(redis, `lifecycle-${accountId}`),
+        state: redisStateStore(redis, statePrefix),
         stateDir: "/tmp",
       });
     const adapters = [
