@@ -1,6 +1,6 @@
+import { channelPlugins } from "@hub/app";
 import { configJsonSchema, parseConfig } from "@hub/core";
 import { describe, expect, it } from "vitest";
-import { channelPlugins } from "../../../apps/hub/src/plugins.js";
 import { DiscordConfigSchema, discordPlugin, measureWithLines, NONCE_LENGTH, nonceOf } from "../src/index.js";
 
 describe("channels.discord config", () => {
