@@ -1,3 +1,5 @@
+import { runIdForMessage } from "@hub/core";
+import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   type FakeOpenAI,
@@ -7,7 +9,7 @@ import {
   startFakeTelegram,
 } from "../fakes/src/index.js";
 import { type Installation, installation } from "../support/installation.js";
-import { waitFor } from "../support/redis.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
 
 // Delivery crash points (issue 9, items 7 and 9), with real processes frozen at the exact step.
 let model: FakeOpenAI;
@@ -54,10 +56,15 @@ describe("a delivery worker frozen past its lease", () => {
 
 describe("admission never waits for delivery", () => {
   let telegram: FakeTelegram;
+  let redis: Redis;
   beforeAll(async () => {
     telegram = await startFakeTelegram();
+    redis = new Redis(REDIS_URL);
   });
-  afterAll(async () => telegram.close());
+  afterAll(async () => {
+    await telegram.close();
+    redis.disconnect();
+  });
 
   it("a /status behind a chat's paced backlog does not hold up another chat's message", async () => {
     const [ann, bob] = [7101, 7202];
@@ -79,7 +86,16 @@ describe("admission never waits for delivery", () => {
     const long = Array.from({ length: 8 }, (_, i) => `Part ${i}: ${"word ".repeat(700)}`).join("\n\n");
     model.script({ text: long, chunkSize: 2000 });
     await inst.start();
-    telegram.pushUpdate(privateText({ chatId: ann, fromId: ann, text: "tell me a long story" }));
+    telegram.pushUpdate(
+      privateText({ chatId: ann, fromId: ann, text: "tell me a long story", messageId: 501 }),
+    );
+    // Ann's run is over (every part queued) and its first part is out: the rest is a backlog no run holds.
+    const story = runIdForMessage(`telegram:default:${ann}:501`);
+    await waitFor(
+      async () => (await redis.hget(`${inst.prefix}:run:${story}`, "status")) === "completed",
+      "Ann's run to finish",
+      20_000,
+    );
     await waitFor(() => telegram.sent(ann).length >= 1, "the first part of Ann's answer", 20_000);
     telegram.pushUpdate(privateText({ chatId: ann, fromId: ann, text: "/status" }));
     telegram.pushUpdate(privateText({ chatId: bob, fromId: bob, text: "hello from bob" }));
