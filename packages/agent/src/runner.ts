@@ -69,6 +69,8 @@ export interface AgentRunnerOptions extends ContextSettings {
   dataLost?: (since: number) => Promise<boolean>;
   /** Shows "typing…" at a reply target (the channel adapter's), refreshed while a run is active. */
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
+  /** How long a run may take before "typing…" is shown (a quick answer needs none); default 1 s. */
+  typingDelayMs?: number;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
   typingIntervalMs?: number;
 }
@@ -152,7 +154,11 @@ export class AgentRunner {
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
     if (attempt === 0) return undefined;
-    log.info({ attempt, resuming }, resuming ? "run resumed after an interruption" : "run started");
+    // One info line per run ("run finished"); its start is debug detail.
+    log[resuming ? "info" : "debug"](
+      { attempt, resuming },
+      resuming ? "run resumed after an interruption" : "run started",
+    );
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
@@ -355,6 +361,17 @@ export class AgentRunner {
       log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");
       return;
     }
+    // The reply is handed to delivery: the run's lane and concurrency slot are free now, and the end is
+    // announced once delivery settles (the outcome is already persisted, so a crash here loses no run).
+    void this.#announce(run, turn, segments).catch((error) =>
+      log.warn({ err: error }, "could not announce the end of the run"),
+    );
+  }
+
+  async #announce(run: ClaimedRun, turn: TurnResult, segments: number): Promise<void> {
+    const { request, log } = run;
+    const { ctx, runId } = request;
+    const { end, text, reply } = turn;
     const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs);
     if (!settlement)
       log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
@@ -424,8 +441,15 @@ export class AgentRunner {
     if (!typing) return () => {};
     const send = () =>
       void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
-    send();
-    const timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
-    return () => clearInterval(timer);
+    let timer: NodeJS.Timeout | undefined;
+    // Only an answer not there within about a second shows typing: a quick one costs no extra platform call.
+    const first = setTimeout(() => {
+      send();
+      timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
+    }, this.o.typingDelayMs ?? 1000);
+    return () => {
+      clearTimeout(first);
+      clearInterval(timer);
+    };
   }
 }
