@@ -137,6 +137,7 @@ export async function startHub(
     capabilitiesOf: (channel) => adapters.forChannel(channel)?.capabilities,
     maxAttempts: config.delivery.maxAttempts,
     sendTimeoutMs: config.delivery.sendTimeoutMs,
+    maxAgeMs: config.delivery.maxAgeSeconds * 1000,
     ...mailboxTuning,
     ...(tuning.leaseMs ? {} : { leaseMs: config.delivery.leaseMs }),
   });
