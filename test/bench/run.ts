@@ -44,7 +44,9 @@ try {
   if (process.argv.includes("all")) {
     const { benchWebChat } = await import("./webchat.js");
     const { benchFuzz } = await import("./fuzz.js");
+    const { benchSlack } = await import("./slack.js");
     await benchWebChat();
+    await benchSlack();
     await benchFuzz();
   }
 } finally {

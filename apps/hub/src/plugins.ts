@@ -1,4 +1,5 @@
 import type { ChannelPlugin } from "@hub/core";
+import { slackPlugin } from "@hub/slack";
 import { telegramPlugin } from "@hub/telegram";
 
 /**
@@ -11,4 +12,4 @@ import { telegramPlugin } from "@hub/telegram";
  * dependencies). Its conformance harness is exported from its package's
  * `./conformance` entry and run by `@hub/conformance` (see that package's index).
  */
-export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin];
+export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin, slackPlugin];
