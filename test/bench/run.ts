@@ -1,6 +1,6 @@
 // `npm run bench`: the whole pipeline on Telegram against its baselines, and ordered delivery against
 // its baselines, in one run on a private Redis. Prints numbers and ratios; asserts nothing (tests
-// assert behaviour). `npm run bench -- all` adds the web chat figures and the inbound fuzz.
+// assert behaviour). `npm run bench -- all` adds the web chat and Slack figures and the inbound fuzz.
 // Sizes: BENCH_CHATS x BENCH_MESSAGES (window BENCH_WINDOW), BENCH_TARGETS x BENCH_SEGMENTS.
 import { benchPlainHttp, benchRawBullmq } from "./baselines.js";
 import { benchDelivery } from "./delivery.js";

@@ -88,6 +88,8 @@ export class TelegramAdapter implements ChannelAdapter {
       markdown: "telegram-html",
       threads: true,
       typing: true,
+      // sendChatAction is a Bot API call of its own: only an answer not there within a second shows it.
+      typingDelayMs: 1000,
       edit: true,
       ...pacingCapabilities(this.#pacing),
       streamMinChars: 1500,

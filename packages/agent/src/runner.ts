@@ -69,8 +69,6 @@ export interface AgentRunnerOptions extends ContextSettings {
   dataLost?: (since: number) => Promise<boolean>;
   /** Shows "typing…" at a reply target (the channel adapter's), refreshed while a run is active. */
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
-  /** How long a run may take before "typing…" is shown (a quick answer needs none); default 1 s. */
-  typingDelayMs?: number;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
   typingIntervalMs?: number;
 }
@@ -214,7 +212,7 @@ export class AgentRunner {
     stopSignal.addEventListener("abort", onStop);
     if (stopSignal.aborted) onStop();
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
-    const stopTyping = this.#startTyping(ctx.replyTarget, run.log);
+    const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
     try {
       const text = await this.#turn(run, {
         streamer,
@@ -436,17 +434,19 @@ export class AgentRunner {
     });
   }
 
-  #startTyping(target: MsgContext["replyTarget"], log: HubLogger): () => void {
+  #startTyping(target: MsgContext["replyTarget"], log: HubLogger, delayMs: number): () => void {
     const typing = this.o.typing;
     if (!typing) return () => {};
     const send = () =>
       void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
     let timer: NodeJS.Timeout | undefined;
-    // Only an answer not there within about a second shows typing: a quick one costs no extra platform call.
-    const first = setTimeout(() => {
+    const start = () => {
       send();
       timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
-    }, this.o.typingDelayMs ?? 1000);
+    };
+    // A channel whose typing costs a platform call per answer (Telegram) shows it only when the answer is slow.
+    const first = delayMs > 0 ? setTimeout(start, delayMs) : undefined;
+    if (delayMs <= 0) start();
     return () => {
       clearTimeout(first);
       clearInterval(timer);
