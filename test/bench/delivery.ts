@@ -1,25 +1,24 @@
-import { performance } from "node:perf_hooks";
 import { createLogger } from "@hub/core";
 import { ReplyDispatcher } from "@hub/reply";
 import { FakeChatAdapter, startFakeChatPlatform } from "../fakes/src/index.js";
-import { dropPrefix, REDIS_URL, testPrefix } from "../support/redis.js";
+import { dropPrefix, testPrefix } from "../support/redis.js";
+import { PhaseMeter, printCost } from "./meter.js";
 
 /** Ordered delivery through the ReplyDispatcher into the fake platform: segments/s and order kept. */
-export async function benchDelivery(): Promise<void> {
-  const targets = Number(process.env.BENCH_TARGETS ?? 500);
-  const perTarget = Number(process.env.BENCH_SEGMENTS ?? 10);
+export async function benchDelivery(redisUrl: string, targets: number, perTarget: number): Promise<number> {
   const platform = await startFakeChatPlatform();
   const prefix = testPrefix("bench-delivery");
   const adapter = new FakeChatAdapter("fakechat", platform.url, { textLimit: 1000 });
   const dispatcher = new ReplyDispatcher({
-    redisUrl: REDIS_URL,
+    redisUrl,
     prefix,
     logger: createLogger({ level: "silent" }),
     capabilitiesOf: () => adapter.capabilities,
   });
   const worker = dispatcher.startDelivery(() => adapter, { concurrency: 50 });
+  const meter = new PhaseMeter(redisUrl);
   try {
-    const started = performance.now();
+    await meter.start();
     const replies = Array.from({ length: targets }, (_, t) =>
       dispatcher.open(`reply-${t}`, { channel: "fakechat", accountId: "default", chatId: `chat-${t}` }),
     );
@@ -30,18 +29,20 @@ export async function benchDelivery(): Promise<void> {
       }),
     );
     await Promise.all(replies.map((r) => r.settled()));
-    const seconds = (performance.now() - started) / 1000;
+    const cost = await meter.stop();
     const byChat = new Map<string, number[]>();
     for (const m of platform.messages) byChat.set(m.chatId, [...(byChat.get(m.chatId) ?? []), m.index]);
     let outOfOrder = 0;
     for (const indices of byChat.values()) outOfOrder += indices.filter((v, i) => v !== i).length;
+    const rate = platform.messages.length / cost.seconds;
     console.log(
-      `ordered delivery, 1 process, ${targets} targets x ${perTarget} segments, fake platform on loopback:`,
+      `  ordered delivery (ReplyDispatcher, 1 process, concurrency 50): ${rate.toFixed(0)} segments/s; ` +
+        `${platform.messages.length} delivered, ${outOfOrder} out of order`,
     );
-    console.log(
-      `  ${(platform.messages.length / seconds).toFixed(0)} segments/s; ${platform.messages.length} delivered, ${outOfOrder} out of order`,
-    );
+    printCost(cost, platform.messages.length, "segment");
+    return rate;
   } finally {
+    meter.close();
     await worker.close();
     await dispatcher.close();
     await platform.close();

@@ -1,69 +1,55 @@
-// `pnpm bench`: figures for the web chat path with the offline model, and for
-// ordered delivery. Prints numbers; asserts nothing (tests assert behaviour).
-import { performance } from "node:perf_hooks";
-import { GatewayClient } from "../support/gateway-client.js";
-import { startTestHub } from "../support/hub.js";
+// `npm run bench`: the whole pipeline on Telegram against its baselines, and ordered delivery against
+// its baselines, in one run on a private Redis. Prints numbers and ratios; asserts nothing (tests
+// assert behaviour). `npm run bench -- all` adds the web chat and Slack figures and the inbound fuzz.
+// Sizes: BENCH_CHATS x BENCH_MESSAGES (window BENCH_WINDOW), BENCH_TARGETS x BENCH_SEGMENTS.
+import { benchPlainHttp, benchRawBullmq } from "./baselines.js";
 import { benchDelivery } from "./delivery.js";
-import { benchFuzz } from "./fuzz.js";
-import { benchSlack } from "./slack.js";
+import { startBenchRedis } from "./meter.js";
+import { benchGrammyEcho, benchHubTelegram } from "./telegram.js";
 
-const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
-const PER_CLIENT = Number(process.env.BENCH_MESSAGES ?? 5);
+const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+const shape = {
+  chats: env("BENCH_CHATS", 100),
+  messages: env("BENCH_MESSAGES", 5),
+  window: env("BENCH_WINDOW", 2),
+  timeoutMs: env("BENCH_TIMEOUT_MS", 120_000),
+};
+const targets = env("BENCH_TARGETS", 200);
+const segments = env("BENCH_SEGMENTS", 10);
+const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
 
-function pct(sorted: number[], p: number): string {
-  if (sorted.length === 0) return "-";
-  return (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number).toFixed(1);
-}
-
-async function benchWebChat(): Promise<void> {
-  const hub = await startTestHub(
-    { agent: { maxConcurrentRuns: Number(process.env.BENCH_RUNS ?? 32) } },
-    "bench",
+const redis = await startBenchRedis();
+try {
+  console.log(
+    `end to end: fake Telegram (polling) -> ... -> fake Telegram; ${shape.chats} chats x ${shape.messages} messages, ` +
+      `${shape.window} unanswered per chat at most; Redis ${redis.private ? "private" : "shared"}`,
   );
-  try {
-    const clients = await Promise.all(
-      Array.from({ length: CLIENTS }, () => GatewayClient.open(hub.port, hub.token)),
-    );
-    const acks: number[] = [];
-    const e2e: number[] = [];
-    const started = performance.now();
-    await Promise.all(
-      clients.map(async (client, c) => {
-        for (let m = 0; m < PER_CLIENT; m++) {
-          const runId = `bench-${c}-${m}-${Date.now()}`;
-          const t0 = performance.now();
-          const res = await client.request("chat.send", {
-            sessionKey: `agent:main:webchat:direct:bench${c}`,
-            text: `message ${m} from client ${c}`,
-            idempotencyKey: runId,
-          });
-          acks.push(performance.now() - t0);
-          if (!res.ok) throw new Error(JSON.stringify(res.error));
-          const end = await client.terminal(runId, 120_000);
-          if (end.state !== "final") throw new Error(`run ${runId} ended ${end.state}: ${end.text}`);
-          e2e.push(performance.now() - t0);
-        }
-      }),
-    );
-    const seconds = (performance.now() - started) / 1000;
-    acks.sort((a, b) => a - b);
-    e2e.sort((a, b) => a - b);
-    console.log(
-      `web chat, offline model, ${CLIENTS} concurrent clients x ${PER_CLIENT} messages (one session each):`,
-    );
-    console.log(`  chat.send ACK latency   p50 ${pct(acks, 50)} ms   p99 ${pct(acks, 99)} ms`);
-    console.log(`  send -> final latency   p50 ${pct(e2e, 50)} ms   p99 ${pct(e2e, 99)} ms`);
-    console.log(
-      `  end-to-end throughput   ${(e2e.length / seconds).toFixed(0)} messages/s (${e2e.length} in ${seconds.toFixed(1)} s)`,
-    );
-    for (const c of clients) c.close();
-  } finally {
-    await hub.dispose();
-  }
-}
+  const echo = await benchGrammyEcho(redis.url, shape);
+  const hub = await benchHubTelegram(redis.url, shape);
+  const hubRate = hub.load.answered / hub.load.seconds;
+  const echoRate = echo.load.answered / echo.load.seconds;
+  console.log(
+    `  ratio hub / bare grammY: ${ratio(hubRate, echoRate)} (messages/s); node CPU per message ` +
+      `${ratio(hub.cost.nodeCpuMs / hub.load.answered, echo.cost.nodeCpuMs / echo.load.answered)}x`,
+  );
 
-await benchWebChat();
-await benchDelivery();
-await benchSlack();
-await benchFuzz();
+  console.log(`ordered delivery: ${targets} targets x ${segments} segments`);
+  const raw = await benchRawBullmq(redis.url, targets, segments);
+  const http = await benchPlainHttp(targets, segments);
+  const ordered = await benchDelivery(redis.url, targets, segments);
+  console.log(
+    `  ratio ordered / raw BullMQ: ${ratio(ordered, raw)}; ordered / plain HTTP: ${ratio(ordered, http)}`,
+  );
+
+  if (process.argv.includes("all")) {
+    const { benchWebChat } = await import("./webchat.js");
+    const { benchFuzz } = await import("./fuzz.js");
+    const { benchSlack } = await import("./slack.js");
+    await benchWebChat();
+    await benchSlack();
+    await benchFuzz();
+  }
+} finally {
+  await redis.stop();
+}
 process.exit(0);

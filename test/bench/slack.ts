@@ -4,11 +4,7 @@ import { SlackAdapter } from "@hub/slack";
 import { startFakeSlack } from "../fakes/src/index.js";
 import { startTestHub } from "../support/hub.js";
 import { freePort } from "../support/hub-process.js";
-
-function pct(sorted: number[], p: number): string {
-  if (sorted.length === 0) return "-";
-  return (sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] as number).toFixed(1);
-}
+import { pct } from "./meter.js";
 
 /**
  * Slack Events API through the whole hub, offline model: signed DM events POSTed to the hub's

@@ -3,6 +3,7 @@ import {
   type AdapterStateStore,
   type ChannelAdapter,
   type ChannelCapabilities,
+  type ChannelPacing,
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStatusCell,
@@ -13,7 +14,10 @@ import {
   type InboundResult,
   InboundSequencer,
   type OutboundSegment,
+  type PacingLimits,
+  pacingCapabilities,
   type ReplyTarget,
+  resolvePacing,
   type SendResult,
   sameSecret,
   webhookRoute,
@@ -35,6 +39,8 @@ export interface TelegramAdapterOptions {
   webhookSecret?: string;
   channelPosts?: boolean;
   editedMessages?: "ignore" | "as-new";
+  /** `channels.telegram.pacing`: overrides of Telegram's send limits. */
+  pacing?: ChannelPacing;
   /** Durable state (the polling offset survives restarts). */
   state: AdapterStateStore;
   logger: HubLogger;
@@ -45,6 +51,9 @@ export interface TelegramAdapterOptions {
 }
 
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
+
+/** Telegram's limits: about 1 message/s per chat, 20/min per group, 30/s per bot. */
+const TELEGRAM_PACING: PacingLimits = { chatIntervalMs: 1000, groupIntervalMs: 3000, maxSendsPerSecond: 30 };
 
 const chatIdParam = (chatId: string): number | string => (/^-?\d+$/.test(chatId) ? Number(chatId) : chatId);
 
@@ -57,17 +66,8 @@ const chatIdParam = (chatId: string): number | string => (/^-?\d+$/.test(chatId)
  */
 export class TelegramAdapter implements ChannelAdapter {
   readonly channel = "telegram";
-  readonly capabilities: ChannelCapabilities = {
-    textLimit: 4096,
-    markdown: "telegram-html",
-    threads: true,
-    typing: true,
-    edit: true,
-    minSendIntervalMs: 1000,
-    streamMinChars: 1500,
-    maxSendsPerSecond: 30,
-    measure: (markdown) => telegramVisibleLength(renderTelegramHtml(markdown)),
-  };
+  readonly capabilities: ChannelCapabilities;
+  readonly #pacing: PacingLimits;
   readonly #o: TelegramAdapterOptions;
   readonly #bot: Bot;
   readonly #log: HubLogger;
@@ -82,6 +82,19 @@ export class TelegramAdapter implements ChannelAdapter {
 
   constructor(options: TelegramAdapterOptions) {
     this.#o = options;
+    this.#pacing = resolvePacing(TELEGRAM_PACING, options.pacing);
+    this.capabilities = {
+      textLimit: 4096,
+      markdown: "telegram-html",
+      threads: true,
+      typing: true,
+      // sendChatAction is a Bot API call of its own: only an answer not there within a second shows it.
+      typingDelayMs: 1000,
+      edit: true,
+      ...pacingCapabilities(this.#pacing),
+      streamMinChars: 1500,
+      measure: (markdown) => telegramVisibleLength(renderTelegramHtml(markdown)),
+    };
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
     this.#bot = new Bot(options.botToken, {
@@ -238,8 +251,8 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   sendIntervalMs(target: ReplyTarget): number {
-    // About 1 message/s in a private chat, 20/min in a group (negative chat ids are groups).
-    return target.chatId.startsWith("-") ? 3000 : 1000;
+    // Negative chat ids are groups.
+    return target.chatId.startsWith("-") ? this.#pacing.groupIntervalMs : this.#pacing.chatIntervalMs;
   }
 
   async send(

@@ -1,4 +1,4 @@
-import { ChannelAccessSchema } from "@hub/core";
+import { ChannelAccessSchema, ChannelPacingSchema } from "@hub/core";
 import { z } from "zod";
 
 /** One Telegram bot's config (`channels.telegram`, or each `channels.telegram.accounts.<id>`). */
@@ -12,6 +12,8 @@ export const TelegramConfigSchema = ChannelAccessSchema.extend({
   channelPosts: z.boolean().default(false),
   /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */
   editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
+  /** Reply pacing; unset keys keep Telegram's limits (1/s per chat, 1 per 3 s per group, 30/s per bot). */
+  pacing: ChannelPacingSchema.optional(),
 }).strict();
 
 /** A validated Telegram account config. */

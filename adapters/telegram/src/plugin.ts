@@ -26,6 +26,7 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
       ...(config.webhookSecret ? { webhookSecret: config.webhookSecret } : {}),
       channelPosts: config.channelPosts,
       editedMessages: config.editedMessages,
+      ...(config.pacing ? { pacing: config.pacing } : {}),
       state: deps.state,
       logger: deps.logger,
     });

@@ -152,7 +152,11 @@ export class AgentRunner {
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
     if (attempt === 0) return undefined;
-    log.info({ attempt, resuming }, resuming ? "run resumed after an interruption" : "run started");
+    // One info line per run ("run finished"); its start is debug detail.
+    log[resuming ? "info" : "debug"](
+      { attempt, resuming },
+      resuming ? "run resumed after an interruption" : "run started",
+    );
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
@@ -208,7 +212,7 @@ export class AgentRunner {
     stopSignal.addEventListener("abort", onStop);
     if (stopSignal.aborted) onStop();
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
-    const stopTyping = this.#startTyping(ctx.replyTarget, run.log);
+    const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
     try {
       const text = await this.#turn(run, {
         streamer,
@@ -355,6 +359,17 @@ export class AgentRunner {
       log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");
       return;
     }
+    // The reply is handed to delivery: the run's lane and concurrency slot are free now, and the end is
+    // announced once delivery settles (the outcome is already persisted, so a crash here loses no run).
+    void this.#announce(run, turn, segments).catch((error) =>
+      log.warn({ err: error }, "could not announce the end of the run"),
+    );
+  }
+
+  async #announce(run: ClaimedRun, turn: TurnResult, segments: number): Promise<void> {
+    const { request, log } = run;
+    const { ctx, runId } = request;
+    const { end, text, reply } = turn;
     const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs);
     if (!settlement)
       log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
@@ -419,13 +434,22 @@ export class AgentRunner {
     });
   }
 
-  #startTyping(target: MsgContext["replyTarget"], log: HubLogger): () => void {
+  #startTyping(target: MsgContext["replyTarget"], log: HubLogger, delayMs: number): () => void {
     const typing = this.o.typing;
     if (!typing) return () => {};
     const send = () =>
       void typing(target).catch((error) => log.debug({ err: error }, "typing indicator failed"));
-    send();
-    const timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
-    return () => clearInterval(timer);
+    let timer: NodeJS.Timeout | undefined;
+    const start = () => {
+      send();
+      timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
+    };
+    // A channel whose typing costs a platform call per answer (Telegram) shows it only when the answer is slow.
+    const first = delayMs > 0 ? setTimeout(start, delayMs) : undefined;
+    if (delayMs <= 0) start();
+    return () => {
+      clearTimeout(first);
+      clearInterval(timer);
+    };
   }
 }

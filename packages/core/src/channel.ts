@@ -27,6 +27,11 @@ export interface ChannelCapabilities {
   streamMinChars?: number;
   /** Whether a person can answer in this channel (approvals); false makes `ask` tools deny rather than wait. */
   interactive?: boolean;
+  /**
+   * How long a run may take before the typing indicator is shown (default 0: at once). Where
+   * typing is one more platform call per answer, about a second spares it for quick answers.
+   */
+  typingDelayMs?: number;
   /** Most sends per second for one account across all its chats. */
   maxSendsPerSecond?: number;
   /**

@@ -170,6 +170,8 @@ const BaseConfigSchema = z
         /** A send slower than this is abandoned and retried; keep it well below `leaseMs`. */
         sendTimeoutMs: z.number().int().positive().default(10_000),
         leaseMs: z.number().int().positive().default(30_000),
+        /** A segment older than this when its turn to be sent comes (e.g. after a long outage) is not sent. */
+        maxAgeSeconds: z.number().int().positive().default(1800),
       })
       .strict()
       .prefault({}),

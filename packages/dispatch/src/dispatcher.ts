@@ -175,7 +175,8 @@ export class InboundDispatcher {
       log.info({ runId }, "duplicate inbound message ignored");
       return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     }
-    log.info({ runId, decision: decision.kind, outcome }, "inbound message accepted");
+    // Debug: a message's one info line is its run's "run finished".
+    log.debug({ runId, decision: decision.kind, outcome }, "inbound message accepted");
     if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
     return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
   }

@@ -6,10 +6,9 @@ import {
   type WriteFence,
   WriteFencedError,
 } from "@hub/core";
-import { type Job, Queue, Worker } from "bullmq";
 import type { Redis } from "ioredis";
 import { createRedis, runScript } from "./redis.js";
-import { ACK, CLAIM, DELAY, FENCED_PUSH, FINISH, PEEK, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
+import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -65,7 +64,7 @@ export interface MailboxTuning {
 
 /** Options of an ordered mailbox. */
 export interface OrderedMailboxOptions<T> extends MailboxTuning {
-  /** Mailbox name, e.g. `reply` or `runs`; also the BullMQ queue name. */
+  /** Mailbox name, e.g. `reply` or `runs`. */
   name: string;
   redisUrl: string;
   /** Key prefix of everything this mailbox stores (tests use their own). */
@@ -100,8 +99,12 @@ interface DrainLease {
 }
 
 /**
- * A per-key ordered mailbox on Redis, drained by BullMQ jobs, one drainer per
- * key at a time (the design measured in shared/notes/ordered-delivery.md).
+ * A per-key ordered mailbox on plain Redis, one drainer per key at a time (the
+ * "ready list, heartbeat, reaper" design measured in shared/notes/ordered-delivery.md):
+ * a push that owes a drain puts the key on the `ready` list, and drain workers
+ * BLPOP it. A drainer already running takes later pushes with it, so a busy
+ * key costs no wake-up at all; claiming returns the first item and acking
+ * returns the next, so one item costs two scripts.
  *
  * Why items of one key are handled strictly in order, across processes:
  * - items are appended to one Redis list per key, and only its head is handled;
@@ -116,9 +119,8 @@ interface DrainLease {
 export class OrderedMailbox<T> {
   readonly #o: ResolvedOptions<T>;
   readonly #redis: Redis;
-  readonly #queue: Queue;
-  readonly #queueConnection: Redis;
   readonly #base: string;
+  readonly #timers = new Set<NodeJS.Timeout>();
 
   constructor(options: OrderedMailboxOptions<T>) {
     this.#o = {
@@ -131,18 +133,6 @@ export class OrderedMailbox<T> {
     };
     this.#base = `${options.prefix}:mb:${options.name}`;
     this.#redis = createRedis(options.redisUrl);
-    // BullMQ does not close connections it is given; we keep them to close them ourselves.
-    this.#queueConnection = createRedis(options.redisUrl);
-    this.#queue = new Queue(options.name, {
-      connection: this.#queueConnection,
-      prefix: `${options.prefix}:bull`,
-      defaultJobOptions: {
-        removeOnComplete: true,
-        removeOnFail: 1000,
-        attempts: 3,
-        backoff: { type: "exponential", delay: 500 },
-      },
-    });
   }
 
   #k(kind: "q" | "own" | "nb", key: string): string {
@@ -198,7 +188,7 @@ export class OrderedMailbox<T> {
     return `${item.id}${SEP}${JSON.stringify(item.data)}`;
   }
 
-  /** Adds the wake-up job owed after a push that returned `epoch` (> 0). */
+  /** Wakes a drainer after a push that returned `epoch` (> 0: a drain is owed). */
   async wake(key: string, epoch: number): Promise<void> {
     if (epoch > 0) await this.#wake(key, epoch, 0);
   }
@@ -213,27 +203,39 @@ export class OrderedMailbox<T> {
     return this.#redis.llen(this.#k("q", key));
   }
 
+  // A key on `ready` is taken by the next free drain worker; a delayed one waits in `delayed` first.
   async #wake(key: string, epoch: number, delayMs: number): Promise<void> {
-    await this.#queue.add(
-      "drain",
-      { key },
-      { jobId: `wake-${epoch}`, ...(delayMs > 0 ? { delay: delayMs } : {}) },
+    if (epoch <= 0) return;
+    if (delayMs <= 0) {
+      await this.#redis.rpush(`${this.#base}:ready`, key);
+      return;
+    }
+    await this.#redis.zadd(`${this.#base}:delayed`, Date.now() + delayMs, key);
+    // Promoted here when the delay ends; the sweep of any process promotes it too (e.g. after we die).
+    const timer = setTimeout(() => {
+      this.#timers.delete(timer);
+      this.#promote().catch(() => {});
+    }, delayMs);
+    timer.unref();
+    this.#timers.add(timer);
+  }
+
+  async #promote(): Promise<void> {
+    await runScript(
+      this.#redis,
+      PROMOTE,
+      [`${this.#base}:delayed`, `${this.#base}:ready`],
+      [Date.now(), 100],
     );
   }
 
   /** Starts draining keys in this process, at most `concurrency` keys at once. */
   startWorker(handler: MailboxHandler<T>, options: { concurrency: number }): MailboxWorker {
-    const connection = createRedis(this.#o.redisUrl);
-    const worker = new Worker<{ key: string }>(this.#o.name, (job) => this.#drain(job, handler), {
-      connection,
-      prefix: `${this.#o.prefix}:bull`,
-      concurrency: options.concurrency,
-      lockDuration: this.#o.leaseMs,
-      maxStalledCount: 100,
-    });
-    worker.on("error", (error) =>
-      this.#o.logger.error({ err: error, mailbox: this.#o.name }, "mailbox worker error"),
-    );
+    const blocking = createRedis(this.#o.redisUrl);
+    blocking.on("error", () => {});
+    const active = new Set<Promise<void>>();
+    let closing = false;
+    const loop = this.#takeReady(blocking, active, options.concurrency, () => closing, handler);
     const sweep = setInterval(() => {
       this.#sweep().catch((error) =>
         this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox sweep failed"),
@@ -242,11 +244,47 @@ export class OrderedMailbox<T> {
     sweep.unref();
     return {
       close: async () => {
+        closing = true;
         clearInterval(sweep);
-        await worker.close();
-        connection.disconnect();
+        blocking.disconnect();
+        await loop;
+        await Promise.all(active);
       },
     };
+  }
+
+  // Takes ready keys while a drain slot is free; each key is drained without holding up the others.
+  async #takeReady(
+    blocking: Redis,
+    active: Set<Promise<void>>,
+    concurrency: number,
+    closing: () => boolean,
+    handler: MailboxHandler<T>,
+  ): Promise<void> {
+    const ready = `${this.#base}:ready`;
+    while (!closing()) {
+      if (active.size >= concurrency) {
+        await Promise.race(active);
+        continue;
+      }
+      let taken: [string, string] | null;
+      try {
+        taken = await blocking.blpop(ready, 1);
+      } catch (error) {
+        if (closing()) return;
+        this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox worker cannot read its queue");
+        await new Promise((r) => setTimeout(r, 500));
+        continue;
+      }
+      if (!taken) continue;
+      const key = taken[1];
+      const drain: Promise<void> = this.#drain(key, handler)
+        .catch((error) =>
+          this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
+        )
+        .finally(() => active.delete(drain));
+      active.add(drain);
+    }
   }
 
   async #sweep(): Promise<void> {
@@ -261,28 +299,28 @@ export class OrderedMailbox<T> {
       this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
       await this.#wake(key, Number(out[i + 1]), 0);
     }
+    await this.#promote();
   }
 
-  #tokenFor(jobId: string | undefined): string {
-    return [this.#o.instanceId, process.pid, BOOT_ID, jobId ?? "job", randomUUID().slice(0, 8)].join("~");
+  #tokenFor(): string {
+    return [this.#o.instanceId, process.pid, BOOT_ID, randomUUID().slice(0, 12)].join("~");
   }
 
-  async #drain(job: Job<{ key: string }>, handler: MailboxHandler<T>): Promise<void> {
-    const { key } = job.data;
-    const token = this.#tokenFor(job.id);
+  async #drain(key: string, handler: MailboxHandler<T>): Promise<void> {
+    const token = this.#tokenFor();
     const own = this.#k("own", key);
     const claimedAt = Date.now();
     const claimed = (await runScript(
       this.#redis,
-      CLAIM,
-      [own, this.#k("nb", key), `${this.#base}:sched`],
+      CLAIM_NEXT,
+      [own, this.#k("nb", key), `${this.#base}:sched`, this.#k("q", key), `${this.#base}:att`],
       [token, this.#o.leaseMs, claimedAt, key],
-    )) as number;
-    // Another live drainer will see our items; a delayed key has its own wake-up job.
-    if (claimed !== 1) return;
+    )) as [string, number] | number;
+    // Another live drainer will see our items; a delayed key has its own wake-up; an empty key is done.
+    if (typeof claimed === "number") return;
     const lease = this.#holdLease(key, own, token, claimedAt);
     try {
-      await this.#drainItems(key, own, token, lease, handler);
+      await this.#drainItems(key, own, token, lease, handler, claimed);
     } catch (error) {
       if (error instanceof Error && error.message.includes("LOST")) {
         this.#o.logger.warn(
@@ -291,6 +329,8 @@ export class OrderedMailbox<T> {
         );
         return;
       }
+      // Redis failed under us: hand the key back for a retry soon (the sweeper covers us if this fails too).
+      await this.#delay(key, own, token, 500).catch(() => {});
       throw error;
     } finally {
       lease.release();
@@ -337,36 +377,27 @@ export class OrderedMailbox<T> {
     token: string,
     lease: DrainLease,
     handler: MailboxHandler<T>,
+    first: [string, number],
   ): Promise<void> {
-    const { leaseMs, maxAttempts } = this.#o;
-    for (;;) {
+    const { maxAttempts } = this.#o;
+    let next: [string, number] | null = first;
+    while (next !== null) {
       if (lease.lost.signal.aborted) return;
-      const sentAt = Date.now();
-      const peeked = (await runScript(
-        this.#redis,
-        PEEK,
-        [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`],
-        [token, leaseMs, sentAt, key],
-      )) as [string, number] | null;
-      lease.confirm(sentAt);
-      if (peeked === null) {
-        const done = (await runScript(
-          this.#redis,
-          FINISH,
-          [own, this.#k("q", key), `${this.#base}:sched`],
-          [token, key],
-        )) as number;
-        if (done === 1) return;
-        continue;
-      }
-      const [head, attempt] = peeked;
+      const [head, attempt] = next;
       const item = this.#decode(head, key);
       if (!item) {
-        await this.#ack(own, key, token, head.slice(0, head.indexOf(SEP)));
+        next = await this.#ackNext(own, key, token, head.slice(0, head.indexOf(SEP)), lease);
         continue;
       }
       if (attempt > maxAttempts) {
-        await this.#fail(item, new Error(`gave up after ${maxAttempts} attempts`), key, own, token);
+        next = await this.#fail(
+          item,
+          new Error(`gave up after ${maxAttempts} attempts`),
+          key,
+          own,
+          token,
+          lease,
+        );
         continue;
       }
       try {
@@ -378,10 +409,12 @@ export class OrderedMailbox<T> {
             "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
           );
         if (lease.lost.signal.aborted) return;
-        if (await this.#handleFailure(item, error, attempt, key, own, token)) continue;
-        return;
+        const after = await this.#handleFailure(item, error, attempt, key, own, token, lease);
+        if (after === "delayed") return;
+        next = after;
+        continue;
       }
-      await this.#ack(own, key, token, item.id);
+      next = await this.#ackNext(own, key, token, item.id, lease);
     }
   }
 
@@ -399,7 +432,7 @@ export class OrderedMailbox<T> {
     }
   }
 
-  // After a failed item: true to go on with the next item (this one given up), false to stop draining (delayed).
+  // After a failed item: the next item (this one given up), or "delayed" to stop draining.
   async #handleFailure(
     item: MailboxItem<T>,
     error: unknown,
@@ -407,7 +440,8 @@ export class OrderedMailbox<T> {
     key: string,
     own: string,
     token: string,
-  ): Promise<boolean> {
+    lease: DrainLease,
+  ): Promise<[string, number] | null | "delayed"> {
     const { logger, maxAttempts } = this.#o;
     if (error instanceof RateLimitedError) {
       // Undo the attempt: being told to wait is not a failure of this item.
@@ -417,19 +451,17 @@ export class OrderedMailbox<T> {
         "key rate limited; delaying it",
       );
       await this.#delay(key, own, token, error.retryAfterMs);
-      return false;
+      return "delayed";
     }
-    if (error instanceof PermanentSendError || attempt >= maxAttempts) {
-      await this.#fail(item, error, key, own, token);
-      return true;
-    }
+    if (error instanceof PermanentSendError || attempt >= maxAttempts)
+      return this.#fail(item, error, key, own, token, lease);
     const backoff = Math.min(30_000, 250 * 2 ** (attempt - 1));
     logger.warn(
       { err: error, mailbox: this.#o.name, key, itemId: item.id, attempt, backoffMs: backoff },
       "item failed; retrying the key later",
     );
     await this.#delay(key, own, token, backoff);
-    return false;
+    return "delayed";
   }
 
   async #delay(key: string, own: string, token: string, ms: number): Promise<void> {
@@ -488,28 +520,44 @@ export class OrderedMailbox<T> {
     }
   }
 
-  async #ack(own: string, key: string, token: string, id: string): Promise<void> {
-    await runScript(
+  // Acks the item and takes the next one in the same step (or finishes the key when none is left).
+  async #ackNext(
+    own: string,
+    key: string,
+    token: string,
+    id: string,
+    lease: DrainLease,
+  ): Promise<[string, number] | null> {
+    const sentAt = Date.now();
+    const next = (await runScript(
       this.#redis,
-      ACK,
-      [own, this.#k("q", key), `${this.#base}:att`],
-      [token, id, `${key}${SEP}${id}`],
-    );
+      ACK_NEXT,
+      [own, this.#k("q", key), `${this.#base}:att`, `${this.#base}:sched`],
+      [token, id, `${key}${SEP}${id}`, this.#o.leaseMs, sentAt, key],
+    )) as [string, number] | null;
+    lease.confirm(sentAt);
+    return next;
   }
 
-  async #fail(item: MailboxItem<T>, error: unknown, key: string, own: string, token: string): Promise<void> {
+  async #fail(
+    item: MailboxItem<T>,
+    error: unknown,
+    key: string,
+    own: string,
+    token: string,
+    lease: DrainLease,
+  ): Promise<[string, number] | null> {
     this.#o.logger.error(
       { err: error, mailbox: this.#o.name, key, itemId: item.id },
       "mailbox item failed for good",
     );
     await this.#o.onFailed?.(item, error, key);
-    await this.#ack(own, key, token, item.id);
+    return this.#ackNext(own, key, token, item.id, lease);
   }
 
-  /** Closes the producer side (queue and commands connection). */
+  /** Closes the producer side (the commands connection). */
   async close(): Promise<void> {
-    await this.#queue.close();
-    this.#queueConnection.disconnect();
+    for (const timer of this.#timers) clearTimeout(timer);
     this.#redis.disconnect();
   }
 }

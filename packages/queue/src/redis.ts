@@ -9,10 +9,16 @@ export type RedisClient = Redis;
 /**
  * Opens a Redis connection. `maxRetriesPerRequest: null` because BullMQ's
  * blocking connections require it, and a command should wait out a Redis
- * restart rather than fail a run.
+ * restart rather than fail a run. Commands issued in one event-loop turn go
+ * out in one socket write (ioredis auto-pipelining): under load, many runs'
+ * steps share a round trip and a syscall instead of paying one each.
  */
 export function createRedis(url: string, options: { lazy?: boolean } = {}): Redis {
-  return new Redis(url, { maxRetriesPerRequest: null, lazyConnect: options.lazy ?? false });
+  return new Redis(url, {
+    maxRetriesPerRequest: null,
+    lazyConnect: options.lazy ?? false,
+    enableAutoPipelining: true,
+  });
 }
 
 /** Resolves when Redis answers PING within `timeoutMs`, or rejects with a clear error. */

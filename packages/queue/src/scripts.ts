@@ -10,7 +10,9 @@
  * - `M:nb:k`    "not before": set while the key waits out a retry-after
  * - `M:sched`   zset key -> time by which a drain must have shown progress;
  *               a key is in it exactly while its items are owed a drain
- * - `M:epoch`   counter that makes each wake-up's BullMQ job id unique
+ * - `M:epoch`   counter of wake-ups (a push returns > 0 when it owes one)
+ * - `M:ready`   list of keys to wake: drain workers BLPOP it
+ * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
  */
 import { loadScript } from "./redis.js";
 
@@ -36,3 +38,9 @@ export const FINISH = load("finish");
 export const DELAY = load("delay");
 /** See commands/sweep.lua. */
 export const SWEEP = load("sweep");
+/** See commands/claim-next.lua. */
+export const CLAIM_NEXT = load("claim-next");
+/** See commands/ack-next.lua. */
+export const ACK_NEXT = load("ack-next");
+/** See commands/promote.lua. */
+export const PROMOTE = load("promote");

@@ -31,6 +31,8 @@ const SegmentItemSchema = z
     index: z.number().int().nonnegative(),
     text: z.string(),
     target: ReplyTargetSchema,
+    /** When the segment was queued (ms since epoch); items queued before this field existed have none. */
+    at: z.number().optional(),
   })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
@@ -46,7 +48,13 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
   maxAttempts?: number | undefined;
   /** A send slower than this is abandoned (an unknown outcome) and retried once (default 10 s). */
   sendTimeoutMs?: number | undefined;
+  /** A segment older than this when its turn comes is not sent: recorded as expired, the chat told once. */
+  maxAgeMs?: number | undefined;
 }
+
+/** What a chat is told, once, when answers to it expired unsent. */
+const EXPIRED_NOTICE =
+  "Sorry, an answer to one of your earlier messages could not be delivered in time and was dropped. Please send it again if you still need it.";
 
 /** Keeps settlement records this long after the last write. */
 const REPLY_TTL_SECONDS = 24 * 3600;
@@ -119,7 +127,7 @@ export class ReplyDispatcher implements ReplySink {
         if (ended) throw new Error(`reply ${replyId} already ended`);
         const items = chunkForChannel(block, capabilities).map((text, i) => {
           const index = next + i;
-          return { id: `${replyId}#${index}`, data: { replyId, index, text, target } };
+          return { id: `${replyId}#${index}`, data: { replyId, index, text, target, at: Date.now() } };
         });
         await this.#mailbox.push(key, items, options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
@@ -198,6 +206,7 @@ export class ReplyDispatcher implements ReplySink {
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
+        if (this.#expired(item.data)) return this.#expire(item.data, ctx.key);
         await this.#pace(
           ctx.key,
           adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
@@ -259,6 +268,40 @@ export class ReplyDispatcher implements ReplySink {
     throw new PermanentSendError(`send of segment ${segment.index} timed out twice; outcome unknown`, {
       cause: error,
     });
+  }
+
+  #expired(segment: SegmentItem): boolean {
+    const maxAgeMs = this.#o.maxAgeMs ?? 30 * 60_000;
+    return segment.at !== undefined && Date.now() - segment.at > maxAgeMs;
+  }
+
+  // A stale answer is worse than none: it is recorded as failed (expired) and the chat is told once, in order.
+  async #expire(segment: SegmentItem, key: string): Promise<void> {
+    const maxAgeMs = this.#o.maxAgeMs ?? 30 * 60_000;
+    const { replyId, index, target } = segment;
+    const [[, first]] = (await this.#redis
+      .multi()
+      .set(`${this.#o.prefix}:reply-expired-notice:${key}`, replyId, "PX", maxAgeMs, "NX")
+      .incr(`${this.#o.prefix}:stats:expired-segments`)
+      .exec()) as [[null, string | null], ...unknown[]];
+    await this.#mark(replyId, index, "failed");
+    if (first !== "OK") return;
+    this.#o.logger.warn(
+      { replyId, index, channel: target.channel, maxAgeMs },
+      "reply segment expired before it could be sent; not sending stale answers, telling the chat once",
+    );
+    const notice = `${replyId}.expired`;
+    await this.#mailbox.push(key, [
+      {
+        id: `${notice}#0`,
+        data: { replyId: notice, index: 0, text: EXPIRED_NOTICE, target, at: Date.now() },
+      },
+    ]);
+  }
+
+  /** How many segments expired unsent (older than `maxAgeMs` when their turn came), across every process. */
+  async expiredSegments(): Promise<number> {
+    return Number((await this.#redis.get(`${this.#o.prefix}:stats:expired-segments`)) ?? 0);
   }
 
   /** How many sends ended with an unknown outcome (timed out), across every process. */

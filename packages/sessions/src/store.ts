@@ -1,9 +1,10 @@
 import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { appendFile, readFile, rename, writeFile } from "node:fs/promises";
+import { open, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { HubLogger } from "@hub/core";
 import { z } from "zod";
+import { AppendFiles } from "./append-files.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
 
 const SessionRecordSchema = z
@@ -17,10 +18,18 @@ export type SessionRecord = z.infer<typeof SessionRecordSchema>;
  * sessionKey (so sessions never contend on one shared file) and one JSONL
  * transcript per sessionId. Writes to one session happen inside its session
  * lane, so a transcript has one writer at a time.
+ *
+ * What a run reads is cached in memory and checked with one `stat`: an index
+ * file is replaced by rename (a new inode) on every write, and a transcript
+ * only grows, so a cached transcript reads just the bytes appended since
+ * (by any process) instead of the whole file.
  */
 export class SessionStore {
   readonly #indexDir: string;
   readonly #transcriptDir: string;
+  readonly #files = new AppendFiles();
+  readonly #indexes = new Map<string, { ino: number; record: SessionRecord }>();
+  readonly #transcripts = new Map<string, { bytes: number; entries: TranscriptEntry[] }>();
 
   constructor(
     stateDir: string,
@@ -44,8 +53,14 @@ export class SessionStore {
 
   /** The session a key routes to now, or undefined if it never had one. */
   async get(sessionKey: string): Promise<SessionRecord | undefined> {
+    const path = this.#indexPath(sessionKey);
     try {
-      return SessionRecordSchema.parse(JSON.parse(await readFile(this.#indexPath(sessionKey), "utf8")));
+      const { ino } = await stat(path);
+      const cached = this.#indexes.get(sessionKey);
+      if (cached?.ino === ino) return cached.record;
+      const record = SessionRecordSchema.parse(JSON.parse(await readFile(path, "utf8")));
+      remember(this.#indexes, sessionKey, { ino, record });
+      return record;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
@@ -79,27 +94,62 @@ export class SessionStore {
   async append(sessionId: string, entries: TranscriptEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const lines = entries.map((e) => `${JSON.stringify(TranscriptEntrySchema.parse(e))}\n`).join("");
-    await appendFile(this.#transcriptPath(sessionId), lines, { mode: 0o600 });
+    await this.#files.append(this.#transcriptPath(sessionId), lines);
   }
 
   /** Reads a transcript; an unreadable line (a torn write) is skipped and logged, a superseded writer's late lines dropped. */
   async read(sessionId: string): Promise<TranscriptEntry[]> {
-    let text: string;
+    const path = this.#transcriptPath(sessionId);
+    let size: number;
     try {
-      text = await readFile(this.#transcriptPath(sessionId), "utf8");
+      size = (await stat(path)).size;
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
       throw error;
     }
+    let cached = this.#transcripts.get(sessionId);
+    if (!cached || cached.bytes > size) cached = { bytes: 0, entries: [] };
+    if (size > cached.bytes) {
+      const tail = await readFrom(path, cached.bytes, size);
+      // Only whole lines: a line still being written is read next time.
+      const end = tail.lastIndexOf(0x0a) + 1;
+      const text = tail.subarray(0, end).toString("utf8");
+      cached = { bytes: cached.bytes + end, entries: [...cached.entries, ...this.#parse(sessionId, text)] };
+      remember(this.#transcripts, sessionId, cached);
+    }
+    return dropStaleWrites(cached.entries);
+  }
+
+  #parse(sessionId: string, text: string): TranscriptEntry[] {
     const entries: TranscriptEntry[] = [];
-    for (const [i, line] of text.split("\n").entries()) {
+    for (const line of text.split("\n")) {
       if (!line.trim()) continue;
       try {
         entries.push(TranscriptEntrySchema.parse(JSON.parse(line)));
       } catch {
-        this.logger.warn({ sessionId, line: i + 1 }, "skipping unreadable transcript line");
+        this.logger.warn({ sessionId }, "skipping unreadable transcript line");
       }
     }
-    return dropStaleWrites(entries);
+    return entries;
+  }
+}
+
+const CACHED_SESSIONS = 1000;
+
+// A small LRU: the most recently used entries stay.
+function remember<V>(map: Map<string, V>, key: string, value: V): void {
+  map.delete(key);
+  map.set(key, value);
+  if (map.size > CACHED_SESSIONS) map.delete(map.keys().next().value as string);
+}
+
+async function readFrom(path: string, from: number, to: number): Promise<Buffer> {
+  const handle = await open(path, "r");
+  try {
+    const buffer = Buffer.alloc(to - from);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, from);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
   }
 }

@@ -16,6 +16,7 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
     maxAttempts: config.delivery.maxAttempts,
     sendTimeoutMs: config.delivery.sendTimeoutMs,
+    maxAgeMs: config.delivery.maxAgeSeconds * 1000,
     leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
     ...base.mailbox,
   });

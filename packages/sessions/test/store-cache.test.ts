@@ -1,0 +1,55 @@
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "@hub/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { SessionStore } from "../src/store.js";
+
+const logger = createLogger({ level: "silent" });
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const stateDir = () => {
+  const d = mkdtempSync(join(tmpdir(), "store-cache-"));
+  dirs.push(d);
+  return d;
+};
+const user = (text: string) => ({ type: "user", runId: "r", text, at: 1 }) as const;
+
+describe("SessionStore's in-memory copies", () => {
+  it("a cached transcript still sees lines appended by another process", async () => {
+    const dir = stateDir();
+    const mine = new SessionStore(dir, logger);
+    const other = new SessionStore(dir, logger);
+    const { sessionId } = await mine.resolve("agent:main:x");
+    await mine.append(sessionId, [user("one")]);
+    expect((await mine.read(sessionId)).map((e) => e.type)).toEqual(["session", "user"]);
+    await other.append(sessionId, [user("two")]);
+    await mine.append(sessionId, [user("three")]);
+    const texts = (await mine.read(sessionId)).flatMap((e) => (e.type === "user" ? [e.text] : []));
+    expect(texts).toEqual(["one", "two", "three"]);
+  });
+
+  it("a line still being written is read once it is whole", async () => {
+    const dir = stateDir();
+    const store = new SessionStore(dir, logger);
+    const { sessionId } = await store.resolve("agent:main:y");
+    const path = join(dir, "transcripts", `${sessionId}.jsonl`);
+    const line = JSON.stringify(user("late"));
+    appendFileSync(path, line.slice(0, 10));
+    expect(await store.read(sessionId)).toHaveLength(1);
+    appendFileSync(path, `${line.slice(10)}\n`);
+    expect((await store.read(sessionId)).at(-1)).toMatchObject({ type: "user", text: "late" });
+  });
+
+  it("a cached index follows a reset made by another process", async () => {
+    const dir = stateDir();
+    const mine = new SessionStore(dir, logger);
+    const other = new SessionStore(dir, logger);
+    const first = await mine.resolve("agent:main:z");
+    expect((await mine.get("agent:main:z"))?.sessionId).toBe(first.sessionId);
+    const second = await other.reset("agent:main:z");
+    expect((await mine.get("agent:main:z"))?.sessionId).toBe(second.sessionId);
+  });
+});

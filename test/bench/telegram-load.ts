@@ -1,0 +1,95 @@
+// The load of the end-to-end benchmark: N private chats on a fake Telegram, each sending M messages
+// with at most `window` unanswered at a time, like people waiting for the answer. Replies are read off
+// the fake's recorded sendMessage calls; the reply to "bench <chat> <n>" must echo it.
+import { performance } from "node:perf_hooks";
+import { type FakeTelegram, privateText } from "@hub/fakes";
+import { pct } from "./meter.js";
+
+/** How big the load is. */
+export interface LoadShape {
+  chats: number;
+  messages: number;
+  /** Messages a chat may have unanswered at once (more than 1 tests ordering). */
+  window: number;
+  timeoutMs: number;
+}
+
+/** What the platform saw. */
+export interface LoadResult {
+  answered: number;
+  seconds: number;
+  /** Update pushed -> reply arrived at the fake, in ms, sorted. */
+  latencies: number[];
+  outOfOrder: number;
+  duplicates: number;
+  lost: number;
+}
+
+const REPLY = /bench (\d+) (\d+)\b/;
+
+/** Drives the load against `fake` and resolves once every message is answered or the timeout passes. */
+export async function driveChats(fake: FakeTelegram, shape: LoadShape): Promise<LoadResult> {
+  const { chats, messages, window } = shape;
+  const sentAt = new Map<string, number>();
+  const answered = new Map<string, number>();
+  const nextToSend = new Array<number>(chats).fill(0);
+  const lastAnswered = new Array<number>(chats).fill(-1);
+  const inFlight = new Array<number>(chats).fill(0);
+  const latencies: number[] = [];
+  let outOfOrder = 0;
+  let duplicates = 0;
+  const epochOffset = Date.now() - performance.now();
+  const push = (chat: number) => {
+    while (inFlight[chat]! < window && nextToSend[chat]! < messages) {
+      const n = nextToSend[chat]!++;
+      inFlight[chat]!++;
+      sentAt.set(`${chat} ${n}`, performance.now());
+      fake.pushUpdate(
+        privateText({ chatId: 7_000_000 + chat, fromId: 7_000_000 + chat, text: `bench ${chat} ${n}` }),
+      );
+    }
+  };
+  const started = performance.now();
+  for (let c = 0; c < chats; c++) push(c);
+  let cursor = 0;
+  const total = chats * messages;
+  const deadline = started + shape.timeoutMs;
+  while (answered.size < total && performance.now() < deadline) {
+    await new Promise((r) => setTimeout(r, 1));
+    const calls = fake.calls;
+    for (; cursor < calls.length; cursor++) {
+      const call = calls[cursor]!;
+      if (call.method !== "sendMessage") continue;
+      const text = call.params.text;
+      // A call still reading its body has no params yet: look again next time.
+      if (typeof text !== "string") break;
+      const m = REPLY.exec(text);
+      if (!m) continue;
+      const chat = Number(m[1]);
+      const n = Number(m[2]);
+      const key = `${chat} ${n}`;
+      if (answered.has(key)) {
+        duplicates++;
+        continue;
+      }
+      answered.set(key, call.at);
+      latencies.push(call.at - epochOffset - (sentAt.get(key) ?? call.at - epochOffset));
+      if (n < lastAnswered[chat]!) outOfOrder++;
+      lastAnswered[chat] = Math.max(lastAnswered[chat]!, n);
+      inFlight[chat]!--;
+      push(chat);
+    }
+  }
+  const seconds = (performance.now() - started) / 1000;
+  latencies.sort((a, b) => a - b);
+  return { answered: answered.size, seconds, latencies, outOfOrder, duplicates, lost: total - answered.size };
+}
+
+/** One line of results. */
+export function printLoad(name: string, r: LoadResult): void {
+  console.log(
+    `  ${name}: ${(r.answered / r.seconds).toFixed(0)} messages/s (${r.answered} in ${r.seconds.toFixed(1)} s); ` +
+      `latency p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms; ` +
+      `${r.outOfOrder} out of order, ${r.duplicates} duplicates, ${r.lost} lost`,
+  );
+}

@@ -1,0 +1,97 @@
+// End to end on Telegram: fake Bot API (polling) -> hub -> offline model -> ReplyDispatcher -> fake
+// Bot API, and the same load against a bare grammY echo bot (@grammyjs/runner + sequentialize).
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { run, sequentialize } from "@grammyjs/runner";
+import { offlineAnswer } from "@hub/agent";
+import { createLogger, parseConfig } from "@hub/core";
+import { startFakeTelegram } from "@hub/fakes";
+import { Bot } from "grammy";
+import { startHub } from "../../apps/hub/src/hub.js";
+import { channelPlugins } from "../../apps/hub/src/plugins.js";
+import { type PhaseCost, PhaseMeter, printCost } from "./meter.js";
+import { driveChats, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
+
+/** The figures of one side of the comparison. */
+export interface SideResult {
+  load: LoadResult;
+  cost: PhaseCost;
+}
+
+/** The hub with every guarantee on, its Telegram channel polling the fake, pacing off. */
+export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+  const fake = await startFakeTelegram();
+  const stateDir = mkdtempSync(join(tmpdir(), "hub-bench-"));
+  let logLines = 0;
+  const logger = createLogger({
+    level: process.env.BENCH_LOG_LEVEL ?? "info",
+    destination: { write: () => void logLines++ },
+  });
+  const config = parseConfig(
+    {
+      gateway: { port: 0 },
+      redis: { url: redisUrl, prefix: `bench-${process.pid}` },
+      agent: {
+        offlineTokenDelayMs: 0,
+        queueMode: "followup",
+        maxConcurrentRuns: Number(process.env.BENCH_RUNS ?? 8),
+      },
+      channels: {
+        telegram: {
+          botToken: fake.token,
+          apiRoot: fake.apiRoot,
+          dmPolicy: "open",
+          allowFrom: ["*"],
+          pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
+        },
+      },
+    },
+    "bench config",
+    {},
+    channelPlugins,
+  );
+  const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger });
+  await hub.channelsSettled();
+  const meter = new PhaseMeter(redisUrl);
+  try {
+    await meter.start();
+    const linesBefore = logLines;
+    const load = await driveChats(fake, shape);
+    const cost = await meter.stop();
+    printLoad("hub", load);
+    printCost(cost, load.answered, "message");
+    console.log(
+      `  log lines per message: ${((logLines - linesBefore) / Math.max(1, load.answered)).toFixed(2)}`,
+    );
+    return { load, cost };
+  } finally {
+    meter.close();
+    await hub.stop();
+    await fake.close();
+    rmSync(stateDir, { recursive: true, force: true });
+  }
+}
+
+/** A bare grammY echo bot on the same fake and load: the baseline. */
+export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+  const fake = await startFakeTelegram();
+  const bot = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } });
+  bot.use(sequentialize((ctx) => ctx.chat?.id.toString()));
+  bot.on("message:text", (ctx) => ctx.reply(offlineAnswer(ctx.message.text)));
+  await bot.init();
+  const runner = run(bot);
+  const meter = new PhaseMeter(redisUrl);
+  try {
+    await meter.start();
+    const load = await driveChats(fake, shape);
+    const cost = await meter.stop();
+    printLoad("bare grammY echo", load);
+    printCost(cost, load.answered, "message");
+    return { load, cost };
+  } finally {
+    meter.close();
+    await runner.stop();
+    await fake.close();
+  }
+}

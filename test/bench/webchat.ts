@@ -1,0 +1,56 @@
+// Figures for the web chat path with the offline model (`npm run bench -- all`).
+import { performance } from "node:perf_hooks";
+import { GatewayClient } from "../support/gateway-client.js";
+import { startTestHub } from "../support/hub.js";
+import { pct } from "./meter.js";
+
+const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
+const PER_CLIENT = Number(process.env.BENCH_MESSAGES ?? 5);
+
+/** The web chat path with the offline model: chat.send ACK and end-to-end latency. */
+export async function benchWebChat(): Promise<void> {
+  const hub = await startTestHub(
+    { agent: { maxConcurrentRuns: Number(process.env.BENCH_RUNS ?? 32) } },
+    "bench",
+  );
+  try {
+    const clients = await Promise.all(
+      Array.from({ length: CLIENTS }, () => GatewayClient.open(hub.port, hub.token)),
+    );
+    const acks: number[] = [];
+    const e2e: number[] = [];
+    const started = performance.now();
+    await Promise.all(
+      clients.map(async (client, c) => {
+        for (let m = 0; m < PER_CLIENT; m++) {
+          const runId = `bench-${c}-${m}-${Date.now()}`;
+          const t0 = performance.now();
+          const res = await client.request("chat.send", {
+            sessionKey: `agent:main:webchat:direct:bench${c}`,
+            text: `message ${m} from client ${c}`,
+            idempotencyKey: runId,
+          });
+          acks.push(performance.now() - t0);
+          if (!res.ok) throw new Error(JSON.stringify(res.error));
+          const end = await client.terminal(runId, 120_000);
+          if (end.state !== "final") throw new Error(`run ${runId} ended ${end.state}: ${end.text}`);
+          e2e.push(performance.now() - t0);
+        }
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    acks.sort((a, b) => a - b);
+    e2e.sort((a, b) => a - b);
+    console.log(
+      `web chat, offline model, ${CLIENTS} concurrent clients x ${PER_CLIENT} messages (one session each):`,
+    );
+    console.log(`  chat.send ACK latency   p50 ${pct(acks, 50)} ms   p99 ${pct(acks, 99)} ms`);
+    console.log(`  send -> final latency   p50 ${pct(e2e, 50)} ms   p99 ${pct(e2e, 99)} ms`);
+    console.log(
+      `  end-to-end throughput   ${(e2e.length / seconds).toFixed(0)} messages/s (${e2e.length} in ${seconds.toFixed(1)} s)`,
+    );
+    for (const c of clients) c.close();
+  } finally {
+    await hub.dispose();
+  }
+}
