@@ -32,7 +32,6 @@ import { createRedis, type MailboxWorker, RedisEpoch } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import {
   ApprovalStore,
-  RunRecords,
   SessionActivity,
   SessionAdmission,
   SessionLane,
@@ -42,8 +41,9 @@ import {
 import { webRoot } from "@hub/web";
 import { AdapterRegistry } from "./adapter-registry.js";
 import { buildChannelAdapters } from "./adapters.js";
-
+import { MeteredRunRecords } from "./metrics.js";
 import { createModelResolver } from "./models.js";
+import { HubOperations } from "./operations.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { channelPlugins } from "./plugins.js";
 import { instanceIdOf } from "./state.js";
@@ -83,6 +83,8 @@ export interface RunningHub {
   channels(): ChannelReport[];
   /** Resolves once every channel's first connection attempt is over (channels never delay the start). */
   channelsSettled(): Promise<void>;
+  /** Metrics, readiness, draining and reload (see operations.ts). */
+  operations: HubOperations;
   stop(): Promise<void>;
 }
 
@@ -113,6 +115,7 @@ export async function startHub(
   const events = new ChatEventBus(redis, prefix, logger);
   const epoch = new RedisEpoch(redis, prefix, logger.child({ component: "redis" }));
   await epoch.start();
+  const operations = new HubOperations(config, redis, logger);
   const webchat = new WebChatAdapter(events);
   const channelAdapters =
     options.adapters ??
@@ -161,7 +164,7 @@ export async function startHub(
     },
   });
   const sessions = new SessionStore(options.stateDir, logger.child({ component: "sessions" }));
-  const runs = new RunRecords(redis, prefix);
+  const runs = new MeteredRunRecords(redis, prefix, operations.metrics);
   const workers: MailboxWorker[] = [];
   const cleanups: Array<() => Promise<void> | void> = [];
   // Inbound stops first, so nothing new is admitted while the rest shuts down.
@@ -169,9 +172,12 @@ export async function startHub(
 
   if (roles.has("delivery")) {
     workers.push(
-      replies.startDelivery((channel, accountId) => adapters.forAccount(channel, accountId), {
-        concurrency: tuning.deliveryConcurrency ?? 50,
-      }),
+      replies.startDelivery(
+        (channel, accountId) => operations.metrics.meterAdapter(adapters.forAccount(channel, accountId)),
+        {
+          concurrency: tuning.deliveryConcurrency ?? 50,
+        },
+      ),
     );
     await replies.reclaimDeadPredecessors();
   }
@@ -235,7 +241,7 @@ export async function startHub(
       runs,
       writers: new SessionWriters(redis, prefix),
       replies,
-      events,
+      events: operations.metrics.meterEvents(events),
       resolveModel: createModelResolver(config, agentLog, (decision) => {
         // Kept in Redis so /status in any process can show the latest failover decisions.
         void redis
@@ -335,7 +341,11 @@ export async function startHub(
         token: options.token,
         maxFrameBytes: config.gateway.maxFrameBytes,
         webRoot,
-        routes: channelAdapters.flatMap((a) => a.httpRoutes?.() ?? []),
+        routes: operations.routes(
+          channelAdapters.flatMap((a) => a.httpRoutes?.() ?? []),
+          () => supervisor?.statuses() ?? [],
+          options.token,
+        ),
         clients: config.gateway.clients,
         allowedOrigins: config.gateway.allowedOrigins,
         password: config.gateway.password,
@@ -350,7 +360,8 @@ export async function startHub(
     // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
     supervisor = new ChannelSupervisor(
       [...channelAdapters, webchat],
-      (fields, o) => admitInbound(() => admit.dispatchInboundMessage(fields, o)),
+      (fields, o) =>
+        operations.admit(fields.channel, () => admitInbound(() => admit.dispatchInboundMessage(fields, o))),
       logger,
       tuning.channelBackoff,
     );
@@ -366,6 +377,7 @@ export async function startHub(
     replies,
     channels: () => supervisor?.statuses() ?? [],
     channelsSettled: () => supervisor?.firstAttempts() ?? Promise.resolve(),
+    operations,
     stop: async () => {
       for (const stop of stopAdapters) await stop();
       await gateway?.stop();

@@ -16,6 +16,7 @@ import {
 import { createRedis, loadScript, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
 
 const SegmentItemSchema = z
@@ -78,7 +79,10 @@ export class ReplyDispatcher implements ReplySink {
       ...(options.graceMs ? { graceMs: options.graceMs } : {}),
       ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
       ...(options.instanceId ? { instanceId: options.instanceId } : {}),
-      onFailed: (item) => this.#mark(item.data.replyId, item.data.index, "failed"),
+      onFailed: async (item, error) => {
+        await this.#mark(item.data.replyId, item.data.index, "failed");
+        await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
+      },
     });
   }
 
