@@ -19,7 +19,7 @@ export function registerChannels(program: Command): void {
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
-      via(command, `gateway ${config.gateway.host}:${config.gateway.port} with the stored token`);
+      via(`gateway ${config.gateway.host}:${config.gateway.port} with the stored token`);
       const [answer] = await callGateway(gatewayAddress(config), [{ method: "channels.status" }]);
       const list = (answer as { channels: ChannelReport[] }).channels;
       output(command, list, () =>

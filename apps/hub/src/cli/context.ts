@@ -54,9 +54,9 @@ export function output(command: Command, data: unknown, text: () => string): voi
   console.log(optionsOf(command).json ? JSON.stringify(data, null, 2) : text());
 }
 
-/** A line on stderr saying where a command gets its answer (the gateway, Redis or the state dir). */
-export function via(command: Command, source: string): void {
-  if (!optionsOf(command).json) console.error(`(${source})`);
+/** A line on stderr (so `--json` output stays clean) saying where the answer comes from: the gateway, Redis or the state dir. */
+export function via(source: string): void {
+  console.error(`(from ${source})`);
 }
 
 /** A reply dispatcher for commands that send (no delivery worker: the running hub's delivery role sends). */

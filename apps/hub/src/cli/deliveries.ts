@@ -13,7 +13,7 @@ export function registerDeliveries(program: Command): void {
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
-      via(command, `Redis ${config.redis.prefix}:deliveries:failed`);
+      via(`Redis ${config.redis.prefix}:deliveries:failed`);
       await withRedis(config, async (redis) => {
         const failed = await new FailedDeliveries(redis, config.redis.prefix).list();
         output(command, failed, () =>

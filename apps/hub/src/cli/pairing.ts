@@ -13,7 +13,7 @@ export function registerPairing(program: Command): void {
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
-      via(command, `Redis ${config.redis.prefix}:pairing:*`);
+      via(`Redis ${config.redis.prefix}:pairing:*`);
       await withRedis(config, async (redis) => {
         const store = new PairingStore(redis, config.redis.prefix);
         const pending = await store.list();

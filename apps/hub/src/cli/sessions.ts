@@ -17,7 +17,7 @@ export function registerSessions(program: Command): void {
     .description("every session, most recently active first")
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
-      via(command, `state directory ${resolveStateDir()}`);
+      via(`state directory ${resolveStateDir()}`);
       const list = await store().list();
       output(command, list, () =>
         list.length === 0
@@ -33,7 +33,7 @@ export function registerSessions(program: Command): void {
     .option("--json", "print JSON")
     .option("--limit <n>", "only the last n entries", (v) => Number.parseInt(v, 10))
     .action(async (sessionKey: string, opts: { limit?: number }, command: Command) => {
-      via(command, `state directory ${resolveStateDir()}`);
+      via(`state directory ${resolveStateDir()}`);
       const s = store();
       const record = await s.get(sessionKey);
       if (!record) throw noSession(sessionKey);

@@ -27,7 +27,6 @@ export function registerStatus(program: Command): void {
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
       via(
-        command,
         `gateway ${config.gateway.host}:${config.gateway.port} with the stored token, and Redis ${config.redis.prefix}:*`,
       );
       const status = await readStatus(command);
