@@ -241,16 +241,18 @@ export async function startHub(
       runs,
       writers: new SessionWriters(redis, prefix),
       replies,
-      events: operations.metrics.meterEvents(events),
-      resolveModel: createModelResolver(config, agentLog, (decision) => {
-        // Kept in Redis so /status in any process can show the latest failover decisions.
-        void redis
-          .multi()
-          .lpush(decisionsKey, JSON.stringify(decision))
-          .ltrim(decisionsKey, 0, 19)
-          .exec()
-          .catch(() => {});
-      }),
+      events,
+      resolveModel: operations.metrics.meterModels(
+        createModelResolver(config, agentLog, (decision) => {
+          // Kept in Redis so /status in any process can show the latest failover decisions.
+          void redis
+            .multi()
+            .lpush(decisionsKey, JSON.stringify(decision))
+            .ltrim(decisionsKey, 0, 19)
+            .exec()
+            .catch(() => {});
+        }),
+      ),
       modelRef: config.agent.model,
       toolsFor: (ctx) => toolsFor(ctx),
       workspaceDir: config.agent.workspace ?? join(options.stateDir, "workspace"),

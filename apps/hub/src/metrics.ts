@@ -1,4 +1,5 @@
-import { type ChannelAdapter, type ChatEvent, type InboundResult, RateLimitedError } from "@hub/core";
+import type { ModelProvider } from "@hub/agent";
+import { type ChannelAdapter, type InboundResult, RateLimitedError } from "@hub/core";
 import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import { RunRecords, type TerminalStatus } from "@hub/sessions";
@@ -49,7 +50,7 @@ export class HubMetrics {
   });
   readonly firstToken = new Histogram({
     name: "hub_model_first_token_seconds",
-    help: "From a run's start to the first streamed text (model latency to first token).",
+    help: "From a model call to its first streamed text (latency to first token).",
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
     registers: [this.registry],
   });
@@ -106,7 +107,7 @@ export class HubMetrics {
     return result;
   }
 
-  /** Notes a run's start (for the first-token latency). */
+  /** Notes a run's start in this process (runs in flight, for the drain). */
   runStarted(runId: string): void {
     if (!this.#startedAt.has(runId)) this.#startedAt.set(runId, Date.now());
   }
@@ -116,14 +117,6 @@ export class HubMetrics {
     return [...this.#startedAt.keys()];
   }
 
-  /** Observes the first streamed text of a run. */
-  firstText(runId: string): void {
-    const started = this.#startedAt.get(runId);
-    if (started === undefined) return;
-    this.firstToken.observe((Date.now() - started) / 1000);
-    this.#startedAt.set(runId, Number.NaN);
-  }
-
   /** Counts a terminal outcome decided in this process. */
   runFinished(runId: string, status: TerminalStatus, startedAt: number | undefined): void {
     this.runs.inc({ outcome: status });
@@ -131,15 +124,26 @@ export class HubMetrics {
     this.#startedAt.delete(runId);
   }
 
-  /** The event publisher with each run's first streamed text timed. */
-  meterEvents(events: { publish(event: ChatEvent): Promise<void> }): {
-    publish(event: ChatEvent): Promise<void>;
-  } {
-    return {
-      publish: (event) => {
-        if (event.state === "delta" && event.text) this.firstText(event.runId);
-        return events.publish(event);
-      },
+  /** The model resolver with each call's latency to its first streamed text observed. */
+  meterModels<R extends { provider: ModelProvider; model: string }>(
+    resolve: (ref: string) => R,
+  ): (ref: string) => R {
+    const histogram = this.firstToken;
+    return (ref) => {
+      const resolved = resolve(ref);
+      const { provider } = resolved;
+      const stream = async function* (request: Parameters<ModelProvider["stream"]>[0]) {
+        const end = histogram.startTimer();
+        let first = true;
+        for await (const event of provider.stream(request)) {
+          if (first && event.type === "text") {
+            end();
+            first = false;
+          }
+          yield event;
+        }
+      };
+      return { ...resolved, provider: { id: provider.id, stream } };
     };
   }
 
