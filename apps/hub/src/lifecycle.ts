@@ -1,6 +1,9 @@
 import type { HubLogger } from "@hub/core";
 import type { RunningHub } from "./hub.js";
 
+/** A repeated stop signal this soon after the first is the same signal delivered twice. */
+const DUPLICATE_SIGNAL_MS = 500;
+
 /** How the process reacts to signals. */
 export interface LifecycleOptions {
   hub: Pick<RunningHub, "operations" | "stop">;
@@ -20,18 +23,20 @@ export interface LifecycleOptions {
  * flight get `drainMs` to finish, then the hub stops (delivery flushes what it
  * holds) and the process exits 0. Runs still going when the budget is spent keep
  * their `running` record and their lane lease, so restart recovery resumes
- * them. A second SIGTERM exits at once. SIGHUP reloads channel policies.
+ * them. A second SIGTERM (later than 0.5 s after the first) exits at once, code 1. SIGHUP reloads channel policies.
  */
 export function handleSignals(options: LifecycleOptions): { drain: (signal: string) => Promise<void> } {
   const { hub, logger } = options;
   const exit = options.exit ?? ((code: number) => process.exit(code));
-  let draining = false;
+  let drainingSince: number | undefined;
   const drain = async (signal: string): Promise<void> => {
-    if (draining) {
+    if (drainingSince !== undefined) {
+      // One signal delivered twice at once (by a wrapper and to the process group) is not a second request.
+      if (Date.now() - drainingSince < DUPLICATE_SIGNAL_MS) return;
       logger.warn({ signal }, "second stop signal: exiting now; runs in flight resume after the restart");
       return exit(1);
     }
-    draining = true;
+    drainingSince = Date.now();
     hub.operations.startDraining();
     const deadline = Date.now() + options.drainMs;
     logger.info(
