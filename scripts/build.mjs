@@ -48,5 +48,8 @@ for (const pkg of workspace) {
   if (pkg.startsWith("test/")) continue;
   for (const dir of ["src", "public"]) if (existsSync(join(root, pkg, dir))) copyAssets(join(pkg, dir));
 }
-for (const file of ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml"]) cpSync(join(root, file), join(out, file));
-console.log(`build: compiled hub in ${relative(process.cwd(), out) || "."} (run: node apps/hub/src/main.js start)`);
+for (const file of ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml"])
+  cpSync(join(root, file), join(out, file));
+console.log(
+  `build: compiled hub in ${relative(process.cwd(), out) || "."} (run: node apps/hub/src/main.js start)`,
+);

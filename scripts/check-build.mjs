@@ -16,7 +16,11 @@ const fail = (why) => {
   process.exit(1);
 };
 const step = (cmd, args, cwd) => {
-  const r = spawnSync(cmd, args, { cwd, stdio: "inherit", env: { ...process.env, CI: "true", COREPACK_INTEGRITY_KEYS: "0" } });
+  const r = spawnSync(cmd, args, {
+    cwd,
+    stdio: "inherit",
+    env: { ...process.env, CI: "true", COREPACK_INTEGRITY_KEYS: "0" },
+  });
   if (r.status !== 0) fail(`${cmd} ${args.join(" ")} failed`);
 };
 step(process.execPath, [join(root, "scripts/build.mjs"), out], root);
@@ -45,4 +49,6 @@ const code = await exited;
 rmSync(work, { recursive: true, force: true });
 if (!ready) fail("the compiled hub never answered /readyz with 200");
 if (code !== 0) fail(`the compiled hub exited with ${code} after SIGTERM`);
-console.log("check-build: the compiled hub started with node alone, was ready, and drained to exit 0 on SIGTERM");
+console.log(
+  "check-build: the compiled hub started with node alone, was ready, and drained to exit 0 on SIGTERM",
+);

@@ -65,6 +65,7 @@ describe("readiness and metrics on a hub with a fake platform", () => {
     expect(text).toContain('hub_queue_depth{queue="reply"}');
     expect(text).toContain("hub_failed_deliveries 0");
     expect(text).toContain("hub_active_sessions");
+    expect(text).toContain("process_resident_memory_bytes");
   });
 
   it("hub status and hub send talk to the running hub (gateway with the token, Redis)", async () => {

@@ -4,7 +4,7 @@ import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import { RunRecords, type TerminalStatus } from "@hub/sessions";
 import type { Redis } from "ioredis";
-import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
 /** What happened to an inbound message, as `/metrics` counts it. */
 export type InboundOutcome = "answered" | "ignored" | "denied" | "duplicate" | "rejected" | "retry";
@@ -70,6 +70,7 @@ export class HubMetrics {
   readonly #startedAt = new Map<string, number>();
 
   constructor(redis: Redis, prefix: string) {
+    collectDefaultMetrics({ register: this.registry });
     const failed = new FailedDeliveries(redis, prefix);
     const records = new RunRecords(redis, prefix);
     new Gauge({
