@@ -1,12 +1,11 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { channelPlugins, redisStateStore } from "@hub/app";
 import { createLogger } from "@hub/core";
 import { startFakeOpenAI, startFakeTelegram } from "@hub/fakes";
 import { telegramPlugin } from "@hub/telegram";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { redisStateStore } from "../../apps/hub/src/adapters.js";
-import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { runCli } from "../support/cli.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { type FakeWorld, startFakeWorld, startTestHub } from "../support/hub.js";

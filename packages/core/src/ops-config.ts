@@ -13,7 +13,7 @@ export const MetricsConfigSchema = z
     token: z.string().min(16, "must be at least 16 characters").optional(),
   })
   .strict()
-  .default({ enabled: true, access: "loopback" });
+  .prefault({});
 
 /** `lifecycle`: how the hub stops. */
 export const LifecycleConfigSchema = z
@@ -22,4 +22,4 @@ export const LifecycleConfigSchema = z
     drainSeconds: z.number().int().min(0).default(60),
   })
   .strict()
-  .default({ drainSeconds: 60 });
+  .prefault({});
