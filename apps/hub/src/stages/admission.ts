@@ -60,7 +60,8 @@ export async function startAdmission(
     () => supervisor?.statuses() ?? [],
   );
   await gateway.start();
-  base.shutdown.intake.push(() => gateway.stop());
+  // Stopped after the workers: runs finishing in a drain still reach web chat clients (intake is refused meanwhile).
+  base.shutdown.rest.push(() => gateway.stop());
   // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
   supervisor = new ChannelSupervisor(
     [...entry.channels, entry.webchat],
