@@ -1,4 +1,4 @@
-// Renders the agent's markdown safely: the result is built from DOM nodes and
+// Renders the agent's markdown safely (underscores inside words, as in snake_case, stay text): the result is built from DOM nodes and
 // text nodes only (never innerHTML), so no model output and no other user's
 // text can inject HTML or script; links open only http(s) and mailto URLs.
 // Every source character is kept (markers such as ** or ``` sit in hidden
@@ -6,7 +6,7 @@
 // copying keeps the markdown, and the page's text matches the transcript.
 
 const INLINE =
-  /(`[^`\n]+`)|(\*\*[^*\n]+?\*\*|__[^_\n]+?__)|(~~[^~\n]+?~~)|(\[[^\]\n]+\]\([^)\s]+\))|(https?:\/\/[^\s<>()]+)|((?<![\w*])\*[^*\s][^*\n]*?\*(?![\w*])|(?<![\w_])_[^_\s][^_\n]*?_(?![\w_]))/;
+  /(`[^`\n]+`)|(\*\*[^*\n]+?\*\*|(?<![\w_])__[^_\n]+?__(?![\w_]))|(~~[^~\n]+?~~)|(\[[^\]\n]+\]\([^)\s]+\))|(https?:\/\/[^\s<>()]+)|((?<![\w*])\*[^*\s][^*\n]*?\*(?![\w*])|(?<![\w_])_[^_\s][^_\n]*?_(?![\w_]))/;
 const LIST = /^(\s*)([-*+]|\d{1,9}[.)])\s+/;
 const HEADING = /^(#{1,6})\s+/;
 const QUOTE = /^>\s?/;
