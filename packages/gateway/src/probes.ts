@@ -75,7 +75,8 @@ function isLoopbackAddress(address: string | undefined): boolean {
   return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
 }
 
-function bearerMatches(req: IncomingMessage, token: string): boolean {
+/** Whether the request carries `Authorization: Bearer <token>` (compared in constant time). */
+export function bearerMatches(req: IncomingMessage, token: string): boolean {
   const header = req.headers.authorization ?? "";
   const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "");
   const expected = Buffer.from(token);

@@ -4,6 +4,7 @@ import { GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { SessionAdmission } from "@hub/sessions";
 import { webRoot } from "@hub/web";
+import { controlRoutes } from "../control-api.js";
 import { approvePairing, sendNotice } from "../pairing.js";
 import { ChannelSupervisor } from "../supervisor.js";
 import type { HubBase } from "./base.js";
@@ -121,11 +122,23 @@ function startGateway(
       token,
       maxFrameBytes: gw.maxFrameBytes,
       webRoot,
-      routes: base.operations.routes(
-        entry.channels.flatMap((a) => a.httpRoutes?.() ?? []),
-        channelStatus,
-        token,
-      ),
+      routes: [
+        ...base.operations.routes(
+          entry.channels.flatMap((a) => a.httpRoutes?.() ?? []),
+          channelStatus,
+          token,
+        ),
+        ...controlRoutes({
+          token,
+          redis: base.redis,
+          prefix: config.redis.prefix,
+          channels: channelStatus,
+          ...s,
+          stopRun: (runId) => s.control.stop(runId, "aborted"),
+          pairing: dispatcher.pairing,
+          replies,
+        }),
+      ],
       clients: gw.clients,
       allowedOrigins: gw.allowedOrigins,
       password: gw.password,
