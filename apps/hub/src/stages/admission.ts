@@ -4,7 +4,7 @@ import { GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { SessionAdmission } from "@hub/sessions";
 import { webRoot } from "@hub/web";
-import { controlRoutes } from "../control-api.js";
+import { operatorRoutes } from "../operator-routes.js";
 import { approvePairing, sendNotice } from "../pairing.js";
 import { ChannelSupervisor } from "../supervisor.js";
 import type { HubBase } from "./base.js";
@@ -122,23 +122,7 @@ function startGateway(
       token,
       maxFrameBytes: gw.maxFrameBytes,
       webRoot,
-      routes: [
-        ...base.operations.routes(
-          entry.channels.flatMap((a) => a.httpRoutes?.() ?? []),
-          channelStatus,
-          token,
-        ),
-        ...controlRoutes({
-          token,
-          redis: base.redis,
-          prefix: config.redis.prefix,
-          channels: channelStatus,
-          ...s,
-          stopRun: (runId) => s.control.stop(runId, "aborted"),
-          pairing: dispatcher.pairing,
-          replies,
-        }),
-      ],
+      routes: operatorRoutes(base, entry, s, dispatcher, replies, token, channelStatus),
       clients: gw.clients,
       allowedOrigins: gw.allowedOrigins,
       password: gw.password,
