@@ -67,7 +67,9 @@ describe("readiness and metrics on a hub with a fake platform", () => {
     expect(text).toContain("process_resident_memory_bytes");
   });
 
-  it("hub status and hub send talk to the running hub (gateway with the token, Redis)", async () => {
+  it("hub status and hub send talk to the running hub (gateway with the token, Redis)", {
+    timeout: 90_000,
+  }, async () => {
     const env = {
       HUB_GATEWAY_PORT: String(world.hub.port),
       HUB_GATEWAY_TOKEN: TOKEN,

@@ -163,7 +163,14 @@ export class HubMetrics {
         throw error;
       }
     };
-    return Object.assign(Object.create(adapter) as ChannelAdapter, { send });
+    // A proxy, not a copy: the adapter's own methods and getters run on the adapter itself (private fields).
+    return new Proxy(adapter, {
+      get: (target, prop) => {
+        if (prop === "send") return send;
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
   }
 
   /** The text exposition of every metric. */

@@ -15,6 +15,7 @@ let stateDir: string;
 let prefix: string;
 let env: Record<string, string>;
 let redis: Redis;
+// Each test starts the real CLI several times (a Node process with tsx each); on a loaded machine that takes seconds.
 beforeAll(async () => {
   stateDir = mkdtempSync(join(tmpdir(), "hub-cli-"));
   prefix = testPrefix("cli");
@@ -28,7 +29,7 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-describe("hub config", () => {
+describe("hub config", { timeout: 120_000 }, () => {
   it("validate: 0 for a valid file, 1 naming each wrong key and its fix", async () => {
     const good = join(stateDir, "good.json5");
     writeFileSync(good, "{ agent: { model: 'offline/echo' }, lifecycle: { drainSeconds: 5 } }");
@@ -45,7 +46,7 @@ describe("hub config", () => {
   });
 });
 
-describe("hub doctor", () => {
+describe("hub doctor", { timeout: 120_000 }, () => {
   it("exits 1 with the fix when the state dir is open to others or Redis does not answer; --json lists every check", async () => {
     const open = mkdtempSync(join(tmpdir(), "hub-cli-open-"));
     chmodSync(open, 0o755);
@@ -79,7 +80,7 @@ describe("hub doctor", () => {
   });
 });
 
-describe("hub pairing", () => {
+describe("hub pairing", { timeout: 120_000 }, () => {
   it("list shows pending codes (JSON too); deny drops one; approve lets one in; unknown codes exit 1", async () => {
     const store = new PairingStore(redis, prefix);
     const target = (chatId: string) => ({ channel: "telegram", accountId: "default", chatId });
@@ -116,7 +117,7 @@ describe("hub pairing", () => {
   });
 });
 
-describe("hub deliveries", () => {
+describe("hub deliveries", { timeout: 120_000 }, () => {
   it("failed lists given-up segments; retry queues them again for ordered delivery and empties the list", async () => {
     const failed = new FailedDeliveries(redis, prefix);
     const target = { channel: "telegram", accountId: "default", chatId: "900" };
@@ -142,7 +143,7 @@ describe("hub deliveries", () => {
   });
 });
 
-describe("hub sessions", () => {
+describe("hub sessions", { timeout: 120_000 }, () => {
   it("list, show (transcript) and reset (new transcript) read the state directory", async () => {
     const sessions = new SessionStore(stateDir, createLogger({ level: "silent" }));
     const key = "agent:main:telegram:direct:42";
@@ -167,7 +168,7 @@ describe("hub sessions", () => {
   });
 });
 
-describe("hub status and channels", () => {
+describe("hub status and channels", { timeout: 120_000 }, () => {
   it("without a running hub: status says so and still reports Redis; channels status exits 1 with what to do", async () => {
     const status = await runCli(["status", "--json"], env);
     expect(status.code).toBe(0);
