@@ -53,7 +53,16 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
       );
     // Stopping waits for the runs' workers and lets delivery flush; past the budget (plus a little for delivery) we go anyway.
     const stopped = await Promise.race([
-      hub.stop().then(() => true),
+      hub.stop().then(
+        () => true,
+        (error: unknown) => {
+          logger.error(
+            { err: error },
+            "stopping failed; exiting, restart recovery resumes what was in flight",
+          );
+          return true;
+        },
+      ),
       new Promise<false>((r) =>
         setTimeout(() => r(false), Math.max(deadline - Date.now(), 0) + 5000).unref(),
       ),
