@@ -1,4 +1,6 @@
 import type { ChannelPlugin } from "@hub/core";
+import { discordPlugin } from "@hub/discord";
+import { slackPlugin } from "@hub/slack";
 import { telegramPlugin } from "@hub/telegram";
 
 /**
@@ -11,4 +13,4 @@ import { telegramPlugin } from "@hub/telegram";
  * dependencies). Its conformance harness is exported from its package's
  * `./conformance` entry and run by `@hub/conformance` (see that package's index).
  */
-export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin];
+export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin, discordPlugin, slackPlugin];
