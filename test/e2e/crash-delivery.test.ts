@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import {
   type FakeOpenAI,
   type FakeTelegram,
@@ -12,13 +12,14 @@ import { waitFor } from "../support/redis.js";
 // Delivery crash points (issue 9, items 7 and 9), with real processes frozen at the exact step.
 let model: FakeOpenAI;
 const installs: Installation[] = [];
-beforeAll(async () => {
+// A fresh model per test: a script one test left unconsumed never becomes another test's answer.
+beforeEach(async () => {
   model = await startFakeOpenAI();
 });
 afterEach(async () => {
   for (const i of installs.splice(0)) await i.dispose();
+  await model.close();
 });
-afterAll(async () => model.close());
 
 const modelEnv = () => ({ HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" });
 
@@ -92,7 +93,7 @@ describe("admission never waits for delivery", () => {
     );
     const annTexts = telegram.sent(ann).map((m) => String(m.text));
     const lastPart = annTexts.findLastIndex((t) => t.includes("Part 7"));
-    expect(lastPart).toBeGreaterThan(0);
+    expect(lastPart, `Ann's messages: ${annTexts.map((t) => t.slice(0, 40)).join(" | ")}`).toBeGreaterThan(0);
     const status = annTexts.findIndex((t) => t.includes("Queue mode"));
     expect(status).toBeGreaterThan(lastPart);
     expect(status).toBe(annTexts.length - 1);
