@@ -2,7 +2,7 @@
 // Entry of `npm start`, `npm test` and `npm run bench` on a fresh machine:
 // installs the workspace with pnpm (through corepack, or npx when corepack
 // cannot) if needed, then runs the command. Node 20 and Redis are all it assumes.
-import { spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, statSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -42,15 +42,20 @@ if (!existsSync(marker) || statSync(lock).mtimeMs > statSync(marker).mtimeMs) {
   }
 }
 
+// The hub runs as a direct child (node with tsx's loader, no pnpm in between), so
+// signals reach it: this wrapper passes SIGTERM, SIGINT and SIGHUP on and exits with its code.
+const hubArgs = ["--import", "tsx", "apps/hub/src/main.ts"];
 const scripts = {
-  start: ["exec", "tsx", "apps/hub/src/main.ts", "start"],
-  hub: ["exec", "tsx", "apps/hub/src/main.ts"],
-  test: ["run", "test:all"],
-  bench: ["exec", "tsx", "test/bench/run.ts"],
+  start: [process.execPath, [...hubArgs, "start"]],
+  hub: [process.execPath, hubArgs],
+  test: [pm, [...pmArgs, "run", "test:all"]],
+  bench: [pm, [...pmArgs, "exec", "tsx", "test/bench/run.ts"]],
 };
 const script = scripts[command];
 if (!script) {
   console.error(`bootstrap: unknown command "${command}" (start, hub, test, bench)`);
   process.exit(2);
 }
-process.exit(run(pm, [...pmArgs, ...script, ...rest]));
+const child = spawn(script[0], [...script[1], ...rest], { cwd: root, stdio: "inherit" });
+for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, () => child.kill(signal));
+child.on("exit", (code, signal) => process.exit(code ?? (signal === "SIGKILL" ? 137 : 1)));

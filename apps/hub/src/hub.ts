@@ -1,6 +1,7 @@
 import type { ChannelAdapter, ChannelPlugin, HubConfig, HubLogger } from "@hub/core";
 import type { InboundDispatcher } from "@hub/dispatch";
 import type { ReplyDispatcher } from "@hub/reply";
+import type { HubOperations } from "./operations.js";
 import { startAdmission } from "./stages/admission.js";
 import { connectBase, type HubTuning, shutdownBase } from "./stages/base.js";
 import { buildEntry } from "./stages/entry.js";
@@ -22,6 +23,8 @@ export interface RunningHub {
   channels(): ChannelReport[];
   /** Resolves once every channel's first connection attempt is over (channels never delay the start). */
   channelsSettled(): Promise<void>;
+  /** Metrics, readiness, draining and reload (see operations.ts). */
+  operations: HubOperations;
   stop(): Promise<void>;
 }
 
@@ -61,6 +64,7 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
     replies,
     channels: () => ingress?.supervisor.statuses() ?? [],
     channelsSettled: () => ingress?.supervisor.firstAttempts() ?? Promise.resolve(),
+    operations: base.operations,
     stop: () => shutdownBase(base),
   };
 }

@@ -1,6 +1,8 @@
 // The hub's web chat: connects to the gateway over WebSocket, sends with
 // chat.send, shows the answer as its segments are delivered, and rebuilds the
 // view from chat.history after a reload or reconnect.
+import { renderMarkdown } from "./markdown.js";
+
 const $ = (id) => document.getElementById(id);
 const messages = $("messages");
 const statusEl = $("status");
@@ -26,10 +28,16 @@ function setStatus(state, text) {
   statusEl.textContent = text;
 }
 
+// The agent's answers are markdown, rendered from DOM nodes only (markdown.js); everything else is plain text.
+function setText(el, text) {
+  if (el.classList.contains("assistant")) el.replaceChildren(renderMarkdown(text));
+  else el.textContent = text;
+}
+
 function addMessage(role, text, runId) {
   const el = document.createElement("div");
   el.className = `msg ${role}`;
-  el.textContent = text;
+  setText(el, text);
   if (runId) el.dataset.runId = runId;
   messages.append(el);
   messages.scrollTop = messages.scrollHeight;
@@ -59,10 +67,10 @@ function onChatEvent(p) {
     const segments = JSON.parse(el.dataset.segments);
     segments[p.seq] = p.text;
     el.dataset.segments = JSON.stringify(segments);
-    el.textContent = segments.filter((s) => s !== null).join("\n\n");
+    setText(el, segments.filter((s) => s !== null).join("\n\n"));
     el.classList.add("pending");
   } else if (p.state === "final") {
-    if (p.text) el.textContent = p.text;
+    if (p.text) setText(el, p.text);
     el.classList.remove("pending");
     runEnded(p.runId);
   } else {

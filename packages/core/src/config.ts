@@ -12,6 +12,7 @@ import {
   WEBCHAT_CHANNEL,
 } from "./channel-config.js";
 import { HubError } from "./errors.js";
+import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 
 const ProviderSchema = z
   .object({
@@ -190,6 +191,8 @@ const BaseConfigSchema = z
       })
       .strict()
       .prefault({}),
+    metrics: MetricsConfigSchema,
+    lifecycle: LifecycleConfigSchema,
     /** Which roles this process runs; all by default. */
     roles: z
       .array(z.enum(["ingress", "agent", "delivery"]))

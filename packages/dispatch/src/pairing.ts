@@ -176,4 +176,12 @@ export class PairingStore {
       .exec();
     return found;
   }
+
+  /** Denies a code: the request is dropped and the sender stays out (they are not told). Returns it, if the code was live. */
+  async deny(channel: string, code: string): Promise<PendingPairing | undefined> {
+    const found = (await this.list()).find((p) => p.channel === channel && p.code === code.toUpperCase());
+    if (!found) return undefined;
+    await this.redis.hdel(this.#pending(channel, found.accountId), found.senderId);
+    return found;
+  }
 }

@@ -1,3 +1,4 @@
+export * from "./depths.js";
 export * from "./epoch.js";
 export * from "./mailbox.js";
 export * from "./redis.js";

@@ -23,6 +23,7 @@ import {
 } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
 
 const SegmentItemSchema = z
@@ -90,7 +91,10 @@ export class ReplyDispatcher implements ReplySink {
       graceMs: options.graceMs,
       sweepIntervalMs: options.sweepIntervalMs,
       instanceId: options.instanceId,
-      onFailed: (item) => this.#mark(item.data.replyId, item.data.index, "failed"),
+      onFailed: async (item, error) => {
+        await this.#mark(item.data.replyId, item.data.index, "failed");
+        await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
+      },
     });
   }
 

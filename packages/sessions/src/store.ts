@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync } from "node:fs";
-import { open, readFile, rename, stat, writeFile } from "node:fs/promises";
+import { open, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { HubLogger } from "@hub/core";
 import { z } from "zod";
@@ -65,6 +65,17 @@ export class SessionStore {
       if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
       throw error;
     }
+  }
+
+  /** Every session's index record, most recently updated first (for the operator). */
+  async list(): Promise<SessionRecord[]> {
+    const names = (await readdir(this.#indexDir)).filter((n) => n.endsWith(".json"));
+    const records = await Promise.all(
+      names.map(async (n) =>
+        SessionRecordSchema.safeParse(JSON.parse(await readFile(join(this.#indexDir, n), "utf8"))),
+      ),
+    );
+    return records.flatMap((r) => (r.success ? [r.data] : [])).sort((a, b) => b.updatedAt - a.updatedAt);
   }
 
   /** The session a key routes to, created (with its transcript header) on first use. */

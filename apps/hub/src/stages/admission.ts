@@ -4,6 +4,7 @@ import { GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { SessionAdmission } from "@hub/sessions";
 import { webRoot } from "@hub/web";
+import { operatorRoutes } from "../operator-routes.js";
 import { approvePairing, sendNotice } from "../pairing.js";
 import { ChannelSupervisor } from "../supervisor.js";
 import type { HubBase } from "./base.js";
@@ -60,11 +61,15 @@ export async function startAdmission(
     () => supervisor?.statuses() ?? [],
   );
   await gateway.start();
-  base.shutdown.intake.push(() => gateway.stop());
+  // Stopped after the workers: runs finishing in a drain still reach web chat clients (intake is refused meanwhile).
+  base.shutdown.rest.push(() => gateway.stop());
   // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
   supervisor = new ChannelSupervisor(
     [...entry.channels, entry.webchat],
-    (fields, o) => admitInbound(() => dispatcher.dispatchInboundMessage(fields, o)),
+    (fields, o) =>
+      base.operations.admit(fields.channel, () =>
+        admitInbound(() => dispatcher.dispatchInboundMessage(fields, o)),
+      ),
     logger,
     base.tuning.channelBackoff,
   );
@@ -117,7 +122,7 @@ function startGateway(
       token,
       maxFrameBytes: gw.maxFrameBytes,
       webRoot,
-      routes: entry.channels.flatMap((a) => a.httpRoutes?.() ?? []),
+      routes: operatorRoutes(base, entry, s, dispatcher, replies, token, channelStatus),
       clients: gw.clients,
       allowedOrigins: gw.allowedOrigins,
       password: gw.password,

@@ -2,6 +2,7 @@ import type { HubConfig, HubLogger } from "@hub/core";
 import { ChatEventBus } from "@hub/gateway";
 import { createRedis, type MailboxWorker, RedisEpoch } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { HubOperations } from "../operations.js";
 import { instanceIdOf } from "../state.js";
 
 /** Knobs tests and benchmarks turn; production uses the defaults. */
@@ -30,6 +31,8 @@ export interface HubBase {
   subscriber: Redis;
   events: ChatEventBus;
   epoch: RedisEpoch;
+  /** Metrics, readiness, draining and reload (apps/hub/src/operations.ts). */
+  operations: HubOperations;
   /** Mailbox options shared by the session lane and delivery (instance id for fast restarts, test tuning). */
   mailbox: { instanceId: string; sweepIntervalMs: number | undefined; graceMs: number | undefined };
   /** Shutdown, in this order: intake, then workers and then the rest (each last registered first). */
@@ -66,6 +69,7 @@ export async function connectBase(
     subscriber,
     events,
     epoch,
+    operations: new HubOperations(config, redis, logger),
     mailbox,
     shutdown: { intake: [], workers: [], rest: [] },
   };

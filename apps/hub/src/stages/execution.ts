@@ -40,7 +40,9 @@ export async function startExecution(
     writers: s.writers,
     replies,
     events: base.events,
-    resolveModel: createModelResolver(config, agentLog, s.recordModelDecision),
+    resolveModel: base.operations.metrics.meterModels(
+      createModelResolver(config, agentLog, s.recordModelDecision),
+    ),
     modelRef: config.agent.model,
     toolsFor: createToolAccess(config, { workspace, statusText, replies }),
     workspaceDir: workspace,

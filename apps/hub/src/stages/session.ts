@@ -1,12 +1,13 @@
 import { RunControl } from "@hub/agent";
 import {
   ApprovalStore,
-  RunRecords,
+  type RunRecords,
   SessionActivity,
   SessionLane,
   SessionStore,
   SessionWriters,
 } from "@hub/sessions";
+import { MeteredRunRecords } from "../metrics.js";
 import type { HubBase } from "./base.js";
 
 /**
@@ -32,7 +33,7 @@ export interface SessionStage {
 export function buildSessionStage(base: HubBase): SessionStage {
   const { config, redis, events } = base;
   const prefix = config.redis.prefix;
-  const runs = new RunRecords(redis, prefix);
+  const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
   const lane: SessionLane = new SessionLane({
     redisUrl: config.redis.url,

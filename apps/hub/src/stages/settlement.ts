@@ -22,7 +22,8 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
   });
   base.shutdown.rest.push(() => replies.close());
   if (base.roles.has("delivery")) {
-    const adapterOf = (channel: string, accountId: string) => entry.adapters.forAccount(channel, accountId);
+    const adapterOf = (channel: string, accountId: string) =>
+      base.operations.metrics.meterAdapter(entry.adapters.forAccount(channel, accountId));
     base.shutdown.workers.push(
       replies.startDelivery(adapterOf, { concurrency: tuning.deliveryConcurrency ?? 50 }),
     );

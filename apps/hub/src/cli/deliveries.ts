@@ -1,0 +1,53 @@
+import { FailedDeliveries } from "@hub/reply";
+import type { Command } from "commander";
+import { configOf, output, replySender, via, withRedis } from "./context.js";
+
+/** `hub deliveries failed|retry`: the segments delivery gave up on, straight from Redis. */
+export function registerDeliveries(program: Command): void {
+  const deliveries = program
+    .command("deliveries")
+    .description("reply segments delivery gave up on (straight to Redis)");
+  deliveries
+    .command("failed")
+    .description("list them, newest first")
+    .option("--json", "print JSON")
+    .action(async (_opts, command: Command) => {
+      const { config } = configOf(command);
+      via(`Redis ${config.redis.prefix}:deliveries:failed`);
+      await withRedis(config, async (redis) => {
+        const failed = await new FailedDeliveries(redis, config.redis.prefix).list();
+        output(command, failed, () =>
+          failed.length === 0
+            ? "No failed deliveries."
+            : failed
+                .map(
+                  (f) =>
+                    `${f.id}  ${new Date(f.at).toISOString()}  ${f.target.channel}/${f.target.accountId} ${f.target.chatId}  ${f.error}\n    ${f.text.length > 120 ? `${f.text.slice(0, 120)}…` : f.text}`,
+                )
+                .join("\n"),
+        );
+      });
+    });
+  deliveries
+    .command("retry [ids...]")
+    .description("send them again (the ones named by id, or all) through ordered delivery")
+    .action(async (ids: string[], _opts, command: Command) => {
+      const { config } = configOf(command);
+      const replies = replySender(config);
+      try {
+        await withRedis(config, async (redis) => {
+          const retried = await new FailedDeliveries(redis, config.redis.prefix).retry(
+            replies,
+            ids.length ? ids : undefined,
+          );
+          console.log(
+            retried.length
+              ? `Queued ${retried.length} segment(s) again: ${retried.map((r) => r.id).join(", ")}.`
+              : 'Nothing to retry; "hub deliveries failed" lists the failed ones.',
+          );
+        });
+      } finally {
+        await replies.close();
+      }
+    });
+}

@@ -1,0 +1,82 @@
+import { HubError } from "@hub/core";
+import WebSocket from "ws";
+
+/** Where a running hub's gateway is and the token to talk to it. */
+export interface GatewayAddress {
+  host: string;
+  port: number;
+  token: string;
+}
+
+interface ResponseFrame {
+  type: "res";
+  id: number | string | null;
+  ok: boolean;
+  payload?: unknown;
+  error?: { code: string; message: string };
+}
+
+/**
+ * Calls gateway methods on a running hub over its WebSocket protocol
+ * (connect with the token, then one request per call). Throws
+ * `GatewayUnreachableError` when no hub answers.
+ */
+export async function callGateway(
+  address: GatewayAddress,
+  calls: ReadonlyArray<{ method: string; params?: unknown }>,
+  timeoutMs = 5000,
+): Promise<unknown[]> {
+  const host = address.host.includes(":") ? `[${address.host}]` : address.host;
+  const ws = new WebSocket(`ws://${host}:${address.port}/`);
+  const frames = new Map<number, ResponseFrame>();
+  let waiter: (() => void) | undefined;
+  ws.on("message", (data) => {
+    const frame = JSON.parse(data.toString()) as ResponseFrame;
+    if (frame.type === "res" && typeof frame.id === "number") frames.set(frame.id, frame);
+    waiter?.();
+  });
+  const timer = setTimeout(() => ws.terminate(), timeoutMs);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("error", (error) => reject(new GatewayUnreachableError(address, error)));
+      ws.once("close", () => reject(new GatewayUnreachableError(address, new Error("closed"))));
+    });
+    const request = async (id: number, method: string, params: unknown): Promise<unknown> => {
+      ws.send(JSON.stringify({ type: "req", id, method, params }));
+      while (!frames.has(id)) {
+        if (ws.readyState !== WebSocket.OPEN) throw new GatewayUnreachableError(address, new Error("closed"));
+        await new Promise<void>((r) => {
+          waiter = r;
+          ws.once("close", () => r());
+        });
+      }
+      const frame = frames.get(id) as ResponseFrame;
+      if (!frame.ok)
+        throw new HubError(
+          frame.error?.code ?? "gateway_error",
+          `The hub refused ${method}: ${frame.error?.message}`,
+        );
+      return frame.payload;
+    };
+    await request(0, "connect", { auth: { token: address.token } });
+    const out: unknown[] = [];
+    for (const [i, call] of calls.entries()) out.push(await request(i + 1, call.method, call.params ?? {}));
+    return out;
+  } finally {
+    clearTimeout(timer);
+    ws.close();
+  }
+}
+
+/** No hub answered on the configured gateway address. */
+export class GatewayUnreachableError extends HubError {
+  constructor(address: GatewayAddress, cause: unknown) {
+    super(
+      "gateway_unreachable",
+      `No hub answers at ${address.host}:${address.port} (${(cause as Error).message}); start it with "npm start" or check gateway.host/gateway.port.`,
+      { cause },
+    );
+    this.name = "GatewayUnreachableError";
+  }
+}

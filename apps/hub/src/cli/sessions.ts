@@ -1,0 +1,64 @@
+import { createLogger, HubError, resolveStateDir } from "@hub/core";
+import { SessionStore } from "@hub/sessions";
+import type { Command } from "commander";
+import { output, via } from "./context.js";
+
+function store(): SessionStore {
+  return new SessionStore(resolveStateDir(), createLogger({ level: "silent" }));
+}
+
+/** `hub sessions list|show|reset`: straight to the state directory (the hub's session files). */
+export function registerSessions(program: Command): void {
+  const sessions = program
+    .command("sessions")
+    .description("sessions and their transcripts (straight to the state directory)");
+  sessions
+    .command("list")
+    .description("every session, most recently active first")
+    .option("--json", "print JSON")
+    .action(async (_opts, command: Command) => {
+      via(`state directory ${resolveStateDir()}`);
+      const list = await store().list();
+      output(command, list, () =>
+        list.length === 0
+          ? "No sessions yet."
+          : list
+              .map((s) => `${s.sessionKey}  ${s.sessionId}  updated ${new Date(s.updatedAt).toISOString()}`)
+              .join("\n"),
+      );
+    });
+  sessions
+    .command("show <sessionKey>")
+    .description("a session's transcript")
+    .option("--json", "print JSON")
+    .option("--limit <n>", "only the last n entries", (v) => Number.parseInt(v, 10))
+    .action(async (sessionKey: string, opts: { limit?: number }, command: Command) => {
+      via(`state directory ${resolveStateDir()}`);
+      const s = store();
+      const record = await s.get(sessionKey);
+      if (!record) throw noSession(sessionKey);
+      const entries = (await s.read(record.sessionId)).slice(-(opts.limit ?? 0));
+      output(command, { ...record, entries }, () =>
+        [
+          `${record.sessionKey} (transcript ${record.sessionId})`,
+          ...entries.map((e) => {
+            const text = "text" in e && typeof e.text === "string" ? e.text : "";
+            return `  [${e.type}] ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
+          }),
+        ].join("\n"),
+      );
+    });
+  sessions
+    .command("reset <sessionKey>")
+    .description("start a new transcript for the session (the old one is kept on disk)")
+    .action(async (sessionKey: string) => {
+      const s = store();
+      if (!(await s.get(sessionKey))) throw noSession(sessionKey);
+      const record = await s.reset(sessionKey);
+      console.log(`Session ${sessionKey} now uses a new transcript ${record.sessionId}.`);
+    });
+}
+
+function noSession(sessionKey: string): HubError {
+  return new HubError("session_unknown", `No session ${sessionKey}; run "hub sessions list" to see them.`);
+}

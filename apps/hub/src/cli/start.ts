@@ -1,0 +1,62 @@
+import { collectConfigSecrets, createLogger, loadConfig, resolveStateDir } from "@hub/core";
+import type { Command } from "commander";
+import { startHub } from "../hub.js";
+import { handleSignals } from "../lifecycle.js";
+import { channelPlugins } from "../plugins.js";
+import { ensureRedis } from "../redis-local.js";
+import { ensureStateDir, resolveGatewayToken } from "../state.js";
+import { optionsOf, secrets } from "./context.js";
+
+/** `hub start [--config <file>] [--role <roles>]`: runs the hub in the foreground until SIGTERM. */
+export function registerStart(program: Command): void {
+  program
+    .command("start", { isDefault: true })
+    .description("run the hub (all roles, or the ones --role names) until SIGTERM")
+    .option(
+      "--role <roles>",
+      "comma-separated roles this process runs: ingress, agent, delivery (default: all)",
+    )
+    .action(async (opts: { role?: string }, command: Command) => {
+      const env = opts.role ? { ...process.env, HUB_ROLES: opts.role } : process.env;
+      await startCommand(optionsOf(command).config, env);
+    });
+}
+
+async function startCommand(configPath: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
+  const stateDir = resolveStateDir();
+  ensureStateDir(stateDir);
+  const { config, path, fromFile } = loadConfig({ path: configPath, env, plugins: channelPlugins });
+  secrets.add(
+    collectConfigSecrets(
+      config,
+      channelPlugins.flatMap((p) => p.secretKeys ?? []),
+    ),
+  );
+  const logger = createLogger({ secrets });
+  const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line));
+  const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
+  secrets.add([token]);
+  const hub = await startHub(config, { stateDir, token, logger });
+  logger.info(
+    { config: fromFile ? path : "(defaults)", stateDir, model: config.agent.model, roles: config.roles },
+    "hub started",
+  );
+  if (hub.port) {
+    const host = config.gateway.host.includes(":") ? `[${config.gateway.host}]` : config.gateway.host;
+    const url = `http://${host}:${hub.port}/`;
+    if (generated) {
+      console.log(
+        `\nGateway token (shown once, stored in ${tokenPath}):\n  ${token}\nOpen the web chat: ${url}#token=${token}\n`,
+      );
+    } else {
+      console.log(`\nWeb chat: ${url}  (token in ${tokenPath})\n`);
+    }
+  }
+  handleSignals({
+    hub,
+    logger,
+    drainMs: config.lifecycle.drainSeconds * 1000,
+    reload: () => hub.operations.reload(fromFile ? path : undefined, channelPlugins),
+    afterStop: () => localRedis?.stop(),
+  });
+}

@@ -1,0 +1,79 @@
+import { queueDepths } from "@hub/queue";
+import { FailedDeliveries } from "@hub/reply";
+import { RunRecords } from "@hub/sessions";
+import type { Command } from "commander";
+import type { ChannelReport } from "../supervisor.js";
+import { configOf, gatewayAddress, output, via, withRedis } from "./context.js";
+import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
+
+/** What `hub status` reports. */
+export interface HubStatus {
+  /** Whether a hub answered on the gateway (channel states come only from a running hub). */
+  running: boolean;
+  channels: ChannelReport[];
+  runsInFlight: Array<{ runId: string; sessionKey: string; startedAt: number }>;
+  queueDepths: Record<string, number>;
+  failedDeliveries: number;
+}
+
+/** `hub status [--json]`: channel states from the running hub's gateway, runs and queues from Redis. */
+export function registerStatus(program: Command): void {
+  program
+    .command("status")
+    .description(
+      "channels with their state and last error (from the running hub's gateway), runs in flight, queue depths and failed deliveries (from Redis)",
+    )
+    .option("--json", "print JSON")
+    .action(async (_opts, command: Command) => {
+      const { config } = configOf(command);
+      via(
+        `gateway ${config.gateway.host}:${config.gateway.port} with the stored token, and Redis ${config.redis.prefix}:*`,
+      );
+      const status = await readStatus(command);
+      output(command, status, () => formatStatus(status));
+    });
+}
+
+async function readStatus(command: Command): Promise<HubStatus> {
+  const { config } = configOf(command);
+  let running = true;
+  let channels: ChannelReport[] = [];
+  try {
+    const [answer] = await callGateway(gatewayAddress(config), [{ method: "channels.status" }]);
+    channels = (answer as { channels: ChannelReport[] }).channels;
+  } catch (error) {
+    if (!(error instanceof GatewayUnreachableError)) throw error;
+    running = false;
+  }
+  return withRedis(config, async (redis) => {
+    const prefix = config.redis.prefix;
+    const runs = await new RunRecords(redis, prefix).running();
+    return {
+      running,
+      channels,
+      runsInFlight: runs.map((r) => ({ runId: r.runId, sessionKey: r.sessionKey, startedAt: r.startedAt })),
+      queueDepths: await queueDepths(redis, prefix),
+      failedDeliveries: await new FailedDeliveries(redis, prefix).count(),
+    };
+  });
+}
+
+function formatStatus(s: HubStatus): string {
+  const lines = [s.running ? "Hub: running" : "Hub: not answering on its gateway (channel states unknown)"];
+  for (const c of s.channels)
+    lines.push(
+      `  ${c.channel}/${c.accountId}: ${c.status.state}${c.status.reason ? ` (${c.status.reason})` : ""}`,
+    );
+  lines.push(`Runs in flight: ${s.runsInFlight.length}`);
+  for (const r of s.runsInFlight)
+    lines.push(`  ${r.runId}  ${r.sessionKey}  ${Math.round((Date.now() - r.startedAt) / 1000)} s`);
+  lines.push(
+    `Queues: ${Object.entries(s.queueDepths)
+      .map(([q, n]) => `${q} ${n}`)
+      .join(", ")}`,
+  );
+  lines.push(
+    `Failed deliveries: ${s.failedDeliveries}${s.failedDeliveries ? ' (see "hub deliveries failed")' : ""}`,
+  );
+  return lines.join("\n");
+}

@@ -1,0 +1,125 @@
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { HttpRoute, ReplySink } from "@hub/core";
+import type { PairingStore } from "@hub/dispatch";
+import { bearerMatches } from "@hub/gateway";
+import { queueDepths } from "@hub/queue";
+import { FailedDeliveries } from "@hub/reply";
+import type { RunRecords, SessionStore } from "@hub/sessions";
+import type { Redis } from "ioredis";
+import { z } from "zod";
+import { approvePairing } from "./pairing.js";
+import type { ChannelReport } from "./supervisor.js";
+
+/** What the control page reads and steers. */
+export interface ControlDeps {
+  token: string;
+  redis: Redis;
+  prefix: string;
+  channels: () => ChannelReport[];
+  runs: RunRecords;
+  stopRun: (runId: string) => Promise<void>;
+  sessions: SessionStore;
+  pairing: PairingStore;
+  replies: ReplySink;
+}
+
+const MAX_BODY = 16 * 1024;
+const PairingParams = z.object({ channel: z.string().min(1), code: z.string().min(1) }).strict();
+const StopParams = z.object({ runId: z.string().min(1) }).strict();
+const RetryParams = z.object({ ids: z.array(z.string()).optional() }).strict();
+
+/**
+ * The control page's JSON API on the gateway (`/api/control/...`), for the
+ * owner only: every request needs `Authorization: Bearer <gateway token>`.
+ * Reads: channels, runs in flight, queue depths, failed deliveries, pending
+ * pairings, sessions and one transcript. Actions: stop a run, approve or deny
+ * a pairing, retry failed deliveries.
+ */
+export function controlRoutes(deps: ControlDeps): HttpRoute[] {
+  const failed = new FailedDeliveries(deps.redis, deps.prefix);
+  const get = (path: string, handle: (url: URL) => Promise<unknown>): HttpRoute => ({
+    method: "GET",
+    path,
+    handle: guarded(deps.token, async (req) => handle(new URL(req.url ?? "/", "http://localhost"))),
+  });
+  const post = <T>(path: string, schema: z.ZodType<T>, handle: (body: T) => Promise<unknown>): HttpRoute => ({
+    method: "POST",
+    path,
+    handle: guarded(deps.token, async (req) => handle(schema.parse(JSON.parse(await readBody(req))))),
+  });
+  return [
+    get("/api/control/overview", async () => ({
+      channels: deps.channels(),
+      runs: (await deps.runs.running()).map((r) => ({ ...r, elapsedMs: Date.now() - r.startedAt })),
+      queueDepths: await queueDepths(deps.redis, deps.prefix),
+      failedDeliveries: await failed.list(),
+      pairing: await deps.pairing.list(),
+      sessions: (await deps.sessions.list()).slice(0, 200),
+    })),
+    get("/api/control/transcript", async (url) => {
+      const key = url.searchParams.get("sessionKey") ?? "";
+      const record = await deps.sessions.get(key);
+      if (!record) throw new ControlError(404, `No session ${key}.`);
+      return { ...record, entries: (await deps.sessions.read(record.sessionId)).slice(-200) };
+    }),
+    post("/api/control/runs/stop", StopParams, async ({ runId }) => {
+      await deps.stopRun(runId);
+      return { runId, status: "abort_requested" };
+    }),
+    post("/api/control/pairing/approve", PairingParams, async ({ channel, code }) => {
+      const approved = await approvePairing(deps.pairing, deps.replies, channel, code);
+      if (!approved) throw new ControlError(404, `No pending pairing with code ${code} on ${channel}.`);
+      return { channel, senderId: approved.senderId, status: "approved" };
+    }),
+    post("/api/control/pairing/deny", PairingParams, async ({ channel, code }) => {
+      const denied = await deps.pairing.deny(channel, code);
+      if (!denied) throw new ControlError(404, `No pending pairing with code ${code} on ${channel}.`);
+      return { channel, senderId: denied.senderId, status: "denied" };
+    }),
+    post("/api/control/deliveries/retry", RetryParams, async ({ ids }) => ({
+      retried: (await failed.retry(deps.replies, ids)).map((f) => f.id),
+    })),
+  ];
+}
+
+class ControlError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function guarded(token: string, handle: (req: IncomingMessage) => Promise<unknown>) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const send = (status: number, body: unknown): void => {
+      res
+        .writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
+        .end(JSON.stringify(body));
+    };
+    if (!bearerMatches(req, token)) {
+      req.resume();
+      return send(401, { error: "Send Authorization: Bearer <gateway token>." });
+    }
+    try {
+      send(200, await handle(req));
+    } catch (error) {
+      if (error instanceof ControlError) return send(error.status, { error: error.message });
+      if (error instanceof z.ZodError || error instanceof SyntaxError)
+        return send(400, { error: `Bad request: ${error.message}` });
+      throw error;
+    }
+  };
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new ControlError(413, "The request body is too large.");
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString("utf8") || "{}";
+}

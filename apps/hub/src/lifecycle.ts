@@ -1,0 +1,82 @@
+import type { HubLogger } from "@hub/core";
+import type { RunningHub } from "./hub.js";
+
+/** A repeated stop signal this soon after the first is the same signal delivered twice. */
+const DUPLICATE_SIGNAL_MS = 500;
+
+/** How the process reacts to signals. */
+export interface LifecycleOptions {
+  hub: Pick<RunningHub, "operations" | "stop">;
+  logger: HubLogger;
+  /** How long runs may take to finish after SIGTERM (ms). */
+  drainMs: number;
+  /** SIGHUP: reload channel allowlists and policies. */
+  reload: () => void;
+  /** After the hub stopped (e.g. stop a Redis the hub started itself). */
+  afterStop?: () => void;
+  exit?: (code: number) => void;
+}
+
+/**
+ * SIGTERM/SIGINT drain the hub: intake stops at once (webhooks answer 503 with
+ * Retry-After, polling holds its offset, chat.send says "send again"), runs in
+ * flight get `drainMs` to finish, then the hub stops (delivery flushes what it
+ * holds) and the process exits 0. Runs still going when the budget is spent keep
+ * their `running` record and their lane lease, so restart recovery resumes
+ * them. A second SIGTERM (later than 0.5 s after the first) exits at once, code 1. SIGHUP reloads channel policies.
+ */
+export function handleSignals(options: LifecycleOptions): { drain: (signal: string) => Promise<void> } {
+  const { hub, logger } = options;
+  const exit = options.exit ?? ((code: number) => process.exit(code));
+  let drainingSince: number | undefined;
+  const drain = async (signal: string): Promise<void> => {
+    if (drainingSince !== undefined) {
+      // One signal delivered twice at once (by a wrapper and to the process group) is not a second request.
+      if (Date.now() - drainingSince < DUPLICATE_SIGNAL_MS) return;
+      logger.warn({ signal }, "second stop signal: exiting now; runs in flight resume after the restart");
+      return exit(1);
+    }
+    drainingSince = Date.now();
+    hub.operations.startDraining();
+    const deadline = Date.now() + options.drainMs;
+    logger.info(
+      { signal, drainMs: options.drainMs, runs: hub.operations.metrics.inFlight().length },
+      "draining: no new work is taken",
+    );
+    while (hub.operations.metrics.inFlight().length > 0 && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    const left = hub.operations.metrics.inFlight();
+    for (const runId of left)
+      logger.warn(
+        { runId },
+        "run still in flight at the end of the drain budget; restart recovery resumes it",
+      );
+    // Stopping waits for the runs' workers and lets delivery flush; past the budget (plus a little for delivery) we go anyway.
+    const stopped = await Promise.race([
+      hub.stop().then(
+        () => true,
+        (error: unknown) => {
+          logger.error(
+            { err: error },
+            "stopping failed; exiting, restart recovery resumes what was in flight",
+          );
+          return true;
+        },
+      ),
+      new Promise<false>((r) =>
+        setTimeout(() => r(false), Math.max(deadline - Date.now(), 0) + 5000).unref(),
+      ),
+    ]);
+    if (!stopped)
+      logger.warn(
+        "the hub did not finish stopping within the drain budget; exiting, restart recovery resumes the rest",
+      );
+    options.afterStop?.();
+    logger.info({ interrupted: left.length }, "stopped");
+    exit(0);
+  };
+  process.on("SIGTERM", () => void drain("SIGTERM"));
+  process.on("SIGINT", () => void drain("SIGINT"));
+  process.on("SIGHUP", () => options.reload());
+  return { drain };
+}

@@ -1,0 +1,206 @@
+import type { ModelProvider } from "@hub/agent";
+import { type ChannelAdapter, type InboundResult, RateLimitedError } from "@hub/core";
+import { queueDepths } from "@hub/queue";
+import { FailedDeliveries } from "@hub/reply";
+import { RunRecords, type TerminalStatus } from "@hub/sessions";
+import type { Redis } from "ioredis";
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+
+/** What happened to an inbound message, as `/metrics` counts it. */
+export type InboundOutcome = "answered" | "ignored" | "denied" | "duplicate" | "rejected" | "retry";
+
+/** The outcome label of an admission result (an `ignored` for an access reason is `denied`). */
+export function inboundOutcome(result: InboundResult): InboundOutcome {
+  switch (result.kind) {
+    case "accepted":
+      return "answered";
+    case "ignored":
+      return /not allowed|allowlist|pairing|denied|disabled|blocked/i.test(result.reason)
+        ? "denied"
+        : "ignored";
+    default:
+      return result.kind;
+  }
+}
+
+/**
+ * The hub's Prometheus metrics (one registry per hub, so tests can run several
+ * hubs in one process). Counters are per process; the gauges read Redis when
+ * scraped, so they show the whole installation.
+ */
+export class HubMetrics {
+  readonly registry = new Registry();
+  readonly inbound = new Counter({
+    name: "hub_inbound_messages_total",
+    help: "Inbound messages by channel and outcome (answered, ignored, denied, duplicate, rejected, retry).",
+    labelNames: ["channel", "outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly runs = new Counter({
+    name: "hub_runs_total",
+    help: "Runs by terminal outcome.",
+    labelNames: ["outcome"] as const,
+    registers: [this.registry],
+  });
+  readonly runDuration = new Histogram({
+    name: "hub_run_duration_seconds",
+    help: "From a run's first start to its terminal outcome.",
+    buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600],
+    registers: [this.registry],
+  });
+  readonly firstToken = new Histogram({
+    name: "hub_model_first_token_seconds",
+    help: "From a model call to its first streamed text (latency to first token).",
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+    registers: [this.registry],
+  });
+  readonly delivery = new Histogram({
+    name: "hub_delivery_seconds",
+    help: "Time of one segment's send to its platform, by channel.",
+    labelNames: ["channel"] as const,
+    buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10],
+    registers: [this.registry],
+  });
+  readonly sendFailures = new Counter({
+    name: "hub_delivery_failures_total",
+    help: "Failed send attempts by channel and kind (rate_limited = the platform answered 429; error = anything else, retried).",
+    labelNames: ["channel", "kind"] as const,
+    registers: [this.registry],
+  });
+  readonly #startedAt = new Map<string, number>();
+
+  constructor(redis: Redis, prefix: string) {
+    collectDefaultMetrics({ register: this.registry });
+    const failed = new FailedDeliveries(redis, prefix);
+    const records = new RunRecords(redis, prefix);
+    new Gauge({
+      name: "hub_queue_depth",
+      help: "Items waiting in each ordered mailbox kind (reply = segments to deliver, runs = runs waiting for their session).",
+      labelNames: ["queue"] as const,
+      registers: [this.registry],
+      async collect() {
+        this.reset();
+        for (const [queue, depth] of Object.entries(await queueDepths(redis, prefix)))
+          this.set({ queue }, depth);
+      },
+    });
+    new Gauge({
+      name: "hub_failed_deliveries",
+      help: "Segments delivery gave up on, kept for `hub deliveries retry`.",
+      registers: [this.registry],
+      async collect() {
+        this.set(await failed.count());
+      },
+    });
+    new Gauge({
+      name: "hub_active_sessions",
+      help: "Sessions with a run in flight.",
+      registers: [this.registry],
+      async collect() {
+        this.set(new Set((await records.running()).map((r) => r.sessionKey)).size);
+      },
+    });
+  }
+
+  /** Counts one admission result. */
+  countInbound(channel: string, result: InboundResult): InboundResult {
+    this.inbound.inc({ channel, outcome: inboundOutcome(result) });
+    return result;
+  }
+
+  /** Notes a run's start in this process (runs in flight, for the drain). */
+  runStarted(runId: string): void {
+    if (!this.#startedAt.has(runId)) this.#startedAt.set(runId, Date.now());
+  }
+
+  /** Runs started in this process whose outcome is not decided yet. */
+  inFlight(): string[] {
+    return [...this.#startedAt.keys()];
+  }
+
+  /** Counts a terminal outcome decided in this process. */
+  runFinished(runId: string, status: TerminalStatus, startedAt: number | undefined): void {
+    this.runs.inc({ outcome: status });
+    if (startedAt) this.runDuration.observe((Date.now() - startedAt) / 1000);
+    this.#startedAt.delete(runId);
+  }
+
+  /** The model resolver with each call's latency to its first streamed text observed. */
+  meterModels<R extends { provider: ModelProvider; model: string }>(
+    resolve: (ref: string) => R,
+  ): (ref: string) => R {
+    const histogram = this.firstToken;
+    return (ref) => {
+      const resolved = resolve(ref);
+      const { provider } = resolved;
+      const stream = async function* (request: Parameters<ModelProvider["stream"]>[0]) {
+        const end = histogram.startTimer();
+        let first = true;
+        for await (const event of provider.stream(request)) {
+          if (first && event.type === "text") {
+            end();
+            first = false;
+          }
+          yield event;
+        }
+      };
+      return { ...resolved, provider: { id: provider.id, stream } };
+    };
+  }
+
+  /** The adapter with its sends timed and their failures counted. */
+  meterAdapter(adapter: ChannelAdapter | undefined): ChannelAdapter | undefined {
+    if (!adapter) return undefined;
+    const send: ChannelAdapter["send"] = async (segment, target, options) => {
+      const end = this.delivery.startTimer({ channel: adapter.channel });
+      try {
+        const result = await adapter.send(segment, target, options);
+        end();
+        return result;
+      } catch (error) {
+        const limited = error instanceof RateLimitedError;
+        this.sendFailures.inc({ channel: adapter.channel, kind: limited ? "rate_limited" : "error" });
+        throw error;
+      }
+    };
+    // A proxy, not a copy: the adapter's own methods and getters run on the adapter itself (private fields).
+    return new Proxy(adapter, {
+      get: (target, prop) => {
+        if (prop === "send") return send;
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === "function" ? value.bind(target) : value;
+      },
+    });
+  }
+
+  /** The text exposition of every metric. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+/** A RunRecords whose starts and terminal outcomes feed the metrics. */
+export class MeteredRunRecords extends RunRecords {
+  constructor(
+    redis: Redis,
+    prefix: string,
+    private readonly metrics: HubMetrics,
+  ) {
+    super(redis, prefix);
+  }
+
+  override async start(runId: string, sessionKey: string, timeoutMs: number): Promise<number> {
+    const attempt = await super.start(runId, sessionKey, timeoutMs);
+    if (attempt > 0) this.metrics.runStarted(runId);
+    return attempt;
+  }
+
+  override async finish(...args: Parameters<RunRecords["finish"]>): Promise<boolean> {
+    const decided = await super.finish(...args);
+    if (decided) {
+      const record = await this.get(args[0]).catch(() => undefined);
+      this.metrics.runFinished(args[0], args[1].status, record?.startedAt);
+    }
+    return decided;
+  }
+}

@@ -1,0 +1,109 @@
+import type { ChannelPlugin, HttpRoute, HubConfig, HubLogger, InboundResult } from "@hub/core";
+import { loadConfig } from "@hub/core";
+import { drainGuard, metricsRoute, type Readiness, readinessRoute } from "@hub/gateway";
+import type { Redis } from "ioredis";
+import { HubMetrics } from "./metrics.js";
+import type { ChannelReport } from "./supervisor.js";
+
+/**
+ * What the operator sees and steers on a running hub: metrics, readiness,
+ * the draining flag (set on SIGTERM) and the SIGHUP reload of channel
+ * policies. startHub creates one and wires it in a few places.
+ */
+export class HubOperations {
+  readonly metrics: HubMetrics;
+  #draining = false;
+
+  constructor(
+    private readonly config: HubConfig,
+    private readonly redis: Redis,
+    private readonly logger: HubLogger,
+  ) {
+    this.metrics = new HubMetrics(redis, config.redis.prefix);
+  }
+
+  /** True once draining started: intake answers "retry later" and readiness fails. */
+  get draining(): boolean {
+    return this.#draining;
+  }
+
+  /** Stops intake (webhooks answer 503 with Retry-After, /readyz fails). */
+  startDraining(): void {
+    this.#draining = true;
+  }
+
+  /**
+   * Admits one inbound message unless the hub is draining: then it answers
+   * `retry` (webhooks get a retryable status, polling holds its offset, chat.send
+   * says to send again), so nothing new is taken while runs finish.
+   */
+  async admit(channel: string, admit: () => Promise<InboundResult>): Promise<InboundResult> {
+    const result: InboundResult = this.#draining
+      ? { kind: "retry", reason: "the hub is shutting down; the message is taken after its restart" }
+      : await admit();
+    return this.metrics.countInbound(channel, result);
+  }
+
+  /** The gateway's HTTP routes: the adapters' webhooks (guarded while draining), /readyz and /metrics. */
+  routes(webhooks: HttpRoute[], channels: () => ChannelReport[], gatewayToken: string): HttpRoute[] {
+    const { metrics } = this.config;
+    const access =
+      metrics.access === "token"
+        ? { kind: "token" as const, token: metrics.token ?? gatewayToken }
+        : { kind: "loopback" as const };
+    return [
+      ...webhooks.map((route) => drainGuard(route, () => this.#draining)),
+      readinessRoute(() => this.readiness(channels())),
+      ...(metrics.enabled ? [metricsRoute(() => this.metrics.render(), access)] : []),
+    ];
+  }
+
+  /** Ready = not draining, Redis answers, and every configured channel account is connected. */
+  async readiness(channels: ChannelReport[]): Promise<Readiness> {
+    const reasons: string[] = [];
+    if (this.#draining) reasons.push("the hub is shutting down");
+    try {
+      await withTimeout(this.redis.ping(), 2000);
+    } catch (error) {
+      reasons.push(`Redis does not answer (${(error as Error).message})`);
+    }
+    for (const c of channels) {
+      if (c.status.state !== "connected")
+        reasons.push(
+          `channel ${c.channel} (account ${c.accountId}) is ${c.status.state}${c.status.reason ? `: ${c.status.reason}` : ""}`,
+        );
+    }
+    return { ready: reasons.length === 0, reasons };
+  }
+
+  /**
+   * SIGHUP: reads the config file again and applies its channel access
+   * (allowlists, DM and group policies, per-channel tools) to the running hub;
+   * credentials and everything else need a restart. An invalid file changes nothing.
+   */
+  reload(path: string | undefined, plugins: ReadonlyArray<ChannelPlugin>): boolean {
+    try {
+      const next = loadConfig({ path, plugins }).config;
+      const channels = this.config.channels as Record<string, unknown>;
+      for (const name of Object.keys(channels)) if (!(name in next.channels)) delete channels[name];
+      Object.assign(channels, next.channels);
+      this.logger.info({ channels: Object.keys(next.channels) }, "reloaded channel allowlists and policies");
+      return true;
+    } catch (error) {
+      this.logger.error(
+        { err: (error as Error).message },
+        "config reload failed; the running config is unchanged",
+      );
+      return false;
+    }
+  }
+}
+
+function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return Promise.race([
+    promise,
+    new Promise<T>((_, reject) =>
+      setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms).unref(),
+    ),
+  ]);
+}

@@ -1,0 +1,34 @@
+import type { HttpRoute } from "@hub/core";
+import type { InboundDispatcher } from "@hub/dispatch";
+import type { ReplyDispatcher } from "@hub/reply";
+import { controlRoutes } from "./control-api.js";
+import type { HubBase } from "./stages/base.js";
+import type { EntryStage } from "./stages/entry.js";
+import type { SessionStage } from "./stages/session.js";
+import type { ChannelSupervisor } from "./supervisor.js";
+
+/** The gateway's HTTP routes: the channels' webhooks (503 while draining), /readyz, /metrics and the control API. */
+export function operatorRoutes(
+  base: HubBase,
+  entry: EntryStage,
+  s: SessionStage,
+  dispatcher: InboundDispatcher,
+  replies: ReplyDispatcher,
+  token: string,
+  channels: () => ReturnType<ChannelSupervisor["statuses"]>,
+): HttpRoute[] {
+  const webhooks = entry.channels.flatMap((a) => a.httpRoutes?.() ?? []);
+  return [
+    ...base.operations.routes(webhooks, channels, token),
+    ...controlRoutes({
+      token,
+      redis: base.redis,
+      prefix: base.config.redis.prefix,
+      channels,
+      ...s,
+      stopRun: (runId) => s.control.stop(runId, "aborted"),
+      pairing: dispatcher.pairing,
+      replies,
+    }),
+  ];
+}

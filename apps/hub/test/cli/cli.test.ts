@@ -1,0 +1,183 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger, replyTargetKey } from "@hub/core";
+import { PairingStore } from "@hub/dispatch";
+import { FailedDeliveries } from "@hub/reply";
+import { SessionStore } from "@hub/sessions";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../../../../test/support/cli.js";
+import { freePort } from "../../../../test/support/hub-process.js";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../../test/support/redis.js";
+
+let stateDir: string;
+let prefix: string;
+let env: Record<string, string>;
+let redis: Redis;
+// Each test starts the real CLI several times (a Node process with tsx each); on a loaded machine that takes seconds.
+beforeAll(async () => {
+  stateDir = mkdtempSync(join(tmpdir(), "hub-cli-"));
+  prefix = testPrefix("cli");
+  // No hub answers on this port: commands that need the gateway say so.
+  env = { HUB_STATE_DIR: stateDir, HUB_REDIS_PREFIX: prefix, HUB_GATEWAY_PORT: String(await freePort()) };
+  redis = new Redis(REDIS_URL);
+});
+afterAll(async () => {
+  redis.disconnect();
+  rmSync(stateDir, { recursive: true, force: true });
+  await dropPrefix(prefix);
+});
+
+describe("hub config", { timeout: 120_000 }, () => {
+  it("validate: 0 for a valid file, 1 naming each wrong key and its fix", async () => {
+    const good = join(stateDir, "good.json5");
+    writeFileSync(good, "{ agent: { model: 'offline/echo' }, lifecycle: { drainSeconds: 5 } }");
+    const ok = await runCli(["--config", good, "config", "validate", "--json"], env);
+    expect(ok.code).toBe(0);
+    expect(JSON.parse(ok.stdout)).toMatchObject({ valid: true, path: good });
+    const bad = join(stateDir, "bad.json5");
+    writeFileSync(bad, "{ lifecycle: { drainSecs: 5 }, metrics: { access: 'open' } }");
+    const no = await runCli(["--config", bad, "config", "validate"], env);
+    expect(no.code).toBe(1);
+    expect(no.stderr).toContain("lifecycle");
+    expect(no.stderr).toContain("drainSecs");
+    expect(no.stderr).toContain("metrics.access");
+  });
+});
+
+describe("hub doctor", { timeout: 120_000 }, () => {
+  it("exits 1 with the fix when the state dir is open to others or Redis does not answer; --json lists every check", async () => {
+    const open = mkdtempSync(join(tmpdir(), "hub-cli-open-"));
+    chmodSync(open, 0o755);
+    const r = await runCli(["doctor"], { ...env, HUB_STATE_DIR: open });
+    rmSync(open, { recursive: true, force: true });
+    expect(r.code).toBe(1);
+    expect(r.stdout).toMatch(/FAIL {2}state directory: .* readable by others/);
+    expect(r.stdout).toContain(`fix: chmod 700 ${open}`);
+    expect(r.stdout).toMatch(/ok {4}redis: Redis \d/);
+
+    const noRedis = await runCli(["doctor", "--json"], {
+      ...env,
+      REDIS_URL: `redis://127.0.0.1:${await freePort()}`,
+    });
+    expect(noRedis.code).toBe(1);
+    const report = JSON.parse(noRedis.stdout) as {
+      ok: boolean;
+      checks: Array<{ name: string; status: string; fix?: string }>;
+    };
+    expect(report.ok).toBe(false);
+    expect(report.checks.find((c) => c.name === "redis")).toMatchObject({ status: "fail" });
+    expect(report.checks.find((c) => c.name === "redis")?.fix).toMatch(/start Redis/);
+    // The hub is not running: channel credentials are not checked, and doctor says so.
+    expect(report.checks.find((c) => c.name === "channels")).toMatchObject({ status: "warn" });
+  });
+
+  it("passes (exit 0) on a healthy installation", async () => {
+    const r = await runCli(["doctor"], env);
+    expect(r.stdout).not.toContain("FAIL");
+    expect(r.code).toBe(0);
+  });
+});
+
+describe("hub pairing", { timeout: 120_000 }, () => {
+  it("list shows pending codes (JSON too); deny drops one; approve lets one in; unknown codes exit 1", async () => {
+    const store = new PairingStore(redis, prefix);
+    const target = (chatId: string) => ({ channel: "telegram", accountId: "default", chatId });
+    const a = await store.request({
+      channel: "telegram",
+      accountId: "default",
+      senderId: "501",
+      replyTarget: target("501"),
+    });
+    const b = await store.request({
+      channel: "telegram",
+      accountId: "default",
+      senderId: "502",
+      replyTarget: target("502"),
+    });
+    const codeA = (a as { code: string }).code;
+    const codeB = (b as { code: string }).code;
+    const list = await runCli(["pairing", "list", "--json"], env);
+    expect(list.code).toBe(0);
+    expect((JSON.parse(list.stdout).pending as Array<{ code: string }>).map((p) => p.code).sort()).toEqual(
+      [codeA, codeB].sort(),
+    );
+    expect(list.stderr).toContain("Redis");
+    const denied = await runCli(["pairing", "deny", "telegram", codeA], env);
+    expect(denied.code).toBe(0);
+    expect(await store.isApproved("telegram", "default", "501")).toBe(false);
+    const approved = await runCli(["pairing", "approve", "telegram", codeB], env);
+    expect(approved.stdout).toContain("Approved sender 502");
+    expect(await store.isApproved("telegram", "default", "502")).toBe(true);
+    expect((await runCli(["pairing", "list"], env)).stdout).toContain("No senders are waiting");
+    const unknown = await runCli(["pairing", "approve", "telegram", codeA], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('run "hub pairing list"');
+  });
+});
+
+describe("hub deliveries", { timeout: 120_000 }, () => {
+  it("failed lists given-up segments; retry queues them again for ordered delivery and empties the list", async () => {
+    const failed = new FailedDeliveries(redis, prefix);
+    const target = { channel: "telegram", accountId: "default", chatId: "900" };
+    await failed.record(
+      { replyId: "r1", index: 0, text: "first lost segment", target },
+      new Error("platform answered 500"),
+    );
+    await failed.record(
+      { replyId: "r2", index: 0, text: "second lost segment", target },
+      new Error("platform answered 500"),
+    );
+    const list = await runCli(["deliveries", "failed", "--json"], env);
+    const entries = JSON.parse(list.stdout) as Array<{ id: string; text: string; error: string }>;
+    expect(entries.map((e) => e.text)).toEqual(["second lost segment", "first lost segment"]);
+    expect(entries[0]?.error).toContain("500");
+    const retry = await runCli(["deliveries", "retry", entries[1]!.id], env);
+    expect(retry.stdout).toContain(`Queued 1 segment(s) again: ${entries[1]!.id}`);
+    expect((await failed.list()).map((e) => e.text)).toEqual(["second lost segment"]);
+    const queued = await redis.lrange(`${prefix}:mb:reply:q:${replyTargetKey(target)}`, 0, -1);
+    expect(queued.join("")).toContain("first lost segment");
+    expect((await runCli(["deliveries", "retry"], env)).stdout).toContain("Queued 1 segment(s)");
+    expect((await runCli(["deliveries", "failed"], env)).stdout).toContain("No failed deliveries.");
+  });
+});
+
+describe("hub sessions", { timeout: 120_000 }, () => {
+  it("list, show (transcript) and reset (new transcript) read the state directory", async () => {
+    const sessions = new SessionStore(stateDir, createLogger({ level: "silent" }));
+    const key = "agent:main:telegram:direct:42";
+    const record = await sessions.resolve(key);
+    await sessions.append(record.sessionId, [
+      { type: "user", runId: "run-1", text: "hello from 42", at: Date.now() },
+    ]);
+    const list = await runCli(["sessions", "list", "--json"], env);
+    expect(JSON.parse(list.stdout)).toEqual([
+      expect.objectContaining({ sessionKey: key, sessionId: record.sessionId }),
+    ]);
+    const show = await runCli(["sessions", "show", key], env);
+    expect(show.stdout).toContain("[user] hello from 42");
+    const reset = await runCli(["sessions", "reset", key], env);
+    expect(reset.code).toBe(0);
+    const after = await sessions.get(key);
+    expect(after?.sessionId).not.toBe(record.sessionId);
+    expect(reset.stdout).toContain(after!.sessionId);
+    const missing = await runCli(["sessions", "show", "agent:main:nope"], env);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain('run "hub sessions list"');
+  });
+});
+
+describe("hub status and channels", { timeout: 120_000 }, () => {
+  it("without a running hub: status says so and still reports Redis; channels status exits 1 with what to do", async () => {
+    const status = await runCli(["status", "--json"], env);
+    expect(status.code).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ running: false, channels: [], failedDeliveries: 0 });
+    const channels = await runCli(["channels", "status"], env);
+    expect(channels.code).toBe(1);
+    expect(channels.stderr).toContain('start it with "npm start"');
+    const login = await runCli(["channels", "login", "telegram"], env);
+    expect(login.code).toBe(1);
+    expect(login.stderr).toContain("has no interactive login");
+  });
+});

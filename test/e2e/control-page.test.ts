@@ -1,0 +1,127 @@
+import { existsSync } from "node:fs";
+import { FailedDeliveries } from "@hub/reply";
+import { Redis } from "ioredis";
+import { type Browser, chromium } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeWorld, startFakeWorld } from "../support/hub.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
+
+// Debian's chromium, as in webchat-browser.test.ts (CI installs it).
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const available = existsSync(CHROMIUM);
+if (!available && process.env.CI)
+  throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+
+const HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">';
+let world: FakeWorld;
+let browser: Browser;
+let redis: Redis;
+beforeAll(async () => {
+  redis = new Redis(REDIS_URL);
+  world = await startFakeWorld("control", { telegram: { allowFrom: ["1"] } });
+  if (available)
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-background-networking",
+      ],
+    });
+});
+afterAll(async () => {
+  await browser?.close();
+  await world?.dispose();
+  redis.disconnect();
+});
+
+let n = 1;
+const dm = (sender: string, name: string, body: string) =>
+  world.hub.dispatcher!.dispatchInboundMessage({
+    channel: "telegram",
+    messageId: `c-${n++}`,
+    chat: { type: "direct", id: sender },
+    sender: { id: sender, name },
+    body,
+    timestamp: Date.now(),
+  });
+const inChat = (chatId: string) =>
+  world.platform.messages.filter((m) => m.chatId === chatId).map((m) => m.text);
+
+describe("the control API", () => {
+  it("answers only the gateway token", async () => {
+    expect((await fetch(`${world.hub.url}api/control/overview`)).status).toBe(401);
+    const wrong = await fetch(`${world.hub.url}api/control/overview`, {
+      headers: { authorization: "Bearer nope" },
+    });
+    expect(wrong.status).toBe(401);
+    const stop = await fetch(`${world.hub.url}api/control/runs/stop`, { method: "POST", body: "{}" });
+    expect(stop.status).toBe(401);
+    const ok = await fetch(`${world.hub.url}api/control/overview`, {
+      headers: { authorization: `Bearer ${world.hub.token}` },
+    });
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toMatchObject({
+      queueDepths: { reply: expect.any(Number), runs: expect.any(Number) },
+    });
+  });
+});
+
+describe.skipIf(!available)("the control page in a real browser", () => {
+  it("shows channels, pairing, failed deliveries and sessions; approves, retries and reads a transcript", async () => {
+    expect((await dm("1", "Owner", "hello control page")).status).toBe("accepted");
+    await waitFor(() => inChat("1").length > 0, "the answer to the owner");
+    const pairing = await dm("77", HOSTILE_NAME, "let me in");
+    const code = (pairing as { code: string }).code;
+    await waitFor(() => inChat("77").length === 1, "the pairing code");
+    const target = { channel: "telegram", accountId: "default", chatId: "555" };
+    await new FailedDeliveries(redis, world.hub.prefix).record(
+      { replyId: "lost", index: 0, text: "a segment that once failed", target },
+      new Error("platform answered 500"),
+    );
+
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const problems: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(m.text());
+    });
+    page.on("pageerror", (e) => problems.push(e.message));
+    await page.goto(`${world.hub.url}control.html#token=${world.hub.token}`);
+    await page.locator("#status[data-state=open]").waitFor();
+    expect(page.url()).not.toContain("token=");
+
+    const channelRows = await page.locator("#channels tr").allTextContents();
+    expect(channelRows.some((r) => r.startsWith("telegramdefaultconnected"))).toBe(true);
+    expect(channelRows.some((r) => r.startsWith("webchatdefaultconnected"))).toBe(true);
+    await expect
+      .poll(() => page.locator("#pairing tr").allTextContents())
+      .toContainEqual(expect.stringContaining(code));
+    // The stranger's name is text on the page, never markup.
+    expect(await page.locator("#pairing").textContent()).toContain(HOSTILE_NAME);
+    expect(await page.locator("main img").count()).toBe(0);
+    expect(await page.evaluate(() => (window as unknown as { __pwned?: number }).__pwned)).toBeUndefined();
+
+    await page.locator("#pairing button", { hasText: "Approve" }).click();
+    await expect.poll(() => page.locator("#pairing").textContent()).toContain("none");
+    expect(await world.hub.dispatcher!.pairing.isApproved("telegram", "default", "77")).toBe(true);
+    await waitFor(() => inChat("77").length === 2, "the approval notice");
+
+    expect(await page.locator("#failed").textContent()).toContain("a segment that once failed");
+    await page.locator("#failed button", { hasText: "Retry" }).click();
+    await waitFor(() => inChat("555").includes("a segment that once failed"), "the retried segment");
+    await expect.poll(() => page.locator("#failed").textContent()).toContain("none");
+
+    const ownerRow = page.locator("#sessions tr", { hasText: "telegram" }).filter({ hasText: ":1" }).first();
+    await ownerRow.locator("button", { hasText: "Transcript" }).click();
+    await page.locator("#transcript-panel:not([hidden])").waitFor();
+    expect(await page.locator("#transcript li").allTextContents()).toContain("[user] hello control page");
+
+    const shot = await page.screenshot({ fullPage: false });
+    expect(shot.subarray(0, 8).toString("hex")).toBe("89504e470d0a1a0a");
+    expect([shot.readUInt32BE(16), shot.readUInt32BE(20)]).toEqual([1100, 900]);
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});

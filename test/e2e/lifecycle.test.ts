@@ -1,0 +1,166 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type FakeOpenAI, startFakeOpenAI } from "@hub/fakes";
+import { Redis } from "ioredis";
+import { afterEach, describe, expect, it } from "vitest";
+import { GatewayClient } from "../support/gateway-client.js";
+import { freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
+
+const TOKEN = "lifecycle-token-0123456789";
+const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+const cleanups: Array<() => Promise<void> | void> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+/** A state dir with a hub.json5 using the fake model; returns the environment to start a hub with it. */
+async function installation(name: string, model: FakeOpenAI, drainSeconds: number) {
+  const stateDir = mkdtempSync(join(tmpdir(), "hub-life-"));
+  const prefix = testPrefix(name);
+  const config = join(stateDir, "hub.json5");
+  writeFileSync(
+    config,
+    JSON.stringify({
+      agent: { model: "fake/m" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+      lifecycle: { drainSeconds },
+    }),
+  );
+  cleanups.push(async () => {
+    rmSync(stateDir, { recursive: true, force: true });
+    await dropPrefix(prefix);
+  });
+  const port = await freePort();
+  const env = {
+    HUB_STATE_DIR: stateDir,
+    HUB_CONFIG: config,
+    HUB_REDIS_PREFIX: prefix,
+    HUB_GATEWAY_TOKEN: TOKEN,
+    HUB_GATEWAY_PORT: String(port),
+  };
+  return { env, port, prefix, config };
+}
+
+async function started(env: Record<string, string>, port: number): Promise<HubProcess> {
+  const hub = await startHubProcess(env, port);
+  cleanups.push(() => hub.kill());
+  return hub;
+}
+
+/** Sends one web chat message and waits until the model has it (the run is in flight). */
+async function runInFlight(port: number, model: FakeOpenAI, runId: string): Promise<GatewayClient> {
+  const client = await GatewayClient.open(port, TOKEN);
+  cleanups.push(() => client.close());
+  const before = model.requests.length;
+  const res = await client.request("chat.send", { text: `work for ${runId}`, idempotencyKey: runId });
+  expect(res.ok).toBe(true);
+  await waitFor(() => model.requests.length > before, "the model call");
+  return client;
+}
+
+describe("SIGTERM drain", () => {
+  it("stops intake (readyz 503, chat.send refused as retryable), lets the run finish and deliver, exits 0", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const { env, port } = await installation("drain", model, 30);
+    const hub = await started(env, port);
+    model.script({ text: "a slow answer that streams for a while", chunkSize: 4, delayMs: 150 });
+    const client = await runInFlight(port, model, "drain-run-1");
+    hub.child.kill("SIGTERM");
+    await waitFor(async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 503, "readyz 503");
+    const body = (await (await fetch(`http://127.0.0.1:${port}/readyz`)).json()) as { reasons: string[] };
+    expect(body.reasons).toContain("the hub is shutting down");
+    const late = await client.request("chat.send", { text: "too late", idempotencyKey: "drain-run-2" });
+    expect(late).toMatchObject({ ok: false, error: { code: "unavailable" } });
+    await hub.exited;
+    expect(hub.child.exitCode).toBe(0);
+    // The run in flight finished and its answer reached the client before the exit.
+    expect(client.chatEvents("drain-run-1").at(-1)).toMatchObject({
+      state: "final",
+      text: "a slow answer that streams for a while",
+    });
+    expect(model.requests.some((r) => JSON.stringify(r.messages).includes("too late"))).toBe(false);
+    const out = hub.output.join("");
+    expect(out).toContain("draining: no new work is taken");
+    expect(out).toContain('"interrupted":0');
+  });
+
+  it("past the budget: exits 0 and leaves the run's record running for restart recovery, naming it", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const { env, port, prefix } = await installation("budget", model, 1);
+    const hub = await started(env, port);
+    model.script({ hang: true });
+    await runInFlight(port, model, "budget-run-1");
+    const t0 = Date.now();
+    hub.child.kill("SIGTERM");
+    await hub.exited;
+    expect(hub.child.exitCode).toBe(0);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(hub.output.join("")).toMatch(/"runId":"budget-run-1".*restart recovery resumes it/);
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(() => redis.disconnect());
+    expect(await redis.hget(`${prefix}:run:budget-run-1`, "status")).toBe("running");
+  });
+
+  it("a second SIGTERM exits at once", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const { env, port } = await installation("twice", model, 60);
+    const hub = await started(env, port);
+    model.script({ hang: true });
+    await runInFlight(port, model, "twice-run-1");
+    hub.child.kill("SIGTERM");
+    await hub.waitForOutput(/draining/);
+    await new Promise((r) => setTimeout(r, 600));
+    const t0 = Date.now();
+    hub.child.kill("SIGTERM");
+    await hub.exited;
+    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(hub.child.exitCode).toBe(1);
+    expect(hub.output.join("")).toContain("second stop signal");
+  });
+});
+
+describe("SIGHUP and the npm start wrapper", () => {
+  it("npm start's wrapper passes SIGHUP (reload) and SIGTERM on, and exits with the hub's code", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const { env, port, config } = await installation("wrapper", model, 5);
+    const output: string[] = [];
+    const child = spawn(process.execPath, ["scripts/bootstrap.mjs", "start"], {
+      cwd: ROOT,
+      env: { ...process.env, REDIS_URL, HUB_LOG_LEVEL: "info", ...env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    child.stdout.on("data", (d: Buffer) => output.push(d.toString()));
+    child.stderr.on("data", (d: Buffer) => output.push(d.toString()));
+    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+    cleanups.push(() => void child.kill("SIGKILL"));
+    await waitFor(
+      async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true,
+      "the hub behind the wrapper",
+      30_000,
+    );
+    writeFileSync(
+      config,
+      JSON.stringify({
+        agent: { model: "fake/m" },
+        models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+        lifecycle: { drainSeconds: 5 },
+        channels: { webchat: { dmPolicy: "open", allowFrom: ["*"] } },
+      }),
+    );
+    child.kill("SIGHUP");
+    await waitFor(() => output.join("").includes("reloaded channel allowlists and policies"), "the reload");
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    expect(output.join("")).toContain('"msg":"stopped"');
+    // The hub itself is gone, not orphaned behind the wrapper.
+    await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  });
+});
