@@ -73,7 +73,8 @@ describe("ordered delivery across worker processes", () => {
       id,
       stream: producer.open(`${id}-a`, target("chat-a")),
     }));
-    const others = Array.from({ length: 8 }, (_, i) => producer.open(`other-${i}`, target(`chat-o${i}`)));
+    // More targets than one worker drains at once (20), so both workers must take part.
+    const others = Array.from({ length: 24 }, (_, i) => producer.open(`other-${i}`, target(`chat-o${i}`)));
     // Interleave pushes of several replies to one target and to other targets.
     for (let n = 0; n < 10; n++) {
       await replies[0]!.stream.push(`r1 segment ${n}`);
@@ -95,7 +96,7 @@ describe("ordered delivery across worker processes", () => {
       ...Array.from({ length: 10 }, (_, n) => `r1 segment ${n}`),
       ...["r2", "r3"].flatMap((id) => [0, 1, 2].map((n) => `${id} segment ${n}`)),
     ]);
-    for (let i = 0; i < 8; i++)
+    for (let i = 0; i < others.length; i++)
       expect(received(`chat-o${i}`).indices).toEqual(Array.from({ length: 10 }, (_, n) => n));
     // Both processes took part.
     expect(new Set(platform.messages.map((m) => m.sender)).size).toBe(2);
