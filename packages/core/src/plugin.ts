@@ -42,6 +42,11 @@ export interface ChannelPluginDeps {
   state: AdapterStateStore;
   /** The hub's state directory (files such as linked-device credentials live under it). */
   stateDir: string;
+  /**
+   * The hub's Redis (its URL and key prefix), for a plugin that must coordinate
+   * across hub processes itself (e.g. a lease so one process holds a linked device).
+   */
+  redis?: { url: string; prefix: string } | undefined;
 }
 
 /**
