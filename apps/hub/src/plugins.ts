@@ -1,5 +1,6 @@
 import type { ChannelPlugin } from "@hub/core";
 import { telegramPlugin } from "@hub/telegram";
+import { whatsappPlugin } from "@hub/whatsapp";
 
 /**
  * The channel plugins this hub installs: they validate `channels.<name>`
@@ -11,4 +12,4 @@ import { telegramPlugin } from "@hub/telegram";
  * dependencies). Its conformance harness is exported from its package's
  * `./conformance` entry and run by `@hub/conformance` (see that package's index).
  */
-export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin];
+export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin, whatsappPlugin];
