@@ -211,21 +211,24 @@ export class WhatsAppAdapter implements ChannelAdapter {
     }
     let wasOpen = false;
     const verdict = await new Promise<CloseVerdict | undefined>((resolve) => {
+      let finished = false;
       const done = (v: CloseVerdict | undefined) => {
+        if (finished) return;
+        finished = true;
         clearInterval(renew);
         this.#stop.signal.removeEventListener("abort", abort);
         if (this.#socket === socket) this.#socket = undefined;
         resolve(v);
       };
       const abort = () => {
-        socket.end(undefined);
         done(undefined);
+        socket.end(undefined);
       };
       const renew = this.#renewLease(socket, done);
       this.#stop.signal.addEventListener("abort", abort, { once: true });
       socket.ev.on("connection.update", (update) => {
         if (update.qr) {
-          socket.end(undefined);
+          setImmediate(() => socket.end(undefined));
           return done({
             action: "logged_out",
             reason: 'WhatsApp asks to link this device again; run "hub channels login whatsapp"',
@@ -262,8 +265,8 @@ export class WhatsAppAdapter implements ChannelAdapter {
         .then(({ held }) => {
           if (held) return;
           this.#log.error("whatsapp account lease lost to another process; closing this connection");
-          socket.end(undefined);
           done({ action: "reconnect", reason: "the account lease was taken over", immediate: false });
+          socket.end(undefined);
         })
         .catch((error) => this.#log.warn({ err: describeError(error) }, "whatsapp lease renewal failed"));
     }, lease.ttlMs / 3);

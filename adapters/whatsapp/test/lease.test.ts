@@ -1,0 +1,118 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createLogger } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { leaseKey, RedisAccountLease, WhatsAppAdapter } from "../src/index.js";
+import { FakeWhatsApp } from "./fake-whatsapp.js";
+
+const prefix = testPrefix("wa-lease");
+const redis = new Redis(REDIS_URL);
+const children: ChildProcess[] = [];
+let adapters: WhatsAppAdapter[] = [];
+let n = 0;
+
+afterEach(async () => {
+  await Promise.all(adapters.map((a) => a.stop()));
+  adapters = [];
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+});
+afterAll(async () => {
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+/** One hub process's adapter for the account `key`, on its own fake device, with its own lease. */
+async function process_(key: string, ttlMs = 900) {
+  const wa = new FakeWhatsApp();
+  const lease = new RedisAccountLease(new Redis(REDIS_URL), key, ttlMs, true);
+  const adapter = new WhatsAppAdapter({
+    accountId: "default",
+    connector: wa,
+    lease,
+    logger: createLogger({ level: "silent" }),
+    reconnect: { initialMs: 20, maxMs: 100 },
+  });
+  adapters.push(adapter);
+  await adapter.start(async () => ({ kind: "accepted" }));
+  return { adapter, wa, lease };
+}
+
+const seg = { replyId: "r", index: 0, text: "hi", last: true };
+const target = { channel: "whatsapp", accountId: "default", chatId: "4915112345678@s.whatsapp.net" };
+
+describe("whatsapp account lease: one hub process holds the socket", () => {
+  it("a second process waits while the first holds the account, and takes over when it stops", async () => {
+    const key = leaseKey(prefix, `a${++n}`);
+    const first = await process_(key);
+    await waitFor(() => first.adapter.status().state === "connected", "the first process connected");
+    const second = await process_(key);
+    expect(second.adapter.status()).toMatchObject({
+      state: "reconnecting",
+      reason: expect.stringMatching(/another hub process .* holds this WhatsApp account/),
+    });
+    expect(second.wa.sockets).toHaveLength(0);
+    await first.adapter.stop();
+    await waitFor(() => second.adapter.status().state === "connected", "the second process took over", 3000);
+    expect(second.wa.sockets).toHaveLength(1);
+    expect(first.wa.sockets).toHaveLength(1);
+  });
+
+  it("a process killed with SIGKILL is taken over once its lease runs out", async () => {
+    const key = leaseKey(prefix, `b${++n}`);
+    const ttlMs = 1200;
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        fileURLToPath(new URL("./lease-holder.ts", import.meta.url)),
+        REDIS_URL,
+        key,
+        String(ttlMs),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    children.push(child);
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.on("data", (d: Buffer) => String(d).startsWith("held") && resolve());
+      child.on("exit", (code) => reject(new Error(`lease holder exited with ${code}`)));
+    });
+    const standby = await process_(key, ttlMs);
+    // While the holder lives and renews, the standby never opens a socket (well past one lease time).
+    await new Promise((r) => setTimeout(r, ttlMs * 2));
+    expect(standby.wa.sockets).toHaveLength(0);
+    const killedAt = Date.now();
+    child.kill("SIGKILL");
+    await waitFor(() => standby.adapter.status().state === "connected", "the takeover", ttlMs * 3);
+    expect(Date.now() - killedAt).toBeLessThan(ttlMs + ttlMs / 3 + 1000);
+    expect(standby.wa.sockets).toHaveLength(1);
+  });
+
+  it("a holder that lost its lease (frozen past it) sends nothing and closes its socket", async () => {
+    const key = leaseKey(prefix, `c${++n}`);
+    const holder = await process_(key);
+    await waitFor(() => holder.adapter.status().state === "connected", "connected");
+    await holder.adapter.send(seg, target);
+    // Another process took the account while this one was frozen.
+    await redis.set(key, "other-host:4242:token", "PX", 60_000);
+    await waitFor(
+      () => /other-host pid 4242/.test(holder.adapter.status().reason ?? ""),
+      "the lost lease noticed",
+      2000,
+    );
+    await expect(holder.adapter.send(seg, target)).rejects.toThrow();
+    expect(holder.wa.sent).toHaveLength(1);
+    expect(holder.wa.socket.ended).toBe(true);
+    expect(holder.adapter.status().state).toBe("reconnecting");
+  });
+
+  it("a lease not renewed in time is no longer valid by the holder's own clock", async () => {
+    const lease = new RedisAccountLease(redis, leaseKey(prefix, `d${++n}`), 300);
+    expect((await lease.hold()).held).toBe(true);
+    expect(lease.valid()).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lease.valid()).toBe(false);
+  });
+});
