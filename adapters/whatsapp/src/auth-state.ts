@@ -88,6 +88,9 @@ export async function clearAuthState(dir: string): Promise<void> {
  */
 export async function useAtomicAuthState(dir: string): Promise<StoredAuthState> {
   await ensurePrivateDir(dir);
+  // Temporary files of writes a crash interrupted: the targets still hold their previous content.
+  for (const name of await readdir(dir))
+    if (name.endsWith(".tmp")) await rm(join(dir, name), { force: true });
   const chains = new Map<string, Promise<unknown>>();
   const serialized = <T>(file: string, task: () => Promise<T>): Promise<T> => {
     const run = (chains.get(file) ?? Promise.resolve()).then(task, task);
