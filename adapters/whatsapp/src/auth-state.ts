@@ -62,11 +62,15 @@ async function readJson(path: string): Promise<unknown> {
   return JSON.parse(text, BufferJSON.reviver);
 }
 
-/** Whether the folder holds a linked device (creds with the account's own id). */
+/**
+ * Whether the folder holds a linked device: creds with the account's id and
+ * the signed device identity WhatsApp gives on a successful pairing (a pairing
+ * code request sets `me` before the phone confirms, so `me` alone is not enough).
+ */
 export async function isLinked(dir: string): Promise<boolean> {
   try {
     const creds = (await readJson(join(dir, CREDS))) as Partial<AuthenticationCreds> | undefined;
-    return typeof creds?.me?.id === "string" && creds.me.id !== "";
+    return typeof creds?.me?.id === "string" && creds.me.id !== "" && creds.account != null;
   } catch {
     return false;
   }

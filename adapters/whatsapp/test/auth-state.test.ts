@@ -15,6 +15,8 @@ const tempDir = () => {
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
+/** What a successful pairing adds to creds (the signed device identity). */
+const PAIRED = { details: Buffer.from([1, 2, 3]), accountSignature: Buffer.from([4]) };
 const mode = (path: string) => statSync(path).mode & 0o777;
 
 describe("whatsapp auth state on disk", () => {
@@ -22,6 +24,7 @@ describe("whatsapp auth state on disk", () => {
     const dir = tempDir();
     const first = await useAtomicAuthState(dir);
     first.state.creds.me = { id: "15550001111:7@s.whatsapp.net", lid: "99887766:7@lid", name: "Hub" };
+    first.state.creds.account = PAIRED;
     await first.saveCreds();
     await first.state.keys.set({
       "pre-key": { "1": { public: Buffer.from([1, 2, 3]), private: Buffer.from([4]) } },
@@ -63,6 +66,7 @@ describe("whatsapp auth state on disk", () => {
     const dir = tempDir();
     const { state, saveCreds } = await useAtomicAuthState(dir);
     state.creds.me = { id: "15550001111:7@s.whatsapp.net" };
+    state.creds.account = PAIRED;
     await saveCreds();
     const before = readFileSync(join(dir, "creds.json"), "utf8");
     // A writer killed (SIGKILL) in the middle of its loop of saves.
@@ -88,10 +92,19 @@ describe("whatsapp auth state on disk", () => {
     expect(await isLinked(dir)).toBe(false);
   });
 
+  it("a pairing code requested but never confirmed is not a link", async () => {
+    const dir = tempDir();
+    const { state, saveCreds } = await useAtomicAuthState(dir);
+    state.creds.me = { id: "15550001111@s.whatsapp.net", name: "~" };
+    await saveCreds();
+    expect(await isLinked(dir)).toBe(false);
+  });
+
   it("clearing removes every credential (after a logout)", async () => {
     const dir = tempDir();
     const { state, saveCreds } = await useAtomicAuthState(dir);
     state.creds.me = { id: "15550001111:7@s.whatsapp.net" };
+    state.creds.account = PAIRED;
     await saveCreds();
     await clearAuthState(dir);
     expect(readdirSync(dir)).toEqual([]);

@@ -12,6 +12,7 @@ import {
 import { PairingStore } from "@hub/dispatch";
 import { createRedis } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
+import { CHANNELS_USAGE, channelsCommand } from "./channels-command.js";
 import { startHub } from "./hub.js";
 import { approvePairing } from "./pairing.js";
 import { channelPlugins } from "./plugins.js";
@@ -21,7 +22,8 @@ import { ensureStateDir, resolveGatewayToken } from "./state.js";
 const USAGE = `Usage: hub [start] [--config <file>]
        hub config schema                    print the JSON schema of hub.json5
        hub pairing list                     senders waiting for approval
-       hub pairing approve <channel> <code> let a sender in (they are told)`;
+       hub pairing approve <channel> <code> let a sender in (they are told)
+       ${CHANNELS_USAGE}`;
 
 /** Every configured secret of this process: no log line and no error printed at exit may contain one. */
 const secrets = new SecretRedactor();
@@ -46,6 +48,7 @@ async function main(): Promise<void> {
   if (cmd === "config" && sub === "schema")
     return void console.log(JSON.stringify(configJsonSchema(channelPlugins), null, 2));
   if (cmd === "pairing") return pairingCommand(args.command.slice(1), args.config);
+  if (cmd === "channels") return channelsCommand(args.command.slice(1), args.config);
   if (cmd !== "start") throw new HubError("usage", `Unknown command "${args.command.join(" ")}".\n${USAGE}`);
 
   const stateDir = resolveStateDir();

@@ -67,4 +67,17 @@ export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
   readonly secretKeys?: ReadonlyArray<string>;
   /** Builds the adapter of one account (not started; the hub starts it). Throws a clear error on bad config. */
   create(config: C, deps: ChannelPluginDeps): ChannelAdapter;
+  /**
+   * Links one account interactively (`hub channels login <name>`), for channels
+   * that pair a device (a QR code or pairing code); resolves once linked.
+   */
+  login?(config: C, deps: ChannelPluginDeps, options: ChannelLoginOptions): Promise<void>;
+}
+
+/** Options of `ChannelPlugin.login`, from the command line. */
+export interface ChannelLoginOptions {
+  /** Shows a line (or a QR code block) to the person linking. */
+  print(text: string): void;
+  /** Link with a pairing code for this phone number (country code included) instead of a QR code. */
+  phone?: string | undefined;
 }
