@@ -2,6 +2,7 @@ import type { ConformanceHarness } from "@hub/conformance";
 import { runFuzz } from "@hub/conformance/fuzz";
 import { createLogger, type HubConfigInput } from "@hub/core";
 import { startFakeOpenAI } from "@hub/fakes";
+import { webchatHarness } from "@hub/gateway/conformance";
 import { telegramHarness } from "@hub/telegram/conformance";
 import { startTestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
@@ -12,6 +13,7 @@ const COUNT = Number(process.env.BENCH_FUZZ ?? 10_000);
 const HARNESSES: Array<[string, () => ConformanceHarness]> = [
   ["telegram (polling)", () => telegramHarness()],
   ["telegram (webhook)", () => telegramHarness({ webhook: true })],
+  ["webchat (chat.send)", () => webchatHarness()],
 ];
 
 const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;
@@ -31,9 +33,10 @@ async function fuzzOne(name: string, h: ConformanceHarness): Promise<void> {
       } as HubConfigInput["channels"],
     },
     `bench-fuzz-${h.channel}`,
-    [adapter],
+    adapter ? [adapter] : [],
     logger,
   );
+  await h.attach?.({ port: hub.port, token: hub.token });
   try {
     if (!h.raw) return void console.log(`  ${name}: no raw payloads in its harness; skipped`);
     const report = await runFuzz(h.raw, { count: COUNT, seed: 424242 });

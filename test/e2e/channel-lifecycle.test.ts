@@ -54,7 +54,8 @@ describe("supervised channel lifecycle", () => {
     );
     cleanups.push(() => hub.dispose());
     expect(Date.now() - started).toBeLessThan(10_000);
-    const state = (id: string) => hub.channels().find((c) => c.accountId === id)?.status;
+    const state = (id: string) =>
+      hub.channels().find((c) => c.channel === "telegram" && c.accountId === id)?.status;
     expect(state("healthy")).toMatchObject({ state: "connected" });
     expect(state("down")).toMatchObject({
       state: "reconnecting",
@@ -73,12 +74,15 @@ describe("supervised channel lifecycle", () => {
     const res = await client.request("channels.status");
     expect(res.ok).toBe(true);
     const reported = (
-      res as { payload: { channels: Array<{ accountId: string; status: { state: string } }> } }
+      res as {
+        payload: { channels: Array<{ channel: string; accountId: string; status: { state: string } }> };
+      }
     ).payload.channels;
-    expect(reported.map((c) => [c.accountId, c.status.state])).toEqual([
-      ["healthy", "connected"],
-      ["down", "reconnecting"],
-      ["refused", "failed"],
+    expect(reported.map((c) => [c.channel, c.accountId, c.status.state])).toEqual([
+      ["telegram", "healthy", "connected"],
+      ["telegram", "down", "reconnecting"],
+      ["telegram", "refused", "failed"],
+      ["webchat", "default", "connected"],
     ]);
 
     // The healthy bot answers meanwhile.

@@ -307,7 +307,7 @@ export async function startHub(
         logger: logger.child({ component: "gateway" }),
         agentId: config.agent.id,
         dmScope: config.agent.dmScope,
-        dispatch: (fields, o) => admit.dispatchInboundMessage(fields, o),
+        webchat,
         runRecord: (runId) => runs.get(runId),
         history: async (sessionKey) => {
           const record = await sessions.get(sessionKey);
@@ -345,8 +345,8 @@ export async function startHub(
     await gateway.start();
     // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
     supervisor = new ChannelSupervisor(
-      channelAdapters,
-      (fields) => admitInbound(() => admit.dispatchInboundMessage(fields)),
+      [...channelAdapters, webchat],
+      (fields, o) => admitInbound(() => admit.dispatchInboundMessage(fields, o)),
       logger,
       tuning.channelBackoff,
     );

@@ -77,7 +77,11 @@ export class RateLimitedError extends Error {
  * with the message (see `InboundResult`); it does not throw: a transient
  * failure on our side is `retry`, input that can never be accepted is `rejected`.
  */
-export type InboundHandler = (fields: AdapterFields) => Promise<import("./plugin.js").InboundResult>;
+export type InboundHandler = (
+  fields: AdapterFields,
+  /** `runId`: an entry's own idempotency key becomes the run id (the web chat's `chat.send`); platforms leave it unset. */
+  options?: { runId?: string },
+) => Promise<import("./plugin.js").InboundResult>;
 
 /**
  * The contract every channel adapter implements. An adapter does platform I/O

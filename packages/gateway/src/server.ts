@@ -3,15 +3,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from "node:net";
 import { extname, join, normalize } from "node:path";
 import {
-  type AdapterFields,
   type ChatEvent,
   type DmScope,
   deriveSessionKey,
   type HttpRoute,
   HubError,
   type HubLogger,
+  type InboundResult,
 } from "@hub/core";
-import type { DispatchResult } from "@hub/dispatch";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { type RawData, WebSocket, WebSocketServer } from "ws";
@@ -45,6 +44,7 @@ import {
   type ResponseFrame,
 } from "./protocol.js";
 import { securityHeaders } from "./security-headers.js";
+import type { WebChatMessage } from "./webchat-adapter.js";
 
 /** What the gateway needs from the rest of the hub (wired by the app). */
 export interface GatewayDeps {
@@ -53,8 +53,8 @@ export interface GatewayDeps {
   logger: HubLogger;
   agentId: string;
   dmScope: DmScope;
-  /** Admits an inbound message (the dispatcher). */
-  dispatch: (fields: AdapterFields, options: { runId: string }) => Promise<DispatchResult>;
+  /** The web chat's inbound side: `chat.send` hands each message to it. */
+  webchat: { receive(message: WebChatMessage): Promise<InboundResult> };
   /** Reads a run record (terminal result of a finished run). */
   runRecord: (runId: string) => Promise<RunRecord | undefined>;
   /** The transcript of the session a key routes to now. */
@@ -454,30 +454,25 @@ export class GatewayServer {
     const refusal = sendRefusal(principal, sessionKey, params.text);
     if (refusal) throw new RequestError("forbidden", refusal);
     conn.sessions.add(sessionKey);
-    const fields: AdapterFields = {
-      channel: "webchat",
-      accountId: "default",
-      messageId: runId,
-      chat: { type: "direct", id: sessionKey },
-      sender: { id: principal.senderId, name: principal.owner ? "Owner" : principal.name, isBot: false },
-      body: params.text,
-      timestamp: Date.now(),
+    // The web chat adapter turns the message into adapter fields and answers what admission did.
+    const result = await this.deps.webchat.receive({
+      runId,
       sessionKey,
+      text: params.text,
+      sender: { id: principal.senderId, name: principal.owner ? "Owner" : principal.name },
       commandAuthorized: true,
-    };
-    let result: DispatchResult;
-    try {
-      result = await this.deps.dispatch(fields, { runId });
-    } catch (error) {
-      conn.log.error({ err: error, runId, sessionKey, channel: "webchat" }, "chat.send admission failed");
-      if (error instanceof HubError) throw new RequestError("rejected", error.message);
+    });
+    if (result.kind === "duplicate") return this.#recordedRun(conn, principal, runId, sessionKey);
+    if (result.kind === "accepted") return { runId, sessionKey, status: "accepted" };
+    if (result.kind === "rejected" || result.kind === "retry") {
+      conn.log.error(
+        { reason: result.reason, runId, sessionKey, channel: "webchat" },
+        "chat.send admission failed",
+      );
+      if (result.kind === "rejected") throw new RequestError("rejected", result.reason);
       throw new RequestError("unavailable", "The hub could not accept the message right now; send it again.");
     }
-    if (result.status === "duplicate") return this.#recordedRun(conn, principal, runId, sessionKey);
-    if (result.status === "accepted" || result.status === "command" || result.status === "context")
-      return { runId, sessionKey, status: "accepted" };
-    const text =
-      result.status === "dropped" ? `Not accepted: ${result.reason}.` : `Not accepted (${result.status}).`;
+    const text = `Not accepted: ${result.reason}.`;
     await this.deps
       .publishEvent({ runId, sessionKey, seq: 0, state: "error", text })
       .catch((error) => conn.log.warn({ err: error, runId }, "could not publish the rejection"));

@@ -1,20 +1,41 @@
-import type {
-  ChannelAdapter,
-  ChannelCapabilities,
-  OutboundSegment,
-  ReplyTarget,
-  SendResult,
+import {
+  type AdapterFields,
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  type ChannelStatus,
+  ChannelStatusCell,
+  describeError,
+  type InboundHandler,
+  type InboundResult,
+  type OutboundSegment,
+  type ReplyTarget,
+  type SendResult,
 } from "@hub/core";
 import type { ChatEventBus } from "./event-bus.js";
 
+/** One message a gateway client sent with `chat.send`, as the web chat receives it. */
+export interface WebChatMessage {
+  /** The client's idempotency key: it becomes the message id and the run id. */
+  runId: string;
+  sessionKey: string;
+  text: string;
+  /** The authenticated client: the owner, or a configured client (`client:<name>`). */
+  sender: { id: string; name: string };
+  /** Whether the sender may run commands (every authenticated client of its own sessions). */
+  commandAuthorized: boolean;
+}
+
 /**
- * The web chat as a channel: its "platform" is the gateway's event bus. A
- * delivered segment becomes a `chat` event with state `delta`, so web chat
- * answers go through the same ordered delivery as every other channel.
+ * The web chat as a channel like the others. Its "platform" is the gateway:
+ * inbound, `chat.send` hands each message to `receive`, which turns it into
+ * adapter fields and answers the hub's `InboundResult`; outbound, a delivered
+ * segment becomes a `chat` event with state `delta` on the event bus, so web
+ * chat answers go through the same ordered delivery as every other channel.
  * The reply target's chatId is the sessionKey.
  */
 export class WebChatAdapter implements ChannelAdapter {
   readonly channel = "webchat";
+  readonly accountId = "default";
   readonly capabilities: ChannelCapabilities = {
     textLimit: 8000,
     markdown: "commonmark",
@@ -22,12 +43,44 @@ export class WebChatAdapter implements ChannelAdapter {
     typing: false,
     edit: false,
   };
+  #onInbound: InboundHandler | undefined;
+  readonly #status = new ChannelStatusCell();
 
   constructor(private readonly bus: ChatEventBus) {}
 
-  // Inbound web chat messages arrive through the gateway's chat.send, not through start().
-  async start(): Promise<void> {}
-  async stop(): Promise<void> {}
+  async start(onInbound: InboundHandler): Promise<void> {
+    this.#onInbound = onInbound;
+    this.#status.set("connected");
+  }
+
+  async stop(): Promise<void> {
+    this.#onInbound = undefined;
+    this.#status.set("stopped");
+  }
+
+  status(): ChannelStatus {
+    return this.#status.get();
+  }
+
+  /** Admits one `chat.send` message; a failure on our side is `retry` (the client sends it again). */
+  async receive(message: WebChatMessage): Promise<InboundResult> {
+    const onInbound = this.#onInbound;
+    if (!onInbound) return { kind: "retry", reason: "the web chat is not accepting messages right now" };
+    const fields: AdapterFields = {
+      channel: "webchat",
+      accountId: this.accountId,
+      messageId: message.runId,
+      chat: { type: "direct", id: message.sessionKey },
+      sender: { id: message.sender.id, name: message.sender.name, isBot: false },
+      body: message.text,
+      timestamp: Date.now(),
+      sessionKey: message.sessionKey,
+      commandAuthorized: message.commandAuthorized,
+    };
+    return onInbound(fields, { runId: message.runId }).catch(
+      (error): InboundResult => ({ kind: "retry", reason: describeError(error) }),
+    );
+  }
 
   async send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
     await this.bus.publish({

@@ -142,6 +142,8 @@ export interface FuzzTarget {
   valid(text: string): unknown;
   /** Delivers one raw payload the way the platform does; the HTTP status when it is a webhook. */
   deliver(payload: unknown): Promise<{ status?: number }>;
+  /** How many deliveries may be in flight at once (default 8). */
+  concurrency?: number;
 }
 
 /** What a fuzz run saw. */
@@ -174,7 +176,7 @@ export async function runFuzz(
       if (status >= 500) report.serverErrors++;
     }
   };
-  await Promise.all(Array.from({ length: options.concurrency ?? 8 }, worker));
+  await Promise.all(Array.from({ length: options.concurrency ?? target.concurrency ?? 8 }, worker));
   report.ms = performance.now() - started;
   return report;
 }

@@ -24,12 +24,16 @@ export interface ConformanceHarness {
   /** Longest message the platform accepts (visible characters). */
   textLimit: number;
   supportsThreads: boolean;
+  /** False for channels without group chats (web chat): the group cases are skipped. */
+  supportsGroups?: boolean;
   /**
    * Starts the fake platform and builds the adapter (not started; the hub
    * starts it), logging to `logger` when given. With `unreachable`, the
    * adapter points at an address that refuses connections until `platformUp()`.
    */
-  start(options?: { logger?: HubLogger; unreachable?: boolean }): Promise<ChannelAdapter>;
+  start(options?: { logger?: HubLogger; unreachable?: boolean }): Promise<ChannelAdapter | undefined>;
+  /** Called with the running hub's gateway (port and token), for channels the hub itself serves (web chat). */
+  attach?(hub: { port: number; token: string }): Promise<void>;
   /** Brings the platform up at the address an `unreachable` adapter knows (platforms that support it). */
   platformUp?(): Promise<void>;
   /** Hub config the adapter needs besides its channel (e.g. the gateway port its webhook URL names). */
@@ -48,8 +52,8 @@ export interface ConformanceHarness {
   redeliver(ref: InboundRef): Promise<void>;
   /** Sends the platform's equivalent of garbage (malformed payload). */
   malformed(): Promise<void>;
-  /** The next send answers "rate limited, retry after N seconds". */
-  rateLimitNextSend(retryAfterSeconds: number): void;
+  /** The next send answers "rate limited, retry after N seconds" (platforms that rate-limit). */
+  rateLimitNextSend?(retryAfterSeconds: number): void;
   /** Messages the bot sent to a chat, in platform order. */
   outbound(chatId: string): OutboundMessage[];
   /** A thread id valid in the suite's group (for platforms with threads). */
