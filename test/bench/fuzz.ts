@@ -4,6 +4,7 @@ import { createLogger, type HubConfigInput } from "@hub/core";
 import { startFakeOpenAI } from "@hub/fakes";
 import { webchatHarness } from "@hub/gateway/conformance";
 import { telegramHarness } from "@hub/telegram/conformance";
+import { whatsappHarness } from "@hub/whatsapp/conformance";
 import { startTestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
@@ -14,6 +15,7 @@ const HARNESSES: Array<[string, () => ConformanceHarness]> = [
   ["telegram (polling)", () => telegramHarness()],
   ["telegram (webhook)", () => telegramHarness({ webhook: true })],
   ["webchat (chat.send)", () => webchatHarness()],
+  ["whatsapp (messages.upsert)", () => whatsappHarness()],
 ];
 
 const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;
