@@ -17,7 +17,12 @@ import {
 import type { WAMessage } from "@whiskeysockets/baileys";
 import { type CloseVerdict, classifyClose } from "./connection.js";
 import type { AccountLease } from "./lease.js";
-import { normalizeWhatsAppMessage, type SelfIdentity, selfIdentity } from "./normalize.js";
+import {
+  type NormalizedMessage,
+  normalizeWhatsAppMessage,
+  type SelfIdentity,
+  selfIdentity,
+} from "./normalize.js";
 import { Outbound } from "./outbound.js";
 import { renderWhatsApp } from "./render.js";
 import type { WhatsAppConnector, WhatsAppEventMap, WhatsAppSocket } from "./socket.js";
@@ -286,7 +291,13 @@ export class WhatsAppAdapter implements ChannelAdapter {
   async handleMessage(raw: unknown): Promise<InboundResult> {
     const onInbound = this.#onInbound;
     if (!onInbound) return { kind: "retry", reason: "the adapter is not started" };
-    const normalized = normalizeWhatsAppMessage(raw, this.#self, { accountId: this.accountId });
+    let normalized: NormalizedMessage;
+    try {
+      normalized = normalizeWhatsAppMessage(raw, this.#self, { accountId: this.accountId });
+    } catch (error) {
+      // Whatever threw on this message would throw on it again: it can never be accepted.
+      normalized = { ok: false, reason: `unreadable message (${describeError(error)})`, ignored: false };
+    }
     if (!normalized.ok) {
       const log = { messageId: normalized.messageId, reason: normalized.reason };
       if (normalized.ignored) this.#log.debug(log, "whatsapp message not for us");
