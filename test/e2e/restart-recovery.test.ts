@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { recoverInterruptedRuns } from "@hub/agent";
 import { createLogger } from "@hub/core";
 import { RunRecords, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { recoverInterruptedRuns } from "../../apps/hub/src/agent-role.js";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";

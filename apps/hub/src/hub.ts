@@ -3,13 +3,18 @@ import { join } from "node:path";
 import {
   AgentRunner,
   assembleTools,
+  createCommandHandler,
   currentTimeTool,
   groupMemoryDefault,
   httpFetchTool,
   type MemoryTrust,
   memoryTools,
+  RunControl,
+  recoverInterruptedRuns,
   sendMessageTool,
+  sessionStatus,
   sessionStatusTool,
+  startAgentRole,
   TOOL_PROFILES,
 } from "@hub/agent";
 import {
@@ -37,8 +42,7 @@ import {
 import { webRoot } from "@hub/web";
 import { AdapterRegistry } from "./adapter-registry.js";
 import { buildChannelAdapters } from "./adapters.js";
-import { RunControl, recoverInterruptedRuns, startAgentRole } from "./agent-role.js";
-import { createCommandHandler, sessionStatus } from "./commands.js";
+
 import { createModelResolver } from "./models.js";
 import { approvePairing, sendNotice } from "./pairing.js";
 import { channelPlugins } from "./plugins.js";

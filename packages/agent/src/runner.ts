@@ -1,12 +1,11 @@
 import {
   type ChannelCapabilities,
-  type ChatEvent,
   failpoint,
   type HubLogger,
   type MsgContext,
   type ReplySink,
+  type ReplyStream,
   type RunRequest,
-  WriteFencedError,
 } from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
 import {
@@ -14,46 +13,32 @@ import {
   type RunRecords,
   recoveryDecision,
   type SessionActivity,
+  type SessionRecord,
   type SessionStore,
   type SessionWriters,
-  type TerminalStatus,
   type TranscriptEntry,
-  WriterSupersededError,
+  type WriterClaim,
 } from "@hub/sessions";
-import { loadWorkspaceBootstrap } from "./context/bootstrap.js";
-import { compactionMessage, estimateTokens, planCompaction, summarize } from "./context/compaction.js";
-import { buildSystemPrompt } from "./context/prompt.js";
-import { pruneToolResults } from "./context/prune.js";
-import { historyUserContent, withQuotedReply } from "./context/untrusted.js";
-import type { ChatMessage, ModelProvider } from "./model.js";
-import { ModelError } from "./model.js";
+import { answerDirectly } from "./answer-directly.js";
+import { OrderedBlockPusher } from "./block-pusher.js";
+import { assembleContext, type ContextSettings } from "./context/assemble.js";
+import { withQuotedReply } from "./context/untrusted.js";
+import type { ChatEventPublisher } from "./events.js";
+import { historyMessages, toEntry, userEntryOf } from "./history.js";
+import { finalizeInterrupted } from "./interrupted.js";
+import type { ModelProvider } from "./model.js";
+import { RunStop } from "./run-errors.js";
+import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 import { runAgentTurn } from "./turn.js";
 
-/** Publishes chat events to clients (the gateway's event bus). */
-export interface ChatEventPublisher {
-  publish(event: ChatEvent): Promise<void>;
-}
-
-/** Why a run was stopped from outside: the user, a newer claim on its session, or its timeout. */
-export class RunStop extends Error {
-  constructor(readonly status: "aborted" | "superseded" | "timed_out") {
-    super(`run ${status.replace("_", " ")}`);
-    this.name = "RunStop";
-  }
-}
-
-/** This process lost the session's lane lease: another process has the session and will resume the run. */
-export class LeaseLost extends Error {
-  constructor() {
-    super("the session lane lease was lost");
-    this.name = "LeaseLost";
-  }
-}
+export type { ChatEventPublisher } from "./events.js";
+export { historyMessages } from "./history.js";
+export { LeaseLost, RunStop } from "./run-errors.js";
 
 /** Everything a runner needs, wired by the hub app. */
-export interface AgentRunnerOptions {
+export interface AgentRunnerOptions extends ContextSettings {
   agentId: string;
   sessions: SessionStore;
   runs: RunRecords;
@@ -70,12 +55,6 @@ export interface AgentRunnerOptions {
     approvalTimeoutMs: number;
   };
   approvals: ApprovalStore;
-  systemPrompt?: string | undefined;
-  /** The agent's workspace directory (bootstrap files) and caps on them. */
-  workspaceDir: string;
-  bootstrapLimits: { perFileChars: number; totalChars: number };
-  /** The model's context window (tokens); history is compacted before it fills up. */
-  contextWindowTokens: number;
   runTimeoutMs: number;
   logger: HubLogger;
   /** Asks whichever process runs `runId` to stop it as superseded. */
@@ -84,8 +63,6 @@ export interface AgentRunnerOptions {
   activity: SessionActivity;
   /** Queues a request in its session lane again (steered messages the run ended before taking). */
   requeue: (request: RunRequest) => Promise<void>;
-  /** How many transcript messages are sent to the model as history. */
-  historyLimit?: number;
   /** The capabilities of a channel (block sizes for streaming). */
   capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
   /** True when Redis lost its data at or after `since` (epoch ms): leases and claims vanished, not passed on. */
@@ -96,117 +73,36 @@ export interface AgentRunnerOptions {
   typingIntervalMs?: number;
 }
 
-const DEFAULT_IDENTITY = "You are a helpful assistant reached through a chat hub. Answer concisely.";
-
-const RESUME_NOTE =
-  "Note: the hub restarted while you were answering the user's last message, so that answer was interrupted. Answer the last message now, in full.";
-
-/**
- * Turns transcript entries into model messages, from the latest compaction on
- * (its summary stands for everything before it); context-only group messages
- * are marked as such. `indices[i]` is the transcript line of message i (-1 for a summary).
- */
-export function historyMessages(
-  entries: TranscriptEntry[],
-  skipRunId?: string,
-): { messages: ChatMessage[]; indices: number[] } {
-  const messages: ChatMessage[] = [];
-  const indices: number[] = [];
-  let start = 0;
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const e = entries[i];
-    if (e?.type === "compaction") {
-      messages.push(compactionMessage(e.summary));
-      indices.push(-1);
-      start = e.keepFrom;
-      break;
-    }
-  }
-  const userContent = historyUserContent(entries);
-  for (let i = start; i < entries.length; i++) {
-    const e = entries[i]!;
-    if (skipRunId && "runId" in e && e.runId === skipRunId) continue;
-    let m: ChatMessage | undefined;
-    if (e.type === "user") m = { role: "user", content: userContent(e) };
-    else if (e.type === "assistant")
-      m = { role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) };
-    else if (e.type === "tool_result") m = { role: "tool", toolCallId: e.toolCallId, content: e.content };
-    if (m) {
-      messages.push(m);
-      indices.push(i);
-    }
-  }
-  return { messages, indices };
+/** One run, once it holds its session: who it is, what it answers, and its writer claim. */
+interface ClaimedRun {
+  request: RunRequest;
+  session: SessionRecord;
+  /** The messages this turn answers (one, or a collected batch) and their text for the model. */
+  batch: RunRequest[];
+  userText: string;
+  attempt: number;
+  resuming: boolean;
+  claim: WriterClaim;
+  /** Appends transcript lines, checked against (and tagged with) the run's writer claim. */
+  writeChecked: (entries: TranscriptEntry[]) => Promise<void>;
+  startedAt: number;
+  log: HubLogger;
 }
 
-// Never start the history window on a tool result or an assistant tool call whose results were cut off.
-function trimHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
-  let start = Math.max(0, messages.length - limit);
-  while (start < messages.length && messages[start]?.role !== "user") start++;
-  return messages.slice(start);
-}
-
-/**
- * Answers a request with a fixed text (session commands) through the same
- * path as a run: run record, ordered reply, outcome before the final event.
- */
-export async function answerDirectly(
-  o: Pick<AgentRunnerOptions, "runs" | "replies" | "events" | "runTimeoutMs" | "logger">,
-  request: RunRequest,
-  text: string,
-  /** Resolve once the answer is queued, not delivered (admission never waits for delivery). */
-  options: { detachSettlement?: boolean } = {},
-): Promise<void> {
-  const { runId, ctx } = request;
-  if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
-  const reply = o.replies.open(runId, ctx.replyTarget);
-  await reply.push(text);
-  await o.runs.finish(runId, { status: "completed", text });
-  const segments = await reply.end();
-  const announce = async () => {
-    await reply.settled();
-    await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
-  };
-  if (!options.detachSettlement) return announce();
-  announce().catch((error) =>
-    o.logger.warn({ err: error, runId, sessionKey: ctx.sessionKey }, "could not announce a command's answer"),
-  );
-}
-
-function userEntryOf(request: RunRequest): Extract<TranscriptEntry, { type: "user" }> {
-  const { ctx, runId } = request;
-  return {
-    type: "user",
-    runId,
-    messageId: ctx.messageId,
-    senderId: ctx.sender.id,
-    ...(ctx.sender.name ? { senderName: ctx.sender.name } : {}),
-    text: ctx.body,
-    at: ctx.timestamp,
-  };
-}
-
-function toEntry(m: ChatMessage, runId: string): TranscriptEntry {
-  const at = Date.now();
-  if (m.role === "assistant")
-    return {
-      type: "assistant",
-      runId,
-      text: m.content,
-      ...(m.toolCalls ? { toolCalls: m.toolCalls } : {}),
-      at,
-    };
-  if (m.role === "tool")
-    return { type: "tool_result", runId, toolCallId: m.toolCallId, content: m.content, at };
-  throw new Error(`a turn does not produce ${m.role} messages`);
+/** What the turn left to settle: how it ended, its text and its reply. */
+interface TurnResult {
+  end: RunEnd;
+  text: string;
+  reply: ReplyStream;
 }
 
 /**
  * Executes runs: one at a time per session (the session lane guarantees it),
  * from the user's message to one persisted terminal outcome and a settled
- * reply. A run writes its session only while it holds the writer claim; a
- * newer claim ends it as `superseded`. Order of settlement: transcript and run
- * record first, then the reply is awaited, then clients are told.
+ * reply, in three phases: claim the session, run the turn, settle. A run
+ * writes its session and queues reply segments only while it holds the
+ * writer claim; a newer claim ends it as `superseded`. Order of settlement:
+ * transcript and run record first, then the reply is awaited, then clients are told.
  */
 export class AgentRunner {
   constructor(private readonly o: AgentRunnerOptions) {}
@@ -214,66 +110,61 @@ export class AgentRunner {
   /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
   async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
     const { ctx, runId } = request;
-    const runStartedAt = Date.now();
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
-    if (request.command === "new") {
-      await this.o.sessions.reset(ctx.sessionKey);
-      await this.answerDirectly(
-        request,
-        "Started a new session: earlier messages are no longer part of the conversation.",
-      );
-      return;
-    }
+    if (request.command === "new") return this.#startNewSession(request);
     const session = await this.o.sessions.resolve(ctx.sessionKey);
-    const userEntry = userEntryOf(request);
     if (request.contextOnly) {
-      await this.o.sessions.append(session.sessionId, [{ ...userEntry, contextOnly: true }]);
+      await this.o.sessions.append(session.sessionId, [{ ...userEntryOf(request), contextOnly: true }]);
       log.debug("recorded group message as context");
       return;
     }
+    const run = await this.#claim(request, session, log);
+    if (!run) return;
+    const turn = await this.#runTurn(run, stopSignal);
+    await this.#settle(run, turn);
+  }
+
+  async #startNewSession(request: RunRequest): Promise<void> {
+    await this.o.sessions.reset(request.ctx.sessionKey);
+    await this.answerDirectly(
+      request,
+      "Started a new session: earlier messages are no longer part of the conversation.",
+    );
+  }
+
+  // Phase 1: decide whether this run executes (not over, not to be finalized), start it, claim the session.
+  async #claim(request: RunRequest, session: SessionRecord, log: HubLogger): Promise<ClaimedRun | undefined> {
+    const { ctx, runId } = request;
+    const startedAt = Date.now();
     // Collect mode: one turn answers every message collected while the session was busy.
     const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey, runId) : [request];
-    if (batch.length === 0) return;
-    // Quoted text is someone else's words: the model sees it marked untrusted.
-    const withQuote = (r: RunRequest) => withQuotedReply(r.ctx);
-    const userText = batch.map(withQuote).join("\n\n");
-
+    if (batch.length === 0) return undefined;
     const record = await this.o.runs.get(runId);
     if (record && record.status !== "running" && record.status !== "queued") {
       log.info({ status: record.status }, "run already finished; not running it again");
-      return;
+      return undefined;
     }
     // Admission writes the record as "queued"; one still "running" was interrupted and is resumed.
-    const existing = record?.status === "running" ? record : undefined;
-    const resuming = existing !== undefined;
-    if (existing && recoveryDecision(existing, Date.now(), this.o.runTimeoutMs) === "finalize") {
-      // Stale or out of attempts: finalized by its exact runId, with no model call and no message.
-      if (
-        await this.o.runs.finish(
-          runId,
-          { status: "interrupted", error: "interrupted by a restart; not resumed" },
-          existing.attempt,
-        )
-      ) {
-        await this.o.sessions.append(session.sessionId, [
-          { type: "outcome", runId, status: "interrupted", at: Date.now() },
-        ]);
-      }
-      log.warn(
-        { attempt: existing.attempt, startedAt: existing.startedAt },
-        "interrupted run finalized without resuming",
-      );
-      // Messages steered into the dead run were never seen: they run as follow-ups.
-      await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
-      return;
+    const resuming = record?.status === "running";
+    if (record && resuming && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
+      await finalizeInterrupted(this.o, record, log);
+      return undefined;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
-    if (attempt === 0) return;
+    if (attempt === 0) return undefined;
     log.info({ attempt, resuming }, resuming ? "run resumed after an interruption" : "run started");
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
-
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
+    const claim = await this.#claimWriter(request, session, log);
+    // Quoted text is someone else's words: the model sees it marked untrusted.
+    const userText = batch.map((r) => withQuotedReply(r.ctx)).join("\n\n");
+    const writeChecked = this.#checkedWriter(session.sessionId, claim);
+    return { request, session, batch, userText, attempt, resuming, claim, writeChecked, startedAt, log };
+  }
+
+  async #claimWriter(request: RunRequest, session: SessionRecord, log: HubLogger): Promise<WriterClaim> {
+    const { ctx, runId } = request;
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     if (superseded) {
       log.warn({ supersededRunId: superseded }, "this run supersedes the session's previous writer");
@@ -282,19 +173,25 @@ export class AgentRunner {
     // Lines carry their claim, announced first: a late append after a newer claim is dropped by every reader.
     const writer = `${runId}#${claim.generation}`;
     await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
-    const writeChecked = async (entries: TranscriptEntry[]) => {
+    return claim;
+  }
+
+  #checkedWriter(sessionId: string, claim: WriterClaim): ClaimedRun["writeChecked"] {
+    const writer = `${claim.runId}#${claim.generation}`;
+    return async (entries) => {
       await this.o.writers.assertCurrent(claim);
       failpoint("transcript.before-append");
       await this.o.sessions.append(
-        session.sessionId,
+        sessionId,
         entries.map((e) => ({ ...e, writer }) as TranscriptEntry),
       );
     };
+  }
 
-    // On a resume, this run's own earlier lines are left out: its user message is re-added below.
-    const entries = await this.o.sessions.read(session.sessionId);
-    const history = historyMessages(entries, runId);
-
+  // Phase 2: the turn, from the user's lines to the last pushed block, bounded by stop, timeout and lease.
+  async #runTurn(run: ClaimedRun, stopSignal: AbortSignal): Promise<TurnResult> {
+    const { request, attempt, claim } = run;
+    const { ctx, runId } = request;
     // Each attempt gets its own reply, so a resumed answer never interleaves with the interrupted one.
     // Fenced by the writer claim in Redis: once a newer claim exists, not one more segment is queued.
     const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
@@ -305,235 +202,183 @@ export class AgentRunner {
       minChars: Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000),
       maxChars: Math.min(caps?.textLimit ?? 3000, 3000),
     });
-    // Blocks are pushed strictly one after another, so their order is the model's order.
-    let pushing: Promise<void> = Promise.resolve();
-    let pushError: unknown;
-    // Handled at once (never an unhandled rejection); the first failure fails the run below.
-    const pushBlocks = (blocks: string[]) => {
-      for (const block of blocks) {
-        pushing = pushing
-          .then(() => {
-            if (pushError !== undefined) return;
-            failpoint("run.before-push");
-            return reply.push(block);
-          })
-          .catch((error) => {
-            pushError ??= error;
-          });
-      }
-    };
-
+    const pusher = new OrderedBlockPusher(reply);
     const abort = new AbortController();
     const onStop = () => abort.abort(stopSignal.reason);
     stopSignal.addEventListener("abort", onStop);
     if (stopSignal.aborted) onStop();
     const timeout = setTimeout(() => abort.abort(new RunStop("timed_out")), this.o.runTimeoutMs);
-    const stopTyping = this.#startTyping(ctx.replyTarget, log);
-
-    let status: TerminalStatus = "completed";
-    let abandoned = false;
-    let stopReason = "natural_end";
-    let errorText: string | undefined;
-    let text = "";
+    const stopTyping = this.#startTyping(ctx.replyTarget, run.log);
     try {
-      if (!resuming) await writeChecked(batch.map(userEntryOf));
-      if (abort.signal.aborted) throw abort.signal.reason;
-      const { provider, model } = this.o.resolveModel(this.o.modelRef);
-      const policy = this.o.toolsFor(ctx);
-      const bootstrap = await loadWorkspaceBootstrap(this.o.workspaceDir, this.o.bootstrapLimits);
-      if (bootstrap.diagnostics.length)
-        log.warn({ diagnostics: bootstrap.diagnostics }, "workspace files were cut for the model");
-      const system = buildSystemPrompt({
-        identity: this.o.systemPrompt ?? DEFAULT_IDENTITY,
-        tools: policy.tools.map((t) => t.spec),
-        channel: {
-          channel: ctx.channel,
-          chatType: ctx.chat.type,
-          ...(ctx.chat.title ? { chatTitle: ctx.chat.title } : {}),
-          ...(ctx.sender.name ? { senderName: ctx.sender.name } : {}),
-          senderId: ctx.sender.id,
-        },
-        now: new Date(),
-        bootstrap,
-      });
-      let past = history.messages;
-      // Compaction: near the context window, older turns become one summary written to the transcript.
-      const plan = planCompaction(past, {
-        contextWindow: this.o.contextWindowTokens,
-        reserveTokens:
-          estimateTokens([
-            { role: "system", content: system },
-            { role: "user", content: userText },
-          ]) + 4096,
-        keepRecentTokens: Math.floor(this.o.contextWindowTokens * 0.3),
-      });
-      if (plan) {
-        const summary = await summarize(provider, model, plan.older, abort.signal);
-        const firstKept = history.indices[past.length - plan.kept.length] ?? -1;
-        // A tail that starts at the previous summary keeps what that summary kept.
-        const previous = entries.findLast((e) => e.type === "compaction");
-        const keepFrom = firstKept >= 0 ? firstKept : previous?.type === "compaction" ? previous.keepFrom : 0;
-        await writeChecked([{ type: "compaction", runId, summary, keepFrom, at: Date.now() }]);
-        log.info({ summarized: plan.older.length, kept: plan.kept.length }, "history compacted");
-        past = [compactionMessage(summary), ...plan.kept];
-      }
-      const messages: ChatMessage[] = [
-        { role: "system", content: system },
-        // Old tool results are shortened only in what the model sees; the transcript keeps them whole.
-        ...pruneToolResults(trimHistory(past, this.o.historyLimit ?? 200)),
-        { role: "user", content: userText },
-        ...(resuming ? [{ role: "system" as const, content: RESUME_NOTE }] : []),
-      ];
-      const canAsk = caps?.interactive !== false;
-      const chain = new ToolCallChain({
-        allowed: new Set(policy.tools.map((t) => t.spec.name)),
-        approvals: policy.approvals,
-        ...(canAsk
-          ? {
-              ask: async (call, args) => {
-                const code = await this.o.approvals.open(ctx.sessionKey, policy.approvalTimeoutMs);
-                const seconds = Math.round(policy.approvalTimeoutMs / 1000);
-                // What the model said before asking goes out first.
-                pushBlocks(streamer.flush());
-                pushBlocks([
-                  `Approve running \`${call.name}\` with \`${JSON.stringify(args)}\`? Reply /approve ${code} or /deny ${code} (within ${seconds} s).`,
-                ]);
-                await pushing;
-                return this.o.approvals.wait(code, policy.approvalTimeoutMs, abort.signal);
-              },
-            }
-          : {}),
-      });
-      const result = await runAgentTurn({
-        runId,
-        sessionKey: ctx.sessionKey,
-        provider,
-        model,
-        messages,
-        tools: policy.tools,
-        chain,
+      const text = await this.#turn(run, {
+        streamer,
+        pusher,
         signal: abort.signal,
-        onText: (delta) => pushBlocks(streamer.push(delta)),
-        onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
-        steeringPending: () => this.o.activity.hasSteering(runId),
-        takeSteering: async () => {
-          const steered = await this.o.activity.takeSteering(runId);
-          if (steered.length) await writeChecked(steered.map(userEntryOf));
-          for (const s of steered) await this.#absorbed(s, runId);
-          return steered.map((s) => s.ctx.body);
-        },
+        interactive: caps?.interactive,
       });
-      await this.o.activity.addUsage(ctx.sessionKey, result.usage);
-      pushBlocks(streamer.flush());
-      text = result.text;
-      if (pushError !== undefined) throw pushError;
-      stopReason = {
-        stop: "natural_end",
-        tool_calls: "natural_end",
-        tool_loop: "tool_loop_guard",
-        policy_stop: "policy_stop",
-        length: "length",
-        content_filter: "content_filter",
-      }[result.stopReason];
-      await pushing;
+      return { end: completedRun(text.stopReason), text: text.text, reply };
     } catch (error) {
-      const reason = abort.signal.aborted ? abort.signal.reason : error;
-      if (reason instanceof LeaseLost) abandoned = true;
-      status =
-        error instanceof WriterSupersededError ||
-        error instanceof WriteFencedError ||
-        (reason instanceof RunStop && reason.status === "superseded")
-          ? "superseded"
-          : reason instanceof RunStop
-            ? reason.status
-            : abort.signal.aborted
-              ? "aborted"
-              : "failed";
-      errorText = error instanceof Error ? error.message : String(error);
-      stopReason =
-        status === "superseded"
-          ? "superseded"
-          : status === "aborted"
-            ? "user_abort"
-            : status === "timed_out"
-              ? "timeout"
-              : error instanceof ModelError
-                ? "provider_error"
-                : "internal_error";
-      log[status === "failed" ? "error" : "warn"]({ err: error, status }, "run did not complete");
+      const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
+      run.log[end.status === "failed" ? "error" : "warn"](
+        { err: error, status: end.status },
+        "run did not complete",
+      );
       streamer.flush();
-      await pushing.catch(() => {});
-      if (status === "failed" || status === "timed_out") pushBlocks([failureNotice(error, status)]);
-      await pushing.catch((e) => log.error({ err: e }, "could not queue the failure notice"));
+      await pusher.drained();
+      if (end.status === "failed" || end.status === "timed_out")
+        pusher.push([failureNotice(error, end.status)]);
+      await pusher.drained();
+      if (pusher.error) run.log.warn({ err: pusher.error }, "could not queue every block of the reply");
+      return { end, text: "", reply };
     } finally {
       // Whatever way the run ended, typing stops before the outcome is announced.
       stopTyping();
       clearTimeout(timeout);
       stopSignal.removeEventListener("abort", onStop);
     }
+  }
 
+  async #turn(
+    run: ClaimedRun,
+    io: {
+      streamer: BlockStreamer;
+      pusher: OrderedBlockPusher;
+      signal: AbortSignal;
+      interactive?: boolean | undefined;
+    },
+  ): Promise<{ text: string; stopReason: Parameters<typeof completedRun>[0] }> {
+    const { request, session, writeChecked, log } = run;
+    const { ctx, runId } = request;
+    const { streamer, pusher, signal } = io;
+    // On a resume, this run's own earlier lines are left out: its user message is re-added below.
+    const entries = await this.o.sessions.read(session.sessionId);
+    if (!run.resuming) await writeChecked(run.batch.map(userEntryOf));
+    if (signal.aborted) throw signal.reason;
+    const { provider, model } = this.o.resolveModel(this.o.modelRef);
+    const policy = this.o.toolsFor(ctx);
+    const context = { ctx, runId, entries, history: historyMessages(entries, runId), userText: run.userText };
+    const messages = await assembleContext(
+      { ...context, resuming: run.resuming, tools: policy.tools, provider, model, signal, writeChecked, log },
+      this.o,
+    );
+    const chain = this.#toolChain(ctx, policy, io);
+    const result = await runAgentTurn({
+      runId,
+      sessionKey: ctx.sessionKey,
+      provider,
+      model,
+      messages,
+      tools: policy.tools,
+      chain,
+      signal,
+      onText: (delta) => pusher.push(streamer.push(delta)),
+      onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
+      steeringPending: () => this.o.activity.hasSteering(runId),
+      takeSteering: async () => {
+        const steered = await this.o.activity.takeSteering(runId);
+        if (steered.length) await writeChecked(steered.map(userEntryOf));
+        for (const s of steered) await this.#absorbed(s, runId);
+        return steered.map((s) => s.ctx.body);
+      },
+    });
+    await this.o.activity.addUsage(ctx.sessionKey, result.usage);
+    pusher.push(streamer.flush());
+    await pusher.drained();
+    if (pusher.error !== undefined) throw pusher.error;
+    return { text: result.text, stopReason: result.stopReason };
+  }
+
+  // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.
+  #toolChain(
+    ctx: MsgContext,
+    policy: ReturnType<AgentRunnerOptions["toolsFor"]>,
+    io: {
+      streamer: BlockStreamer;
+      pusher: OrderedBlockPusher;
+      signal: AbortSignal;
+      interactive?: boolean | undefined;
+    },
+  ): ToolCallChain {
+    const ask = async (call: { name: string }, args: unknown) => {
+      const code = await this.o.approvals.open(ctx.sessionKey, policy.approvalTimeoutMs);
+      const seconds = Math.round(policy.approvalTimeoutMs / 1000);
+      // What the model said before asking goes out first.
+      io.pusher.push(io.streamer.flush());
+      io.pusher.push([
+        `Approve running \`${call.name}\` with \`${JSON.stringify(args)}\`? Reply /approve ${code} or /deny ${code} (within ${seconds} s).`,
+      ]);
+      await io.pusher.drained();
+      return this.o.approvals.wait(code, policy.approvalTimeoutMs, io.signal);
+    };
+    return new ToolCallChain({
+      allowed: new Set(policy.tools.map((t) => t.spec.name)),
+      approvals: policy.approvals,
+      ...(io.interactive !== false ? { ask } : {}),
+    });
+  }
+
+  // Phase 3: the terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell.
+  async #settle(run: ClaimedRun, turn: TurnResult): Promise<void> {
+    const { request, claim, attempt, log } = run;
+    const { ctx, runId } = request;
+    const { end, text, reply } = turn;
     // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
-    if ((abandoned || status === "superseded") && (await this.o.dataLost?.(runStartedAt))) {
-      await this.#endAfterDataLoss(request, session.sessionId, log);
-      return;
-    }
-    if (abandoned) {
+    if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt)))
+      return this.#endAfterDataLoss(request, run.session.sessionId, log);
+    if (end.abandoned) {
       // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
       log.warn("lost the session lane; the run is left to the process that took it over");
       return;
     }
-    // Terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell clients.
-    if (status !== "superseded") {
-      await writeChecked([
-        {
-          type: "outcome",
-          runId,
-          status,
-          stopReason,
-          ...(errorText ? { error: errorText } : {}),
-          at: Date.now(),
-        },
-      ]).catch((error) =>
-        log.warn({ err: error }, "outcome not written to the transcript: the session has a newer writer"),
-      );
+    const error = end.errorText ? { error: end.errorText } : {};
+    if (end.status !== "superseded") {
+      const outcome = {
+        type: "outcome",
+        runId,
+        status: end.status,
+        stopReason: end.stopReason,
+        ...error,
+      } as const;
+      await run
+        .writeChecked([{ ...outcome, at: Date.now() }])
+        .catch((e) =>
+          log.warn({ err: e }, "outcome not written to the transcript: the session has a newer writer"),
+        );
     }
-    const decided = await this.o.runs.finish(
-      runId,
-      { status, text, stopReason, ...(errorText ? { error: errorText } : {}) },
-      attempt,
-    );
+    const outcome = { status: end.status, text, stopReason: end.stopReason, ...error };
+    const decided = await this.o.runs.finish(runId, outcome, attempt);
     await this.o.writers.release(claim);
     // Messages steered in after the last batch boundary were never seen by this run: they run next.
     await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
     const segments = await reply.end();
     if (!decided) {
-      log.warn({ status }, "run outcome was already decided elsewhere; not announcing");
+      log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");
       return;
     }
-    // Delivery retries with backoff can take long; the session is not held hostage by it forever.
-    let settleTimer: NodeJS.Timeout | undefined;
-    const settlement = await Promise.race([
-      reply.settled(),
-      new Promise<undefined>((resolve) => {
-        settleTimer = setTimeout(() => resolve(undefined), this.o.runTimeoutMs);
-      }),
-    ]);
-    clearTimeout(settleTimer);
+    const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs);
     if (!settlement)
       log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
-    log.info({ status, segments, ...(settlement ?? {}) }, "run finished");
+    log.info({ status: end.status, segments, ...(settlement ?? {}) }, "run finished");
     await this.o.events.publish({
       runId,
       sessionKey: ctx.sessionKey,
       seq: segments,
-      state:
-        status === "completed"
-          ? "final"
-          : status === "aborted" || status === "superseded"
-            ? "aborted"
-            : "error",
-      text: status === "completed" ? text : (errorText ?? status),
+      state: terminalState(end.status),
+      text: end.status === "completed" ? text : (end.errorText ?? end.status),
     });
+  }
+
+  // Delivery retries with backoff can take long; the session is not held hostage by it forever.
+  async #settledWithin(reply: ReplyStream, ms: number) {
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), ms);
+    });
+    try {
+      return await Promise.race([reply.settled(), timedOut]);
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   // Redis lost its data mid-run: record the outcome again, close the transcript's turn and tell the user, unfenced
@@ -583,19 +428,4 @@ export class AgentRunner {
     const timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
     return () => clearInterval(timer);
   }
-}
-
-function failureNotice(error: unknown, status: TerminalStatus): string {
-  if (status === "timed_out") return "Sorry, I could not answer: the run took too long and was stopped.";
-  if (error instanceof ModelError) {
-    const why: Record<string, string> = {
-      auth: "the model provider refused our credentials (check the API key in hub.json5)",
-      rate_limit: "the model provider is rate limiting us; try again in a minute",
-      overloaded: "the model provider is overloaded; try again shortly",
-      context_overflow: "the conversation is too long for the model; send /new to start over",
-      network: "the model provider could not be reached",
-    };
-    return `Sorry, I could not answer: ${why[error.kind] ?? "the model call failed"}.`;
-  }
-  return "Sorry, I could not answer because of an internal error. The operator can find details in the hub's log.";
 }

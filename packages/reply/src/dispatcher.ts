@@ -13,7 +13,7 @@ import {
   replyTargetKey,
   type WriteFence,
 } from "@hub/core";
-import { createRedis, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
+import { createRedis, loadScript, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { chunkForChannel } from "./fit.js";
@@ -47,29 +47,8 @@ export interface ReplyDispatcherOptions {
 /** Keeps settlement records this long after the last write. */
 const REPLY_TTL_SECONDS = 24 * 3600;
 
-// mark(ok|failed set, other set, meta hash, channel; index, replyId, ttl) -> 1 when the reply is now settled
-// A segment already delivered stays delivered, even if a redelivery after a crash later fails for good.
-const MARK = `
-if redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 1 and ARGV[4] == 'failed' then return 0 end
-redis.call('SREM', KEYS[2], ARGV[1])
-redis.call('SADD', KEYS[1], ARGV[1])
-for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
-local total = redis.call('HGET', KEYS[3], 'total')
-if total and redis.call('SCARD', KEYS[1]) + redis.call('SCARD', KEYS[2]) >= tonumber(total) then
-  redis.call('PUBLISH', KEYS[4], ARGV[2])
-  return 1
-end
-return 0
-`;
-// end(meta, ok, failed, channel; total, replyId, ttl)
-const END = `
-redis.call('HSET', KEYS[1], 'total', ARGV[1])
-for i = 1, 3 do redis.call('EXPIRE', KEYS[i], ARGV[3]) end
-if redis.call('SCARD', KEYS[2]) + redis.call('SCARD', KEYS[3]) >= tonumber(ARGV[1]) then
-  redis.call('PUBLISH', KEYS[4], ARGV[2])
-end
-return 1
-`;
+const MARK = loadScript(new URL("./scripts/mark.lua", import.meta.url));
+const END = loadScript(new URL("./scripts/end.lua", import.meta.url));
 
 /**
  * Delivers replies: blocks are chunked to the target channel's limit and put

@@ -1,49 +1,18 @@
 import { type QueueMode, QueueModeSchema, type RunRequest, RunRequestSchema } from "@hub/core";
-import { runScript } from "@hub/queue";
+import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 
-// steer(active, steer; runId, request) -> 1 queued for the running run, 0 the run is no longer active
-const STEER = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('RPUSH', KEYS[2], ARGV[2])
-redis.call('EXPIRE', KEYS[2], 86400)
-return 1
-`;
-// endIfIdle(active, steer; runId) -> 1 ended (nothing steered is waiting), 0 messages are still waiting
-const END_IF_IDLE = `
-if redis.call('LLEN', KEYS[2]) > 0 then return 0 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 1
-`; // take(steer) -> every queued steering request, atomically
-const TAKE = `
-local all = redis.call('LRANGE', KEYS[1], 0, -1)
-redis.call('DEL', KEYS[1])
-return all
-`;
-// collect(list, pending; request) -> 1 when this is the first collected message (queue one collect run)
-const COLLECT = `
-redis.call('RPUSH', KEYS[1], ARGV[1])
-redis.call('EXPIRE', KEYS[1], 86400)
-if redis.call('SET', KEYS[2], '1', 'NX', 'EX', 86400) then return 1 end
-return 0
-`;
-
-// takeCollected(list, pending, runBatch) -> the run's batch (moved from the session's list the first time)
-const TAKE_COLLECTED = `
-if redis.call('EXISTS', KEYS[3]) == 0 and redis.call('EXISTS', KEYS[1]) == 1 then
-  redis.call('RENAME', KEYS[1], KEYS[3])
-  redis.call('EXPIRE', KEYS[3], 86400)
-  redis.call('DEL', KEYS[2])
-end
-return redis.call('LRANGE', KEYS[3], 0, -1)
-`;
+const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
+const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
+const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
 
 /**
  * What is happening in a session right now, in Redis so every process sees
  * it: the running run, messages steered into it, messages collected for the
- * next turn, and the session's queue mode. The steer and end steps are
- * atomic, so a message steered while its run ends is never lost: it comes
- * back from `end` and runs as a follow-up.
+ * next turn, and the session's queue mode. Steering happens at admission
+ * (`SessionAdmission`); steering and `end` are each atomic, so a message
+ * steered while its run ends is never lost: it comes back from `end` and runs
+ * as a follow-up.
  */
 export class SessionActivity {
   constructor(
@@ -89,18 +58,6 @@ export class SessionActivity {
     }
   }
 
-  /** Queues a message for the running run; false if that run has already ended. */
-  async steer(sessionKey: string, runId: string, request: RunRequest): Promise<boolean> {
-    return (
-      (await runScript(
-        this.redis,
-        STEER,
-        [this.#k("active", sessionKey), this.#k("steer", runId)],
-        [runId, JSON.stringify(request)],
-      )) === 1
-    );
-  }
-
   /** True when a message waits to be steered into the run. */
   async hasSteering(runId: string): Promise<boolean> {
     return (await this.redis.llen(this.#k("steer", runId))) > 0;
@@ -110,18 +67,6 @@ export class SessionActivity {
   async takeSteering(runId: string): Promise<RunRequest[]> {
     const all = (await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[];
     return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
-  }
-
-  /** Adds a message to the session's collected batch; true when the caller must queue the collect run. */
-  async collect(sessionKey: string, request: RunRequest): Promise<boolean> {
-    return (
-      (await runScript(
-        this.redis,
-        COLLECT,
-        [this.#k("collect", sessionKey), this.#k("collect-pending", sessionKey)],
-        [JSON.stringify(request)],
-      )) === 1
-    );
   }
 
   /**

@@ -1,4 +1,4 @@
-import { runScript } from "@hub/queue";
+import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
@@ -36,43 +36,11 @@ export type RunRecord = z.infer<typeof RunRecordSchema>;
 export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
 const RECORD_TTL_SECONDS = RUN_RECORD_TTL_SECONDS;
 
-// start(record, active; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
-// (a record admission wrote as "queued" starts here; startedAt is the first attempt's start)
-const START = `
-local status = redis.call('HGET', KEYS[1], 'status')
-if status and status ~= 'running' and status ~= 'queued' then return 0 end
-local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
-redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
-if attempt == 1 then redis.call('HSET', KEYS[1], 'startedAt', ARGV[3]) end
-redis.call('EXPIRE', KEYS[1], ARGV[5])
-redis.call('SADD', KEYS[2], ARGV[1])
-return attempt
-`;
+const START = loadScript(new URL("./scripts/start.lua", import.meta.url));
 
-// finish(record, active; runId, ttl, attempt, field, value, ...) -> 1 decided now, 0 already over or a newer attempt owns it
-const FINISH = `
-local status = redis.call('HGET', KEYS[1], 'status')
-if status ~= 'running' and status ~= 'queued' then return 0 end
-if ARGV[3] ~= '' and redis.call('HGET', KEYS[1], 'attempt') ~= ARGV[3] then return 0 end
-for i = 4, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('EXPIRE', KEYS[1], ARGV[2])
-redis.call('SREM', KEYS[2], ARGV[1])
-return 1
-`;
+const FINISH = loadScript(new URL("./scripts/finish.lua", import.meta.url));
 
-// recordLost(record, active; runId, sessionKey, ttl, now, field, value, ...) -> 1 written, 0 already decided
-// After Redis lost its data the record may be gone: it is written whole again, unless something decided it meanwhile.
-const RECORD_LOST = `
-local status = redis.call('HGET', KEYS[1], 'status')
-if status and status ~= 'running' and status ~= 'queued' then return 0 end
-redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2])
-redis.call('HSETNX', KEYS[1], 'startedAt', ARGV[4])
-redis.call('HSETNX', KEYS[1], 'attempt', 1)
-for i = 5, #ARGV, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
-redis.call('EXPIRE', KEYS[1], ARGV[3])
-redis.call('SREM', KEYS[2], ARGV[1])
-return 1
-`;
+const RECORD_LOST = loadScript(new URL("./scripts/record-lost.lua", import.meta.url));
 
 /**
  * Run records in Redis (`<prefix>:run:<runId>`), readable from every process:

@@ -1,5 +1,5 @@
 import type { WriteFence } from "@hub/core";
-import { runScript } from "@hub/queue";
+import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 
 /** The current writer of a session: which run, and its claim generation. */
@@ -22,27 +22,9 @@ export class WriterSupersededError extends Error {
   }
 }
 
-// claim(writer; runId, sessionId) -> {generation, previous runId or ""}
-const CLAIM = `
-local previous = redis.call('HGET', KEYS[1], 'runId') or ''
-local generation = redis.call('HINCRBY', KEYS[1], 'generation', 1)
-redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionId', ARGV[2])
-return {generation, previous}
-`;
-// check(writer; runId, generation) -> '' when still the writer, else the current writer's runId (or '-')
-const CHECK = `
-local runId = redis.call('HGET', KEYS[1], 'runId')
-if runId == ARGV[1] and redis.call('HGET', KEYS[1], 'generation') == ARGV[2] then return '' end
-return runId or '-'
-`;
-// release(writer; runId, generation) -> 1 released, 0 a newer claim holds it (left alone)
-const RELEASE = `
-if redis.call('HGET', KEYS[1], 'runId') == ARGV[1] and redis.call('HGET', KEYS[1], 'generation') == ARGV[2] then
-  redis.call('HDEL', KEYS[1], 'runId', 'sessionId')
-  return 1
-end
-return 0
-`;
+const CLAIM = loadScript(new URL("./scripts/claim.lua", import.meta.url));
+const CHECK = loadScript(new URL("./scripts/check.lua", import.meta.url));
+const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
 
 /**
  * Who may write a session right now, decided by generation in Redis (so it

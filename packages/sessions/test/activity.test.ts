@@ -1,15 +1,22 @@
-import { finalizeInboundContext, type RunRequest } from "@hub/core";
+import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { SessionActivity } from "../src/index.js";
+import { SessionActivity, SessionAdmission, SessionLane } from "../src/index.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("activity");
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+const admission = new SessionAdmission(redis, prefix, lane, "steer");
 afterAll(async () => {
+  await lane.close();
   await dropPrefix(prefix);
   redis.disconnect();
 });
+
+// A message admitted while run-a is the session's active run, in steer mode.
+const steer = (runId: string) =>
+  admission.admit(request(runId), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
 
 const request = (runId: string): RunRequest => ({
   runId,
@@ -31,7 +38,7 @@ describe("SessionActivity.end", () => {
     const activity = new SessionActivity(redis, prefix, "steer");
     const key = "agent:main:telegram:direct:1";
     await activity.begin(key, "run-a", 60_000);
-    expect(await activity.steer(key, "run-a", request("m1"))).toBe(true);
+    expect(await steer("m1")).toBe("steered");
     const requeued: string[] = [];
     let arrived = false;
     await activity.end(key, "run-a", async (left) => {
@@ -39,11 +46,12 @@ describe("SessionActivity.end", () => {
       if (!arrived) {
         arrived = true;
         // A message arrives while the hand-off is under way: it must go after m1, not ahead of it.
-        expect(await activity.steer(key, "run-a", request("m2"))).toBe(true);
+        expect(await steer("m2")).toBe("steered");
       }
     });
     expect(requeued).toEqual(["m1", "m2"]);
     expect(await activity.activeRun(key)).toBeUndefined();
-    expect(await activity.steer(key, "run-a", request("m3"))).toBe(false);
+    // Once the run has ended, a new message is queued as its own run.
+    expect(await steer("m3")).toBe("queued");
   });
 });

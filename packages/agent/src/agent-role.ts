@@ -1,15 +1,10 @@
-import { type AgentRunner, LeaseLost, RunStop } from "@hub/agent";
-import type { HubLogger, RunRequest } from "@hub/core";
+import type { RunRequest } from "@hub/core";
 import { createRedis, type MailboxWorker } from "@hub/queue";
-import {
-  type RunRecords,
-  recoveryDecision,
-  type SessionActivity,
-  type SessionLane,
-  type SessionStore,
-} from "@hub/sessions";
+import type { SessionLane } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { LeaseLost, RunStop } from "./run-errors.js";
+import type { AgentRunner } from "./runner.js";
 
 const StopMessageSchema = z.object({ runId: z.string(), status: z.enum(["aborted", "superseded"]) });
 
@@ -29,57 +24,6 @@ export class RunControl {
     const mark = await this.redis.get(`${this.prefix}:stop:${runId}`);
     return mark === "aborted" || mark === "superseded" ? mark : undefined;
   }
-}
-
-/**
- * Restart recovery, once at start with one frozen scan time: every run still
- * marked running whose session has no live runner is either finalized as
- * `interrupted` by its exact runId (stale, or out of attempts; no model call,
- * no message) or left to be resumed once when its session lane wakes it.
- * A fresh run of the same session is never touched: decisions are per runId
- * and per attempt.
- */
-export async function recoverInterruptedRuns(deps: {
-  runs: RunRecords;
-  sessions: SessionStore;
-  lane: SessionLane;
-  /** When given, messages steered into a finalized run are queued as follow-ups. */
-  activity?: SessionActivity;
-  runTimeoutMs: number;
-  logger: HubLogger;
-  scanTime?: number;
-}): Promise<{ finalized: string[]; resumable: string[] }> {
-  const scanTime = deps.scanTime ?? Date.now();
-  const finalized: string[] = [];
-  const resumable: string[] = [];
-  for (const record of await deps.runs.running()) {
-    if (await deps.lane.isBusy(record.sessionKey)) continue;
-    const log = deps.logger.child({ runId: record.runId, sessionKey: record.sessionKey });
-    if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
-      const done = await deps.runs.finish(
-        record.runId,
-        { status: "interrupted", error: "interrupted by a restart; not resumed" },
-        record.attempt,
-      );
-      if (done) {
-        const session = await deps.sessions.get(record.sessionKey);
-        if (session)
-          await deps.sessions.append(session.sessionId, [
-            { type: "outcome", runId: record.runId, status: "interrupted", at: Date.now() },
-          ]);
-        finalized.push(record.runId);
-        await deps.activity?.end(record.sessionKey, record.runId, (left) => deps.lane.enqueue(left));
-        log.warn(
-          { startedAt: record.startedAt, attempt: record.attempt },
-          "stale interrupted run finalized at start",
-        );
-      }
-    } else {
-      resumable.push(record.runId);
-      log.info({ attempt: record.attempt }, "interrupted run will be resumed by its session lane");
-    }
-  }
-  return { finalized, resumable };
 }
 
 /** Starts the agent role: recovery, then the session-lane runner with stop control. */

@@ -1,8 +1,9 @@
-import { answerDirectly, type ChatEventPublisher } from "@hub/agent";
 import { type HubConfig, type HubLogger, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
 import type { ParsedCommand } from "@hub/dispatch";
 import type { ApprovalStore, RunRecords, SessionActivity, SessionStore } from "@hub/sessions";
 import type { RunControl } from "./agent-role.js";
+import { answerDirectly } from "./answer-directly.js";
+import type { ChatEventPublisher } from "./events.js";
 
 /** What the session commands act on. */
 export interface CommandDeps {

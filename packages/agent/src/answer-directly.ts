@@ -1,0 +1,40 @@
+import type { HubLogger, ReplySink, RunRequest } from "@hub/core";
+import type { RunRecords } from "@hub/sessions";
+import type { ChatEventPublisher } from "./events.js";
+
+/** What a direct answer needs. */
+export interface DirectAnswerDeps {
+  runs: RunRecords;
+  replies: ReplySink;
+  events: ChatEventPublisher;
+  runTimeoutMs: number;
+  logger: HubLogger;
+}
+
+/**
+ * Answers a request with a fixed text (session commands) through the same
+ * path as a run: run record, ordered reply, outcome before the final event.
+ * Idempotent by runId: a request answered before is not answered again.
+ */
+export async function answerDirectly(
+  o: DirectAnswerDeps,
+  request: RunRequest,
+  text: string,
+  /** Resolve once the answer is queued, not delivered (admission never waits for delivery). */
+  options: { detachSettlement?: boolean } = {},
+): Promise<void> {
+  const { runId, ctx } = request;
+  if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
+  const reply = o.replies.open(runId, ctx.replyTarget);
+  await reply.push(text);
+  await o.runs.finish(runId, { status: "completed", text });
+  const segments = await reply.end();
+  const announce = async () => {
+    await reply.settled();
+    await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
+  };
+  if (!options.detachSettlement) return announce();
+  announce().catch((error) =>
+    o.logger.warn({ err: error, runId, sessionKey: ctx.sessionKey }, "could not announce a command's answer"),
+  );
+}

@@ -1,0 +1,110 @@
+import type { HubLogger, MsgContext } from "@hub/core";
+import type { TranscriptEntry } from "@hub/sessions";
+import { trimHistory } from "../history.js";
+import type { ChatMessage, ModelProvider } from "../model.js";
+import type { AgentTool } from "../tools.js";
+import { loadWorkspaceBootstrap } from "./bootstrap.js";
+import { compactionMessage, estimateTokens, planCompaction, summarize } from "./compaction.js";
+import { buildSystemPrompt } from "./prompt.js";
+import { pruneToolResults } from "./prune.js";
+
+const DEFAULT_IDENTITY = "You are a helpful assistant reached through a chat hub. Answer concisely.";
+
+const RESUME_NOTE =
+  "Note: the hub restarted while you were answering the user's last message, so that answer was interrupted. Answer the last message now, in full.";
+
+/** What goes into one turn's model context. */
+export interface ContextInput {
+  ctx: MsgContext;
+  runId: string;
+  /** The session's transcript as read at the start of the run, and its history as model messages. */
+  entries: TranscriptEntry[];
+  history: { messages: ChatMessage[]; indices: number[] };
+  userText: string;
+  resuming: boolean;
+  tools: AgentTool[];
+  provider: ModelProvider;
+  model: string;
+  signal: AbortSignal;
+  /** Writes a compaction line (checked against the run's writer claim). */
+  writeChecked: (entries: TranscriptEntry[]) => Promise<void>;
+  log: HubLogger;
+}
+
+/** The agent's context settings. */
+export interface ContextSettings {
+  systemPrompt?: string | undefined;
+  workspaceDir: string;
+  bootstrapLimits: { perFileChars: number; totalChars: number };
+  contextWindowTokens: number;
+  historyLimit?: number | undefined;
+}
+
+/**
+ * Assembles the messages of a turn: the system prompt (identity, rules, tool
+ * catalog, where the user is, workspace files), the history (compacted into a
+ * summary written to the transcript when it nears the context window; old tool
+ * results shortened only in what the model sees), the user's message, and a
+ * note when the run resumes after a restart.
+ */
+export async function assembleContext(
+  input: ContextInput,
+  settings: ContextSettings,
+): Promise<ChatMessage[]> {
+  const system = await systemPromptFor(input, settings);
+  const past = await compactIfNeeded(input, settings, system);
+  return [
+    { role: "system", content: system },
+    ...pruneToolResults(trimHistory(past, settings.historyLimit ?? 200)),
+    { role: "user", content: input.userText },
+    ...(input.resuming ? [{ role: "system" as const, content: RESUME_NOTE }] : []),
+  ];
+}
+
+async function systemPromptFor(input: ContextInput, settings: ContextSettings): Promise<string> {
+  const { ctx } = input;
+  const bootstrap = await loadWorkspaceBootstrap(settings.workspaceDir, settings.bootstrapLimits);
+  if (bootstrap.diagnostics.length)
+    input.log.warn({ diagnostics: bootstrap.diagnostics }, "workspace files were cut for the model");
+  return buildSystemPrompt({
+    identity: settings.systemPrompt ?? DEFAULT_IDENTITY,
+    tools: input.tools.map((t) => t.spec),
+    channel: {
+      channel: ctx.channel,
+      chatType: ctx.chat.type,
+      ...(ctx.chat.title ? { chatTitle: ctx.chat.title } : {}),
+      ...(ctx.sender.name ? { senderName: ctx.sender.name } : {}),
+      senderId: ctx.sender.id,
+    },
+    now: new Date(),
+    bootstrap,
+  });
+}
+
+// Near the context window, older turns become one summary, written to the transcript.
+async function compactIfNeeded(
+  input: ContextInput,
+  settings: ContextSettings,
+  system: string,
+): Promise<ChatMessage[]> {
+  const { history, entries } = input;
+  const past = history.messages;
+  const plan = planCompaction(past, {
+    contextWindow: settings.contextWindowTokens,
+    reserveTokens:
+      estimateTokens([
+        { role: "system", content: system },
+        { role: "user", content: input.userText },
+      ]) + 4096,
+    keepRecentTokens: Math.floor(settings.contextWindowTokens * 0.3),
+  });
+  if (!plan) return past;
+  const summary = await summarize(input.provider, input.model, plan.older, input.signal);
+  const firstKept = history.indices[past.length - plan.kept.length] ?? -1;
+  // A tail that starts at the previous summary keeps what that summary kept.
+  const previous = entries.findLast((e) => e.type === "compaction");
+  const keepFrom = firstKept >= 0 ? firstKept : previous?.type === "compaction" ? previous.keepFrom : 0;
+  await input.writeChecked([{ type: "compaction", runId: input.runId, summary, keepFrom, at: Date.now() }]);
+  input.log.info({ summarized: plan.older.length, kept: plan.kept.length }, "history compacted");
+  return [compactionMessage(summary), ...plan.kept];
+}

@@ -1,0 +1,44 @@
+import type { HubLogger, RunRequest } from "@hub/core";
+import {
+  type RunRecords,
+  recoveryDecision,
+  type SessionActivity,
+  type SessionLane,
+  type SessionStore,
+} from "@hub/sessions";
+import { finalizeInterrupted } from "./interrupted.js";
+
+/**
+ * Restart recovery, once at start with one frozen scan time: every run still
+ * marked running whose session has no live runner is either finalized as
+ * `interrupted` by its exact runId (stale, or out of attempts; no model call,
+ * no message) or left to be resumed once when its session lane wakes it.
+ * A fresh run of the same session is never touched: decisions are per runId
+ * and per attempt.
+ */
+export async function recoverInterruptedRuns(deps: {
+  runs: RunRecords;
+  sessions: SessionStore;
+  lane: SessionLane;
+  /** When given, messages steered into a finalized run are queued as follow-ups. */
+  activity?: SessionActivity;
+  runTimeoutMs: number;
+  logger: HubLogger;
+  scanTime?: number;
+}): Promise<{ finalized: string[]; resumable: string[] }> {
+  const scanTime = deps.scanTime ?? Date.now();
+  const finalized: string[] = [];
+  const resumable: string[] = [];
+  for (const record of await deps.runs.running()) {
+    if (await deps.lane.isBusy(record.sessionKey)) continue;
+    const log = deps.logger.child({ runId: record.runId, sessionKey: record.sessionKey });
+    if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
+      const requeue = (left: RunRequest) => deps.lane.enqueue(left);
+      if (await finalizeInterrupted({ ...deps, requeue }, record, log)) finalized.push(record.runId);
+    } else {
+      resumable.push(record.runId);
+      log.info({ attempt: record.attempt }, "interrupted run will be resumed by its session lane");
+    }
+  }
+  return { finalized, resumable };
+}

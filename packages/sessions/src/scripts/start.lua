@@ -1,0 +1,12 @@
+--[[
+  start(record, active; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
+  (a record admission wrote as "queued" starts here; startedAt is the first attempt's start)
+]]
+local status = redis.call('HGET', KEYS[1], 'status')
+if status and status ~= 'running' and status ~= 'queued' then return 0 end
+local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
+if attempt == 1 then redis.call('HSET', KEYS[1], 'startedAt', ARGV[3]) end
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('SADD', KEYS[2], ARGV[1])
+return attempt
