@@ -90,6 +90,40 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     expect(standby.wa.sockets).toHaveLength(1);
   });
 
+  it("a holder frozen (SIGSTOP) past its lease sends nothing when it wakes; the process that took over does", async () => {
+    const key = leaseKey(prefix, `f${++n}`);
+    const ttlMs = 1000;
+    const child = spawn(
+      process.execPath,
+      [
+        "--import",
+        "tsx",
+        fileURLToPath(new URL("./frozen-holder.ts", import.meta.url)),
+        REDIS_URL,
+        key,
+        String(ttlMs),
+      ],
+      { stdio: ["ignore", "pipe", "inherit"] },
+    );
+    children.push(child);
+    let output = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      output += String(d);
+    });
+    await waitFor(() => (output.match(/SENT/g) ?? []).length >= 3, "the holder sending", 15_000);
+    child.kill("SIGSTOP");
+    const standby = await process_(key, ttlMs);
+    await waitFor(() => standby.adapter.status().state === "connected", "the takeover", ttlMs * 3);
+    await new Promise((r) => setTimeout(r, 200));
+    const beforeWake = output.length;
+    child.kill("SIGCONT");
+    await waitFor(() => /REFUSED/.test(output.slice(beforeWake)), "the woken holder trying to send", 5000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(output.slice(beforeWake)).not.toMatch(/SENT/);
+    await standby.adapter.send(seg, target);
+    expect(standby.wa.sent).toHaveLength(1);
+  }, 30_000);
+
   it("a holder that lost its lease (frozen past it) sends nothing and closes its socket", async () => {
     const key = leaseKey(prefix, `c${++n}`);
     const holder = await process_(key);
