@@ -123,6 +123,15 @@ describe("whatsapp inbound through the socket seam", () => {
     });
   });
 
+  it("downloads the media of a recent message by its reference", async () => {
+    const { adapter, inbound } = await started();
+    const msg = imageWithCaption(ALICE, "the invoice");
+    await adapter.handleMessage(msg);
+    const ref = inbound[0]?.media?.[0]?.ref ?? "";
+    expect(String(await adapter.downloadMedia(ref))).toBe(`image bytes of ${msg.key?.id}`);
+    await expect(adapter.downloadMedia(`${ALICE}/UNKNOWN`)).rejects.toThrow(/no longer available/);
+  });
+
   it("ignores status broadcasts, its own messages, and messages older than the configured age", async () => {
     const { adapter, inbound } = await started({ maxMessageAgeMs: 60_000 });
     const old = Math.floor(Date.now() / 1000) - 120;

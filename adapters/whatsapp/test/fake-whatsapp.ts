@@ -107,6 +107,12 @@ export class FakeWhatsApp implements WhatsAppConnector {
     return socket;
   }
 
+  /** The media of a received message, as WhatsApp's media server would return it decrypted. */
+  async download(message: WAMessage): Promise<Buffer> {
+    if (!message.message?.imageMessage) throw new Error("not a media message");
+    return Buffer.from(`image bytes of ${message.key.id}`);
+  }
+
   async forget(): Promise<void> {
     this.linked = false;
     this.forgotten++;
