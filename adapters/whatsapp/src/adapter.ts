@@ -2,6 +2,7 @@ import {
   Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
+  type ChannelLinkCode,
   type ChannelStatus,
   ChannelStatusCell,
   describeError,
@@ -46,6 +47,8 @@ export interface WhatsAppAdapterOptions {
   pauseAfterMs?: number;
   /** Admission attempts of one message when the hub fails transiently (WhatsApp never redelivers). */
   admitAttempts?: number;
+  /** The code a `hub channels login` in progress shows, reported in the status for the owner's web chat. */
+  pendingLink?: () => Promise<ChannelLinkCode | undefined>;
 }
 
 const RECENT_LIMIT = 512;
@@ -75,6 +78,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
   #self: SelfIdentity = { ids: new Set() };
   #onInbound: InboundHandler | undefined;
   #loop: Promise<void> | undefined;
+  #link: ChannelLinkCode | undefined;
   /** Sockets opened so far (a reconnect loop shows here). */
   opened = 0;
 
@@ -110,7 +114,8 @@ export class WhatsAppAdapter implements ChannelAdapter {
 
   /** The connection state (connecting, connected, reconnecting with the reason, logged out, failed). */
   status(): ChannelStatus {
-    return this.#status.get();
+    const status = this.#status.get();
+    return this.#link && status.state === "logged_out" ? { ...status, link: this.#link } : status;
   }
 
   /**
@@ -176,6 +181,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
   /** Whether a device is linked; while not, the status says how to link it (a 401's reason is kept). */
   async #linked(): Promise<boolean> {
     const linked = await this.#o.connector.isLinked().catch(() => false);
+    this.#link = linked ? undefined : await this.#o.pendingLink?.().catch(() => undefined);
     if (!linked && this.#status.get().state !== "logged_out") {
       this.#status.set("logged_out", {
         reason: 'no linked device; link one with "hub channels login whatsapp" (QR code or --phone)',

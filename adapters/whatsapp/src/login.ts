@@ -21,6 +21,8 @@ export interface LoginOptions {
   maxConnections?: number;
   /** Wait before opening again after a failed connection (ms; not after a 515 restart). Default 2 s. */
   retryDelayMs?: number;
+  /** Hears each code shown (to show it elsewhere too, e.g. the owner's web chat), and undefined at the end. */
+  onLink?(link: { qr?: string; pairingCode?: string } | undefined): Promise<void>;
 }
 
 /** Digits only, with the country code (what `requestPairingCode` takes), or a clear error. */
@@ -78,6 +80,7 @@ function attempt(
     socket.ev.on("connection.update", (update) => {
       if (update.qr) state.qrSeen = true;
       if (update.qr && !options.phone) {
+        void options.onLink?.({ qr: update.qr }).catch(() => undefined);
         void qrForTerminal(update.qr).then((text) => {
           options.print(text);
           options.print(
@@ -89,7 +92,10 @@ function attempt(
         state.codeShown = true;
         socket
           .requestPairingCode(pairingPhone(options.phone))
-          .then((code) => showPairingCode(code, options.print))
+          .then((code) => {
+            showPairingCode(code, options.print);
+            void options.onLink?.({ pairingCode: code }).catch(() => undefined);
+          })
           .catch((error) =>
             resolve({ linked: false, retry: false, reason: `no pairing code (${describeError(error)})` }),
           );
@@ -107,6 +113,14 @@ function attempt(
  * a clear error when the codes expire, the link is refused, or time runs out.
  */
 export async function linkDevice(options: LoginOptions): Promise<{ name: string }> {
+  try {
+    return await linkLoop(options);
+  } finally {
+    await options.onLink?.(undefined).catch(() => undefined);
+  }
+}
+
+async function linkLoop(options: LoginOptions): Promise<{ name: string }> {
   const deadline = Date.now() + (options.timeoutMs ?? 180_000);
   const state = { codeShown: false, qrSeen: false };
   let last = "no connection";

@@ -10,6 +10,7 @@ import { WhatsAppAdapter } from "./adapter.js";
 import { isLinked } from "./auth-state.js";
 import { type WhatsAppConfig, WhatsAppConfigSchema } from "./config.js";
 import { type AccountLease, RedisAccountLease } from "./lease.js";
+import { publishLinkCode, readLinkCode } from "./link-code.js";
 import { linkDevice } from "./login.js";
 import { authDirOf, baileysConnector, openBaileysSocket } from "./socket.js";
 
@@ -74,6 +75,8 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
       groupSendIntervalMs: config.groupSendIntervalMs,
       presence: config.presence,
       reconnect: { initialMs: config.reconnectInitialMs, maxMs: config.reconnectMaxMs },
+      pendingLink: () => readLinkCode(authDir),
+      linkPollMs: 2000,
     });
   },
   async login(config, deps, options: ChannelLoginOptions) {
@@ -95,6 +98,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
         open: () => openBaileysSocket({ authDir, logger: deps.logger }),
         print: options.print,
         phone: options.phone,
+        onLink: (link) => publishLinkCode(authDir, link),
       });
     } finally {
       clearInterval(renew);

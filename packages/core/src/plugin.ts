@@ -31,6 +31,21 @@ export interface ChannelStatus {
   nextRetryAt?: number | undefined;
   /** When it entered this state (epoch ms). */
   since: number;
+  /**
+   * While a device is being linked (`hub channels login`): what to show the
+   * owner to link it. Only the owner may see it (the gateway strips it for others).
+   */
+  link?: ChannelLinkCode | undefined;
+}
+
+/** A code that links a device to a channel account: a QR code image, or a pairing code to type. */
+export interface ChannelLinkCode {
+  /** The QR code as an image (`data:image/png;base64,...`). */
+  qrImage?: string | undefined;
+  /** A pairing code to enter on the phone. */
+  pairingCode?: string | undefined;
+  /** When it was shown (epoch ms). */
+  at: number;
 }
 
 /** What the hub gives a plugin's factory besides the account's config. */

@@ -408,7 +408,7 @@ export class GatewayServer {
       case "health":
         return { ok: true };
       case "channels.status":
-        return { channels: this.deps.channelStatus?.() ?? [] };
+        return { channels: channelsFor(principal.owner, this.deps.channelStatus?.() ?? []) };
       case "chat.send":
         return this.#chatSend(conn, principal, ChatSendParamsSchema.parse(frame.params));
       case "chat.history":
@@ -544,4 +544,13 @@ export class GatewayServer {
         this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
     }
   }
+}
+
+/** Channel states as a client may see them: a device's link code only for the owner (it links the account). */
+function channelsFor(owner: boolean, channels: unknown[]): unknown[] {
+  if (owner) return channels;
+  return channels.map((c) => {
+    const entry = c as { status?: Record<string, unknown> } | undefined;
+    return entry?.status ? { ...entry, status: { ...entry.status, link: undefined } } : c;
+  });
 }
