@@ -172,10 +172,20 @@ export class WhatsAppAdapter implements ChannelAdapter {
       const wait = verdict.immediate ? 0 : backoff.next();
       this.#status.set("reconnecting", { reason: verdict.reason, nextRetryAt: Date.now() + wait });
       firstAttempt();
-      await sleep(wait, signal);
+      await this.#waitHolding(wait);
     }
     firstAttempt();
     await this.#o.lease?.release().catch(() => undefined);
+  }
+
+  /** Waits before a reconnect, renewing the lease meanwhile: a backoff longer than the lease is no handover. */
+  async #waitHolding(ms: number): Promise<void> {
+    const lease = this.#o.lease;
+    const until = Date.now() + ms;
+    while (!this.#stop.signal.aborted && Date.now() < until) {
+      await sleep(Math.min(until - Date.now(), lease ? lease.ttlMs / 3 : ms), this.#stop.signal);
+      if (lease && Date.now() < until) await lease.hold().catch(() => undefined);
+    }
   }
 
   /** Whether a device is linked; while not, the status says how to link it (a 401's reason is kept). */
@@ -219,6 +229,11 @@ export class WhatsAppAdapter implements ChannelAdapter {
     } catch (error) {
       const reason = `could not open a connection (${describeError(error)})`;
       return { verdict: { action: "reconnect", reason, immediate: false }, wasOpen: false };
+    }
+    if (this.#stop.signal.aborted) {
+      // Stopped while the socket was being opened: its abort listener would never fire.
+      socket.end(undefined);
+      return { wasOpen: false };
     }
     let wasOpen = false;
     const verdict = await new Promise<CloseVerdict | undefined>((resolve) => {

@@ -214,6 +214,18 @@ describe("whatsapp connection lifecycle", () => {
     await waitFor(() => adapter.status().state === "connected", "connected");
   });
 
+  it("a stop while a socket is being opened ends that socket and returns", async () => {
+    const { adapter, wa } = await started();
+    wa.openDelayMs = 200;
+    wa.socket.close(428);
+    await waitFor(() => adapter.status().state === "reconnecting", "reconnecting");
+    await new Promise((r) => setTimeout(r, 100));
+    await adapter.stop();
+    await waitFor(() => wa.sockets.length === 2, "the socket that was being opened");
+    expect(wa.sockets[1]?.ended).toBe(true);
+    expect(adapter.status().state).toBe("stopped");
+  });
+
   it("without a linked device, start resolves and the status says how to link", async () => {
     const wa = new FakeWhatsApp();
     wa.linked = false;

@@ -99,7 +99,11 @@ export class FakeWhatsApp implements WhatsAppConnector {
     return this.linked;
   }
 
+  /** How long opening a socket takes (ms). */
+  openDelayMs = 0;
+
   async open(): Promise<WhatsAppSocket> {
+    if (this.openDelayMs) await new Promise((r) => setTimeout(r, this.openDelayMs));
     if (this.openError) throw this.openError;
     const socket = new FakeWhatsAppSocket(this, this.sockets.length);
     this.sockets.push(socket);

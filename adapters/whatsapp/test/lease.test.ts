@@ -142,6 +142,25 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     expect(holder.adapter.status().state).toBe("reconnecting");
   });
 
+  it("a reconnect backoff longer than the lease keeps the account (no handover to a waiting process)", async () => {
+    const key = leaseKey(prefix, `g${++n}`);
+    const wa = new FakeWhatsApp();
+    const holder = new WhatsAppAdapter({
+      connector: wa,
+      lease: new RedisAccountLease(new Redis(REDIS_URL), key, 600, true),
+      logger: createLogger({ level: "silent" }),
+      reconnect: { initialMs: 2000, maxMs: 2000 },
+    });
+    adapters.push(holder);
+    await holder.start(async () => ({ kind: "accepted" }));
+    await waitFor(() => holder.status().state === "connected", "connected");
+    wa.socket.close(428);
+    const standby = await process_(key, 600);
+    await waitFor(() => wa.sockets.length === 2, "the holder reconnecting after its backoff", 5000);
+    await waitFor(() => holder.status().state === "connected", "connected again");
+    expect(standby.wa.sockets).toHaveLength(0);
+  });
+
   it("a lease not renewed in time is no longer valid by the holder's own clock", async () => {
     const lease = new RedisAccountLease(redis, leaseKey(prefix, `d${++n}`), 300);
     expect((await lease.hold()).held).toBe(true);
