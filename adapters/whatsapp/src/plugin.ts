@@ -26,6 +26,10 @@ function leaseOf(config: WhatsAppConfig, deps: ChannelPluginDeps): RedisAccountL
     lazyConnect: true,
     connectTimeout: 3000,
   });
+  // A failed command reports the error (the status says the lease is unavailable); the events only repeat it.
+  redis.on("error", (error) =>
+    deps.logger.debug({ err: describeError(error) }, "whatsapp lease redis error"),
+  );
   return new RedisAccountLease(redis, leaseKey(deps.redis.prefix, deps.accountId), config.leaseMs, true);
 }
 
@@ -39,6 +43,7 @@ async function holdForLogin(lease: AccountLease | undefined, print: (text: strin
     print(
       `Redis is not reachable (${describeError(error)}); make sure no hub runs this account while linking.`,
     );
+    await lease.close?.();
     return undefined;
   }
   if (!held.held)

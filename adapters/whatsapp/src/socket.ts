@@ -70,7 +70,9 @@ export async function openBaileysSocket(
   options: BaileysConnectorOptions,
 ): Promise<WhatsAppSocket & ReturnType<typeof makeWASocket>> {
   const { state, saveCreds } = await useAtomicAuthState(options.authDir);
-  const logger = options.logger.child({ component: "baileys" }, { level: "warn" });
+  // baileys is chatty below warn; a quieter hub level (error, silent) stays quieter.
+  const level = options.logger.levelVal > 40 ? options.logger.level : "warn";
+  const logger = options.logger.child({ component: "baileys" }, { level });
   const sock = makeWASocket({
     auth: { creds: state.creds, keys: makeCacheableSignalKeyStore(state.keys, logger) },
     logger,
