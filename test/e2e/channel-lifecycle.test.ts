@@ -27,11 +27,14 @@ describe("supervised channel lifecycle", () => {
     const healthy = await startFakeTelegram({ token: "1:HEALTHY" });
     cleanups.push(() => healthy.close());
     const downPort = await freePort();
+    // Each run its own polling offsets: a stale offset would skip the fresh fake's first updates.
+    const statePrefix = testPrefix("lifecycle-state");
+    cleanups.push(() => dropPrefix(statePrefix));
     const make = (accountId: string, botToken: string, apiRoot: string) =>
       telegramPlugin.create(telegramPlugin.configSchema.parse({ botToken, apiRoot }), {
         accountId,
         logger,
-        state: redisStateStore(redis, `lifecycle-${accountId}`),
+        state: redisStateStore(redis, statePrefix),
         stateDir: "/tmp",
       });
     const adapters = [
@@ -100,7 +103,7 @@ describe("supervised channel lifecycle", () => {
   }, 60_000);
 });
 
-describe("npm start with an unreachable platform", () => {
+describe("npm start with a channel that cannot connect", () => {
   it("prints the web chat link and the token at once, and says the channel is retrying", async () => {
     const stateDir = mkdtempSync(join(tmpdir(), "hub-lifecycle-"));
     const prefix = testPrefix("lifecycle-start");
@@ -137,5 +140,36 @@ describe("npm start with an unreachable platform", () => {
       10_000,
     );
     expect(output()).not.toContain("5:UNREACHABLE");
+  }, 30_000);
+
+  it("a refused bot token is one clear line; the hub keeps running with the channel failed", async () => {
+    const fake = await startFakeTelegram();
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-lifecycle-"));
+    const prefix = testPrefix("lifecycle-refused");
+    const config = join(stateDir, "hub.json5");
+    writeFileSync(config, `{ channels: { telegram: { apiRoot: "${fake.apiRoot}", allowFrom: ["1"] } } }`);
+    const port = await freePort();
+    const hub = await startHubProcess(
+      {
+        HUB_STATE_DIR: stateDir,
+        HUB_CONFIG: config,
+        HUB_REDIS_PREFIX: prefix,
+        TELEGRAM_BOT_TOKEN: "6:WRONG-TOKEN",
+      },
+      port,
+    );
+    cleanups.push(async () => {
+      if (hub.child.exitCode === null) await hub.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+      await fake.close();
+    });
+    const line =
+      "telegram channel failed: Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.botToken (from @BotFather).";
+    await waitFor(() => hub.output.join("").includes(line), "the failed line", 10_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(hub.output.join("").split(line).length - 1).toBe(1);
+    expect(hub.child.exitCode).toBeNull();
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
   }, 30_000);
 });

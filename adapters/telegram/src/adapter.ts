@@ -6,14 +6,13 @@ import {
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStatusCell,
+  classifySendFailure,
   type HttpRoute,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
   type OutboundSegment,
-  PermanentSendError,
-  RateLimitedError,
   type ReplyTarget,
   type SendResult,
   sameSecret,
@@ -292,14 +291,18 @@ export class TelegramAdapter implements ChannelAdapter {
     }
   }
 
+  // 429 waits out retry_after; a 4xx (blocked, chat not found, bad request) fails the segment for good.
   #classify(error: unknown): unknown {
-    if (error instanceof GrammyError) {
-      if (error.error_code === 429) return new RateLimitedError((error.parameters.retry_after ?? 1) * 1000);
-      if (error.error_code === 403 || error.error_code === 400 || error.error_code === 404) {
-        return new PermanentSendError(`Telegram refused the message: ${error.description}`, { cause: error });
-      }
-    }
-    return error;
+    if (!(error instanceof GrammyError)) return error;
+    return classifySendFailure(
+      {
+        platform: "Telegram",
+        status: error.error_code,
+        retryAfter: error.parameters.retry_after,
+        description: error.description,
+      },
+      error,
+    );
   }
 
   async sendTyping(target: ReplyTarget): Promise<void> {

@@ -58,12 +58,17 @@ export function isPermanentStatus(status: number): boolean {
  * segment up), or the original error (retried).
  */
 export function classifySendFailure(
-  failure: { status: number; retryAfter?: unknown; description: string },
+  failure: { status: number; retryAfter?: unknown; description: string; platform?: string },
   cause?: unknown,
 ): Error {
   if (failure.status === 429) return new RateLimitedError(retryAfterMs(failure.retryAfter));
   if (isPermanentStatus(failure.status))
-    return new PermanentSendError(`the platform refused the message: ${failure.description}`, { cause });
+    return new PermanentSendError(
+      `${failure.platform ?? "the platform"} refused the message: ${failure.description}`,
+      {
+        cause,
+      },
+    );
   return cause instanceof Error
     ? cause
     : new Error(`the platform answered ${failure.status}: ${failure.description}`);

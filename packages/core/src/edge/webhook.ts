@@ -81,7 +81,12 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
           log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
           return answer(res, 413, req);
         }
-        throw error;
+        // The caller went away mid-body: nothing was handled, nothing to retry on our side.
+        log.warn(
+          { path: options.path, err: describeError(error) },
+          "webhook body could not be read; dropped",
+        );
+        return answer(res, 400, req);
       }
       const request = { req, rawBody };
       if (!options.verify(request)) {
