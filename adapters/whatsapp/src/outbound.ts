@@ -101,9 +101,22 @@ export class Outbound {
   }
 }
 
+/**
+ * The code of a failed send: baileys throws WhatsApp's error stanzas as a Boom
+ * whose `data` is the stanza's code (`rate-overlimit` is 429), and connection
+ * failures as a Boom with `output.statusCode`.
+ */
+function sendErrorCode(error: unknown): number | undefined {
+  const data = (error as { data?: unknown } | undefined)?.data;
+  if (typeof data === "number" && data >= 400 && data < 600) return data;
+  if (error instanceof Error && /rate-overlimit/i.test(error.message)) return 429;
+  return closeCode(error);
+}
+
 /** A failed send as the delivery layer acts on it: rate limited, refused for good, or retried. */
 function classifySendError(error: unknown): unknown {
-  const code = closeCode(error);
+  const code = sendErrorCode(error);
+  // WhatsApp names no wait; 5 s keeps the chat quiet long enough without stalling the answer.
   if (code === 429) return new RateLimitedError(5000);
   if (code === 400 || code === 403 || code === 404 || code === 406)
     return new PermanentSendError(`WhatsApp refused the message (${describeError(error)})`, { cause: error });

@@ -3,11 +3,11 @@ import { afterEach, describe, expect, it } from "vitest";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
 import {
   BOT,
-  closeError,
   directText,
   FakeWhatsApp,
   groupText,
   imageWithCaption,
+  stanzaError,
   statusUpdate,
 } from "./fake-whatsapp.js";
 
@@ -320,8 +320,12 @@ describe("whatsapp outbound", () => {
   it("a send while disconnected fails (retried by delivery) and a refused one fails for good", async () => {
     const { adapter, wa } = await started();
     const target = { channel: "whatsapp", accountId: "default", chatId: ALICE };
-    wa.socket.failNext(closeError(403, "forbidden"));
+    wa.socket.failNext(stanzaError(403, "forbidden"));
     await expect(adapter.send(seg("x"), target)).rejects.toMatchObject({ name: "PermanentSendError" });
+    wa.socket.failNext(stanzaError(429, "rate-overlimit"));
+    await expect(adapter.send(seg("x"), target)).rejects.toMatchObject({ name: "RateLimitedError" });
+    wa.socket.failNext(stanzaError(500, "internal-server-error"));
+    await expect(adapter.send(seg("x"), target)).rejects.toThrow("internal-server-error");
     wa.autoOpen = false;
     wa.socket.close(428);
     await waitFor(() => adapter.status().state !== "connected", "disconnected");

@@ -10,6 +10,11 @@ export function closeError(statusCode: number, message = "Connection Closed"): E
   return Object.assign(new Error(message), { output: { statusCode } });
 }
 
+/** An error stanza as baileys throws it from a query: a Boom (status 500) whose `data` is WhatsApp's code. */
+export function stanzaError(code: number, text: string): Error {
+  return Object.assign(new Error(text), { data: code, output: { statusCode: 500 } });
+}
+
 /** One message the bot sent, as WhatsApp received it. */
 export interface SentMessage {
   jid: string;

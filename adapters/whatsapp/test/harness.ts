@@ -2,7 +2,7 @@ import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { createLogger, type HubLogger } from "@hub/core";
 import type { proto } from "@whiskeysockets/baileys";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
-import { BOT, closeError, directText, FakeWhatsApp, groupText, type SentMessage } from "./fake-whatsapp.js";
+import { BOT, directText, FakeWhatsApp, groupText, type SentMessage, stanzaError } from "./fake-whatsapp.js";
 
 const USER = "4915112345678@s.whatsapp.net";
 const STRANGER = "4930555000111@s.whatsapp.net";
@@ -109,7 +109,7 @@ export function whatsappHarness(
       await deliver([{ key: { remoteJid: 42 }, message: "not a message" }, { nothing: true }]);
     },
     rateLimitNextSend() {
-      wa.socket.failNext(closeError(429, "rate-overlimit"));
+      wa.socket.failNext(stanzaError(429, "rate-overlimit"));
     },
     outbound: (chatId) => wa.sentTo(chatId).map(outboundOf),
     raw: {
