@@ -1,5 +1,6 @@
 import { type AdapterFields, createLogger, type InboundResult } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
 import {
   BOT,
@@ -15,14 +16,6 @@ const ALICE = "4915112345678@s.whatsapp.net";
 const BOB = "4917687654321@s.whatsapp.net";
 const BOB_LID = "208123456789012@lid";
 const GROUP = "120363041234567890@g.us";
-
-const waitFor = async (check: () => boolean, what: string, timeoutMs = 3000) => {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 
 let adapters: WhatsAppAdapter[] = [];
 afterEach(async () => {

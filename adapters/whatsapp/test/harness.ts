@@ -1,6 +1,7 @@
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { createLogger, type HubLogger } from "@hub/core";
 import type { proto } from "@whiskeysockets/baileys";
+import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
 import { BOT, directText, FakeWhatsApp, groupText, type SentMessage, stanzaError } from "./fake-whatsapp.js";
 
@@ -20,14 +21,6 @@ function outboundOf(message: SentMessage): OutboundMessage {
     wellFormed: wellFormed(message.text),
   };
 }
-
-const waitFor = async (check: () => boolean, what: string, timeoutMs = 10_000) => {
-  const until = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`whatsapp harness: timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-};
 
 /** A plain-JSON copy of a message (what the fuzz mutates): Longs and Buffers as JSON shows them. */
 const plain = (message: proto.WebMessageInfo): unknown => JSON.parse(JSON.stringify(message.toJSON()));

@@ -39,6 +39,20 @@ async function process_(key: string, ttlMs = 900) {
   return { adapter, wa, lease };
 }
 
+/** Another hub process (a child running `script`) holding the account `key`; its stdout is collected. */
+function holderProcess(script: string, key: string, ttlMs: number): { child: ChildProcess; output: string } {
+  const path = fileURLToPath(new URL(script, import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", path, REDIS_URL, key, String(ttlMs)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  const holder = { child, output: "" };
+  child.stdout?.on("data", (d: Buffer) => {
+    holder.output += String(d);
+  });
+  return holder;
+}
+
 const seg = { replyId: "r", index: 0, text: "hi", last: true };
 const target = { channel: "whatsapp", accountId: "default", chatId: "4915112345678@s.whatsapp.net" };
 
@@ -62,23 +76,9 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
   it("a process killed with SIGKILL is taken over once its lease runs out", async () => {
     const key = leaseKey(prefix, `b${++n}`);
     const ttlMs = 1200;
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        fileURLToPath(new URL("./lease-holder.ts", import.meta.url)),
-        REDIS_URL,
-        key,
-        String(ttlMs),
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    children.push(child);
-    await new Promise<void>((resolve, reject) => {
-      child.stdout?.on("data", (d: Buffer) => String(d).startsWith("held") && resolve());
-      child.on("exit", (code) => reject(new Error(`lease holder exited with ${code}`)));
-    });
+    const holder = holderProcess("./lease-holder.ts", key, ttlMs);
+    const child = holder.child;
+    await waitFor(() => holder.output.startsWith("held"), "the holder taking the lease", 15_000);
     const standby = await process_(key, ttlMs);
     // While the holder lives and renews, the standby never opens a socket (well past one lease time).
     await new Promise((r) => setTimeout(r, ttlMs * 2));
@@ -93,33 +93,19 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
   it("a holder frozen (SIGSTOP) past its lease sends nothing when it wakes; the process that took over does", async () => {
     const key = leaseKey(prefix, `f${++n}`);
     const ttlMs = 1000;
-    const child = spawn(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        fileURLToPath(new URL("./frozen-holder.ts", import.meta.url)),
-        REDIS_URL,
-        key,
-        String(ttlMs),
-      ],
-      { stdio: ["ignore", "pipe", "inherit"] },
-    );
-    children.push(child);
-    let output = "";
-    child.stdout?.on("data", (d: Buffer) => {
-      output += String(d);
-    });
-    await waitFor(() => (output.match(/SENT/g) ?? []).length >= 3, "the holder sending", 15_000);
+    const holder = holderProcess("./frozen-holder.ts", key, ttlMs);
+    const child = holder.child;
+    const output = () => holder.output;
+    await waitFor(() => (output().match(/SENT/g) ?? []).length >= 3, "the holder sending", 15_000);
     child.kill("SIGSTOP");
     const standby = await process_(key, ttlMs);
     await waitFor(() => standby.adapter.status().state === "connected", "the takeover", ttlMs * 3);
     await new Promise((r) => setTimeout(r, 200));
-    const beforeWake = output.length;
+    const beforeWake = output().length;
     child.kill("SIGCONT");
-    await waitFor(() => /REFUSED/.test(output.slice(beforeWake)), "the woken holder trying to send", 5000);
+    await waitFor(() => /REFUSED/.test(output().slice(beforeWake)), "the woken holder trying to send", 5000);
     await new Promise((r) => setTimeout(r, 500));
-    expect(output.slice(beforeWake)).not.toMatch(/SENT/);
+    expect(output().slice(beforeWake)).not.toMatch(/SENT/);
     await standby.adapter.send(seg, target);
     expect(standby.wa.sent).toHaveLength(1);
   }, 30_000);

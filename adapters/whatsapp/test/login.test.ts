@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/redis.js";
 import { type LoginSocket, linkDevice, pairingPhone } from "../src/index.js";
 import { FakeWhatsApp, FakeWhatsAppSocket } from "./fake-whatsapp.js";
 
@@ -22,14 +23,6 @@ function world() {
   };
   return { sockets, lines, open, print: (text: string) => void lines.push(text) };
 }
-
-const waitFor = async (check: () => boolean, what: string) => {
-  const until = Date.now() + 3000;
-  while (!check()) {
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 
 const QR = "2@k1VvLzQF0x9vW1b2E3n4T5m6Y7u8I9o0P,bXlOb2lzZUtleQ==,aWRlbnRpdHlLZXk=,YWR2U2VjcmV0";
 
