@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { redisStateStore } from "@hub/app";
 import { createLogger } from "@hub/core";
 import { privateText, startFakeOpenAI, startFakeTelegram } from "@hub/fakes";
 import { telegramPlugin } from "@hub/telegram";
 import { afterEach, describe, expect, it } from "vitest";
-import { redisStateStore } from "../../apps/hub/src/adapters.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub } from "../support/hub.js";
 import { freePort, startHubProcess } from "../support/hub-process.js";
@@ -27,14 +27,14 @@ describe("supervised channel lifecycle", () => {
     const healthy = await startFakeTelegram({ token: "1:HEALTHY" });
     cleanups.push(() => healthy.close());
     const downPort = await freePort();
-    // Each run its own polling offsets: a stale offset would skip the fresh fake's first updates.
+    // Polling offsets live under a prefix of this run's own: a previous run's offset must not skip this run's updates.
     const statePrefix = testPrefix("lifecycle-state");
     cleanups.push(() => dropPrefix(statePrefix));
     const make = (accountId: string, botToken: string, apiRoot: string) =>
       telegramPlugin.create(telegramPlugin.configSchema.parse({ botToken, apiRoot }), {
         accountId,
         logger,
-        state: redisStateStore(redis, statePrefix),
+        state: redisStateStore(redis, `${statePrefix}:${accountId}`),
         stateDir: "/tmp",
       });
     const adapters = [

@@ -82,16 +82,12 @@ describe("chat.send: the ACK comes after admission", () => {
   it("killed after admitting but before the ACK: the client's retry finds the run, answered once", async () => {
     const inst = make("adm-ack");
     const first = await inst.start({ failpoints: "admission.after-admit=kill" });
-    first.client!.sendRaw(
-      JSON.stringify({
-        type: "req",
-        id: 901,
-        method: "chat.send",
-        params: { text: "ack me after admission", idempotencyKey: "crash-ack-0001" },
-      }),
-    );
+    const sent = first.client!.fire("chat.send", {
+      text: "ack me after admission",
+      idempotencyKey: "crash-ack-0001",
+    });
     await first.hub.exited;
-    expect(first.client!.frames.filter((f) => f.type === "res" && f.id === 901)).toEqual([]);
+    expect(first.client!.frames.filter((f) => f.type === "res" && f.id === sent)).toEqual([]);
     const { client } = await inst.start();
     const retry = await client!.request("chat.send", {
       text: "ack me after admission",
@@ -120,14 +116,7 @@ describe("chat.send: the ACK comes after admission", () => {
     const c1 = first.client!;
     await c1.request("chat.send", { text: "collect one", idempotencyKey: "collect-run-0001" });
     await waitFor(() => modelCallsWith("collect one") === 1, "the first run to call the model");
-    c1.sendRaw(
-      JSON.stringify({
-        type: "req",
-        id: 99,
-        method: "chat.send",
-        params: { text: "collect two", idempotencyKey: "collect-run-0002" },
-      }),
-    );
+    c1.fire("chat.send", { text: "collect two", idempotencyKey: "collect-run-0002" });
     await first.hub.exited;
     const { client } = await inst.start();
     const retry = await client!.request("chat.send", {

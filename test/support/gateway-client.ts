@@ -59,6 +59,13 @@ export class GatewayClient {
     this.ws.send(data);
   }
 
+  /** Sends a request without waiting for its answer (the hub may die before it); returns the request id. */
+  fire(method: string, params?: unknown): number {
+    const id = this.#nextId++;
+    this.ws.send(JSON.stringify({ type: "req", id, method, params }));
+    return id;
+  }
+
   /** Sends a request and resolves with its response frame. */
   async request(method: string, params?: unknown): Promise<Extract<ServerFrame, { type: "res" }>> {
     const id = this.#nextId++;

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { channelPlugins, type HubTuning, type RunningHub, startHub } from "@hub/app";
 import {
   type ChannelAdapter,
   createLogger,
@@ -8,8 +9,6 @@ import {
   type HubLogger,
   parseConfig,
 } from "@hub/core";
-import { type HubTuning, type RunningHub, startHub } from "../../apps/hub/src/hub.js";
-import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import {
   FakeChatAdapter,
   type FakeChatPlatform,

@@ -1,3 +1,4 @@
+export * from "./adapters.js";
 export * from "./hub.js";
 export * from "./models.js";
 export * from "./plugins.js";

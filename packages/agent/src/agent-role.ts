@@ -3,7 +3,7 @@ import { createRedis, type MailboxWorker } from "@hub/queue";
 import type { SessionLane } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
-import { LeaseLost, RunStop } from "./run-errors.js";
+import { LeaseLostError, RunStopError } from "./run-errors.js";
 import type { AgentRunner } from "./runner.js";
 
 const StopMessageSchema = z.object({ runId: z.string(), status: z.enum(["aborted", "superseded"]) });
@@ -40,7 +40,7 @@ export async function startAgentRole(deps: {
   const subscriber = createRedis(deps.redisUrl);
   subscriber.on("message", (_channel: string, message: string) => {
     const parsed = StopMessageSchema.safeParse(JSON.parse(message));
-    if (parsed.success) active.get(parsed.data.runId)?.abort(new RunStop(parsed.data.status));
+    if (parsed.success) active.get(parsed.data.runId)?.abort(new RunStopError(parsed.data.status));
   });
   await subscriber.subscribe(`${deps.prefix}:run-stop`);
   await deps.recover();
@@ -48,12 +48,12 @@ export async function startAgentRole(deps: {
     async (request: RunRequest, laneSignal: AbortSignal) => {
       const controller = new AbortController();
       // A lost lane lease means another process now runs this session: stop writing.
-      const onLane = () => controller.abort(new LeaseLost());
+      const onLane = () => controller.abort(new LeaseLostError());
       laneSignal.addEventListener("abort", onLane);
       active.set(request.runId, controller);
       try {
         const pending = await deps.control.pending(request.runId);
-        if (pending) controller.abort(new RunStop(pending));
+        if (pending) controller.abort(new RunStopError(pending));
         await deps.runner.run(request, controller.signal);
       } finally {
         active.delete(request.runId);

@@ -71,7 +71,7 @@ export function hostAllowed(host: string, allowHosts: readonly string[]): boolea
   });
 }
 
-class RefusedAddress extends Error {}
+class RefusedAddressError extends Error {}
 
 /**
  * A resolver for the connection itself: the addresses it hands the socket are
@@ -86,7 +86,7 @@ function guardedLookup(resolve: typeof dnsLookup, allowPrivate: boolean): Lookup
       const inside = list.find((a) => isInternalAddress(a.address));
       if (!allowPrivate && inside)
         return callback(
-          new RefusedAddress(`${hostname} resolves to ${inside.address}, an internal address`),
+          new RefusedAddressError(`${hostname} resolves to ${inside.address}, an internal address`),
           "",
           0,
         );
@@ -232,7 +232,7 @@ export function httpFetchTool(o: HttpFetchOptions): AgentTool {
       try {
         got = await fetchCapped(parsed, { lookup, maxBytes, timeoutMs, signal: context.signal });
       } catch (error) {
-        if (error instanceof RefusedAddress)
+        if (error instanceof RefusedAddressError)
           return `Refused: ${error.message} (agent.tools.httpFetchAllowPrivate allows it).`;
         return `Fetch failed: ${error instanceof Error ? error.message : String(error)}.`;
       }

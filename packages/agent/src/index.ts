@@ -11,6 +11,7 @@ export * from "./providers/openai.js";
 export * from "./recovery.js";
 export * from "./runner.js";
 export * from "./session-commands.js";
+export * from "./tool-access.js";
 export * from "./tool-policy.js";
 export * from "./tools.js";
 export * from "./turn.js";

@@ -1,15 +1,15 @@
 /** Why a run was stopped from outside: the user, a newer claim on its session, or its timeout. */
-export class RunStop extends Error {
+export class RunStopError extends Error {
   constructor(readonly status: "aborted" | "superseded" | "timed_out") {
     super(`run ${status.replace("_", " ")}`);
-    this.name = "RunStop";
+    this.name = "RunStopError";
   }
 }
 
 /** This process lost the session's lane lease: another process has the session and will resume the run. */
-export class LeaseLost extends Error {
+export class LeaseLostError extends Error {
   constructor() {
     super("the session lane lease was lost");
-    this.name = "LeaseLost";
+    this.name = "LeaseLostError";
   }
 }

@@ -2,7 +2,7 @@ import type { ChatEvent } from "@hub/core";
 import { WriteFencedError } from "@hub/core";
 import { type TerminalStatus, WriterSupersededError } from "@hub/sessions";
 import { ModelError } from "./model.js";
-import { LeaseLost, RunStop } from "./run-errors.js";
+import { LeaseLostError, RunStopError } from "./run-errors.js";
 import type { AgentTurnResult } from "./turn.js";
 
 /** How a run ended, as it is recorded: status, why it stopped, and the error if any. */
@@ -38,10 +38,10 @@ export function interruptedRun(error: unknown, aborted: boolean, reason: unknown
   const superseded =
     error instanceof WriterSupersededError ||
     error instanceof WriteFencedError ||
-    (cause instanceof RunStop && cause.status === "superseded");
+    (cause instanceof RunStopError && cause.status === "superseded");
   const status: TerminalStatus = superseded
     ? "superseded"
-    : cause instanceof RunStop
+    : cause instanceof RunStopError
       ? cause.status
       : aborted
         ? "aborted"
@@ -57,7 +57,7 @@ export function interruptedRun(error: unknown, aborted: boolean, reason: unknown
             ? "provider_error"
             : "internal_error";
   const errorText = error instanceof Error ? error.message : String(error);
-  return { status, stopReason, errorText, abandoned: cause instanceof LeaseLost };
+  return { status, stopReason, errorText, abandoned: cause instanceof LeaseLostError };
 }
 
 /** The terminal chat event's state for a run's status. */

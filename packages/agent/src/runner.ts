@@ -27,7 +27,7 @@ import type { ChatEventPublisher } from "./events.js";
 import { historyMessages, toEntry, userEntryOf } from "./history.js";
 import { finalizeInterrupted } from "./interrupted.js";
 import type { ModelProvider } from "./model.js";
-import { RunStop } from "./run-errors.js";
+import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
@@ -35,7 +35,7 @@ import { runAgentTurn } from "./turn.js";
 
 export type { ChatEventPublisher } from "./events.js";
 export { historyMessages } from "./history.js";
-export { LeaseLost, RunStop } from "./run-errors.js";
+export { LeaseLostError, RunStopError } from "./run-errors.js";
 
 /** Everything a runner needs, wired by the hub app. */
 export interface AgentRunnerOptions extends ContextSettings {
@@ -207,7 +207,7 @@ export class AgentRunner {
     const onStop = () => abort.abort(stopSignal.reason);
     stopSignal.addEventListener("abort", onStop);
     if (stopSignal.aborted) onStop();
-    const timeout = setTimeout(() => abort.abort(new RunStop("timed_out")), this.o.runTimeoutMs);
+    const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
     const stopTyping = this.#startTyping(ctx.replyTarget, run.log);
     try {
       const text = await this.#turn(run, {

@@ -67,16 +67,7 @@ const BaseConfigSchema = z
         headersTimeoutMs: z.number().int().min(100).default(10_000),
       })
       .strict()
-      .default({
-        host: "127.0.0.1",
-        port: 18789,
-        maxFrameBytes: 256 * 1024,
-        clients: [],
-        allowedOrigins: [],
-        maxConnections: 2048,
-        maxConnectionsPerAddress: 256,
-        headersTimeoutMs: 10_000,
-      }),
+      .prefault({}),
     agent: z
       .object({
         id: z
@@ -125,17 +116,7 @@ const BaseConfigSchema = z
               .default({}),
           })
           .strict()
-          .default({
-            profile: "standard",
-            allow: [],
-            deny: [],
-            approvals: {},
-            approvalTimeoutSeconds: 120,
-            httpFetchHosts: [],
-            httpFetchPorts: [80, 443],
-            httpFetchAllowPrivate: false,
-            sendTargets: {},
-          }),
+          .prefault({}),
         /** The agent's workspace (AGENTS.md, SOUL.md, USER.md, MEMORY.md, TOOLS.md); default `<state dir>/workspace`. */
         workspace: z.string().optional(),
         /** Caps on workspace files given to the model. */
@@ -145,7 +126,7 @@ const BaseConfigSchema = z
             totalChars: z.number().int().positive().default(60_000),
           })
           .strict()
-          .default({ perFileChars: 20_000, totalChars: 60_000 }),
+          .prefault({}),
         /** The model's context window (tokens); older turns are compacted into a summary before it fills up. */
         contextWindowTokens: z.number().int().min(1000).default(128_000),
         /** One person's ids on several channels mapped to one peer, e.g. { ann: ["telegram:123", "discord:456"] }. */
@@ -164,31 +145,7 @@ const BaseConfigSchema = z
         offlineTokenDelayMs: z.number().int().nonnegative().default(15),
       })
       .strict()
-      .default({
-        id: "main",
-        model: "offline/echo",
-        dmScope: "per-channel-peer",
-        maxConcurrentRuns: 8,
-        bootstrap: { perFileChars: 20_000, totalChars: 60_000 },
-        identityLinks: {},
-        contextWindowTokens: 128_000,
-        tools: {
-          profile: "standard",
-          allow: [],
-          deny: [],
-          approvals: {},
-          approvalTimeoutSeconds: 120,
-          httpFetchHosts: [],
-          httpFetchPorts: [80, 443],
-          httpFetchAllowPrivate: false,
-          sendTargets: {},
-        },
-        fallbacks: [],
-        queueMode: "steer",
-        runTimeoutSeconds: 600,
-        laneLeaseMs: 30_000,
-        offlineTokenDelayMs: 15,
-      }),
+      .prefault({}),
     models: z
       .object({
         providers: z.record(z.string(), ProviderSchema).default({}),
@@ -196,7 +153,7 @@ const BaseConfigSchema = z
         aliases: z.record(z.string(), z.string()).default({}),
       })
       .strict()
-      .default({ providers: {}, aliases: {} }),
+      .prefault({}),
     redis: z
       .object({
         url: z
@@ -206,7 +163,7 @@ const BaseConfigSchema = z
         prefix: z.string().min(1).default("hub"),
       })
       .strict()
-      .default({ url: "redis://127.0.0.1:6379", prefix: "hub" }),
+      .prefault({}),
     delivery: z
       .object({
         maxAttempts: z.number().int().positive().default(8),
@@ -215,7 +172,7 @@ const BaseConfigSchema = z
         leaseMs: z.number().int().positive().default(30_000),
       })
       .strict()
-      .default({ maxAttempts: 8, sendTimeoutMs: 10_000, leaseMs: 30_000 }),
+      .prefault({}),
     /** Flood limits per sender and per chat (token buckets in Redis, across processes) and input sizes. */
     limits: z
       .object({
@@ -230,13 +187,7 @@ const BaseConfigSchema = z
           .default(20 * 1024 * 1024),
       })
       .strict()
-      .default({
-        senderBurst: 10,
-        senderPerMinute: 30,
-        chatBurst: 30,
-        chatPerMinute: 120,
-        maxAttachmentBytes: 20 * 1024 * 1024,
-      }),
+      .prefault({}),
     /** Which roles this process runs; all by default. */
     roles: z
       .array(z.enum(["ingress", "agent", "delivery"]))

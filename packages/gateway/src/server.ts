@@ -1,7 +1,5 @@
-import { readFile } from "node:fs/promises";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { extname, join, normalize } from "node:path";
 import {
   type ChatEvent,
   type DmScope,
@@ -15,6 +13,7 @@ import type { RunRecord, TranscriptEntry } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { type RawData, WebSocket, WebSocketServer } from "ws";
 import { z } from "zod";
+import { AuthFailureLimiter } from "./auth-limiter.js";
 import {
   authenticate,
   type GatewayClientGrant,
@@ -30,6 +29,7 @@ import {
   enforceConnectionLimits,
   httpServerOptions,
 } from "./connection-limits.js";
+import { projectHistory } from "./history-projection.js";
 import {
   ChatAbortParamsSchema,
   ChatHistoryParamsSchema,
@@ -44,6 +44,7 @@ import {
   type ResponseFrame,
 } from "./protocol.js";
 import { securityHeaders } from "./security-headers.js";
+import { serveStaticFile } from "./static-files.js";
 import type { WebChatMessage } from "./webchat-adapter.js";
 
 /** What the gateway needs from the rest of the hub (wired by the app). */
@@ -96,17 +97,10 @@ export interface GatewayOptions {
   connectionLimits?: ConnectionLimits;
 }
 
-/** Failed connects allowed per address per minute before further attempts are refused outright. */
-const MAX_AUTH_FAILURES = 5;
-
 const CONNECT_TIMEOUT_MS = 10_000;
 
-const CONTENT_TYPES: Record<string, string> = {
-  ".html": "text/html; charset=utf-8",
-  ".js": "text/javascript; charset=utf-8",
-  ".css": "text/css; charset=utf-8",
-  ".svg": "image/svg+xml",
-};
+/** Handles one method call of an authenticated client. */
+type MethodHandler = (conn: Connection, principal: Principal, params: unknown) => Promise<unknown>;
 
 interface Connection {
   ws: WebSocket;
@@ -140,7 +134,7 @@ export class GatewayServer {
   readonly #http: Server;
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
-  readonly #authFailures = new Map<string, { count: number; resetAt: number }>();
+  readonly #authFailures = new AuthFailureLimiter();
   #port = 0;
 
   constructor(
@@ -225,22 +219,7 @@ export class GatewayServer {
       res.writeHead(404).end("not found");
       return;
     }
-    const rel = url.pathname === "/" ? "index.html" : normalize(url.pathname).replace(/^([/\\])+/, "");
-    if (rel.includes("..")) {
-      res.writeHead(400).end("bad path");
-      return;
-    }
-    try {
-      const body = await readFile(join(this.options.webRoot, rel));
-      res
-        .writeHead(200, {
-          "content-type": CONTENT_TYPES[extname(rel)] ?? "application/octet-stream",
-          "cache-control": "no-cache",
-        })
-        .end(body);
-    } catch {
-      res.writeHead(404).end("not found");
-    }
+    await serveStaticFile(this.options.webRoot, url.pathname, res);
   }
 
   #onConnection(ws: WebSocket, req: IncomingMessage): void {
@@ -324,8 +303,7 @@ export class GatewayServer {
       );
       return;
     }
-    const failures = this.#authFailures.get(conn.remote);
-    if (failures && failures.resetAt > Date.now() && failures.count >= MAX_AUTH_FAILURES) {
+    if (this.#authFailures.blocked(conn.remote)) {
       conn.log.warn("gateway client refused: too many failed attempts from this address");
       this.#reject(
         conn,
@@ -347,10 +325,7 @@ export class GatewayServer {
         })
       : undefined;
     if (!principal) {
-      const entry =
-        failures && failures.resetAt > Date.now() ? failures : { count: 0, resetAt: Date.now() + 60_000 };
-      entry.count++;
-      this.#authFailures.set(conn.remote, entry);
+      this.#authFailures.fail(conn.remote);
       conn.log.warn("gateway client refused: wrong or missing token");
       this.#reject(
         conn,
@@ -388,47 +363,54 @@ export class GatewayServer {
         `This client lacks the "${needed}" scope needed for ${frame.method}.`,
       );
     }
-    switch (frame.method) {
-      case "pairing.list":
-        if (!this.deps.pairing)
-          throw new RequestError("unavailable", "Pairing is not available on this gateway.");
-        return {
-          pending: await this.deps.pairing.list(),
-          turnedAway: (await this.deps.pairing.turnedAway?.()) ?? {},
-        };
-      case "pairing.approve": {
-        if (!this.deps.pairing)
-          throw new RequestError("unavailable", "Pairing is not available on this gateway.");
-        const { channel, code } = PairingApproveParamsSchema.parse(frame.params);
-        const approved = await this.deps.pairing.approve(channel, code);
-        if (!approved)
-          throw new RequestError("not_found", `No pending pairing with code ${code} on ${channel}.`);
-        return { channel, senderId: approved.senderId, status: "approved" };
-      }
-      case "health":
-        return { ok: true };
-      case "channels.status":
-        return { channels: channelsFor(principal.owner, this.deps.channelStatus?.() ?? []) };
-      case "chat.send":
-        return this.#chatSend(conn, principal, ChatSendParamsSchema.parse(frame.params));
-      case "chat.history":
-        return this.#chatHistory(conn, principal, ChatHistoryParamsSchema.parse(frame.params ?? {}));
-      case "chat.abort": {
-        const { runId } = ChatAbortParamsSchema.parse(frame.params);
-        if (!principal.owner) {
-          const record = await this.deps.runRecord(runId);
-          if (!record || !mayTouchSession(principal, record.sessionKey))
-            throw new RequestError("forbidden", `This client may not abort the run ${runId}.`);
-        }
-        await this.deps.abort(runId);
-        return { runId, status: "abort_requested" };
-      }
-      default:
-        throw new RequestError(
-          "unknown_method",
-          `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`,
-        );
+    const handler = (this.#methods as Record<string, MethodHandler | undefined>)[frame.method];
+    if (!handler)
+      throw new RequestError(
+        "unknown_method",
+        `Unknown method ${JSON.stringify(frame.method)}; known methods: ${METHODS.join(", ")}.`,
+      );
+    return handler(conn, principal, frame.params);
+  }
+
+  // The protocol's methods after `connect`, by name (each checked against its scope before it runs).
+  readonly #methods = {
+    health: async () => ({ ok: true }),
+    "channels.status": async (_conn: Connection, principal: Principal) => ({
+      channels: channelsFor(principal.owner, this.deps.channelStatus?.() ?? []),
+    }),
+    "chat.send": (conn: Connection, principal: Principal, params: unknown) =>
+      this.#chatSend(conn, principal, ChatSendParamsSchema.parse(params)),
+    "chat.history": (conn: Connection, principal: Principal, params: unknown) =>
+      this.#chatHistory(conn, principal, ChatHistoryParamsSchema.parse(params ?? {})),
+    "chat.abort": (_conn: Connection, principal: Principal, params: unknown) =>
+      this.#chatAbort(principal, ChatAbortParamsSchema.parse(params)),
+    "pairing.list": async () => {
+      const pairing = this.#pairing();
+      return { pending: await pairing.list(), turnedAway: (await pairing.turnedAway?.()) ?? {} };
+    },
+    "pairing.approve": async (_conn: Connection, _principal: Principal, params: unknown) => {
+      const { channel, code } = PairingApproveParamsSchema.parse(params);
+      const approved = await this.#pairing().approve(channel, code);
+      if (!approved)
+        throw new RequestError("not_found", `No pending pairing with code ${code} on ${channel}.`);
+      return { channel, senderId: approved.senderId, status: "approved" };
+    },
+  };
+
+  #pairing(): NonNullable<GatewayDeps["pairing"]> {
+    if (!this.deps.pairing)
+      throw new RequestError("unavailable", "Pairing is not available on this gateway.");
+    return this.deps.pairing;
+  }
+
+  async #chatAbort(principal: Principal, { runId }: z.infer<typeof ChatAbortParamsSchema>): Promise<unknown> {
+    if (!principal.owner) {
+      const record = await this.deps.runRecord(runId);
+      if (!record || !mayTouchSession(principal, record.sessionKey))
+        throw new RequestError("forbidden", `This client may not abort the run ${runId}.`);
     }
+    await this.deps.abort(runId);
+    return { runId, status: "abort_requested" };
   }
 
   #defaultSessionKey(): string {
@@ -517,24 +499,7 @@ export class GatewayServer {
     conn.sessions.add(sessionKey);
     const found = await this.deps.history(sessionKey);
     if (!found) return { sessionKey, sessionId: null, messages: [] };
-    const messages = found.entries
-      .flatMap((e) =>
-        e.type === "user" && !e.contextOnly
-          ? [{ role: "user", text: e.text, runId: e.runId, at: e.at }]
-          : e.type === "assistant" && e.text
-            ? [{ role: "assistant", text: e.text, runId: e.runId, at: e.at }]
-            : e.type === "outcome" && e.status !== "completed"
-              ? [
-                  {
-                    role: "status",
-                    text: `Run ${e.status}${e.error ? `: ${e.error}` : ""}`,
-                    runId: e.runId,
-                    at: e.at,
-                  },
-                ]
-              : [],
-      )
-      .slice(-params.limit);
+    const messages = projectHistory(found.entries, params.limit);
     return { sessionKey, sessionId: found.sessionId, messages };
   }
 

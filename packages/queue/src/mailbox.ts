@@ -48,8 +48,23 @@ const BOOT_ID = randomUUID().slice(0, 8);
 /** Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up. */
 export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void>;
 
+/** The timing and identity knobs of a mailbox; any left undefined takes its default. */
+export interface MailboxTuning {
+  /** How long a drainer's ownership lasts without renewal. A dead drainer's key is picked up after this (default 30 s). */
+  leaseMs?: number | undefined;
+  /** How long a key may wait for a wake-up job before the sweeper adds one (default 5 s). */
+  graceMs?: number | undefined;
+  /** How often the sweeper looks (default 1 s). */
+  sweepIntervalMs?: number | undefined;
+  /**
+   * The hub installation (state directory) this process belongs to. Lease tokens
+   * carry it with the pid, so a restart can end its dead predecessor's leases at once.
+   */
+  instanceId?: string | undefined;
+}
+
 /** Options of an ordered mailbox. */
-export interface OrderedMailboxOptions<T> {
+export interface OrderedMailboxOptions<T> extends MailboxTuning {
   /** Mailbox name, e.g. `reply` or `runs`; also the BullMQ queue name. */
   name: string;
   redisUrl: string;
@@ -58,21 +73,15 @@ export interface OrderedMailboxOptions<T> {
   /** Validates an item read back from Redis. */
   parse: (raw: unknown) => T;
   logger: HubLogger;
-  /** How long a drainer's ownership lasts without renewal. A dead drainer's key is picked up after this. */
-  leaseMs?: number;
-  /** How long a key may wait for a wake-up job before the sweeper adds one. */
-  graceMs?: number;
-  sweepIntervalMs?: number;
-  /** Tries per item before it is given up (`onFailed`). */
-  maxAttempts?: number;
+  /** Tries per item before it is given up (`onFailed`; default 8). */
+  maxAttempts?: number | undefined;
   /** Called once for an item given up for good, before it is removed. */
-  onFailed?: (item: MailboxItem<T>, error: unknown, key: string) => Promise<void>;
-  /**
-   * The hub installation (state directory) this process belongs to. Lease tokens
-   * carry it with the pid, so a restart can end its dead predecessor's leases at once.
-   */
-  instanceId?: string;
+  onFailed?: ((item: MailboxItem<T>, error: unknown, key: string) => Promise<void>) | undefined;
 }
+
+/** An ordered mailbox's options with every default applied. */
+type ResolvedOptions<T> = Required<Omit<OrderedMailboxOptions<T>, "onFailed">> &
+  Pick<OrderedMailboxOptions<T>, "onFailed">;
 
 /** A running drain worker; close it to stop taking new wake-ups. */
 export interface MailboxWorker {
@@ -105,8 +114,7 @@ interface DrainLease {
  *   the item in flight at the crash is handled again (the only duplicate).
  */
 export class OrderedMailbox<T> {
-  readonly #o: Required<Omit<OrderedMailboxOptions<T>, "onFailed">> &
-    Pick<OrderedMailboxOptions<T>, "onFailed">;
+  readonly #o: ResolvedOptions<T>;
   readonly #redis: Redis;
   readonly #queue: Queue;
   readonly #queueConnection: Redis;
@@ -114,12 +122,12 @@ export class OrderedMailbox<T> {
 
   constructor(options: OrderedMailboxOptions<T>) {
     this.#o = {
-      leaseMs: 30_000,
-      graceMs: 5_000,
-      sweepIntervalMs: 1_000,
-      maxAttempts: 8,
-      instanceId: "hub",
       ...options,
+      leaseMs: options.leaseMs ?? 30_000,
+      graceMs: options.graceMs ?? 5_000,
+      sweepIntervalMs: options.sweepIntervalMs ?? 1_000,
+      maxAttempts: options.maxAttempts ?? 8,
+      instanceId: options.instanceId ?? "hub",
     };
     this.#base = `${options.prefix}:mb:${options.name}`;
     this.#redis = createRedis(options.redisUrl);

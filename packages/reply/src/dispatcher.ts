@@ -13,7 +13,14 @@ import {
   replyTargetKey,
   type WriteFence,
 } from "@hub/core";
-import { createRedis, loadScript, type MailboxWorker, OrderedMailbox, runScript } from "@hub/queue";
+import {
+  createRedis,
+  loadScript,
+  type MailboxTuning,
+  type MailboxWorker,
+  OrderedMailbox,
+  runScript,
+} from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { chunkForChannel } from "./fit.js";
@@ -29,19 +36,16 @@ const SegmentItemSchema = z
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
 
 /** Options of the ReplyDispatcher. */
-export interface ReplyDispatcherOptions {
+export interface ReplyDispatcherOptions extends MailboxTuning {
   redisUrl: string;
   prefix: string;
   logger: HubLogger;
   /** The capabilities (text limit, pacing) of a channel, for chunking and pacing. */
   capabilitiesOf: (channel: string) => ChannelCapabilities | undefined;
-  maxAttempts?: number;
-  sendTimeoutMs?: number;
-  leaseMs?: number;
-  graceMs?: number;
-  sweepIntervalMs?: number;
-  /** The hub installation this process belongs to (see `OrderedMailboxOptions.instanceId`). */
-  instanceId?: string;
+  /** Tries per segment before it is given up (default 8). */
+  maxAttempts?: number | undefined;
+  /** A send slower than this is abandoned (an unknown outcome) and retried once (default 10 s). */
+  sendTimeoutMs?: number | undefined;
 }
 
 /** Keeps settlement records this long after the last write. */
@@ -73,11 +77,11 @@ export class ReplyDispatcher implements ReplySink {
       prefix: options.prefix,
       logger: options.logger,
       parse: (raw) => SegmentItemSchema.parse(raw),
-      ...(options.maxAttempts ? { maxAttempts: options.maxAttempts } : {}),
-      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
-      ...(options.graceMs ? { graceMs: options.graceMs } : {}),
-      ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
+      maxAttempts: options.maxAttempts,
+      leaseMs: options.leaseMs,
+      graceMs: options.graceMs,
+      sweepIntervalMs: options.sweepIntervalMs,
+      instanceId: options.instanceId,
       onFailed: (item) => this.#mark(item.data.replyId, item.data.index, "failed"),
     });
   }

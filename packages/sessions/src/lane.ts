@@ -1,17 +1,11 @@
 import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
-import { type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import { type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
 
 /** Options of the session lane. */
-export interface SessionLaneOptions {
+export interface SessionLaneOptions extends MailboxTuning {
   redisUrl: string;
   prefix: string;
   logger: HubLogger;
-  /** A dead runner's session is picked up again after this long. */
-  leaseMs?: number;
-  sweepIntervalMs?: number;
-  graceMs?: number;
-  /** The hub installation this process belongs to (see `OrderedMailboxOptions.instanceId`). */
-  instanceId?: string;
   /** A request the lane gave up on (its runner kept crashing): record its outcome so nobody waits forever. */
   onFailed?: (request: RunRequest) => Promise<void>;
 }
@@ -35,11 +29,11 @@ export class SessionLane {
       parse: (raw) => RunRequestSchema.parse(raw),
       // A run is not retried by the lane: the runner records its own failure as a terminal outcome.
       maxAttempts: 3,
-      ...(options.onFailed ? { onFailed: (item) => options.onFailed!(item.data) } : {}),
-      ...(options.leaseMs ? { leaseMs: options.leaseMs } : {}),
-      ...(options.sweepIntervalMs ? { sweepIntervalMs: options.sweepIntervalMs } : {}),
-      ...(options.graceMs ? { graceMs: options.graceMs } : {}),
-      ...(options.instanceId ? { instanceId: options.instanceId } : {}),
+      onFailed: options.onFailed && ((item) => options.onFailed!(item.data)),
+      leaseMs: options.leaseMs,
+      sweepIntervalMs: options.sweepIntervalMs,
+      graceMs: options.graceMs,
+      instanceId: options.instanceId,
     });
   }
 

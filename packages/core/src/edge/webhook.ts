@@ -39,16 +39,16 @@ export interface WebhookRouteOptions {
   logger: HubLogger;
 }
 
-class BodyTooLarge extends Error {}
+class BodyTooLargeError extends Error {}
 
 async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? "0");
-  if (declared > maxBytes) throw new BodyTooLarge();
+  if (declared > maxBytes) throw new BodyTooLargeError();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > maxBytes) throw new BodyTooLarge();
+    if (size > maxBytes) throw new BodyTooLargeError();
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -77,7 +77,7 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
       try {
         rawBody = await readCapped(req, maxBytes);
       } catch (error) {
-        if (error instanceof BodyTooLarge) {
+        if (error instanceof BodyTooLargeError) {
           log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
           return answer(res, 413, req);
         }

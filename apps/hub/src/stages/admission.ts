@@ -1,0 +1,131 @@
+import { createCommandHandler } from "@hub/agent";
+import { admitInbound, InboundDispatcher } from "@hub/dispatch";
+import { GatewayServer } from "@hub/gateway";
+import type { ReplyDispatcher } from "@hub/reply";
+import { SessionAdmission } from "@hub/sessions";
+import { webRoot } from "@hub/web";
+import { approvePairing, sendNotice } from "../pairing.js";
+import { ChannelSupervisor } from "../supervisor.js";
+import type { HubBase } from "./base.js";
+import type { EntryStage } from "./entry.js";
+import type { SessionStage } from "./session.js";
+
+/** What a process with the `ingress` role runs: admission, the gateway and the supervised channels. */
+export interface IngressStage {
+  dispatcher: InboundDispatcher;
+  gateway: GatewayServer;
+  supervisor: ChannelSupervisor;
+}
+
+/**
+ * Stage 2, admission: every inbound message (from a channel, or the web chat
+ * through the gateway) is finalized, deduped, checked against the access
+ * policy and rate limits, and admitted into its session in one atomic step;
+ * session commands are answered here. Then the gateway listens and the
+ * channels connect, each in the background.
+ */
+export async function startAdmission(
+  base: HubBase,
+  entry: EntryStage,
+  replies: ReplyDispatcher,
+  s: SessionStage,
+  token: string,
+): Promise<IngressStage> {
+  const { config, redis, logger } = base;
+  const prefix = config.redis.prefix;
+  const admission = new SessionAdmission(redis, prefix, s.lane, config.agent.queueMode);
+  const dispatcher = new InboundDispatcher({
+    redis,
+    prefix,
+    config,
+    admit: (request, dedupe) => admission.admit(request, dedupe),
+    commands: createCommandHandler({
+      ...s,
+      config,
+      replies,
+      events: base.events,
+      logger: logger.child({ component: "commands" }),
+    }),
+    logger: logger.child({ component: "dispatch" }),
+    notify: (ctx, text) => sendNotice(replies, ctx.replyTarget, text),
+  });
+  let supervisor: ChannelSupervisor | undefined;
+  const gateway = startGateway(
+    base,
+    entry,
+    replies,
+    s,
+    dispatcher,
+    token,
+    () => supervisor?.statuses() ?? [],
+  );
+  await gateway.start();
+  base.shutdown.intake.push(() => gateway.stop());
+  // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
+  supervisor = new ChannelSupervisor(
+    [...entry.channels, entry.webchat],
+    (fields, o) => admitInbound(() => dispatcher.dispatchInboundMessage(fields, o)),
+    logger,
+    base.tuning.channelBackoff,
+  );
+  supervisor.start();
+  const supervised = supervisor;
+  // Inbound stops first, so nothing new is admitted while the rest shuts down.
+  base.shutdown.intake.unshift(() => supervised.stop());
+  return { dispatcher, gateway, supervisor };
+}
+
+function startGateway(
+  base: HubBase,
+  entry: EntryStage,
+  replies: ReplyDispatcher,
+  s: SessionStage,
+  dispatcher: InboundDispatcher,
+  token: string,
+  channelStatus: () => ReturnType<ChannelSupervisor["statuses"]>,
+): GatewayServer {
+  const { config, logger } = base;
+  const gw = config.gateway;
+  return new GatewayServer(
+    {
+      redis: base.redis,
+      prefix: config.redis.prefix,
+      logger: logger.child({ component: "gateway" }),
+      agentId: config.agent.id,
+      dmScope: config.agent.dmScope,
+      webchat: entry.webchat,
+      runRecord: (runId) => s.runs.get(runId),
+      history: async (sessionKey) => {
+        const record = await s.sessions.get(sessionKey);
+        return record
+          ? { sessionId: record.sessionId, entries: await s.sessions.read(record.sessionId) }
+          : undefined;
+      },
+      abort: (runId) => s.control.stop(runId, "aborted"),
+      pairing: {
+        list: () => dispatcher.pairing.list(),
+        turnedAway: () => dispatcher.pairing.turnedAway(),
+        approve: (channel, code) => approvePairing(dispatcher.pairing, replies, channel, code),
+      },
+      subscribeEvents: (handler) => base.events.subscribe(base.subscriber, handler),
+      publishEvent: (event) => base.events.publish(event),
+      channelStatus,
+    },
+    {
+      host: gw.host,
+      port: gw.port,
+      token,
+      maxFrameBytes: gw.maxFrameBytes,
+      webRoot,
+      routes: entry.channels.flatMap((a) => a.httpRoutes?.() ?? []),
+      clients: gw.clients,
+      allowedOrigins: gw.allowedOrigins,
+      password: gw.password,
+      connectionLimits: {
+        maxConnections: gw.maxConnections,
+        maxPerAddress: gw.maxConnectionsPerAddress,
+        headersTimeoutMs: gw.headersTimeoutMs,
+      },
+    },
+  );
+}

@@ -1,0 +1,84 @@
+import type { HubConfig, HubLogger } from "@hub/core";
+import { ChatEventBus } from "@hub/gateway";
+import { createRedis, type MailboxWorker, RedisEpoch } from "@hub/queue";
+import type { Redis } from "ioredis";
+import { instanceIdOf } from "../state.js";
+
+/** Knobs tests and benchmarks turn; production uses the defaults. */
+export interface HubTuning {
+  /** Mailbox lease (ms): how long a dead drainer holds a target or session. */
+  leaseMs?: number;
+  sweepIntervalMs?: number;
+  graceMs?: number;
+  deliveryConcurrency?: number;
+  /** Backoff between a channel's connection attempts (default 1 s doubling to 60 s). */
+  channelBackoff?: { initialMs: number; maxMs: number };
+}
+
+/**
+ * What every stage shares: the config, Redis (commands, a subscriber, the
+ * data-loss epoch), the chat event bus, the mailbox tuning of this
+ * installation, and the shutdown order the stages register into.
+ */
+export interface HubBase {
+  config: HubConfig;
+  stateDir: string;
+  logger: HubLogger;
+  tuning: HubTuning;
+  roles: ReadonlySet<string>;
+  redis: Redis;
+  subscriber: Redis;
+  events: ChatEventBus;
+  epoch: RedisEpoch;
+  /** Mailbox options shared by the session lane and delivery (instance id for fast restarts, test tuning). */
+  mailbox: { instanceId: string; sweepIntervalMs: number | undefined; graceMs: number | undefined };
+  /** Shutdown, in this order: intake, then workers and then the rest (each last registered first). */
+  shutdown: {
+    intake: Array<() => Promise<void>>;
+    workers: MailboxWorker[];
+    rest: Array<() => Promise<void> | void>;
+  };
+}
+
+/** Connects to Redis and checks its data epoch (a loss is reported, never silent). */
+export async function connectBase(
+  config: HubConfig,
+  options: { stateDir: string; logger: HubLogger; tuning?: HubTuning | undefined },
+): Promise<HubBase> {
+  const { logger, tuning = {} } = options;
+  const redis = createRedis(config.redis.url);
+  const subscriber = createRedis(config.redis.url);
+  const events = new ChatEventBus(redis, config.redis.prefix, logger);
+  const epoch = new RedisEpoch(redis, config.redis.prefix, logger.child({ component: "redis" }));
+  await epoch.start();
+  const mailbox = {
+    instanceId: instanceIdOf(options.stateDir),
+    sweepIntervalMs: tuning.sweepIntervalMs,
+    graceMs: tuning.graceMs,
+  };
+  return {
+    config,
+    stateDir: options.stateDir,
+    logger,
+    tuning,
+    roles: new Set(config.roles),
+    redis,
+    subscriber,
+    events,
+    epoch,
+    mailbox,
+    shutdown: { intake: [], workers: [], rest: [] },
+  };
+}
+
+/** Stops everything the stages registered, in order, then closes Redis. */
+export async function shutdownBase(base: HubBase): Promise<void> {
+  for (const stop of base.shutdown.intake) await stop();
+  // Runs first (they wait for their replies), delivery last.
+  for (const worker of [...base.shutdown.workers].reverse()) await worker.close();
+  for (const close of [...base.shutdown.rest].reverse()) await close();
+  base.events.close();
+  base.epoch.stop();
+  base.subscriber.disconnect();
+  base.redis.disconnect();
+}

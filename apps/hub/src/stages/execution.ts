@@ -1,0 +1,76 @@
+import { join } from "node:path";
+import {
+  AgentRunner,
+  createToolAccess,
+  recoverInterruptedRuns,
+  sessionStatus,
+  startAgentRole,
+} from "@hub/agent";
+import type { ReplyDispatcher } from "@hub/reply";
+import { createModelResolver } from "../models.js";
+import type { HubBase } from "./base.js";
+import type { EntryStage } from "./entry.js";
+import type { SessionStage } from "./session.js";
+
+/**
+ * Stage 4, execution (a process with the `agent` role): restart recovery,
+ * then the session lane's runner with bounded concurrency, where each run
+ * claims its session, runs the model and tools, and hands its reply to
+ * settlement.
+ */
+export async function startExecution(
+  base: HubBase,
+  entry: EntryStage,
+  replies: ReplyDispatcher,
+  s: SessionStage,
+): Promise<void> {
+  const { config, logger } = base;
+  const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
+  const agentLog = logger.child({ component: "agent" });
+  const workspace = config.agent.workspace ?? join(base.stateDir, "workspace");
+  const statusText = (sessionKey: string) =>
+    sessionStatus(
+      { config, activity: s.activity, sessions: s.sessions, lastModelDecision: s.lastModelDecision },
+      sessionKey,
+    );
+  const runner = new AgentRunner({
+    agentId: config.agent.id,
+    sessions: s.sessions,
+    runs: s.runs,
+    writers: s.writers,
+    replies,
+    events: base.events,
+    resolveModel: createModelResolver(config, agentLog, s.recordModelDecision),
+    modelRef: config.agent.model,
+    toolsFor: createToolAccess(config, { workspace, statusText, replies }),
+    workspaceDir: workspace,
+    bootstrapLimits: config.agent.bootstrap,
+    contextWindowTokens: config.agent.contextWindowTokens,
+    approvals: s.approvals,
+    systemPrompt: config.agent.systemPrompt,
+    runTimeoutMs,
+    logger: agentLog,
+    supersede: (runId) => s.control.stop(runId, "superseded"),
+    activity: s.activity,
+    requeue: (request) => s.lane.enqueue(request),
+    dataLost: (since) => base.epoch.lostSince(since),
+    typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
+    capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
+  });
+  const role = await startAgentRole({
+    runner,
+    lane: s.lane,
+    control: s.control,
+    redisUrl: config.redis.url,
+    prefix: config.redis.prefix,
+    maxConcurrentRuns: config.agent.maxConcurrentRuns,
+    recover: async () => {
+      // Our dead predecessor's sessions are free at once, so recovery can resume them now.
+      await s.lane.reclaimDeadPredecessors();
+      const { runs, sessions, lane, activity } = s;
+      return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
+    },
+  });
+  base.shutdown.workers.push(role.worker);
+  base.shutdown.rest.push(role.close);
+}

@@ -1,0 +1,71 @@
+import { RunControl } from "@hub/agent";
+import {
+  ApprovalStore,
+  RunRecords,
+  SessionActivity,
+  SessionLane,
+  SessionStore,
+  SessionWriters,
+} from "@hub/sessions";
+import type { HubBase } from "./base.js";
+
+/**
+ * Stage 3, session: which session a message belongs to and who may write it.
+ * The session lane (one run per session at a time, across processes), the
+ * transcripts, run records, writer claims, live activity, approvals, and the
+ * control channel that stops a run wherever it runs.
+ */
+export interface SessionStage {
+  lane: SessionLane;
+  sessions: SessionStore;
+  runs: RunRecords;
+  writers: SessionWriters;
+  activity: SessionActivity;
+  approvals: ApprovalStore;
+  control: RunControl;
+  /** The latest model failover decision (JSON), kept in Redis for /status in any process. */
+  lastModelDecision(): Promise<string | undefined>;
+  recordModelDecision(decision: unknown): void;
+}
+
+/** Builds the session layer; a request the lane gives up on gets a recorded failure, never silence. */
+export function buildSessionStage(base: HubBase): SessionStage {
+  const { config, redis, events } = base;
+  const prefix = config.redis.prefix;
+  const runs = new RunRecords(redis, prefix);
+  const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
+  const lane: SessionLane = new SessionLane({
+    redisUrl: config.redis.url,
+    prefix,
+    logger: base.logger.child({ component: "lane" }),
+    leaseMs: base.tuning.leaseMs ?? config.agent.laneLeaseMs,
+    ...base.mailbox,
+    onFailed: async (request) => {
+      const error = "the run could not be executed (its runner failed repeatedly); see the hub's log";
+      if (await runs.finish(request.runId, { status: "failed", error, stopReason: "internal_error" })) {
+        const { runId, ctx } = request;
+        await events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
+      }
+      await activity.end(request.ctx.sessionKey, request.runId, (left) => lane.enqueue(left));
+    },
+  });
+  base.shutdown.rest.push(() => lane.close());
+  const decisionsKey = `${prefix}:model-decisions`;
+  return {
+    lane,
+    sessions: new SessionStore(base.stateDir, base.logger.child({ component: "sessions" })),
+    runs,
+    writers: new SessionWriters(redis, prefix),
+    activity,
+    approvals: new ApprovalStore(redis, prefix),
+    control: new RunControl(redis, prefix),
+    lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
+    recordModelDecision: (decision) =>
+      void redis
+        .multi()
+        .lpush(decisionsKey, JSON.stringify(decision))
+        .ltrim(decisionsKey, 0, 19)
+        .exec()
+        .catch(() => {}),
+  };
+}

@@ -1,0 +1,32 @@
+import { ReplyDispatcher } from "@hub/reply";
+import type { HubBase } from "./base.js";
+import type { EntryStage } from "./entry.js";
+
+/**
+ * Stage 5, settlement: the ReplyDispatcher that every run's reply goes
+ * through (chunked per channel, ordered per reply target, durable), and, in a
+ * process with the `delivery` role, the workers that send it to the platforms.
+ */
+export async function startSettlement(base: HubBase, entry: EntryStage): Promise<ReplyDispatcher> {
+  const { config, tuning } = base;
+  const replies = new ReplyDispatcher({
+    redisUrl: config.redis.url,
+    prefix: config.redis.prefix,
+    logger: base.logger.child({ component: "reply" }),
+    capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
+    maxAttempts: config.delivery.maxAttempts,
+    sendTimeoutMs: config.delivery.sendTimeoutMs,
+    leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
+    ...base.mailbox,
+  });
+  base.shutdown.rest.push(() => replies.close());
+  if (base.roles.has("delivery")) {
+    const adapterOf = (channel: string, accountId: string) => entry.adapters.forAccount(channel, accountId);
+    base.shutdown.workers.push(
+      replies.startDelivery(adapterOf, { concurrency: tuning.deliveryConcurrency ?? 50 }),
+    );
+    // Reply targets our dead predecessor was delivering resume now, not a lease later.
+    await replies.reclaimDeadPredecessors();
+  }
+  return replies;
+}

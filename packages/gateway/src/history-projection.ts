@@ -1,0 +1,35 @@
+import type { TranscriptEntry } from "@hub/sessions";
+
+/** One line of a session's history as `chat.history` shows it to a client. */
+export interface HistoryMessage {
+  role: "user" | "assistant" | "status";
+  text: string;
+  runId: string | undefined;
+  at: number;
+}
+
+/**
+ * What a client sees of a transcript: the users' messages (not group context),
+ * the assistant's answers, and a status line for every run that did not
+ * complete; the last `limit` of them.
+ */
+export function projectHistory(entries: TranscriptEntry[], limit: number): HistoryMessage[] {
+  return entries
+    .flatMap((e): HistoryMessage[] => {
+      if (e.type === "user" && !e.contextOnly)
+        return [{ role: "user", text: e.text, runId: e.runId, at: e.at }];
+      if (e.type === "assistant" && e.text)
+        return [{ role: "assistant", text: e.text, runId: e.runId, at: e.at }];
+      if (e.type === "outcome" && e.status !== "completed")
+        return [
+          {
+            role: "status",
+            text: `Run ${e.status}${e.error ? `: ${e.error}` : ""}`,
+            runId: e.runId,
+            at: e.at,
+          },
+        ];
+      return [];
+    })
+    .slice(-limit);
+}
