@@ -113,6 +113,8 @@ function attempt(
  * a clear error when the codes expire, the link is refused, or time runs out.
  */
 export async function linkDevice(options: LoginOptions): Promise<{ name: string }> {
+  // A number that cannot be used is said before anything connects.
+  if (options.phone !== undefined) pairingPhone(options.phone);
   try {
     return await linkLoop(options);
   } finally {
