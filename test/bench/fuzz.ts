@@ -3,6 +3,7 @@ import { runFuzz } from "@hub/conformance/fuzz";
 import { createLogger, type HubConfigInput } from "@hub/core";
 import { startFakeOpenAI } from "@hub/fakes";
 import { webchatHarness } from "@hub/gateway/conformance";
+import { slackHarness } from "@hub/slack/conformance";
 import { telegramHarness } from "@hub/telegram/conformance";
 import { whatsappHarness } from "@hub/whatsapp/conformance";
 import { startTestHub } from "../support/hub.js";
@@ -14,6 +15,8 @@ const COUNT = Number(process.env.BENCH_FUZZ ?? 10_000);
 const HARNESSES: Array<[string, () => ConformanceHarness]> = [
   ["telegram (polling)", () => telegramHarness()],
   ["telegram (webhook)", () => telegramHarness({ webhook: true })],
+  ["slack (Events API)", () => slackHarness({ mode: "http" })],
+  ["slack (Socket Mode)", () => slackHarness({ mode: "socket" })],
   ["webchat (chat.send)", () => webchatHarness()],
   ["whatsapp (messages.upsert)", () => whatsappHarness()],
 ];

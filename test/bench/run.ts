@@ -5,6 +5,7 @@ import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub } from "../support/hub.js";
 import { benchDelivery } from "./delivery.js";
 import { benchFuzz } from "./fuzz.js";
+import { benchSlack } from "./slack.js";
 
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 200);
 const PER_CLIENT = Number(process.env.BENCH_MESSAGES ?? 5);
@@ -63,5 +64,6 @@ async function benchWebChat(): Promise<void> {
 
 await benchWebChat();
 await benchDelivery();
+await benchSlack();
 await benchFuzz();
 process.exit(0);

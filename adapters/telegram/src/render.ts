@@ -1,3 +1,4 @@
+import { decodeCharacterReferences, isSafeLinkTarget } from "@hub/core";
 import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
 
 // Markdown (as models write it) -> Telegram's HTML parse mode. We walk marked's token tree instead of
@@ -34,47 +35,8 @@ function wrap(ctx: Ctx, tag: string, inner: string, attrs = ""): string {
   return `<${tag}${attrs}>${inner}</${tag}>`;
 }
 
-// marked leaves named character references in text tokens (it expects a browser to decode them);
-// Telegram shows them literally, so decode the common ones (CommonMark semantics) before escaping.
-const NAMED: Record<string, string> = {
-  amp: "&",
-  lt: "<",
-  gt: ">",
-  quot: '"',
-  apos: "'",
-  nbsp: "\u00a0",
-  copy: "©",
-  reg: "®",
-  trade: "™",
-  hellip: "…",
-  mdash: "—",
-  ndash: "–",
-  laquo: "«",
-  raquo: "»",
-  middot: "·",
-  times: "×",
-  deg: "°",
-  euro: "€",
-};
-
-function decodeEntities(text: string): string {
-  return text.replace(
-    /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|([a-zA-Z][a-zA-Z0-9]{1,31}));/g,
-    (m, dec, hex, name) => {
-      if (typeof name === "string") return NAMED[name] ?? m;
-      const code = typeof dec === "string" ? Number.parseInt(dec, 10) : Number.parseInt(String(hex), 16);
-      const valid = code > 0 && code <= 0x10ffff && !(code >= 0xd800 && code <= 0xdfff);
-      return valid ? String.fromCodePoint(code) : m;
-    },
-  );
-}
-
 /** Only these schemes become links: a model must not be able to emit javascript:/data: hrefs. */
-function isSafeHref(href: string): boolean {
-  const h = href.trim();
-  const hasControl = [...h].some((c) => c.charCodeAt(0) < 0x20);
-  return /^(?:https?:\/\/|tg:|mailto:)/i.test(h) && !/\s/.test(h) && !hasControl;
-}
+const isSafeHref = (href: string): boolean => isSafeLinkTarget(href, ["https?://", "tg:", "mailto:"]);
 
 function renderInline(tokens: readonly Token[] | undefined, ctx: Ctx): string {
   if (!tokens) return "";
@@ -88,7 +50,7 @@ function renderInlineToken(token: Token, ctx: Ctx): string {
   const t = token as MarkedToken;
   switch (t.type) {
     case "text":
-      return t.tokens ? renderInline(t.tokens, ctx) : esc(ctx, decodeEntities(t.text));
+      return t.tokens ? renderInline(t.tokens, ctx) : esc(ctx, decodeCharacterReferences(t.text));
     case "escape":
       return esc(ctx, t.text);
     case "strong":
@@ -118,7 +80,7 @@ function renderInlineToken(token: Token, ctx: Ctx): string {
 
 function renderLink(t: Tokens.Link, ctx: Ctx): string {
   // Autolinks keep their literal text; a written [text](href) destination may hold entities.
-  const href = t.autolink ? t.href : decodeEntities(t.href);
+  const href = t.autolink ? t.href : decodeCharacterReferences(t.href);
   const inner = { ...ctx, inLink: true };
   const label = t.autolink ? esc(ctx, t.text) : renderInline(t.tokens, inner);
   if (ctx.inLink || !isSafeHref(href)) return label === "" ? "" : label;
@@ -131,7 +93,7 @@ function renderLink(t: Tokens.Link, ctx: Ctx): string {
 
 function renderImage(t: Tokens.Image, ctx: Ctx): string {
   const alt = renderInline(t.tokens, PLAIN).trim() || t.text.trim();
-  const href = decodeEntities(t.href);
+  const href = decodeCharacterReferences(t.href);
   if (ctx.inLink || !isSafeHref(href)) return esc(ctx, alt);
   if (ctx.mode === "plain") return alt === "" ? href : `${alt} (${href})`;
   return `<a href="${escapeAttr(href)}">${escapeHtml(alt === "" ? href : alt)}</a>`;
@@ -162,7 +124,7 @@ function renderBlock(token: Token, ctx: Ctx): string {
       return renderInline(t.tokens, ctx);
     case "text":
       // Block-level text appears in tight list items.
-      return t.tokens ? renderInline(t.tokens, ctx) : esc(ctx, decodeEntities(t.text));
+      return t.tokens ? renderInline(t.tokens, ctx) : esc(ctx, decodeCharacterReferences(t.text));
     case "heading":
       return wrap(ctx, "b", renderInline(t.tokens, ctx));
     case "code":

@@ -10,6 +10,7 @@ export * from "./failpoint.js";
 export * from "./finalize.js";
 export * from "./inbound.js";
 export * from "./logger.js";
+export * from "./markdown-text.js";
 export * from "./msg-context.js";
 export * from "./plugin.js";
 export * from "./redact.js";

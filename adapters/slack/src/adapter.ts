@@ -1,0 +1,305 @@
+import { AsyncLocalStorage } from "node:async_hooks";
+import {
+  type AdapterStateStore,
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  ChannelRefusedError,
+  type ChannelStatus,
+  ChannelStatusCell,
+  describeError,
+  type HttpRoute,
+  type HubLogger,
+  type InboundHandler,
+  type OutboundSegment,
+  type ReplyTarget,
+  type SendResult,
+} from "@hub/core";
+import { App, type Receiver } from "@slack/bolt";
+import type { WebClientOptions } from "@slack/web-api";
+import { boltLogger } from "./bolt-logger.js";
+import { SLACK_API_URL } from "./config.js";
+import { SlackDirectory } from "./directory.js";
+import { slackEventsRoute } from "./events-http.js";
+import { SlackInbound } from "./inbound.js";
+import type { SlackBotIdentity } from "./normalize.js";
+import { SlackPoster } from "./poster.js";
+import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
+import { SocketConnection } from "./socket.js";
+import { classifyStartError } from "./start-errors.js";
+import { WorkingIndicator } from "./working.js";
+
+/** Options of the Slack adapter (from `channels.slack` plus wiring). */
+export interface SlackAdapterOptions {
+  botToken: string;
+  mode?: "http" | "socket";
+  signingSecret?: string | undefined;
+  appToken?: string | undefined;
+  apiUrl?: string;
+  eventsPath?: string;
+  accountId?: string;
+  editedMessages?: "ignore" | "as-new";
+  state: AdapterStateStore;
+  logger: HubLogger;
+  /** Wait after an uncertain post before looking for it (ms); Slack finishes a request well within it. */
+  uncertainSettleMs?: number;
+  /** The working indicator goes away this long after the last typing refresh (ms). */
+  workingIdleMs?: number;
+  /** Acknowledge an HTTP event after this long even if admission is still running (ms). */
+  ackDeadlineMs?: number;
+}
+
+/** How many answered threads a process remembers (follow-ups there need no mention). */
+const BOT_THREADS_MAX = 10_000;
+
+// The Web API client types fetch with its own Response shape; the runtime's fetch satisfies it.
+type SlackFetch = NonNullable<WebClientOptions["fetch"]>;
+
+/**
+ * Bolt needs a receiver; ours listens to nothing: events reach `app.processEvent` from the hub's
+ * own route (HTTP) or our Socket Mode connection, so we decide when Slack is acknowledged.
+ */
+class HubReceiver implements Receiver {
+  init(): void {}
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+}
+
+/**
+ * Slack through Bolt 5: the Events API on the hub's own HTTP server (signed, acknowledged after
+ * admission or within 3 s) or Socket Mode in; mrkdwn sends out, never retried by the SDK and never
+ * posted twice after an uncertain attempt. `app_mention` and the `message` Slack sends with it are
+ * one message (same channel + ts), and concurrent deliveries of one message are handled one after
+ * the other, so the second is a plain duplicate.
+ */
+export class SlackAdapter implements ChannelAdapter {
+  readonly channel = "slack";
+  readonly accountId: string;
+  readonly capabilities: ChannelCapabilities = {
+    textLimit: SLACK_TEXT_LIMIT,
+    markdown: "slack-mrkdwn",
+    threads: true,
+    typing: true,
+    edit: false,
+    // chat.postMessage allows about one message per second per channel (short bursts pass).
+    minSendIntervalMs: 1000,
+    streamMinChars: 1500,
+    maxSendsPerSecond: 20,
+    measure: (markdown) => renderMrkdwn(markdown).length,
+  };
+  readonly #o: SlackAdapterOptions;
+  readonly #log: HubLogger;
+  readonly #app: App;
+  readonly #receiver = new HubReceiver();
+  readonly #signals = new AsyncLocalStorage<AbortSignal>();
+  readonly #poster: SlackPoster;
+  readonly #working: WorkingIndicator;
+  readonly #inbound: SlackInbound;
+  /** Channel threads this process has answered in (`channel:thread_ts`), newest last, bounded. */
+  readonly #botThreads = new Set<string>();
+  #socket: SocketConnection | undefined;
+  #identity: SlackBotIdentity | undefined;
+  #appReady = false;
+  readonly #status: ChannelStatusCell;
+
+  constructor(options: SlackAdapterOptions) {
+    this.#o = options;
+    this.accountId = options.accountId ?? "default";
+    this.#log = options.logger.child({ channel: "slack", accountId: this.accountId });
+    this.#status = new ChannelStatusCell((status) => {
+      if (status.state === "connected") this.#log.info("slack connected");
+      else if (status.state === "failed" || status.state === "reconnecting")
+        this.#log.warn({ state: status.state, reason: status.reason }, "slack connection state changed");
+    });
+    const logger = boltLogger(this.#log);
+    this.#app = new App({
+      token: options.botToken,
+      receiver: this.#receiver,
+      deferInitialization: true,
+      logger,
+      clientOptions: {
+        slackApiUrl: options.apiUrl ?? SLACK_API_URL,
+        // Never a double post: the client does not retry (the ReplyDispatcher does, with its checkpoint),
+        // and a 429 is thrown at once so the whole reply target waits Retry-After.
+        retryConfig: { retries: 0 },
+        rejectRateLimitedCalls: true,
+        // A safety net for calls without a deadline of their own (sends are aborted earlier by their signal).
+        timeout: 30_000,
+        fetch: ((input: string | URL, init?: RequestInit) =>
+          fetch(input, { ...init, signal: this.#withSendSignal(init?.signal) })) as unknown as SlackFetch,
+      },
+    });
+    this.#app.error(async (error) => {
+      throw (error as { original?: unknown }).original ?? error;
+    });
+    const client = this.#app.client;
+    this.#poster = new SlackPoster({
+      client,
+      state: options.state,
+      accountId: this.accountId,
+      logger: this.#log,
+      botUserId: () => this.#identity?.userId,
+      settleMs: options.uncertainSettleMs ?? 15_000,
+    });
+    this.#working = new WorkingIndicator({
+      client,
+      logger: this.#log,
+      idleMs: options.workingIdleMs ?? 8000,
+    });
+    this.#inbound = new SlackInbound({
+      app: this.#app,
+      logger: this.#log,
+      directory: new SlackDirectory(client, this.#log),
+      accountId: this.accountId,
+      editedMessages: options.editedMessages ?? "ignore",
+      identity: () => this.#identity,
+      isBotThread: (channel, ts) => this.#botThreads.has(`${channel}:${ts}`),
+    });
+  }
+
+  /** The Bolt app (for tests and advanced wiring). */
+  get app(): App {
+    return this.#app;
+  }
+
+  /** The bot's identity in the workspace, once started. */
+  get identity(): SlackBotIdentity | undefined {
+    return this.#identity;
+  }
+
+  status(): ChannelStatus {
+    return this.#status.get();
+  }
+
+  // The abort signal of the send in progress (if any) reaches the HTTP request Bolt's client makes.
+  #withSendSignal(own: AbortSignal | null | undefined): AbortSignal | undefined {
+    const send = this.#signals.getStore();
+    const signals = [own, send].filter((s): s is AbortSignal => s instanceof AbortSignal);
+    return signals.length === 0 ? undefined : AbortSignal.any(signals);
+  }
+
+  /**
+   * One connection attempt: check the config, `auth.test` (who the bot is), then Socket Mode's
+   * connection if configured. A refused token or a missing key throws `ChannelRefusedError`
+   * (failed, one clear line); anything else (Slack unreachable) throws as is and the hub retries.
+   */
+  async start(onInbound: InboundHandler): Promise<void> {
+    this.#status.set("connecting");
+    const mode = this.#o.mode ?? "http";
+    const at = this.accountId === "default" ? "channels.slack" : `channels.slack.accounts.${this.accountId}`;
+    const missing =
+      mode === "http" && !this.#o.signingSecret
+        ? `Slack HTTP mode needs ${at}.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.`
+        : mode === "socket" && !this.#o.appToken?.startsWith("xapp-")
+          ? `Slack socket mode needs ${at}.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.`
+          : undefined;
+    if (missing) this.#refuse(new ChannelRefusedError("slack_config", missing));
+    try {
+      await this.#identify(at);
+      this.#inbound.setHandler(onInbound);
+      if (mode === "socket") await this.#connectSocket(at);
+      else this.#status.set("connected");
+    } catch (error) {
+      if (error instanceof ChannelRefusedError) this.#refuse(error);
+      this.#status.set("reconnecting", { reason: describeError(error) });
+      throw error;
+    }
+  }
+
+  #refuse(error: ChannelRefusedError): never {
+    this.#status.set("failed", { reason: error.message });
+    throw error;
+  }
+
+  async #identify(at: string): Promise<void> {
+    try {
+      if (!this.#appReady) await this.#app.init();
+      this.#appReady = true;
+      const auth = await this.#app.client.auth.test();
+      if (!auth.user_id) throw new Error("auth.test returned no user_id");
+      this.#identity = { userId: auth.user_id, botId: auth.bot_id };
+    } catch (error) {
+      throw classifyStartError(
+        error,
+        `Slack refused the bot token; check ${at}.botToken (xoxb-...) or SLACK_BOT_TOKEN`,
+      );
+    }
+    this.#log.info(
+      { botUserId: this.#identity.userId, mode: this.#o.mode ?? "http" },
+      "slack bot identified",
+    );
+  }
+
+  async #connectSocket(at: string): Promise<void> {
+    await this.#socket?.stop();
+    this.#socket = new SocketConnection({
+      appToken: this.#o.appToken ?? "",
+      apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
+      logger: this.#log,
+      boltLogger: boltLogger(this.#log),
+      process: (envelope) => this.#inbound.process(envelope),
+      onState: (state, reason) => this.#status.set(state, reason ? { reason } : {}),
+    });
+    try {
+      await this.#socket.start();
+    } catch (error) {
+      throw classifyStartError(
+        error,
+        `Slack refused the app-level token; check ${at}.appToken (xapp-..., connections:write) or SLACK_APP_TOKEN`,
+      );
+    }
+  }
+
+  async stop(): Promise<void> {
+    await this.#socket?.stop();
+    this.#inbound.setHandler(undefined);
+    await this.#inbound.drain();
+    await this.#working.clearAll();
+    this.#status.set("stopped");
+  }
+
+  /** The Events API endpoint on the hub's HTTP server (HTTP mode). */
+  httpRoutes(): HttpRoute[] {
+    if ((this.#o.mode ?? "http") !== "http" || !this.#o.signingSecret) return [];
+    return [
+      slackEventsRoute({
+        path: this.#o.eventsPath ?? "/slack/events",
+        signingSecret: this.#o.signingSecret,
+        logger: this.#log,
+        process: (envelope) => this.#inbound.process(envelope),
+        ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
+      }),
+    ];
+  }
+
+  async send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SendResult> {
+    // In a channel the answer goes to a thread on the user's message; in a DM it stays in the DM.
+    const threadTs = target.threadId ?? (target.chatId.startsWith("D") ? undefined : target.replyToMessageId);
+    const post = () =>
+      this.#poster.post({
+        channel: target.chatId,
+        threadTs,
+        text: renderMrkdwn(segment.text),
+        replyId: segment.replyId,
+        index: segment.index,
+      });
+    const ts = options.signal ? await this.#signals.run(options.signal, post) : await post();
+    if (threadTs && !target.chatId.startsWith("D")) this.#rememberThread(`${target.chatId}:${threadTs}`);
+    return { messageId: ts };
+  }
+
+  #rememberThread(key: string): void {
+    this.#botThreads.delete(key);
+    this.#botThreads.add(key);
+    if (this.#botThreads.size > BOT_THREADS_MAX) {
+      this.#botThreads.delete(this.#botThreads.values().next().value as string);
+    }
+  }
+
+  async sendTyping(target: ReplyTarget): Promise<void> {
+    await this.#working.refresh(target);
+  }
+}

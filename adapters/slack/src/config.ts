@@ -1,0 +1,42 @@
+import { ChannelAccessSchema, GroupConfigSchema } from "@hub/core";
+import { z } from "zod";
+
+/** Slack's Web API root; Bolt posts `{apiUrl}{method}`. */
+export const SLACK_API_URL = "https://slack.com/api/";
+
+/**
+ * One Slack account (`channels.slack` or `channels.slack.accounts.<id>`):
+ * how events arrive (`http` Events API on the hub's server, or `socket` mode),
+ * the tokens, and which Slack channels answer without a mention. `channels`
+ * is Slack's name for the shared `groups` map; both are accepted and merged.
+ */
+export const SlackConfigSchema = ChannelAccessSchema.extend({
+  /** `http`: Slack POSTs events to `<hub>/slack/events`; `socket`: the hub dials Slack (no public URL needed). */
+  mode: z.enum(["http", "socket"]).default("http"),
+  /** Bot token (`xoxb-...`), from OAuth & Permissions. */
+  botToken: z.string().min(1).optional(),
+  /** Signing secret (Basic Information → App Credentials); required in `http` mode. */
+  signingSecret: z.string().min(1).optional(),
+  /** App-level token (`xapp-...`) with `connections:write`; required in `socket` mode. */
+  appToken: z.string().min(1).optional(),
+  /** Slack's Web API root (tests point it at a fake). */
+  apiUrl: z.url().default(SLACK_API_URL),
+  /** The path the Events API posts to on the hub's server: `/slack/events` (account `<id>`: `/slack/events/<id>`). */
+  eventsPath: z.string().startsWith("/").optional(),
+  /** Slack channels by id (`C...`), e.g. `{ C0123: { requireMention: false } }`; same as `groups`. */
+  channels: z.record(z.string(), GroupConfigSchema).default({}),
+  /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */
+  editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
+})
+  .strict()
+  .transform((c) => ({ ...c, groups: { ...c.channels, ...c.groups } }));
+
+/** A validated Slack account config (`groups` already holds `channels`). */
+export type SlackConfig = z.output<typeof SlackConfigSchema>;
+
+/** Environment variables that set keys of the default Slack account. */
+export const SLACK_ENV: Readonly<Record<string, string>> = {
+  SLACK_BOT_TOKEN: "botToken",
+  SLACK_SIGNING_SECRET: "signingSecret",
+  SLACK_APP_TOKEN: "appToken",
+};

@@ -1,0 +1,121 @@
+import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
+import { webhookRoute } from "@hub/core";
+import { z } from "zod";
+import { verifySlackSignature } from "./signature.js";
+
+/** Largest Events API body accepted (Slack's events are a few KB). */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+
+/** How long a request may wait for admission before it is acknowledged anyway (Slack wants 3 s). */
+export const ACK_DEADLINE_MS = 2500;
+
+const EnvelopeSchema = z.looseObject({
+  type: z.string(),
+  challenge: z.string().optional(),
+  event_id: z.string().optional(),
+});
+
+/** One Events API delivery that passed the signature check, as the adapter processes it. */
+export interface SlackEnvelope {
+  body: Record<string, unknown>;
+  retryNum?: number | undefined;
+  retryReason?: string | undefined;
+}
+
+/** What the route needs: where it is, the signing secret, and what to do with a verified event. */
+export interface EventsRouteOptions {
+  path: string;
+  signingSecret: string;
+  logger: HubLogger;
+  /** Processes one event; `retry` makes Slack redeliver it. */
+  process(envelope: SlackEnvelope): Promise<InboundResult>;
+  ackDeadlineMs?: number;
+}
+
+const header = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value;
+
+/**
+ * The Events API endpoint on the hub's server (the core's webhook route: capped body, 401 unless
+ * the caller checks out, 503 only for our transient failures). The caller check is Slack's
+ * signature over the raw body with a timestamp at most 5 minutes old; `url_verification` is
+ * answered with its challenge; an event is acknowledged once admitted, or after `ackDeadlineMs`
+ * at the latest (admission then finishes in the background), so Slack never times out on us.
+ */
+export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
+  const log = options.logger;
+  return webhookRoute({
+    path: options.path,
+    maxBytes: MAX_EVENT_BYTES,
+    logger: log,
+    verify: ({ req, rawBody }) => {
+      const why = verifySlackSignature(
+        options.signingSecret,
+        {
+          signature: header(req.headers["x-slack-signature"]),
+          timestamp: header(req.headers["x-slack-request-timestamp"]),
+        },
+        rawBody.toString("utf8"),
+      );
+      if (why) log.warn({ why }, "slack event refused: it is not signed by Slack");
+      return why === undefined;
+    },
+    handle: async (body, { req }) => {
+      const envelope = EnvelopeSchema.safeParse(body);
+      if (!envelope.success) return { kind: "rejected", reason: "not an Events API envelope" };
+      if (envelope.data.type === "url_verification") return { kind: "accepted" };
+      const retryNum = header(req.headers["x-slack-retry-num"]);
+      const work = options.process({
+        body: envelope.data,
+        retryNum: retryNum === undefined ? undefined : Number(retryNum),
+        retryReason: header(req.headers["x-slack-retry-reason"]),
+      });
+      return withDeadline(work, options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
+        if (late.kind === "retry") {
+          log.error(
+            { eventId: envelope.data.event_id, reason: late.reason },
+            "slack event failed after its ack",
+          );
+        }
+      });
+    },
+    respond: (body) => {
+      const envelope = EnvelopeSchema.safeParse(body);
+      if (!envelope.success || envelope.data.type !== "url_verification") return undefined;
+      return {
+        contentType: "application/json",
+        body: JSON.stringify({ challenge: envelope.data.challenge ?? "" }),
+      };
+    },
+  });
+}
+
+/** Waits for `work` at most `ms`; past it, answers `accepted` (acknowledge now) and reports the late result. */
+async function withDeadline(
+  work: Promise<InboundResult>,
+  ms: number,
+  onLate: (result: InboundResult) => void,
+): Promise<InboundResult> {
+  let timer: NodeJS.Timeout | undefined;
+  let late = false;
+  const settled = work.catch(
+    (error: unknown): InboundResult => ({
+      kind: "retry",
+      reason: error instanceof Error ? error.message : String(error),
+    }),
+  );
+  const deadline = new Promise<InboundResult>((resolve) => {
+    timer = setTimeout(() => {
+      late = true;
+      resolve({ kind: "accepted" });
+    }, ms);
+  });
+  void settled.then((result) => {
+    if (late) onLate(result);
+  });
+  try {
+    return await Promise.race([settled, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}

@@ -1,0 +1,30 @@
+import { ChannelRefusedError, describeError } from "@hub/core";
+import { WebAPIPlatformError } from "@slack/web-api";
+
+/** Slack errors at start that no retry can fix: the token or the app is wrong. */
+const REFUSED_AT_START = new Set([
+  "invalid_auth",
+  "not_authed",
+  "account_inactive",
+  "token_revoked",
+  "token_expired",
+  "not_allowed_token_type",
+  "missing_scope",
+  "team_access_not_granted",
+]);
+
+/** A start failure as the hub acts on it: `ChannelRefusedError` (fix the config) or transient (retried). */
+export function classifyStartError(error: unknown, whatToDo: string): Error {
+  const code =
+    error instanceof WebAPIPlatformError
+      ? String(error.data.error)
+      : (/\b(invalid_auth|not_authed|account_inactive|token_revoked|not_allowed_token_type)\b/.exec(
+          describeError(error),
+        )?.[1] ?? "");
+  if (REFUSED_AT_START.has(code)) {
+    return new ChannelRefusedError("slack_refused", `${whatToDo} (Slack answered ${code}).`, {
+      cause: error,
+    });
+  }
+  return error instanceof Error ? error : new Error(describeError(error));
+}

@@ -1,0 +1,436 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import {
+  type AdapterFields,
+  ChannelRefusedError,
+  createLogger,
+  type InboundResult,
+  PermanentSendError,
+  RateLimitedError,
+  type ReplyTarget,
+} from "@hub/core";
+import { type FakeSlack, startFakeSlack } from "@hub/fakes";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/redis.js";
+import { SlackAdapter, type SlackAdapterOptions } from "../src/index.js";
+import { SEGMENT_EVENT_TYPE } from "../src/poster.js";
+import { appMentionEvent, freePort, memoryState, messageEvent, SLACK_IDS } from "./harness.js";
+
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+type Handler = (fields: AdapterFields) => Promise<InboundResult | undefined>;
+
+/** An adapter against the fake Slack, its routes on a local server; inbound goes to `handler`. */
+async function setup(options: Partial<SlackAdapterOptions> & { handler?: Handler } = {}) {
+  const fake = await startFakeSlack();
+  const received: AdapterFields[] = [];
+  const { handler, ...adapterOptions } = options;
+  const adapter = new SlackAdapter({
+    botToken: fake.botToken,
+    signingSecret: fake.signingSecret,
+    appToken: fake.appToken,
+    apiUrl: fake.apiUrl,
+    state: memoryState(),
+    logger: createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" }),
+    ...adapterOptions,
+  });
+  await adapter.start(async (fields) => {
+    received.push(fields);
+    return (await handler?.(fields)) ?? { kind: "accepted" };
+  });
+  const routes = adapter.httpRoutes();
+  const server: Server = createServer((req, res) => {
+    const route = routes.find((r) => r.method === req.method && r.path === req.url);
+    if (!route) return void res.writeHead(404).end();
+    void route.handle(req, res);
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", () => resolve()));
+  fake.eventsUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/slack/events`;
+  cleanups.push(async () => {
+    await adapter.stop();
+    server.closeAllConnections();
+    await new Promise((r) => server.close(r));
+    await fake.close();
+  });
+  return { fake, adapter, received };
+}
+
+const dm = (fake: FakeSlack, text: string) =>
+  fake.envelope(messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text)));
+
+describe("slack events over HTTP", () => {
+  it("answers url_verification with the challenge", async () => {
+    const { fake } = await setup();
+    const res = await fake.deliver({
+      token: "t",
+      challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+      type: "url_verification",
+    });
+    expect(res.status).toBe(200);
+    expect(JSON.parse(res.body)).toEqual({
+      challenge: "3eZbrw1aBm2rZgRNFdxV2595E9CY3gmdALWMmHkvFXO7tYXAYM8P",
+    });
+  });
+
+  it("refuses a bad signature, a stale timestamp and missing headers with 401, running nothing", async () => {
+    const { fake, received } = await setup();
+    const bad = await fake.deliver(dm(fake, "forged"), { signature: `v0=${"0".repeat(64)}` });
+    const stale = await fake.deliver(dm(fake, "replayed"), {
+      timestamp: Math.floor(Date.now() / 1000) - 301,
+    });
+    const unsigned = await fetch(fake.eventsUrl ?? "", {
+      method: "POST",
+      body: JSON.stringify(dm(fake, "x")),
+    });
+    expect([bad.status, stale.status, unsigned.status]).toEqual([401, 401, 401]);
+    const fresh = await fake.deliver(dm(fake, "signed"), { timestamp: Math.floor(Date.now() / 1000) - 280 });
+    expect(fresh.status).toBe(200);
+    expect(received.map((f) => f.body)).toEqual(["signed"]);
+  });
+
+  it("turns a signed DM into adapter fields with the sender's name", async () => {
+    const { fake, received } = await setup();
+    const envelope = dm(fake, "hello &lt;there&gt; <https://example.com|site>");
+    expect((await fake.deliver(envelope)).status).toBe(200);
+    const event = envelope.event as { ts: string };
+    expect(received).toEqual([
+      expect.objectContaining({
+        channel: "slack",
+        messageId: event.ts,
+        chat: { type: "direct", id: SLACK_IDS.directChat },
+        sender: {
+          id: SLACK_IDS.user,
+          name: `User ${SLACK_IDS.user}`,
+          username: "user-u0user0001",
+          isBot: false,
+        },
+        body: "hello <there> site (https://example.com)",
+        wasMentioned: true,
+      }),
+    ]);
+  });
+
+  it("answers 503 when admission fails (Slack retries), 200 when the message is rejected for good", async () => {
+    let answer: () => InboundResult = () => {
+      throw new Error("redis is down");
+    };
+    const { fake } = await setup({ handler: async () => answer() });
+    expect((await fake.deliver(dm(fake, "one"))).status).toBe(503);
+    answer = () => ({ kind: "retry", reason: "being admitted elsewhere" });
+    expect((await fake.deliver(dm(fake, "two"))).status).toBe(503);
+    answer = () => ({ kind: "rejected", reason: "attachment too large" });
+    expect((await fake.deliver(dm(fake, "three"))).status).toBe(200);
+  });
+
+  it("acknowledges within the deadline while a slow admission finishes in the background", async () => {
+    let admitted = false;
+    const { fake } = await setup({
+      ackDeadlineMs: 300,
+      handler: async () => {
+        await new Promise((r) => setTimeout(r, 1500));
+        admitted = true;
+        return undefined;
+      },
+    });
+    const started = Date.now();
+    expect((await fake.deliver(dm(fake, "slow"))).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(1200);
+    expect(admitted).toBe(false);
+    await waitFor(() => admitted, "the admission to finish");
+  });
+
+  it("skips bot messages, its own messages, edits and joins; a file share carries its files as media", async () => {
+    const { fake, received } = await setup();
+    const m = (text: string, extra: Record<string, unknown>) =>
+      fake.envelope(messageEvent(fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, text), extra));
+    await fake.deliver(m("bot", { subtype: "bot_message", bot_id: "B0OTHER001" }));
+    await fake.deliver(m("own", { user: fake.botUserId, bot_id: fake.botId }));
+    await fake.deliver(
+      m("edit", { subtype: "message_changed", message: { text: "x", user: "U1", ts: "1.1" } }),
+    );
+    await fake.deliver(m("join", { subtype: "channel_join" }));
+    await fake.deliver(
+      m("a file", {
+        subtype: "file_share",
+        files: [{ id: "F0FILE0001", name: "a.png", mimetype: "image/png", size: 1234 }],
+      }),
+    );
+    expect(received.map((f) => [f.body, f.media])).toEqual([
+      ["a file", [{ kind: "image", mime: "image/png", ref: "F0FILE0001", size: 1234 }]],
+    ]);
+  });
+
+  it("handles app_mention and message for one mention one after the other, as one message id", async () => {
+    let running = 0;
+    let overlapped = false;
+    const { fake, received } = await setup({
+      handler: async () => {
+        running++;
+        if (running > 1) overlapped = true;
+        await new Promise((r) => setTimeout(r, 100));
+        running--;
+        return undefined;
+      },
+    });
+    const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> hi`);
+    const statuses = await Promise.all([
+      fake.deliver(fake.envelope(messageEvent(msg))),
+      fake.deliver(fake.envelope(appMentionEvent(msg))),
+    ]);
+    expect(statuses.map((s) => s.status)).toEqual([200, 200]);
+    expect(overlapped).toBe(false);
+    expect(received.map((f) => [f.messageId, f.body, f.wasMentioned, f.replyToMessageId])).toEqual([
+      [msg.ts, "hi", true, msg.ts],
+      [msg.ts, "hi", true, msg.ts],
+    ]);
+  });
+
+  it("maps thread_ts to threadId; a reply in a thread the bot answered in counts as addressed to it", async () => {
+    const { fake, adapter, received } = await setup();
+    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "root");
+    const follow = (text: string) =>
+      fake.envelope(
+        messageEvent(fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, text, root.ts), {
+          parent_user_id: SLACK_IDS.user,
+        }),
+      );
+    await fake.deliver(follow("before"));
+    const target = {
+      channel: "slack",
+      accountId: "default",
+      chatId: SLACK_IDS.group,
+      replyToMessageId: root.ts,
+    };
+    await adapter.send({ replyId: "r1", index: 0, text: "answer" }, target);
+    await fake.deliver(follow("after"));
+    expect(received.map((f) => [f.body, f.threadId, f.wasMentioned])).toEqual([
+      ["before", root.ts, false],
+      ["after", root.ts, true],
+    ]);
+  });
+});
+
+describe("slack sends", () => {
+  const target = (chatId: string, extra: Partial<ReplyTarget> = {}): ReplyTarget => ({
+    channel: "slack",
+    accountId: "default",
+    chatId,
+    ...extra,
+  });
+
+  it("posts mrkdwn: in a DM directly, in a channel in a thread on the message, in a thread in it", async () => {
+    const { fake, adapter } = await setup();
+    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "q");
+    await adapter.send(
+      { replyId: "a", index: 0, text: "**hi** @channel <b>" },
+      target(SLACK_IDS.directChat, { replyToMessageId: "1.2" }),
+    );
+    await adapter.send(
+      { replyId: "b", index: 0, text: "x" },
+      target(SLACK_IDS.group, { replyToMessageId: root.ts }),
+    );
+    await adapter.send(
+      { replyId: "c", index: 1, text: "y" },
+      target(SLACK_IDS.group, { threadId: "9.9", replyToMessageId: root.ts }),
+    );
+    const posts = fake.callsOf("chat.postMessage").map((c) => c.params);
+    expect(posts.map((p) => [p.channel, p.text, p.thread_ts])).toEqual([
+      [SLACK_IDS.directChat, "*hi* @\u2060channel &lt;b&gt;", undefined],
+      [SLACK_IDS.group, "x", root.ts],
+      [SLACK_IDS.group, "y", "9.9"],
+    ]);
+    expect(JSON.parse(String(posts[2]?.metadata))).toEqual({
+      event_type: SEGMENT_EVENT_TYPE,
+      event_payload: { reply_id: "c", index: 1 },
+    });
+  });
+
+  it("turns a 429 into a RateLimitedError with Retry-After, without retrying the post itself", async () => {
+    const { fake, adapter } = await setup();
+    fake.failNext("chat.postMessage", { status: 429, retryAfter: 3 });
+    const error = await adapter
+      .send({ replyId: "r", index: 0, text: "x" }, target(SLACK_IDS.directChat))
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(RateLimitedError);
+    expect((error as RateLimitedError).retryAfterMs).toBe(3000);
+    expect(fake.callsOf("chat.postMessage")).toHaveLength(1);
+    expect(fake.posted()).toHaveLength(0);
+  });
+
+  it("gives a segment up for good when Slack refuses it (channel_not_found)", async () => {
+    const { fake, adapter } = await setup();
+    fake.failNext("chat.postMessage", { error: "channel_not_found" });
+    const error = await adapter
+      .send({ replyId: "r", index: 0, text: "x" }, target("C0GONE0001"))
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(PermanentSendError);
+  });
+
+  it("never posts twice when a slow first attempt lands after the client gave up", async () => {
+    const { fake, adapter } = await setup({ uncertainSettleMs: 1500 });
+    fake.slowNext("chat.postMessage", 800);
+    const segment = { replyId: "slow", index: 0, text: "only once" };
+    const aborted = await adapter
+      .send(segment, target(SLACK_IDS.directChat), { signal: AbortSignal.timeout(200) })
+      .catch((e) => e);
+    expect(aborted).toBeInstanceOf(Error);
+    expect(fake.posted()).toHaveLength(0);
+    // The retry right away waits for the uncertain attempt to settle.
+    const early = await adapter.send(segment, target(SLACK_IDS.directChat)).catch((e) => e);
+    expect(early).toBeInstanceOf(RateLimitedError);
+    await waitFor(() => fake.posted().length === 1, "the slow post to land");
+    await new Promise((r) => setTimeout(r, (early as RateLimitedError).retryAfterMs));
+    const result = await adapter.send(segment, target(SLACK_IDS.directChat));
+    expect(fake.posted().map((m) => [m.ts, m.text])).toEqual([[result.messageId, "only once"]]);
+    // Found once, the mark is gone: the next segment posts normally.
+    await adapter.send({ replyId: "slow", index: 1, text: "next" }, target(SLACK_IDS.directChat));
+    expect(fake.posted().map((m) => m.text)).toEqual(["only once", "next"]);
+  });
+});
+
+describe("slack working indicator", () => {
+  it("puts a reaction on the message while refreshed and removes it when the refreshes stop", async () => {
+    const { fake, adapter } = await setup({ workingIdleMs: 400 });
+    const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "q");
+    const t: ReplyTarget = {
+      channel: "slack",
+      accountId: "default",
+      chatId: SLACK_IDS.group,
+      replyToMessageId: msg.ts,
+    };
+    await adapter.sendTyping(t);
+    await adapter.sendTyping(t);
+    expect(fake.reactionsOn(SLACK_IDS.group, msg.ts)).toEqual(["eyes"]);
+    expect(fake.callsOf("reactions.add")).toHaveLength(1);
+    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).length === 0, "the reaction to go");
+  });
+
+  it("uses the assistant thread status in a DM thread, cleared when the refreshes stop", async () => {
+    const { fake, adapter } = await setup({ workingIdleMs: 300 });
+    await adapter.sendTyping({
+      channel: "slack",
+      accountId: "default",
+      chatId: SLACK_IDS.directChat,
+      threadId: "5.5",
+    });
+    await waitFor(() => fake.callsOf("assistant.threads.setStatus").length === 2, "the status to clear");
+    expect(fake.callsOf("assistant.threads.setStatus").map((c) => c.params.status)).toEqual([
+      "is thinking…",
+      "",
+    ]);
+  });
+});
+
+describe("slack socket mode", () => {
+  it("acknowledges an envelope only after admission; a failed admission is left for redelivery", async () => {
+    let fail = true;
+    const { fake, received } = await setup({
+      mode: "socket",
+      handler: async () => (fail ? { kind: "retry", reason: "redis is down" } : undefined),
+    });
+    await waitFor(() => fake.socketConnected, "the socket connection");
+    const envelope = dm(fake, "over the socket");
+    expect(await fake.deliverSocket(envelope, { timeoutMs: 800 })).toBe(false);
+    fail = false;
+    expect(await fake.deliverSocket(envelope, { retryAttempt: 1 })).toBe(true);
+    expect(received.map((f) => f.body)).toEqual(["over the socket", "over the socket"]);
+    // Garbage is acknowledged and dropped, never redelivered forever.
+    expect(await fake.deliverSocket(fake.envelope({ type: "message", channel: 42 }))).toBe(true);
+    // Even an envelope the Socket Mode library itself cannot read (no event) is acknowledged.
+    expect(await fake.deliverSocket({ type: "event_callback" })).toBe(true);
+    expect(await fake.deliverSocket({ type: "event_callback", event: null })).toBe(true);
+  });
+});
+
+describe("slack socket mode reconnects", () => {
+  it("reconnects when Slack asks it to (disconnect: refresh_requested) and keeps admitting", async () => {
+    const { fake, adapter, received } = await setup({ mode: "socket" });
+    await waitFor(() => fake.socketConnected, "the first connection");
+    expect(adapter.status().state).toBe("connected");
+    fake.disconnectSocket("refresh_requested");
+    await waitFor(() => fake.socketConnections === 2 && fake.socketConnected, "the reconnection", 15_000);
+    await waitFor(() => adapter.status().state === "connected", "connected again");
+    expect(await fake.deliverSocket(dm(fake, "after the refresh"))).toBe(true);
+    expect(received.map((f) => f.body)).toEqual(["after the refresh"]);
+  }, 20_000);
+});
+
+describe("slack socket mode with Slack unreachable", () => {
+  it("keeps trying when a reconnect finds Slack down (no crash), and connects once Slack is back", async () => {
+    const port = await freePort();
+    let fake = await startFakeSlack({ port });
+    const received: string[] = [];
+    const adapter = new SlackAdapter({
+      botToken: fake.botToken,
+      appToken: fake.appToken,
+      mode: "socket",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger: createLogger({ level: "silent" }),
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async (fields) => {
+      received.push(fields.body);
+      return { kind: "accepted" };
+    });
+    // Slack goes away: the socket drops and apps.connections.open is refused when the client reconnects.
+    await fake.close();
+    await waitFor(
+      () => /fetch failed|ECONNREFUSED|request/i.test(adapter.status().reason ?? ""),
+      "a failed reconnect",
+      20_000,
+    );
+    expect(adapter.status().state).toBe("reconnecting");
+    fake = await startFakeSlack({ port });
+    await waitFor(() => fake.socketConnected, "the connection once Slack is back", 20_000);
+    expect(await fake.deliverSocket(dm(fake, "back again"))).toBe(true);
+    expect(received).toEqual(["back again"]);
+  }, 60_000);
+});
+
+describe("slack start", () => {
+  const logger = createLogger({ level: "silent" });
+
+  it("fails for good on a refused token, with a clear reason in status()", async () => {
+    const fake = await startFakeSlack();
+    cleanups.push(() => fake.close());
+    const adapter = new SlackAdapter({
+      botToken: "xoxb-wrong",
+      signingSecret: "s",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger,
+    });
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(error).toBeInstanceOf(ChannelRefusedError);
+    expect(adapter.status()).toMatchObject({
+      state: "failed",
+      reason: expect.stringMatching(/invalid_auth/),
+    });
+    expect(adapter.status().reason).toContain("channels.slack.botToken");
+  });
+
+  it("refuses socket mode without an app-level token, and counts an unreachable Slack as transient", async () => {
+    const socket = new SlackAdapter({ botToken: "xoxb-x", mode: "socket", state: memoryState(), logger });
+    const refused = await socket.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(refused).toBeInstanceOf(ChannelRefusedError);
+    expect(String(refused.message)).toMatch(/appToken/);
+    const down = new SlackAdapter({
+      botToken: "xoxb-x",
+      signingSecret: "s",
+      apiUrl: "http://127.0.0.1:9/api/",
+      state: memoryState(),
+      logger,
+    });
+    const transient = await down.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(transient).toBeInstanceOf(Error);
+    expect(transient).not.toBeInstanceOf(ChannelRefusedError);
+    expect(down.status().state).toBe("reconnecting");
+  });
+});

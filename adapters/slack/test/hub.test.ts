@@ -1,0 +1,168 @@
+import { type FakeOpenAI, type FakeSlack, startFakeOpenAI } from "@hub/fakes";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestHub, type TestHub } from "../../../test/support/hub.js";
+import { waitFor } from "../../../test/support/redis.js";
+import type { SlackAdapter } from "../src/index.js";
+import { appMentionEvent, messageEvent, SLACK_IDS, slackHarness } from "./harness.js";
+
+// The whole hub with the Slack plugin's adapter: events POSTed to the hub's own server, signed like Slack's.
+describe("slack through the hub", () => {
+  const OPEN_CHANNEL = "C0OPEN0001";
+  let hub: TestHub;
+  let model: FakeOpenAI;
+  let fake: FakeSlack;
+  let adapter: SlackAdapter;
+  let harness: ReturnType<typeof slackHarness>;
+  const modelSaw = (text: string) =>
+    model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes(text)).length;
+
+  beforeAll(async () => {
+    model = await startFakeOpenAI();
+    harness = slackHarness({ mode: "http", adapter: { uncertainSettleMs: 2500, workingIdleMs: 6000 } });
+    await harness.start();
+    fake = harness.fake();
+    adapter = harness.adapter();
+    hub = await startTestHub(
+      {
+        ...harness.hubConfig?.(),
+        agent: { model: "fake/m" },
+        models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+        delivery: { sendTimeoutMs: 1000 },
+        channels: {
+          slack: {
+            dmPolicy: "allowlist",
+            allowFrom: [SLACK_IDS.user],
+            channels: {
+              [SLACK_IDS.group]: { requireMention: true },
+              [OPEN_CHANNEL]: { requireMention: false },
+            },
+          },
+        },
+      },
+      "slack-hub",
+      [adapter],
+    );
+  }, 30_000);
+  afterAll(async () => {
+    await hub?.dispose();
+    await harness?.stop();
+    await model?.close();
+  });
+
+  it("answers a channel mention in a thread on it, showing a reaction while it works", async () => {
+    model.script({ text: "On it." });
+    const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> deploy status?`);
+    await Promise.all([
+      fake.deliver(fake.envelope(appMentionEvent(msg))),
+      fake.deliver(fake.envelope(messageEvent(msg))),
+    ]);
+    await waitFor(() => fake.posted(SLACK_IDS.group).length === 1, "the answer");
+    const [answer] = fake.posted(SLACK_IDS.group);
+    expect([answer?.text, answer?.thread_ts]).toEqual(["On it.", msg.ts]);
+    expect(fake.callsOf("reactions.add").map((c) => c.params)).toContainEqual(
+      expect.objectContaining({ channel: SLACK_IDS.group, timestamp: msg.ts, name: "eyes" }),
+    );
+    // app_mention + message for one mention: one run.
+    await new Promise((r) => setTimeout(r, 500));
+    expect(fake.posted(SLACK_IDS.group)).toHaveLength(1);
+    expect(modelSaw("deploy status?")).toBe(1);
+    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).length === 0, "the reaction to go", 12_000);
+  }, 20_000);
+
+  it("removes the working reaction also when the run fails", async () => {
+    model.script({
+      fail: { status: 400, body: { error: { message: "bad request", type: "invalid_request_error" } } },
+    });
+    const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> this will fail`);
+    await fake.deliver(fake.envelope(appMentionEvent(msg)));
+    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).includes("eyes"), "the working reaction");
+    await waitFor(
+      () => fake.posted(SLACK_IDS.group).some((m) => m.thread_ts === msg.ts),
+      "the failure notice in the thread",
+    );
+    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).length === 0, "the reaction to go", 12_000);
+  }, 20_000);
+
+  it("answers a DM in the DM", async () => {
+    model.script({ text: "Hi *there*." });
+    const before = fake.posted(SLACK_IDS.directChat).length;
+    await harness.direct("hello");
+    await waitFor(() => fake.posted(SLACK_IDS.directChat).length === before + 1, "the DM answer");
+    const answer = fake.posted(SLACK_IDS.directChat).at(-1);
+    expect([answer?.text, answer?.thread_ts]).toEqual(["Hi _there_.", undefined]);
+  });
+
+  it("refuses a bad signature and a stale timestamp with 401 and runs nothing", async () => {
+    const forged = fake.envelope(
+      messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "forged one")),
+    );
+    const stale = fake.envelope(
+      messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "stale one")),
+    );
+    const a = await fake.deliver(forged, { signature: "v0=deadbeef" });
+    const b = await fake.deliver(stale, { timestamp: Math.floor(Date.now() / 1000) - 6 * 60 });
+    expect([a.status, b.status]).toEqual([401, 401]);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(modelSaw("forged one") + modelSaw("stale one")).toBe(0);
+  });
+
+  it("answers url_verification through the hub's server", async () => {
+    const res = await fake.deliver({ token: "t", challenge: "c-123", type: "url_verification" });
+    expect([res.status, JSON.parse(res.body)]).toEqual([200, { challenge: "c-123" }]);
+  });
+
+  it("runs an event delivered three times with Slack's retry headers once", async () => {
+    model.script({ text: "Once." });
+    const before = fake.posted(SLACK_IDS.directChat).length;
+    const envelope = fake.envelope(
+      messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "three times")),
+    );
+    const statuses = [
+      (await fake.deliver(envelope)).status,
+      (await fake.deliver(envelope, { retryNum: 1, retryReason: "http_timeout" })).status,
+      (await fake.deliver(envelope, { retryNum: 2, retryReason: "http_error" })).status,
+    ];
+    expect(statuses).toEqual([200, 200, 200]);
+    await waitFor(() => fake.posted(SLACK_IDS.directChat).length === before + 1, "the answer");
+    await new Promise((r) => setTimeout(r, 800));
+    expect(
+      fake
+        .posted(SLACK_IDS.directChat)
+        .slice(before)
+        .map((m) => m.text),
+    ).toEqual(["Once."]);
+    expect(modelSaw("three times")).toBe(1);
+  });
+
+  it("answers without a mention in a channel configured with requireMention: false", async () => {
+    model.script({ text: "Open answer." });
+    const msg = fake.userMessage(OPEN_CHANNEL, SLACK_IDS.user, "anyone around?");
+    await fake.deliver(fake.envelope(messageEvent(msg)));
+    await waitFor(() => fake.posted(OPEN_CHANNEL).length === 1, "the answer in the open channel");
+    expect(fake.posted(OPEN_CHANNEL)[0]?.thread_ts).toBe(msg.ts);
+  });
+
+  it("posts one message when the first chat.postMessage lands after the hub gave up on it", async () => {
+    model.script({ text: "Exactly one." });
+    const before = fake.posted(SLACK_IDS.directChat).length;
+    const callsBefore = fake.callsOf("chat.postMessage").length;
+    // Slower than delivery.sendTimeoutMs (1 s): the hub aborts, the fake still completes the post.
+    fake.slowNext("chat.postMessage", 1800);
+    await harness.direct("slow platform");
+    await waitFor(() => fake.posted(SLACK_IDS.directChat).length === before + 1, "the slow post");
+    await waitFor(
+      () => fake.callsOf("conversations.history").length > 0,
+      "the lookup after settling",
+      10_000,
+    );
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(
+      fake
+        .posted(SLACK_IDS.directChat)
+        .slice(before)
+        .map((m) => m.text),
+    ).toEqual(["Exactly one."]);
+    expect(fake.callsOf("chat.postMessage").length - callsBefore).toBe(1);
+    expect(adapter.status().state).toBe("connected");
+  }, 20_000);
+});

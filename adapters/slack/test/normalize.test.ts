@@ -1,0 +1,134 @@
+import { describe, expect, it } from "vitest";
+import {
+  normalizeSlackEvent,
+  type SlackMessageEvent,
+  SlackMessageEventSchema,
+  type SlackNormalizeOptions,
+  slackTextToPlain,
+} from "../src/normalize.js";
+
+const BOT = { userId: "UBOT0001", botId: "BBOT0001" };
+const OPTIONS: SlackNormalizeOptions = { accountId: "default", editedMessages: "ignore" };
+
+const event = (fields: Record<string, unknown>): SlackMessageEvent =>
+  SlackMessageEventSchema.parse({
+    type: "message",
+    channel: "C0GROUP001",
+    channel_type: "channel",
+    user: "U0USER0001",
+    text: "hi",
+    ts: "1700000000.000100",
+    ...fields,
+  });
+
+const fieldsOf = (raw: SlackMessageEvent, options = OPTIONS) => {
+  const result = normalizeSlackEvent(raw, BOT, options);
+  if ("skip" in result) throw new Error(`skipped: ${result.skip}`);
+  return result.fields;
+};
+
+describe("slackTextToPlain", () => {
+  it("turns Slack's markup into plain text and drops the bot's leading mention", () => {
+    expect(
+      slackTextToPlain("<@UBOT0001> ask <@U2|ann> in <#C1|general> &lt;now&gt; &amp; <!here>", "UBOT0001"),
+    ).toBe("ask @ann in #general <now> & @here");
+    expect(slackTextToPlain("see <https://e.com|the docs> or <mailto:a@b.c|a@b.c> <https://x.y>")).toBe(
+      "see the docs (https://e.com) or a@b.c (mailto:a@b.c) https://x.y",
+    );
+  });
+});
+
+describe("normalizeSlackEvent", () => {
+  it("maps a DM: direct chat, always addressed, no thread", () => {
+    const f = fieldsOf(event({ channel: "D0DIRECT01", channel_type: "im" }));
+    expect(f).toMatchObject({
+      channel: "slack",
+      messageId: "1700000000.000100",
+      chat: { type: "direct", id: "D0DIRECT01" },
+      wasMentioned: true,
+      timestamp: 1_700_000_000_000,
+    });
+    expect(f.threadId).toBeUndefined();
+  });
+
+  it("gives app_mention and message for one mention the same message id, both addressed", () => {
+    const text = "<@UBOT0001> status?";
+    const a = fieldsOf(event({ type: "app_mention", text, channel_type: undefined }));
+    const m = fieldsOf(event({ text }));
+    expect([a.messageId, a.wasMentioned, a.body, a.chat.type]).toEqual([
+      m.messageId,
+      true,
+      "status?",
+      "group",
+    ]);
+    expect(m.wasMentioned).toBe(true);
+  });
+
+  it("keeps an unmentioned channel message as not addressed, with its ts to reply to", () => {
+    expect(fieldsOf(event({}))).toMatchObject({ wasMentioned: false, replyToMessageId: "1700000000.000100" });
+  });
+
+  it("maps thread_ts to threadId; a thread on the bot's message is addressed to it", () => {
+    const inThread = fieldsOf(event({ thread_ts: "1699999999.000001", parent_user_id: "UBOT0001" }));
+    expect(inThread).toMatchObject({
+      threadId: "1699999999.000001",
+      wasMentioned: true,
+      replyTo: { messageId: "1699999999.000001", senderId: "UBOT0001" },
+    });
+    // The root of a thread carries thread_ts == ts: it is not in a thread.
+    expect(fieldsOf(event({ thread_ts: "1700000000.000100" })).threadId).toBeUndefined();
+  });
+
+  it("skips bots, the bot itself, subtypes and edits (unless edits are new messages)", () => {
+    const skip = (fields: Record<string, unknown>, options = OPTIONS) =>
+      "skip" in normalizeSlackEvent(event(fields), BOT, options);
+    expect(skip({ bot_id: "B0OTHER001" })).toBe(true);
+    expect(skip({ subtype: "bot_message", user: undefined })).toBe(true);
+    expect(skip({ user: "UBOT0001" })).toBe(true);
+    expect(skip({ subtype: "channel_join" })).toBe(true);
+    expect(skip({ subtype: "message_deleted" })).toBe(true);
+    const edit = {
+      subtype: "message_changed",
+      ts: "1700000050.000001",
+      message: {
+        type: "message",
+        user: "U0USER0001",
+        text: "fixed",
+        ts: "1700000000.000100",
+        edited: { ts: "1700000050.000000" },
+      },
+    };
+    expect(skip(edit)).toBe(true);
+    const asNew = fieldsOf(event(edit), { ...OPTIONS, editedMessages: "as-new" });
+    expect([asNew.body, asNew.messageId]).toEqual(["fixed", "1700000000.000100:edit:1700000050.000000"]);
+  });
+
+  it("turns a file share's files into media references", () => {
+    const f = fieldsOf(
+      event({
+        subtype: "file_share",
+        files: [
+          { id: "F1", mimetype: "image/jpeg", size: 10 },
+          { id: "F2", mimetype: "application/pdf" },
+          { id: "F3" },
+        ],
+      }),
+    );
+    expect(f.media).toEqual([
+      { kind: "image", mime: "image/jpeg", ref: "F1", size: 10 },
+      { kind: "document", mime: "application/pdf", ref: "F2" },
+      { kind: "document", mime: "application/octet-stream", ref: "F3" },
+    ]);
+  });
+
+  it("refuses events that are not Slack messages at the schema", () => {
+    for (const bad of [
+      { ts: "yesterday" },
+      { channel: 42 },
+      { type: "reaction_added" },
+      { thread_ts: "x" },
+    ]) {
+      expect(SlackMessageEventSchema.safeParse({ ...event({}), ...bad }).success).toBe(false);
+    }
+  });
+});

@@ -1,0 +1,3 @@
+export * from "./mrkdwn.js";
+export * from "./server.js";
+export * from "./types.js";

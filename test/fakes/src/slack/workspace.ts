@@ -1,0 +1,190 @@
+import type { SlackMessage } from "./types.js";
+
+/** Web API parameters as received (form fields or JSON). */
+export type Params = Record<string, unknown>;
+/** One Web API answer: HTTP status, JSON body, extra headers. */
+export type Answer = { status: number; body: Record<string, unknown>; headers?: Record<string, string> };
+
+/** `{ ok: true, ... }`, as every successful Web API call answers. */
+export const ok = (body: Record<string, unknown> = {}): Answer => ({
+  status: 200,
+  body: { ok: true, ...body },
+});
+/** `{ ok: false, error }` with HTTP 200, as Slack reports a failed call. */
+export const fail = (error: string): Answer => ({ status: 200, body: { ok: false, error } });
+
+/** A form value that Slack accepts as JSON text or as an object (JSON bodies). */
+function jsonParam(value: unknown): unknown {
+  if (typeof value !== "string") return value;
+  try {
+    return JSON.parse(value);
+  } catch {
+    return undefined;
+  }
+}
+
+const str = (v: unknown): string | undefined => (typeof v === "string" && v !== "" ? v : undefined);
+const truthy = (v: unknown): boolean => v === true || v === "true" || v === "1";
+
+/** Who the fake workspace's bot is. */
+export interface WorkspaceIds {
+  botUserId: string;
+  botId: string;
+  teamId: string;
+  appId: string;
+}
+
+/**
+ * The state of one fake Slack workspace (its messages and reactions) and the Web API methods that
+ * read and change it, answering like Slack: `ts` ids, threads, metadata only when asked for,
+ * `already_reacted`/`no_reaction`, `msg_too_long`, `no_text`.
+ */
+export class SlackWorkspace {
+  readonly messages: SlackMessage[] = [];
+  #seq = 0;
+
+  constructor(readonly ids: WorkspaceIds) {}
+
+  /** A new message `ts`: the Unix time plus a sequence, unique and increasing like Slack's. */
+  nextTs(): string {
+    this.#seq += 1;
+    return `${Math.floor(Date.now() / 1000)}.${String(this.#seq).padStart(6, "0")}`;
+  }
+
+  find(channel: string, ts: string): SlackMessage | undefined {
+    return this.messages.find((m) => m.channel === channel && m.ts === ts);
+  }
+
+  /** Stores a user's message as Slack would before sending its event. */
+  userMessage(channel: string, user: string, text: string, threadTs?: string): SlackMessage {
+    const message: SlackMessage = {
+      channel,
+      ts: this.nextTs(),
+      text,
+      user,
+      ...(threadTs ? { thread_ts: threadTs } : {}),
+      reactions: new Map(),
+    };
+    this.messages.push(message);
+    return message;
+  }
+
+  /** The Web API methods this workspace implements, by name. */
+  methods(): Record<string, (p: Params) => Answer> {
+    return {
+      "auth.test": () => this.#authTest(),
+      "chat.postMessage": (p) => this.#postMessage(p),
+      "reactions.add": (p) => this.#react(p, true),
+      "reactions.remove": (p) => this.#react(p, false),
+      "conversations.history": (p) => this.#history(p, false),
+      "conversations.replies": (p) => this.#history(p, true),
+      "conversations.info": (p) => this.#conversationInfo(p),
+      "users.info": (p) => this.#userInfo(p),
+      "assistant.threads.setStatus": (p) =>
+        str(p.channel_id) && str(p.thread_ts) && typeof p.status === "string"
+          ? ok()
+          : fail("invalid_arguments"),
+    };
+  }
+
+  #view(m: SlackMessage, withMetadata: boolean): Record<string, unknown> {
+    return {
+      type: "message",
+      ts: m.ts,
+      text: m.text,
+      user: m.user,
+      ...(m.bot_id ? { bot_id: m.bot_id, app_id: this.ids.appId } : {}),
+      ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
+      ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+    };
+  }
+
+  #authTest(): Answer {
+    return ok({
+      url: "https://hub-test.slack.com/",
+      team: "Hub Test",
+      user: "hubbot",
+      team_id: this.ids.teamId,
+      user_id: this.ids.botUserId,
+      bot_id: this.ids.botId,
+      is_enterprise_install: false,
+    });
+  }
+
+  #postMessage(p: Params): Answer {
+    const channel = str(p.channel);
+    if (!channel) return fail("channel_not_found");
+    const text = typeof p.text === "string" ? p.text : "";
+    if (text.trim() === "" && p.blocks === undefined) return fail("no_text");
+    if (text.length > 40_000) return fail("msg_too_long");
+    const metadata = jsonParam(p.metadata) as SlackMessage["metadata"] | undefined;
+    const threadTs = str(p.thread_ts);
+    const message: SlackMessage = {
+      channel,
+      ts: this.nextTs(),
+      text,
+      user: this.ids.botUserId,
+      bot_id: this.ids.botId,
+      ...(threadTs ? { thread_ts: threadTs } : {}),
+      ...(metadata?.event_type ? { metadata } : {}),
+      reactions: new Map(),
+    };
+    this.messages.push(message);
+    return ok({ channel, ts: message.ts, message: this.#view(message, true) });
+  }
+
+  #react(p: Params, add: boolean): Answer {
+    const [channel, ts, name] = [str(p.channel), str(p.timestamp), str(p.name)];
+    if (!channel || !ts || !name) return fail("invalid_arguments");
+    const message = this.find(channel, ts);
+    if (!message) return fail("message_not_found");
+    const users = message.reactions.get(name) ?? new Set<string>();
+    const me = this.ids.botUserId;
+    if (add && users.has(me)) return fail("already_reacted");
+    if (!add && !users.has(me)) return fail("no_reaction");
+    if (add) users.add(me);
+    else users.delete(me);
+    if (users.size === 0) message.reactions.delete(name);
+    else message.reactions.set(name, users);
+    return ok();
+  }
+
+  #history(p: Params, thread: boolean): Answer {
+    const channel = str(p.channel);
+    if (!channel) return fail("channel_not_found");
+    const oldest = Number(str(p.oldest) ?? "0");
+    const parent = str(p.ts);
+    if (thread && !parent) return fail("thread_not_found");
+    const withMetadata = truthy(p.include_all_metadata);
+    const inChannel = this.messages.filter((m) => m.channel === channel && Number(m.ts) >= oldest);
+    const picked = thread
+      ? inChannel.filter((m) => m.ts === parent || m.thread_ts === parent)
+      : inChannel.filter((m) => !m.thread_ts || m.thread_ts === m.ts).reverse();
+    return ok({ messages: picked.map((m) => this.#view(m, withMetadata)), has_more: false });
+  }
+
+  #conversationInfo(p: Params): Answer {
+    const id = str(p.channel);
+    if (!id) return fail("channel_not_found");
+    const im = id.startsWith("D");
+    return ok({
+      channel: { id, name: im ? undefined : `chan-${id.toLowerCase()}`, is_im: im, is_channel: !im },
+    });
+  }
+
+  #userInfo(p: Params): Answer {
+    const id = str(p.user);
+    if (!id) return fail("user_not_found");
+    const profile = { display_name: `User ${id}` };
+    return ok({
+      user: {
+        id,
+        team_id: this.ids.teamId,
+        name: `user-${id.toLowerCase()}`,
+        real_name: `User ${id}`,
+        is_bot: false,
+        profile,
+      },
+    });
+  }
+}
