@@ -1,4 +1,5 @@
 import type { ChannelPlugin } from "@hub/core";
+import { discordPlugin } from "@hub/discord";
 import { slackPlugin } from "@hub/slack";
 import { telegramPlugin } from "@hub/telegram";
 import { whatsappPlugin } from "@hub/whatsapp";
@@ -13,4 +14,9 @@ import { whatsappPlugin } from "@hub/whatsapp";
  * dependencies). Its conformance harness is exported from its package's
  * `./conformance` entry and run by `@hub/conformance` (see that package's index).
  */
-export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin, slackPlugin, whatsappPlugin];
+export const channelPlugins: ReadonlyArray<ChannelPlugin> = [
+  telegramPlugin,
+  discordPlugin,
+  slackPlugin,
+  whatsappPlugin,
+];

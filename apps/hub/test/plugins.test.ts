@@ -45,7 +45,7 @@ describe("the hub's channel plugins", () => {
       /channels\.telegram\.accounts\.a\.mode: /,
     );
     expect(() => parse({ channels: { telgram: {} } })).toThrow(
-      /unknown channel "telgram" \(installed channels: webchat, telegram\b[^)]*\)/,
+      /unknown channel "telgram" \(installed channels: webchat, telegram\b/,
     );
   });
 

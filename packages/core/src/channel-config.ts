@@ -104,8 +104,10 @@ export function channelsSchema(sources: ReadonlyArray<ChannelConfigSource> | und
 
 /** The JSON schema shape of one channel entry: its keys, plus `accounts` of the same keys. */
 export function channelInputSchema(schema: z.ZodType): z.ZodType {
-  if (!(schema instanceof z.ZodObject)) return schema;
-  return schema.extend({ accounts: z.record(z.string(), schema.partial()).optional() });
+  // A schema that post-processes its object (a transform) is described by its input object.
+  const object = schema instanceof z.ZodPipe && schema.in instanceof z.ZodObject ? schema.in : schema;
+  if (!(object instanceof z.ZodObject)) return schema;
+  return object.extend({ accounts: z.record(z.string(), object.partial()).optional() });
 }
 
 /** Sets the environment overrides of every plugin (`TELEGRAM_BOT_TOKEN` -> `channels.telegram.botToken`). */

@@ -1,5 +1,6 @@
 export * from "./anthropic.js";
 export * from "./chat-platform.js";
+export * from "./discord/index.js";
 export * from "./kit/index.js";
 export * from "./openai.js";
 export * from "./slack/index.js";

@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { Duplex } from "node:stream";
 
 /** A local HTTP server of a fake platform. */
 export interface FakeHttpServer {
@@ -29,10 +30,13 @@ export async function startHttpServer(
   },
   /** A fixed port (a platform coming back at the address the adapter knows); default a free one. */
   port = 0,
+  /** Takes over WebSocket upgrades (a platform's gateway on the same server); refused when absent. */
+  upgrade?: (req: IncomingMessage, socket: Duplex, head: Buffer) => void,
 ): Promise<FakeHttpServer> {
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => onError(res, error));
   });
+  server.on("upgrade", (req, socket, head) => (upgrade ? upgrade(req, socket, head) : socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(port, "127.0.0.1", () => resolve());

@@ -1,2 +1,3 @@
 export * from "./fake-api.js";
 export * from "./http.js";
+export * from "./local.js";

@@ -1,0 +1,496 @@
+import {
+  type AdapterFields,
+  type AdapterStateStore,
+  Backoff,
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  ChannelRefusedError,
+  type ChannelStatus,
+  HubError,
+  type HubLogger,
+  type InboundHandler,
+  type InboundResult,
+  InboundSequencer,
+  isPermanentStatus,
+  type OutboundSegment,
+  PermanentSendError,
+  RateLimitedError,
+  type ReplyTarget,
+  type SendResult,
+  sleep,
+} from "@hub/core";
+import {
+  Client,
+  DiscordAPIError,
+  Events,
+  GatewayIntentBits,
+  HTTPError,
+  Partials,
+  type RateLimitData,
+  RateLimitError,
+  Routes,
+} from "discord.js";
+import { type DiscordGuild, guildAccess } from "./config.js";
+import { describeClose, GatewayStatus } from "./gateway-status.js";
+import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
+import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
+import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
+import { guardPacketHandlers } from "./packet-guard.js";
+import {
+  type CommandInteraction,
+  CommandInteractionSchema,
+  interactionFields,
+  SLASH_COMMANDS,
+} from "./slash-commands.js";
+
+/** Options of the Discord adapter (from `channels.discord` plus wiring). */
+export interface DiscordAdapterOptions {
+  token: string;
+  /** Discord's REST API root (`https://discord.com/api`); the gateway URL comes from its `/gateway/bot`. */
+  restApi?: string;
+  accountId?: string;
+  guilds?: Record<string, DiscordGuild>;
+  textLimit?: number;
+  maxLinesPerMessage?: number;
+  slashCommands?: boolean;
+  /** Durable state shared by the hub's processes (interaction tokens for the delivery role). */
+  state: AdapterStateStore;
+  logger: HubLogger;
+  /** Longest `start()` waits for the gateway to get ready before it gives up (and is tried again). */
+  startWaitMs?: number;
+  /** First wait before retrying a message the hub could not accept (doubles, up to 30 s). */
+  inboundRetryMs?: number;
+}
+
+const INBOUND_ATTEMPTS = 8;
+/** How long after a command the hub did not take the adapter checks whether anything answered it. */
+const UNANSWERED_CHECK_MS = 3000;
+const STOP_WAIT_MS = 2000;
+
+/**
+ * Discord through discord.js 14: the gateway (guild messages, DMs, threads,
+ * slash commands) in, REST sends out. Every send carries a nonce derived from
+ * the segment with `enforce_nonce`, so a resend never posts twice; mentions
+ * never ping; 429s become `RateLimitedError` so the reply target waits.
+ */
+export class DiscordAdapter implements ChannelAdapter {
+  readonly channel = "discord";
+  readonly capabilities: ChannelCapabilities;
+  readonly accountId: string;
+  readonly #o: DiscordAdapterOptions;
+  readonly #log: HubLogger;
+  readonly #status: GatewayStatus;
+  #client: Client;
+  readonly #chains = new Map<string, Promise<void>>();
+  readonly #sequencer = new InboundSequencer();
+  readonly #pending = new Set<Promise<InboundResult>>();
+  #stopSignal = new AbortController();
+  readonly #replies: InteractionReplies;
+  #onInbound: InboundHandler | undefined;
+  #login: Promise<string> | undefined;
+  #stopped = false;
+
+  constructor(options: DiscordAdapterOptions) {
+    this.#o = options;
+    this.accountId = options.accountId ?? "default";
+    this.#log = options.logger.child({ channel: "discord", accountId: this.accountId });
+    this.#status = new GatewayStatus(this.#log);
+    const textLimit = Math.min(options.textLimit ?? 2000, 2000);
+    this.capabilities = {
+      textLimit,
+      markdown: "discord",
+      threads: true,
+      typing: true,
+      edit: false,
+      // A channel takes about 5 messages per 5 s.
+      minSendIntervalMs: 1000,
+      streamMinChars: 1200,
+      maxSendsPerSecond: 40,
+      measure: measureWithLines(textLimit, options.maxLinesPerMessage ?? 17),
+    };
+    this.#client = this.#createClient();
+    this.#replies = new InteractionReplies(() => this.#client.rest, options.state, this.accountId);
+  }
+
+  #createClient(): Client {
+    const client = new Client({
+      intents: [
+        GatewayIntentBits.Guilds,
+        GatewayIntentBits.GuildMessages,
+        GatewayIntentBits.MessageContent,
+        GatewayIntentBits.DirectMessages,
+      ],
+      // DM channels are not cached before their first message; without this DMs are never seen.
+      partials: [Partials.Channel],
+      rest: {
+        api: this.#o.restApi ?? "https://discord.com/api",
+        // The hub's delivery retries (with the same nonce); discord.js retrying too would hide failures.
+        retries: 0,
+        // A 429 on a send goes back to the hub, which holds the whole reply target (order kept).
+        rejectOnRateLimit: (data: RateLimitData) => /^\/(channels|webhooks|interactions)\//.test(data.route),
+      },
+      allowedMentions: { parse: [], repliedUser: false },
+      enforceNonce: true,
+      failIfNotExists: false,
+    });
+    // A process that only delivers never logs in, but its sends need the token too.
+    client.rest.setToken(this.#o.token);
+    guardPacketHandlers(client, this.#log);
+    this.#wire(client);
+    return client;
+  }
+
+  /** The discord.js client (for tests and advanced wiring). */
+  get client(): Client {
+    return this.#client;
+  }
+
+  status(): ChannelStatus {
+    return this.#status.current;
+  }
+
+  #wire(c: Client): void {
+    c.on(Events.ShardReady, () => this.#status.ready());
+    c.on(Events.ShardResume, (_id, replayed) => {
+      this.#log.info({ replayed }, "discord gateway resumed");
+      this.#status.ready();
+    });
+    c.on(Events.ShardReconnecting, () => {
+      if (!this.#stopped) this.#status.reconnecting();
+    });
+    c.on(Events.ShardDisconnect, (event) => this.#status.disconnected(event.code));
+    c.on(Events.ShardError, (error) => this.#log.warn({ err: error.message }, "discord gateway error"));
+    c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
+    c.on(Events.Debug, (message) => {
+      this.#status.debug(message);
+      const close = /closed with an unexpected code (\d+)|Code: (\d+)/.exec(message);
+      if (close) this.#status.closed(Number(close[1] ?? close[2]));
+    });
+    c.on(Events.ClientReady, () => void this.#registerCommands());
+    c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
+      try {
+        if (packet.t === "MESSAGE_CREATE") this.#message(packet.d);
+        else if (packet.t === "INTERACTION_CREATE") this.#interaction(packet.d);
+      } catch (error) {
+        this.#log.error({ err: describe(error) }, "discord event handling failed; event dropped");
+      }
+    });
+  }
+
+  /**
+   * Logs in and connects the gateway. Throws `ChannelRefusedError` when Discord
+   * refuses the bot as configured (token, intents: the operator must act), any
+   * other error when Discord could not be reached or did not answer within
+   * `startWaitMs` (the hub's supervisor tries again with backoff). Once started,
+   * discord.js heals the gateway itself and `status()` follows it.
+   */
+  async start(onInbound: InboundHandler): Promise<void> {
+    this.#onInbound = onInbound;
+    this.#stopped = false;
+    this.#stopSignal = new AbortController();
+    this.#status.connecting();
+    const client = this.#client;
+    const waitMs = this.#o.startWaitMs ?? 20_000;
+    // One login at a time: a start that timed out leaves discord.js connecting, and the next start
+    // waits for that same login rather than opening a second connection.
+    if (!this.#login) {
+      const login = client.login(this.#o.token);
+      login.catch(() => {}); // observed below or by a later start; never an unhandled rejection
+      this.#login = login;
+    }
+    try {
+      // A gateway that never says HELLO or READY would hold login (and this start) for good.
+      await Promise.race([
+        this.#login,
+        sleep(waitMs, this.#stopSignal.signal).then(() => {
+          throw new StartTimeout(`Discord's gateway did not get ready within ${Math.round(waitMs / 1000)} s`);
+        }),
+      ]);
+      this.#login = undefined;
+    } catch (error) {
+      if (!(error instanceof StartTimeout)) {
+        // A failed discord.js login cannot be repeated: the next attempt gets a fresh client.
+        this.#login = undefined;
+        await this.#destroy(client);
+        this.#client = this.#createClient();
+      }
+      const fatal = fatalLoginReason(error);
+      if (fatal) {
+        this.#status.failed(fatal);
+        throw new ChannelRefusedError("discord_refused", fatal, { cause: error });
+      }
+      const reason = `could not connect to Discord (${describe(error)})`;
+      this.#status.connecting(reason);
+      throw new HubError(
+        "discord_unreachable",
+        `${reason}; check channels.discord.restApi and the network.`,
+        {
+          cause: error,
+        },
+      );
+    }
+    this.#log.info({ bot: client.user?.username }, "discord connected");
+  }
+
+  /** Destroys a client, waiting at most STOP_WAIT_MS (see `stop`). */
+  async #destroy(client: Client): Promise<boolean> {
+    return Promise.race([client.destroy().then(() => true), sleep(STOP_WAIT_MS).then(() => false)]);
+  }
+
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    this.#stopSignal.abort();
+    // discord.js can hang destroying a shard that is still waiting for HELLO (its own reconnect
+    // nulls the close handler the destroy awaits): never let that hold the hub's shutdown.
+    if (!(await this.#destroy(this.#client)))
+      this.#log.warn("discord client did not close within 2 s; stopping anyway");
+    await Promise.allSettled([...this.#chains.values()]);
+    await Promise.allSettled([...this.#pending]);
+    this.#status.stopped();
+  }
+
+  async #registerCommands(): Promise<void> {
+    if (this.#o.slashCommands === false) return;
+    const appId = this.#client.application?.id;
+    if (!appId) return;
+    const guildIds = Object.keys(this.#o.guilds ?? {}).filter((g) => g !== "*");
+    const routes =
+      guildIds.length > 0
+        ? guildIds.map((g) => Routes.applicationGuildCommands(appId, g))
+        : [Routes.applicationCommands(appId)];
+    for (const route of routes) {
+      try {
+        await this.#client.rest.put(route, { body: SLASH_COMMANDS });
+      } catch (error) {
+        this.#log.warn({ err: describe(error), route }, "discord slash commands not registered");
+      }
+    }
+  }
+
+  /** Runs inbound work in order per Discord channel, never blocking the gateway's event loop. */
+  #enqueue(key: string, work: () => Promise<void>): void {
+    const previous = this.#chains.get(key) ?? Promise.resolve();
+    const next = previous.then(work).catch((error: unknown) => {
+      this.#log.error({ err: describe(error) }, "discord inbound handling failed");
+    });
+    this.#chains.set(key, next);
+    void next.finally(() => {
+      if (this.#chains.get(key) === next) this.#chains.delete(key);
+    });
+  }
+
+  /** Admits in chat order (the core's sequencer: `/stop` never waits); tracked so `stop()` can wait. */
+  #submit(fields: AdapterFields, id: string): Promise<InboundResult> {
+    const admitted = this.#sequencer.submit(fields, (f) => this.#deliverInbound(f, id));
+    this.#pending.add(admitted);
+    void admitted.finally(() => this.#pending.delete(admitted));
+    return admitted;
+  }
+
+  #message(raw: unknown): void {
+    const parsed = DiscordMessageSchema.safeParse(raw);
+    if (!parsed.success) {
+      this.#log.warn(
+        { issues: parsed.error.issues.length },
+        "dropping a Discord message that does not look like one",
+      );
+      return;
+    }
+    const msg = parsed.data;
+    // Normalizing may fetch a thread's parent: one channel's messages are normalized in order.
+    this.#enqueue(msg.channel_id, async () => {
+      const me = this.#identity(msg.guild_id);
+      if (!me) return;
+      const context = await this.#channelContext(msg.channel_id, msg.guild_id);
+      const result = normalizeMessage(msg, me, {
+        accountId: this.accountId,
+        guilds: this.#o.guilds ?? {},
+        parentId: context.parentId,
+        title: context.title,
+      });
+      if ("skip" in result) {
+        this.#log.debug({ messageId: msg.id, reason: result.skip }, "discord message not for us");
+        return;
+      }
+      void this.#submit(result.fields, msg.id);
+    });
+  }
+
+  /** Hands a message to the hub; `retry` is retried here with backoff (the gateway never redelivers). */
+  async #deliverInbound(fields: AdapterFields, id: string): Promise<InboundResult> {
+    const backoff = new Backoff(this.#o.inboundRetryMs ?? 500, 30_000);
+    for (let attempt = 1; ; attempt++) {
+      const onInbound = this.#onInbound;
+      if (!onInbound || this.#stopped) return { kind: "ignored", reason: "the adapter is stopping" };
+      // The handler answers rather than throws; if it ever throws, that is a transient failure too.
+      const result: InboundResult = await onInbound(fields).catch((error: unknown) => ({
+        kind: "retry" as const,
+        reason: describe(error),
+      }));
+      if (result.kind === "rejected")
+        this.#log.warn({ messageId: id, reason: result.reason }, "discord message rejected");
+      if (result.kind !== "retry") return result;
+      if (attempt >= INBOUND_ATTEMPTS) {
+        this.#log.error(
+          { messageId: id, reason: result.reason },
+          "discord message could not be accepted; dropped",
+        );
+        return result;
+      }
+      const wait = backoff.next();
+      this.#log.warn(
+        { messageId: id, reason: result.reason, waitMs: wait },
+        "discord message not accepted yet; retrying",
+      );
+      await sleep(wait, this.#stopSignal.signal);
+    }
+  }
+
+  #identity(guildId: string | undefined): DiscordBotIdentity | undefined {
+    const user = this.#client.user;
+    if (!user) return undefined;
+    const guild = guildId ? this.#client.guilds.cache.get(guildId) : undefined;
+    const roleIds = new Set<string>(guild?.members.me?.roles.cache.keys() ?? []);
+    for (const role of guild?.roles.cache.values() ?? [])
+      if (role.tags?.botId === user.id) roleIds.add(role.id);
+    if (guildId) roleIds.delete(guildId); // @everyone is not a mention of the bot
+    return { id: user.id, username: user.username, roleIds };
+  }
+
+  /** A thread's parent channel and a readable title, from discord.js's cache (fetched when missing). */
+  async #channelContext(
+    channelId: string,
+    guildId: string | undefined,
+  ): Promise<{ parentId?: string | undefined; title?: string | undefined }> {
+    if (!guildId) return {};
+    let channel = this.#client.channels.cache.get(channelId);
+    if (!channel || channel.partial) {
+      channel = (await this.#client.channels.fetch(channelId).catch(() => null)) ?? undefined;
+    }
+    if (!channel || !("guild" in channel)) return {};
+    const parent = channel.isThread() ? (channel.parent ?? undefined) : undefined;
+    const named = parent ?? channel;
+    return {
+      parentId: channel.isThread() ? (channel.parentId ?? undefined) : undefined,
+      title: "name" in named ? `${channel.guild.name} #${named.name}` : undefined,
+    };
+  }
+
+  #interaction(raw: unknown): void {
+    const parsed = CommandInteractionSchema.safeParse(raw);
+    if (!parsed.success) return; // Components, autocomplete and pings are not ours.
+    const i = parsed.data;
+    // Deferred at once, outside any queue: Discord drops an interaction not answered within 3 s.
+    void this.#answerInteraction(i);
+  }
+
+  async #answerInteraction(i: CommandInteraction): Promise<void> {
+    let record: InteractionRecord;
+    try {
+      record = await this.#replies.defer(i);
+    } catch (error) {
+      this.#log.warn(
+        { interactionId: i.id, err: describe(error) },
+        "discord slash command could not be deferred",
+      );
+      return;
+    }
+    const cached = this.#client.channels.cache.get(i.channel_id);
+    const parentId =
+      i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
+    const fields = interactionFields(i, this.accountId, parentId);
+    if (!fields) return;
+    const access = i.guild_id
+      ? guildAccess(this.#o.guilds ?? {}, i.guild_id, fields.chat.id, fields.sender.id)
+      : undefined;
+    if (access && "blocked" in access) {
+      this.#log.info(
+        { interactionId: i.id, reason: access.blocked },
+        "discord slash command not allowed here",
+      );
+      await this.#replies.editOriginal(record, "This command cannot be used here.").catch(() => {});
+      return;
+    }
+    const result = await this.#submit(fields, i.id);
+    if (result.kind === "accepted" || result.kind === "duplicate") return;
+    // Not taken: unless the hub answered it (a refusal notice), say so rather than leave "thinking…".
+    await sleep(UNANSWERED_CHECK_MS, this.#stopSignal.signal);
+    await this.#replies.answerIfUnanswered(
+      record,
+      result.kind === "retry"
+        ? "The hub could not take this command right now; try again in a moment."
+        : "This command cannot be used here.",
+    );
+  }
+
+  async send(
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<SendResult> {
+    try {
+      const replyTo = target.replyToMessageId;
+      if (replyTo?.startsWith(INTERACTION_PREFIX)) {
+        const answered = await this.#replies.send(
+          segment,
+          replyTo.slice(INTERACTION_PREFIX.length),
+          options.signal,
+        );
+        if (answered) return answered;
+      }
+      const plain = replyTo?.startsWith(INTERACTION_PREFIX)
+        ? { ...target, replyToMessageId: undefined }
+        : target;
+      const message = (await this.#client.rest.post(Routes.channelMessages(channelOf(target)), {
+        body: messageBody(segment, plain),
+        ...(options.signal ? { signal: options.signal } : {}),
+      })) as { id?: string };
+      return message.id ? { messageId: message.id } : {};
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  #classify(error: unknown): unknown {
+    if (error instanceof RateLimitError) {
+      return new RateLimitedError(
+        Math.max(error.retryAfter, error.timeToReset, 1),
+        `Discord rate limit on ${error.route}${error.global ? " (global)" : ""}`,
+      );
+    }
+    // Discord's errors carry the request URL, which holds the interaction token on webhook routes:
+    // they are never passed on (the hub logs send errors), only their status, message and code.
+    if (error instanceof DiscordAPIError) {
+      const what = `${error.status} ${error.message} (code ${error.code})`;
+      if (isPermanentStatus(error.status))
+        return new PermanentSendError(`Discord refused the message: ${what}`);
+      return new Error(`Discord answered ${what}`);
+    }
+    if (error instanceof HTTPError) return new Error(`Discord answered ${error.status} ${error.message}`);
+    return error;
+  }
+
+  async sendTyping(target: ReplyTarget): Promise<void> {
+    await this.#client.rest.post(Routes.channelTyping(channelOf(target)));
+  }
+}
+
+/** A start that waited `startWaitMs` for a login still in progress. */
+class StartTimeout extends Error {}
+
+/** Why a login can never succeed as configured (the operator must act), or undefined when a retry may help. */
+function fatalLoginReason(error: unknown): string | undefined {
+  const message = error instanceof Error ? error.message : String(error);
+  if (/token/i.test(message) && /invalid/i.test(message))
+    return "Discord refused the bot token; set a valid channels.discord.token or DISCORD_BOT_TOKEN (Developer Portal > Bot > Reset Token).";
+  if (/disallowed intents/i.test(message)) return describeClose(4014);
+  if (/invalid intents/i.test(message)) return describeClose(4013);
+  if (/authentication failed/i.test(message)) return describeClose(4004);
+  if (/sharding is required/i.test(message)) return describeClose(4011);
+  return undefined;
+}
+
+function describe(error: unknown): string {
+  if (error instanceof DiscordAPIError) return `${error.status} ${error.message} (code ${error.code})`;
+  return error instanceof Error ? error.message : String(error);
+}
