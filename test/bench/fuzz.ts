@@ -5,6 +5,7 @@ import { startFakeOpenAI } from "@hub/fakes";
 import { webchatHarness } from "@hub/gateway/conformance";
 import { slackHarness } from "@hub/slack/conformance";
 import { telegramHarness } from "@hub/telegram/conformance";
+import { whatsappHarness } from "@hub/whatsapp/conformance";
 import { startTestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
@@ -17,6 +18,7 @@ const HARNESSES: Array<[string, () => ConformanceHarness]> = [
   ["slack (Events API)", () => slackHarness({ mode: "http" })],
   ["slack (Socket Mode)", () => slackHarness({ mode: "socket" })],
   ["webchat (chat.send)", () => webchatHarness()],
+  ["whatsapp (messages.upsert)", () => whatsappHarness()],
 ];
 
 const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;

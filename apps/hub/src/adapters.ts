@@ -44,6 +44,7 @@ export function buildChannelAdapters(
           logger: deps.logger,
           state: redisStateStore(deps.redis, deps.prefix),
           stateDir: deps.stateDir,
+          redis: { url: config.redis.url, prefix: deps.prefix },
         }),
       );
     }

@@ -2,6 +2,7 @@ import type { ChannelPlugin } from "@hub/core";
 import { discordPlugin } from "@hub/discord";
 import { slackPlugin } from "@hub/slack";
 import { telegramPlugin } from "@hub/telegram";
+import { whatsappPlugin } from "@hub/whatsapp";
 
 /**
  * The channel plugins this hub installs: they validate `channels.<name>`
@@ -13,4 +14,9 @@ import { telegramPlugin } from "@hub/telegram";
  * dependencies). Its conformance harness is exported from its package's
  * `./conformance` entry and run by `@hub/conformance` (see that package's index).
  */
-export const channelPlugins: ReadonlyArray<ChannelPlugin> = [telegramPlugin, discordPlugin, slackPlugin];
+export const channelPlugins: ReadonlyArray<ChannelPlugin> = [
+  telegramPlugin,
+  discordPlugin,
+  slackPlugin,
+  whatsappPlugin,
+];

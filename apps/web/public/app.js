@@ -182,4 +182,35 @@ $("login").addEventListener("submit", (e) => {
   connect();
 });
 
+// While `hub channels login` links a device, the owner's page shows its code too (the gateway
+// gives link codes to the owner only; other clients never see one).
+function showLink(entry) {
+  const box = $("link");
+  if (!entry) {
+    box.hidden = true;
+    return;
+  }
+  const { link } = entry.status;
+  $("link-title").textContent = `Link ${entry.channel} (${entry.accountId})`;
+  $("link-qr").hidden = !link.qrImage;
+  if (link.qrImage && $("link-qr").src !== link.qrImage) $("link-qr").src = link.qrImage;
+  const code = link.pairingCode ?? "";
+  $("link-code").textContent = code ? `Pairing code: ${code.slice(0, 4)}-${code.slice(4)}` : "";
+  $("link-help").textContent = link.qrImage
+    ? "Scan it with WhatsApp on your phone: Settings > Linked devices > Link a device."
+    : "On your phone: Settings > Linked devices > Link a device > Link with phone number instead.";
+  box.hidden = false;
+}
+
+async function pollLinks() {
+  if (!ws || ws.readyState !== WebSocket.OPEN || statusEl.dataset.state !== "open") return;
+  try {
+    const { channels } = await request("channels.status");
+    showLink(channels.find((c) => c.status?.link));
+  } catch {
+    // A client without the read scope sees no channel states.
+  }
+}
+setInterval(pollLinks, 3000);
+
 connect();

@@ -31,6 +31,21 @@ export interface ChannelStatus {
   nextRetryAt?: number | undefined;
   /** When it entered this state (epoch ms). */
   since: number;
+  /**
+   * While a device is being linked (`hub channels login`): what to show the
+   * owner to link it. Only the owner may see it (the gateway strips it for others).
+   */
+  link?: ChannelLinkCode | undefined;
+}
+
+/** A code that links a device to a channel account: a QR code image, or a pairing code to type. */
+export interface ChannelLinkCode {
+  /** The QR code as an image (`data:image/png;base64,...`). */
+  qrImage?: string | undefined;
+  /** A pairing code to enter on the phone. */
+  pairingCode?: string | undefined;
+  /** When it was shown (epoch ms). */
+  at: number;
 }
 
 /** What the hub gives a plugin's factory besides the account's config. */
@@ -42,6 +57,11 @@ export interface ChannelPluginDeps {
   state: AdapterStateStore;
   /** The hub's state directory (files such as linked-device credentials live under it). */
   stateDir: string;
+  /**
+   * The hub's Redis (its URL and key prefix), for a plugin that must coordinate
+   * across hub processes itself (e.g. a lease so one process holds a linked device).
+   */
+  redis?: { url: string; prefix: string } | undefined;
 }
 
 /**
@@ -62,4 +82,17 @@ export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
   readonly secretKeys?: ReadonlyArray<string>;
   /** Builds the adapter of one account (not started; the hub starts it). Throws a clear error on bad config. */
   create(config: C, deps: ChannelPluginDeps): ChannelAdapter;
+  /**
+   * Links one account interactively (`hub channels login <name>`), for channels
+   * that pair a device (a QR code or pairing code); resolves once linked.
+   */
+  login?(config: C, deps: ChannelPluginDeps, options: ChannelLoginOptions): Promise<void>;
+}
+
+/** Options of `ChannelPlugin.login`, from the command line. */
+export interface ChannelLoginOptions {
+  /** Shows a line (or a QR code block) to the person linking. */
+  print(text: string): void;
+  /** Link with a pairing code for this phone number (country code included) instead of a QR code. */
+  phone?: string | undefined;
 }

@@ -375,7 +375,9 @@ export class GatewayServer {
   // The protocol's methods after `connect`, by name (each checked against its scope before it runs).
   readonly #methods = {
     health: async () => ({ ok: true }),
-    "channels.status": async () => ({ channels: this.deps.channelStatus?.() ?? [] }),
+    "channels.status": async (_conn: Connection, principal: Principal) => ({
+      channels: channelsFor(principal.owner, this.deps.channelStatus?.() ?? []),
+    }),
     "chat.send": (conn: Connection, principal: Principal, params: unknown) =>
       this.#chatSend(conn, principal, ChatSendParamsSchema.parse(params)),
     "chat.history": (conn: Connection, principal: Principal, params: unknown) =>
@@ -507,4 +509,13 @@ export class GatewayServer {
         this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
     }
   }
+}
+
+/** Channel states as a client may see them: a device's link code only for the owner (it links the account). */
+function channelsFor(owner: boolean, channels: unknown[]): unknown[] {
+  if (owner) return channels;
+  return channels.map((c) => {
+    const entry = c as { status?: Record<string, unknown> } | undefined;
+    return entry?.status ? { ...entry, status: { ...entry.status, link: undefined } } : c;
+  });
 }

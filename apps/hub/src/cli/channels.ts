@@ -1,14 +1,8 @@
-import { HubError } from "@hub/core";
 import type { Command } from "commander";
+import { channelsCommand } from "../channels-command.js";
 import type { ChannelReport } from "../supervisor.js";
-import { configOf, gatewayAddress, output, via } from "./context.js";
+import { configOf, gatewayAddress, optionsOf, output, via } from "./context.js";
 import { callGateway } from "./gateway-client.js";
-
-/**
- * Interactive logins by channel (e.g. WhatsApp's QR pairing): a channel that
- * needs one adds its function here. `hub channels login <channel>` runs it.
- */
-export const CHANNEL_LOGINS: Record<string, (command: Command) => Promise<void>> = {};
 
 /** `hub channels status|login`. */
 export function registerChannels(program: Command): void {
@@ -31,16 +25,22 @@ export function registerChannels(program: Command): void {
           .join("\n"),
       );
     });
+  // A channel whose plugin has `login` (e.g. WhatsApp: QR code, or a pairing code with --phone) links a device here.
   channels
     .command("login <channel>")
-    .description("log a channel account in interactively (channels that need it, e.g. WhatsApp)")
-    .action(async (channel: string, _opts, command: Command) => {
-      const login = CHANNEL_LOGINS[channel];
-      if (!login)
-        throw new HubError(
-          "login_unsupported",
-          `The ${channel} channel has no interactive login${Object.keys(CHANNEL_LOGINS).length ? ` (channels with one: ${Object.keys(CHANNEL_LOGINS).join(", ")})` : ""}; set its credentials in the config file instead.`,
-        );
-      await login(command);
+    .description(
+      "link a channel account's device interactively (WhatsApp: QR code, or a pairing code with --phone)",
+    )
+    .option("--account <id>", "the account to link", "default")
+    .option("--phone <number>", "show a pairing code for this phone number instead of a QR code")
+    .action(async (channel: string, opts: { account: string; phone?: string }, command: Command) => {
+      const args = [
+        "login",
+        channel,
+        "--account",
+        opts.account,
+        ...(opts.phone ? ["--phone", opts.phone] : []),
+      ];
+      await channelsCommand(args, optionsOf(command).config);
     });
 }

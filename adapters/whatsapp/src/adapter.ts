@@ -1,0 +1,391 @@
+import {
+  Backoff,
+  type ChannelAdapter,
+  type ChannelCapabilities,
+  type ChannelLinkCode,
+  type ChannelStatus,
+  ChannelStatusCell,
+  describeError,
+  type HubLogger,
+  type InboundHandler,
+  type InboundResult,
+  InboundSequencer,
+  type OutboundSegment,
+  type ReplyTarget,
+  type SendResult,
+  sleep,
+} from "@hub/core";
+import type { WAMessage } from "@whiskeysockets/baileys";
+import { type CloseVerdict, classifyClose } from "./connection.js";
+import type { AccountLease } from "./lease.js";
+import {
+  type NormalizedMessage,
+  normalizeWhatsAppMessage,
+  type SelfIdentity,
+  selfIdentity,
+} from "./normalize.js";
+import { Outbound } from "./outbound.js";
+import { renderWhatsApp } from "./render.js";
+import type { WhatsAppConnector, WhatsAppEventMap, WhatsAppSocket } from "./socket.js";
+
+/** Options of the WhatsApp adapter (from `channels.whatsapp` plus wiring). */
+export interface WhatsAppAdapterOptions {
+  accountId?: string;
+  connector: WhatsAppConnector;
+  logger: HubLogger;
+  /** The account lease (one hub process holds the socket); none in single-process tests. */
+  lease?: AccountLease;
+  textLimit?: number;
+  maxMessageAgeMs?: number;
+  sendIntervalMs?: number;
+  groupSendIntervalMs?: number;
+  presence?: boolean;
+  reconnect?: { initialMs: number; maxMs: number };
+  /** How often a logged-out account checks whether it was linked again (ms). */
+  linkPollMs?: number;
+  /** Presence `paused` follows this long after the last `composing` refresh (ms). */
+  pauseAfterMs?: number;
+  /** Admission attempts of one message when the hub fails transiently (WhatsApp never redelivers). */
+  admitAttempts?: number;
+  /** The code a `hub channels login` in progress shows, reported in the status for the owner's web chat. */
+  pendingLink?: () => Promise<ChannelLinkCode | undefined>;
+}
+
+const RECENT_LIMIT = 512;
+
+/**
+ * WhatsApp through a baileys linked device. One connection attempt is one
+ * socket from the connector; closes are read from `connection.update`
+ * (recoverable ones reconnect with capped backoff, 401 removes the dead
+ * credentials and waits for a new link, 440/403/411 stop and report). With a
+ * lease, only the process holding it opens a socket; the others wait and take
+ * over when it stops renewing. Inbound messages of one chat are admitted in
+ * order; old ones (offline backlog, replays) are not answered.
+ */
+export class WhatsAppAdapter implements ChannelAdapter {
+  readonly channel = "whatsapp";
+  readonly capabilities: ChannelCapabilities;
+  readonly accountId: string;
+  readonly #o: WhatsAppAdapterOptions;
+  readonly #log: HubLogger;
+  readonly #status: ChannelStatusCell;
+  readonly #stop = new AbortController();
+  readonly #sequencer = new InboundSequencer();
+  /** Recent inbound messages by `<chat>/<id>`: quoted in replies, and their media downloaded. */
+  readonly #recent = new Map<string, WAMessage>();
+  readonly #outbound: Outbound;
+  #socket: WhatsAppSocket | undefined;
+  #self: SelfIdentity = { ids: new Set() };
+  #onInbound: InboundHandler | undefined;
+  #loop: Promise<void> | undefined;
+  #link: ChannelLinkCode | undefined;
+  /** Sockets opened so far (a reconnect loop shows here). */
+  opened = 0;
+
+  constructor(options: WhatsAppAdapterOptions) {
+    this.#o = options;
+    this.accountId = options.accountId ?? "default";
+    this.#log = options.logger.child({ channel: "whatsapp", accountId: this.accountId });
+    this.#status = new ChannelStatusCell((status) => {
+      const line = `whatsapp ${status.state.replace("_", " ")}${status.reason ? `: ${status.reason}` : ""}`;
+      if (status.state === "failed" || status.state === "logged_out") this.#log.error(line);
+      else this.#log.info({ reason: status.reason }, line);
+    });
+    this.capabilities = {
+      textLimit: options.textLimit ?? 4000,
+      markdown: "whatsapp",
+      threads: false,
+      typing: options.presence ?? true,
+      edit: false,
+      minSendIntervalMs: options.sendIntervalMs ?? 1000,
+      streamMinChars: 1500,
+      maxSendsPerSecond: 5,
+      measure: (markdown) => renderWhatsApp(markdown).length,
+    };
+    this.#outbound = new Outbound({
+      socket: () => this.#socket,
+      recent: this.#recent,
+      presence: options.presence ?? true,
+      pauseAfterMs: options.pauseAfterMs ?? 8000,
+      log: this.#log,
+      leaseValid: () => options.lease?.valid() ?? true,
+    });
+  }
+
+  /** The connection state (connecting, connected, reconnecting with the reason, logged out, failed). */
+  status(): ChannelStatus {
+    const status = this.#status.get();
+    return this.#link && status.state === "logged_out" ? { ...status, link: this.#link } : status;
+  }
+
+  /**
+   * Starts the connection loop and resolves after its first attempt
+   * (connected, waiting to reconnect, waiting for a link or for the lease):
+   * the loop reports its state through `status()` from then on.
+   */
+  async start(onInbound: InboundHandler): Promise<void> {
+    this.#onInbound = onInbound;
+    let firstAttempt: () => void = () => {};
+    const settled = new Promise<void>((resolve) => (firstAttempt = resolve));
+    this.#loop = this.#run(firstAttempt);
+    await settled;
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#loop;
+    this.#outbound.clear();
+    const lease = this.#o.lease;
+    await (lease?.close ? lease.close() : lease?.release())?.catch(() => undefined);
+    this.#status.set("stopped");
+  }
+
+  async #run(firstAttempt: () => void): Promise<void> {
+    const { initialMs, maxMs } = this.#o.reconnect ?? { initialMs: 1000, maxMs: 60_000 };
+    const backoff = new Backoff(initialMs, maxMs);
+    const signal = this.#stop.signal;
+    this.#status.set("connecting");
+    while (!signal.aborted) {
+      if (!(await this.#linked())) {
+        firstAttempt();
+        await sleep(this.#o.linkPollMs ?? 5000, signal);
+        continue;
+      }
+      if (!(await this.#holdLease())) {
+        firstAttempt();
+        await sleep(Math.max(500, (this.#o.lease?.ttlMs ?? 3000) / 3), signal);
+        continue;
+      }
+      const { verdict, wasOpen } = await this.#connection(firstAttempt);
+      if (!verdict) break;
+      if (wasOpen) backoff.reset();
+      if (verdict.action === "stop") {
+        this.#status.set("failed", { reason: verdict.reason });
+        break;
+      }
+      if (verdict.action === "logged_out") {
+        await this.#o.connector.forget().catch((error) => this.#log.error({ err: describeError(error) }));
+        this.#status.set("logged_out", { reason: verdict.reason });
+        await this.#o.lease?.release().catch(() => undefined);
+        continue;
+      }
+      const wait = verdict.immediate ? 0 : backoff.next();
+      this.#status.set("reconnecting", { reason: verdict.reason, nextRetryAt: Date.now() + wait });
+      firstAttempt();
+      await this.#waitHolding(wait);
+    }
+    firstAttempt();
+    await this.#o.lease?.release().catch(() => undefined);
+  }
+
+  /** Waits before a reconnect, renewing the lease meanwhile: a backoff longer than the lease is no handover. */
+  async #waitHolding(ms: number): Promise<void> {
+    const lease = this.#o.lease;
+    const until = Date.now() + ms;
+    while (!this.#stop.signal.aborted && Date.now() < until) {
+      await sleep(Math.min(until - Date.now(), lease ? lease.ttlMs / 3 : ms), this.#stop.signal);
+      if (lease && Date.now() < until) await lease.hold().catch(() => undefined);
+    }
+  }
+
+  /** Whether a device is linked; while not, the status says how to link it (a 401's reason is kept). */
+  async #linked(): Promise<boolean> {
+    const linked = await this.#o.connector.isLinked().catch(() => false);
+    this.#link = linked ? undefined : await this.#o.pendingLink?.().catch(() => undefined);
+    if (!linked && this.#status.get().state !== "logged_out") {
+      this.#status.set("logged_out", {
+        reason: 'no linked device; link one with "hub channels login whatsapp" (QR code or --phone)',
+      });
+    }
+    return linked;
+  }
+
+  /** Takes the account's lease (true), or reports who holds it and waits to take over (false). */
+  async #holdLease(): Promise<boolean> {
+    const lease = this.#o.lease;
+    if (!lease) return true;
+    try {
+      const { held, holder } = await lease.hold();
+      if (held) return true;
+      this.#status.set("reconnecting", {
+        reason: `another hub process (${holder.split(":").slice(0, 2).join(" pid ")}) holds this WhatsApp account; taking over when it stops`,
+        nextRetryAt: Date.now() + lease.ttlMs / 3,
+      });
+    } catch (error) {
+      this.#status.set("reconnecting", {
+        reason: `the account lease is unavailable (${describeError(error)})`,
+      });
+    }
+    return false;
+  }
+
+  /** One socket from open to close: what its close means, and whether it was ever open. */
+  async #connection(firstAttempt: () => void): Promise<{ verdict?: CloseVerdict; wasOpen: boolean }> {
+    if (this.#status.get().state !== "reconnecting") this.#status.set("connecting");
+    let socket: WhatsAppSocket;
+    try {
+      socket = await this.#o.connector.open();
+      this.opened++;
+    } catch (error) {
+      const reason = `could not open a connection (${describeError(error)})`;
+      return { verdict: { action: "reconnect", reason, immediate: false }, wasOpen: false };
+    }
+    if (this.#stop.signal.aborted) {
+      // Stopped while the socket was being opened: its abort listener would never fire.
+      socket.end(undefined);
+      return { wasOpen: false };
+    }
+    let wasOpen = false;
+    const verdict = await new Promise<CloseVerdict | undefined>((resolve) => {
+      let finished = false;
+      const done = (v: CloseVerdict | undefined) => {
+        if (finished) return;
+        finished = true;
+        clearInterval(renew);
+        this.#stop.signal.removeEventListener("abort", abort);
+        if (this.#socket === socket) this.#socket = undefined;
+        resolve(v);
+      };
+      const abort = () => {
+        done(undefined);
+        socket.end(undefined);
+      };
+      const renew = this.#renewLease(socket, done);
+      this.#stop.signal.addEventListener("abort", abort, { once: true });
+      socket.ev.on("connection.update", (update) => {
+        if (update.qr) {
+          setImmediate(() => socket.end(undefined));
+          return done({
+            action: "logged_out",
+            reason: 'WhatsApp asks to link this device again; run "hub channels login whatsapp"',
+          });
+        }
+        if (update.connection === "open") {
+          wasOpen = true;
+          this.#opened(socket);
+          firstAttempt();
+        }
+        if (update.connection === "close") done(classifyClose(update.lastDisconnect?.error));
+      });
+      socket.ev.on("messages.upsert", (event) => void this.#upsert(event));
+    });
+    return { ...(verdict ? { verdict } : {}), wasOpen };
+  }
+
+  #opened(socket: WhatsAppSocket): void {
+    this.#socket = socket;
+    this.#self = selfIdentity(socket.user);
+    this.#status.set("connected");
+  }
+
+  /** Renews the lease while the socket lives; a lost lease closes the socket before anything else is sent. */
+  #renewLease(
+    socket: WhatsAppSocket,
+    done: (v: CloseVerdict) => void,
+  ): ReturnType<typeof setInterval> | undefined {
+    const lease = this.#o.lease;
+    if (!lease) return undefined;
+    return setInterval(() => {
+      lease
+        .hold()
+        .then(({ held }) => {
+          if (held) return;
+          this.#log.error("whatsapp account lease lost to another process; closing this connection");
+          done({ action: "reconnect", reason: "the account lease was taken over", immediate: false });
+          socket.end(undefined);
+        })
+        .catch((error) => this.#log.warn({ err: describeError(error) }, "whatsapp lease renewal failed"));
+    }, lease.ttlMs / 3);
+  }
+
+  async #upsert(event: WhatsAppEventMap["messages.upsert"]): Promise<void> {
+    const messages: unknown[] = Array.isArray(event?.messages) ? event.messages : [];
+    await Promise.all(messages.map((raw) => this.handleMessage(raw)));
+  }
+
+  /**
+   * Handles one message of `messages.upsert` (live, or offline backlog on
+   * reconnect): normalized, too old ones ignored, admitted in chat order.
+   * WhatsApp never redelivers, so a transient failure is retried here a few
+   * times. Never throws.
+   */
+  async handleMessage(raw: unknown): Promise<InboundResult> {
+    const onInbound = this.#onInbound;
+    if (!onInbound) return { kind: "retry", reason: "the adapter is not started" };
+    let normalized: NormalizedMessage;
+    try {
+      normalized = normalizeWhatsAppMessage(raw, this.#self, { accountId: this.accountId });
+    } catch (error) {
+      // Whatever threw on this message would throw on it again: it can never be accepted.
+      normalized = { ok: false, reason: `unreadable message (${describeError(error)})`, ignored: false };
+    }
+    if (!normalized.ok) {
+      const log = { messageId: normalized.messageId, reason: normalized.reason };
+      if (normalized.ignored) this.#log.debug(log, "whatsapp message not for us");
+      else this.#log.warn(log, "dropping a malformed WhatsApp message");
+      return normalized.ignored
+        ? { kind: "ignored", reason: normalized.reason }
+        : { kind: "rejected", reason: normalized.reason };
+    }
+    const { fields } = normalized;
+    const maxAge = this.#o.maxMessageAgeMs ?? 10 * 60_000;
+    if (Date.now() - fields.timestamp > maxAge) {
+      this.#log.info({ messageId: fields.messageId }, "whatsapp message too old to answer; ignored");
+      return { kind: "ignored", reason: "older than maxMessageAgeMs" };
+    }
+    this.#remember(`${fields.chat.id}/${fields.messageId}`, {
+      key: normalized.key,
+      message: normalized.message,
+    } as WAMessage);
+    return this.#admit(fields, onInbound);
+  }
+
+  async #admit(fields: Parameters<InboundHandler>[0], onInbound: InboundHandler): Promise<InboundResult> {
+    const backoff = new Backoff(500, 8000);
+    const attempts = this.#o.admitAttempts ?? 6;
+    for (let attempt = 1; ; attempt++) {
+      const result = await this.#sequencer
+        .submit(fields, onInbound)
+        .catch((error): InboundResult => ({ kind: "retry", reason: describeError(error) }));
+      if (result.kind === "rejected")
+        this.#log.warn({ messageId: fields.messageId, reason: result.reason }, "whatsapp message rejected");
+      if (result.kind !== "retry") return result;
+      if (attempt >= attempts || this.#stop.signal.aborted) {
+        this.#log.error(
+          { messageId: fields.messageId, reason: result.reason },
+          "whatsapp message could not be admitted; WhatsApp does not redeliver, so it is not answered",
+        );
+        return result;
+      }
+      await sleep(backoff.next(), this.#stop.signal);
+    }
+  }
+
+  #remember(ref: string, message: WAMessage): void {
+    this.#recent.delete(ref);
+    this.#recent.set(ref, message);
+    if (this.#recent.size > RECENT_LIMIT) this.#recent.delete(this.#recent.keys().next().value as string);
+  }
+
+  sendIntervalMs(target: ReplyTarget): number {
+    return target.chatId.endsWith("@g.us")
+      ? (this.#o.groupSendIntervalMs ?? 2500)
+      : (this.#o.sendIntervalMs ?? 1000);
+  }
+
+  send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
+    return this.#outbound.send(segment, target);
+  }
+
+  sendTyping(target: ReplyTarget): Promise<void> {
+    return this.#outbound.composing(target);
+  }
+
+  /** Downloads the media of a recent inbound message (`Media.ref` is `<chat>/<message id>`). */
+  async downloadMedia(ref: string): Promise<Buffer> {
+    const message = this.#recent.get(ref);
+    const download = this.#o.connector.download;
+    if (!message || !download) throw new Error(`WhatsApp media ${ref} is no longer available to download`);
+    return download(message);
+  }
+}

@@ -1,0 +1,113 @@
+import {
+  type ChannelLoginOptions,
+  type ChannelPlugin,
+  type ChannelPluginDeps,
+  describeError,
+  HubError,
+} from "@hub/core";
+import { Redis } from "ioredis";
+import { WhatsAppAdapter } from "./adapter.js";
+import { isLinked } from "./auth-state.js";
+import { type WhatsAppConfig, WhatsAppConfigSchema } from "./config.js";
+import { type AccountLease, RedisAccountLease } from "./lease.js";
+import { publishLinkCode, readLinkCode } from "./link-code.js";
+import { linkDevice } from "./login.js";
+import { authDirOf, baileysConnector, openBaileysSocket } from "./socket.js";
+
+/** The Redis key of an account's lease (one hub process holds its socket). */
+export function leaseKey(prefix: string, accountId: string): string {
+  return `${prefix}:whatsapp:lease:${accountId}`;
+}
+
+function leaseOf(config: WhatsAppConfig, deps: ChannelPluginDeps): RedisAccountLease | undefined {
+  if (!deps.redis) return undefined;
+  const redis = new Redis(deps.redis.url, {
+    maxRetriesPerRequest: 2,
+    lazyConnect: true,
+    connectTimeout: 3000,
+  });
+  // A failed command reports the error (the status says the lease is unavailable); the events only repeat it.
+  redis.on("error", (error) =>
+    deps.logger.debug({ err: describeError(error) }, "whatsapp lease redis error"),
+  );
+  return new RedisAccountLease(redis, leaseKey(deps.redis.prefix, deps.accountId), config.leaseMs, true);
+}
+
+/** Holds the account's lease while linking, so no hub process connects with half-written credentials. */
+async function holdForLogin(lease: AccountLease | undefined, print: (text: string) => void) {
+  if (!lease) return undefined;
+  let held: { held: boolean; holder: string };
+  try {
+    held = await lease.hold();
+  } catch (error) {
+    print(
+      `Redis is not reachable (${describeError(error)}); make sure no hub runs this account while linking.`,
+    );
+    await lease.close?.();
+    return undefined;
+  }
+  if (!held.held)
+    throw new HubError(
+      "whatsapp_login_busy",
+      `A running hub process (${held.holder.split(":").slice(0, 2).join(" pid ")}) holds this WhatsApp account; it is linked already. Stop that hub first to link again.`,
+    );
+  return setInterval(() => void lease.hold().catch(() => undefined), lease.ttlMs / 3);
+}
+
+/**
+ * WhatsApp as a channel plugin: `channels.whatsapp` (or `.accounts.<id>`)
+ * builds one linked device per account, its credentials in the state
+ * directory (`whatsapp/<accountId>` unless `authDir` says otherwise) and its
+ * socket held by one hub process at a time through a lease in the hub's Redis.
+ * `hub channels login whatsapp` links the device (QR code, or `--phone`).
+ */
+export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
+  name: "whatsapp",
+  configSchema: WhatsAppConfigSchema,
+  env: { WHATSAPP_AUTH_DIR: "authDir" },
+  create(config, deps) {
+    const logger = deps.logger;
+    const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
+    const lease = leaseOf(config, deps);
+    return new WhatsAppAdapter({
+      accountId: deps.accountId,
+      connector: baileysConnector({ authDir, logger }),
+      logger,
+      ...(lease ? { lease } : {}),
+      textLimit: config.textLimit,
+      maxMessageAgeMs: config.maxMessageAgeMs,
+      sendIntervalMs: config.sendIntervalMs,
+      groupSendIntervalMs: config.groupSendIntervalMs,
+      presence: config.presence,
+      reconnect: { initialMs: config.reconnectInitialMs, maxMs: config.reconnectMaxMs },
+      pendingLink: () => readLinkCode(authDir),
+      linkPollMs: 2000,
+    });
+  },
+  async login(config, deps, options: ChannelLoginOptions) {
+    const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
+    if (await isLinked(authDir)) {
+      options.print(`WhatsApp account "${deps.accountId}" is linked already (${authDir}).`);
+      options.print(
+        "To link another phone, unlink this device on the phone (or remove that folder), then run this again.",
+      );
+      return;
+    }
+    const lease = leaseOf(config, deps);
+    const renew = await holdForLogin(lease, options.print).catch(async (error) => {
+      await lease?.close();
+      throw error;
+    });
+    try {
+      await linkDevice({
+        open: () => openBaileysSocket({ authDir, logger: deps.logger }),
+        print: options.print,
+        phone: options.phone,
+        onLink: (link) => publishLinkCode(authDir, link),
+      });
+    } finally {
+      clearInterval(renew);
+      await lease?.close();
+    }
+  },
+};

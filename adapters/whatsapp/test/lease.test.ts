@@ -1,0 +1,157 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { createLogger } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { leaseKey, RedisAccountLease, WhatsAppAdapter } from "../src/index.js";
+import { FakeWhatsApp } from "./fake-whatsapp.js";
+
+const prefix = testPrefix("wa-lease");
+const redis = new Redis(REDIS_URL);
+const children: ChildProcess[] = [];
+let adapters: WhatsAppAdapter[] = [];
+let n = 0;
+
+afterEach(async () => {
+  await Promise.all(adapters.map((a) => a.stop()));
+  adapters = [];
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+});
+afterAll(async () => {
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+/** One hub process's adapter for the account `key`, on its own fake device, with its own lease. */
+async function process_(key: string, ttlMs = 900) {
+  const wa = new FakeWhatsApp();
+  const lease = new RedisAccountLease(new Redis(REDIS_URL), key, ttlMs, true);
+  const adapter = new WhatsAppAdapter({
+    accountId: "default",
+    connector: wa,
+    lease,
+    logger: createLogger({ level: "silent" }),
+    reconnect: { initialMs: 20, maxMs: 100 },
+  });
+  adapters.push(adapter);
+  await adapter.start(async () => ({ kind: "accepted" }));
+  return { adapter, wa, lease };
+}
+
+/** Another hub process (a child running `script`) holding the account `key`; its stdout is collected. */
+function holderProcess(script: string, key: string, ttlMs: number): { child: ChildProcess; output: string } {
+  const path = fileURLToPath(new URL(script, import.meta.url));
+  const child = spawn(process.execPath, ["--import", "tsx", path, REDIS_URL, key, String(ttlMs)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  children.push(child);
+  const holder = { child, output: "" };
+  child.stdout?.on("data", (d: Buffer) => {
+    holder.output += String(d);
+  });
+  return holder;
+}
+
+const seg = { replyId: "r", index: 0, text: "hi", last: true };
+const target = { channel: "whatsapp", accountId: "default", chatId: "4915112345678@s.whatsapp.net" };
+
+describe("whatsapp account lease: one hub process holds the socket", () => {
+  it("a second process waits while the first holds the account, and takes over when it stops", async () => {
+    const key = leaseKey(prefix, `a${++n}`);
+    const first = await process_(key);
+    await waitFor(() => first.adapter.status().state === "connected", "the first process connected");
+    const second = await process_(key);
+    expect(second.adapter.status()).toMatchObject({
+      state: "reconnecting",
+      reason: expect.stringMatching(/another hub process .* holds this WhatsApp account/),
+    });
+    expect(second.wa.sockets).toHaveLength(0);
+    await first.adapter.stop();
+    await waitFor(() => second.adapter.status().state === "connected", "the second process took over", 3000);
+    expect(second.wa.sockets).toHaveLength(1);
+    expect(first.wa.sockets).toHaveLength(1);
+  });
+
+  it("a process killed with SIGKILL is taken over once its lease runs out", async () => {
+    const key = leaseKey(prefix, `b${++n}`);
+    const ttlMs = 1200;
+    const holder = holderProcess("./lease-holder.ts", key, ttlMs);
+    const child = holder.child;
+    await waitFor(() => holder.output.startsWith("held"), "the holder taking the lease", 15_000);
+    const standby = await process_(key, ttlMs);
+    // While the holder lives and renews, the standby never opens a socket (well past one lease time).
+    await new Promise((r) => setTimeout(r, ttlMs * 2));
+    expect(standby.wa.sockets).toHaveLength(0);
+    const killedAt = Date.now();
+    child.kill("SIGKILL");
+    await waitFor(() => standby.adapter.status().state === "connected", "the takeover", ttlMs * 3);
+    expect(Date.now() - killedAt).toBeLessThan(ttlMs + ttlMs / 3 + 1000);
+    expect(standby.wa.sockets).toHaveLength(1);
+  });
+
+  it("a holder frozen (SIGSTOP) past its lease sends nothing when it wakes; the process that took over does", async () => {
+    const key = leaseKey(prefix, `f${++n}`);
+    const ttlMs = 1000;
+    const holder = holderProcess("./frozen-holder.ts", key, ttlMs);
+    const child = holder.child;
+    const output = () => holder.output;
+    await waitFor(() => (output().match(/SENT/g) ?? []).length >= 3, "the holder sending", 15_000);
+    child.kill("SIGSTOP");
+    const standby = await process_(key, ttlMs);
+    await waitFor(() => standby.adapter.status().state === "connected", "the takeover", ttlMs * 3);
+    await new Promise((r) => setTimeout(r, 200));
+    const beforeWake = output().length;
+    child.kill("SIGCONT");
+    await waitFor(() => /REFUSED/.test(output().slice(beforeWake)), "the woken holder trying to send", 5000);
+    await new Promise((r) => setTimeout(r, 500));
+    expect(output().slice(beforeWake)).not.toMatch(/SENT/);
+    await standby.adapter.send(seg, target);
+    expect(standby.wa.sent).toHaveLength(1);
+  }, 30_000);
+
+  it("a holder that lost its lease (frozen past it) sends nothing and closes its socket", async () => {
+    const key = leaseKey(prefix, `c${++n}`);
+    const holder = await process_(key);
+    await waitFor(() => holder.adapter.status().state === "connected", "connected");
+    await holder.adapter.send(seg, target);
+    // Another process took the account while this one was frozen.
+    await redis.set(key, "other-host:4242:token", "PX", 60_000);
+    await waitFor(
+      () => /other-host pid 4242/.test(holder.adapter.status().reason ?? ""),
+      "the lost lease noticed",
+      2000,
+    );
+    await expect(holder.adapter.send(seg, target)).rejects.toThrow();
+    expect(holder.wa.sent).toHaveLength(1);
+    expect(holder.wa.socket.ended).toBe(true);
+    expect(holder.adapter.status().state).toBe("reconnecting");
+  });
+
+  it("a reconnect backoff longer than the lease keeps the account (no handover to a waiting process)", async () => {
+    const key = leaseKey(prefix, `g${++n}`);
+    const wa = new FakeWhatsApp();
+    const holder = new WhatsAppAdapter({
+      connector: wa,
+      lease: new RedisAccountLease(new Redis(REDIS_URL), key, 600, true),
+      logger: createLogger({ level: "silent" }),
+      reconnect: { initialMs: 2000, maxMs: 2000 },
+    });
+    adapters.push(holder);
+    await holder.start(async () => ({ kind: "accepted" }));
+    await waitFor(() => holder.status().state === "connected", "connected");
+    wa.socket.close(428);
+    const standby = await process_(key, 600);
+    await waitFor(() => wa.sockets.length === 2, "the holder reconnecting after its backoff", 5000);
+    await waitFor(() => holder.status().state === "connected", "connected again");
+    expect(standby.wa.sockets).toHaveLength(0);
+  });
+
+  it("a lease not renewed in time is no longer valid by the holder's own clock", async () => {
+    const lease = new RedisAccountLease(redis, leaseKey(prefix, `d${++n}`), 300);
+    expect((await lease.hold()).held).toBe(true);
+    expect(lease.valid()).toBe(true);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(lease.valid()).toBe(false);
+  });
+});
