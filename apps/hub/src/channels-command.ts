@@ -33,7 +33,7 @@ export async function channelsCommand(args: string[], configPath: string | undef
     const linkable = channelPlugins.filter((p) => p.login).map((p) => p.name);
     throw new HubError(
       "channel_no_login",
-      `"${name}" has no login (channels linked by a device: ${linkable.join(", ") || "none"}); other channels take a token in the config.`,
+      `"${name}" has no interactive login (channels linked by a device: ${linkable.join(", ") || "none"}); other channels take a token in the config.`,
     );
   }
   const { config } = loadConfig({ path: configPath, plugins: channelPlugins });

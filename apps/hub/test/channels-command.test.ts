@@ -20,10 +20,13 @@ describe("hub channels", () => {
   it("explains its usage, and which channels link a device", () => {
     const usage = hub("channels");
     expect(usage.status).toBe(1);
-    expect(usage.stderr).toContain("hub channels login <channel> [--account <id>] [--phone <number>]");
+    expect(usage.stderr).toContain("login [options] <channel>");
+    expect(hub("channels", "login", "--help").stdout).toContain("--phone <number>");
     const telegram = hub("channels", "login", "telegram");
     expect(telegram.status).toBe(1);
-    expect(telegram.stderr).toContain('"telegram" has no login (channels linked by a device: whatsapp)');
+    expect(telegram.stderr).toContain(
+      '"telegram" has no interactive login (channels linked by a device: whatsapp)',
+    );
     const account = hub("channels", "login", "whatsapp", "--account", "shop");
     expect(account.stderr).toContain("channels.whatsapp.accounts.shop is not in the config.");
   }, 60_000);
