@@ -54,6 +54,10 @@ describe("slack in a hub process", () => {
     const hub = await startHubProcess(env, port);
     processes.push(hub);
     fake.eventsUrl = `http://127.0.0.1:${port}/slack/events`;
+    // Channels connect in the background; until Slack's is connected its events answer 503 (Slack retries).
+    const ready = async () =>
+      (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.ok === true;
+    await waitFor(ready, "the Slack channel to connect", 15_000);
     return hub;
   };
   const dm = (text: string) =>
