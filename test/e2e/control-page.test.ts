@@ -1,16 +1,13 @@
-import { existsSync } from "node:fs";
 import { FailedDeliveries } from "@hub/reply";
 import { Redis } from "ioredis";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumAvailable, launchChromium } from "../support/browser.js";
 import { type FakeWorld, startFakeWorld } from "../support/hub.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
 
 // Debian's chromium, as in webchat-browser.test.ts (CI installs it).
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI)
-  throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+const available = chromiumAvailable;
 
 const HOSTILE_NAME = '<img src=x onerror="window.__pwned=1">';
 let world: FakeWorld;
@@ -19,17 +16,7 @@ let redis: Redis;
 beforeAll(async () => {
   redis = new Redis(REDIS_URL);
   world = await startFakeWorld("control", { telegram: { allowFrom: ["1"] } });
-  if (available)
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-background-networking",
-      ],
-    });
+  if (available) browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

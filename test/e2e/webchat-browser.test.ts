@@ -1,14 +1,11 @@
-import { existsSync } from "node:fs";
 import { offlineAnswer } from "@hub/agent";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { CHROMIUM, chromiumAvailable, launchChromium } from "../support/browser.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 
 // Debian's chromium; browsers cannot be downloaded at test time here. CI installs it (.ci/run).
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI)
-  throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+const available = chromiumAvailable;
 if (!available)
   console.warn(
     `webchat browser test skipped: no Chromium at ${CHROMIUM} (apt-get install chromium, or set CHROMIUM_PATH).`,
@@ -19,17 +16,7 @@ let browser: Browser;
 beforeAll(async () => {
   if (!available) return;
   hub = await startTestHub({}, "browser");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

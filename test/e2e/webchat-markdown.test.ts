@@ -1,30 +1,18 @@
-import { existsSync } from "node:fs";
 import { offlineAnswer } from "@hub/agent";
-import { type Browser, chromium, type Locator } from "playwright-core";
+import type { Browser, Locator } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumAvailable, launchChromium } from "../support/browser.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 
 // Debian's chromium, as in webchat-browser.test.ts (CI installs it).
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI)
-  throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+const available = chromiumAvailable;
 
 let hub: TestHub;
 let browser: Browser;
 beforeAll(async () => {
   if (!available) return;
   hub = await startTestHub({}, "markdown");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--no-first-run",
-      "--disable-background-networking",
-    ],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();

@@ -1,18 +1,16 @@
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@hub/core";
-import { type Browser, chromium } from "playwright-core";
+import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromiumAvailable, launchChromium } from "../../../test/support/browser.js";
 import { startTestHub, type TestHub } from "../../../test/support/hub.js";
 import { publishLinkCode, readLinkCode, WhatsAppAdapter } from "../src/index.js";
 import { FakeWhatsApp } from "./fake-whatsapp.js";
 
 // Debian's chromium (the web chat's browser test needs it too; CI installs it).
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-const available = existsSync(CHROMIUM);
-if (!available && process.env.CI)
-  throw new Error(`Chromium is required in CI but was not found at ${CHROMIUM}.`);
+const available = chromiumAvailable;
 
 const QR = "2@k1VvLzQF0x9vW1b2E3n4T5m6Y7u8I9o0P,bXlOb2lzZUtleQ==,aWRlbnRpdHlLZXk=,YWR2U2VjcmV0";
 const dir = mkdtempSync(join(tmpdir(), "wa-link-page-"));
@@ -32,10 +30,7 @@ beforeAll(async () => {
   hub = await startTestHub({ channels: { whatsapp: { allowFrom: ["1@s.whatsapp.net"] } } }, "wa-link-page", [
     adapter,
   ]);
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--headless", "--no-sandbox", "--disable-gpu"],
-  });
+  browser = await launchChromium();
 });
 afterAll(async () => {
   await browser?.close();
