@@ -1,6 +1,7 @@
-import { type ChannelPlugin, HubError } from "@hub/core";
+import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { DiscordAdapter } from "./adapter.js";
 import { type DiscordConfig, DiscordConfigSchema } from "./config.js";
+import { diagnoseDiscord } from "./diagnose.js";
 
 /**
  * The Discord channel plugin: `channels.discord` (or `channels.discord.accounts.<id>`),
@@ -11,11 +12,13 @@ export const discordPlugin: ChannelPlugin<DiscordConfig> = {
   configSchema: DiscordConfigSchema,
   env: { DISCORD_BOT_TOKEN: "token" },
   secretKeys: ["token"],
+  diagnose: (config, deps, { signal }) =>
+    diagnoseDiscord(config, accountConfigPath("discord", deps.accountId), signal),
   create(config, deps) {
     if (!config.token) {
       throw new HubError(
         "discord_token_missing",
-        `channels.discord${deps.accountId === "default" ? "" : `.accounts.${deps.accountId}`} has no bot token; set its token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
+        `${accountConfigPath("discord", deps.accountId)} has no bot token; set its token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
       );
     }
     return new DiscordAdapter({

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import {
   type AdapterStateStore,
+  accountConfigPath,
   type ChannelAdapter,
   type ChannelCapabilities,
   ChannelRefusedError,
@@ -185,7 +186,7 @@ export class SlackAdapter implements ChannelAdapter {
   async start(onInbound: InboundHandler): Promise<void> {
     this.#status.set("connecting");
     const mode = this.#o.mode ?? "http";
-    const at = this.accountId === "default" ? "channels.slack" : `channels.slack.accounts.${this.accountId}`;
+    const at = accountConfigPath("slack", this.accountId);
     const missing =
       mode === "http" && !this.#o.signingSecret
         ? `Slack HTTP mode needs ${at}.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.`

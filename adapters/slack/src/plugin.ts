@@ -1,6 +1,7 @@
-import { type ChannelPlugin, HubError } from "@hub/core";
+import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { SlackAdapter } from "./adapter.js";
 import { SLACK_ENV, type SlackConfig, SlackConfigSchema } from "./config.js";
+import { diagnoseSlack } from "./diagnose.js";
 
 /** The Slack channel as the hub installs it (`channels.slack`). */
 export const slackPlugin: ChannelPlugin<SlackConfig> = {
@@ -8,10 +9,11 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
   configSchema: SlackConfigSchema,
   env: SLACK_ENV,
   secretKeys: ["botToken", "signingSecret", "appToken"],
+  diagnose: (config, deps, { signal }) =>
+    diagnoseSlack(config, accountConfigPath("slack", deps.accountId), signal),
   create(config, deps) {
     if (!config.botToken) {
-      const at =
-        deps.accountId === "default" ? "channels.slack" : `channels.slack.accounts.${deps.accountId}`;
+      const at = accountConfigPath("slack", deps.accountId);
       throw new HubError(
         "slack_token_missing",
         `${at} is configured without a bot token; set ${at}.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).`,

@@ -1,6 +1,7 @@
 import {
   type AdapterFields,
   type AdapterStateStore,
+  accountConfigPath,
   type ChannelAdapter,
   type ChannelCapabilities,
   type ChannelPacing,
@@ -128,8 +129,7 @@ export class TelegramAdapter implements ChannelAdapter {
   async start(onInbound: InboundHandler): Promise<void> {
     this.#onInbound = onInbound;
     this.#status.set("connecting");
-    const at =
-      this.accountId === "default" ? "channels.telegram" : `channels.telegram.accounts.${this.accountId}`;
+    const at = accountConfigPath("telegram", this.accountId);
     let me: Awaited<ReturnType<Api["getMe"]>>;
     try {
       me = await this.#bot.api.getMe();

@@ -1,6 +1,7 @@
-import { type ChannelPlugin, HubError } from "@hub/core";
+import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { TelegramAdapter } from "./adapter.js";
 import { type TelegramConfig, TelegramConfigSchema } from "./config.js";
+import { diagnoseTelegram } from "./diagnose.js";
 
 /** Telegram as a channel plugin: `channels.telegram` (or `.accounts.<id>`) builds one grammY bot per account. */
 export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
@@ -8,9 +9,10 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
   configSchema: TelegramConfigSchema,
   env: { TELEGRAM_BOT_TOKEN: "botToken" },
   secretKeys: ["botToken", "webhookSecret"],
+  diagnose: (config, deps, { signal }) =>
+    diagnoseTelegram(config, accountConfigPath("telegram", deps.accountId), signal),
   create(config, deps) {
-    const at =
-      deps.accountId === "default" ? "channels.telegram" : `channels.telegram.accounts.${deps.accountId}`;
+    const at = accountConfigPath("telegram", deps.accountId);
     if (!config.botToken) {
       throw new HubError(
         "telegram_token_missing",

@@ -1,4 +1,5 @@
 import {
+  accountConfigPath,
   type ChannelLoginOptions,
   type ChannelPlugin,
   type ChannelPluginDeps,
@@ -65,6 +66,21 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
   name: "whatsapp",
   configSchema: WhatsAppConfigSchema,
   env: { WHATSAPP_AUTH_DIR: "authDir" },
+  async diagnose(config, deps) {
+    const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
+    const name = `${accountConfigPath("whatsapp", deps.accountId)}: linked device`;
+    // WhatsApp has no way to check a linked device without connecting it; the credentials on disk are what the hub uses.
+    if (await isLinked(authDir))
+      return [{ name, status: "ok", detail: `linked (credentials in ${authDir})` }];
+    return [
+      {
+        name,
+        status: "fail",
+        detail: `not linked (no complete credentials in ${authDir})`,
+        fix: `run: npm run -s hub -- channels login whatsapp${deps.accountId === "default" ? "" : ` --account ${deps.accountId}`}`,
+      },
+    ];
+  },
   create(config, deps) {
     const logger = deps.logger;
     const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);

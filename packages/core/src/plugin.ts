@@ -87,6 +87,21 @@ export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
    * that pair a device (a QR code or pairing code); resolves once linked.
    */
   login?(config: C, deps: ChannelPluginDeps, options: ChannelLoginOptions): Promise<void>;
+  /**
+   * Checks one account against the platform itself, without connecting to it
+   * (`hub doctor`): its credentials, and its webhook where one is configured.
+   * Works whether or not a hub runs; a refused credential is a `fail` naming the key to fix.
+   */
+  diagnose?(config: C, deps: ChannelPluginDeps, options: { signal: AbortSignal }): Promise<ChannelCheck[]>;
+}
+
+/** One finding of `hub doctor`: `fail` makes it exit 1, `warn` does not; `fix` says what to do. */
+export interface ChannelCheck {
+  name: string;
+  status: "ok" | "warn" | "fail";
+  detail: string;
+  /** What to do about it (for warn and fail). */
+  fix?: string | undefined;
 }
 
 /** Options of `ChannelPlugin.login`, from the command line. */
@@ -95,4 +110,9 @@ export interface ChannelLoginOptions {
   print(text: string): void;
   /** Link with a pairing code for this phone number (country code included) instead of a QR code. */
   phone?: string | undefined;
+}
+
+/** Where an account's keys sit in the config (`channels.telegram`, or `channels.telegram.accounts.support`), for messages that name the key to fix. */
+export function accountConfigPath(channel: string, accountId: string): string {
+  return accountId === "default" ? `channels.${channel}` : `channels.${channel}.accounts.${accountId}`;
 }

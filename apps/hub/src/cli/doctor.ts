@@ -1,26 +1,22 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type HubConfig, resolveStateDir } from "@hub/core";
+import { type ChannelCheck, type HubConfig, resolveStateDir } from "@hub/core";
 import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
+import { channelPlugins } from "../plugins.js";
 import type { ChannelReport } from "../supervisor.js";
 import { configOf, gatewayAddress, output } from "./context.js";
+import { credentialChecks } from "./doctor-channels.js";
 import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
 
 /** One doctor check: `fail` makes `hub doctor` exit 1; `warn` does not. */
-export interface DoctorCheck {
-  name: string;
-  status: "ok" | "warn" | "fail";
-  detail: string;
-  /** What to do about it (for warn and fail). */
-  fix?: string;
-}
+export type DoctorCheck = ChannelCheck;
 
 /**
  * `hub doctor [--json]`: the config, Redis (reachable, version, persistence),
- * the state directory's permissions, and each channel's connection as the
- * running hub's gateway reports it (a failed channel carries the platform's
- * answer to its credentials). Exits 1 when any check fails.
+ * the state directory's permissions, each channel account's credentials (and
+ * webhook) checked against its platform by the channel's plugin, and each
+ * channel's connection as the running hub's gateway reports it. Exits 1 when any check fails.
  */
 export function registerDoctor(program: Command): void {
   program
@@ -56,6 +52,7 @@ async function runChecks(command: Command): Promise<DoctorCheck[]> {
     ];
     checks.push(stateDirCheck(resolveStateDir()));
     checks.push(...(await redisChecks(config)));
+    checks.push(...(await credentialChecks(config, channelPlugins)));
     checks.push(...(await channelChecks(config)));
     return checks;
   } catch (error) {
@@ -154,8 +151,8 @@ async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
         name: "channels",
         status: "warn",
         detail:
-          "the hub is not running, so the channels' credentials were not checked against their platforms",
-        fix: 'start the hub ("npm start") and run "hub doctor" again',
+          "the hub is not running, so its channels' connections are not shown (credentials are checked above)",
+        fix: 'start the hub ("npm start") and run "hub doctor" again to see them',
       },
     ];
   }

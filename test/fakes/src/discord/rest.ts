@@ -149,6 +149,20 @@ function putCommands(s: State, scope: string, body: unknown): Answer {
   return json(200, list);
 }
 
+/** GET /applications/@me: the bot's application; its flags say whether Message Content is enabled (1 << 19, under 100 servers). */
+function currentApplication(s: State): Record<string, unknown> {
+  return {
+    id: s.ids.app,
+    name: s.bot.username,
+    description: "",
+    bot_public: true,
+    bot_require_code_grant: false,
+    verify_key: "0".repeat(64),
+    flags: s.o.messageContentAllowed ? 1 << 19 : 0,
+    bot: s.bot,
+  };
+}
+
 function route(s: State, method: string, path: string, body: unknown): Answer {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const b = (body ?? {}) as Record<string, unknown>;
@@ -159,7 +173,10 @@ function route(s: State, method: string, path: string, body: unknown): Answer {
       session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 },
     });
   if (method === "GET" && path === "/gateway") return json(200, { url: s.gateway.url() });
-  if (method === "GET" && path === "/users/@me") return json(200, s.bot);
+  // Clients may send `@me` percent-encoded (discord.js does: `/users/%40me`).
+  const plain = decodeURIComponent(path);
+  if (method === "GET" && plain === "/users/@me") return json(200, s.bot);
+  if (method === "GET" && plain === "/applications/@me") return json(200, currentApplication(s));
   if (parts[0] === "channels" && parts[1]) {
     if (method === "POST" && parts[2] === "messages" && parts.length === 3)
       return createMessage(s, parts[1], b);
