@@ -25,7 +25,7 @@ export async function answerDirectly(
 ): Promise<void> {
   const { runId, ctx } = request;
   if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
-  const reply = o.replies.open(runId, ctx.replyTarget);
+  const reply = o.replies.open(runId, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
   await reply.push(text);
   await o.runs.finish(runId, { status: "completed", text });
   const segments = await reply.end();

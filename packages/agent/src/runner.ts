@@ -200,6 +200,8 @@ export class AgentRunner {
     // Fenced by the writer claim in Redis: once a newer claim exists, not one more segment is queued.
     const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
       fence: this.o.writers.fenceOf(claim),
+      runId,
+      sessionKey: ctx.sessionKey,
     });
     const caps = this.o.capabilitiesOf?.(ctx.channel);
     const streamer = new BlockStreamer({
@@ -406,7 +408,10 @@ export class AgentRunner {
     await this.o.sessions.append(sessionId, [
       { type: "outcome", runId, status: "failed", stopReason: "internal_error", error, at: Date.now() },
     ]);
-    const notice = this.o.replies.open(`${runId}.lost`, ctx.replyTarget);
+    const notice = this.o.replies.open(`${runId}.lost`, ctx.replyTarget, {
+      runId,
+      sessionKey: ctx.sessionKey,
+    });
     await notice.push(
       "Sorry, I lost track of your message because of a problem on my side. Please send it again.",
     );

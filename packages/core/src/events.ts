@@ -58,5 +58,14 @@ export class WriteFencedError extends Error {
 /** Where runs put their replies (implemented by the ReplyDispatcher). */
 export interface ReplySink {
   /** Opens a reply; with a `fence`, every push is refused (`WriteFencedError`) once the fence no longer holds. */
-  open(replyId: string, target: ReplyTarget, options?: { fence?: WriteFence }): ReplyStream;
+  open(replyId: string, target: ReplyTarget, options?: ReplyOpenOptions): ReplyStream;
+}
+
+/** Options of `ReplySink.open`. */
+export interface ReplyOpenOptions {
+  /** Every push is refused (`WriteFencedError`) once the fence no longer holds. */
+  fence?: WriteFence | undefined;
+  /** The run and session this reply answers, carried to delivery so its log lines name them. */
+  runId?: string | undefined;
+  sessionKey?: string | undefined;
 }

@@ -76,11 +76,13 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
   maxAttempts?: number | undefined;
   /** Called once for an item given up for good, before it is removed. */
   onFailed?: ((item: MailboxItem<T>, error: unknown, key: string) => Promise<void>) | undefined;
+  /** Fields every log line about one item carries, e.g. its run's runId, sessionKey and channel. */
+  logFields?: ((data: T) => Record<string, unknown>) | undefined;
 }
 
 /** An ordered mailbox's options with every default applied. */
-type ResolvedOptions<T> = Required<Omit<OrderedMailboxOptions<T>, "onFailed">> &
-  Pick<OrderedMailboxOptions<T>, "onFailed">;
+type ResolvedOptions<T> = Required<Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields">> &
+  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields">;
 
 /** A running drain worker; close it to stop taking new wake-ups. */
 export interface MailboxWorker {
@@ -405,7 +407,7 @@ export class OrderedMailbox<T> {
       } catch (error) {
         if (error instanceof LeaseExpiredError)
           this.#o.logger.warn(
-            { mailbox: this.#o.name, key, itemId: item.id },
+            { ...this.#logFields(item), mailbox: this.#o.name, key, itemId: item.id },
             "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
           );
         if (lease.lost.signal.aborted) return;
@@ -416,6 +418,10 @@ export class OrderedMailbox<T> {
       }
       next = await this.#ackNext(own, key, token, item.id, lease);
     }
+  }
+
+  #logFields(item: MailboxItem<T>): Record<string, unknown> {
+    return this.#o.logFields?.(item.data) ?? {};
   }
 
   #decode(head: string, key: string): MailboxItem<T> | undefined {
@@ -447,7 +453,7 @@ export class OrderedMailbox<T> {
       // Undo the attempt: being told to wait is not a failure of this item.
       await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${item.id}`, -1);
       logger.info(
-        { mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs },
+        { ...this.#logFields(item), mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs },
         "key rate limited; delaying it",
       );
       await this.#delay(key, own, token, error.retryAfterMs);
@@ -457,7 +463,15 @@ export class OrderedMailbox<T> {
       return this.#fail(item, error, key, own, token, lease);
     const backoff = Math.min(30_000, 250 * 2 ** (attempt - 1));
     logger.warn(
-      { err: error, mailbox: this.#o.name, key, itemId: item.id, attempt, backoffMs: backoff },
+      {
+        ...this.#logFields(item),
+        err: error,
+        mailbox: this.#o.name,
+        key,
+        itemId: item.id,
+        attempt,
+        backoffMs: backoff,
+      },
       "item failed; retrying the key later",
     );
     await this.#delay(key, own, token, backoff);
@@ -548,7 +562,7 @@ export class OrderedMailbox<T> {
     lease: DrainLease,
   ): Promise<[string, number] | null> {
     this.#o.logger.error(
-      { err: error, mailbox: this.#o.name, key, itemId: item.id },
+      { ...this.#logFields(item), err: error, mailbox: this.#o.name, key, itemId: item.id },
       "mailbox item failed for good",
     );
     await this.#o.onFailed?.(item, error, key);

@@ -5,13 +5,13 @@ import {
   type HubLogger,
   type OutboundSegment,
   PermanentSendError,
+  type ReplyOpenOptions,
   type ReplySettlement,
   type ReplySink,
   type ReplyStream,
   type ReplyTarget,
   ReplyTargetSchema,
   replyTargetKey,
-  type WriteFence,
 } from "@hub/core";
 import {
   createRedis,
@@ -34,9 +34,22 @@ const SegmentItemSchema = z
     target: ReplyTargetSchema,
     /** When the segment was queued (ms since epoch); items queued before this field existed have none. */
     at: z.number().optional(),
+    /** The run and session that wrote it (when it differs from `replyId`), so delivery's log lines name them. */
+    runId: z.string().optional(),
+    sessionKey: z.string().optional(),
   })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
+
+/** The fields every log line about a segment carries: its run (the reply id), session and channel. */
+function segmentLogFields(segment: SegmentItem): Record<string, unknown> {
+  return {
+    runId: segment.runId ?? segment.replyId,
+    ...(segment.sessionKey ? { sessionKey: segment.sessionKey } : {}),
+    channel: segment.target.channel,
+    index: segment.index,
+  };
+}
 
 /** Options of the ReplyDispatcher. */
 export interface ReplyDispatcherOptions extends MailboxTuning {
@@ -91,6 +104,7 @@ export class ReplyDispatcher implements ReplySink {
       graceMs: options.graceMs,
       sweepIntervalMs: options.sweepIntervalMs,
       instanceId: options.instanceId,
+      logFields: segmentLogFields,
       onFailed: async (item, error) => {
         await this.#mark(item.data.replyId, item.data.index, "failed");
         await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
@@ -120,7 +134,7 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
-  open(replyId: string, target: ReplyTarget, options: { fence?: WriteFence } = {}): ReplyStream {
+  open(replyId: string, target: ReplyTarget, options: ReplyOpenOptions = {}): ReplyStream {
     const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
     let next = 0;
@@ -131,7 +145,10 @@ export class ReplyDispatcher implements ReplySink {
         if (ended) throw new Error(`reply ${replyId} already ended`);
         const items = chunkForChannel(block, capabilities).map((text, i) => {
           const index = next + i;
-          return { id: `${replyId}#${index}`, data: { replyId, index, text, target, at: Date.now() } };
+          const data: SegmentItem = { replyId, index, text, target, at: Date.now() };
+          if (options.runId && options.runId !== replyId) data.runId = options.runId;
+          if (options.sessionKey) data.sessionKey = options.sessionKey;
+          return { id: `${replyId}#${index}`, data };
         });
         await this.#mailbox.push(key, items, options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
@@ -219,7 +236,7 @@ export class ReplyDispatcher implements ReplySink {
         failpoint("delivery.before-send");
         // The last check before the platform write: a process frozen past its lease stops here.
         ctx.assertLease();
-        await this.#sendOnce(adapter, { replyId, index, text }, target, ctx.signal, sendTimeoutMs);
+        await this.#sendOnce(adapter, item.data, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
       },
@@ -231,11 +248,12 @@ export class ReplyDispatcher implements ReplySink {
   // A send that timed out may still have reached the platform (unknown outcome): it is retried once, not more.
   async #sendOnce(
     adapter: ChannelAdapter,
-    segment: OutboundSegment,
-    target: ReplyTarget,
+    item: SegmentItem,
     lost: AbortSignal,
     sendTimeoutMs: number,
   ): Promise<void> {
+    const { target } = item;
+    const segment: OutboundSegment = { replyId: item.replyId, index: item.index, text: item.text };
     const controller = new AbortController();
     const onLost = () => controller.abort(new Error("delivery lease lost"));
     lost.addEventListener("abort", onLost);
@@ -247,7 +265,7 @@ export class ReplyDispatcher implements ReplySink {
     try {
       await adapter.send(segment, target, { signal: controller.signal });
     } catch (error) {
-      if (timedOut) await this.#unknownOutcome(segment, target, error);
+      if (timedOut) await this.#unknownOutcome(item, error);
       throw error;
     } finally {
       clearTimeout(timer);
@@ -255,7 +273,7 @@ export class ReplyDispatcher implements ReplySink {
     }
   }
 
-  async #unknownOutcome(segment: OutboundSegment, target: ReplyTarget, error: unknown): Promise<never> {
+  async #unknownOutcome(segment: SegmentItem, error: unknown): Promise<never> {
     const key = `${this.#o.prefix}:reply:${segment.replyId}:unknown`;
     const [[, first]] = (await this.#redis
       .multi()
@@ -263,7 +281,7 @@ export class ReplyDispatcher implements ReplySink {
       .expire(key, REPLY_TTL_SECONDS)
       .incr(`${this.#o.prefix}:stats:unknown-send-outcomes`)
       .exec()) as [[null, number], ...unknown[]];
-    const log = { err: error, replyId: segment.replyId, index: segment.index, channel: target.channel };
+    const log = { ...segmentLogFields(segment), err: error };
     if (first === 1) {
       this.#o.logger.warn(log, "send timed out: outcome unknown (it may have been posted); retrying it once");
       throw error;
@@ -291,7 +309,7 @@ export class ReplyDispatcher implements ReplySink {
     await this.#mark(replyId, index, "failed");
     if (first !== "OK") return;
     this.#o.logger.warn(
-      { replyId, index, channel: target.channel, maxAgeMs },
+      { ...segmentLogFields(segment), maxAgeMs },
       "reply segment expired before it could be sent; not sending stale answers, telling the chat once",
     );
     const notice = `${replyId}.expired`;
