@@ -112,3 +112,57 @@ describe.skipIf(!available)("the control page in a real browser", () => {
     await page.close();
   });
 });
+
+// Last in this file: it leaves the owner's chat held back by a 429 for a while.
+describe("the queue view (/admin/queues)", () => {
+  it("shows a held-back reply target: its waiting segment, tries and delay; the data needs the token", async () => {
+    const page = await fetch(`${world.hub.url}admin/queues`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain("Hub · queues");
+    expect((await fetch(`${world.hub.url}api/control/queues`)).status).toBe(401);
+    world.platform.fail({ status: 429, retryAfterSeconds: 30 });
+    expect((await dm("1", "Owner", "an answer held back")).status).toBe("accepted");
+    type View = {
+      mailboxes: Array<{
+        name: string;
+        keys: Array<{
+          key: string;
+          depth: number;
+          delayedUntil?: number;
+          head: Array<{ id: string; attempts: number }>;
+        }>;
+      }>;
+    };
+    const read = async () =>
+      (await (
+        await fetch(`${world.hub.url}api/control/queues`, {
+          headers: { authorization: `Bearer ${world.hub.token}` },
+        })
+      ).json()) as View;
+    let held: View["mailboxes"][number]["keys"][number] | undefined;
+    await waitFor(async () => {
+      const reply = (await read()).mailboxes.find((m) => m.name === "reply");
+      held = reply?.keys.find((k) => k.key.includes("telegram") && k.delayedUntil !== undefined);
+      return held !== undefined;
+    }, "the reply target held back by the 429");
+    expect(held!.depth).toBeGreaterThanOrEqual(1);
+    expect(held!.delayedUntil!).toBeGreaterThan(Date.now() + 10_000);
+    expect(held!.head[0]?.id).toMatch(/#0$/);
+    expect((await read()).mailboxes.map((m) => m.name)).toEqual(["reply", "runs"]);
+    if (!available) return;
+    const tab = await browser.newPage();
+    const problems: string[] = [];
+    tab.on("pageerror", (e) => problems.push(e.message));
+    tab.on("console", (m) => {
+      if (m.type() === "error") problems.push(m.text());
+    });
+    await tab.goto(`${world.hub.url}admin/queues#token=${world.hub.token}`);
+    await tab.locator("#status[data-state=open]").waitFor();
+    const row = tab.locator("#reply tr", { hasText: held!.key });
+    expect(await row.count()).toBe(1);
+    expect(await row.textContent()).toContain(held!.head[0]!.id);
+    expect(await tab.locator("#reply-summary").textContent()).toMatch(/^\d+ key\(s\) with items/);
+    expect(problems).toEqual([]);
+    await tab.close();
+  });
+});

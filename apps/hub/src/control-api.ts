@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpRoute, ReplySink } from "@hub/core";
 import type { PairingStore } from "@hub/dispatch";
 import { bearerMatches } from "@hub/gateway";
-import { queueDepths } from "@hub/queue";
+import { inspectMailbox, queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import type { RunRecords, SessionStore } from "@hub/sessions";
 import type { Redis } from "ioredis";
@@ -24,6 +24,8 @@ export interface ControlDeps {
 }
 
 const MAX_BODY = 16 * 1024;
+/** The hub's mailboxes: reply targets' ordered delivery, and session lanes' runs. */
+const MAILBOXES = ["reply", "runs"] as const;
 const PairingParams = z.object({ channel: z.string().min(1), code: z.string().min(1) }).strict();
 const StopParams = z.object({ runId: z.string().min(1) }).strict();
 const RetryParams = z.object({ ids: z.array(z.string()).optional() }).strict();
@@ -55,6 +57,9 @@ export function controlRoutes(deps: ControlDeps): HttpRoute[] {
       failedDeliveries: await failed.list(),
       pairing: await deps.pairing.list(),
       sessions: (await deps.sessions.list()).slice(0, 200),
+    })),
+    get("/api/control/queues", async () => ({
+      mailboxes: await Promise.all(MAILBOXES.map((name) => inspectMailbox(deps.redis, deps.prefix, name))),
     })),
     get("/api/control/transcript", async (url) => {
       const key = url.searchParams.get("sessionKey") ?? "";

@@ -85,6 +85,8 @@ export interface GatewayOptions {
   maxFrameBytes: number;
   /** Folder of the web chat's static files. */
   webRoot?: string;
+  /** Pages served at clean paths from `webRoot`, e.g. `{ "/admin/queues": "queues.html" }`. */
+  pages?: Readonly<Record<string, string>>;
   /** Extra HTTP endpoints (adapters' webhooks). */
   routes?: HttpRoute[];
   /** More clients with their own tokens, scopes and sessions; the main token has every scope and session. */
@@ -219,7 +221,8 @@ export class GatewayServer {
       res.writeHead(404).end("not found");
       return;
     }
-    await serveStaticFile(this.options.webRoot, url.pathname, res);
+    const page = this.options.pages?.[url.pathname];
+    await serveStaticFile(this.options.webRoot, page ? `/${page}` : url.pathname, res);
   }
 
   #onConnection(ws: WebSocket, req: IncomingMessage): void {

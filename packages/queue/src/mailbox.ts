@@ -89,7 +89,21 @@ export interface MailboxWorker {
   close(): Promise<void>;
 }
 
-const SEP = "|";
+/** Separates an item's id from its JSON in the stored list entry (`<id>|<JSON>`). */
+export const SEP = "|";
+
+/** The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay marker (`nb`). */
+export type MailboxKeyKind = "q" | "own" | "nb";
+
+/** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
+export function mailboxBase(prefix: string, name: string): string {
+  return `${prefix}:mb:${name}`;
+}
+
+/** The Redis key of one per-key structure of a mailbox. */
+export function mailboxKeyName(base: string, kind: MailboxKeyKind, key: string): string {
+  return `${base}:${kind}:${key}`;
+}
 
 /** A drainer's hold on one key: lost when renewal fails, confirmed up to a time by each renewal. */
 interface DrainLease {
@@ -133,12 +147,12 @@ export class OrderedMailbox<T> {
       maxAttempts: options.maxAttempts ?? 8,
       instanceId: options.instanceId ?? "hub",
     };
-    this.#base = `${options.prefix}:mb:${options.name}`;
+    this.#base = mailboxBase(options.prefix, options.name);
     this.#redis = createRedis(options.redisUrl);
   }
 
-  #k(kind: "q" | "own" | "nb", key: string): string {
-    return `${this.#base}:${kind}:${key}`;
+  #k(kind: MailboxKeyKind, key: string): string {
+    return mailboxKeyName(this.#base, kind, key);
   }
 
   /**

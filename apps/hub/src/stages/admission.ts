@@ -122,6 +122,7 @@ function startGateway(
       token,
       maxFrameBytes: gw.maxFrameBytes,
       webRoot,
+      pages: { "/control": "control.html", "/admin/queues": "queues.html" },
       routes: operatorRoutes(base, entry, s, dispatcher, replies, token, channelStatus),
       clients: gw.clients,
       allowedOrigins: gw.allowedOrigins,
