@@ -223,7 +223,7 @@ export class ReplyDispatcher implements ReplySink {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
-        const { target, replyId, index, text } = item.data;
+        const { target, replyId, index } = item.data;
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
