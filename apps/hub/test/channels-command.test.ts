@@ -29,12 +29,12 @@ describe("hub channels", () => {
     );
     const account = hub("channels", "login", "whatsapp", "--account", "shop");
     expect(account.stderr).toContain("channels.whatsapp.accounts.shop is not in the config.");
-  }, 60_000);
+  }, 120_000);
 
   it("refuses a phone number it cannot use before connecting anywhere", () => {
     const bad = hub("channels", "login", "whatsapp", "--phone", "call-me-maybe");
     expect(bad.status).toBe(1);
     expect(bad.stdout).not.toContain("Connecting to WhatsApp");
     expect(bad.stderr).toContain("is not a phone number; give it with the country code");
-  }, 60_000);
+  }, 120_000);
 });

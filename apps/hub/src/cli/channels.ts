@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { channelsCommand } from "../channels-command.js";
+import { loginChannel } from "../channels-command.js";
 import type { ChannelReport } from "../supervisor.js";
 import { configOf, gatewayAddress, optionsOf, output, via } from "./context.js";
 import { callGateway } from "./gateway-client.js";
@@ -34,13 +34,6 @@ export function registerChannels(program: Command): void {
     .option("--account <id>", "the account to link", "default")
     .option("--phone <number>", "show a pairing code for this phone number instead of a QR code")
     .action(async (channel: string, opts: { account: string; phone?: string }, command: Command) => {
-      const args = [
-        "login",
-        channel,
-        "--account",
-        opts.account,
-        ...(opts.phone ? ["--phone", opts.phone] : []),
-      ];
-      await channelsCommand(args, optionsOf(command).config);
+      await loginChannel(channel, opts, optionsOf(command).config);
     });
 }
