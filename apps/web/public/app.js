@@ -2,6 +2,7 @@
 // chat.send, shows the answer as its segments are delivered, and rebuilds the
 // view from chat.history after a reload or reconnect.
 import { renderMarkdown } from "./markdown.js";
+import { token as tokenFromPage } from "./token.js";
 
 const $ = (id) => document.getElementById(id);
 const messages = $("messages");
@@ -12,16 +13,6 @@ let nextId = 1;
 const pending = new Map();
 let retryMs = 500;
 let activeRun = null;
-
-function tokenFromPage() {
-  const hash = new URLSearchParams(location.hash.slice(1));
-  const fromHash = hash.get("token");
-  if (fromHash) {
-    localStorage.setItem("hub.token", fromHash);
-    history.replaceState(null, "", location.pathname);
-  }
-  return localStorage.getItem("hub.token");
-}
 
 function setStatus(state, text) {
   statusEl.dataset.state = state;

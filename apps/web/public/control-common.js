@@ -1,19 +1,10 @@
 // Shared by the operator's pages (control.html, queues.html): the gateway token
 // (from #token=, kept in localStorage), the JSON API, and tables built from DOM
 // nodes and text only, never innerHTML: names and messages come from strangers.
+import { token } from "./token.js";
 export const $ = (id) => document.getElementById(id);
 const REFRESH_MS = 3000;
 let refresh = async () => {};
-
-export function token() {
-  const hash = new URLSearchParams(location.hash.slice(1));
-  const fromHash = hash.get("token");
-  if (fromHash) {
-    localStorage.setItem("hub.token", fromHash);
-    history.replaceState(null, "", location.pathname);
-  }
-  return localStorage.getItem("hub.token");
-}
 
 export async function api(path, body) {
   const res = await fetch(`/api/control/${path}`, {

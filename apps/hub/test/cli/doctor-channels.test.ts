@@ -110,7 +110,7 @@ describe("hub doctor checks each channel's credentials against its platform", { 
     const polling = await doctor({ telegram: { botToken: telegram.token, apiRoot: telegram.apiRoot } });
     expect(find(polling.checks, "channels.telegram: webhook")).toMatchObject({ status: "fail" });
     expect(find(polling.checks, "channels.telegram: webhook")?.detail).toContain("409");
-    const webhook = await doctor({
+    const webhookMode = {
       telegram: {
         botToken: telegram.token,
         apiRoot: telegram.apiRoot,
@@ -118,20 +118,13 @@ describe("hub doctor checks each channel's credentials against its platform", { 
         webhookUrl: "https://bot.example.com/telegram/webhook",
         webhookSecret: "w".repeat(20),
       },
-    });
+    };
+    const webhook = await doctor(webhookMode);
     const check = find(webhook.checks, "channels.telegram: webhook");
     expect(check).toMatchObject({ status: "fail" });
     expect(check?.detail).toContain("https://elsewhere.example/hook");
     await botApi("setWebhook", { url: "https://bot.example.com/telegram/webhook" });
-    const matching = await doctor({
-      telegram: {
-        botToken: telegram.token,
-        apiRoot: telegram.apiRoot,
-        mode: "webhook",
-        webhookUrl: "https://bot.example.com/telegram/webhook",
-        webhookSecret: "w".repeat(20),
-      },
-    });
+    const matching = await doctor(webhookMode);
     expect(find(matching.checks, "channels.telegram: webhook")).toMatchObject({ status: "ok" });
     await botApi("deleteWebhook", {});
   });
