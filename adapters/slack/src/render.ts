@@ -1,4 +1,10 @@
-import { decodeCharacterReferences, isSafeLinkTarget } from "@hub/core";
+import {
+  decodeCharacterReferences,
+  isSafeLinkTarget,
+  joinBlocks,
+  listItemMarker,
+  monospaceTable,
+} from "@hub/core";
 import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
 
 // Markdown (as models write it) -> Slack mrkdwn. We walk marked's token tree rather than rewriting the
@@ -118,12 +124,10 @@ function renderImage(t: Tokens.Image, ctx: Ctx): string {
 }
 
 function renderBlocks(tokens: readonly Token[], separator: string, inList = false): string {
-  const parts: string[] = [];
-  for (const token of tokens) {
-    const rendered = renderBlock(token, inList);
-    if (rendered.trim() !== "") parts.push(rendered);
-  }
-  return parts.join(separator);
+  return joinBlocks(
+    tokens.map((token) => renderBlock(token, inList)),
+    separator,
+  );
 }
 
 function renderBlock(token: Token, inList: boolean): string {
@@ -188,11 +192,9 @@ function indent(text: string, prefix: string): string {
 }
 
 function renderList(list: Tokens.List): string {
-  const start = typeof list.start === "number" ? list.start : 1;
   return list.items
     .map((item, k) => {
-      const marker = item.task ? (item.checked ? "☑ " : "☐ ") : list.ordered ? `${start + k}. ` : "• ";
-      return `${marker}${indent(renderBlocks(item.tokens, "\n", true), "    ")}`.trimEnd();
+      return `${listItemMarker(list, item, k)}${indent(renderBlocks(item.tokens, "\n", true), "    ")}`.trimEnd();
     })
     .join("\n");
 }
@@ -200,19 +202,7 @@ function renderList(list: Tokens.List): string {
 /** Tables become an aligned code block: Slack has no tables, monospace keeps the columns. */
 function renderTable(table: Tokens.Table): string {
   const cell = (c: Tokens.TableCell) => decodeCharacterReferences(c.text).replace(/\s+/g, " ").trim();
-  const rows = [table.header.map(cell), ...table.rows.map((row) => row.map(cell))];
-  const columns = Math.max(...rows.map((r) => r.length));
-  const widths = Array.from({ length: columns }, (_, c) =>
-    Math.max(1, ...rows.map((r) => [...(r[c] ?? "")].length)),
-  );
-  const line = (row: string[]) =>
-    widths
-      .map((w, c) => (row[c] ?? "").padEnd(w))
-      .join(" | ")
-      .trimEnd();
-  const [header = [], ...body] = rows;
-  const text = [line(header), widths.map((w) => "-".repeat(w)).join("-+-"), ...body.map(line)].join("\n");
-  return renderCode(text);
+  return renderCode(monospaceTable([table.header.map(cell), ...table.rows.map((row) => row.map(cell))]));
 }
 
 /**

@@ -1,4 +1,10 @@
-import { decodeCharacterReferences, isSafeLinkTarget } from "@hub/core";
+import {
+  decodeCharacterReferences,
+  isSafeLinkTarget,
+  joinBlocks,
+  listItemMarker,
+  monospaceTable,
+} from "@hub/core";
 import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
 
 // Markdown (as models write it) -> Telegram's HTML parse mode. We walk marked's token tree instead of
@@ -106,12 +112,10 @@ function renderFallback(token: Token, ctx: Ctx): string {
 }
 
 function renderBlocks(tokens: readonly Token[], ctx: Ctx, separator: string): string {
-  const parts: string[] = [];
-  for (const token of tokens) {
-    const rendered = renderBlock(token, ctx);
-    if (rendered.trim() !== "") parts.push(rendered);
-  }
-  return parts.join(separator);
+  return joinBlocks(
+    tokens.map((token) => renderBlock(token, ctx)),
+    separator,
+  );
 }
 
 function renderBlock(token: Token, ctx: Ctx): string {
@@ -180,48 +184,21 @@ function indentContinuation(text: string, prefix: string): string {
 }
 
 function renderList(list: Tokens.List, ctx: Ctx): string {
-  const start = typeof list.start === "number" ? list.start : 1;
   return list.items
     .map((item, k) => {
-      const marker = item.task ? (item.checked ? "☑ " : "☐ ") : list.ordered ? `${start + k}. ` : "• ";
       const body = renderBlocks(item.tokens, ctx, "\n");
-      return `${marker}${indentContinuation(body, "  ")}`.trimEnd();
+      return `${listItemMarker(list, item, k)}${indentContinuation(body, "  ")}`.trimEnd();
     })
     .join("\n");
 }
 
-const width = (s: string): number => [...s].length;
-
-function pad(text: string, size: number, align: "center" | "left" | "right" | null): string {
-  const gap = size - width(text);
-  if (gap <= 0) return text;
-  if (align === "right") return " ".repeat(gap) + text;
-  if (align === "center") {
-    const left = Math.floor(gap / 2);
-    return " ".repeat(left) + text + " ".repeat(gap - left);
-  }
-  return text + " ".repeat(gap);
-}
-
-/** Tables become monospace text: Telegram has no tables, but <pre> keeps the columns aligned. */
 function renderTable(table: Tokens.Table, ctx: Ctx): string {
   const cellText = (cell: Tokens.TableCell) =>
     renderInline(cell.tokens, PLAIN)
       .replace(/\s*\n\s*/g, " ")
       .trim();
   const rows = [table.header.map(cellText), ...table.rows.map((row) => row.map(cellText))];
-  const columns = Math.max(...rows.map((r) => r.length));
-  const widths = Array.from({ length: columns }, (_, c) =>
-    Math.max(1, ...rows.map((r) => width(r[c] ?? ""))),
-  );
-  const line = (row: string[]) =>
-    widths
-      .map((w, c) => pad(row[c] ?? "", w, table.align[c] ?? null))
-      .join(" | ")
-      .trimEnd();
-  const [header = [], ...body] = rows;
-  const lines = [line(header), widths.map((w) => "-".repeat(w)).join("-+-"), ...body.map(line)];
-  const text = lines.join("\n");
+  const text = monospaceTable(rows, table.align);
   return ctx.mode === "plain" ? text : `<pre>${escapeHtml(text)}</pre>`;
 }
 

@@ -1,3 +1,4 @@
+import { joinBlocks, listItemMarker, monospaceTable } from "@hub/core";
 import { getDefaults, Lexer, type MarkedToken, type Token, type Tokens } from "marked";
 
 // Markdown (as models write it) -> WhatsApp's formatting: *bold*, _italic_, ~strike~, `code` and
@@ -60,10 +61,7 @@ function renderInlineToken(token: Token): string {
 }
 
 function renderBlocks(tokens: readonly Token[], separator: string): string {
-  return tokens
-    .map(renderBlock)
-    .filter((part) => part.trim() !== "")
-    .join(separator);
+  return joinBlocks(tokens.map(renderBlock), separator);
 }
 
 function renderBlock(token: Token): string {
@@ -101,12 +99,10 @@ function renderBlock(token: Token): string {
 }
 
 function renderList(list: Tokens.List): string {
-  const start = typeof list.start === "number" ? list.start : 1;
   return list.items
     .map((item, k) => {
-      const marker = item.task ? (item.checked ? "☑ " : "☐ ") : list.ordered ? `${start + k}. ` : "• ";
       const body = renderBlocks(item.tokens, "\n").replace(/\n(?=.)/g, "\n  ");
-      return `${marker}${body}`.trimEnd();
+      return `${listItemMarker(list, item, k)}${body}`.trimEnd();
     })
     .join("\n");
 }
@@ -114,18 +110,7 @@ function renderList(list: Tokens.List): string {
 /** Tables become a monospace block (WhatsApp has no tables). */
 function renderTable(table: Tokens.Table): string {
   const cell = (c: Tokens.TableCell) => renderInline(c.tokens).replace(/\s+/g, " ").trim();
-  const rows = [table.header.map(cell), ...table.rows.map((row) => row.map(cell))];
-  const columns = Math.max(...rows.map((r) => r.length));
-  const widths = Array.from({ length: columns }, (_, c) =>
-    Math.max(1, ...rows.map((r) => [...(r[c] ?? "")].length)),
-  );
-  const line = (row: string[]) =>
-    widths
-      .map((w, c) => (row[c] ?? "").padEnd(w))
-      .join(" | ")
-      .trimEnd();
-  const [header = [], ...body] = rows;
-  const text = [line(header), widths.map((w) => "-".repeat(w)).join("-+-"), ...body.map(line)].join("\n");
+  const text = monospaceTable([table.header.map(cell), ...table.rows.map((row) => row.map(cell))]);
   return `\`\`\`\n${text}\n\`\`\``;
 }
 
