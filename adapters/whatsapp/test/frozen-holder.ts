@@ -3,14 +3,14 @@
 import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { WhatsAppAdapter } from "../src/adapter.js";
-import { RedisAccountLease } from "../src/lease.js";
 import { FakeWhatsApp } from "./fake-whatsapp.js";
+import { redisLease } from "./redis-lease.js";
 
 const [url, key, ttl] = process.argv.slice(2) as [string, string, string];
 const wa = new FakeWhatsApp();
 const adapter = new WhatsAppAdapter({
   connector: wa,
-  lease: new RedisAccountLease(new Redis(url), key, Number(ttl), true),
+  lease: redisLease(new Redis(url), key, Number(ttl)),
   logger: createLogger({ level: "silent" }),
 });
 await adapter.start(async () => ({ kind: "accepted" }));

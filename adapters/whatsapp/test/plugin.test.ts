@@ -8,6 +8,7 @@ import { buildChannelAdapters } from "../../../apps/hub/src/adapters.js";
 import { channelPlugins } from "../../../apps/hub/src/plugins.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
 import { authDirOf, leaseKey, WhatsAppConfigSchema, whatsappPlugin } from "../src/index.js";
+import { redisLease } from "./redis-lease.js";
 
 const prefix = testPrefix("wa-plugin");
 const redis = new Redis(REDIS_URL);
@@ -75,6 +76,7 @@ describe("the WhatsApp channel plugin", () => {
       state: { get: async () => undefined, set: async () => undefined },
       stateDir,
       redis: { url: REDIS_URL, prefix },
+      lease: (ttlMs) => redisLease(new Redis(REDIS_URL), leaseKey(prefix, "solo"), ttlMs),
     });
     await adapter.start(async () => ({ kind: "accepted" }));
     await waitFor(() => adapter.status?.().state === "logged_out", "logged out");

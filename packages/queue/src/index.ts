@@ -1,4 +1,5 @@
 export * from "./depths.js";
 export * from "./epoch.js";
+export * from "./lease/store.js";
 export * from "./mailbox.js";
 export * from "./redis.js";
