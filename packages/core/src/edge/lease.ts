@@ -119,16 +119,17 @@ export class SingleHolder {
       const stop = () => held.abort();
       signal.addEventListener("abort", stop, { once: true });
       const renewing = this.#renew(held);
-      try {
-        await connect(held.signal);
-      } finally {
-        const lost = held.signal.aborted && !signal.aborted;
-        held.abort();
-        signal.removeEventListener("abort", stop);
-        await renewing;
-        await this.o.lease.release().catch(() => undefined);
-        if (!lost) return;
-      }
+      const ended = await connect(held.signal).then(
+        () => ({ failed: false as const }),
+        (error: unknown) => ({ failed: true as const, error }),
+      );
+      const lost = held.signal.aborted && !signal.aborted;
+      held.abort();
+      signal.removeEventListener("abort", stop);
+      await renewing;
+      await this.o.lease.release().catch(() => undefined);
+      if (ended.failed) throw ended.error;
+      if (!lost) return;
     }
   }
 
