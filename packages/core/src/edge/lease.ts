@@ -87,6 +87,8 @@ export interface SingleHolderOptions {
   what: string;
   /** Called while another process holds the lease (or the lease store cannot be reached). */
   onWaiting(reason: string, nextRetryAt: number): void;
+  /** Called each time the lease is taken (before the connection starts). */
+  onHeld?(): void;
   /** Called once when a held lease is lost (taken over, or not renewed in time). */
   onLost?(reason: string): void;
 }
@@ -110,11 +112,13 @@ export class SingleHolder {
    * Holds the connection until `signal` aborts: each time the lease is taken,
    * `connect(held)` runs; `held` aborts when the lease is lost or `signal`
    * aborts. Returns when `signal` aborts or `connect` returns while the lease
-   * is still held (the connection ended for good, e.g. a refused token).
+   * is still held (the connection ended for good, e.g. a refused token); a
+   * `connect` that throws gives the lease up and throws.
    */
   async run(signal: AbortSignal, connect: (held: AbortSignal) => Promise<void>): Promise<void> {
     while (!signal.aborted) {
       if (!(await this.#acquire(signal))) break;
+      this.o.onHeld?.();
       const held = new AbortController();
       const stop = () => held.abort();
       signal.addEventListener("abort", stop, { once: true });
@@ -123,7 +127,8 @@ export class SingleHolder {
         () => ({ failed: false as const }),
         (error: unknown) => ({ failed: true as const, error }),
       );
-      const lost = held.signal.aborted && !signal.aborted;
+      // A connection that stopped because the lease ran out by our clock lost it too.
+      const lost = (held.signal.aborted || !this.o.lease.valid()) && !signal.aborted;
       held.abort();
       signal.removeEventListener("abort", stop);
       await renewing;
