@@ -2,9 +2,9 @@
 // then tries a send every 50 ms and prints what became of each ("SENT n" or "REFUSED n").
 import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
+import { redisLease } from "../../../test/support/redis-lease.js";
 import { WhatsAppAdapter } from "../src/adapter.js";
 import { FakeWhatsApp } from "./fake-whatsapp.js";
-import { redisLease } from "./redis-lease.js";
 
 const [url, key, ttl] = process.argv.slice(2) as [string, string, string];
 const wa = new FakeWhatsApp();

@@ -4,9 +4,9 @@ import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { redisLease } from "../../../test/support/redis-lease.js";
 import { leaseKey, WhatsAppAdapter } from "../src/index.js";
 import { FakeWhatsApp } from "./fake-whatsapp.js";
-import { redisLease } from "./redis-lease.js";
 
 const prefix = testPrefix("wa-lease");
 const redis = new Redis(REDIS_URL);

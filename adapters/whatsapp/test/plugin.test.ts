@@ -7,8 +7,8 @@ import { afterAll, describe, expect, it } from "vitest";
 import { buildChannelAdapters } from "../../../apps/hub/src/adapters.js";
 import { channelPlugins } from "../../../apps/hub/src/plugins.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { redisLease } from "../../../test/support/redis-lease.js";
 import { authDirOf, leaseKey, WhatsAppConfigSchema, whatsappPlugin } from "../src/index.js";
-import { redisLease } from "./redis-lease.js";
 
 const prefix = testPrefix("wa-plugin");
 const redis = new Redis(REDIS_URL);

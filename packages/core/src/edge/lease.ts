@@ -34,21 +34,44 @@ export function connectionLeaseKey(prefix: string, channel: string, accountId: s
   return `${prefix}:${channel}:lease:${accountId}`;
 }
 
-/** A holder's token (`host:pid:random`) in words: `host pid 1234`. */
+// Tells this start of the process from an earlier one with the same pid (a restarted container).
+const BOOT_ID = randomUUID().slice(0, 8);
+
+/** A holder's token (`host:pid:boot:random`) in words: `host pid 1234`. */
 export function describeHolder(token: string): string {
   return token.split(":").slice(0, 2).join(" pid ");
 }
 
 /**
+ * Whether a holder's token names a process of this machine that no longer
+ * runs (or this very pid from an earlier start, as after a container restart).
+ * A pid reused by another process counts as alive: the lease is waited out then.
+ */
+export function isDeadLocalHolder(token: string): boolean {
+  const [host, pidText] = token.split(":");
+  if (host !== hostname() || !pidText) return false;
+  const pid = Number(pidText);
+  if (!Number.isInteger(pid) || pid <= 0) return false;
+  // This pid: a lease of this very process (another account, a test) is alive, one of an earlier start is not.
+  if (pid === process.pid) return token.split(":")[2] !== BOOT_ID;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
+/**
  * A lease on one connection (a Telegram bot's polling, a Discord gateway, a
- * WhatsApp socket): a key holding the holder's token (host, pid, random), set
+ * WhatsApp socket): a key holding the holder's token (host, pid, boot id, random), set
  * with a time limit and renewed while held. A process that dies stops
  * renewing, and another takes over once the time runs out. `valid()` counts
  * from before the renewal was sent, minus a margin, so a process frozen past
  * its lease knows it lost it before it does anything.
  */
 export class ConnectionLease implements AccountLease {
-  readonly token = `${hostname()}:${process.pid}:${randomUUID()}`;
+  readonly token = `${hostname()}:${process.pid}:${BOOT_ID}:${randomUUID().slice(0, 12)}`;
   #validUntil = 0;
 
   constructor(
@@ -60,7 +83,12 @@ export class ConnectionLease implements AccountLease {
 
   async hold(): Promise<{ held: boolean; holder: string }> {
     const sentAt = Date.now();
-    const answer = await this.store.hold(this.key, this.token, this.ttlMs);
+    let answer = await this.store.hold(this.key, this.token, this.ttlMs);
+    if (!answer.held && isDeadLocalHolder(answer.holder)) {
+      // A holder that died on this machine (a crash and restart) is not waited out.
+      await this.store.release(this.key, answer.holder);
+      answer = await this.store.hold(this.key, this.token, this.ttlMs);
+    }
     this.#validUntil = answer.held ? sentAt + this.ttlMs - Math.min(1000, this.ttlMs / 10) : 0;
     return answer;
   }
