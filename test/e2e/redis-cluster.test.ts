@@ -5,6 +5,7 @@ import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/
 import { type Installation, installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
 import { type OwnRedisCluster, startRedisCluster } from "../support/redis-server.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 // Scale-out (issue 16): the hub runs unchanged on a Redis Cluster. Every key carries the prefix's hash
 // tag, so every script and multi-key command touches one slot; the hub connects with ioredis's
@@ -32,13 +33,7 @@ describe("the hub on a 3-node Redis Cluster", () => {
       env: { REDIS_URL: cluster.url },
       config: {
         channels: {
-          telegram: {
-            botToken: telegram.token,
-            apiRoot: telegram.apiRoot,
-            dmPolicy: "allowlist",
-            allowFrom: [String(chat)],
-            pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
-          },
+          telegram: fakeTelegramChannel(telegram, [chat]),
         },
       },
     });

@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/index.js";
 import { type Installation, installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 // Scale-out (issue 16): two ingress processes of one installation never poll one bot. The lease in
 // Redis gives polling to one of them; the other waits (reconnecting, naming the holder) and takes
@@ -40,14 +41,7 @@ describe("Telegram polling is held by one hub process at a time", () => {
     const inst = installation("single-poller", {
       config: {
         channels: {
-          telegram: {
-            botToken: telegram.token,
-            apiRoot: telegram.apiRoot,
-            dmPolicy: "allowlist",
-            allowFrom: [String(chat)],
-            leaseMs,
-            pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
-          },
+          telegram: fakeTelegramChannel(telegram, [chat], { leaseMs }),
         },
       },
     });

@@ -7,6 +7,7 @@ import { Redis } from "ioredis";
 import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/index.js";
 import { installation } from "../support/installation.js";
 import { REDIS_URL } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 /** The shape of a hub crash run. */
 export interface HubCrashOptions {
@@ -79,14 +80,7 @@ export async function hubCrashRun(options: HubCrashOptions): Promise<HubCrashRes
       agent: { offlineTokenDelayMs: o.tokenDelayMs, queueMode: "followup" },
       delivery: { leaseMs: 2000, sendTimeoutMs: 1500 },
       channels: {
-        telegram: {
-          botToken: telegram.token,
-          apiRoot: telegram.apiRoot,
-          dmPolicy: "open",
-          allowFrom: ["*"],
-          leaseMs: 2000,
-          pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
-        },
+        telegram: fakeTelegramChannel(telegram, ["*"], { leaseMs: 2000 }),
       },
     },
     env: { HUB_LANE_LEASE_MS: "2000" },
