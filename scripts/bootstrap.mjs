@@ -50,10 +50,11 @@ const scripts = {
   hub: [process.execPath, hubArgs],
   test: [pm, [...pmArgs, "run", "test:all"]],
   bench: [pm, [...pmArgs, "exec", "tsx", "test/bench/run.ts"]],
+  "bench:faults": [pm, [...pmArgs, "exec", "tsx", "test/bench/faults.ts"]],
 };
 const script = scripts[command];
 if (!script) {
-  console.error(`bootstrap: unknown command "${command}" (start, hub, test, bench)`);
+  console.error(`bootstrap: unknown command "${command}" (start, hub, test, bench, bench:faults)`);
   process.exit(2);
 }
 const child = spawn(script[0], [...script[1], ...rest], { cwd: root, stdio: "inherit" });

@@ -45,7 +45,7 @@ export async function startHubProcess(
   child.stdout?.on("data", (d: Buffer) => output.push(d.toString()));
   child.stderr?.on("data", (d: Buffer) => output.push(d.toString()));
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + 45_000; // tsx start-up alone takes 20 s and more on a loaded 2-core machine
   for (; options.wait !== false; ) {
     if (child.exitCode !== null) throw new Error(`hub exited early:\n${output.join("")}`);
     // A process without the ingress role has no gateway: wait for its start line instead.

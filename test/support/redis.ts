@@ -4,9 +4,13 @@ import { Redis } from "ioredis";
 /** The Redis every test talks to (a real one; `.ci/run` starts it if needed). */
 export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379";
 
-/** A key prefix no other test uses, so tests can run in parallel against one Redis. */
+/**
+ * A key prefix no other test uses, so tests can run in parallel against one Redis. It carries
+ * its hash tag already (as the hub's config gives every prefix), so keys a test builds from it
+ * are the hub's keys.
+ */
 export function testPrefix(name: string): string {
-  return `t-${name}-${randomUUID().slice(0, 8)}`;
+  return `{t-${name}-${randomUUID().slice(0, 8)}}`;
 }
 
 /** Deletes every key under a prefix (call in afterAll/afterEach). */

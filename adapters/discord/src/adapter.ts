@@ -1,4 +1,5 @@
 import {
+  type AccountLease,
   type AdapterFields,
   type AdapterStateStore,
   Backoff,
@@ -17,6 +18,7 @@ import {
   RateLimitedError,
   type ReplyTarget,
   type SendResult,
+  SingleHolder,
   sleep,
 } from "@hub/core";
 import {
@@ -60,6 +62,10 @@ export interface DiscordAdapterOptions {
   startWaitMs?: number;
   /** First wait before retrying a message the hub could not accept (doubles, up to 30 s). */
   inboundRetryMs?: number;
+  /** The gateway connection's lease: one hub process holds it at a time (none: this process always connects). */
+  lease?: AccountLease;
+  /** Backoff between gateway connection attempts while holding the lease (default 1 s doubling to 60 s). */
+  reconnect?: { initialMs: number; maxMs: number };
 }
 
 const INBOUND_ATTEMPTS = 8;
@@ -89,6 +95,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #onInbound: InboundHandler | undefined;
   #login: Promise<string> | undefined;
   #stopped = false;
+  /** The lease loop (with a lease): connects while this process holds the gateway. */
+  #holding: Promise<void> | undefined;
 
   constructor(options: DiscordAdapterOptions) {
     this.#o = options;
@@ -150,15 +158,17 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   #wire(c: Client): void {
-    c.on(Events.ShardReady, () => this.#status.ready());
+    // A client let go after losing the lease says nothing more about this account's state.
+    const current = () => c === this.#client;
+    c.on(Events.ShardReady, () => current() && this.#status.ready());
     c.on(Events.ShardResume, (_id, replayed) => {
       this.#log.info({ replayed }, "discord gateway resumed");
-      this.#status.ready();
+      if (current()) this.#status.ready();
     });
     c.on(Events.ShardReconnecting, () => {
-      if (!this.#stopped) this.#status.reconnecting();
+      if (!this.#stopped && current()) this.#status.reconnecting();
     });
-    c.on(Events.ShardDisconnect, (event) => this.#status.disconnected(event.code));
+    c.on(Events.ShardDisconnect, (event) => current() && this.#status.disconnected(event.code));
     c.on(Events.ShardError, (error) => this.#log.warn({ err: error.message }, "discord gateway error"));
     c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
     c.on(Events.Debug, (message) => {
@@ -188,6 +198,68 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#onInbound = onInbound;
     this.#stopped = false;
     this.#stopSignal = new AbortController();
+    if (this.#o.lease) return this.#connectHolding(this.#o.lease);
+    await this.#connect();
+  }
+
+  /**
+   * Connects only while this process holds the bot's gateway lease, so two hub
+   * processes never hold one bot's gateway; waits, reporting the holder, while
+   * another process has it, and takes over when it stops. Resolves after the
+   * first try (connected, waiting for the lease, or retrying); throws only when
+   * Discord refuses the bot as configured.
+   */
+  async #connectHolding(lease: AccountLease): Promise<void> {
+    let firstTry: (refused?: unknown) => void = () => {};
+    const tried = new Promise<void>((resolve, reject) => {
+      firstTry = (refused) => (refused ? reject(refused) : resolve());
+    });
+    const holder = new SingleHolder({
+      lease,
+      what: "this Discord bot's gateway connection",
+      onWaiting: (reason, nextRetryAt) => {
+        this.#status.connecting(reason, nextRetryAt);
+        firstTry();
+      },
+      onLost: (reason) => this.#log.warn({ reason }, "discord gateway lease lost; this process disconnects"),
+    });
+    this.#holding = holder
+      .run(this.#stopSignal.signal, (held) => this.#connectWhileHeld(held, firstTry))
+      .catch((error) => this.#log.error({ err: describe(error) }, "discord gateway connection stopped"));
+    await tried;
+  }
+
+  /** Connects (retrying with backoff) and stays connected until `held` aborts; then disconnects. */
+  async #connectWhileHeld(held: AbortSignal, firstTry: (refused?: unknown) => void): Promise<void> {
+    const { initialMs, maxMs } = this.#o.reconnect ?? { initialMs: 1000, maxMs: 60_000 };
+    const backoff = new Backoff(initialMs, maxMs);
+    while (!held.aborted) {
+      try {
+        await this.#connect();
+        firstTry();
+        break;
+      } catch (error) {
+        firstTry(error instanceof ChannelRefusedError ? error : undefined);
+        if (error instanceof ChannelRefusedError) return;
+        const wait = backoff.next();
+        this.#status.connecting(describe(error), Date.now() + wait);
+        await sleep(wait, held);
+      }
+    }
+    await new Promise<void>((resolve) => {
+      if (held.aborted) return resolve();
+      held.addEventListener("abort", () => resolve(), { once: true });
+    });
+    if (this.#stopped) return;
+    // The lease went to another process: this one lets the gateway go and waits to take it back.
+    const old = this.#client;
+    this.#login = undefined;
+    this.#client = this.#createClient();
+    await this.#destroy(old);
+  }
+
+  /** One login and gateway connection (see `start`). */
+  async #connect(): Promise<void> {
     this.#status.connecting();
     const client = this.#client;
     const waitMs = this.#o.startWaitMs ?? 20_000;
@@ -244,6 +316,8 @@ export class DiscordAdapter implements ChannelAdapter {
     // nulls the close handler the destroy awaits): never let that hold the hub's shutdown.
     if (!(await this.#destroy(this.#client)))
       this.#log.warn("discord client did not close within 2 s; stopping anyway");
+    await this.#holding;
+    await this.#o.lease?.close?.().catch(() => undefined);
     await Promise.allSettled([...this.#chains.values()]);
     await Promise.allSettled([...this.#pending]);
     this.#status.stopped();

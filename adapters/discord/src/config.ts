@@ -41,6 +41,11 @@ const DiscordObjectSchema = ChannelAccessSchema.extend({
   maxLinesPerMessage: z.number().int().min(10).max(200).default(17),
   /** Register /stop, /new, /status and /queue as slash commands (per configured guild, else global). */
   slashCommands: z.boolean().default(true),
+  /**
+   * The gateway connection is held by one hub process at a time through a lease in
+   * Redis; another process takes over within this long after the holder dies.
+   */
+  leaseMs: z.number().int().min(1000).max(300_000).default(10_000),
 }).strict();
 
 /**

@@ -31,6 +31,7 @@ export const discordPlugin: ChannelPlugin<DiscordConfig> = {
       slashCommands: config.slashCommands,
       state: deps.state,
       logger: deps.logger,
+      ...(deps.lease ? { lease: deps.lease(config.leaseMs) } : {}),
     });
   },
 };

@@ -1,4 +1,5 @@
 import {
+  type AccountLease,
   type AdapterFields,
   type AdapterStateStore,
   accountConfigPath,
@@ -20,6 +21,7 @@ import {
   type ReplyTarget,
   resolvePacing,
   type SendResult,
+  SingleHolder,
   sameSecret,
   webhookRoute,
 } from "@hub/core";
@@ -49,6 +51,8 @@ export interface TelegramAdapterOptions {
   pollTimeoutSeconds?: number;
   /** Wait after a 409 Conflict before polling again (ms). */
   conflictBackoffMs?: number;
+  /** Polling's lease: one hub process polls the bot at a time (none: this process always polls). */
+  lease?: AccountLease;
 }
 
 const MAX_WEBHOOK_BYTES = 1024 * 1024;
@@ -144,8 +148,38 @@ export class TelegramAdapter implements ChannelAdapter {
     this.#identity = { id: me.id, username: me.username };
     this.#log.info({ bot: me.username, mode: this.#o.mode ?? "polling" }, "telegram bot identified");
     if (this.#o.mode === "webhook") await this.#setWebhook(at);
-    else this.#polling = pollUpdates(this.#pollerDeps());
+    else if (this.#o.lease) {
+      if (!(await this.#pollHolding(this.#o.lease))) return;
+    } else this.#polling = pollUpdates(this.#pollerDeps());
     this.#status.set("connected");
+  }
+
+  /**
+   * Polls while this process holds the bot's lease, so two hub processes never
+   * poll one bot (Telegram would answer 409 to one of them); waits, reporting
+   * the holder, while another process polls, and takes over when it stops.
+   * Resolves after the first try: true when this process polls now.
+   */
+  async #pollHolding(lease: AccountLease): Promise<boolean> {
+    let firstTry: (held: boolean) => void = () => {};
+    const tried = new Promise<boolean>((resolve) => (firstTry = resolve));
+    const holder = new SingleHolder({
+      lease,
+      what: "this Telegram bot's polling",
+      onWaiting: (reason, nextRetryAt) => {
+        this.#status.set("reconnecting", { reason, nextRetryAt });
+        firstTry(false);
+      },
+      onHeld: () => firstTry(true),
+      onLost: (reason) =>
+        this.#log.warn({ reason }, "telegram polling lease lost; this process stops polling"),
+    });
+    this.#polling = holder
+      .run(this.#stop.signal, (held) =>
+        pollUpdates({ ...this.#pollerDeps(), signal: held, leaseValid: () => holder.valid() }),
+      )
+      .catch((error) => this.#log.error({ err: describeTelegramError(error) }, "telegram polling stopped"));
+    return tried;
   }
 
   async #setWebhook(at: string): Promise<void> {
@@ -182,6 +216,7 @@ export class TelegramAdapter implements ChannelAdapter {
   async stop(): Promise<void> {
     this.#stop.abort();
     await this.#polling;
+    await this.#o.lease?.close?.().catch(() => undefined);
     this.#status.set("stopped");
   }
 

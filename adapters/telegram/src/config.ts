@@ -14,6 +14,11 @@ export const TelegramConfigSchema = ChannelAccessSchema.extend({
   editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
   /** Reply pacing; unset keys keep Telegram's limits (1/s per chat, 1 per 3 s per group, 30/s per bot). */
   pacing: ChannelPacingSchema.optional(),
+  /**
+   * Polling is held by one hub process at a time through a lease in Redis; another
+   * process takes over within this long after the holder dies.
+   */
+  leaseMs: z.number().int().min(1000).max(300_000).default(10_000),
 }).strict();
 
 /** A validated Telegram account config. */

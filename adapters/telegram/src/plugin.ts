@@ -31,6 +31,8 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
       ...(config.pacing ? { pacing: config.pacing } : {}),
       state: deps.state,
       logger: deps.logger,
+      // Only polling is a single-holder connection: any process may serve the webhook.
+      ...(config.mode === "polling" && deps.lease ? { lease: deps.lease(config.leaseMs) } : {}),
     });
   },
 };

@@ -24,6 +24,11 @@ export interface PollerDeps {
   signal: AbortSignal;
   pollTimeoutSeconds: number;
   conflictBackoffMs: number;
+  /**
+   * With a connection lease: whether it is surely still ours. Checked right
+   * before each getUpdates; the loop ends when it is not (another process polls now).
+   */
+  leaseValid?: () => boolean;
 }
 
 /** The offset after a batch: past every update that is settled, up to the first one to retry. */
@@ -125,6 +130,7 @@ export async function pollUpdates(deps: PollerDeps): Promise<void> {
   const fetchBackoff = new Backoff(500, 30_000);
   const retryBackoff = new Backoff(500, 30_000);
   while (!deps.signal.aborted) {
+    if (deps.leaseValid && !deps.leaseValid()) return;
     const batch = await fetchBatch(deps, offset, fetchBackoff);
     if (batch === "refused") return;
     if (!batch || batch.length === 0) continue;

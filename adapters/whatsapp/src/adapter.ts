@@ -1,4 +1,5 @@
 import {
+  type AccountLease,
   Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
@@ -6,6 +7,7 @@ import {
   type ChannelStatus,
   ChannelStatusCell,
   describeError,
+  describeHolder,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
@@ -17,7 +19,6 @@ import {
 } from "@hub/core";
 import type { WAMessage } from "@whiskeysockets/baileys";
 import { type CloseVerdict, classifyClose } from "./connection.js";
-import type { AccountLease } from "./lease.js";
 import {
   type NormalizedMessage,
   normalizeWhatsAppMessage,
@@ -208,7 +209,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
       const { held, holder } = await lease.hold();
       if (held) return true;
       this.#status.set("reconnecting", {
-        reason: `another hub process (${holder.split(":").slice(0, 2).join(" pid ")}) holds this WhatsApp account; taking over when it stops`,
+        reason: `another hub process (${describeHolder(holder)}) holds this WhatsApp account; taking over when it stops`,
         nextRetryAt: Date.now() + lease.ttlMs / 3,
       });
     } catch (error) {

@@ -1,37 +1,28 @@
 import {
+  type AccountLease,
   accountConfigPath,
   type ChannelLoginOptions,
   type ChannelPlugin,
   type ChannelPluginDeps,
+  connectionLeaseKey,
   describeError,
+  describeHolder,
   HubError,
 } from "@hub/core";
-import { Redis } from "ioredis";
 import { WhatsAppAdapter } from "./adapter.js";
 import { isLinked } from "./auth-state.js";
 import { type WhatsAppConfig, WhatsAppConfigSchema } from "./config.js";
-import { type AccountLease, RedisAccountLease } from "./lease.js";
 import { publishLinkCode, readLinkCode } from "./link-code.js";
 import { linkDevice } from "./login.js";
 import { authDirOf, baileysConnector, openBaileysSocket } from "./socket.js";
 
 /** The Redis key of an account's lease (one hub process holds its socket). */
 export function leaseKey(prefix: string, accountId: string): string {
-  return `${prefix}:whatsapp:lease:${accountId}`;
+  return connectionLeaseKey(prefix, "whatsapp", accountId);
 }
 
-function leaseOf(config: WhatsAppConfig, deps: ChannelPluginDeps): RedisAccountLease | undefined {
-  if (!deps.redis) return undefined;
-  const redis = new Redis(deps.redis.url, {
-    maxRetriesPerRequest: 2,
-    lazyConnect: true,
-    connectTimeout: 3000,
-  });
-  // A failed command reports the error (the status says the lease is unavailable); the events only repeat it.
-  redis.on("error", (error) =>
-    deps.logger.debug({ err: describeError(error) }, "whatsapp lease redis error"),
-  );
-  return new RedisAccountLease(redis, leaseKey(deps.redis.prefix, deps.accountId), config.leaseMs, true);
+function leaseOf(config: WhatsAppConfig, deps: ChannelPluginDeps): AccountLease | undefined {
+  return deps.lease?.(config.leaseMs);
 }
 
 /** Holds the account's lease while linking, so no hub process connects with half-written credentials. */
@@ -50,7 +41,7 @@ async function holdForLogin(lease: AccountLease | undefined, print: (text: strin
   if (!held.held)
     throw new HubError(
       "whatsapp_login_busy",
-      `A running hub process (${held.holder.split(":").slice(0, 2).join(" pid ")}) holds this WhatsApp account; it is linked already. Stop that hub first to link again.`,
+      `A running hub process (${describeHolder(held.holder)}) holds this WhatsApp account; it is linked already. Stop that hub first to link again.`,
     );
   return setInterval(() => void lease.hold().catch(() => undefined), lease.ttlMs / 3);
 }
@@ -111,7 +102,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
     }
     const lease = leaseOf(config, deps);
     const renew = await holdForLogin(lease, options.print).catch(async (error) => {
-      await lease?.close();
+      await lease?.close?.();
       throw error;
     });
     try {
@@ -123,7 +114,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
       });
     } finally {
       clearInterval(renew);
-      await lease?.close();
+      await lease?.close?.();
     }
   },
 };

@@ -2,15 +2,15 @@
 // then tries a send every 50 ms and prints what became of each ("SENT n" or "REFUSED n").
 import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
+import { redisLease } from "../../../test/support/redis-lease.js";
 import { WhatsAppAdapter } from "../src/adapter.js";
-import { RedisAccountLease } from "../src/lease.js";
 import { FakeWhatsApp } from "./fake-whatsapp.js";
 
 const [url, key, ttl] = process.argv.slice(2) as [string, string, string];
 const wa = new FakeWhatsApp();
 const adapter = new WhatsAppAdapter({
   connector: wa,
-  lease: new RedisAccountLease(new Redis(url), key, Number(ttl), true),
+  lease: redisLease(new Redis(url), key, Number(ttl)),
   logger: createLogger({ level: "silent" }),
 });
 await adapter.start(async () => ({ kind: "accepted" }));

@@ -4,7 +4,8 @@ import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
-import { leaseKey, RedisAccountLease, WhatsAppAdapter } from "../src/index.js";
+import { redisLease } from "../../../test/support/redis-lease.js";
+import { leaseKey, WhatsAppAdapter } from "../src/index.js";
 import { FakeWhatsApp } from "./fake-whatsapp.js";
 
 const prefix = testPrefix("wa-lease");
@@ -26,7 +27,7 @@ afterAll(async () => {
 /** One hub process's adapter for the account `key`, on its own fake device, with its own lease. */
 async function process_(key: string, ttlMs = 900) {
   const wa = new FakeWhatsApp();
-  const lease = new RedisAccountLease(new Redis(REDIS_URL), key, ttlMs, true);
+  const lease = redisLease(new Redis(REDIS_URL), key, ttlMs);
   const adapter = new WhatsAppAdapter({
     accountId: "default",
     connector: wa,
@@ -133,7 +134,7 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     const wa = new FakeWhatsApp();
     const holder = new WhatsAppAdapter({
       connector: wa,
-      lease: new RedisAccountLease(new Redis(REDIS_URL), key, 600, true),
+      lease: redisLease(new Redis(REDIS_URL), key, 600),
       logger: createLogger({ level: "silent" }),
       reconnect: { initialMs: 2000, maxMs: 2000 },
     });
@@ -148,7 +149,7 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
   });
 
   it("a lease not renewed in time is no longer valid by the holder's own clock", async () => {
-    const lease = new RedisAccountLease(redis, leaseKey(prefix, `d${++n}`), 300);
+    const lease = redisLease(redis, leaseKey(prefix, `d${++n}`), 300, false);
     expect((await lease.hold()).held).toBe(true);
     expect(lease.valid()).toBe(true);
     await new Promise((r) => setTimeout(r, 300));

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { buildChannelAdapters } from "../../../apps/hub/src/adapters.js";
 import { channelPlugins } from "../../../apps/hub/src/plugins.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { redisLease } from "../../../test/support/redis-lease.js";
 import { authDirOf, leaseKey, WhatsAppConfigSchema, whatsappPlugin } from "../src/index.js";
 
 const prefix = testPrefix("wa-plugin");
@@ -75,6 +76,7 @@ describe("the WhatsApp channel plugin", () => {
       state: { get: async () => undefined, set: async () => undefined },
       stateDir,
       redis: { url: REDIS_URL, prefix },
+      lease: (ttlMs) => redisLease(new Redis(REDIS_URL), leaseKey(prefix, "solo"), ttlMs),
     });
     await adapter.start(async () => ({ kind: "accepted" }));
     await waitFor(() => adapter.status?.().state === "logged_out", "logged out");

@@ -1,12 +1,17 @@
 import {
+  type AccountLease,
   type AdapterStateStore,
   type ChannelAdapter,
   type ChannelPlugin,
+  ConnectionLease,
+  connectionLeaseKey,
+  describeError,
   type HubConfig,
   HubError,
   type HubLogger,
   WEBCHAT_CHANNEL,
 } from "@hub/core";
+import { RedisLeaseStore } from "@hub/queue";
 import type { Redis } from "ioredis";
 
 /** Adapter state in Redis, so any process of the ingress role resumes where another stopped. */
@@ -14,6 +19,23 @@ export function redisStateStore(redis: Redis, prefix: string): AdapterStateStore
   return {
     get: async (key) => (await redis.get(`${prefix}:adapter:${key}`)) ?? undefined,
     set: async (key, value) => void (await redis.set(`${prefix}:adapter:${key}`, value)),
+  };
+}
+
+/** The lease of one channel account's single-holder connection, on its own Redis connection. */
+export function channelLease(
+  redis: { url: string; prefix: string },
+  channel: string,
+  accountId: string,
+  logger: HubLogger,
+): (ttlMs: number) => AccountLease {
+  const key = connectionLeaseKey(redis.prefix, channel, accountId);
+  return (ttlMs) => {
+    // A failed command reports the error (the channel's status says the lease is unavailable); the events only repeat it.
+    const store = RedisLeaseStore.connect(redis.url, (error) =>
+      logger.debug({ err: describeError(error) }, "connection lease redis error"),
+    );
+    return new ConnectionLease(store, key, ttlMs, true);
   };
 }
 
@@ -45,6 +67,7 @@ export function buildChannelAdapters(
           state: redisStateStore(deps.redis, deps.prefix),
           stateDir: deps.stateDir,
           redis: { url: config.redis.url, prefix: deps.prefix },
+          lease: channelLease({ url: config.redis.url, prefix: deps.prefix }, name, accountId, deps.logger),
         }),
       );
     }

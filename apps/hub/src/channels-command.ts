@@ -1,4 +1,5 @@
 import { type AdapterStateStore, createLogger, HubError, loadConfig, resolveStateDir } from "@hub/core";
+import { channelLease } from "./adapters.js";
 import { channelPlugins } from "./plugins.js";
 import { ensureStateDir } from "./state.js";
 
@@ -28,14 +29,16 @@ export async function loginChannel(
     );
   const stateDir = resolveStateDir();
   ensureStateDir(stateDir);
+  const logger = createLogger({ level: process.env.HUB_LOG_LEVEL ?? "warn" });
   await plugin.login(
     configured ?? plugin.configSchema.parse({}),
     {
       accountId: account,
-      logger: createLogger({ level: process.env.HUB_LOG_LEVEL ?? "warn" }),
+      logger,
       state: noState,
       stateDir,
       redis: { url: config.redis.url, prefix: config.redis.prefix },
+      lease: channelLease(config.redis, name, account, logger),
     },
     { print: (text) => console.log(text), phone },
   );

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { HubError } from "@hub/core";
-import { pingRedis } from "@hub/queue";
+import { clusterSeeds, pingRedis } from "@hub/queue";
 
 /** A Redis the hub started for its own use; stop it on shutdown. */
 export interface LocalRedis {
@@ -29,6 +29,12 @@ export async function ensureRedis(
   } catch {
     // fall through: no Redis answers
   }
+  // A Redis Cluster is the operator's to run: the hub starts none.
+  if (clusterSeeds(url))
+    throw new HubError(
+      "redis_unavailable",
+      `No Redis Cluster node answers at ${url}: start the cluster, or fix redis.cluster / REDIS_URL.`,
+    );
   const parsed = new URL(url);
   const local = ["127.0.0.1", "localhost", "::1", "[::1]"].includes(parsed.hostname);
   const howTo = `No Redis answers at ${url}: install and start Redis 7 (e.g. "apt-get install redis-server" or "docker compose up -d redis"), or set REDIS_URL.`;

@@ -13,6 +13,7 @@ import {
 } from "./channel-config.js";
 import { HubError } from "./errors.js";
 import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
+import { hashTaggedPrefix } from "./redis-keys.js";
 
 const ProviderSchema = z
   .object({
@@ -161,7 +162,15 @@ const BaseConfigSchema = z
           .string()
           .regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"')
           .default("redis://127.0.0.1:6379"),
+        /**
+         * Every key starts with it; a Redis Cluster hash tag is added when it has none
+         * (`hub` -> `{hub}`), so every key of one installation lives in one slot.
+         */
         prefix: z.string().min(1).default("hub"),
+        /** Seed nodes of a Redis Cluster (`redis://host:port` each); when set, `url` is not used. */
+        cluster: z
+          .array(z.string().regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"'))
+          .optional(),
       })
       .strict()
       .prefault({}),
@@ -265,6 +274,18 @@ function fixFor(issue: z.core.$ZodIssue): string {
 }
 
 /**
+ * The Redis the hub connects to, as every part of it reads it: `redis.url`
+ * becomes the cluster's seed list (comma-separated; a list always ends up
+ * with a comma, so one seed is a cluster too) when `redis.cluster` is set, and
+ * the prefix carries a hash tag.
+ */
+function withRedisTarget(config: HubConfig): HubConfig {
+  const seeds = config.redis.cluster;
+  const url = seeds?.length ? `${seeds.join(",")}${seeds.length === 1 ? "," : ""}` : config.redis.url;
+  return { ...config, redis: { ...config.redis, url, prefix: hashTaggedPrefix(config.redis.prefix) } };
+}
+
+/**
  * Validates raw config (file contents plus env overrides). Unknown keys and
  * wrong types throw a `HubError` naming each path and how to fix it.
  */
@@ -281,7 +302,7 @@ export function parseConfig(
   }
   applyChannelEnv(merged, plugins ?? [], env);
   const result = hubConfigSchema(plugins).safeParse(merged);
-  if (result.success) return result.data;
+  if (result.success) return withRedisTarget(result.data);
   const lines = result.error.issues.map((issue) => {
     const keys =
       issue.code === "unrecognized_keys"

@@ -16,6 +16,7 @@ export * from "./ops-config.js";
 export * from "./pacing.js";
 export * from "./plugin.js";
 export * from "./redact.js";
+export * from "./redis-keys.js";
 export * from "./sanitize.js";
 export * from "./secret.js";
 export * from "./session-key.js";

@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { ChannelAccess } from "./access.js";
 import type { AdapterStateStore, ChannelAdapter } from "./channel.js";
+import type { AccountLease } from "./edge/lease.js";
 import type { HubLogger } from "./logger.js";
 
 /**
@@ -62,6 +63,12 @@ export interface ChannelPluginDeps {
    * across hub processes itself (e.g. a lease so one process holds a linked device).
    */
   redis?: { url: string; prefix: string } | undefined;
+  /**
+   * The lease of this account's single-holder connection (Telegram polling, a
+   * Discord gateway, a WhatsApp socket), at `<prefix>:<channel>:lease:<accountId>`
+   * in the hub's Redis: one hub process holds it at a time (`SingleHolder`).
+   */
+  lease?: ((ttlMs: number) => AccountLease) | undefined;
 }
 
 /**

@@ -1,5 +1,6 @@
 import { randomInt } from "node:crypto";
 import type { ReplyTarget } from "@hub/core";
+import { scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
@@ -135,33 +136,19 @@ export class PairingStore {
   async turnedAway(): Promise<Record<string, number>> {
     const out: Record<string, number> = {};
     const base = `${this.prefix}:pairing:turned-away:`;
-    let cursor = "0";
-    do {
-      const [next, keys] = await this.redis.scan(cursor, "MATCH", `${base}*`, "COUNT", 100);
-      cursor = next;
-      for (const key of keys) out[key.slice(base.length)] = Number((await this.redis.get(key)) ?? 0);
-    } while (cursor !== "0");
+    for (const key of await scanKeys(this.redis, `${base}*`))
+      out[key.slice(base.length)] = Number((await this.redis.get(key)) ?? 0);
     return out;
   }
 
   /** Every live pending pairing. */
   async list(): Promise<PendingPairing[]> {
     const out: PendingPairing[] = [];
-    let cursor = "0";
-    do {
-      const [next, keys] = await this.redis.scan(
-        cursor,
-        "MATCH",
-        `${this.prefix}:pairing:pending:*`,
-        "COUNT",
-        100,
-      );
-      cursor = next;
-      for (const key of keys) {
-        const [channel = "", accountId = ""] = key.slice(`${this.prefix}:pairing:pending:`.length).split(":");
-        for (const p of await this.#live(channel, accountId)) out.push({ ...p, channel, accountId });
-      }
-    } while (cursor !== "0");
+    const base = `${this.prefix}:pairing:pending:`;
+    for (const key of await scanKeys(this.redis, `${base}*`)) {
+      const [channel = "", accountId = ""] = key.slice(base.length).split(":");
+      for (const p of await this.#live(channel, accountId)) out.push({ ...p, channel, accountId });
+    }
     return out;
   }
 

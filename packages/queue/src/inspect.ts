@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
 import { mailboxBase, mailboxKeyName, SEP } from "./mailbox.js";
+import { scanKeys } from "./redis.js";
 
 /** One item at the head of a key, as an operator sees it. */
 export interface MailboxItemView {
@@ -45,13 +46,7 @@ export async function inspectMailbox(
 ): Promise<MailboxView> {
   const base = mailboxBase(prefix, name);
   const listPrefix = mailboxKeyName(base, "q", "");
-  const lists: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, found] = await redis.scan(cursor, "MATCH", `${listPrefix}*`, "COUNT", 500);
-    cursor = next;
-    lists.push(...found);
-  } while (cursor !== "0");
+  const lists = await scanKeys(redis, `${listPrefix}*`);
   const depths = await Promise.all(lists.map((list) => redis.llen(list)));
   const deepest = lists
     .map((list, i) => ({ key: list.slice(listPrefix.length), depth: depths[i] ?? 0 }))

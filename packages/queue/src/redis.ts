@@ -1,29 +1,91 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { Redis } from "ioredis";
+import { Cluster, Redis } from "ioredis";
 
 /** Our Redis client type (ioredis). */
 export type RedisClient = Redis;
 
+/** Connection options of `createRedis`. */
+export interface CreateRedisOptions {
+  /** Connect on the first command rather than at once. */
+  lazy?: boolean;
+  /** Retries of one command before it fails (default null: wait out a Redis restart). */
+  maxRetriesPerRequest?: number | null;
+  connectTimeoutMs?: number;
+}
+
 /**
- * Opens a Redis connection. `maxRetriesPerRequest: null` because BullMQ's
- * blocking connections require it, and a command should wait out a Redis
- * restart rather than fail a run. Commands issued in one event-loop turn go
- * out in one socket write (ioredis auto-pipelining): under load, many runs'
- * steps share a round trip and a syscall instead of paying one each.
+ * The seed nodes of a Redis Cluster, or undefined for a single Redis: a
+ * comma-separated list of `redis://` URLs (`redis.url`, `REDIS_URL`, or the
+ * list `redis.cluster` gives) is a cluster.
  */
-export function createRedis(url: string, options: { lazy?: boolean } = {}): Redis {
-  return new Redis(url, {
-    maxRetriesPerRequest: null,
+export function clusterSeeds(url: string): string[] | undefined {
+  if (!url.includes(",")) return undefined;
+  return url
+    .split(",")
+    .map((u) => u.trim())
+    .filter((u) => u.length > 0);
+}
+
+/**
+ * Opens a Redis connection (an ioredis `Cluster` when `url` lists cluster
+ * seeds; typed as `Redis`, whose commands it shares: every multi-key command
+ * and script of the hub touches keys of one hash slot). `maxRetriesPerRequest:
+ * null` by default because a command should wait out a Redis restart rather
+ * than fail a run. Commands issued in one event-loop turn go out in one socket
+ * write (ioredis auto-pipelining): under load, many runs' steps share a round
+ * trip and a syscall instead of paying one each.
+ */
+export function createRedis(url: string, options: CreateRedisOptions = {}): Redis {
+  const common = {
+    maxRetriesPerRequest: options.maxRetriesPerRequest === undefined ? null : options.maxRetriesPerRequest,
+    ...(options.connectTimeoutMs ? { connectTimeout: options.connectTimeoutMs } : {}),
+  };
+  const seeds = clusterSeeds(url);
+  if (!seeds)
+    return new Redis(url, { ...common, lazyConnect: options.lazy ?? false, enableAutoPipelining: true });
+  const first = new URL(seeds[0] ?? "redis://127.0.0.1:6379");
+  const cluster = new Cluster(seeds, {
     lazyConnect: options.lazy ?? false,
     enableAutoPipelining: true,
+    redisOptions: {
+      ...common,
+      ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
+      ...(first.password ? { password: decodeURIComponent(first.password) } : {}),
+      ...(first.protocol === "rediss:" ? { tls: {} } : {}),
+    },
   });
+  // Same commands, one more routing layer: every caller keeps the `Redis` type.
+  return cluster as unknown as Redis;
+}
+
+/** Whether a connection from `createRedis` is a cluster client. */
+export function isCluster(redis: Redis): boolean {
+  return (redis as unknown) instanceof Cluster;
+}
+
+/**
+ * Every key matching `pattern` (SCAN), on a single Redis or on every master
+ * of a cluster (SCAN walks one node only).
+ */
+export async function scanKeys(redis: Redis, pattern: string, count = 500): Promise<string[]> {
+  const nodes = isCluster(redis) ? (redis as unknown as Cluster).nodes("master") : [redis];
+  const found: string[] = [];
+  for (const node of nodes) {
+    let cursor = "0";
+    do {
+      const [next, keys] = await node.scan(cursor, "MATCH", pattern, "COUNT", count);
+      cursor = next;
+      found.push(...keys);
+    } while (cursor !== "0");
+  }
+  return found;
 }
 
 /** Resolves when Redis answers PING within `timeoutMs`, or rejects with a clear error. */
 export async function pingRedis(url: string, timeoutMs = 1500): Promise<void> {
-  const client = new Redis(url, {
+  const client = new Redis(clusterSeeds(url)?.[0] ?? url, {
     lazyConnect: true,
     maxRetriesPerRequest: 0,
     connectTimeout: timeoutMs,

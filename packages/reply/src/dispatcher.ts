@@ -307,6 +307,12 @@ export class ReplyDispatcher implements ReplySink {
       .incr(`${this.#o.prefix}:stats:expired-segments`)
       .exec()) as [[null, string | null], ...unknown[]];
     await this.#mark(replyId, index, "failed");
+    // Kept with the failed deliveries: the operator sees what was dropped and can still send it.
+    await new FailedDeliveries(this.#redis, this.#o.prefix).record(
+      segment,
+      new Error(`expired: older than ${Math.round(maxAgeMs / 1000)} s when its turn came`),
+      "expired",
+    );
     if (first !== "OK") return;
     this.#o.logger.warn(
       { ...segmentLogFields(segment), maxAgeMs },

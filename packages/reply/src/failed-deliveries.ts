@@ -14,6 +14,8 @@ const FailedDeliverySchema = z.object({
   target: ReplyTargetSchema,
   error: z.string(),
   at: z.number(),
+  /** `expired`: not sent because it was older than `delivery.maxAgeSeconds` when its turn came. */
+  kind: z.enum(["failed", "expired"]).optional(),
 });
 /** One reply segment delivery gave up on, kept so the operator can see and retry it. */
 export type FailedDelivery = z.infer<typeof FailedDeliverySchema>;
@@ -37,12 +39,17 @@ export class FailedDeliveries {
   async record(
     segment: { replyId: string; index: number; text: string; target: ReplyTarget },
     error: unknown,
+    kind: "failed" | "expired" = "failed",
   ): Promise<void> {
     const entry: FailedDelivery = {
       id: randomUUID().slice(0, 8),
-      ...segment,
+      replyId: segment.replyId,
+      index: segment.index,
+      text: segment.text,
+      target: segment.target,
       error: describeError(error),
       at: Date.now(),
+      kind,
     };
     await this.redis
       .multi()

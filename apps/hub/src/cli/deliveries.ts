@@ -22,7 +22,7 @@ export function registerDeliveries(program: Command): void {
             : failed
                 .map(
                   (f) =>
-                    `${f.id}  ${new Date(f.at).toISOString()}  ${f.target.channel}/${f.target.accountId} ${f.target.chatId}  ${f.error}\n    ${f.text.length > 120 ? `${f.text.slice(0, 120)}…` : f.text}`,
+                    `${f.id}  ${new Date(f.at).toISOString()}  ${f.target.channel}/${f.target.accountId} ${f.target.chatId}  ${f.kind === "expired" ? "EXPIRED " : ""}${f.error}\n    ${f.text.length > 120 ? `${f.text.slice(0, 120)}…` : f.text}`,
                 )
                 .join("\n"),
         );

@@ -1,4 +1,5 @@
 export * from "./errors.js";
+export * from "./lease.js";
 export * from "./sleep.js";
 export * from "./status.js";
 export * from "./webhook.js";

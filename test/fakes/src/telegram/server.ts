@@ -114,6 +114,7 @@ class BotApiHttp {
       method: this.#canonical.get(requested.toLowerCase()) ?? requested,
       params: {},
       at: Date.now(),
+      ...(req.socket.remotePort !== undefined ? { remotePort: req.socket.remotePort } : {}),
     };
     this.api.record(call);
     const params = await readParams(req, url);
@@ -129,6 +130,7 @@ class BotApiHttp {
       answer = await this.#callMethod(requested, params, aborter.signal, () => this.api.settle(call));
     }
     if (answer.status !== 200) call.error_code = answer.status;
+    call.answeredAt = Date.now();
     send(res, answer);
     this.api.settle(call);
   }

@@ -25,6 +25,10 @@ export interface TelegramCall extends RecordedCall {
   method: string;
   /** Set once answered: the error code when the call failed (injected or real validation error). */
   error_code?: number;
+  /** When the answer was sent (ms since epoch; a long poll's ends when it returns or its client goes away). */
+  answeredAt?: number;
+  /** The client's TCP port: calls of one process share its kept-alive connections, another process has its own. */
+  remotePort?: number;
 }
 
 /** An error answer to inject with `failNext`, shaped like the Bot API's error envelope. */

@@ -1,6 +1,7 @@
 --[[
-  lease-hold: takes or renews an account's lease for one holder, so exactly one
-  hub process holds a WhatsApp account's socket at a time.
+  lease hold: takes or renews a connection lease for one holder, so exactly one
+  hub process holds a single-holder connection (Telegram polling, a Discord
+  gateway, a WhatsApp socket) at a time.
 
   KEYS[1] the lease (string: the holder's token), expires after the lease time
   ARGV[1] the holder's token

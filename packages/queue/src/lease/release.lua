@@ -1,5 +1,5 @@
 --[[
-  lease-release: gives an account's lease up, only if the caller still holds it
+  lease release: gives a connection lease up, only if the caller still holds it
   (a holder that lost it while frozen must not end its successor's lease).
 
   KEYS[1] the lease (string: the holder's token)

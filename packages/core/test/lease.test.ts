@@ -1,0 +1,92 @@
+import { hostname } from "node:os";
+import { describe, expect, it } from "vitest";
+import { ConnectionLease, isDeadLocalHolder, type LeaseStore, SingleHolder } from "../src/index.js";
+
+/** A lease store in memory, with expiry by the clock: what the Redis scripts do, for one process. */
+class MemoryLeaseStore implements LeaseStore {
+  readonly keys = new Map<string, { token: string; until: number }>();
+  async hold(key: string, token: string, ttlMs: number) {
+    const now = Date.now();
+    const current = this.keys.get(key);
+    if (current && current.until > now && current.token !== token)
+      return { held: false, holder: current.token };
+    this.keys.set(key, { token, until: now + ttlMs });
+    return { held: true, holder: token };
+  }
+  async release(key: string, token: string) {
+    if (this.keys.get(key)?.token === token) this.keys.delete(key);
+  }
+}
+
+const wait = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("SingleHolder: one process holds a connection", () => {
+  it("waits naming the holder, takes over once the holder's lease runs out, and connects once", async () => {
+    const store = new MemoryLeaseStore();
+    // Another machine holds it and stops renewing (it died): taken over only when the lease runs out.
+    await store.hold("k", "other-host:4242:boot:tok", 600);
+    const waiting: string[] = [];
+    let connects = 0;
+    const stop = new AbortController();
+    const holder = new SingleHolder({
+      lease: new ConnectionLease(store, "k", 600),
+      what: "this bot",
+      onWaiting: (reason) => waiting.push(reason),
+    });
+    const started = Date.now();
+    const run = holder.run(stop.signal, async (held) => {
+      connects++;
+      await new Promise((r) => held.addEventListener("abort", r, { once: true }));
+    });
+    await wait(900);
+    expect(waiting[0]).toBe(
+      "another hub process (other-host pid 4242) holds this bot; taking over when it stops",
+    );
+    expect(connects).toBe(1);
+    expect(store.keys.get("k")?.token).toMatch(new RegExp(`^${hostname()}:${process.pid}:`));
+    expect(Date.now() - started).toBeGreaterThanOrEqual(600);
+    stop.abort();
+    await run;
+    expect(store.keys.has("k")).toBe(false);
+  });
+
+  it("a lease taken over by another process aborts the connection; it waits and connects again when free", async () => {
+    const store = new MemoryLeaseStore();
+    const lost: string[] = [];
+    const connections: AbortSignal[] = [];
+    const stop = new AbortController();
+    const holder = new SingleHolder({
+      lease: new ConnectionLease(store, "k", 300),
+      what: "this bot",
+      onWaiting: () => {},
+      onLost: (reason) => lost.push(reason),
+    });
+    const run = holder.run(stop.signal, async (held) => {
+      connections.push(held);
+      await new Promise((r) => held.addEventListener("abort", r, { once: true }));
+    });
+    await wait(50);
+    store.keys.set("k", { token: "other-host:7:boot:tok", until: Date.now() + 300 });
+    await wait(200);
+    expect(connections[0]?.aborted).toBe(true);
+    expect(lost).toEqual(["another hub process (other-host pid 7) took over this bot"]);
+    await wait(600);
+    expect(connections).toHaveLength(2);
+    expect(connections[1]?.aborted).toBe(false);
+    stop.abort();
+    await run;
+  });
+
+  it("a holder of this machine that no longer runs is not waited out; one of this process is", async () => {
+    expect(isDeadLocalHolder(`${hostname()}:999999999:boot:tok`)).toBe(true);
+    expect(isDeadLocalHolder(`${hostname()}:${process.ppid}:boot:tok`)).toBe(false);
+    expect(isDeadLocalHolder(`elsewhere:999999999:boot:tok`)).toBe(false);
+    const store = new MemoryLeaseStore();
+    const mine = new ConnectionLease(store, "k", 60_000);
+    expect((await mine.hold()).held).toBe(true);
+    // A second lease object of this same process (another adapter) does not steal it.
+    expect((await new ConnectionLease(store, "k", 60_000).hold()).held).toBe(false);
+    await store.hold("j", `${hostname()}:999999999:boot:tok`, 60_000);
+    expect((await new ConnectionLease(store, "j", 60_000).hold()).held).toBe(true);
+  });
+});

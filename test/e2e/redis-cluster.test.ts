@@ -1,0 +1,64 @@
+import { offlineAnswer } from "@hub/agent";
+import { Cluster } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/index.js";
+import { type Installation, installation } from "../support/installation.js";
+import { waitFor } from "../support/redis.js";
+import { type OwnRedisCluster, startRedisCluster } from "../support/redis-server.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
+
+// Scale-out (issue 16): the hub runs unchanged on a Redis Cluster. Every key carries the prefix's hash
+// tag, so every script and multi-key command touches one slot; the hub connects with ioredis's
+// Cluster client when REDIS_URL lists several nodes.
+let cluster: OwnRedisCluster;
+let telegram: FakeTelegram;
+let inst: Installation;
+let client: Cluster;
+beforeAll(async () => {
+  cluster = await startRedisCluster();
+  telegram = await startFakeTelegram();
+  client = new Cluster(cluster.ports.map((port) => ({ host: "127.0.0.1", port })));
+}, 60_000);
+afterAll(async () => {
+  await inst?.dispose();
+  client?.disconnect();
+  await telegram?.close();
+  await cluster?.stop();
+});
+
+describe("the hub on a 3-node Redis Cluster", () => {
+  it("answers the web chat and a Telegram message, every key in the installation's one slot", async () => {
+    const chat = 9901;
+    inst = installation("cluster", {
+      env: { REDIS_URL: cluster.url },
+      config: {
+        channels: {
+          telegram: fakeTelegramChannel(telegram, [chat]),
+        },
+      },
+    });
+    const { client: gateway } = await inst.start();
+    const res = await gateway!.request("chat.send", {
+      text: "hello cluster",
+      idempotencyKey: "cluster-run-0001",
+    });
+    expect(res.payload).toMatchObject({ runId: "cluster-run-0001", status: "accepted" });
+    const final = await gateway!.terminal("cluster-run-0001", 30_000);
+    expect(final).toMatchObject({ state: "final", text: offlineAnswer("hello cluster") });
+
+    telegram.pushUpdate(
+      privateText({ chatId: chat, fromId: chat, text: "hello from telegram", messageId: 77 }),
+    );
+    await waitFor(() => telegram.sent(chat).length === 1, "the Telegram answer", 30_000);
+    expect(String(telegram.sent(chat)[0]?.text)).toContain("hello from telegram");
+
+    // The installation's keys live on the cluster, all in the slot of the prefix's hash tag.
+    const keys: string[] = [];
+    for (const node of client.nodes("master")) keys.push(...(await node.keys(`${inst.prefix}:*`)));
+    expect(keys.length).toBeGreaterThan(10);
+    const slots = new Set(await Promise.all(keys.map((k) => client.cluster("KEYSLOT", k))));
+    expect(slots.size).toBe(1);
+    expect(keys.some((k) => k.includes(":run:cluster-run-0001"))).toBe(true);
+    expect(inst.prefix).toMatch(/^\{.+\}$/);
+  }, 90_000);
+});

@@ -1,0 +1,43 @@
+import { describe, expect, it } from "vitest";
+import { deliveryFaultRun } from "./delivery.js";
+import { hubCrashRun } from "./hub-crash.js";
+
+// Fault runs, CI-sized (issue 16): real processes, real Redis, fake platforms. `npm run bench:faults`
+// runs the same at scale and prints the figures.
+describe("fault runs (CI-sized)", () => {
+  it("delivery workers SIGKILLed at random moments: 0 lost, 0 out of order per target, duplicates counted", async () => {
+    const r = await deliveryFaultRun({
+      chats: 40,
+      segments: 5,
+      workers: 3,
+      killEveryMs: [300, 900],
+      leaseMs: 1000,
+    });
+    console.log("delivery workers killed:", r);
+    expect(r.kills).toBeGreaterThan(0);
+    expect(r).toMatchObject({ segments: 200, lost: 0, outOfOrder: 0, failed: 0 });
+    // Only a segment in flight at a kill may arrive twice.
+    expect(r.duplicates).toBeLessThanOrEqual(r.kills * 20);
+  }, 240_000);
+
+  it("Redis (AOF) killed and restarted mid-load: 0 lost, 0 out of order", async () => {
+    const r = await deliveryFaultRun({
+      chats: 30,
+      segments: 5,
+      workers: 2,
+      restartRedisAfterMs: 150,
+      sendDelayMs: 10,
+    });
+    console.log("redis restarted:", r);
+    expect(r.redisRestarts).toBe(1);
+    expect(r).toMatchObject({ segments: 150, lost: 0, outOfOrder: 0, failed: 0 });
+  }, 240_000);
+
+  it("the whole hub SIGKILLed mid-run and restarted: every message answered or its failure recorded", async () => {
+    const r = await hubCrashRun({ chats: 6, messagesPerChat: 3, kills: 1 });
+    console.log("hub killed:", r);
+    expect(r.lost).toBe(0);
+    expect(r.answered + r.answeredTwice + r.recordedFailures).toBe(r.messages);
+    expect(r.answered).toBeGreaterThan(0);
+  }, 240_000);
+});
