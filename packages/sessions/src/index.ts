@@ -3,6 +3,7 @@ export * from "./admission.js";
 export * from "./approvals.js";
 export * from "./lane.js";
 export * from "./recovery.js";
+export * from "./redis-store.js";
 export * from "./run-records.js";
 export * from "./store.js";
 export * from "./transcript.js";

@@ -1,10 +1,12 @@
 import { RunControl } from "@hub/agent";
 import {
   ApprovalStore,
+  FileSessionStore,
+  RedisSessionStore,
   type RunRecords,
   SessionActivity,
   SessionLane,
-  SessionStore,
+  type SessionStore,
   SessionWriters,
 } from "@hub/sessions";
 import { MeteredRunRecords } from "../metrics.js";
@@ -54,7 +56,7 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const decisionsKey = `${prefix}:model-decisions`;
   return {
     lane,
-    sessions: new SessionStore(base.stateDir, base.logger.child({ component: "sessions" })),
+    sessions: sessionStoreOf(base),
     runs,
     writers: new SessionWriters(redis, prefix),
     activity,
@@ -69,4 +71,14 @@ export function buildSessionStage(base: HubBase): SessionStage {
         .exec()
         .catch(() => {}),
   };
+}
+
+/** The configured session store: files in the state dir (default) or Redis (`sessions.store`). */
+export function sessionStoreOf(
+  base: Pick<HubBase, "config" | "redis" | "stateDir" | "logger">,
+): SessionStore {
+  const logger = base.logger.child({ component: "sessions" });
+  return base.config.sessions.store === "redis"
+    ? new RedisSessionStore(base.redis, base.config.redis.prefix, logger)
+    : new FileSessionStore(base.stateDir, logger);
 }
