@@ -5,6 +5,7 @@ export * from "./lane.js";
 export * from "./recovery.js";
 export * from "./redis-store.js";
 export * from "./run-records.js";
+export * from "./run-steps.js";
 export * from "./store.js";
 export * from "./transcript.js";
 export * from "./writer.js";

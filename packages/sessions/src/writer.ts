@@ -42,6 +42,11 @@ export class SessionWriters {
     return `${this.prefix}:writer:${sessionKey}`;
   }
 
+  /** The Redis key of a session's writer claim (for scripts that fuse steps). */
+  keyOf(sessionKey: string): string {
+    return this.#key(sessionKey);
+  }
+
   /** Claims the session for a run (CAS on the generation); returns the claim and whom it superseded. */
   async claim(
     sessionKey: string,

@@ -4,6 +4,7 @@ import {
   FileSessionStore,
   RedisSessionStore,
   type RunRecords,
+  RunSteps,
   SessionActivity,
   SessionLane,
   type SessionStore,
@@ -23,6 +24,8 @@ export interface SessionStage {
   sessions: SessionStore;
   runs: RunRecords;
   writers: SessionWriters;
+  /** A run's start and end, each one atomic step over the records, activity and claims above. */
+  steps: RunSteps;
   activity: SessionActivity;
   approvals: ApprovalStore;
   control: RunControl;
@@ -54,14 +57,17 @@ export function buildSessionStage(base: HubBase): SessionStage {
   });
   base.shutdown.rest.push(() => lane.close());
   const decisionsKey = `${prefix}:model-decisions`;
+  const writers = new SessionWriters(redis, prefix);
+  const control = new RunControl(redis, prefix);
   return {
     lane,
     sessions: sessionStoreOf(base),
     runs,
-    writers: new SessionWriters(redis, prefix),
+    writers,
+    steps: new RunSteps(redis, runs, writers, activity, (runId) => control.keyOf(runId)),
     activity,
     approvals: new ApprovalStore(redis, prefix),
-    control: new RunControl(redis, prefix),
+    control,
     lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
     recordModelDecision: (decision) =>
       void redis
