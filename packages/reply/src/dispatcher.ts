@@ -125,6 +125,7 @@ export class ReplyDispatcher implements ReplySink {
     const key = replyTargetKey(target);
     let next = 0;
     let ended = false;
+    let settledAtEnd: ReplySettlement | undefined;
     return {
       replyId,
       push: async (block) => {
@@ -140,15 +141,17 @@ export class ReplyDispatcher implements ReplySink {
       end: async () => {
         ended = true;
         const k = this.#keys(replyId);
-        await runScript(
+        const [delivered, failed] = (await runScript(
           this.#redis,
           END,
           [k.meta, k.ok, k.failed, k.channel],
           [next, replyId, REPLY_TTL_SECONDS],
-        );
+        )) as [number, number];
+        // Delivered before it ended (the usual case): settled is known without asking Redis again.
+        if (delivered + failed >= next) settledAtEnd = { total: next, delivered, failed };
         return next;
       },
-      settled: () => this.settled(replyId),
+      settled: async () => settledAtEnd ?? this.settled(replyId),
     };
   }
 
