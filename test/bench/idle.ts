@@ -42,10 +42,12 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
     const perSession = (mem2 - mem0) / Math.max(1, answered);
     const rssPerSession = (rss2 - rss1) / Math.max(1, second);
     const total = warm + answered;
+    const projected = rss2 + Math.max(0, rssPerSession) * (100_000 - total);
     console.log(
       `  ${total} idle sessions (one answered message each): Redis ${perSession.toFixed(0)} bytes each ` +
-        `(about ${mb(perSession * 100_000)} MB at 100,000); process RSS ${mb(rss0)} -> ${mb(rss1)} -> ${mb(rss2)} MB ` +
-        `(second half ${rssPerSession.toFixed(0)} bytes/session: about ${mb(rss2 + rssPerSession * (100_000 - total))} MB at 100,000)`,
+        `(about ${mb(perSession * 100_000)} MB at 100,000); process RSS (hub, fake and load, earlier phases ` +
+        `included) ${mb(rss0)} -> ${mb(rss1)} -> ${mb(rss2)} MB, second half ${rssPerSession.toFixed(0)} ` +
+        `bytes/session (about ${mb(projected)} MB at 100,000)`,
     );
   } finally {
     await bench.stop();

@@ -88,8 +88,11 @@ interface ClaimedRun {
   claim: WriterClaim;
   /** A stop asked for before the run started. */
   stop: "aborted" | "superseded" | undefined;
-  /** Appends transcript lines, checked against (and tagged with) the run's writer claim. */
-  writeChecked: (entries: TranscriptEntry[]) => Promise<void>;
+  /**
+   * Appends transcript lines tagged with the run's writer claim (so every reader drops them once a newer
+   * claim is announced), checked first against the claim in Redis unless `check` is false.
+   */
+  writeChecked: (entries: TranscriptEntry[], options?: { check: boolean }) => Promise<void>;
   startedAt: number;
   log: HubLogger;
 }
@@ -213,8 +216,8 @@ export class AgentRunner {
 
   #checkedWriter(sessionId: string, claim: WriterClaim): ClaimedRun["writeChecked"] {
     const writer = `${claim.runId}#${claim.generation}`;
-    return async (entries) => {
-      await this.o.writers.assertCurrent(claim);
+    return async (entries, options) => {
+      if (options?.check !== false) await this.o.writers.assertCurrent(claim);
       failpoint("transcript.before-append");
       await this.o.sessions.append(
         sessionId,
@@ -379,11 +382,10 @@ export class AgentRunner {
         stopReason: end.stopReason,
         ...error,
       } as const;
+      // Not checked first: the run ends either way, and a newer writer's readers drop the tagged line.
       await run
-        .writeChecked([{ ...outcome, at: Date.now() }])
-        .catch((e) =>
-          log.warn({ err: e }, "outcome not written to the transcript: the session has a newer writer"),
-        );
+        .writeChecked([{ ...outcome, at: Date.now() }], { check: false })
+        .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
     const outcome = { status: end.status, text, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the

@@ -170,13 +170,14 @@ export class ReplyDispatcher implements ReplySink {
   /** Resolves when the reply has ended and every segment is delivered or failed for good. */
   async settled(replyId: string): Promise<ReplySettlement> {
     await this.#subscribe();
-    for (;;) {
+    for (let fallbackMs = 2_000; ; fallbackMs = Math.min(fallbackMs * 2, 10_000)) {
       // Register before checking, so a settle that lands in between still wakes us.
       const woke = new Promise<void>((resolve) => {
         const set = this.#waiters.get(replyId) ?? new Set();
         set.add(resolve);
         this.#waiters.set(replyId, set);
-        setTimeout(resolve, 2_000).unref(); // belt and braces: a lost pubsub message only delays us
+        // Belt and braces: a lost pubsub message only delays us (backing off, so a slow delivery is not polled hard).
+        setTimeout(resolve, fallbackMs).unref();
       });
       const s = await this.status(replyId);
       if (s.settled) {

@@ -27,7 +27,7 @@
   Returns {outcome, wakeEpoch}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
   wakeEpoch > 0 when the caller must add the lane's wake-up job for that epoch.
 ]]
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
   return {'duplicate', 0}
 end
 

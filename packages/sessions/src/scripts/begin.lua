@@ -13,20 +13,21 @@
   or finalizes through the separate steps (nothing written),
   else {'started', attempt, generation, previous writer runId or '', stop mark or ''}.
 ]]
-local status = redis.call('HGET', KEYS[1], 'status')
+local record = redis.call('HMGET', KEYS[1], 'status', 'attempt')
+local status = record[1]
 if status and status ~= 'running' and status ~= 'queued' then return {'over', status} end
 local stop = redis.call('GET', KEYS[5]) or ''
 if status == 'running' then return {'running', stop} end
-local attempt = redis.call('HINCRBY', KEYS[1], 'attempt', 1)
+local attempt = (tonumber(record[2]) or 0) + 1
 if attempt == 1 then
-  redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4], 'startedAt', ARGV[3])
+  redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[4], 'startedAt', ARGV[3])
 else
-  redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
+  redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[4])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
 redis.call('SADD', KEYS[2], ARGV[1])
 redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6])
-local previous = redis.call('HGET', KEYS[4], 'runId') or ''
-local generation = redis.call('HINCRBY', KEYS[4], 'generation', 1)
-redis.call('HSET', KEYS[4], 'runId', ARGV[1], 'sessionId', ARGV[7])
-return {'started', attempt, generation, previous, stop}
+local writer = redis.call('HMGET', KEYS[4], 'runId', 'generation')
+local generation = (tonumber(writer[2]) or 0) + 1
+redis.call('HSET', KEYS[4], 'runId', ARGV[1], 'sessionId', ARGV[7], 'generation', generation)
+return {'started', attempt, generation, writer[1] or '', stop}
