@@ -12,6 +12,8 @@ export interface LoadShape {
   /** Messages a chat may have unanswered at once (more than 1 tests ordering). */
   window: number;
   timeoutMs: number;
+  /** Chat ids start at 7,000,000 + this (default 0): a second load on new chats. */
+  firstChat?: number;
 }
 
 /** What the platform saw. */
@@ -30,6 +32,7 @@ const REPLY = /bench (\d+) (\d+)\b/;
 /** Drives the load against `fake` and resolves once every message is answered or the timeout passes. */
 export async function driveChats(fake: FakeTelegram, shape: LoadShape): Promise<LoadResult> {
   const { chats, messages, window } = shape;
+  const base = 7_000_000 + (shape.firstChat ?? 0);
   const sentAt = new Map<string, number>();
   const answered = new Map<string, number>();
   const nextToSend = new Array<number>(chats).fill(0);
@@ -44,9 +47,7 @@ export async function driveChats(fake: FakeTelegram, shape: LoadShape): Promise<
       const n = nextToSend[chat]!++;
       inFlight[chat]!++;
       sentAt.set(`${chat} ${n}`, performance.now());
-      fake.pushUpdate(
-        privateText({ chatId: 7_000_000 + chat, fromId: 7_000_000 + chat, text: `bench ${chat} ${n}` }),
-      );
+      fake.pushUpdate(privateText({ chatId: base + chat, fromId: base + chat, text: `bench ${chat} ${n}` }));
     }
   };
   const started = performance.now();

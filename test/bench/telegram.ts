@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { run, sequentialize } from "@grammyjs/runner";
 import { offlineAnswer } from "@hub/agent";
 import { createLogger, parseConfig } from "@hub/core";
-import { startFakeTelegram } from "@hub/fakes";
+import { type FakeTelegram, startFakeTelegram } from "@hub/fakes";
 import { Bot } from "grammy";
 import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
@@ -19,8 +19,16 @@ export interface SideResult {
   cost: PhaseCost;
 }
 
-/** The hub with every guarantee on, its Telegram channel polling the fake, pacing off. */
-export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+/** A hub for a bench: every guarantee on, its Telegram channel polling a fake, pacing off. */
+export interface BenchHub {
+  fake: FakeTelegram;
+  /** Log lines written so far. */
+  logLines(): number;
+  stop(): Promise<void>;
+}
+
+/** Starts the hub with every guarantee on, its Telegram channel polling a fresh fake, pacing off. */
+export async function startBenchHub(redisUrl: string): Promise<BenchHub> {
   const fake = await startFakeTelegram();
   const stateDir = mkdtempSync(join(tmpdir(), "hub-bench-"));
   let logLines = 0;
@@ -31,7 +39,7 @@ export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Prom
   const config = parseConfig(
     {
       gateway: { port: 0 },
-      redis: { url: redisUrl, prefix: `bench-${process.pid}` },
+      redis: { url: redisUrl, prefix: `bench-${process.pid}-${Date.now()}` },
       agent: {
         offlineTokenDelayMs: 0,
         queueMode: "followup",
@@ -53,23 +61,35 @@ export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Prom
   );
   const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger });
   await hub.channelsSettled();
+  return {
+    fake,
+    logLines: () => logLines,
+    stop: async () => {
+      await hub.stop();
+      await fake.close();
+      rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** The hub with every guarantee on, its Telegram channel polling the fake, pacing off. */
+export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+  const bench = await startBenchHub(redisUrl);
   const meter = new PhaseMeter(redisUrl);
   try {
     await meter.start();
-    const linesBefore = logLines;
-    const load = await driveChats(fake, shape);
+    const linesBefore = bench.logLines();
+    const load = await driveChats(bench.fake, shape);
     const cost = await meter.stop();
     printLoad("hub", load);
     printCost(cost, load.answered, "message");
     console.log(
-      `  log lines per message: ${((logLines - linesBefore) / Math.max(1, load.answered)).toFixed(2)}`,
+      `  log lines per message: ${((bench.logLines() - linesBefore) / Math.max(1, load.answered)).toFixed(2)}`,
     );
     return { load, cost };
   } finally {
     meter.close();
-    await hub.stop();
-    await fake.close();
-    rmSync(stateDir, { recursive: true, force: true });
+    await bench.stop();
   }
 }
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createLogger } from "@hub/core";
-import { RunRecords, SessionStore } from "@hub/sessions";
+import { RunRecords, FileSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeWorld, startFakeWorld } from "../support/hub.js";
@@ -158,7 +158,7 @@ describe("built-in tools and stop reasons", () => {
     expect(await new RunRecords(redis, world.hub.prefix).get(looping)).toMatchObject({
       stopReason: "tool_loop_guard",
     });
-    const store = new SessionStore(world.hub.stateDir, createLogger({ level: "silent" }));
+    const store = new FileSessionStore(world.hub.stateDir, createLogger({ level: "silent" }));
     const session = (await store.get("agent:main:telegram:direct:7"))!;
     const entries = (await store.read(session.sessionId)).filter((e) => "runId" in e && e.runId === looping);
     // Every tool call of the stopped run has exactly one result.

@@ -1,7 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createLogger } from "@hub/core";
-import { SessionStore } from "@hub/sessions";
+import { FileSessionStore } from "@hub/sessions";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
@@ -37,7 +37,7 @@ async function turn(sessionKey: string, text: string): Promise<void> {
   await client.request("chat.send", { sessionKey, text, idempotencyKey: runId });
   expect((await client.terminal(runId)).state).toBe("final");
 }
-const store = () => new SessionStore(hub.stateDir, createLogger({ level: "silent" }));
+const store = () => new FileSessionStore(hub.stateDir, createLogger({ level: "silent" }));
 const systemOf = (i: number) => (model.requests[i]!.messages[0] as { content: string }).content;
 
 describe("context building", () => {

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { recoverInterruptedRuns } from "@hub/agent";
 import { createLogger } from "@hub/core";
-import { RunRecords, SessionLane, SessionStore, SessionWriters } from "@hub/sessions";
+import { RunRecords, SessionLane, FileSessionStore, SessionWriters } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
@@ -159,7 +159,7 @@ describe("restart recovery scan", () => {
     const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));
     const logger = createLogger({ level: "silent" });
     const runs = new RunRecords(redis, prefix);
-    const sessions = new SessionStore(stateDir, logger);
+    const sessions = new FileSessionStore(stateDir, logger);
     const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
     const writers = new SessionWriters(redis, prefix);
     try {

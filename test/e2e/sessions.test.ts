@@ -1,5 +1,5 @@
 import { createLogger } from "@hub/core";
-import { RunRecords, SessionStore, SessionWriters } from "@hub/sessions";
+import { RunRecords, FileSessionStore, SessionWriters } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
@@ -47,7 +47,7 @@ describe("session writer claims through the hub", () => {
       state: "final",
       text: "Done after five tools.",
     });
-    const store = new SessionStore(hub.stateDir, createLogger({ level: "silent" }));
+    const store = new FileSessionStore(hub.stateDir, createLogger({ level: "silent" }));
     const session = (await store.get(sessionKey))!;
     const entries = (await store.read(session.sessionId)).filter(
       (e) => "runId" in e && e.runId === "five-tools-0001",
@@ -67,7 +67,7 @@ describe("session writer claims through the hub", () => {
     const client = await GatewayClient.open(hub.port, hub.token);
     const sessionKey = "agent:main:webchat:direct:takeover";
     await client.request("chat.send", { sessionKey, text: "slow work", idempotencyKey: "takeover-a-0001" });
-    const store = new SessionStore(hub.stateDir, createLogger({ level: "silent" }));
+    const store = new FileSessionStore(hub.stateDir, createLogger({ level: "silent" }));
     // Wait until the run committed its first step, then claim the session for another run.
     let sessionId = "";
     await waitFor(async () => {

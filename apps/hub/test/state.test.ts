@@ -2,7 +2,7 @@ import { chmodSync, mkdtempSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@hub/core";
-import { SessionStore } from "@hub/sessions";
+import { FileSessionStore } from "@hub/sessions";
 import { describe, expect, it } from "vitest";
 import { ensureStateDir, resolveGatewayToken } from "../src/state.js";
 
@@ -30,7 +30,7 @@ describe("state files", () => {
 
   it("transcripts and session index files are owner-only", async () => {
     const dir = mkdtempSync(join(tmpdir(), "hub-state-"));
-    const store = new SessionStore(dir, createLogger({ level: "silent" }));
+    const store = new FileSessionStore(dir, createLogger({ level: "silent" }));
     const session = await store.resolve("agent:main:main");
     expect(mode(join(dir, "transcripts", `${session.sessionId}.jsonl`))).toBe(0o600);
     expect(mode(join(dir, "transcripts"))).toBe(0o700);

@@ -16,13 +16,13 @@ export class RunControl {
   ) {}
 
   async stop(runId: string, status: "aborted" | "superseded"): Promise<void> {
-    await this.redis.set(`${this.prefix}:stop:${runId}`, status, "EX", 3600);
+    await this.redis.set(this.keyOf(runId), status, "EX", 3600);
     await this.redis.publish(`${this.prefix}:run-stop`, JSON.stringify({ runId, status }));
   }
 
-  async pending(runId: string): Promise<"aborted" | "superseded" | undefined> {
-    const mark = await this.redis.get(`${this.prefix}:stop:${runId}`);
-    return mark === "aborted" || mark === "superseded" ? mark : undefined;
+  /** The Redis key of a run's stop mark (a stop asked for before the run started). */
+  keyOf(runId: string): string {
+    return `${this.prefix}:stop:${runId}`;
   }
 }
 
@@ -52,8 +52,7 @@ export async function startAgentRole(deps: {
       laneSignal.addEventListener("abort", onLane);
       active.set(request.runId, controller);
       try {
-        const pending = await deps.control.pending(request.runId);
-        if (pending) controller.abort(new RunStopError(pending));
+        // A stop asked for before the run started is read in the run's first step (RunSteps.begin).
         await deps.runner.run(request, controller.signal);
       } finally {
         active.delete(request.runId);

@@ -11,6 +11,7 @@ import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
   type RunRecords,
+  type RunSteps,
   recoveryDecision,
   type SessionActivity,
   type SessionRecord,
@@ -43,6 +44,8 @@ export interface AgentRunnerOptions extends ContextSettings {
   sessions: SessionStore;
   runs: RunRecords;
   writers: SessionWriters;
+  /** A run's start (record, activity, claim) and end (outcome, release, usage, activity), each one atomic step. */
+  steps: RunSteps;
   replies: ReplySink;
   events: ChatEventPublisher;
   /** Resolves `provider/model` to a provider and the provider's model name. */
@@ -83,17 +86,23 @@ interface ClaimedRun {
   attempt: number;
   resuming: boolean;
   claim: WriterClaim;
-  /** Appends transcript lines, checked against (and tagged with) the run's writer claim. */
-  writeChecked: (entries: TranscriptEntry[]) => Promise<void>;
+  /** A stop asked for before the run started. */
+  stop: "aborted" | "superseded" | undefined;
+  /**
+   * Appends transcript lines tagged with the run's writer claim (so every reader drops them once a newer
+   * claim is announced), checked first against the claim in Redis unless `check` is false.
+   */
+  writeChecked: (entries: TranscriptEntry[], options?: { check: boolean }) => Promise<void>;
   startedAt: number;
   log: HubLogger;
 }
 
-/** What the turn left to settle: how it ended, its text and its reply. */
+/** What the turn left to settle: how it ended, its text, its reply and the tokens it used. */
 interface TurnResult {
   end: RunEnd;
   text: string;
   reply: ReplyStream;
+  usage?: { inputTokens: number; outputTokens: number };
 }
 
 /**
@@ -139,51 +148,76 @@ export class AgentRunner {
     // Collect mode: one turn answers every message collected while the session was busy.
     const batch = request.collect ? await this.o.activity.takeCollected(ctx.sessionKey, runId) : [request];
     if (batch.length === 0) return undefined;
-    const record = await this.o.runs.get(runId);
-    if (record && record.status !== "running" && record.status !== "queued") {
-      log.info({ status: record.status }, "run already finished; not running it again");
+    // Admission wrote the record as "queued": start, activity and claim are one step.
+    const begun = await this.o.steps.begin(
+      { runId, sessionKey: ctx.sessionKey, sessionId: session.sessionId },
+      this.o.runTimeoutMs,
+      this.o.runTimeoutMs + 60_000,
+    );
+    if (begun.kind === "over") {
+      log.info({ status: begun.status }, "run already finished; not running it again");
       return undefined;
     }
-    // Admission writes the record as "queued"; one still "running" was interrupted and is resumed.
-    const resuming = record?.status === "running";
-    if (record && resuming && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
-      await finalizeInterrupted(this.o, record, log);
-      return undefined;
-    }
-    const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
-    if (attempt === 0) return undefined;
+    const started = begun.kind === "started" ? begun : await this.#resume(request, session, log);
+    if (!started) return undefined;
+    const { attempt, claim } = started;
+    const resuming = begun.kind === "running";
     // One info line per run ("run finished"); its start is debug detail.
     log[resuming ? "info" : "debug"](
       { attempt, resuming },
       resuming ? "run resumed after an interruption" : "run started",
     );
-    // Collected messages are answered by this run; their own records say so.
-    for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
-    await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
-    const claim = await this.#claimWriter(request, session, log);
-    // Quoted text is someone else's words: the model sees it marked untrusted.
-    const userText = batch.map((r) => withQuotedReply(r.ctx)).join("\n\n");
-    const writeChecked = this.#checkedWriter(session.sessionId, claim);
-    return { request, session, batch, userText, attempt, resuming, claim, writeChecked, startedAt, log };
-  }
-
-  async #claimWriter(request: RunRequest, session: SessionRecord, log: HubLogger): Promise<WriterClaim> {
-    const { ctx, runId } = request;
-    const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
-    if (superseded) {
-      log.warn({ supersededRunId: superseded }, "this run supersedes the session's previous writer");
-      await this.o.supersede(superseded);
+    if (started.superseded) {
+      log.warn({ supersededRunId: started.superseded }, "this run supersedes the session's previous writer");
+      await this.o.supersede(started.superseded);
     }
     // Lines carry their claim, announced first: a late append after a newer claim is dropped by every reader.
     const writer = `${runId}#${claim.generation}`;
     await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
-    return claim;
+    // Collected messages are answered by this run; their own records say so.
+    for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
+    // Quoted text is someone else's words: the model sees it marked untrusted.
+    const userText = batch.map((r) => withQuotedReply(r.ctx)).join("\n\n");
+    const writeChecked = this.#checkedWriter(session.sessionId, claim);
+    const stop = begun.stop;
+    return {
+      request,
+      session,
+      batch,
+      userText,
+      attempt,
+      resuming,
+      claim,
+      stop,
+      writeChecked,
+      startedAt,
+      log,
+    };
+  }
+
+  // A run still marked running was interrupted: resumed once more, or finalized without a model call.
+  async #resume(
+    request: RunRequest,
+    session: SessionRecord,
+    log: HubLogger,
+  ): Promise<{ attempt: number; claim: WriterClaim; superseded: string | undefined } | undefined> {
+    const { ctx, runId } = request;
+    const record = await this.o.runs.get(runId);
+    if (record && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
+      await finalizeInterrupted(this.o, record, log);
+      return undefined;
+    }
+    const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
+    if (attempt === 0) return undefined;
+    await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
+    const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
+    return { attempt, claim, superseded };
   }
 
   #checkedWriter(sessionId: string, claim: WriterClaim): ClaimedRun["writeChecked"] {
     const writer = `${claim.runId}#${claim.generation}`;
-    return async (entries) => {
-      await this.o.writers.assertCurrent(claim);
+    return async (entries, options) => {
+      if (options?.check !== false) await this.o.writers.assertCurrent(claim);
       failpoint("transcript.before-append");
       await this.o.sessions.append(
         sessionId,
@@ -213,6 +247,7 @@ export class AgentRunner {
     const onStop = () => abort.abort(stopSignal.reason);
     stopSignal.addEventListener("abort", onStop);
     if (stopSignal.aborted) onStop();
+    else if (run.stop) abort.abort(new RunStopError(run.stop));
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
     const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
     try {
@@ -222,7 +257,7 @@ export class AgentRunner {
         signal: abort.signal,
         interactive: caps?.interactive,
       });
-      return { end: completedRun(text.stopReason), text: text.text, reply };
+      return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
       run.log[end.status === "failed" ? "error" : "warn"](
@@ -252,7 +287,11 @@ export class AgentRunner {
       signal: AbortSignal;
       interactive?: boolean | undefined;
     },
-  ): Promise<{ text: string; stopReason: Parameters<typeof completedRun>[0] }> {
+  ): Promise<{
+    text: string;
+    stopReason: Parameters<typeof completedRun>[0];
+    usage: { inputTokens: number; outputTokens: number };
+  }> {
     const { request, session, writeChecked, log } = run;
     const { ctx, runId } = request;
     const { streamer, pusher, signal } = io;
@@ -287,11 +326,11 @@ export class AgentRunner {
         return steered.map((s) => s.ctx.body);
       },
     });
-    await this.o.activity.addUsage(ctx.sessionKey, result.usage);
     pusher.push(streamer.flush());
     await pusher.drained();
     if (pusher.error !== undefined) throw pusher.error;
-    return { text: result.text, stopReason: result.stopReason };
+    // The usage is added to the session's totals when the run settles (one step with its outcome).
+    return { text: result.text, stopReason: result.stopReason, usage: result.usage };
   }
 
   // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.
@@ -345,17 +384,19 @@ export class AgentRunner {
         stopReason: end.stopReason,
         ...error,
       } as const;
+      // Not checked first: the run ends either way, and a newer writer's readers drop the tagged line.
       await run
-        .writeChecked([{ ...outcome, at: Date.now() }])
-        .catch((e) =>
-          log.warn({ err: e }, "outcome not written to the transcript: the session has a newer writer"),
-        );
+        .writeChecked([{ ...outcome, at: Date.now() }], { check: false })
+        .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
     const outcome = { status: end.status, text, stopReason: end.stopReason, ...error };
-    const decided = await this.o.runs.finish(runId, outcome, attempt);
-    await this.o.writers.release(claim);
-    // Messages steered in after the last batch boundary were never seen by this run: they run next.
-    await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
+    // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
+    // last batch boundary were never seen by this run: they run next.
+    const decided = await this.o.steps.settle(
+      claim,
+      { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },
+      this.o.requeue,
+    );
     const segments = await reply.end();
     if (!decided) {
       log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");

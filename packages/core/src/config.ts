@@ -174,6 +174,11 @@ const BaseConfigSchema = z
       })
       .strict()
       .prefault({}),
+    /** Where transcripts and session indexes live: files in the state dir, or Redis (no shared disk needed). */
+    sessions: z
+      .object({ store: z.enum(["files", "redis"]).default("files") })
+      .strict()
+      .prefault({}),
     delivery: z
       .object({
         maxAttempts: z.number().int().positive().default(8),
@@ -260,6 +265,7 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
   ["HUB_MODEL", ["agent", "model"], String],
   ["REDIS_URL", ["redis", "url"], String],
   ["HUB_REDIS_PREFIX", ["redis", "prefix"], String],
+  ["HUB_SESSIONS_STORE", ["sessions", "store"], String],
   ["OPENAI_BASE_URL", ["models", "providers", "openai", "baseUrl"], String],
   ["OPENAI_API_KEY", ["models", "providers", "openai", "apiKey"], String],
   ["HUB_ROLES", ["roles"], (v) => v.split(",").map((r) => r.trim())],

@@ -17,7 +17,7 @@ import type { AdmitToSession } from "./admission-port.js";
 import { type ParsedCommand, parseCommand } from "./commands.js";
 import { PairingStore, pairingNotice } from "./pairing.js";
 import { type AccessDecision, commandAuthorized, dispatchDirect, dispatchGroupThread } from "./policy.js";
-import { RateLimiter } from "./rate-limit.js";
+import { RateLimiter, type TokenBucket } from "./rate-limit.js";
 
 /** What happened to one inbound message. */
 export type DispatchResult =
@@ -77,26 +77,37 @@ export class InboundDispatcher {
       .catch((error) => log.warn({ err: error }, "could not send a hub notice"));
   }
 
-  // Floods are bounded per sender and per chat, across processes; one notice per minute, then silence.
-  async #withinLimits(ctx: MsgContext, log: HubLogger): Promise<boolean> {
-    // The owner (the authenticated gateway client) is not a flood risk; platform senders are.
-    if (ctx.commandAuthorized) return true;
+  // Floods are bounded per sender and per chat, across processes. The owner (the authenticated gateway
+  // client) is not a flood risk; platform senders are.
+  #buckets(ctx: MsgContext): TokenBucket[] {
+    if (ctx.commandAuthorized) return [];
     const limits = this.o.config.limits;
-    const sender = `${ctx.channel}:${ctx.accountId}:${ctx.sender.id}`;
-    const chat = `${ctx.channel}:${ctx.accountId}:${ctx.chat.id}`;
-    const ok =
-      (await this.#limiter.take(`sender:${sender}`, limits.senderBurst, limits.senderPerMinute)) &&
-      (await this.#limiter.take(`chat:${chat}`, limits.chatBurst, limits.chatPerMinute));
-    if (ok) return true;
+    return [
+      this.#limiter.bucket(`sender:${senderOf(ctx)}`, limits.senderBurst, limits.senderPerMinute),
+      this.#limiter.bucket(
+        `chat:${ctx.channel}:${ctx.accountId}:${ctx.chat.id}`,
+        limits.chatBurst,
+        limits.chatPerMinute,
+      ),
+    ];
+  }
+
+  async #withinLimits(ctx: MsgContext, log: HubLogger): Promise<boolean> {
+    if (await this.#limiter.take(this.#buckets(ctx))) return true;
+    await this.#rateLimited(ctx, log);
+    return false;
+  }
+
+  // One notice per minute, then silence.
+  async #rateLimited(ctx: MsgContext, log: HubLogger): Promise<void> {
     log.warn({ senderId: ctx.sender.id }, "inbound message dropped: rate limit");
-    if (await this.#limiter.once(sender, 60_000)) {
+    if (await this.#limiter.once(senderOf(ctx), 60_000)) {
       await this.#notify(
         ctx,
         "You are sending messages faster than I can answer; I am skipping some. Please slow down.",
         log,
       );
     }
-    return false;
   }
 
   #access(channel: string, accountId: string): ChannelAccess | undefined {
@@ -140,28 +151,18 @@ export class InboundDispatcher {
     });
     this.#checkAttachments(ctx, log);
     const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
-    if (await this.#known(ctx, runId)) {
-      log.info({ runId }, "duplicate inbound message ignored");
-      return { status: "duplicate", dedupeKey: ctx.dedupeKey };
-    }
     const access = this.#access(ctx.channel, ctx.accountId);
-    const paired =
-      ctx.chat.type === "direct" &&
-      (await this.pairing.isApproved(ctx.channel, ctx.accountId, ctx.sender.id));
+    const parsed = this.o.commands ? parseCommand(ctx.body) : undefined;
+    const paired = await this.#paired(ctx, access, parsed !== undefined);
     const decision = this.#decide(ctx, access, paired);
-    if (decision.kind === "pair" && access) return this.#pair(ctx, access, log);
-    if (decision.kind === "drop" || !access) {
-      // A decided drop stays marked: a redelivery must not be decided again.
-      const reason = decision.kind === "drop" ? decision.reason : "channel is not configured";
-      log.info({ reason }, "inbound message dropped by access policy");
-      await this.#markDecided(ctx);
-      return { status: "dropped", reason, sessionKey: ctx.sessionKey };
-    }
-    // Access first: a refused message never spends a sender's or a chat's tokens.
-    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
-    const command = decision.kind === "run" && this.o.commands ? parseCommand(ctx.body) : undefined;
-    if (command && !commandAuthorized(ctx, access, paired)) return this.#refuseCommand(command, ctx, log);
-    if (command && command.name !== "new") return this.#command(command, { runId, ctx }, log);
+    const command = decision.kind === "run" ? parsed : undefined;
+    // The common case (a message to run or keep as context, or an authorized /new) is one atomic step
+    // that also dedupes and takes the rate-limit tokens; everything else is decided here first.
+    const admitsAtOnce =
+      access !== undefined &&
+      (decision.kind === "run" || decision.kind === "context") &&
+      (!command || (command.name === "new" && commandAuthorized(ctx, access, paired)));
+    if (!admitsAtOnce) return this.#decideFirst({ ctx, runId, access, paired, decision, command }, log);
     failpoint("admission.before-admit");
     const request: RunRequest = {
       runId,
@@ -169,16 +170,62 @@ export class InboundDispatcher {
       ...(decision.kind === "context" ? { contextOnly: true } : {}),
       ...(command ? { command: "new" as const } : {}),
     };
-    const outcome = await this.o.admit(request, { key: this.#dedupeKey(ctx), ttlSeconds: this.#ttl });
+    const dedupe = { key: this.#dedupeKey(ctx), ttlSeconds: this.#ttl };
+    const outcome = await this.o.admit(request, dedupe, this.#buckets(ctx));
     failpoint("admission.after-admit");
     if (outcome === "duplicate") {
       log.info({ runId }, "duplicate inbound message ignored");
       return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     }
+    if (outcome === "rate_limited") {
+      await this.#rateLimited(ctx, log);
+      return { status: "rate_limited", sessionKey: ctx.sessionKey };
+    }
     // Debug: a message's one info line is its run's "run finished".
     log.debug({ runId, decision: decision.kind, outcome }, "inbound message accepted");
     if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
     return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
+  }
+
+  // Whether a direct sender is paired, asked of Redis only when the answer can change the decision:
+  // the policy admits listed or paired senders only, or the message is a command.
+  async #paired(ctx: MsgContext, access: ChannelAccess | undefined, isCommand: boolean): Promise<boolean> {
+    if (ctx.chat.type !== "direct" || !access) return false;
+    const needed = isCommand || access.dmPolicy === "allowlist" || access.dmPolicy === "pairing";
+    if (!needed || access.allowFrom.includes(ctx.sender.id)) return false;
+    return this.pairing.isApproved(ctx.channel, ctx.accountId, ctx.sender.id);
+  }
+
+  // Pairing, drops, refused and answered commands: a message decided or admitted before is a duplicate
+  // (read-only, no token spent), and a drop is marked so a redelivery is not decided again.
+  async #decideFirst(
+    d: {
+      ctx: MsgContext;
+      runId: string;
+      access: ChannelAccess | undefined;
+      paired: boolean;
+      decision: AccessDecision;
+      command: ParsedCommand | undefined;
+    },
+    log: HubLogger,
+  ): Promise<DispatchResult> {
+    const { ctx, runId, access, decision, command } = d;
+    if (await this.#known(ctx, runId)) {
+      log.info({ runId }, "duplicate inbound message ignored");
+      return { status: "duplicate", dedupeKey: ctx.dedupeKey };
+    }
+    if (decision.kind === "pair" && access) return this.#pair(ctx, access, log);
+    if (decision.kind === "drop" || decision.kind === "pair" || !access) {
+      const reason = decision.kind === "drop" ? decision.reason : "channel is not configured";
+      log.info({ reason }, "inbound message dropped by access policy");
+      await this.#markDecided(ctx);
+      return { status: "dropped", reason, sessionKey: ctx.sessionKey };
+    }
+    // Access first: a refused message never spends a sender's or a chat's tokens.
+    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
+    if (command && !commandAuthorized(ctx, access, d.paired)) return this.#refuseCommand(command, ctx, log);
+    if (!command) throw new Error("unreachable: a message without a command is admitted at once");
+    return this.#command(command, { runId, ctx }, log);
   }
 
   #checkAttachments(ctx: MsgContext, log: HubLogger): void {
@@ -236,3 +283,5 @@ export class InboundDispatcher {
     return dispatchGroupThread(ctx, access) ?? dispatchDirect(ctx, access, paired);
   }
 }
+
+const senderOf = (ctx: MsgContext) => `${ctx.channel}:${ctx.accountId}:${ctx.sender.id}`;

@@ -3,9 +3,18 @@ import type { Redis } from "ioredis";
 
 const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 
+/** One token bucket: its Redis key, at most `burst` tokens, refilled at `perMinute`. */
+export interface TokenBucket {
+  key: string;
+  burst: number;
+  perMinute: number;
+}
+
 /**
  * Token buckets in Redis, so a flood is bounded across every ingress process:
- * `burst` tokens at most, refilled at `perMinute`.
+ * `burst` tokens at most, refilled at `perMinute`. The session's admission
+ * script takes from the same buckets (same keys, same format) inside its one
+ * atomic step; `take` is for what is not admitted into a session (commands).
  */
 export class RateLimiter {
   constructor(
@@ -13,10 +22,18 @@ export class RateLimiter {
     private readonly prefix: string,
   ) {}
 
-  /** Takes one token from a bucket; false when it is empty. */
-  async take(bucket: string, burst: number, perMinute: number): Promise<boolean> {
-    const key = `${this.prefix}:rate:${bucket}`;
-    return (await runScript(this.redis, TAKE, [key], [burst, perMinute / 60_000, Date.now()])) === 1;
+  /** The bucket named `bucket` (e.g. `sender:<channel>:<account>:<id>`). */
+  bucket(bucket: string, burst: number, perMinute: number): TokenBucket {
+    return { key: `${this.prefix}:tokens:${bucket}`, burst, perMinute };
+  }
+
+  /** Takes one token from each bucket in order, stopping at the first empty one; false when one is empty. */
+  async take(buckets: TokenBucket[]): Promise<boolean> {
+    for (const b of buckets) {
+      const taken = await runScript(this.redis, TAKE, [b.key], [b.burst, b.perMinute / 60_000, Date.now()]);
+      if (taken !== 1) return false;
+    }
+    return true;
   }
 
   /** True once per window per key: for "you are sending too fast" notices that must not flood back. */

@@ -139,6 +139,7 @@ export class ReplyDispatcher implements ReplySink {
     const key = replyTargetKey(target);
     let next = 0;
     let ended = false;
+    let settledAtEnd: ReplySettlement | undefined;
     return {
       replyId,
       push: async (block) => {
@@ -157,15 +158,17 @@ export class ReplyDispatcher implements ReplySink {
       end: async () => {
         ended = true;
         const k = this.#keys(replyId);
-        await runScript(
+        const [delivered, failed] = (await runScript(
           this.#redis,
           END,
           [k.meta, k.ok, k.failed, k.channel],
           [next, replyId, REPLY_TTL_SECONDS],
-        );
+        )) as [number, number];
+        // Delivered before it ended (the usual case): settled is known without asking Redis again.
+        if (delivered + failed >= next) settledAtEnd = { total: next, delivered, failed };
         return next;
       },
-      settled: () => this.settled(replyId),
+      settled: async () => settledAtEnd ?? this.settled(replyId),
     };
   }
 
@@ -184,13 +187,14 @@ export class ReplyDispatcher implements ReplySink {
   /** Resolves when the reply has ended and every segment is delivered or failed for good. */
   async settled(replyId: string): Promise<ReplySettlement> {
     await this.#subscribe();
-    for (;;) {
+    for (let fallbackMs = 2_000; ; fallbackMs = Math.min(fallbackMs * 2, 10_000)) {
       // Register before checking, so a settle that lands in between still wakes us.
       const woke = new Promise<void>((resolve) => {
         const set = this.#waiters.get(replyId) ?? new Set();
         set.add(resolve);
         this.#waiters.set(replyId, set);
-        setTimeout(resolve, 2_000).unref(); // belt and braces: a lost pubsub message only delays us
+        // Belt and braces: a lost pubsub message only delays us (backing off, so a slow delivery is not polled hard).
+        setTimeout(resolve, fallbackMs).unref();
       });
       const s = await this.status(replyId);
       if (s.settled) {

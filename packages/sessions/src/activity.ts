@@ -25,6 +25,15 @@ export class SessionActivity {
     return `${this.prefix}:${kind}:${id}`;
   }
 
+  /** The Redis keys of a session's running run, a run's steered messages and the usage totals (for fused scripts). */
+  keysOf(sessionKey: string, runId: string): { active: string; steer: string; usage: string } {
+    return {
+      active: this.#k("active", sessionKey),
+      steer: this.#k("steer", runId),
+      usage: this.#k("usage", sessionKey),
+    };
+  }
+
   /** The run executing in the session, if any. */
   async activeRun(sessionKey: string): Promise<string | undefined> {
     return (await this.redis.get(this.#k("active", sessionKey))) ?? undefined;
@@ -92,15 +101,6 @@ export class SessionActivity {
 
   async setQueueMode(sessionKey: string, mode: QueueMode): Promise<void> {
     await this.redis.set(this.#k("queue-mode", sessionKey), mode);
-  }
-
-  /** Adds a run's token usage to the session's totals. */
-  async addUsage(sessionKey: string, usage: { inputTokens: number; outputTokens: number }): Promise<void> {
-    await this.redis
-      .multi()
-      .hincrby(this.#k("usage", sessionKey), "input", usage.inputTokens)
-      .hincrby(this.#k("usage", sessionKey), "output", usage.outputTokens)
-      .exec();
   }
 
   async usage(sessionKey: string): Promise<{ inputTokens: number; outputTokens: number }> {

@@ -7,13 +7,21 @@ import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
 const ADMIT = loadScript(new URL("./scripts/admit.lua", import.meta.url));
 
 /** How a message entered its session, or that it had been admitted before. */
-export type AdmitOutcome = "duplicate" | "queued" | "steered" | "collected" | "interrupted";
+export type AdmitOutcome = "duplicate" | "rate_limited" | "queued" | "steered" | "collected" | "interrupted";
+
+/** A flood-limit token bucket admission takes one token from (its key, capacity and refill). */
+export interface AdmissionBucket {
+  key: string;
+  burst: number;
+  perMinute: number;
+}
 
 /**
  * Admission into a session in one atomic Redis step: the platform message's
  * dedupe mark, the run record (which is also the `chat.send` idempotency
  * record), and the queue-mode decision (lane item, steering, collected batch,
- * interrupt) are written together or not at all. A crash before the step
+ * interrupt) are written together or not at all, after one token is taken
+ * from each flood-limit bucket (a known message takes none). A crash before the step
  * leaves nothing (the platform's redelivery is admitted); a crash after it
  * leaves a complete admission (the redelivery is a duplicate).
  */
@@ -25,8 +33,12 @@ export class SessionAdmission {
     private readonly defaultMode: QueueMode,
   ) {}
 
-  /** Admits a request; `dedupeKey` is the full Redis key of its platform message's mark. */
-  async admit(request: RunRequest, dedupe: { key: string; ttlSeconds: number }): Promise<AdmitOutcome> {
+  /** Admits a request; `dedupe.key` is the full Redis key of its platform message's mark. */
+  async admit(
+    request: RunRequest,
+    dedupe: { key: string; ttlSeconds: number },
+    buckets: AdmissionBucket[] = [],
+  ): Promise<AdmitOutcome> {
     const { runId, ctx } = request;
     const sessionKey = ctx.sessionKey;
     const k = (kind: string, id: string) => `${this.prefix}:${kind}:${id}`;
@@ -45,6 +57,7 @@ export class SessionAdmission {
         lane.epoch,
         k("collect", sessionKey),
         k("collect-pending", sessionKey),
+        ...buckets.map((b) => b.key),
       ],
       [
         runId,
@@ -59,6 +72,7 @@ export class SessionAdmission {
         this.lane.encode({ runId, ctx, collect: true }),
         JSON.stringify(request),
         this.prefix,
+        ...buckets.flatMap((b) => [b.burst, b.perMinute / 60_000]),
       ],
     )) as [AdmitOutcome, number];
     // If we die before this, the key stays scheduled and the lane's sweeper wakes it.

@@ -32,6 +32,26 @@ const RunRecordSchema = z.object({
 /** What the hub durably knows about one run: its state and, once over, its result. */
 export type RunRecord = z.infer<typeof RunRecordSchema>;
 
+/** A run's terminal outcome as its record keeps it. */
+export interface RunOutcome {
+  status: TerminalStatus;
+  text?: string;
+  error?: string;
+  stopReason?: string;
+}
+
+/** Retries `step` (up to 10 tries, backing off), for steps nothing may go on without (a run's outcome). */
+export async function withRetries<T>(step: () => Promise<T>): Promise<T> {
+  for (let tries = 1; ; tries++) {
+    try {
+      return await step();
+    } catch (error) {
+      if (tries >= 10) throw error;
+      await new Promise((r) => setTimeout(r, 100 * tries));
+    }
+  }
+}
+
 /** How long a run record (also the `chat.send` idempotency record) is kept after its last write. */
 export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
 const RECORD_TTL_SECONDS = RUN_RECORD_TTL_SECONDS;
@@ -60,6 +80,20 @@ export class RunRecords {
 
   get #active(): string {
     return `${this.prefix}:runs:active`;
+  }
+
+  /** The Redis keys of a run's record and of the set of running runs (for scripts that fuse steps). */
+  keysOf(runId: string): { record: string; running: string } {
+    return { record: this.#key(runId), running: this.#active };
+  }
+
+  /** The fields `finish` writes for an outcome. */
+  static outcomeFields(outcome: RunOutcome): Array<string | number> {
+    const fields: Array<string | number> = ["status", outcome.status, "endedAt", Date.now()];
+    if (outcome.text !== undefined) fields.push("text", outcome.text);
+    if (outcome.error !== undefined) fields.push("error", outcome.error);
+    if (outcome.stopReason !== undefined) fields.push("stopReason", outcome.stopReason);
+    return fields;
   }
 
   /** Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over. */
@@ -111,22 +145,14 @@ export class RunRecords {
    */
   async finish(
     runId: string,
-    outcome: { status: TerminalStatus; text?: string; error?: string; stopReason?: string },
+    outcome: RunOutcome,
     /** Only decide if this attempt is still the current one (an older attempt cannot end a resumed run). */
     attempt?: number,
   ): Promise<boolean> {
-    const fields: Array<string | number> = ["status", outcome.status, "endedAt", Date.now()];
-    if (outcome.text !== undefined) fields.push("text", outcome.text);
-    if (outcome.error !== undefined) fields.push("error", outcome.error);
-    if (outcome.stopReason !== undefined) fields.push("stopReason", outcome.stopReason);
-    for (let tries = 1; ; tries++) {
-      try {
-        const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
-        return (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], args)) === 1;
-      } catch (error) {
-        if (tries >= 10) throw error;
-        await new Promise((r) => setTimeout(r, 100 * tries));
-      }
-    }
+    const fields = RunRecords.outcomeFields(outcome);
+    const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
+    return withRetries(
+      async () => (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], args)) === 1,
+    );
   }
 }

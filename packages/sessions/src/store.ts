@@ -7,11 +7,52 @@ import { z } from "zod";
 import { AppendFiles } from "./append-files.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
 
-const SessionRecordSchema = z
+/** The index record of a session as stored (validated whenever it is read back). */
+export const SessionRecordSchema = z
   .object({ sessionKey: z.string(), sessionId: z.string(), createdAt: z.number(), updatedAt: z.number() })
   .strict();
 /** The index record of a session: which transcript (sessionId) a sessionKey currently routes to. */
 export type SessionRecord = z.infer<typeof SessionRecordSchema>;
+
+/**
+ * Where sessions live: the index (sessionKey -> sessionId) and the append-only
+ * transcripts. Files on the state directory by default (`FileSessionStore`),
+ * or Redis (`RedisSessionStore`) when processes on different machines share
+ * nothing but Redis. A transcript has one writer at a time (its session lane);
+ * a superseded writer's late lines are dropped by every reader (`dropStaleWrites`).
+ */
+export interface SessionStore {
+  /** The session a key routes to now, or undefined if it never had one. */
+  get(sessionKey: string): Promise<SessionRecord | undefined>;
+  /** Every session's index record, most recently updated first (for the operator). */
+  list(): Promise<SessionRecord[]>;
+  /** The session a key routes to, created (with its transcript header) on first use. */
+  resolve(sessionKey: string): Promise<SessionRecord>;
+  /** Starts a new sessionId (a new transcript) for the key. */
+  reset(sessionKey: string): Promise<SessionRecord>;
+  /** Appends entries to a transcript in one write, so a crash leaves whole entries. */
+  append(sessionId: string, entries: TranscriptEntry[]): Promise<void>;
+  /** Reads a transcript, a superseded writer's late lines dropped. */
+  read(sessionId: string): Promise<TranscriptEntry[]>;
+}
+
+/** Checks a sessionId before it becomes part of a file name or key. */
+export function checkedSessionId(sessionId: string): string {
+  if (!/^[A-Za-z0-9_-]+$/.test(sessionId)) throw new Error(`invalid sessionId ${JSON.stringify(sessionId)}`);
+  return sessionId;
+}
+
+/** A new session's index record and its transcript header. */
+export function newSession(sessionKey: string): { record: SessionRecord; header: TranscriptEntry } {
+  const now = Date.now();
+  const record: SessionRecord = { sessionKey, sessionId: randomUUID(), createdAt: now, updatedAt: now };
+  return { record, header: { type: "session", sessionId: record.sessionId, sessionKey, at: now } };
+}
+
+/** One JSONL line per entry, each validated (what both stores write). */
+export function transcriptLines(entries: TranscriptEntry[]): string[] {
+  return entries.map((e) => JSON.stringify(TranscriptEntrySchema.parse(e)));
+}
 
 /**
  * Sessions on disk under the state directory: one small index file per
@@ -24,7 +65,7 @@ export type SessionRecord = z.infer<typeof SessionRecordSchema>;
  * only grows, so a cached transcript reads just the bytes appended since
  * (by any process) instead of the whole file.
  */
-export class SessionStore {
+export class FileSessionStore implements SessionStore {
   readonly #indexDir: string;
   readonly #transcriptDir: string;
   readonly #files = new AppendFiles();
@@ -46,9 +87,7 @@ export class SessionStore {
   }
 
   #transcriptPath(sessionId: string): string {
-    if (!/^[A-Za-z0-9_-]+$/.test(sessionId))
-      throw new Error(`invalid sessionId ${JSON.stringify(sessionId)}`);
-    return join(this.#transcriptDir, `${sessionId}.jsonl`);
+    return join(this.#transcriptDir, `${checkedSessionId(sessionId)}.jsonl`);
   }
 
   /** The session a key routes to now, or undefined if it never had one. */
@@ -85,11 +124,8 @@ export class SessionStore {
 
   /** Starts a new sessionId (a new transcript) for the key. */
   async reset(sessionKey: string): Promise<SessionRecord> {
-    const now = Date.now();
-    const record: SessionRecord = { sessionKey, sessionId: randomUUID(), createdAt: now, updatedAt: now };
-    await this.append(record.sessionId, [
-      { type: "session", sessionId: record.sessionId, sessionKey, at: now },
-    ]);
+    const { record, header } = newSession(sessionKey);
+    await this.append(record.sessionId, [header]);
     await this.#writeIndex(record);
     return record;
   }
@@ -104,8 +140,8 @@ export class SessionStore {
   /** Appends entries to a transcript in one write, so a crash leaves whole lines. */
   async append(sessionId: string, entries: TranscriptEntry[]): Promise<void> {
     if (entries.length === 0) return;
-    const lines = entries.map((e) => `${JSON.stringify(TranscriptEntrySchema.parse(e))}\n`).join("");
-    await this.#files.append(this.#transcriptPath(sessionId), lines);
+    const lines = transcriptLines(entries).join("\n");
+    await this.#files.append(this.#transcriptPath(sessionId), `${lines}\n`);
   }
 
   /** Reads a transcript; an unreadable line (a torn write) is skipped and logged, a superseded writer's late lines dropped. */
@@ -147,8 +183,8 @@ export class SessionStore {
 
 const CACHED_SESSIONS = 1000;
 
-// A small LRU: the most recently used entries stay.
-function remember<V>(map: Map<string, V>, key: string, value: V): void {
+/** A small LRU: the most recently used entries stay. */
+export function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
   map.set(key, value);
   if (map.size > CACHED_SESSIONS) map.delete(map.keys().next().value as string);

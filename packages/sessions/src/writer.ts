@@ -23,7 +23,6 @@ export class WriterSupersededError extends Error {
 }
 
 const CLAIM = loadScript(new URL("./scripts/claim.lua", import.meta.url));
-const CHECK = loadScript(new URL("./scripts/check.lua", import.meta.url));
 const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
 
 /**
@@ -40,6 +39,11 @@ export class SessionWriters {
 
   #key(sessionKey: string): string {
     return `${this.prefix}:writer:${sessionKey}`;
+  }
+
+  /** The Redis key of a session's writer claim (for scripts that fuse steps). */
+  keyOf(sessionKey: string): string {
+    return this.#key(sessionKey);
   }
 
   /** Claims the session for a run (CAS on the generation); returns the claim and whom it superseded. */
@@ -60,15 +64,11 @@ export class SessionWriters {
     };
   }
 
-  /** Throws `WriterSupersededError` unless the claim is still the session's current one. */
+  /** Throws `WriterSupersededError` unless the claim is still the session's current one (one HMGET: a read needs no script). */
   async assertCurrent(claim: WriterClaim): Promise<void> {
-    const current = (await runScript(
-      this.redis,
-      CHECK,
-      [this.#key(claim.sessionKey)],
-      [claim.runId, claim.generation],
-    )) as string;
-    if (current !== "") throw new WriterSupersededError(claim, current === "-" ? null : current);
+    const [runId, generation] = await this.redis.hmget(this.#key(claim.sessionKey), "runId", "generation");
+    if (runId === claim.runId && generation === String(claim.generation)) return;
+    throw new WriterSupersededError(claim, runId ?? null);
   }
 
   /** The fence of a claim: writes checked against it in Redis happen only while the claim is current. */

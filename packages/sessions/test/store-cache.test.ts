@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { SessionStore } from "../src/store.js";
+import { FileSessionStore } from "../src/store.js";
 
 const logger = createLogger({ level: "silent" });
 const dirs: string[] = [];
@@ -20,8 +20,8 @@ const user = (text: string) => ({ type: "user", runId: "r", text, at: 1 }) as co
 describe("SessionStore's in-memory copies", () => {
   it("a cached transcript still sees lines appended by another process", async () => {
     const dir = stateDir();
-    const mine = new SessionStore(dir, logger);
-    const other = new SessionStore(dir, logger);
+    const mine = new FileSessionStore(dir, logger);
+    const other = new FileSessionStore(dir, logger);
     const { sessionId } = await mine.resolve("agent:main:x");
     await mine.append(sessionId, [user("one")]);
     expect((await mine.read(sessionId)).map((e) => e.type)).toEqual(["session", "user"]);
@@ -33,7 +33,7 @@ describe("SessionStore's in-memory copies", () => {
 
   it("a line still being written is read once it is whole", async () => {
     const dir = stateDir();
-    const store = new SessionStore(dir, logger);
+    const store = new FileSessionStore(dir, logger);
     const { sessionId } = await store.resolve("agent:main:y");
     const path = join(dir, "transcripts", `${sessionId}.jsonl`);
     const line = JSON.stringify(user("late"));
@@ -45,8 +45,8 @@ describe("SessionStore's in-memory copies", () => {
 
   it("a cached index follows a reset made by another process", async () => {
     const dir = stateDir();
-    const mine = new SessionStore(dir, logger);
-    const other = new SessionStore(dir, logger);
+    const mine = new FileSessionStore(dir, logger);
+    const other = new FileSessionStore(dir, logger);
     const first = await mine.resolve("agent:main:z");
     expect((await mine.get("agent:main:z"))?.sessionId).toBe(first.sessionId);
     const second = await other.reset("agent:main:z");

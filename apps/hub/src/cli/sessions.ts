@@ -1,24 +1,31 @@
 import { createLogger, HubError, resolveStateDir } from "@hub/core";
-import { SessionStore } from "@hub/sessions";
+import { FileSessionStore, RedisSessionStore, type SessionStore } from "@hub/sessions";
 import type { Command } from "commander";
-import { output, via } from "./context.js";
+import { configOf, output, via, withRedis } from "./context.js";
 
-function store(): SessionStore {
-  return new SessionStore(resolveStateDir(), createLogger({ level: "silent" }));
+/** Runs `work` on the configured session store (files in the state dir, or Redis with `sessions.store: "redis"`). */
+async function withStore<T>(command: Command, work: (store: SessionStore) => Promise<T>): Promise<T> {
+  const { config } = configOf(command);
+  const logger = createLogger({ level: "silent" });
+  if (config.sessions.store === "redis") {
+    via(`Redis ${config.redis.url}`);
+    return withRedis(config, (redis) => work(new RedisSessionStore(redis, config.redis.prefix, logger)));
+  }
+  via(`state directory ${resolveStateDir()}`);
+  return work(new FileSessionStore(resolveStateDir(), logger));
 }
 
 /** `hub sessions list|show|reset`: straight to the state directory (the hub's session files). */
 export function registerSessions(program: Command): void {
   const sessions = program
     .command("sessions")
-    .description("sessions and their transcripts (straight to the state directory)");
+    .description("sessions and their transcripts (straight to the state directory, or Redis)");
   sessions
     .command("list")
     .description("every session, most recently active first")
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
-      via(`state directory ${resolveStateDir()}`);
-      const list = await store().list();
+      const list = await withStore(command, (s) => s.list());
       output(command, list, () =>
         list.length === 0
           ? "No sessions yet."
@@ -33,11 +40,11 @@ export function registerSessions(program: Command): void {
     .option("--json", "print JSON")
     .option("--limit <n>", "only the last n entries", (v) => Number.parseInt(v, 10))
     .action(async (sessionKey: string, opts: { limit?: number }, command: Command) => {
-      via(`state directory ${resolveStateDir()}`);
-      const s = store();
-      const record = await s.get(sessionKey);
-      if (!record) throw noSession(sessionKey);
-      const entries = (await s.read(record.sessionId)).slice(-(opts.limit ?? 0));
+      const { record, entries } = await withStore(command, async (s) => {
+        const record = await s.get(sessionKey);
+        if (!record) throw noSession(sessionKey);
+        return { record, entries: (await s.read(record.sessionId)).slice(-(opts.limit ?? 0)) };
+      });
       output(command, { ...record, entries }, () =>
         [
           `${record.sessionKey} (transcript ${record.sessionId})`,
@@ -51,10 +58,11 @@ export function registerSessions(program: Command): void {
   sessions
     .command("reset <sessionKey>")
     .description("start a new transcript for the session (the old one is kept on disk)")
-    .action(async (sessionKey: string) => {
-      const s = store();
-      if (!(await s.get(sessionKey))) throw noSession(sessionKey);
-      const record = await s.reset(sessionKey);
+    .action(async (sessionKey: string, _opts: unknown, command: Command) => {
+      const record = await withStore(command, async (s) => {
+        if (!(await s.get(sessionKey))) throw noSession(sessionKey);
+        return s.reset(sessionKey);
+      });
       console.log(`Session ${sessionKey} now uses a new transcript ${record.sessionId}.`);
     });
 }

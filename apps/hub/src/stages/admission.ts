@@ -39,7 +39,7 @@ export async function startAdmission(
     redis,
     prefix,
     config,
-    admit: (request, dedupe) => admission.admit(request, dedupe),
+    admit: (request, dedupe, buckets) => admission.admit(request, dedupe, buckets),
     commands: createCommandHandler({
       ...s,
       config,

@@ -38,6 +38,7 @@ export async function startExecution(
     sessions: s.sessions,
     runs: s.runs,
     writers: s.writers,
+    steps: s.steps,
     replies,
     events: base.events,
     resolveModel: base.operations.metrics.meterModels(

@@ -1,10 +1,13 @@
 import { RunControl } from "@hub/agent";
 import {
   ApprovalStore,
+  FileSessionStore,
+  RedisSessionStore,
   type RunRecords,
+  RunSteps,
   SessionActivity,
   SessionLane,
-  SessionStore,
+  type SessionStore,
   SessionWriters,
 } from "@hub/sessions";
 import { MeteredRunRecords } from "../metrics.js";
@@ -21,6 +24,8 @@ export interface SessionStage {
   sessions: SessionStore;
   runs: RunRecords;
   writers: SessionWriters;
+  /** A run's start and end, each one atomic step over the records, activity and claims above. */
+  steps: RunSteps;
   activity: SessionActivity;
   approvals: ApprovalStore;
   control: RunControl;
@@ -52,14 +57,17 @@ export function buildSessionStage(base: HubBase): SessionStage {
   });
   base.shutdown.rest.push(() => lane.close());
   const decisionsKey = `${prefix}:model-decisions`;
+  const writers = new SessionWriters(redis, prefix);
+  const control = new RunControl(redis, prefix);
   return {
     lane,
-    sessions: new SessionStore(base.stateDir, base.logger.child({ component: "sessions" })),
+    sessions: sessionStoreOf(base),
     runs,
-    writers: new SessionWriters(redis, prefix),
+    writers,
+    steps: new RunSteps(redis, runs, writers, activity, (runId) => control.keyOf(runId)),
     activity,
     approvals: new ApprovalStore(redis, prefix),
-    control: new RunControl(redis, prefix),
+    control,
     lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
     recordModelDecision: (decision) =>
       void redis
@@ -69,4 +77,14 @@ export function buildSessionStage(base: HubBase): SessionStage {
         .exec()
         .catch(() => {}),
   };
+}
+
+/** The configured session store: files in the state dir (default) or Redis (`sessions.store`). */
+export function sessionStoreOf(
+  base: Pick<HubBase, "config" | "redis" | "stateDir" | "logger">,
+): SessionStore {
+  const logger = base.logger.child({ component: "sessions" });
+  return base.config.sessions.store === "redis"
+    ? new RedisSessionStore(base.redis, base.config.redis.prefix, logger)
+    : new FileSessionStore(base.stateDir, logger);
 }

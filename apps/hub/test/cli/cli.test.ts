@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { createLogger, replyTargetKey } from "@hub/core";
 import { PairingStore } from "@hub/dispatch";
 import { FailedDeliveries } from "@hub/reply";
-import { SessionStore } from "@hub/sessions";
+import { FileSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../../../test/support/cli.js";
@@ -145,7 +145,7 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
 
 describe("hub sessions", { timeout: 120_000 }, () => {
   it("list, show (transcript) and reset (new transcript) read the state directory", async () => {
-    const sessions = new SessionStore(stateDir, createLogger({ level: "silent" }));
+    const sessions = new FileSessionStore(stateDir, createLogger({ level: "silent" }));
     const key = "agent:main:telegram:direct:42";
     const record = await sessions.resolve(key);
     await sessions.append(record.sessionId, [

@@ -1,18 +1,18 @@
 --[[
-  take(bucket; capacity, refillPerMs, now) -> 1 if a token was taken. State: tokens and last refill time.
+  take(bucket; capacity, refillPerMs, now) -> 1 if a token was taken, 0 if the bucket is empty.
+  State: one string "<tokens> <last refill ms>" with a PX of a full refill, the same format the
+  session admission script (sessions/src/scripts/admit.lua) takes its tokens from.
 ]]
 local capacity = tonumber(ARGV[1])
 local rate = tonumber(ARGV[2])
 local now = tonumber(ARGV[3])
-local state = redis.call('HMGET', KEYS[1], 't', 'at')
-local tokens = tonumber(state[1]) or capacity
-local at = tonumber(state[2]) or now
-tokens = math.min(capacity, tokens + (now - at) * rate)
-local ok = 0
-if tokens >= 1 then
-  tokens = tokens - 1
-  ok = 1
+local state = redis.call('GET', KEYS[1])
+local tokens, at = capacity, now
+if state then
+  local t, a = string.match(state, '^(%S+) (%S+)$')
+  tokens, at = tonumber(t) or capacity, tonumber(a) or now
 end
-redis.call('HSET', KEYS[1], 't', tokens, 'at', now)
-redis.call('PEXPIRE', KEYS[1], math.ceil(capacity / rate) + 1000)
-return ok
+tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+if tokens < 1 then return 0 end
+redis.call('SET', KEYS[1], string.format('%.17g %.0f', tokens - 1, now), 'PX', math.ceil(capacity / rate) + 1000)
+return 1

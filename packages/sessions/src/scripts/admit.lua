@@ -12,6 +12,7 @@
   KEYS[7] the session lane's wake-up counter (mb:runs:epoch)
   KEYS[8] the session's collected batch (collect:<sessionKey>)
   KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
+  KEYS[10..] token buckets to take one token from, in order ("<tokens> <at ms>", PX), e.g. sender then chat
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
   ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s) ARGV[6] lane grace (ms)
@@ -21,12 +22,30 @@
   ARGV[10] the collect run's lane item (the request with collect = true)
   ARGV[11] the request JSON (what steering and collecting store)
   ARGV[12] key prefix (for the running run's steer list and stop mark)
+  ARGV[13..] per bucket (KEYS[10..]): capacity, then refill per ms
 
-  Returns {outcome, wakeEpoch}: outcome is duplicate | queued | steered | collected | interrupted;
+  Returns {outcome, wakeEpoch}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
   wakeEpoch > 0 when the caller must add the lane's wake-up job for that epoch.
 ]]
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then
+if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
   return {'duplicate', 0}
+end
+
+-- Flood limits, after dedupe (a redelivery spends no token) and before any write (a refused message
+-- leaves no mark, like the separate take script that shares these buckets).
+local now = tonumber(ARGV[3])
+for i = 10, #KEYS do
+  local capacity = tonumber(ARGV[13 + (i - 10) * 2])
+  local rate = tonumber(ARGV[14 + (i - 10) * 2])
+  local state = redis.call('GET', KEYS[i])
+  local tokens, at = capacity, now
+  if state then
+    local t, a = string.match(state, '^(%S+) (%S+)$')
+    tokens, at = tonumber(t) or capacity, tonumber(a) or now
+  end
+  tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
+  if tokens < 1 then return {'rate_limited', 0} end
+  redis.call('SET', KEYS[i], string.format('%.17g %.0f', tokens - 1, now), 'PX', math.ceil(capacity / rate) + 1000)
 end
 
 local function enqueue(item)

@@ -1,0 +1,108 @@
+import type { HubLogger } from "@hub/core";
+import type { Redis } from "ioredis";
+import {
+  checkedSessionId,
+  newSession,
+  remember,
+  type SessionRecord,
+  SessionRecordSchema,
+  type SessionStore,
+  transcriptLines,
+} from "./store.js";
+import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
+
+/**
+ * Sessions in Redis, for processes that share nothing but Redis (no shared
+ * disk): the index record of a sessionKey is one JSON string
+ * (`<prefix>:session:<sessionKey>`), the index of every session a sorted set
+ * by last update (`<prefix>:sessions`), and a transcript one list of JSONL
+ * lines (`<prefix>:transcript:<sessionId>`). An append is one RPUSH, so a
+ * crash leaves whole entries; a reset writes header, index and sorted set in
+ * one MULTI. Like the files, nothing expires: transcripts are kept.
+ *
+ * A transcript only grows, so a cached copy reads just the lines appended
+ * since (by any process): one LRANGE from the cached length.
+ */
+export class RedisSessionStore implements SessionStore {
+  readonly #transcripts = new Map<string, { lines: number; entries: TranscriptEntry[] }>();
+
+  constructor(
+    private readonly redis: Redis,
+    private readonly prefix: string,
+    private readonly logger: HubLogger,
+  ) {}
+
+  #indexKey(sessionKey: string): string {
+    return `${this.prefix}:session:${sessionKey}`;
+  }
+
+  get #allKey(): string {
+    return `${this.prefix}:sessions`;
+  }
+
+  #transcriptKey(sessionId: string): string {
+    return `${this.prefix}:transcript:${checkedSessionId(sessionId)}`;
+  }
+
+  async get(sessionKey: string): Promise<SessionRecord | undefined> {
+    const raw = await this.redis.get(this.#indexKey(sessionKey));
+    return raw === null ? undefined : SessionRecordSchema.parse(JSON.parse(raw));
+  }
+
+  async list(): Promise<SessionRecord[]> {
+    const keys = await this.redis.zrevrange(this.#allKey, 0, -1);
+    const records: SessionRecord[] = [];
+    for (let i = 0; i < keys.length; i += 500) {
+      const raws = await this.redis.mget(keys.slice(i, i + 500).map((k) => this.#indexKey(k)));
+      for (const raw of raws) {
+        const parsed = raw === null ? undefined : SessionRecordSchema.safeParse(JSON.parse(raw));
+        if (parsed?.success) records.push(parsed.data);
+      }
+    }
+    return records;
+  }
+
+  async resolve(sessionKey: string): Promise<SessionRecord> {
+    return (await this.get(sessionKey)) ?? this.reset(sessionKey);
+  }
+
+  async reset(sessionKey: string): Promise<SessionRecord> {
+    const { record, header } = newSession(sessionKey);
+    await this.redis
+      .multi()
+      .rpush(this.#transcriptKey(record.sessionId), ...transcriptLines([header]))
+      .set(this.#indexKey(sessionKey), JSON.stringify(record))
+      .zadd(this.#allKey, record.updatedAt, sessionKey)
+      .exec();
+    return record;
+  }
+
+  async append(sessionId: string, entries: TranscriptEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    await this.redis.rpush(this.#transcriptKey(sessionId), ...transcriptLines(entries));
+  }
+
+  async read(sessionId: string): Promise<TranscriptEntry[]> {
+    const cached = this.#transcripts.get(sessionId) ?? { lines: 0, entries: [] };
+    const fresh = await this.redis.lrange(this.#transcriptKey(sessionId), cached.lines, -1);
+    if (fresh.length === 0 && cached.lines === 0) return [];
+    const next = {
+      lines: cached.lines + fresh.length,
+      entries: [...cached.entries, ...this.#parse(sessionId, fresh)],
+    };
+    remember(this.#transcripts, sessionId, next);
+    return dropStaleWrites(next.entries);
+  }
+
+  #parse(sessionId: string, lines: string[]): TranscriptEntry[] {
+    const entries: TranscriptEntry[] = [];
+    for (const line of lines) {
+      try {
+        entries.push(TranscriptEntrySchema.parse(JSON.parse(line)));
+      } catch {
+        this.logger.warn({ sessionId }, "skipping unreadable transcript line");
+      }
+    }
+    return entries;
+  }
+}

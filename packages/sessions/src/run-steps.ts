@@ -1,0 +1,126 @@
+import { type RunRequest, RunRequestSchema } from "@hub/core";
+import { loadScript, runScript } from "@hub/queue";
+import type { Redis } from "ioredis";
+import type { SessionActivity } from "./activity.js";
+import { RUN_RECORD_TTL_SECONDS, type RunOutcome, RunRecords, withRetries } from "./run-records.js";
+import type { SessionWriters, WriterClaim } from "./writer.js";
+
+const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
+const SETTLE = loadScript(new URL("./scripts/settle.lua", import.meta.url));
+
+/** How `begin` found a run. */
+export type RunBegin =
+  | { kind: "over"; status: string }
+  /** Marked running: an interrupted attempt; resume or finalize it through the separate steps. */
+  | { kind: "running"; stop: StopMark | undefined }
+  | {
+      kind: "started";
+      attempt: number;
+      claim: WriterClaim;
+      /** The session's previous writer, if another run held the claim. */
+      superseded: string | undefined;
+      /** A stop asked for before the run started. */
+      stop: StopMark | undefined;
+    };
+
+/** A stop asked for a run ("aborted" by /stop or an interrupt, "superseded" by a newer claim). */
+export type StopMark = "aborted" | "superseded";
+
+const stopMark = (raw: string): StopMark | undefined =>
+  raw === "aborted" || raw === "superseded" ? raw : undefined;
+
+/**
+ * A run's start and end each as one atomic Redis step, fused from the
+ * separate steps (run record, session activity, writer claim, usage) so a
+ * message costs a few round trips instead of a dozen: `begin` is start +
+ * activity + claim + the stop mark, `settle` is finish + release + usage +
+ * end of activity. Keys come from the classes that own them.
+ */
+export class RunSteps {
+  constructor(
+    private readonly redis: Redis,
+    private readonly runs: RunRecords,
+    private readonly writers: SessionWriters,
+    private readonly activity: SessionActivity,
+    /** The key of a run's stop mark (RunControl's). */
+    private readonly stopKeyOf: (runId: string) => string,
+  ) {}
+
+  /** Starts a queued run and claims its session for it (see begin.lua). */
+  async begin(
+    run: { runId: string; sessionKey: string; sessionId: string },
+    timeoutMs: number,
+    activeTtlMs: number,
+  ): Promise<RunBegin> {
+    const { runId, sessionKey } = run;
+    const records = this.runs.keysOf(runId);
+    const keys = [
+      records.record,
+      records.running,
+      this.activity.keysOf(sessionKey, runId).active,
+      this.writers.keyOf(sessionKey),
+      this.stopKeyOf(runId),
+    ];
+    const args = [
+      runId,
+      sessionKey,
+      Date.now(),
+      timeoutMs,
+      RUN_RECORD_TTL_SECONDS,
+      activeTtlMs,
+      run.sessionId,
+    ];
+    const reply = (await runScript(this.redis, BEGIN, keys, args)) as [string, ...Array<string | number>];
+    if (reply[0] === "over") return { kind: "over", status: String(reply[1]) };
+    if (reply[0] === "running") return { kind: "running", stop: stopMark(String(reply[1])) };
+    const [, attempt, generation, previous, stop] = reply;
+    return {
+      kind: "started",
+      attempt: Number(attempt),
+      claim: { sessionKey, runId, generation: Number(generation) },
+      superseded: previous && previous !== runId ? String(previous) : undefined,
+      stop: stopMark(String(stop)),
+    };
+  }
+
+  /**
+   * Decides a run's outcome (once; false if it was decided already), releases
+   * its claim, adds its usage and ends its activity, in one step retried until
+   * Redis has it. Messages steered in that the run never took go to
+   * `requeue`, in order, before the activity ends.
+   */
+  async settle(
+    claim: WriterClaim,
+    end: { outcome: RunOutcome; attempt: number; usage?: { inputTokens: number; outputTokens: number } },
+    requeue: (request: RunRequest) => Promise<void>,
+  ): Promise<boolean> {
+    const { runId, sessionKey } = claim;
+    const records = this.runs.keysOf(runId);
+    const activity = this.activity.keysOf(sessionKey, runId);
+    const keys = [
+      records.record,
+      records.running,
+      this.writers.keyOf(sessionKey),
+      activity.active,
+      activity.steer,
+      activity.usage,
+    ];
+    const args = [
+      runId,
+      RUN_RECORD_TTL_SECONDS,
+      end.attempt,
+      claim.generation,
+      end.usage?.inputTokens ?? 0,
+      end.usage?.outputTokens ?? 0,
+      ...RunRecords.outcomeFields(end.outcome),
+    ];
+    const [decided, , steered] = await withRetries(
+      async () => (await runScript(this.redis, SETTLE, keys, args)) as [number, number, string[]],
+    );
+    if (steered.length > 0) {
+      for (const raw of steered) await requeue(RunRequestSchema.parse(JSON.parse(raw)));
+      await this.activity.end(sessionKey, runId, requeue);
+    }
+    return decided === 1;
+  }
+}

@@ -1,0 +1,33 @@
+--[[
+  begin(record, activeRuns, active, writer, stop;
+        runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, sessionId)
+  A queued run's start in one step: run record "running" (attempt + 1; startedAt on the first), the
+  session's running run (active, PX), the writer claim (generation + 1) and the run's stop mark.
+
+  KEYS[1] run record run:<runId>           KEYS[2] runs:active (set)
+  KEYS[3] active:<sessionKey>              KEYS[4] writer:<sessionKey> (hash runId, generation, sessionId)
+  KEYS[5] stop:<runId>
+
+  Returns {'over', status} when the run already ended (nothing written),
+  {'running', stop} when the record says running: an interrupted attempt, which the caller resumes
+  or finalizes through the separate steps (nothing written),
+  else {'started', attempt, generation, previous writer runId or '', stop mark or ''}.
+]]
+local record = redis.call('HMGET', KEYS[1], 'status', 'attempt')
+local status = record[1]
+if status and status ~= 'running' and status ~= 'queued' then return {'over', status} end
+local stop = redis.call('GET', KEYS[5]) or ''
+if status == 'running' then return {'running', stop} end
+local attempt = (tonumber(record[2]) or 0) + 1
+if attempt == 1 then
+  redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[4], 'startedAt', ARGV[3])
+else
+  redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[4])
+end
+redis.call('EXPIRE', KEYS[1], ARGV[5])
+redis.call('SADD', KEYS[2], ARGV[1])
+redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6])
+local writer = redis.call('HMGET', KEYS[4], 'runId', 'generation')
+local generation = (tonumber(writer[2]) or 0) + 1
+redis.call('HSET', KEYS[4], 'runId', ARGV[1], 'sessionId', ARGV[7], 'generation', generation)
+return {'started', attempt, generation, writer[1] or '', stop}

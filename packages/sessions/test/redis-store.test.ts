@@ -1,0 +1,63 @@
+import { createLogger } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { RedisSessionStore } from "../src/redis-store.js";
+
+const logger = createLogger({ level: "silent" });
+const prefix = testPrefix("redis-store");
+const redis = new Redis(REDIS_URL);
+afterAll(async () => {
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+const store = () => new RedisSessionStore(redis, prefix, logger);
+const user = (text: string, writer?: string) =>
+  ({ type: "user", runId: "r", text, at: 1, ...(writer ? { writer } : {}) }) as const;
+const texts = (entries: Awaited<ReturnType<RedisSessionStore["read"]>>) =>
+  entries.flatMap((e) => (e.type === "user" ? [e.text] : []));
+
+describe("RedisSessionStore", () => {
+  it("two stores (two processes) see one index and one transcript, each reading only what is new", async () => {
+    const mine = store();
+    const other = store();
+    const { sessionId } = await mine.resolve("agent:main:a");
+    expect((await other.resolve("agent:main:a")).sessionId).toBe(sessionId);
+    await mine.append(sessionId, [user("one")]);
+    expect(texts(await mine.read(sessionId))).toEqual(["one"]);
+    await other.append(sessionId, [user("two"), user("three")]);
+    expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
+    expect((await mine.read(sessionId))[0]).toMatchObject({ type: "session", sessionKey: "agent:main:a" });
+  });
+
+  it("a superseded writer's late appends are dropped by every reader", async () => {
+    const s = store();
+    const { sessionId } = await s.resolve("agent:main:b");
+    await s.append(sessionId, [
+      { type: "writer", runId: "old", writer: "old#1", at: 1 },
+      user("mine", "old#1"),
+    ]);
+    await s.append(sessionId, [{ type: "writer", runId: "new", writer: "new#2", at: 2 }]);
+    await s.append(sessionId, [user("late", "old#1"), user("current", "new#2")]);
+    expect(texts(await store().read(sessionId))).toEqual(["mine", "current"]);
+  });
+
+  it("reset starts a new transcript; list names every session, latest first", async () => {
+    const s = store();
+    const first = await s.resolve("agent:main:c");
+    await s.append(first.sessionId, [user("before")]);
+    await new Promise((r) => setTimeout(r, 5));
+    const second = await s.reset("agent:main:c");
+    expect(second.sessionId).not.toBe(first.sessionId);
+    expect(texts(await s.read(second.sessionId))).toEqual([]);
+    expect(texts(await s.read(first.sessionId))).toEqual(["before"]);
+    const listed = await s.list();
+    expect(listed[0]).toMatchObject({ sessionKey: "agent:main:c", sessionId: second.sessionId });
+    expect(listed.map((r) => r.sessionKey).sort()).toEqual(["agent:main:a", "agent:main:b", "agent:main:c"]);
+    expect(await s.get("agent:main:none")).toBeUndefined();
+  });
+
+  it("refuses a sessionId that is not a plain id", async () => {
+    await expect(store().append("../x", [user("x")])).rejects.toThrow(/invalid sessionId/);
+  });
+});

@@ -1,0 +1,83 @@
+// One throttled reply target among many: segments pushed at a steady rate across `targets` targets
+// through the ReplyDispatcher; one target's platform answers every send with 429 (retry after 1 s).
+// Prints the other targets' latency (pushed -> at the platform) p50/p99 and the rate reached.
+import { performance } from "node:perf_hooks";
+import {
+  type ChannelAdapter,
+  createLogger,
+  type OutboundSegment,
+  RateLimitedError,
+  type ReplyTarget,
+} from "@hub/core";
+import { ReplyDispatcher } from "@hub/reply";
+import { FakeChatAdapter, startFakeChatPlatform } from "../fakes/src/index.js";
+import { dropPrefix, testPrefix } from "../support/redis.js";
+import { pct } from "./meter.js";
+
+const THROTTLED = "chat-throttled";
+
+/** Pushes `rate` segments/s for `seconds` across `targets` targets (plus the throttled one); returns the others' p99 (ms). */
+export async function benchThrottled(
+  redisUrl: string,
+  o: { rate: number; seconds: number; targets: number },
+): Promise<number> {
+  const platform = await startFakeChatPlatform();
+  const prefix = testPrefix("bench-throttled");
+  const fake = new FakeChatAdapter("fakechat", platform.url, { textLimit: 1000 });
+  // The platform throttles one chat: every send to it is refused with a retry-after.
+  const adapter: ChannelAdapter = Object.assign(Object.create(fake) as ChannelAdapter, {
+    send: (segment: OutboundSegment, target: ReplyTarget, options?: { signal?: AbortSignal }) =>
+      target.chatId === THROTTLED
+        ? Promise.reject(new RateLimitedError(1000))
+        : fake.send(segment, target, options ?? {}),
+  });
+  const dispatcher = new ReplyDispatcher({
+    redisUrl,
+    prefix,
+    logger: createLogger({ level: "silent" }),
+    capabilitiesOf: () => fake.capabilities,
+  });
+  const worker = dispatcher.startDelivery(() => adapter, { concurrency: 50 });
+  const epochOffset = Date.now() - performance.now();
+  const pushedAt = new Map<string, number>();
+  try {
+    const started = performance.now();
+    const total = Math.round(o.rate * o.seconds);
+    let sent = 0;
+    const pushes: Array<Promise<void>> = [];
+    // Every 10 ms, the segments due by now: a steady rate, whatever the event loop's jitter.
+    while (sent < total) {
+      const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * o.rate));
+      for (; sent < due; sent++) {
+        const t = sent % (o.targets + 1);
+        const chatId = t === o.targets ? THROTTLED : `chat-${t}`;
+        const replyId = `r${sent}`;
+        const reply = dispatcher.open(replyId, { channel: "fakechat", accountId: "default", chatId });
+        pushedAt.set(replyId, performance.now());
+        pushes.push(reply.push(`segment ${sent}`).then(() => reply.end().then(() => {})));
+      }
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await Promise.all(pushes);
+    const others = total - Math.floor(total / (o.targets + 1));
+    const deadline = performance.now() + 60_000;
+    while (platform.messages.length < others && performance.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    const seconds = (performance.now() - started) / 1000;
+    const latencies = platform.messages
+      .map((m) => m.at - epochOffset - (pushedAt.get(m.replyId) ?? m.at - epochOffset))
+      .sort((a, b) => a - b);
+    const p99 = Number(pct(latencies, 99));
+    console.log(
+      `  one throttled target (429 on every send) among ${o.targets} at ${o.rate} segments/s for ${o.seconds} s: ` +
+        `others' latency p50 ${pct(latencies, 50)} ms, p99 ${pct(latencies, 99)} ms; ` +
+        `${platform.messages.length}/${others} delivered in ${seconds.toFixed(1)} s`,
+    );
+    return p99;
+  } finally {
+    await worker.close();
+    await dispatcher.close();
+    await platform.close();
+    await dropPrefix(prefix);
+  }
+}
