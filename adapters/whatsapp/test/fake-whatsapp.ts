@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { EventEmitter } from "node:events";
 import { proto, type WAMessage, type WAPresence } from "@whiskeysockets/baileys";
 import type { WhatsAppConnector, WhatsAppSocket } from "../src/index.js";
@@ -116,10 +117,15 @@ export class FakeWhatsApp implements WhatsAppConnector {
     return socket;
   }
 
-  /** The media of a received message, as WhatsApp's media server would return it decrypted. */
-  async download(message: WAMessage): Promise<Buffer> {
+  /** Media bytes by message id (what WhatsApp's media server holds); others get `image bytes of <id>`. */
+  readonly media = new Map<string, Buffer>();
+
+  /** The media of a received message, as WhatsApp's media server would return it decrypted, streamed. */
+  async download(message: WAMessage): Promise<AsyncIterable<Uint8Array>> {
+    const stored = this.media.get(message.key.id ?? "");
+    if (stored) return Readable.from([stored]);
     if (!message.message?.imageMessage) throw new Error("not a media message");
-    return Buffer.from(`image bytes of ${message.key.id}`);
+    return Readable.from([Buffer.from(`image bytes of ${message.key.id}`)]);
   }
 
   async forget(): Promise<void> {
