@@ -7,7 +7,6 @@ import {
   finalizeInboundContext,
   type HubConfig,
   type HubLogger,
-  InboundRejectedError,
   type MsgContext,
   type RunRequest,
   runIdForMessage,
@@ -138,7 +137,6 @@ export class InboundDispatcher {
       channel: ctx.channel,
       dedupeKey: ctx.dedupeKey,
     });
-    this.#checkAttachments(ctx, log);
     const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
     if (await this.#known(ctx, runId)) {
       log.info({ runId }, "duplicate inbound message ignored");
@@ -179,16 +177,6 @@ export class InboundDispatcher {
     log.debug({ runId, decision: decision.kind, outcome }, "inbound message accepted");
     if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
     return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
-  }
-
-  #checkAttachments(ctx: MsgContext, log: HubLogger): void {
-    const tooBig = ctx.media.find((m) => (m.size ?? 0) > this.o.config.limits.maxAttachmentBytes);
-    if (!tooBig) return;
-    log.warn({ size: tooBig.size }, "inbound message rejected: attachment too large");
-    throw new InboundRejectedError(
-      "inbound_too_large",
-      `Inbound message rejected: an attachment is ${tooBig.size} bytes; the limit is ${this.o.config.limits.maxAttachmentBytes} (limits.maxAttachmentBytes).`,
-    );
   }
 
   async #pair(ctx: MsgContext, access: ChannelAccess, log: HubLogger): Promise<DispatchResult> {
