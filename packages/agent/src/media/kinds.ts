@@ -61,3 +61,17 @@ export function mediaNote(media: Media, size: number | undefined, remark?: strin
 export function looksBinary(bytes: Uint8Array): boolean {
   return bytes.subarray(0, 8192).includes(0);
 }
+
+/**
+ * The image type by its first bytes (JPEG, PNG, GIF, WebP), whatever the platform called it:
+ * Telegram re-encodes photos to JPEG, and a model API refuses an image whose declared type is wrong.
+ */
+export function sniffImageType(bytes: Uint8Array): string | undefined {
+  const starts = (...sig: number[]) => sig.every((b, i) => bytes[i] === b);
+  if (starts(0xff, 0xd8, 0xff)) return "image/jpeg";
+  if (starts(0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a)) return "image/png";
+  if (starts(0x47, 0x49, 0x46, 0x38)) return "image/gif";
+  const ascii = (from: number, to: number) => Buffer.from(bytes.subarray(from, to)).toString("latin1");
+  if (ascii(0, 4) === "RIFF" && ascii(8, 12) === "WEBP") return "image/webp";
+  return undefined;
+}

@@ -10,7 +10,16 @@ import {
   normalizeText,
 } from "@hub/core";
 import type { ModelImage } from "../model.js";
-import { bareMime, displayName, formatBytes, looksBinary, type MediaUse, mediaNote, mediaUse } from "./kinds.js";
+import {
+  bareMime,
+  displayName,
+  formatBytes,
+  looksBinary,
+  type MediaUse,
+  mediaNote,
+  mediaUse,
+  sniffImageType,
+} from "./kinds.js";
 import type { MediaStore, StoredMedia } from "./store.js";
 import type { Transcriber } from "./transcribe.js";
 
@@ -157,10 +166,12 @@ export class MediaPreparer {
         refused: true,
       };
     }
-    const data = (await readFile(stored.path)).toString("base64");
+    const bytes = await readFile(stored.path);
+    const mime = sniffImageType(bytes);
+    if (!mime) return { text: mediaNote(media, stored.size, "not an image format the model takes") };
     return {
       text: mediaNote(media, stored.size, "attached"),
-      image: { mime: bareMime(media.mime), data, name: displayName(media) },
+      image: { mime, data: bytes.toString("base64"), name: displayName(media) },
     };
   }
 
