@@ -6,7 +6,7 @@ import { type FetchedMedia, type FetchMediaOptions, fetchMediaUrl, type Media } 
  * token is sent only to Slack's own hosts (or the configured `apiUrl`'s, a
  * proxy or a test server), and a sign-in page instead of the file is an error.
  */
-export function fetchSlackFile(
+export async function fetchSlackFile(
   media: Media,
   options: FetchMediaOptions & { botToken: string; apiUrl: string },
 ): Promise<FetchedMedia> {
