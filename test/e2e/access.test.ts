@@ -195,7 +195,9 @@ describe("floods and limits", () => {
     const calls = world.model.requests.length;
     const result = await dm("1", "", {
       messageId: "big-1",
-      media: [{ kind: "document", mime: "application/pdf", size: 50 * 1024 * 1024, ref: "f", name: "report.pdf" }],
+      media: [
+        { kind: "document", mime: "application/pdf", size: 50 * 1024 * 1024, ref: "f", name: "report.pdf" },
+      ],
     });
     expect(result.status).toBe("accepted");
     await waitFor(() => inChat("1").some((t) => t.includes("report.pdf")), "the refusal");
@@ -218,7 +220,6 @@ describe("floods and limits", () => {
     await waitFor(() => modelSaw("I am not flooding") === 1, "the other sender answered", 20_000);
     expect(world.model.requests.length - before).toBeLessThanOrEqual(accepted + 1);
   }, 30_000);
-
 });
 
 describe("hub pairing CLI", () => {

@@ -112,7 +112,9 @@ export function discordHarness(
       fake.userMessage({
         channelId: fake.dmChannelId,
         content: text,
-        attachments: [{ filename: file.name, size: file.bytes.length, content_type: file.mime, data: file.bytes }],
+        attachments: [
+          { filename: file.name, size: file.bytes.length, content_type: file.mime, data: file.bytes },
+        ],
       }),
     downloads: () => fake.downloads.length,
     async group(text, o = {}) {

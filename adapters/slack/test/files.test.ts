@@ -14,7 +14,11 @@ describe("Slack private files", () => {
     try {
       const file = fake.uploadFile({ name: "notes.txt", mime: "text/plain", bytes: "release on friday" });
       const media = { kind: "document" as const, mime: "text/plain", ref: String(file.url_private_download) };
-      const ok = await fetchSlackFile(media, { maxBytes: 1000, botToken: fake.botToken, apiUrl: fake.apiUrl });
+      const ok = await fetchSlackFile(media, {
+        maxBytes: 1000,
+        botToken: fake.botToken,
+        apiUrl: fake.apiUrl,
+      });
       expect(await text(ok.body)).toBe("release on friday");
       await expect(
         fetchSlackFile(media, { maxBytes: 1000, botToken: "xoxb-wrong", apiUrl: fake.apiUrl }),

@@ -136,9 +136,16 @@ export function slackHarness(
     },
     async directWithFile(text, file) {
       // Slack: a `file_share` message whose file is served at url_private with the bot token.
-      const shared = fake.uploadFile({ name: file.name, mime: file.mime, bytes: file.bytes, user: SLACK_IDS.user });
+      const shared = fake.uploadFile({
+        name: file.name,
+        mime: file.mime,
+        bytes: file.bytes,
+        user: SLACK_IDS.user,
+      });
       const m = fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text);
-      const envelope = fake.envelope(messageEvent(m, { subtype: "file_share", files: [shared], upload: false }));
+      const envelope = fake.envelope(
+        messageEvent(m, { subtype: "file_share", files: [shared], upload: false }),
+      );
       await deliver(envelope);
       return envelope;
     },

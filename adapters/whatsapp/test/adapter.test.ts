@@ -128,9 +128,9 @@ describe("whatsapp inbound through the socket seam", () => {
     await expect(adapter.fetchMedia(media, { maxBytes: 1000 })).rejects.toThrow(/larger than 1000 bytes/);
     const small = await adapter.fetchMedia({ ...media, size: undefined }, { maxBytes: 10 });
     await expect(bytesOf(small.body)).rejects.toThrow(/larger than 10 bytes/);
-    await expect(adapter.fetchMedia({ ...media, ref: `${ALICE}/UNKNOWN` }, { maxBytes: 100_000 })).rejects.toThrow(
-      /not available to download in this process/,
-    );
+    await expect(
+      adapter.fetchMedia({ ...media, ref: `${ALICE}/UNKNOWN` }, { maxBytes: 100_000 }),
+    ).rejects.toThrow(/not available to download in this process/);
   });
 
   it("ignores status broadcasts, its own messages, and messages older than the configured age", async () => {

@@ -1,5 +1,5 @@
-import { Readable } from "node:stream";
 import { EventEmitter } from "node:events";
+import { Readable } from "node:stream";
 import { proto, type WAMessage, type WAPresence } from "@whiskeysockets/baileys";
 import type { WhatsAppConnector, WhatsAppSocket } from "../src/index.js";
 

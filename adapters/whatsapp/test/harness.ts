@@ -3,7 +3,15 @@ import { createLogger, type HubLogger } from "@hub/core";
 import type { proto } from "@whiskeysockets/baileys";
 import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
-import { BOT, directMedia, directText, FakeWhatsApp, groupText, type SentMessage, stanzaError } from "./fake-whatsapp.js";
+import {
+  BOT,
+  directMedia,
+  directText,
+  FakeWhatsApp,
+  groupText,
+  type SentMessage,
+  stanzaError,
+} from "./fake-whatsapp.js";
 
 const USER = "4915112345678@s.whatsapp.net";
 const STRANGER = "4930555000111@s.whatsapp.net";

@@ -43,7 +43,7 @@ function transcriberOf(config: HubConfig): Transcriber | undefined {
   const slash = ref.indexOf("/");
   const name = ref.slice(0, slash);
   const provider = config.models.providers[name];
-  if (!provider || provider.api !== "openai")
+  if (provider?.api !== "openai")
     throw new HubError(
       "transcription_model_unknown",
       `agent.transcriptionModel "${ref}" needs models.providers.${name} with an OpenAI-compatible API (api: "openai", baseUrl, apiKey).`,

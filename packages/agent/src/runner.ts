@@ -265,7 +265,13 @@ export class AgentRunner {
     if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, writeChecked, runId);
     const { provider, model } = this.o.resolveModel(this.o.modelRef);
     const policy = this.o.toolsFor(ctx);
-    const context = { ctx, runId, entries, history: historyMessages(entries, runId), userText: media.userText };
+    const context = {
+      ctx,
+      runId,
+      entries,
+      history: historyMessages(entries, runId),
+      userText: media.userText,
+    };
     const messages = await assembleContext(
       { ...context, resuming: run.resuming, tools: policy.tools, provider, model, signal, writeChecked, log },
       this.o,

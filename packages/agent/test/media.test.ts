@@ -34,7 +34,9 @@ let openai: FakeOpenAI;
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), "hub-media-"));
   host = new FakeFileHost();
-  server = await startHttpServer(async (req, res) => host.serve(res, new URL(req.url ?? "/", "http://x").pathname));
+  server = await startHttpServer(async (req, res) =>
+    host.serve(res, new URL(req.url ?? "/", "http://x").pathname),
+  );
   openai = await startFakeOpenAI();
 });
 afterAll(async () => {
@@ -68,11 +70,19 @@ function preparer(o: Partial<MediaPreparerOptions> = {}): MediaPreparer {
 describe("fetchMediaUrl (the adapters' capped download)", () => {
   it("refuses by Content-Length before reading, and by counted bytes when no length is sent", async () => {
     host.add("/big", { name: "big", mime: "application/pdf", bytes: Buffer.alloc(5000) });
-    host.add("/big-chunked", { name: "big", mime: "application/pdf", bytes: Buffer.alloc(200_000), chunked: true });
+    host.add("/big-chunked", {
+      name: "big",
+      mime: "application/pdf",
+      bytes: Buffer.alloc(200_000),
+      chunked: true,
+    });
     await expect(fetchMediaUrl(`${server.url}/big`, { maxBytes: 4000, platform: "Test" })).rejects.toThrow(
       /larger than 4000 bytes/,
     );
-    const streamed = await fetchMediaUrl(`${server.url}/big-chunked`, { maxBytes: 100_000, platform: "Test" });
+    const streamed = await fetchMediaUrl(`${server.url}/big-chunked`, {
+      maxBytes: 100_000,
+      platform: "Test",
+    });
     expect(streamed.size).toBeUndefined();
     await expect(drain(streamed.body)).rejects.toThrow(/larger than 100000 bytes/);
     await expect(fetchMediaUrl(`${server.url}/missing`, { maxBytes: 10, platform: "Test" })).rejects.toThrow(
@@ -95,12 +105,22 @@ describe("MediaPreparer", () => {
   });
 
   it("refuses an image over the provider's limit with a notice, and any file over the hub's limit", async () => {
-    host.add("/large.png", { name: "large.png", mime: "image/png", bytes: Buffer.concat([PNG, Buffer.alloc(4000)]) });
+    host.add("/large.png", {
+      name: "large.png",
+      mime: "image/png",
+      bytes: Buffer.concat([PNG, Buffer.alloc(4000)]),
+    });
     const large: Media = { kind: "image", mime: "image/png", ref: "large.png", name: "large.png" };
     const out = await preparer().prepare([ctxWith([large])], AbortSignal.timeout(5000), log);
     expect(out.images).toEqual([]);
     expect(out.notices).toEqual(["large.png is 4 KB, too large for the model to look at (at most 1 KB)."]);
-    const huge: Media = { kind: "video", mime: "video/mp4", ref: "nothing", size: 3 * 1024 * 1024, name: "clip.mp4" };
+    const huge: Media = {
+      kind: "video",
+      mime: "video/mp4",
+      ref: "nothing",
+      size: 3 * 1024 * 1024,
+      name: "clip.mp4",
+    };
     const refused = await preparer().prepare([ctxWith([huge])], AbortSignal.timeout(5000), log);
     expect(refused).toMatchObject({ count: 1, refused: 1 });
     expect(refused.notices[0]).toBe(
@@ -120,7 +140,9 @@ describe("MediaPreparer", () => {
     const out = await preparer().prepare([ctxWith(docs)], AbortSignal.timeout(5000), log);
     const text = out.texts[0] ?? "";
     // 1000 of a.md (its own cap), then the 500 left of the turn's 1500 for b.csv.
-    expect(text).toContain(`[document: a.md, 1 KB: its text follows]\n${"A".repeat(1000)}\n[a.md is cut here: 200 more characters not shown]\n[end of a.md]`);
+    expect(text).toContain(
+      `[document: a.md, 1 KB: its text follows]\n${"A".repeat(1000)}\n[a.md is cut here: 200 more characters not shown]\n[end of a.md]`,
+    );
     expect(text).toContain("[b.csv is cut here: 700 more characters not shown]");
     expect(text).toContain("[document: c.txt, 3 B: not a text file, its content is not shown]");
   });
@@ -132,9 +154,15 @@ describe("MediaPreparer", () => {
     const transcribe = openAITranscriber({ baseUrl: openai.url, apiKey: "k", model: "whisper-1" });
     const heard = await preparer({ transcribe }).prepare([ctxWith([voice])], AbortSignal.timeout(5000), log);
     expect(heard.texts).toEqual(["[voice: voice.ogg, 10 B: transcribed]\nsee you at nine"]);
-    expect(openai.transcriptions.at(-1)).toMatchObject({ model: "whisper-1", fileName: "voice.ogg", mime: "audio/ogg" });
+    expect(openai.transcriptions.at(-1)).toMatchObject({
+      model: "whisper-1",
+      fileName: "voice.ogg",
+      mime: "audio/ogg",
+    });
     const deaf = await preparer().prepare([ctxWith([voice])], AbortSignal.timeout(5000), log);
-    expect(deaf.texts).toEqual(["[voice: voice.ogg: not transcribed (no transcription model is configured)]"]);
+    expect(deaf.texts).toEqual([
+      "[voice: voice.ogg: not transcribed (no transcription model is configured)]",
+    ]);
   });
 
   it("reuses what an earlier attempt downloaded (a resumed run)", async () => {
@@ -188,7 +216,9 @@ describe("images on the wire", () => {
   it("Anthropic: a base64 image block before the text", async () => {
     const fake = await startFakeAnthropic();
     try {
-      await drain(new AnthropicProvider({ id: "c", baseUrl: fake.url, apiKey: "k" }).stream(req("claude-test")));
+      await drain(
+        new AnthropicProvider({ id: "c", baseUrl: fake.url, apiKey: "k" }).stream(req("claude-test")),
+      );
       expect(fake.requests.at(-1)?.messages.at(-1)?.content).toEqual([
         { type: "image", source: { type: "base64", media_type: "image/png", data: image.data } },
         { type: "text", text: "what is this?" },
@@ -200,7 +230,10 @@ describe("images on the wire", () => {
 
   it("failover gives a model without image input a note instead of the image", async () => {
     const provider = new OpenAIProvider({ id: "fake", baseUrl: openai.url, apiKey: "k" });
-    const chain = new FailoverProvider([{ ref: "fake/text", model: "text", profiles: [{ id: "p", provider }], images: false }], log);
+    const chain = new FailoverProvider(
+      [{ ref: "fake/text", model: "text", profiles: [{ id: "p", provider }], images: false }],
+      log,
+    );
     await drain(chain.stream(req("text")));
     expect(openai.requests.at(-1)?.messages.at(-1)?.content).toBe(
       "what is this?\n[image: pixel.png: this model does not take images]",
@@ -211,10 +244,14 @@ describe("images on the wire", () => {
 describe("kinds", () => {
   it("decides what an attachment is for and names it", () => {
     expect(mediaUse({ kind: "document", mime: "application/json", ref: "r" })).toBe("text");
-    expect(mediaUse({ kind: "document", mime: "application/octet-stream", ref: "r", name: "main.rs" })).toBe("text");
+    expect(mediaUse({ kind: "document", mime: "application/octet-stream", ref: "r", name: "main.rs" })).toBe(
+      "text",
+    );
     expect(mediaUse({ kind: "document", mime: "application/pdf", ref: "r", name: "a.pdf" })).toBe("note");
     expect(mediaUse({ kind: "sticker", mime: "image/webp", ref: "r" })).toBe("image");
-    expect(mediaNote({ kind: "image", mime: "image/jpeg", ref: "r" }, 122_880)).toBe("[image: photo.jpg, 120 KB]");
+    expect(mediaNote({ kind: "image", mime: "image/jpeg", ref: "r" }, 122_880)).toBe(
+      "[image: photo.jpg, 120 KB]",
+    );
     expect(formatBytes(52 * 1024 * 1024)).toBe("52 MB");
     expect(sniffImageType(PNG)).toBe("image/png");
     expect(sniffImageType(Buffer.from("GIF89a"))).toBe("image/gif");

@@ -79,7 +79,9 @@ export async function fetchMediaUrl(url: string, o: FetchMediaUrlOptions): Promi
   const mime = res.headers.get("content-type") ?? undefined;
   if (mime && o.refuseMime?.test(mime)) {
     await close();
-    throw new Error(`${o.platform} answered with ${mime} instead of the file (is the bot allowed to read files?)`);
+    throw new Error(
+      `${o.platform} answered with ${mime} instead of the file (is the bot allowed to read files?)`,
+    );
   }
   const length = Number(res.headers.get("content-length") ?? Number.NaN);
   const size = Number.isSafeInteger(length) && length >= 0 ? length : undefined;
@@ -113,6 +115,9 @@ const EXTENSIONS: Record<string, string> = {
   "octet-stream": "bin",
 };
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what file names lose
+const CONTROL_CHARACTERS = /[\u0000-\u001f\u007f]/g;
+
 /**
  * A sender's file name made safe to show and to store: no directories, no
  * control characters, at most 200 characters; undefined when nothing is left.
@@ -120,7 +125,6 @@ const EXTENSIONS: Record<string, string> = {
 export function cleanMediaName(raw: unknown): string | undefined {
   if (typeof raw !== "string") return undefined;
   const base = raw.split(/[\\/]/).at(-1) ?? "";
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this removes
-  const clean = base.replace(/[\u0000-\u001f\u007f]/g, "").trim().slice(0, 200);
+  const clean = base.replace(CONTROL_CHARACTERS, "").trim().slice(0, 200);
   return clean === "" || clean === "." || clean === ".." ? undefined : clean;
 }

@@ -24,14 +24,21 @@ export function mediaCases(h: ConformanceHarness, model: () => FakeOpenAI): void
   const can = h.directWithFile ? it : it.skip;
   const send = (text: string, file: InboundFile) => h.directWithFile!(text, file);
   const lastUserContent = (): UserContent =>
-    (model().requests.at(-1)?.messages.findLast((m) => m.role === "user")?.content ?? "") as UserContent;
+    (model()
+      .requests.at(-1)
+      ?.messages.findLast((m) => m.role === "user")?.content ?? "") as UserContent;
   const answer = async (before: number, what: string) =>
     waitFor(() => h.outbound(h.ids.directChat).length > before, what, 20_000);
 
   can("an image reaches a model that takes images as an image input", async () => {
     model().script({ text: "A single pixel." });
     const before = h.outbound(h.ids.directChat).length;
-    await send("what is in this picture?", { kind: "image", name: "pixel.png", mime: "image/png", bytes: PNG });
+    await send("what is in this picture?", {
+      kind: "image",
+      name: "pixel.png",
+      mime: "image/png",
+      bytes: PNG,
+    });
     await answer(before, "an answer about the image");
     const content = lastUserContent();
     expect(Array.isArray(content)).toBe(true);
@@ -47,7 +54,12 @@ export function mediaCases(h: ConformanceHarness, model: () => FakeOpenAI): void
     model().script({ text: "Ship on friday." });
     const before = h.outbound(h.ids.directChat).length;
     const notes = "# Release\n\n- freeze on thursday\n- ship on friday\n";
-    await send("summarize this", { kind: "document", name: "notes.md", mime: "text/markdown", bytes: Buffer.from(notes) });
+    await send("summarize this", {
+      kind: "document",
+      name: "notes.md",
+      mime: "text/markdown",
+      bytes: Buffer.from(notes),
+    });
     await answer(before, "an answer about the document");
     const text = JSON.stringify(lastUserContent());
     expect(text).toContain("summarize this");
@@ -63,23 +75,33 @@ export function mediaCases(h: ConformanceHarness, model: () => FakeOpenAI): void
     const ogg = Buffer.concat([Buffer.from("OggS"), Buffer.alloc(600, 7)]);
     await send("", { kind: "voice", name: "voice.ogg", mime: "audio/ogg", bytes: ogg });
     await answer(before, "an answer to the voice note");
-    expect(model().transcriptions.slice(heard).map((t) => [t.model, t.bytes.equals(ogg)])).toEqual([
-      ["whisper-1", true],
-    ]);
+    expect(
+      model()
+        .transcriptions.slice(heard)
+        .map((t) => [t.model, t.bytes.equals(ogg)]),
+    ).toEqual([["whisper-1", true]]);
     expect(JSON.stringify(lastUserContent())).toContain("please call me back tomorrow");
   });
 
-  can("an oversized attachment is refused with a clear message, without a download or a model call", async () => {
-    const calls = model().requests.length;
-    const downloads = h.downloads?.();
-    const before = h.outbound(h.ids.directChat).length;
-    const big = Buffer.alloc(SUITE_MAX_ATTACHMENT_BYTES + 512 * 1024, 1);
-    await send("", { kind: "document", name: "big.pdf", mime: "application/pdf", bytes: big });
-    await answer(before, "the refusal");
-    expect(h.outbound(h.ids.directChat).slice(before).map((m) => m.text)).toEqual([
-      "I can't take big.pdf: attachments can be at most 1 MB, and it is 1.5 MB. Please send a smaller file.",
-    ]);
-    expect(model().requests.length).toBe(calls);
-    if (downloads !== undefined) expect(h.downloads?.()).toBe(downloads);
-  });
+  can(
+    "an oversized attachment is refused with a clear message, without a download or a model call",
+    async () => {
+      const calls = model().requests.length;
+      const downloads = h.downloads?.();
+      const before = h.outbound(h.ids.directChat).length;
+      const big = Buffer.alloc(SUITE_MAX_ATTACHMENT_BYTES + 512 * 1024, 1);
+      await send("", { kind: "document", name: "big.pdf", mime: "application/pdf", bytes: big });
+      await answer(before, "the refusal");
+      expect(
+        h
+          .outbound(h.ids.directChat)
+          .slice(before)
+          .map((m) => m.text),
+      ).toEqual([
+        "I can't take big.pdf: attachments can be at most 1 MB, and it is 1.5 MB. Please send a smaller file.",
+      ]);
+      expect(model().requests.length).toBe(calls);
+      if (downloads !== undefined) expect(h.downloads?.()).toBe(downloads);
+    },
+  );
 }

@@ -116,9 +116,14 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     }
     if (req.method === "POST" && path === "/v1/audio/transcriptions") {
       const heard = await readTranscription(req);
-      if (!heard) return sendJson(res, 400, errorBody("Expected a multipart file and model", "invalid_request_error"));
+      if (!heard)
+        return sendJson(res, 400, errorBody("Expected a multipart file and model", "invalid_request_error"));
       if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`)
-        return sendJson(res, 401, errorBody("Incorrect API key provided", "invalid_request_error", "invalid_api_key"));
+        return sendJson(
+          res,
+          401,
+          errorBody("Incorrect API key provided", "invalid_request_error", "invalid_api_key"),
+        );
       transcriptions.push(heard);
       sendJson(res, 200, { text: transcripts.shift() ?? `transcript of ${heard.fileName}` });
       return;

@@ -150,7 +150,11 @@ export class MediaPreparer {
     const limit = formatBytes(this.o.maxAttachmentBytes);
     const it = exact ? `it is ${formatBytes(size)}` : "it is larger than that";
     return {
-      text: mediaNote(media, exact ? size : undefined, `refused, over the ${limit} limit for attachments; the user was told`),
+      text: mediaNote(
+        media,
+        exact ? size : undefined,
+        `refused, over the ${limit} limit for attachments; the user was told`,
+      ),
       notice: `I can't take ${name}: attachments can be at most ${limit}, and ${it}. Please send a smaller file.`,
       refused: true,
     };
@@ -177,16 +181,20 @@ export class MediaPreparer {
 
   async #document(media: Media, stored: StoredMedia, budget: { chars: number }): Promise<Part> {
     const bytes = await readFile(stored.path);
-    if (looksBinary(bytes)) return { text: mediaNote(media, stored.size, "not a text file, its content is not shown") };
+    if (looksBinary(bytes))
+      return { text: mediaNote(media, stored.size, "not a text file, its content is not shown") };
     const name = displayName(media);
     const text = neutralizeRoleMarkers(normalizeText(new TextDecoder().decode(bytes)));
     const room = Math.max(0, Math.min(this.o.maxDocumentChars, budget.chars));
     if (room === 0)
-      return { text: mediaNote(media, stored.size, "not shown, this turn's documents fill the context budget") };
+      return {
+        text: mediaNote(media, stored.size, "not shown, this turn's documents fill the context budget"),
+      };
     const shown = text.slice(0, room);
     budget.chars -= shown.length;
     const rest = text.length - shown.length;
-    const cut = rest > 0 ? `\n[${name} is cut here: ${rest.toLocaleString("en-US")} more characters not shown]` : "";
+    const cut =
+      rest > 0 ? `\n[${name} is cut here: ${rest.toLocaleString("en-US")} more characters not shown]` : "";
     return { text: `${mediaNote(media, stored.size, "its text follows")}\n${shown}${cut}\n[end of ${name}]` };
   }
 

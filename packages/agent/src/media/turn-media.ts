@@ -25,7 +25,9 @@ export async function mediaForTurn(
 ): Promise<TurnMedia> {
   const hasMedia = batch.some((r) => r.ctx.media.length > 0);
   if (!preparer || !hasMedia) {
-    const userText = batch.map((r) => withQuotedReply({ ...r.ctx, body: withMediaNotes(r.ctx) })).join("\n\n");
+    const userText = batch
+      .map((r) => withQuotedReply({ ...r.ctx, body: withMediaNotes(r.ctx) }))
+      .join("\n\n");
     return { userText, images: [], notices: [], onlyRefusals: false };
   }
   const prepared = await preparer.prepare(

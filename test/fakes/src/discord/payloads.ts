@@ -249,7 +249,12 @@ function attachmentOf(
   const expires = Math.floor(Date.now() / 1000) + 86_400;
   const query = `?ex=${expires.toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=${id}`;
   if (data !== undefined)
-    s.files.add(path, { name: a.filename, mime: a.content_type ?? "application/octet-stream", bytes: data, chunked });
+    s.files.add(path, {
+      name: a.filename,
+      mime: a.content_type ?? "application/octet-stream",
+      bytes: data,
+      chunked,
+    });
   const url = `${s.cdnUrl()}${path}${query}`;
   return { id, ...fields, url, proxy_url: url };
 }

@@ -131,7 +131,11 @@ export interface UserMessageOptions {
   replyTo?: string;
   /** Files attached; with `data`, the fake's CDN serves the bytes at the attachment's `url`. */
   attachments?: Array<
-    Pick<APIAttachment, "filename" | "size"> & { content_type?: string; data?: Buffer | string; chunked?: boolean }
+    Pick<APIAttachment, "filename" | "size"> & {
+      content_type?: string;
+      data?: Buffer | string;
+      chunked?: boolean;
+    }
   >;
   /** Sent through a webhook (`webhook_id` set). */
   webhook?: boolean;

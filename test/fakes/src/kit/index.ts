@@ -1,4 +1,4 @@
 export * from "./fake-api.js";
+export * from "./files.js";
 export * from "./http.js";
 export * from "./local.js";
-export * from "./files.js";
