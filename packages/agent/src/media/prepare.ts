@@ -23,6 +23,9 @@ import {
 import type { MediaStore, StoredMedia } from "./store.js";
 import type { Transcriber } from "./transcribe.js";
 
+/** Longest time one attachment may take to download. */
+const DOWNLOAD_TIMEOUT_MS = 120_000;
+
 /** What the agent's model takes besides text. */
 export interface ModelInputs {
   /** Images, up to `maxBytes` each (the provider's limit); absent: the model takes no images. */
@@ -141,7 +144,9 @@ export class MediaPreparer {
     const fetch = this.o.fetcher(ctx);
     if (!fetch) return undefined;
     const max = this.o.maxAttachmentBytes;
-    const fetched = await fetch(media, { maxBytes: max, signal });
+    // A platform that stalls costs one attachment, not the whole run's time.
+    const bounded = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS)]);
+    const fetched = await fetch(media, { maxBytes: max, signal: bounded });
     return this.o.store.save(key, fetched.body, max);
   }
 
