@@ -7,12 +7,16 @@ import {
   type ChannelCapabilities,
   ChannelRefusedError,
   type ChannelStatus,
+  type FetchedMedia,
+  type FetchMediaOptions,
+  fetchMediaUrl,
   HubError,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
   isPermanentStatus,
+  type Media,
   type OutboundSegment,
   PermanentSendError,
   RateLimitedError,
@@ -546,6 +550,12 @@ export class DiscordAdapter implements ChannelAdapter {
 
   async sendTyping(target: ReplyTarget): Promise<void> {
     await this.#client.rest.post(Routes.channelTyping(channelOf(target)));
+  }
+
+  /** Downloads an attachment from its CDN URL (`Media.ref`, signed by Discord and valid for about a day). */
+  async fetchMedia(media: Media, options: FetchMediaOptions): Promise<FetchedMedia> {
+    if (!/^https?:\/\//.test(media.ref)) throw new Error("a Discord attachment reference must be its URL");
+    return fetchMediaUrl(media.ref, { ...options, platform: "Discord", declaredSize: media.size });
   }
 }
 

@@ -1,4 +1,4 @@
-import type { AdapterFields, Media } from "@hub/core";
+import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
 import { type DiscordGuild, guildAccess } from "./config.js";
 
@@ -78,7 +78,8 @@ function mediaOf(msg: DiscordMessage): Media[] {
         : mime.startsWith("video/")
           ? "video"
           : "document";
-    return { kind, mime, size: a.size, ref: a.url };
+    const name = cleanMediaName(a.filename);
+    return { kind, mime, size: a.size, ref: a.url, ...(name ? { name } : {}) };
   });
 }
 

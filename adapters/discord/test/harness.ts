@@ -107,6 +107,16 @@ export function discordHarness(
     },
     stop: async () => fake?.close(),
     direct: async (text) => fake.userMessage({ channelId: fake.dmChannelId, content: text }),
+    // Discord: an attachment on the CDN (a voice message is an audio/ogg attachment).
+    directWithFile: async (text, file) =>
+      fake.userMessage({
+        channelId: fake.dmChannelId,
+        content: text,
+        attachments: [
+          { filename: file.name, size: file.bytes.length, content_type: file.mime, data: file.bytes },
+        ],
+      }),
+    downloads: () => fake.downloads.length,
     async group(text, o = {}) {
       const channelId = o.threadId ? fake.threadId : fake.channelId;
       const lastBot = fake.sent(channelId).at(-1)?.message.id;

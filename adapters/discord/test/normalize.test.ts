@@ -130,9 +130,15 @@ describe("normalizeMessage", () => {
       ),
     );
     expect(f.media).toEqual([
-      { kind: "image", mime: "image/png", size: 1234, ref: "https://cdn/a.png" },
-      { kind: "audio", mime: "audio/ogg", size: 99, ref: "https://cdn/b.ogg" },
-      { kind: "document", mime: "application/octet-stream", size: 5, ref: "https://cdn/c.bin" },
+      { kind: "image", mime: "image/png", size: 1234, ref: "https://cdn/a.png", name: "a.png" },
+      { kind: "audio", mime: "audio/ogg", size: 99, ref: "https://cdn/b.ogg", name: "b.ogg" },
+      {
+        kind: "document",
+        mime: "application/octet-stream",
+        size: 5,
+        ref: "https://cdn/c.bin",
+        name: "c.bin",
+      },
     ]);
   });
 

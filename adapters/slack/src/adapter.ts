@@ -8,9 +8,12 @@ import {
   type ChannelStatus,
   ChannelStatusCell,
   describeError,
+  type FetchedMedia,
+  type FetchMediaOptions,
   type HttpRoute,
   type HubLogger,
   type InboundHandler,
+  type Media,
   type OutboundSegment,
   type ReplyTarget,
   type SendResult,
@@ -21,6 +24,7 @@ import { boltLogger } from "./bolt-logger.js";
 import { SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
 import { slackEventsRoute } from "./events-http.js";
+import { fetchSlackFile } from "./files.js";
 import { SlackInbound } from "./inbound.js";
 import type { SlackBotIdentity } from "./normalize.js";
 import { SlackPoster } from "./poster.js";
@@ -302,5 +306,14 @@ export class SlackAdapter implements ChannelAdapter {
 
   async sendTyping(target: ReplyTarget): Promise<void> {
     await this.#working.refresh(target);
+  }
+
+  /** Downloads a shared file from `url_private_download` with the bot token (see files.ts). */
+  async fetchMedia(media: Media, options: FetchMediaOptions): Promise<FetchedMedia> {
+    return fetchSlackFile(media, {
+      ...options,
+      botToken: this.#o.botToken,
+      apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
+    });
   }
 }

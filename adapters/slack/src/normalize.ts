@@ -1,4 +1,4 @@
-import type { AdapterFields, Media } from "@hub/core";
+import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
 
 const FileSchema = z.looseObject({
@@ -6,6 +6,8 @@ const FileSchema = z.looseObject({
   name: z.string().optional(),
   mimetype: z.string().optional(),
   size: z.number().int().nonnegative().optional(),
+  url_private: z.string().optional(),
+  url_private_download: z.string().optional(),
 });
 
 /** The fields of a Slack `message`/`app_mention` event the adapter reads, validated at the edge. */
@@ -63,11 +65,14 @@ const MEDIA_KIND: Array<[RegExp, Media["kind"]]> = [
 function media(files: SlackMessageEvent["files"]): Media[] {
   return (files ?? []).map((f) => {
     const mime = f.mimetype || "application/octet-stream";
+    const name = cleanMediaName(f.name);
     return {
       kind: MEDIA_KIND.find(([re]) => re.test(mime))?.[1] ?? "document",
       mime,
-      ref: f.id,
+      // The private download URL (fetched with the bot token); the file id when Slack gave none.
+      ref: f.url_private_download || f.url_private || f.id,
       ...(f.size !== undefined ? { size: f.size } : {}),
+      ...(name ? { name } : {}),
     };
   });
 }

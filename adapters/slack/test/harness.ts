@@ -134,6 +134,22 @@ export function slackHarness(
       await deliver(envelope);
       return envelope;
     },
+    async directWithFile(text, file) {
+      // Slack: a `file_share` message whose file is served at url_private with the bot token.
+      const shared = fake.uploadFile({
+        name: file.name,
+        mime: file.mime,
+        bytes: file.bytes,
+        user: SLACK_IDS.user,
+      });
+      const m = fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text);
+      const envelope = fake.envelope(
+        messageEvent(m, { subtype: "file_share", files: [shared], upload: false }),
+      );
+      await deliver(envelope);
+      return envelope;
+    },
+    downloads: () => fake.downloads.length,
     async group(text, o = {}) {
       // A reply to the bot is a message in the thread its last answer is in (a thread is never nested).
       const lastBot = fake.posted(SLACK_IDS.group).at(-1);

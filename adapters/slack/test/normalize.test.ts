@@ -103,19 +103,32 @@ describe("normalizeSlackEvent", () => {
     expect([asNew.body, asNew.messageId]).toEqual(["fixed", "1700000000.000100:edit:1700000050.000000"]);
   });
 
-  it("turns a file share's files into media references", () => {
+  it("turns a file share's files into media references (their private download URL, else the id)", () => {
     const f = fieldsOf(
       event({
         subtype: "file_share",
         files: [
-          { id: "F1", mimetype: "image/jpeg", size: 10 },
+          {
+            id: "F1",
+            name: "cat.jpg",
+            mimetype: "image/jpeg",
+            size: 10,
+            url_private: "https://files.slack.com/files-pri/T1-F1/cat.jpg",
+            url_private_download: "https://files.slack.com/files-pri/T1-F1/download/cat.jpg",
+          },
           { id: "F2", mimetype: "application/pdf" },
           { id: "F3" },
         ],
       }),
     );
     expect(f.media).toEqual([
-      { kind: "image", mime: "image/jpeg", ref: "F1", size: 10 },
+      {
+        kind: "image",
+        mime: "image/jpeg",
+        ref: "https://files.slack.com/files-pri/T1-F1/download/cat.jpg",
+        size: 10,
+        name: "cat.jpg",
+      },
       { kind: "document", mime: "application/pdf", ref: "F2" },
       { kind: "document", mime: "application/octet-stream", ref: "F3" },
     ]);

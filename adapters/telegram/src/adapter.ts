@@ -9,12 +9,17 @@ import {
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStatusCell,
+  checkDeclaredSize,
   classifySendFailure,
+  type FetchedMedia,
+  type FetchMediaOptions,
+  fetchMediaUrl,
   type HttpRoute,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
+  type Media,
   type OutboundSegment,
   type PacingLimits,
   pacingCapabilities,
@@ -361,13 +366,17 @@ export class TelegramAdapter implements ChannelAdapter {
     );
   }
 
-  /** Downloads an attachment on demand (`Media.ref` is the file_id). */
-  async downloadMedia(fileId: string): Promise<Buffer> {
-    const file = await this.#bot.api.getFile(fileId);
+  /**
+   * Downloads an attachment (`Media.ref` is the file_id): `getFile` names its
+   * path, then `<apiRoot>/file/bot<token>/<path>` serves it (valid for an hour).
+   */
+  async fetchMedia(media: Media, options: FetchMediaOptions): Promise<FetchedMedia> {
+    checkDeclaredSize(media.size, options.maxBytes);
+    // grammY types its signal with a polyfill's type; the runtime takes the standard one.
+    const signal = options.signal as unknown as Parameters<Api["getFile"]>[1];
+    const file = await this.#bot.api.getFile(media.ref, signal);
     if (!file.file_path) throw new Error("Telegram did not return a file path");
     const url = `${this.#o.apiRoot ?? "https://api.telegram.org"}/file/bot${this.#o.botToken}/${file.file_path}`;
-    const res = await fetch(url);
-    if (!res.ok) throw new Error(`Telegram file download failed with HTTP ${res.status}`);
-    return Buffer.from(await res.arrayBuffer());
+    return fetchMediaUrl(url, { ...options, platform: "Telegram", declaredSize: file.file_size });
   }
 }

@@ -1,4 +1,4 @@
-import type { AdapterFields, Media } from "@hub/core";
+import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
 
 const UserSchema = z.looseObject({
@@ -18,6 +18,7 @@ const FileSchema = z.looseObject({
   file_id: z.string(),
   file_size: z.number().optional(),
   mime_type: z.string().optional(),
+  file_name: z.string().optional(),
 });
 const StickerSchema = FileSchema.extend({
   is_animated: z.boolean().optional(),
@@ -84,13 +85,16 @@ const slice = (text: string, e: { offset: number; length: number }) =>
 
 function media(msg: TelegramMessage): Media[] {
   const out: Media[] = [];
-  const push = (kind: Media["kind"], file: z.infer<typeof FileSchema>, mime: string) =>
+  const push = (kind: Media["kind"], file: z.infer<typeof FileSchema>, mime: string) => {
+    const name = cleanMediaName(file.file_name);
     out.push({
       kind,
-      mime: file.mime_type ?? mime,
+      mime: file.mime_type || mime,
       ref: file.file_id,
       ...(file.file_size !== undefined ? { size: file.file_size } : {}),
+      ...(name ? { name } : {}),
     });
+  };
   // Telegram sends each photo in several sizes; the last one is the largest.
   const photo = msg.photo?.at(-1);
   if (photo) push("image", photo, "image/jpeg");

@@ -141,6 +141,24 @@ export function telegramHarness(
       await deliver(update);
       return update;
     },
+    async directWithFile(text, file) {
+      // Telegram: the message names the file by file_id; getFile + /file/bot<token>/<path> serve it.
+      const fileId = `file-${Math.random().toString(36).slice(2)}`;
+      fake.setFile(fileId, file.bytes);
+      const ref = { file_id: fileId, file_unique_id: `u${fileId}`, file_size: file.bytes.length };
+      const { message } = privateText({ chatId: USER, fromId: USER, text: "" });
+      const { text: _none, ...base } = message;
+      const media =
+        file.kind === "image"
+          ? { photo: [{ ...ref, width: 1, height: 1 }] }
+          : file.kind === "voice"
+            ? { voice: { ...ref, duration: 2, mime_type: file.mime } }
+            : { document: { ...ref, file_name: file.name, mime_type: file.mime } };
+      const update = { message: { ...base, ...media, ...(text ? { caption: text } : {}) } };
+      await deliver(update);
+      return update;
+    },
+    downloads: () => fake.calls.filter((c) => c.method === "getFile").length,
     async commandForAnotherBot() {
       await deliver(
         groupText({ chatId: GROUP, fromId: USER, text: "/status@some_other_bot", title: "Team" }),

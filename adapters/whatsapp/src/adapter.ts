@@ -6,12 +6,17 @@ import {
   type ChannelLinkCode,
   type ChannelStatus,
   ChannelStatusCell,
+  capBytes,
+  checkDeclaredSize,
   describeError,
   describeHolder,
+  type FetchedMedia,
+  type FetchMediaOptions,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
+  type Media,
   type OutboundSegment,
   type ReplyTarget,
   type SendResult,
@@ -382,11 +387,18 @@ export class WhatsAppAdapter implements ChannelAdapter {
     return this.#outbound.composing(target);
   }
 
-  /** Downloads the media of a recent inbound message (`Media.ref` is `<chat>/<message id>`). */
-  async downloadMedia(ref: string): Promise<Buffer> {
-    const message = this.#recent.get(ref);
-    const download = this.#o.connector.download;
-    if (!message || !download) throw new Error(`WhatsApp media ${ref} is no longer available to download`);
-    return download(message);
+  /**
+   * Downloads the media of a recent inbound message (`Media.ref` is `<chat>/<message id>`): only the
+   * process holding the account's connection has the message and its media keys, for its last
+   * `RECENT_LIMIT` messages.
+   */
+  async fetchMedia(media: Media, options: FetchMediaOptions): Promise<FetchedMedia> {
+    checkDeclaredSize(media.size, options.maxBytes);
+    const message = this.#recent.get(media.ref);
+    const connector = this.#o.connector;
+    if (!message || !connector.download)
+      throw new Error(`WhatsApp media ${media.ref} is not available to download in this process`);
+    const body = await connector.download(message);
+    return { body: capBytes(body, options.maxBytes), size: media.size };
   }
 }

@@ -1,4 +1,4 @@
-import type { AdapterFields, Media } from "@hub/core";
+import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import {
   isJidBroadcast,
   isJidGroup,
@@ -87,6 +87,7 @@ const MediaPartSchema = z.looseObject({
   caption: z.string().nullish(),
   mimetype: z.string().min(1).max(256).nullish(),
   fileLength: LongSchema.nullish(),
+  fileName: z.string().nullish(),
   contextInfo: ContextInfoSchema.nullish(),
 });
 
@@ -181,7 +182,9 @@ function mediaOf(content: proto.IMessage, ref: string): Media[] {
     if (!media.success) continue;
     const size = media.data.fileLength ? longValue(media.data.fileLength) : undefined;
     const voice = part === "audioMessage" && (raw as { ptt?: unknown }).ptt === true;
+    const name = cleanMediaName(media.data.fileName);
     out.push({
+      ...(name ? { name } : {}),
       kind: voice ? "voice" : kind,
       mime: media.data.mimetype ?? mime,
       ...(size !== undefined && Number.isSafeInteger(size) ? { size } : {}),

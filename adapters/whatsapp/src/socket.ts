@@ -45,8 +45,8 @@ export interface WhatsAppConnector {
   open(): Promise<WhatsAppSocket>;
   /** Removes the credentials of a device WhatsApp logged out. */
   forget(): Promise<void>;
-  /** Downloads the media of a received message (images, documents...). */
-  download?(message: WAMessage): Promise<Buffer>;
+  /** Starts downloading the media of a received message (images, documents...), decrypted, as a stream. */
+  download?(message: WAMessage): Promise<AsyncIterable<Uint8Array>>;
 }
 
 /** Where an account's credentials live: `authDir` (relative to the state dir) or `whatsapp/<accountId>`. */
@@ -92,6 +92,6 @@ export function baileysConnector(options: BaileysConnectorOptions): WhatsAppConn
     isLinked: () => isLinked(options.authDir),
     open: () => openBaileysSocket(options),
     forget: () => clearAuthState(options.authDir),
-    download: (message) => downloadMediaMessage(message, "buffer", {}),
+    download: (message) => downloadMediaMessage(message, "stream", {}),
   };
 }

@@ -120,9 +120,17 @@ describe("whatsapp inbound through the socket seam", () => {
     const { adapter, inbound } = await started();
     const msg = imageWithCaption(ALICE, "the invoice");
     await adapter.handleMessage(msg);
-    const ref = inbound[0]?.media?.[0]?.ref ?? "";
-    expect(String(await adapter.downloadMedia(ref))).toBe(`image bytes of ${msg.key?.id}`);
-    await expect(adapter.downloadMedia(`${ALICE}/UNKNOWN`)).rejects.toThrow(/no longer available/);
+    const media = inbound[0]?.media?.[0];
+    if (!media) throw new Error("no media");
+    const fetched = await adapter.fetchMedia({ ...media, size: undefined }, { maxBytes: 1000 });
+    expect(String(await bytesOf(fetched.body))).toBe(`image bytes of ${msg.key?.id}`);
+    // Over the cap: refused before the download (declared size) and during it (counted bytes).
+    await expect(adapter.fetchMedia(media, { maxBytes: 1000 })).rejects.toThrow(/larger than 1000 bytes/);
+    const small = await adapter.fetchMedia({ ...media, size: undefined }, { maxBytes: 10 });
+    await expect(bytesOf(small.body)).rejects.toThrow(/larger than 10 bytes/);
+    await expect(
+      adapter.fetchMedia({ ...media, ref: `${ALICE}/UNKNOWN` }, { maxBytes: 100_000 }),
+    ).rejects.toThrow(/not available to download in this process/);
   });
 
   it("ignores status broadcasts, its own messages, and messages older than the configured age", async () => {
@@ -325,3 +333,9 @@ describe("whatsapp outbound", () => {
     await expect(adapter.send(seg("x"), target)).rejects.toThrow(/not connected/);
   });
 });
+
+async function bytesOf(body: AsyncIterable<Uint8Array>): Promise<Buffer> {
+  const chunks: Uint8Array[] = [];
+  for await (const chunk of body) chunks.push(chunk);
+  return Buffer.concat(chunks);
+}

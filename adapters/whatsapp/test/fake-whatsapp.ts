@@ -1,4 +1,5 @@
 import { EventEmitter } from "node:events";
+import { Readable } from "node:stream";
 import { proto, type WAMessage, type WAPresence } from "@whiskeysockets/baileys";
 import type { WhatsAppConnector, WhatsAppSocket } from "../src/index.js";
 
@@ -116,10 +117,19 @@ export class FakeWhatsApp implements WhatsAppConnector {
     return socket;
   }
 
-  /** The media of a received message, as WhatsApp's media server would return it decrypted. */
-  async download(message: WAMessage): Promise<Buffer> {
+  /** Media bytes by message id (what WhatsApp's media server holds); others get `image bytes of <id>`. */
+  readonly media = new Map<string, Buffer>();
+
+  /** Media downloads served, by message id, in order. */
+  readonly downloads: string[] = [];
+
+  /** The media of a received message, as WhatsApp's media server would return it decrypted, streamed. */
+  async download(message: WAMessage): Promise<AsyncIterable<Uint8Array>> {
+    this.downloads.push(message.key.id ?? "");
+    const stored = this.media.get(message.key.id ?? "");
+    if (stored) return Readable.from([stored]);
     if (!message.message?.imageMessage) throw new Error("not a media message");
-    return Buffer.from(`image bytes of ${message.key.id}`);
+    return Readable.from([Buffer.from(`image bytes of ${message.key.id}`)]);
   }
 
   async forget(): Promise<void> {
@@ -216,6 +226,34 @@ export function imageWithCaption(
         mediaKey: Buffer.from("0123456789abcdef0123456789abcdef"),
       },
     },
+    messageTimestamp: o.timestamp ?? now(),
+    pushName: "Alice",
+  });
+}
+
+/** A media message (image, document or voice note) with a caption, in a direct chat, as WhatsApp encodes it. */
+export function directMedia(
+  from: string,
+  file: { kind: "image" | "document" | "voice"; name: string; mime: string; size: number },
+  caption: string,
+  o: MessageOptions = {},
+): proto.WebMessageInfo {
+  const common = {
+    mimetype: file.mime,
+    fileLength: file.size,
+    url: "https://mmg.whatsapp.net/v/t62.7118-24/fake.enc",
+    directPath: "/v/t62.7118-24/fake.enc",
+    mediaKey: Buffer.from("0123456789abcdef0123456789abcdef"),
+  };
+  const message =
+    file.kind === "image"
+      ? { imageMessage: { ...common, caption } }
+      : file.kind === "voice"
+        ? { audioMessage: { ...common, ptt: true, seconds: 2 } }
+        : { documentMessage: { ...common, fileName: file.name, caption } };
+  return proto.WebMessageInfo.fromObject({
+    key: { remoteJid: from, fromMe: false, id: o.id ?? nextId() },
+    message,
     messageTimestamp: o.timestamp ?? now(),
     pushName: "Alice",
   });

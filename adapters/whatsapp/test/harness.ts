@@ -3,7 +3,15 @@ import { createLogger, type HubLogger } from "@hub/core";
 import type { proto } from "@whiskeysockets/baileys";
 import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
-import { BOT, directText, FakeWhatsApp, groupText, type SentMessage, stanzaError } from "./fake-whatsapp.js";
+import {
+  BOT,
+  directMedia,
+  directText,
+  FakeWhatsApp,
+  groupText,
+  type SentMessage,
+  stanzaError,
+} from "./fake-whatsapp.js";
 
 const USER = "4915112345678@s.whatsapp.net";
 const STRANGER = "4930555000111@s.whatsapp.net";
@@ -72,6 +80,14 @@ export function whatsappHarness(
       await deliver([message]);
       return message;
     },
+    async directWithFile(text, file) {
+      // WhatsApp: a media message; the linked device downloads and decrypts it from the media server.
+      const message = directMedia(USER, { ...file, size: file.bytes.length }, text);
+      wa.media.set(message.key?.id ?? "", file.bytes);
+      await deliver([message]);
+      return message;
+    },
+    downloads: () => wa.downloads.length,
     async group(text, groupOptions = {}) {
       const message = groupText(GROUP, USER, groupOptions.mention ? `@15550001111 ${text}` : text, {
         ...(groupOptions.mention ? { mentions: [BOT.pn] } : {}),

@@ -4,6 +4,7 @@ import {
   type FailoverDecision,
   FailoverProvider,
   type ModelCandidate,
+  type ModelInputs,
   type ModelProvider,
   OfflineProvider,
   OpenAIProvider,
@@ -15,6 +16,25 @@ import { type HubConfig, HubError, type HubLogger } from "@hub/core";
 export type ModelResolver = (ref: string) => { provider: ModelProvider; model: string };
 
 type ProviderConfig = HubConfig["models"]["providers"][string];
+
+/** The largest image each API takes: Anthropic 5 MB of base64 (3.75 MB of bytes), OpenAI 20 MB. */
+const MAX_IMAGE_BYTES = { anthropic: (5 * 1024 * 1024 * 3) / 4, openai: 20 * 1024 * 1024 } as const;
+
+/** Whether a provider's model takes images (`vision`; unset: Anthropic and OpenAI's own API do). */
+function takesImages(p: ProviderConfig, model: string): boolean {
+  if (Array.isArray(p.vision)) return p.vision.includes(model);
+  if (p.vision !== undefined) return p.vision;
+  return p.api === "anthropic" || p.baseUrl === undefined;
+}
+
+/** What a model ref takes besides text (the offline model: nothing). */
+export function modelInputsOf(config: HubConfig, input: string): ModelInputs {
+  const ref = config.models.aliases[input] ?? input;
+  const slash = ref.indexOf("/");
+  const p = config.models.providers[ref.slice(0, slash)];
+  if (!p || slash <= 0 || !takesImages(p, ref.slice(slash + 1))) return {};
+  return { images: { maxBytes: MAX_IMAGE_BYTES[p.api] } };
+}
 
 function profilesOf(name: string, p: ProviderConfig): AuthProfile[] {
   const keys = [...(p.apiKey ? [p.apiKey] : []), ...p.apiKeys];
@@ -57,7 +77,9 @@ export function createModelResolver(
         `The model "${input}" is not usable: ${slash <= 0 ? "it is neither provider/model nor an alias in models.aliases" : `provider "${name}" is not configured; add models.providers.${name} (api, baseUrl, apiKey) to hub.json5`}, or use "offline/echo".`,
       );
     }
-    return { ref, model: ref.slice(slash + 1), profiles: found };
+    const model = ref.slice(slash + 1);
+    const provider = config.models.providers[name];
+    return { ref, model, profiles: found, images: provider ? takesImages(provider, model) : false };
   };
 
   const chain = [config.agent.model, ...config.agent.fallbacks].map(candidate);

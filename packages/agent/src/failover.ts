@@ -18,6 +18,8 @@ export interface ModelCandidate {
   ref: string;
   model: string;
   profiles: AuthProfile[];
+  /** False when the model takes no images: a request's images become notes for it. */
+  images?: boolean;
 }
 
 /** What failover decided after a failed call; logged and kept for `/status`. */
@@ -83,7 +85,8 @@ export class FailoverProvider implements ModelProvider {
       for (const profile of profiles) {
         let streamed = false;
         try {
-          for await (const event of profile.provider.stream({ ...request, model: candidate.model })) {
+          const input = candidate.images === false ? withoutImages(request) : request;
+          for await (const event of profile.provider.stream({ ...input, model: candidate.model })) {
             streamed = true;
             yield event;
           }
@@ -119,4 +122,15 @@ export class FailoverProvider implements ModelProvider {
     }
     throw last ?? new ModelError("unknown", "no model candidate could answer");
   }
+}
+
+/** A request for a model without image input: each image becomes a note in its message's text. */
+function withoutImages(request: ModelRequest): ModelRequest {
+  if (!request.messages.some((m) => m.role === "user" && m.images?.length)) return request;
+  const messages = request.messages.map((m) => {
+    if (m.role !== "user" || !m.images?.length) return m;
+    const notes = m.images.map((image) => `[image: ${image.name}: this model does not take images]`);
+    return { role: "user" as const, content: [m.content, ...notes].filter((t) => t !== "").join("\n") };
+  });
+  return { ...request, messages };
 }

@@ -2,6 +2,7 @@ import type { RunRequest } from "@hub/core";
 import type { TranscriptEntry } from "@hub/sessions";
 import { compactionMessage } from "./context/compaction.js";
 import { historyUserContent } from "./context/untrusted.js";
+import { withMediaNotes } from "./media/prepare.js";
 import type { ChatMessage } from "./model.js";
 
 /**
@@ -58,7 +59,8 @@ export function userEntryOf(request: RunRequest): Extract<TranscriptEntry, { typ
     messageId: ctx.messageId,
     senderId: ctx.sender.id,
     ...(ctx.sender.name ? { senderName: ctx.sender.name } : {}),
-    text: ctx.body,
+    // Attachments stay in the conversation as short notes (their bytes are never in the transcript).
+    text: withMediaNotes(ctx),
     at: ctx.timestamp,
   };
 }

@@ -5,10 +5,20 @@ export interface ToolCall {
   arguments: string;
 }
 
+/** An image given to a model that takes images, base64-encoded (never written to the transcript). */
+export interface ModelImage {
+  /** `image/jpeg`, `image/png`, `image/gif` or `image/webp`. */
+  mime: string;
+  /** The bytes, base64. */
+  data: string;
+  /** The file name, for logs and notes. */
+  name: string;
+}
+
 /** One message of the conversation sent to a model. */
 export type ChatMessage =
   | { role: "system"; content: string }
-  | { role: "user"; content: string }
+  | { role: "user"; content: string; images?: ModelImage[] }
   | { role: "assistant"; content: string; toolCalls?: ToolCall[] }
   | { role: "tool"; toolCallId: string; content: string };
 

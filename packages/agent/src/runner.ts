@@ -23,10 +23,12 @@ import {
 import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextSettings } from "./context/assemble.js";
-import { withQuotedReply } from "./context/untrusted.js";
 import type { ChatEventPublisher } from "./events.js";
 import { historyMessages, toEntry, userEntryOf } from "./history.js";
 import { finalizeInterrupted } from "./interrupted.js";
+import type { MediaPreparer } from "./media/prepare.js";
+import { withMediaNotes } from "./media/prepare.js";
+import { mediaForTurn } from "./media/turn-media.js";
 import type { ModelProvider } from "./model.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
@@ -74,15 +76,16 @@ export interface AgentRunnerOptions extends ContextSettings {
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
   typingIntervalMs?: number;
+  /** Turns attachments into images, text and notes for the model (absent: short notes only). */
+  media?: MediaPreparer;
 }
 
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
 interface ClaimedRun {
   request: RunRequest;
   session: SessionRecord;
-  /** The messages this turn answers (one, or a collected batch) and their text for the model. */
+  /** The messages this turn answers (one, or a collected batch). */
   batch: RunRequest[];
-  userText: string;
   attempt: number;
   resuming: boolean;
   claim: WriterClaim;
@@ -98,6 +101,13 @@ interface ClaimedRun {
 }
 
 /** What the turn left to settle: how it ended, its text, its reply and the tokens it used. */
+/** What the model's turn answered, before the run settles. */
+interface TurnAnswer {
+  text: string;
+  stopReason: Parameters<typeof completedRun>[0];
+  usage: { inputTokens: number; outputTokens: number };
+}
+
 interface TurnResult {
   end: RunEnd;
   text: string;
@@ -176,15 +186,12 @@ export class AgentRunner {
     await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
-    // Quoted text is someone else's words: the model sees it marked untrusted.
-    const userText = batch.map((r) => withQuotedReply(r.ctx)).join("\n\n");
     const writeChecked = this.#checkedWriter(session.sessionId, claim);
     const stop = begun.stop;
     return {
       request,
       session,
       batch,
-      userText,
       attempt,
       resuming,
       claim,
@@ -287,11 +294,7 @@ export class AgentRunner {
       signal: AbortSignal;
       interactive?: boolean | undefined;
     },
-  ): Promise<{
-    text: string;
-    stopReason: Parameters<typeof completedRun>[0];
-    usage: { inputTokens: number; outputTokens: number };
-  }> {
+  ): Promise<TurnAnswer> {
     const { request, session, writeChecked, log } = run;
     const { ctx, runId } = request;
     const { streamer, pusher, signal } = io;
@@ -299,12 +302,23 @@ export class AgentRunner {
     const entries = await this.o.sessions.read(session.sessionId);
     if (!run.resuming) await writeChecked(run.batch.map(userEntryOf));
     if (signal.aborted) throw signal.reason;
+    // Attachments: refusals are told first; a message that was nothing but refused files needs no model.
+    const media = await mediaForTurn(this.o.media, run.batch, signal, log);
+    pusher.push(media.notices);
+    if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, writeChecked, runId);
     const { provider, model } = this.o.resolveModel(this.o.modelRef);
     const policy = this.o.toolsFor(ctx);
-    const context = { ctx, runId, entries, history: historyMessages(entries, runId), userText: run.userText };
+    const context = {
+      ctx,
+      runId,
+      entries,
+      history: historyMessages(entries, runId),
+      userText: media.userText,
+    };
     const messages = await assembleContext(
       { ...context, resuming: run.resuming, tools: policy.tools, provider, model, signal, writeChecked, log },
       this.o,
+      media.images,
     );
     const chain = this.#toolChain(ctx, policy, io);
     const result = await runAgentTurn({
@@ -323,7 +337,7 @@ export class AgentRunner {
         const steered = await this.o.activity.takeSteering(runId);
         if (steered.length) await writeChecked(steered.map(userEntryOf));
         for (const s of steered) await this.#absorbed(s, runId);
-        return steered.map((s) => s.ctx.body);
+        return steered.map((s) => withMediaNotes(s.ctx));
       },
     });
     pusher.push(streamer.flush());
@@ -331,6 +345,19 @@ export class AgentRunner {
     if (pusher.error !== undefined) throw pusher.error;
     // The usage is added to the session's totals when the run settles (one step with its outcome).
     return { text: result.text, stopReason: result.stopReason, usage: result.usage };
+  }
+
+  async #answeredByNotices(
+    notices: string[],
+    io: { pusher: OrderedBlockPusher },
+    writeChecked: ClaimedRun["writeChecked"],
+    runId: string,
+  ): Promise<TurnAnswer> {
+    const text = notices.join("\n\n");
+    await writeChecked([toEntry({ role: "assistant", content: text }, runId)]);
+    await io.pusher.drained();
+    if (io.pusher.error !== undefined) throw io.pusher.error;
+    return { text, stopReason: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
   }
 
   // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.

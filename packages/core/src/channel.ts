@@ -1,4 +1,5 @@
-import type { AdapterFields, ReplyTarget } from "./msg-context.js";
+import type { FetchedMedia, FetchMediaOptions } from "./media.js";
+import type { AdapterFields, Media, ReplyTarget } from "./msg-context.js";
 
 /** Which markdown flavour a channel renders (the reply layer converts to it). */
 export type MarkdownDialect =
@@ -116,6 +117,13 @@ export interface ChannelAdapter {
   sendTyping(target: ReplyTarget): Promise<void>;
   /** Least time between two sends to this target, when it differs by chat (e.g. groups are slower). */
   sendIntervalMs?(target: ReplyTarget): number;
+  /**
+   * Starts downloading one attachment of an inbound message (`Media.ref`), as a
+   * stream of at most `maxBytes`: throws `MediaTooLargeError` before the
+   * download when the size is known to be over it, and the stream throws it
+   * when the bytes pass it. Channels whose messages carry no attachments omit it.
+   */
+  fetchMedia?(media: Media, options: FetchMediaOptions): Promise<FetchedMedia>;
   /** HTTP endpoints to mount on the gateway (webhooks). */
   httpRoutes?(): HttpRoute[];
   /** The connection state of this adapter's account (connecting, connected, reconnecting, failed...). */

@@ -23,8 +23,30 @@ const ProviderSchema = z
     apiKey: z.string().min(1).optional(),
     /** More keys (auth profiles): on an auth or rate-limit failure the next one is tried while the failed one cools down. */
     apiKeys: z.array(z.string().min(1)).default([]),
+    /**
+     * Whether the provider's models take images: `true`, `false`, or the model names that do. Unset: yes for
+     * `api: "anthropic"` and for OpenAI's own API (no `baseUrl`), no for other OpenAI-compatible servers.
+     */
+    vision: z.union([z.boolean(), z.array(z.string().min(1))]).optional(),
   })
   .strict();
+
+/** Where downloaded attachments are kept and for how long (under `<state dir>/media`, never in Redis). */
+const MediaConfigSchema = z
+  .object({
+    /** Files older than this are removed (hours). */
+    retentionHours: z.number().positive().default(24),
+    /** The oldest files are removed when all of them together pass this (bytes). */
+    maxStoreBytes: z
+      .number()
+      .int()
+      .positive()
+      .default(1024 * 1024 * 1024),
+    /** Most characters of one text document given to the model (within a quarter of the context window in all). */
+    maxDocumentChars: z.number().int().positive().default(50_000),
+  })
+  .strict()
+  .prefault({});
 
 // Everything but `channels`, whose entries the installed plugins validate.
 const BaseConfigSchema = z
@@ -143,6 +165,11 @@ const BaseConfigSchema = z
         systemPrompt: z.string().optional(),
         /** How long a dead process holds a session before another process resumes its run (ms). */
         laneLeaseMs: z.number().int().min(500).default(30_000),
+        /** Transcribes voice notes and audio (`provider/model` of an OpenAI-compatible provider, e.g. "openai/whisper-1"). */
+        transcriptionModel: z
+          .string()
+          .regex(/^[a-z0-9_-]+\/.+$/, 'must be "provider/model", for example "openai/whisper-1"')
+          .optional(),
         /** Delay between tokens of the offline model, so streaming is visible. */
         offlineTokenDelayMs: z.number().int().nonnegative().default(15),
       })
@@ -205,6 +232,7 @@ const BaseConfigSchema = z
       })
       .strict()
       .prefault({}),
+    media: MediaConfigSchema,
     metrics: MetricsConfigSchema,
     lifecycle: LifecycleConfigSchema,
     /** Which roles this process runs; all by default. */

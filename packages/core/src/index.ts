@@ -11,6 +11,7 @@ export * from "./finalize.js";
 export * from "./inbound.js";
 export * from "./logger.js";
 export * from "./markdown-text.js";
+export * from "./media.js";
 export * from "./msg-context.js";
 export * from "./ops-config.js";
 export * from "./pacing.js";

@@ -24,6 +24,9 @@ export const MediaSchema = z
     kind: z.enum(["image", "audio", "voice", "video", "document", "sticker", "other"]),
     mime: z.string().min(1),
     size: z.number().int().nonnegative().optional(),
+    /** The file name the sender gave it, when the platform has one (documents); photos and voice notes have none. */
+    name: z.string().min(1).max(512).optional(),
+    /** The platform's handle to fetch it by (`ChannelAdapter.fetchMedia`): a file id, a URL, a message key. */
     ref: z.string().min(1),
   })
   .strict();

@@ -7,7 +7,6 @@ import {
   finalizeInboundContext,
   type HubConfig,
   type HubLogger,
-  InboundRejectedError,
   type MsgContext,
   type RunRequest,
   runIdForMessage,
@@ -149,7 +148,6 @@ export class InboundDispatcher {
       channel: ctx.channel,
       dedupeKey: ctx.dedupeKey,
     });
-    this.#checkAttachments(ctx, log);
     const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
     const access = this.#access(ctx.channel, ctx.accountId);
     const parsed = this.o.commands ? parseCommand(ctx.body) : undefined;
@@ -226,16 +224,6 @@ export class InboundDispatcher {
     if (command && !commandAuthorized(ctx, access, d.paired)) return this.#refuseCommand(command, ctx, log);
     if (!command) throw new Error("unreachable: a message without a command is admitted at once");
     return this.#command(command, { runId, ctx }, log);
-  }
-
-  #checkAttachments(ctx: MsgContext, log: HubLogger): void {
-    const tooBig = ctx.media.find((m) => (m.size ?? 0) > this.o.config.limits.maxAttachmentBytes);
-    if (!tooBig) return;
-    log.warn({ size: tooBig.size }, "inbound message rejected: attachment too large");
-    throw new InboundRejectedError(
-      "inbound_too_large",
-      `Inbound message rejected: an attachment is ${tooBig.size} bytes; the limit is ${this.o.config.limits.maxAttachmentBytes} (limits.maxAttachmentBytes).`,
-    );
   }
 
   async #pair(ctx: MsgContext, access: ChannelAccess, log: HubLogger): Promise<DispatchResult> {

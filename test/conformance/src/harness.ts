@@ -11,6 +11,14 @@ export interface OutboundMessage {
   wellFormed: boolean;
 }
 
+/** A file the suite sends in a direct message; the fake platform serves its bytes the platform's way. */
+export interface InboundFile {
+  kind: "image" | "document" | "voice";
+  name: string;
+  mime: string;
+  bytes: Buffer;
+}
+
 /** A reference to an inbound message the harness injected, so it can be redelivered. */
 export type InboundRef = unknown;
 
@@ -46,6 +54,14 @@ export interface ConformanceHarness {
     text: string,
     options?: { mention?: boolean; replyToBot?: boolean; threadId?: string },
   ): Promise<InboundRef>;
+  /**
+   * A direct message carrying a file, as the platform delivers one (Telegram photo/document/voice
+   * with its file_id, a Discord attachment on the CDN, a Slack file share with `url_private`, a
+   * WhatsApp media message), the text as its caption. Channels without attachments omit it.
+   */
+  directWithFile?(text: string, file: InboundFile): Promise<InboundRef>;
+  /** File downloads the fake platform served so far (to check what was, or was not, fetched). */
+  downloads?(): number;
   /** A command addressed to some other bot in the group. */
   commandForAnotherBot(): Promise<void>;
   /** Delivers the same platform event again (a platform retry). */

@@ -19,4 +19,5 @@
  */
 export * from "./fuzz.js";
 export * from "./harness.js";
+export * from "./media-cases.js";
 export * from "./suite.js";

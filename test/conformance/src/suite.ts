@@ -5,6 +5,7 @@ import { startTestHub, type TestHub } from "../../support/hub.js";
 import { waitFor } from "../../support/redis.js";
 import { runFuzz } from "./fuzz.js";
 import type { ConformanceHarness } from "./harness.js";
+import { mediaCases, SUITE_MAX_ATTACHMENT_BYTES } from "./media-cases.js";
 
 /** Mutated payloads per adapter in the test suite (`npm run bench` sends 10,000). */
 const FUZZ_COUNT = Number(process.env.HUB_FUZZ_COUNT ?? 2000);
@@ -57,8 +58,9 @@ export function describeAdapterConformance(
         {
           ...extraConfig,
           ...h.hubConfig?.(),
-          agent: { model: "fake/m" },
-          models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+          agent: { model: "fake/m", transcriptionModel: "fake/whisper-1" },
+          models: { providers: { fake: { baseUrl: model.url, apiKey: "k", vision: true } } },
+          limits: { maxAttachmentBytes: SUITE_MAX_ATTACHMENT_BYTES },
           channels: {
             [h.channel]: {
               dmPolicy: "allowlist",
@@ -246,6 +248,8 @@ export function describeAdapterConformance(
       },
       30_000,
     );
+
+    mediaCases(h, () => model);
 
     (h.raw ? it : it.skip)(
       `survives ${FUZZ_COUNT} seeded mutated payloads: no 5xx, no crash, no uncaught error, the next message answered`,

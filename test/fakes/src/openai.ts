@@ -66,8 +66,20 @@ export interface FakeOpenAI {
   readonly requests: FakeChatRequest[];
   /** Queues scripted responses; when the queue is empty the reply echoes the last user message. */
   script(...scripts: FakeScript[]): void;
+  /** Audio transcription requests (`POST /v1/audio/transcriptions`, multipart), in order. */
+  readonly transcriptions: FakeTranscriptionRequest[];
+  /** What the next transcriptions answer (FIFO); when empty, `transcript of <file name>`. */
+  scriptTranscript(...texts: string[]): void;
   /** Stops the server, cutting any open (e.g. hanging) connections; safe to call twice. */
   close(): Promise<void>;
+}
+
+/** One audio transcription request as received. */
+export interface FakeTranscriptionRequest {
+  model: string;
+  fileName: string;
+  mime: string;
+  bytes: Buffer;
 }
 
 /** One tool call as serialized in an OpenAI response. */
@@ -84,6 +96,8 @@ interface WireToolCall {
 export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<FakeOpenAI> {
   const queue: FakeScript[] = [];
   const requests: FakeChatRequest[] = [];
+  const transcriptions: FakeTranscriptionRequest[] = [];
+  const transcripts: string[] = [];
   let counter = 0;
 
   const server = createServer((req, res) => {
@@ -98,6 +112,20 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     const path = new URL(req.url ?? "/", "http://localhost").pathname;
     if (req.method === "GET" && path === "/v1/models") {
       sendJson(res, 200, { object: "list", data: [{ id: "fake-model", object: "model", owned_by: "fake" }] });
+      return;
+    }
+    if (req.method === "POST" && path === "/v1/audio/transcriptions") {
+      const heard = await readTranscription(req);
+      if (!heard)
+        return sendJson(res, 400, errorBody("Expected a multipart file and model", "invalid_request_error"));
+      if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`)
+        return sendJson(
+          res,
+          401,
+          errorBody("Incorrect API key provided", "invalid_request_error", "invalid_api_key"),
+        );
+      transcriptions.push(heard);
+      sendJson(res, 200, { text: transcripts.shift() ?? `transcript of ${heard.fileName}` });
       return;
     }
     if (req.method !== "POST" || path !== "/v1/chat/completions") {
@@ -251,6 +279,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     script: (...scripts) => {
       queue.push(...scripts);
     },
+    transcriptions,
+    scriptTranscript: (...texts) => {
+      transcripts.push(...texts);
+    },
     close: () => {
       closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -343,6 +375,23 @@ function sendJson(res: ServerResponse, status: number, body: unknown, headers: R
   const text = typeof body === "string" ? body : JSON.stringify(body);
   res.writeHead(status, { "content-type": "application/json", ...headers });
   res.end(text);
+}
+
+// The multipart form OpenAI's SDK sends: `file` (with its name and type) and `model`.
+async function readTranscription(req: IncomingMessage): Promise<FakeTranscriptionRequest | undefined> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const headers = { "content-type": String(req.headers["content-type"] ?? "") };
+  try {
+    const form = await new Response(Buffer.concat(chunks), { headers }).formData();
+    const file = form.get("file");
+    const model = form.get("model");
+    if (!(file instanceof Blob) || typeof model !== "string") return undefined;
+    const fileName = "name" in file && typeof file.name === "string" ? file.name : "file";
+    return { model, fileName, mime: file.type, bytes: Buffer.from(await file.arrayBuffer()) };
+  } catch {
+    return undefined;
+  }
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

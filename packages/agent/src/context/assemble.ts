@@ -1,7 +1,7 @@
 import type { HubLogger, MsgContext } from "@hub/core";
 import type { TranscriptEntry } from "@hub/sessions";
 import { trimHistory } from "../history.js";
-import type { ChatMessage, ModelProvider } from "../model.js";
+import type { ChatMessage, ModelImage, ModelProvider } from "../model.js";
 import type { AgentTool } from "../tools.js";
 import { loadWorkspaceBootstrap } from "./bootstrap.js";
 import { compactionMessage, estimateTokens, planCompaction, summarize } from "./compaction.js";
@@ -50,13 +50,15 @@ export interface ContextSettings {
 export async function assembleContext(
   input: ContextInput,
   settings: ContextSettings,
+  /** Images of the user's message, for a model that takes them. */
+  images: ModelImage[] = [],
 ): Promise<ChatMessage[]> {
   const system = await systemPromptFor(input, settings);
   const past = await compactIfNeeded(input, settings, system);
   return [
     { role: "system", content: system },
     ...pruneToolResults(trimHistory(past, settings.historyLimit ?? 200)),
-    { role: "user", content: input.userText },
+    { role: "user", content: input.userText, ...(images.length ? { images } : {}) },
     ...(input.resuming ? [{ role: "system" as const, content: RESUME_NOTE }] : []),
   ];
 }

@@ -11,6 +11,7 @@ import {
   ModelError,
   type ModelErrorKind,
   type ModelEvent,
+  type ModelImage,
   type ModelProvider,
   type ModelRequest,
   type ModelStopReason,
@@ -208,7 +209,8 @@ function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messag
         if (message.content) system.push(message.content);
         break;
       case "user":
-        add("user", text(message.content));
+        // Images first, then the text that speaks about them (Anthropic's advice).
+        add("user", [...(message.images ?? []).map(imageBlock), ...text(message.content)]);
         break;
       case "assistant":
         add("assistant", [
@@ -248,6 +250,11 @@ function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messag
         : { role, content: ordered };
     }),
   };
+}
+
+function imageBlock(image: ModelImage): ContentBlockParam {
+  const mime = image.mime as "image/jpeg" | "image/png" | "image/gif" | "image/webp";
+  return { type: "image", source: { type: "base64", media_type: mime, data: image.data } };
 }
 
 function isToolResult(block: ContentBlockParam): boolean {

@@ -151,8 +151,20 @@ export class OpenAIProvider implements ModelProvider {
 function toOpenAIMessage(message: ChatMessage): ChatCompletionMessageParam {
   switch (message.role) {
     case "system":
-    case "user":
       return { role: message.role, content: message.content };
+    case "user":
+      if (!message.images?.length) return { role: "user", content: message.content };
+      // Images as `image_url` content parts with data URLs, after the text.
+      return {
+        role: "user",
+        content: [
+          ...(message.content ? [{ type: "text" as const, text: message.content }] : []),
+          ...message.images.map((image) => ({
+            type: "image_url" as const,
+            image_url: { url: `data:${image.mime};base64,${image.data}` },
+          })),
+        ],
+      };
     case "assistant": {
       const toolCalls = message.toolCalls ?? [];
       if (toolCalls.length === 0) return { role: "assistant", content: message.content };

@@ -1,4 +1,5 @@
 import {
+  type APIAttachment,
   type APIMessage,
   type APIUser,
   ChannelType,
@@ -7,7 +8,7 @@ import {
   type MessageFlags,
   MessageType,
 } from "discord-api-types/v10";
-import type { FakeApi } from "../kit/index.js";
+import type { FakeApi, FakeFileHost } from "../kit/index.js";
 import type { FakeDiscordGateway } from "./gateway.js";
 import type {
   DiscordCall,
@@ -64,6 +65,9 @@ export interface State {
   holds: string[];
   api: FakeApi<DiscordCall, DiscordFailure>;
   gateway: FakeDiscordGateway;
+  /** The attachments' CDN, served by the same server. */
+  files: FakeFileHost;
+  cdnUrl: () => string;
 }
 
 export function channelTypeOf(s: State, channelId: string): ChannelType | undefined {
@@ -233,6 +237,28 @@ export function messageCreateData(s: State, message: APIMessage): Record<string,
   };
 }
 
+// Attachments live on the fake's CDN (`<server>/attachments/...`), signed like Discord's (ex, is, hm).
+function attachmentOf(
+  s: State,
+  channelId: string,
+  a: NonNullable<UserMessageOptions["attachments"]>[number],
+): APIAttachment {
+  const id = snowflake();
+  const { data, chunked, ...fields } = a;
+  const path = `/attachments/${channelId}/${id}/${encodeURIComponent(a.filename)}`;
+  const expires = Math.floor(Date.now() / 1000) + 86_400;
+  const query = `?ex=${expires.toString(16)}&is=${Math.floor(Date.now() / 1000).toString(16)}&hm=${id}`;
+  if (data !== undefined)
+    s.files.add(path, {
+      name: a.filename,
+      mime: a.content_type ?? "application/octet-stream",
+      bytes: data,
+      chunked,
+    });
+  const url = `${s.cdnUrl()}${path}${query}`;
+  return { id, ...fields, url, proxy_url: url };
+}
+
 export function buildUserMessage(s: State, o: UserMessageOptions): APIMessage {
   const prefix = [o.mentionBot ? `<@${s.bot.id}>` : "", o.mentionBotRole ? `<@&${s.ids.botRole}>` : ""]
     .filter(Boolean)
@@ -254,11 +280,7 @@ export function buildUserMessage(s: State, o: UserMessageOptions): APIMessage {
           referenced_message: referenced ?? null,
         }
       : {}),
-    attachments: (o.attachments ?? []).map((a) => {
-      const id = snowflake();
-      const url = `https://cdn.discordapp.com/attachments/${o.channelId}/${id}/${a.filename}`;
-      return { id, ...a, url, proxy_url: url.replace("cdn.discordapp.com", "media.discordapp.net") };
-    }),
+    attachments: (o.attachments ?? []).map((a) => attachmentOf(s, o.channelId, a)),
   });
   return message;
 }

@@ -1,5 +1,5 @@
 import { GatewayDispatchEvents } from "discord-api-types/v10";
-import { FakeApi, startHttpServer } from "../kit/index.js";
+import { FakeApi, FakeFileHost, startHttpServer } from "../kit/index.js";
 import { FakeDiscordGateway } from "./gateway.js";
 import {
   buildUserMessage,
@@ -69,10 +69,16 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     commands: new Map(),
     interactions: [],
     holds: [],
+    files: new FakeFileHost(),
+    cdnUrl: () => `http://127.0.0.1:${port}`,
     api: new FakeApi<DiscordCall, DiscordFailure>({ name: "fake discord" }),
   };
   const server = await startHttpServer(
-    (req, res) => handle(s, req, res),
+    async (req, res) => {
+      const path = new URL(req.url ?? "/", "http://x").pathname;
+      if (req.method === "GET" && path.startsWith("/attachments/")) return s.files.serve(res, path);
+      return handle(s, req, res);
+    },
     (res) => {
       if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
       res.end(JSON.stringify({ message: "500: Internal Server Error", code: 0 }));
@@ -106,6 +112,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     messageCreatePayload: (opts) => messageCreateData(s, buildUserMessage(s, opts)),
     redeliver: (message) =>
       s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message)),
+    downloads: s.files.downloads,
     slashCommand: (name, opts) => slashCommand(s, name, opts),
     failNext: (route, failure, times = 1) => s.api.failNext(route, failure, times),
     holdNextResponse: (route) => void s.holds.push(route),

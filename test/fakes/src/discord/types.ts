@@ -112,6 +112,8 @@ export interface FakeDiscord {
    * as when the bot's process dies between Discord's success and reading the answer.
    */
   holdNextResponse(route: string): void;
+  /** Attachment paths downloaded from the fake's CDN, in order. */
+  readonly downloads: string[];
   close(): Promise<void>;
 }
 
@@ -127,7 +129,14 @@ export interface UserMessageOptions {
   mentionBotRole?: boolean;
   /** Reply to this message (a `message_reference`, with `referenced_message` filled in). */
   replyTo?: string;
-  attachments?: Array<Pick<APIAttachment, "filename" | "size"> & { content_type?: string }>;
+  /** Files attached; with `data`, the fake's CDN serves the bytes at the attachment's `url`. */
+  attachments?: Array<
+    Pick<APIAttachment, "filename" | "size"> & {
+      content_type?: string;
+      data?: Buffer | string;
+      chunked?: boolean;
+    }
+  >;
   /** Sent through a webhook (`webhook_id` set). */
   webhook?: boolean;
   /** Message type (default 0, DEFAULT; 19 for replies); e.g. 7 for a system "member joined". */

@@ -1,6 +1,13 @@
 import { createHmac } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { FakeApi, type FakeHttpServer, readBody, startHttpServer } from "../kit/index.js";
+import {
+  FakeApi,
+  FakeFileHost,
+  type FakeHttpServer,
+  type HostedFileInput,
+  readBody,
+  startHttpServer,
+} from "../kit/index.js";
 import { FakeSocketMode } from "./socket.js";
 import type {
   DeliveryOptions,
@@ -51,6 +58,8 @@ class FakeSlackServer implements FakeSlack {
   readonly #methods: Record<string, (p: Params) => Answer>;
   readonly #socket: FakeSocketMode;
   readonly #slow = new Map<string, number>();
+  readonly #files = new FakeFileHost();
+  #fileSeq = 0;
   #http: FakeHttpServer | undefined;
   #eventSeq = 0;
 
@@ -86,6 +95,8 @@ class FakeSlackServer implements FakeSlack {
   }
 
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const path = new URL(req.url ?? "/", "http://fake").pathname;
+    if (req.method === "GET" && path.startsWith("/files-pri/")) return this.#serveFile(req, res, path);
     const match = /^\/api\/([\w.]+)$/.exec(new URL(req.url ?? "/", "http://fake").pathname);
     if (req.method !== "POST" || !match) return void res.writeHead(404).end();
     const params = await readParams(req);
@@ -124,6 +135,46 @@ class FakeSlackServer implements FakeSlack {
     const stub = this.#api.stubFor(method);
     if (stub) return ok((stub(params) ?? {}) as Record<string, unknown>);
     return this.#methods[method]?.(params) ?? fail("unknown_method");
+  }
+
+  // Slack serves private files only with the bot token; without it, the browser's sign-in page (HTML).
+  #serveFile(req: IncomingMessage, res: ServerResponse, path: string): void {
+    if (req.headers.authorization !== `Bearer ${this.botToken}` || !this.#files.has(path)) {
+      res.writeHead(200, { "content-type": "text/html; charset=utf-8" }).end("<html>Sign in to Slack</html>");
+      return;
+    }
+    this.#files.serve(res, path);
+  }
+
+  uploadFile(file: HostedFileInput & { user?: string }): Record<string, unknown> {
+    this.#fileSeq += 1;
+    const id = `F${String(this.#fileSeq).padStart(10, "0")}`;
+    const base = `${this.#http?.url}/files-pri/${this.teamId}-${id}`;
+    const name = encodeURIComponent(file.name);
+    this.#files.add(`/files-pri/${this.teamId}-${id}/${name}`, file);
+    this.#files.add(`/files-pri/${this.teamId}-${id}/download/${name}`, file);
+    const now = Math.floor(Date.now() / 1000);
+    const size = typeof file.bytes === "string" ? Buffer.byteLength(file.bytes) : file.bytes.length;
+    return {
+      id,
+      created: now,
+      timestamp: now,
+      name: file.name,
+      title: file.name,
+      mimetype: file.mime,
+      filetype: file.name.split(".").at(-1) ?? "binary",
+      user: file.user ?? "U0USER0001",
+      mode: "hosted",
+      is_external: false,
+      size,
+      url_private: `${base}/${name}`,
+      url_private_download: `${base}/download/${name}`,
+      permalink: `https://fake.slack.com/files/${file.user ?? "U0USER0001"}/${id}/${name}`,
+    };
+  }
+
+  get downloads(): string[] {
+    return this.#files.downloads;
   }
 
   callsOf(method: string): SlackCall[] {

@@ -1,4 +1,4 @@
-import type { RecordedCall } from "../kit/index.js";
+import type { HostedFileInput, RecordedCall } from "../kit/index.js";
 
 /** Options of `startFakeSlack`. */
 export interface FakeSlackOptions {
@@ -77,6 +77,13 @@ export interface FakeSlack {
   eventsUrl: string | undefined;
   /** A user's message as Slack stores it; returns its `ts` (use it in the event). */
   userMessage(channel: string, user: string, text: string, threadTs?: string): SlackMessage;
+  /**
+   * Stores a file a user shared and returns its file object as Slack puts it in a `file_share`
+   * message's `files` (`url_private` needs the bot token as Bearer, else Slack's sign-in page).
+   */
+  uploadFile(file: HostedFileInput & { user?: string }): Record<string, unknown>;
+  /** File paths downloaded with the bot token, in order. */
+  readonly downloads: string[];
   /** Wraps an event in an `event_callback` envelope as Slack does. */
   envelope(event: Record<string, unknown>): Record<string, unknown>;
   /** POSTs an envelope to `eventsUrl`, signed like Slack. */
