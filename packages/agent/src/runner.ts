@@ -3,6 +3,7 @@ import {
   failpoint,
   type HubLogger,
   type MsgContext,
+  type OutboxFile,
   type ReplySink,
   type ReplyStream,
   type RunRequest,
@@ -276,6 +277,7 @@ export class AgentRunner {
       chain,
       signal,
       onText: (delta) => pusher.push(streamer.push(delta)),
+      sendFile: (file, caption) => this.#sendFile(io, file, caption),
       onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {
@@ -290,6 +292,18 @@ export class AgentRunner {
     await pusher.drained();
     if (pusher.error !== undefined) throw pusher.error;
     return { text: result.text, stopReason: result.stopReason };
+  }
+
+  // A file goes in its place: what the model said before it is flushed first, then the file is queued.
+  async #sendFile(
+    io: { streamer: BlockStreamer; pusher: OrderedBlockPusher },
+    file: OutboxFile,
+    caption?: string,
+  ): Promise<void> {
+    io.pusher.push(io.streamer.flush());
+    io.pusher.pushFile(file, caption);
+    await io.pusher.drained();
+    if (io.pusher.error !== undefined) throw io.pusher.error;
   }
 
   // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.

@@ -1,4 +1,5 @@
 import type { ChatMessage, ModelProvider, ModelStopReason, ModelUsage, ToolCall } from "./model.js";
+import type { SendFileInReply } from "./send-file.js";
 import type { ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 
@@ -26,6 +27,8 @@ export interface AgentTurnInput {
   takeSteering?: () => Promise<string[]>;
   /** Loop guard, policy, approval and hooks, before each tool call; without it, listed tools just run. */
   chain?: ToolCallChain;
+  /** Sends a file in the reply, after the text streamed so far (the `send_file` tool's way out). */
+  sendFile?: SendFileInReply;
   /** True when a steering message is waiting: tools of the batch not yet started are then skipped. */
   steeringPending?: () => Promise<boolean>;
 }
@@ -131,6 +134,7 @@ async function runTool(
         runId: input.runId,
         sessionKey: input.sessionKey,
         signal: input.signal,
+        sendFile: input.sendFile,
       }),
     };
   } catch (error) {

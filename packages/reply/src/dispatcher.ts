@@ -4,6 +4,9 @@ import {
   failpoint,
   type HubLogger,
   type OutboundSegment,
+  type Outbox,
+  type OutboxFile,
+  OutboxFileSchema,
   PermanentSendError,
   type ReplySettlement,
   type ReplySink,
@@ -23,6 +26,7 @@ import {
 } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
 
@@ -34,6 +38,8 @@ const SegmentItemSchema = z
     target: ReplyTargetSchema,
     /** When the segment was queued (ms since epoch); items queued before this field existed have none. */
     at: z.number().optional(),
+    /** A file from the outbox this segment sends (`text` is its caption). */
+    attachment: OutboxFileSchema.optional(),
   })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
@@ -51,6 +57,8 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
   sendTimeoutMs?: number | undefined;
   /** A segment older than this when its turn comes is not sent: recorded as expired, the chat told once. */
   maxAgeMs?: number | undefined;
+  /** Where queued files' bytes are read from when they are sent (`<state dir>/outbox`). */
+  outbox?: Outbox | undefined;
 }
 
 /** What a chat is told, once, when answers to it expired unsent. */
@@ -137,6 +145,20 @@ export class ReplyDispatcher implements ReplySink {
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },
+      pushFile: async (file: OutboxFile, caption = "") => {
+        if (ended) throw new Error(`reply ${replyId} already ended`);
+        // A caption too long to go with the file goes first, as its own text.
+        const long = caption.length > MAX_CAPTION_CHARS;
+        const texts = long ? chunkForChannel(caption, capabilities) : [];
+        const items = [...texts, ""].map((text, i) => {
+          const index = next + i;
+          const data: SegmentItem = { replyId, index, text, target, at: Date.now() };
+          if (i === texts.length) Object.assign(data, { text: long ? "" : caption, attachment: file });
+          return { id: `${replyId}#${index}`, data };
+        });
+        await this.#mailbox.push(key, items, options);
+        next += items.length;
+      },
       end: async () => {
         ended = true;
         const k = this.#keys(replyId);
@@ -206,7 +228,7 @@ export class ReplyDispatcher implements ReplySink {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
-        const { target, replyId, index, text } = item.data;
+        const { target, replyId, index } = item.data;
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
@@ -216,10 +238,11 @@ export class ReplyDispatcher implements ReplySink {
           adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
         );
         await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+        const segment = await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger);
         failpoint("delivery.before-send");
         // The last check before the platform write: a process frozen past its lease stops here.
         ctx.assertLease();
-        await this.#sendOnce(adapter, { replyId, index, text }, target, ctx.signal, sendTimeoutMs);
+        await this.#sendOnce(adapter, segment, target, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
       },

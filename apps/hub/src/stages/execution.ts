@@ -8,6 +8,7 @@ import {
 } from "@hub/agent";
 import type { ReplyDispatcher } from "@hub/reply";
 import { createModelResolver } from "../models.js";
+import { hubOutbox } from "../outbox.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
 import type { SessionStage } from "./session.js";
@@ -44,7 +45,13 @@ export async function startExecution(
       createModelResolver(config, agentLog, s.recordModelDecision),
     ),
     modelRef: config.agent.model,
-    toolsFor: createToolAccess(config, { workspace, statusText, replies }),
+    toolsFor: createToolAccess(config, {
+      workspace,
+      statusText,
+      replies,
+      outbox: hubOutbox(base),
+      maxAttachmentBytes: config.limits.maxAttachmentBytes,
+    }),
     workspaceDir: workspace,
     bootstrapLimits: config.agent.bootstrap,
     contextWindowTokens: config.agent.contextWindowTokens,
