@@ -27,6 +27,7 @@ import { classifyStartError, describeTelegramError } from "./errors.js";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
 import { type PollerDeps, pollUpdates } from "./polling.js";
 import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
+import { sendTelegramFile } from "./send-file.js";
 import { parseUpdate } from "./update.js";
 
 /** Options of the Telegram adapter (from `channels.telegram` plus wiring). */
@@ -91,6 +92,7 @@ export class TelegramAdapter implements ChannelAdapter {
       // sendChatAction is a Bot API call of its own: only an answer not there within a second shows it.
       typingDelayMs: 1000,
       edit: true,
+      files: true,
       ...pacingCapabilities(this.#pacing),
       streamMinChars: 1500,
       measure: (markdown) => telegramVisibleLength(renderTelegramHtml(markdown)),
@@ -275,6 +277,10 @@ export class TelegramAdapter implements ChannelAdapter {
         : {}),
     };
     try {
+      if (segment.attachment) {
+        const sent = await sendTelegramFile(this.#bot.api, chatId, segment.text, segment.attachment, common, options.signal);
+        return { messageId: String(sent.message_id) };
+      }
       try {
         const sent = await this.#bot.api.sendMessage(
           chatId,

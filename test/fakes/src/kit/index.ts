@@ -1,3 +1,4 @@
 export * from "./fake-api.js";
 export * from "./http.js";
 export * from "./local.js";
+export * from "./multipart.js";
