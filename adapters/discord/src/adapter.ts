@@ -35,8 +35,8 @@ import { describeClose, GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
-import { fileMessageRequest } from "./send-file.js";
 import { guardPacketHandlers } from "./packet-guard.js";
+import { fileMessageRequest } from "./send-file.js";
 import {
   type CommandInteraction,
   CommandInteractionSchema,

@@ -183,7 +183,13 @@ export class SlackPoster {
       attempt = { replyId: r.replyId, index: r.index, since: Date.now(), state: "posting", fileId };
       await this.#record(key, attempt);
       const { channel, threadTs, text: caption } = r;
-      const ts = await completeUpload(this.#o.client, { channel, threadTs, caption, fileId, title: file.filename });
+      const ts = await completeUpload(this.#o.client, {
+        channel,
+        threadTs,
+        caption,
+        fileId,
+        title: file.filename,
+      });
       await this.#record(key, { ...attempt, state: "done", ...(ts ? { ts } : {}) });
       return ts ?? "";
     } catch (error) {

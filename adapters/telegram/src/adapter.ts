@@ -278,7 +278,14 @@ export class TelegramAdapter implements ChannelAdapter {
     };
     try {
       if (segment.attachment) {
-        const sent = await sendTelegramFile(this.#bot.api, chatId, segment.text, segment.attachment, common, options.signal);
+        const sent = await sendTelegramFile(
+          this.#bot.api,
+          chatId,
+          segment.text,
+          segment.attachment,
+          common,
+          options.signal,
+        );
         return { messageId: String(sent.message_id) };
       }
       try {

@@ -37,7 +37,13 @@ export async function sendTelegramFile(
   try {
     return await send({ caption: renderTelegramHtml(caption), parse_mode: "HTML" });
   } catch (error) {
-    if (!(error instanceof GrammyError && error.error_code === 400 && /can't parse entities/i.test(error.description)))
+    if (
+      !(
+        error instanceof GrammyError &&
+        error.error_code === 400 &&
+        /can't parse entities/i.test(error.description)
+      )
+    )
       throw error;
     return send({ caption: plainTextFallback(caption) });
   }

@@ -1,7 +1,6 @@
 import { EventEmitter } from "node:events";
 import { proto, type WAMessage, type WAPresence } from "@whiskeysockets/baileys";
-import type { WhatsAppConnector, WhatsAppSocket } from "../src/index.js";
-import type { WhatsAppContent } from "../src/index.js";
+import type { WhatsAppConnector, WhatsAppContent, WhatsAppSocket } from "../src/index.js";
 
 /** What WhatsApp shows for sent content: text or caption, the media file, and the stored message. */
 function sentView(content: WhatsAppContent): {
@@ -9,7 +8,8 @@ function sentView(content: WhatsAppContent): {
   file: SentMessage["file"];
   message: Record<string, unknown>;
 } {
-  if ("text" in content) return { text: content.text, file: undefined, message: { conversation: content.text } };
+  if ("text" in content)
+    return { text: content.text, file: undefined, message: { conversation: content.text } };
   const caption = content.caption ?? "";
   const media = { mimetype: content.mimetype, caption };
   if ("image" in content)
@@ -21,7 +21,9 @@ function sentView(content: WhatsAppContent): {
   return {
     text: caption,
     file: { filename: content.fileName, data: content.document, image: false, mimetype: content.mimetype },
-    message: { documentMessage: { ...media, fileLength: content.document.length, fileName: content.fileName } },
+    message: {
+      documentMessage: { ...media, fileLength: content.document.length, fileName: content.fileName },
+    },
   };
 }
 

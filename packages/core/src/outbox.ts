@@ -98,7 +98,13 @@ export class Outbox {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const ref = `${Date.now().toString(36)}-${randomUUID()}`;
     await writeFile(join(this.dir, ref), bytes, { mode: 0o600 });
-    return { ref, filename: safeFilename(filename), mime, kind: attachmentKindOf(mime), size: bytes.byteLength };
+    return {
+      ref,
+      filename: safeFilename(filename),
+      mime,
+      kind: attachmentKindOf(mime),
+      size: bytes.byteLength,
+    };
   }
 
   /** The path of a reference's bytes (the reference is validated: it can name nothing outside the outbox). */

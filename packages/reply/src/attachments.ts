@@ -40,7 +40,11 @@ export async function segmentToSend(
       { replyId, index, channel: adapter.channel, ref: attachment.ref },
       "outbox file not found in this delivery process (swept, or the outbox directory is not shared); sending a note instead",
     );
-    return { replyId, index, text: attachmentFallbackText(attachment, text, "the file is no longer available") };
+    return {
+      replyId,
+      index,
+      text: attachmentFallbackText(attachment, text, "the file is no longer available"),
+    };
   }
   const { filename, mime, kind, size } = attachment;
   return { replyId, index, text, attachment: { path, filename, mime, kind, size } };

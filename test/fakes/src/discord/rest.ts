@@ -265,7 +265,9 @@ function attachmentsOf(
   body: Record<string, unknown>,
 ): { files: NonNullable<DiscordSentMessage["files"]>; attachments: APIAttachment[] } | Answer {
   const parts = ((body as { [FILES]?: MultipartPart[] })[FILES] ?? []) as MultipartPart[];
-  const declared = Array.isArray(body.attachments) ? (body.attachments as Array<{ id?: unknown }>) : undefined;
+  const declared = Array.isArray(body.attachments)
+    ? (body.attachments as Array<{ id?: unknown }>)
+    : undefined;
   const files: NonNullable<DiscordSentMessage["files"]> = [];
   const attachments: APIAttachment[] = [];
   for (const part of parts) {

@@ -62,12 +62,15 @@ class FakeSlackServer implements FakeSlack {
     this.botId = options.botId ?? "BBOT0001";
     this.teamId = options.teamId ?? "T0TEAM001";
     const appId = "A0APP0001";
-    this.#workspace = new SlackWorkspace({
-      botUserId: this.botUserId,
-      botId: this.botId,
-      teamId: this.teamId,
-      appId,
-    }, () => this.#http?.url ?? "http://127.0.0.1");
+    this.#workspace = new SlackWorkspace(
+      {
+        botUserId: this.botUserId,
+        botId: this.botId,
+        teamId: this.teamId,
+        appId,
+      },
+      () => this.#http?.url ?? "http://127.0.0.1",
+    );
     this.#methods = this.#workspace.methods();
     this.#socket = new FakeSocketMode(appId);
   }
