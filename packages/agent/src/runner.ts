@@ -3,6 +3,7 @@ import {
   failpoint,
   type HubLogger,
   type MsgContext,
+  type Outbox,
   type OutboxFile,
   type ReplySink,
   type ReplyStream,
@@ -28,6 +29,7 @@ import type { ChatEventPublisher } from "./events.js";
 import { historyMessages, toEntry, userEntryOf } from "./history.js";
 import { finalizeInterrupted } from "./interrupted.js";
 import type { ModelProvider } from "./model.js";
+import { modelImageSender } from "./model-images.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
@@ -72,6 +74,10 @@ export interface AgentRunnerOptions extends ContextSettings {
   typing?: (target: MsgContext["replyTarget"]) => Promise<void>;
   /** How often typing is refreshed (platforms drop it after ~5 s). */
   typingIntervalMs?: number;
+  /** Where images the model returns are stored for delivery (`<state dir>/outbox`). */
+  outbox?: Outbox;
+  /** `limits.maxAttachmentBytes`: larger images from the model become a note. */
+  maxAttachmentBytes?: number;
 }
 
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
@@ -278,6 +284,11 @@ export class AgentRunner {
       signal,
       onText: (delta) => pusher.push(streamer.push(delta)),
       sendFile: (file, caption) => this.#sendFile(io, file, caption),
+      onImage: modelImageSender(
+        { outbox: this.o.outbox, maxBytes: this.o.maxAttachmentBytes ?? 20 * 1024 * 1024, log },
+        (file) => this.#sendFile(io, file),
+        async (text) => pusher.push([...streamer.flush(), text]),
+      ),
       onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {

@@ -15,6 +15,8 @@ export interface AgentTurnInput {
   signal: AbortSignal;
   /** Called with each text delta as it streams (in order). */
   onText: (delta: string) => void;
+  /** Called with each image in the answer, in its place; the stream waits until it is queued. */
+  onImage?: (image: { mime: string; data: Uint8Array }) => Promise<void>;
   /** Most model calls in one turn, so a tool loop cannot run forever. */
   maxModelCalls?: number;
   /**
@@ -68,6 +70,7 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
         callText += event.delta;
         input.onText(event.delta);
       } else if (event.type === "tool_call") calls.push(event.call);
+      else if (event.type === "image") await input.onImage?.(event);
       else {
         stopReason = event.stopReason;
         usage.inputTokens += event.usage?.inputTokens ?? 0;

@@ -230,6 +230,18 @@ export function describeAdapterConformance(
       expect(withFile.text).toContain("Stock report");
     }, 30_000);
 
+    it("an image in the model's answer arrives as a file in its place", async () => {
+      const png = Buffer.from("89504e470d0a1a0a0000000d49484452", "hex");
+      model.script({ text: "A chart:", images: [`data:image/png;base64,${png.toString("base64")}`] });
+      const before = h.outbound(h.ids.directChat).length;
+      await h.direct("draw me a chart");
+      await answered(h.ids.directChat, before + 2, "text, then the image", 20_000);
+      const sent = h.outbound(h.ids.directChat).slice(before);
+      expect(sent[0]?.text).toBe("A chart:");
+      if (h.supportsFiles === false) return expect(sent[1]?.text).toContain("image-1.png");
+      expect(sent[1]?.file?.data).toEqual(png);
+    }, 30_000);
+
     it("answers a redelivered message once", async () => {
       model.script({ text: "Only once." });
       const before = h.outbound(h.ids.directChat).length;

@@ -65,6 +65,8 @@ export async function startExecution(
     dataLost: (since) => base.epoch.lostSince(since),
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
+    outbox: hubOutbox(base),
+    maxAttachmentBytes: config.limits.maxAttachmentBytes,
   });
   const role = await startAgentRole({
     runner,
