@@ -1,11 +1,19 @@
 import { mkdtempSync, readFileSync, rmSync, unlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelAdapter, createLogger, type OutboundSegment, Outbox, type ReplyTarget } from "@hub/core";
+import {
+  type ChannelAdapter,
+  createLogger,
+  type OutboundSegment,
+  Outbox,
+  PermanentSendError,
+  type ReplyTarget,
+} from "@hub/core";
+import { createRedis } from "@hub/queue";
 import { afterAll, describe, expect, it } from "vitest";
 import { FakeChatAdapter, startFakeChatPlatform } from "../../../test/fakes/src/index.js";
-import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { ReplyDispatcher } from "../src/index.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { FailedDeliveries, ReplyDispatcher } from "../src/index.js";
 
 const prefix = testPrefix("attachments");
 const dir = mkdtempSync(join(tmpdir(), "hub-outbox-"));
@@ -133,5 +141,31 @@ describe("files in ordered delivery", () => {
     expect(files.received).toEqual([
       { text: "[file: report.pdf, 8 B; not attached: the file is no longer available]" },
     ]);
+  });
+
+  it("a file given up for good is kept with its file, and `hub deliveries retry` sends the file again", async () => {
+    const replies = dispatcher("failed");
+    const adapter = filePlatform();
+    const send = adapter.send;
+    let refuse = true;
+    adapter.send = async (segment, target) => {
+      if (refuse && segment.attachment) throw new PermanentSendError("blocked for now");
+      return send(segment, target);
+    };
+    const worker = replies.startDelivery(() => adapter);
+    cleanups.push(() => worker.close());
+    const file = await outbox.put(Buffer.from("again"), "again.txt");
+    const reply = replies.open("r-failed", { channel: "files", accountId: "default", chatId: "c5" });
+    await reply.pushFile?.(file, "retry me");
+    await reply.end();
+    expect(await reply.settled()).toEqual({ total: 1, delivered: 0, failed: 1 });
+    const redis = createRedis(REDIS_URL);
+    cleanups.push(async () => redis.disconnect());
+    const failed = new FailedDeliveries(redis, `${prefix}:failed`);
+    expect((await failed.list())[0]).toMatchObject({ attachment: { ref: file.ref }, text: "retry me" });
+    refuse = false;
+    await failed.retry(replies);
+    await waitFor(() => adapter.received.length === 1, "the retried file");
+    expect(adapter.received).toEqual([{ file: "again.txt", bytes: "again", caption: "retry me" }]);
   });
 });
