@@ -23,7 +23,7 @@ import {
   webhookRoute,
 } from "@hub/core";
 import { type Api, Bot, GrammyError } from "grammy";
-import { classifyStartError, describeTelegramError } from "./errors.js";
+import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
 import { type PollerDeps, pollUpdates } from "./polling.js";
 import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
@@ -297,14 +297,7 @@ export class TelegramAdapter implements ChannelAdapter {
         );
         return { messageId: String(sent.message_id) };
       } catch (error) {
-        if (
-          !(
-            error instanceof GrammyError &&
-            error.error_code === 400 &&
-            /can't parse entities/i.test(error.description)
-          )
-        )
-          throw error;
+        if (!isHtmlParseError(error)) throw error;
         this.#log.warn(
           { replyId: segment.replyId, index: segment.index },
           "telegram could not parse our HTML; resending as plain text",

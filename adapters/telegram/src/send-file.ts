@@ -1,5 +1,6 @@
 import type { OutboundAttachment } from "@hub/core";
-import { type Api, GrammyError, InputFile } from "grammy";
+import { type Api, InputFile } from "grammy";
+import { isHtmlParseError } from "./errors.js";
 import { plainTextFallback, renderTelegramHtml } from "./render.js";
 
 /** Largest photo `sendPhoto` takes; a bigger image goes as a document. */
@@ -37,14 +38,7 @@ export async function sendTelegramFile(
   try {
     return await send({ caption: renderTelegramHtml(caption), parse_mode: "HTML" });
   } catch (error) {
-    if (
-      !(
-        error instanceof GrammyError &&
-        error.error_code === 400 &&
-        /can't parse entities/i.test(error.description)
-      )
-    )
-      throw error;
+    if (!isHtmlParseError(error)) throw error;
     return send({ caption: plainTextFallback(caption) });
   }
 }
