@@ -72,8 +72,9 @@ export class MessageMethods {
   sendMessage(params: Params): Answer {
     const formatted = formatText(params, "message is too long");
     if (isFailure(formatted)) return errorAnswer(formatted);
-    const message = this.#compose(params);
-    if (!isRecord(message)) return message;
+    const composed = this.#compose(params);
+    if ("error" in composed) return composed.error;
+    const { message } = composed;
     message.text = formatted.text;
     if (formatted.entities.length > 0) message.entities = formatted.entities;
     const preview = objParam(params.link_preview_options);
@@ -95,8 +96,9 @@ export class MessageMethods {
         return errorAnswer(badRequest("message caption is too long"));
       captionText = formatted;
     }
-    const message = this.#compose(params);
-    if (!isRecord(message)) return message;
+    const composed = this.#compose(params);
+    if ("error" in composed) return composed.error;
+    const { message } = composed;
     const fileId = `f${this.store.files.size + 1}-${field}`;
     this.store.files.set(fileId, file.data);
     const base = { file_id: fileId, file_unique_id: `u${fileId}`, file_size: file.data.length };
@@ -111,9 +113,9 @@ export class MessageMethods {
   }
 
   /** A new bot message in the requested chat (thread and reply applied), or the error Telegram gives. */
-  #compose(params: Params): Record<string, unknown> | Answer {
+  #compose(params: Params): { message: Record<string, unknown> } | { error: Answer } {
     const chatId = chatIdParam(params.chat_id);
-    if (chatId === undefined) return errorAnswer(badRequest("chat_id is empty"));
+    if (chatId === undefined) return { error: errorAnswer(badRequest("chat_id is empty")) };
     const chat = this.store.chatFor(chatId);
     const chatKey = String(chat.id);
     const messageId = (this.store.lastMessageId.get(chatKey) ?? 0) + 1;
@@ -136,10 +138,10 @@ export class MessageMethods {
         const { reply_to_message: _nested, ...rest } = replied.message;
         message.reply_to_message = rest;
       } else if (!boolParam(replyParams?.allow_sending_without_reply)) {
-        return errorAnswer(badRequest("message to be replied not found"));
+        return { error: errorAnswer(badRequest("message to be replied not found")) };
       }
     }
-    return message;
+    return { message };
   }
 
   editMessageText(params: Params): Answer {
