@@ -123,7 +123,7 @@ describe("tool policy per group", () => {
     const dm = world.model.requests.findIndex((r) =>
       JSON.stringify(r.messages).includes("direct (private) chat"),
     );
-    expect(names(dm)).toEqual(["current_time", "memory_read", "memory_write", "session_status"]);
-    expect(names(1 - dm)).toEqual(["current_time", "session_status"]);
+    expect(names(dm)).toEqual(["current_time", "memory_read", "memory_write", "send_file", "session_status"]);
+    expect(names(1 - dm)).toEqual(["current_time", "send_file", "session_status"]);
   });
 });

@@ -42,6 +42,7 @@ import { type InteractionRecord, InteractionReplies } from "./interaction-replie
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
+import { fileMessageRequest } from "./send-file.js";
 import {
   type CommandInteraction,
   CommandInteractionSchema,
@@ -114,6 +115,7 @@ export class DiscordAdapter implements ChannelAdapter {
       threads: true,
       typing: true,
       edit: false,
+      files: true,
       // A channel takes about 5 messages per 5 s.
       minSendIntervalMs: 1000,
       streamMinChars: 1200,
@@ -508,7 +510,8 @@ export class DiscordAdapter implements ChannelAdapter {
   ): Promise<SendResult> {
     try {
       const replyTo = target.replyToMessageId;
-      if (replyTo?.startsWith(INTERACTION_PREFIX)) {
+      // A file is always a channel message (interaction replies carry text only).
+      if (replyTo?.startsWith(INTERACTION_PREFIX) && !segment.attachment) {
         const answered = await this.#replies.send(
           segment,
           replyTo.slice(INTERACTION_PREFIX.length),
@@ -520,7 +523,9 @@ export class DiscordAdapter implements ChannelAdapter {
         ? { ...target, replyToMessageId: undefined }
         : target;
       const message = (await this.#client.rest.post(Routes.channelMessages(channelOf(target)), {
-        body: messageBody(segment, plain),
+        ...(segment.attachment
+          ? await fileMessageRequest(segment, plain)
+          : { body: messageBody(segment, plain) }),
         ...(options.signal ? { signal: options.signal } : {}),
       })) as { id?: string };
       return message.id ? { messageId: message.id } : {};

@@ -25,6 +25,11 @@ export function outboundOf(fake: FakeDiscord, sent: DiscordSentMessage): Outboun
     threadId: sent.channelId === fake.threadId ? fake.threadId : undefined,
     replyToMessageId: ref?.message_id,
     wellFormed: content.length <= 2000 && fencesBalanced(content),
+    file: sent.files?.[0] && {
+      filename: sent.files[0].filename,
+      data: sent.files[0].data,
+      image: sent.files[0].contentType?.startsWith("image/") === true,
+    },
   };
 }
 

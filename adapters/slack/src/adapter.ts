@@ -85,6 +85,7 @@ export class SlackAdapter implements ChannelAdapter {
     threads: true,
     typing: true,
     edit: false,
+    files: true,
     // chat.postMessage allows about one message per second per channel (short bursts pass).
     minSendIntervalMs: 1000,
     streamMinChars: 1500,
@@ -290,6 +291,7 @@ export class SlackAdapter implements ChannelAdapter {
         text: renderMrkdwn(segment.text),
         replyId: segment.replyId,
         index: segment.index,
+        file: segment.attachment,
       });
     const ts = options.signal ? await this.#signals.run(options.signal, post) : await post();
     if (threadTs && !target.chatId.startsWith("D")) this.#rememberThread(`${target.chatId}:${threadTs}`);

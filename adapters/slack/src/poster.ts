@@ -1,7 +1,8 @@
-import type { AdapterStateStore, HubLogger } from "@hub/core";
+import type { AdapterStateStore, HubLogger, OutboundAttachment } from "@hub/core";
 import { PermanentSendError, RateLimitedError } from "@hub/core";
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
 import { z } from "zod";
+import { completeUpload, uploadFileBytes } from "./file-upload.js";
 
 /** The metadata event type our messages carry, so an uncertain post can be found again. */
 export const SEGMENT_EVENT_TYPE = "hub_reply_segment";
@@ -35,6 +36,7 @@ const HistorySchema = z.looseObject({
         ts: z.string(),
         bot_id: z.string().optional(),
         user: z.string().optional(),
+        files: z.array(z.looseObject({ id: z.string() })).optional(),
         metadata: z
           .looseObject({
             event_type: z.string(),
@@ -53,6 +55,8 @@ export interface PostRequest {
   text: string;
   replyId: string;
   index: number;
+  /** A file this segment shares (`text` is then its caption). */
+  file?: OutboundAttachment | undefined;
 }
 
 /** What the poster needs. */
@@ -74,6 +78,8 @@ const AttemptSchema = z.object({
   since: z.number(),
   state: z.enum(["posting", "done", "failed"]),
   ts: z.string().optional(),
+  /** A file segment: the uploaded file being shared (found again by its id in the conversation). */
+  fileId: z.string().optional(),
 });
 type Attempt = z.infer<typeof AttemptSchema>;
 
@@ -115,6 +121,7 @@ export class SlackPoster {
 
   /** Posts one segment (or finds it from an uncertain earlier attempt); returns its `ts`. */
   async post(r: PostRequest): Promise<string> {
+    if (r.file) return this.#postFile(r, r.file);
     const key = this.#key(r);
     const last = await this.#attempt(key);
     if (last && last.replyId === r.replyId && last.index === r.index) {
@@ -151,11 +158,51 @@ export class SlackPoster {
     }
   }
 
+  /**
+   * A file segment, the same way as text: the bytes are uploaded first (invisible until shared),
+   * the attempt is recorded as `posting` with the file id, then the share is completed. A retry
+   * that finds its own segment still `posting` looks in the conversation for a message carrying
+   * that file id and returns it instead of sharing again (Slack's file API takes no metadata).
+   */
+  async #postFile(r: PostRequest, file: OutboundAttachment): Promise<string> {
+    const key = this.#key(r);
+    const last = await this.#attempt(key);
+    if (last && last.replyId === r.replyId && last.index === r.index && last.fileId) {
+      if (last.state === "done") return last.ts ?? "";
+      if (last.state === "posting") {
+        const found = await this.#settle(r, last);
+        if (found) {
+          await this.#record(key, { ...last, state: "done", ts: found });
+          return found;
+        }
+      }
+    }
+    let attempt: Attempt | undefined;
+    try {
+      const fileId = await uploadFileBytes(this.#o.client, file);
+      attempt = { replyId: r.replyId, index: r.index, since: Date.now(), state: "posting", fileId };
+      await this.#record(key, attempt);
+      const { channel, threadTs, text: caption } = r;
+      const ts = await completeUpload(this.#o.client, {
+        channel,
+        threadTs,
+        caption,
+        fileId,
+        title: file.filename,
+      });
+      await this.#record(key, { ...attempt, state: "done", ...(ts ? { ts } : {}) });
+      return ts ?? "";
+    } catch (error) {
+      if (attempt && !maybePosted(error)) await this.#record(key, { ...attempt, state: "failed" });
+      throw classifySlackError(error);
+    }
+  }
+
   /** After an uncertain attempt: waits until it has settled (delaying the target), then looks for it. */
   async #settle(r: PostRequest, last: Attempt): Promise<string | undefined> {
     const wait = last.since + this.#o.settleMs - Date.now();
     if (wait > 0) throw new RateLimitedError(wait, "an earlier attempt of this segment may still land");
-    const found = await this.#find(r, last.since);
+    const found = await this.#find(r, last.since, last.fileId);
     if (found) {
       this.#o.logger.info(
         { replyId: r.replyId, index: r.index, ts: found },
@@ -166,7 +213,7 @@ export class SlackPoster {
   }
 
   /** Looks for our message carrying this segment's identity, posted since `since` (ms). */
-  async #find(r: PostRequest, since: number): Promise<string | undefined> {
+  async #find(r: PostRequest, since: number, fileId?: string): Promise<string | undefined> {
     const oldest = String(Math.floor(since / 1000) - 300);
     const common = { channel: r.channel, oldest, include_all_metadata: true, limit: 200 };
     const page = r.threadTs
@@ -176,9 +223,11 @@ export class SlackPoster {
     const me = this.#o.botUserId();
     const mine = messages.find(
       (m) =>
-        m.metadata?.event_type === SEGMENT_EVENT_TYPE &&
-        m.metadata.event_payload?.reply_id === r.replyId &&
-        m.metadata.event_payload?.index === r.index &&
+        (fileId
+          ? m.files?.some((f) => f.id === fileId) === true
+          : m.metadata?.event_type === SEGMENT_EVENT_TYPE &&
+            m.metadata.event_payload?.reply_id === r.replyId &&
+            m.metadata.event_payload?.index === r.index) &&
         (me === undefined || m.user === me || m.bot_id !== undefined),
     );
     return mine?.ts;

@@ -23,6 +23,7 @@ export function outboundOf(m: SlackMessage): OutboundMessage {
     threadId: m.thread_ts,
     replyToMessageId: m.thread_ts,
     wellFormed: view.wellFormed,
+    file: m.files?.[0]?.data && { filename: m.files[0].name, data: m.files[0].data },
   };
 }
 

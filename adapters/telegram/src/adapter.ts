@@ -31,10 +31,11 @@ import {
   webhookRoute,
 } from "@hub/core";
 import { type Api, Bot, GrammyError } from "grammy";
-import { classifyStartError, describeTelegramError } from "./errors.js";
+import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
 import { type PollerDeps, pollUpdates } from "./polling.js";
 import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
+import { sendTelegramFile } from "./send-file.js";
 import { parseUpdate } from "./update.js";
 
 /** Options of the Telegram adapter (from `channels.telegram` plus wiring). */
@@ -101,6 +102,7 @@ export class TelegramAdapter implements ChannelAdapter {
       // sendChatAction is a Bot API call of its own: only an answer not there within a second shows it.
       typingDelayMs: 1000,
       edit: true,
+      files: true,
       ...pacingCapabilities(this.#pacing),
       streamMinChars: 1500,
       measure: (markdown) => telegramVisibleLength(renderTelegramHtml(markdown)),
@@ -315,6 +317,17 @@ export class TelegramAdapter implements ChannelAdapter {
         : {}),
     };
     try {
+      if (segment.attachment) {
+        const sent = await sendTelegramFile(
+          this.#bot.api,
+          chatId,
+          segment.text,
+          segment.attachment,
+          common,
+          options.signal,
+        );
+        return { messageId: String(sent.message_id) };
+      }
       try {
         const sent = await this.#bot.api.sendMessage(
           chatId,
@@ -324,14 +337,7 @@ export class TelegramAdapter implements ChannelAdapter {
         );
         return { messageId: String(sent.message_id) };
       } catch (error) {
-        if (
-          !(
-            error instanceof GrammyError &&
-            error.error_code === 400 &&
-            /can't parse entities/i.test(error.description)
-          )
-        )
-          throw error;
+        if (!isHtmlParseError(error)) throw error;
         this.#log.warn(
           { replyId: segment.replyId, index: segment.index },
           "telegram could not parse our HTML; resending as plain text",

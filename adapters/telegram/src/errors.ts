@@ -30,3 +30,12 @@ export function classifyStartError(error: unknown, configPath: string): Error {
     { cause: error },
   );
 }
+
+/** Whether Telegram refused our HTML (`can't parse entities`): the text is then resent as plain text. */
+export function isHtmlParseError(error: unknown): boolean {
+  return (
+    error instanceof GrammyError &&
+    error.error_code === 400 &&
+    /can't parse entities/i.test(error.description)
+  );
+}

@@ -25,15 +25,27 @@ const WEBHOOK_SECRET = "conformance-secret-0123";
 
 /** Visible text and formatting verdict of what the bot sent, as Telegram would show it. */
 export function outboundOf(params: Record<string, unknown>): OutboundMessage {
-  const raw = String(params.text ?? "");
+  const raw = String(params.text ?? params.caption ?? "");
   const html = params.parse_mode === "HTML" ? parseTelegramHtml(raw) : undefined;
   const reply = params.reply_parameters as { message_id?: number } | undefined;
   return {
     text: html?.ok ? html.text : raw,
     threadId: params.message_thread_id === undefined ? undefined : String(params.message_thread_id),
     replyToMessageId: reply?.message_id === undefined ? undefined : String(reply.message_id),
-    wellFormed: html?.ok === true,
+    wellFormed: html?.ok === true || (raw === "" && params.text === undefined),
+    file: uploadOf(params),
   };
+}
+
+/** The file a sendPhoto/sendDocument call uploaded (multipart part named by `attach://`). */
+function uploadOf(params: Record<string, unknown>): OutboundMessage["file"] {
+  const field = params.photo !== undefined ? "photo" : params.document !== undefined ? "document" : undefined;
+  if (!field) return undefined;
+  const ref = String(params[field]);
+  const part = (ref.startsWith("attach://") ? params[ref.slice(9)] : params[field]) as
+    | { filename: string; data: Buffer }
+    | undefined;
+  return part && { filename: part.filename, data: part.data, image: field === "photo" };
 }
 
 async function freePort(): Promise<number> {

@@ -103,6 +103,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
       threads: false,
       typing: options.presence ?? true,
       edit: false,
+      files: true,
       minSendIntervalMs: options.sendIntervalMs ?? 1000,
       streamMinChars: 1500,
       maxSendsPerSecond: 5,

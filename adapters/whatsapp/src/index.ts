@@ -8,4 +8,5 @@ export * from "./login.js";
 export * from "./normalize.js";
 export * from "./plugin.js";
 export * from "./render.js";
+export * from "./send-file.js";
 export * from "./socket.js";

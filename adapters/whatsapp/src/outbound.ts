@@ -11,6 +11,7 @@ import type { WAMessage } from "@whiskeysockets/baileys";
 import { closeCode } from "./connection.js";
 import { decodeQuoteRef } from "./normalize.js";
 import { renderWhatsApp } from "./render.js";
+import { mediaContent } from "./send-file.js";
 import type { WhatsAppSocket } from "./socket.js";
 
 /** What the sending side needs from its adapter. */
@@ -49,7 +50,9 @@ export class Outbound {
     try {
       sent = await socket.sendMessage(
         target.chatId,
-        { text: renderWhatsApp(segment.text) },
+        segment.attachment
+          ? await mediaContent(segment.attachment, segment.text)
+          : { text: renderWhatsApp(segment.text) },
         quoted ? { quoted } : undefined,
       );
     } catch (error) {

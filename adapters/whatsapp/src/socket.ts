@@ -29,7 +29,7 @@ export interface WhatsAppSocket {
   readonly user?: { id: string; lid?: string | undefined; name?: string | undefined } | undefined;
   sendMessage(
     jid: string,
-    content: { text: string },
+    content: import("./send-file.js").WhatsAppContent,
     options?: { quoted?: WAMessage },
   ): Promise<WAMessage | undefined>;
   sendPresenceUpdate(type: WAPresence, jid?: string): Promise<void>;

@@ -1,7 +1,32 @@
 import { EventEmitter } from "node:events";
 import { Readable } from "node:stream";
 import { proto, type WAMessage, type WAPresence } from "@whiskeysockets/baileys";
-import type { WhatsAppConnector, WhatsAppSocket } from "../src/index.js";
+import type { WhatsAppConnector, WhatsAppContent, WhatsAppSocket } from "../src/index.js";
+
+/** What WhatsApp shows for sent content: text or caption, the media file, and the stored message. */
+function sentView(content: WhatsAppContent): {
+  text: string;
+  file: SentMessage["file"];
+  message: Record<string, unknown>;
+} {
+  if ("text" in content)
+    return { text: content.text, file: undefined, message: { conversation: content.text } };
+  const caption = content.caption ?? "";
+  const media = { mimetype: content.mimetype, caption };
+  if ("image" in content)
+    return {
+      text: caption,
+      file: { filename: "image", data: content.image, image: true, mimetype: content.mimetype },
+      message: { imageMessage: { ...media, fileLength: content.image.length } },
+    };
+  return {
+    text: caption,
+    file: { filename: content.fileName, data: content.document, image: false, mimetype: content.mimetype },
+    message: {
+      documentMessage: { ...media, fileLength: content.document.length, fileName: content.fileName },
+    },
+  };
+}
 
 /** The bot's own ids as a linked device sees them (`creds.me`). */
 export const BOT = { pn: "15550001111@s.whatsapp.net", lid: "99887766@lid" };
@@ -22,6 +47,8 @@ export interface SentMessage {
   text: string;
   quoted?: WAMessage | undefined;
   id: string;
+  /** A media message: the file's bytes, name and whether it was an image message. */
+  file?: { filename: string; data: Buffer; image: boolean; mimetype: string } | undefined;
 }
 
 /**
@@ -41,16 +68,17 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
     readonly index: number,
   ) {}
 
-  async sendMessage(jid: string, content: { text: string }, options?: { quoted?: WAMessage }) {
+  async sendMessage(jid: string, content: WhatsAppContent, options?: { quoted?: WAMessage }) {
     const failure = this.#failNext;
     this.#failNext = undefined;
     if (failure) throw failure;
     if (this.ended) throw closeError(428);
     const id = `BOT${String(this.world.sent.length).padStart(6, "0")}`;
-    this.world.sent.push({ jid, text: content.text, quoted: options?.quoted, id });
+    const { text, file, message } = sentView(content);
+    this.world.sent.push({ jid, text, quoted: options?.quoted, id, file });
     return proto.WebMessageInfo.fromObject({
       key: { remoteJid: jid, fromMe: true, id },
-      message: { conversation: content.text },
+      message,
       messageTimestamp: Math.floor(Date.now() / 1000),
     }) as WAMessage;
   }

@@ -27,6 +27,7 @@ function outboundOf(message: SentMessage): OutboundMessage {
     text: message.text,
     replyToMessageId: message.quoted?.key?.id ?? undefined,
     wellFormed: wellFormed(message.text),
+    file: message.file,
   };
 }
 

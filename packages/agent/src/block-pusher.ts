@@ -1,4 +1,4 @@
-import { failpoint, type ReplyStream } from "@hub/core";
+import { failpoint, type OutboxFile, type ReplyStream } from "@hub/core";
 
 /**
  * Pushes a run's reply blocks strictly one after another, so their order is
@@ -25,6 +25,19 @@ export class OrderedBlockPusher {
           this.#error ??= error;
         });
     }
+  }
+
+  /** Queues a file (with its caption) behind every earlier block. */
+  pushFile(file: OutboxFile, caption?: string): void {
+    this.#pushing = this.#pushing
+      .then(() => {
+        if (this.#error !== undefined) return;
+        if (!this.reply.pushFile) throw new Error("this reply cannot carry files");
+        return this.reply.pushFile(file, caption);
+      })
+      .catch((error) => {
+        this.#error ??= error;
+      });
   }
 
   /** The first push failure, if any. */

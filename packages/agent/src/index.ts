@@ -14,6 +14,7 @@ export * from "./providers/offline.js";
 export * from "./providers/openai.js";
 export * from "./recovery.js";
 export * from "./runner.js";
+export * from "./send-file.js";
 export * from "./session-commands.js";
 export * from "./tool-access.js";
 export * from "./tool-policy.js";

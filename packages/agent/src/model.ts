@@ -42,6 +42,8 @@ export type ModelStopReason = "stop" | "tool_calls" | "length" | "content_filter
 export type ModelEvent =
   | { type: "text"; delta: string }
   | { type: "tool_call"; call: ToolCall }
+  /** An image in the answer, in its place after the text so far (providers that return images). */
+  | { type: "image"; mime: string; data: Uint8Array }
   | { type: "done"; stopReason: ModelStopReason; usage?: ModelUsage };
 
 /** One streaming model call. */

@@ -3,6 +3,8 @@ import {
   failpoint,
   type HubLogger,
   type MsgContext,
+  type Outbox,
+  type OutboxFile,
   type ReplySink,
   type ReplyStream,
   type RunRequest,
@@ -30,6 +32,7 @@ import type { MediaPreparer } from "./media/prepare.js";
 import { withMediaNotes } from "./media/prepare.js";
 import { mediaForTurn } from "./media/turn-media.js";
 import type { ModelProvider } from "./model.js";
+import { modelImageSender } from "./model-images.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
@@ -78,6 +81,10 @@ export interface AgentRunnerOptions extends ContextSettings {
   typingIntervalMs?: number;
   /** Turns attachments into images, text and notes for the model (absent: short notes only). */
   media?: MediaPreparer;
+  /** Where images the model returns are stored for delivery (`<state dir>/outbox`). */
+  outbox?: Outbox;
+  /** `limits.maxAttachmentBytes`: larger images from the model become a note. */
+  maxAttachmentBytes?: number;
 }
 
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
@@ -331,6 +338,12 @@ export class AgentRunner {
       chain,
       signal,
       onText: (delta) => pusher.push(streamer.push(delta)),
+      sendFile: (file, caption) => this.#sendFile(io, file, caption),
+      onImage: modelImageSender(
+        { outbox: this.o.outbox, maxBytes: this.o.maxAttachmentBytes ?? 20 * 1024 * 1024, log },
+        (file) => this.#sendFile(io, file),
+        async (text) => pusher.push([...streamer.flush(), text]),
+      ),
       onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {
@@ -358,6 +371,18 @@ export class AgentRunner {
     await io.pusher.drained();
     if (io.pusher.error !== undefined) throw io.pusher.error;
     return { text, stopReason: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
+  }
+
+  // A file goes in its place: what the model said before it is flushed first, then the file is queued.
+  async #sendFile(
+    io: { streamer: BlockStreamer; pusher: OrderedBlockPusher },
+    file: OutboxFile,
+    caption?: string,
+  ): Promise<void> {
+    io.pusher.push(io.streamer.flush());
+    io.pusher.pushFile(file, caption);
+    await io.pusher.drained();
+    if (io.pusher.error !== undefined) throw io.pusher.error;
   }
 
   // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.

@@ -4,10 +4,12 @@ import {
   channelAccess,
   type HubConfig,
   type MsgContext,
+  type Outbox,
   type ReplySink,
 } from "@hub/core";
 import { httpFetchTool } from "./http-fetch.js";
 import { groupMemoryDefault, type MemoryTrust, memoryTools } from "./memory.js";
+import { sendFileTool } from "./send-file.js";
 import { type ApprovalMode, assembleTools } from "./tool-policy.js";
 import {
   type AgentTool,
@@ -48,6 +50,10 @@ export function createToolAccess(
     workspace: string;
     statusText: (sessionKey: string) => Promise<string>;
     replies: ReplySink;
+    /** Where `send_file` puts files; without it the tool does not exist. */
+    outbox?: Outbox;
+    /** `limits.maxAttachmentBytes`: the largest file `send_file` sends. */
+    maxAttachmentBytes?: number;
   },
 ): (ctx: MsgContext) => RunTools {
   const t = config.agent.tools;
@@ -55,6 +61,15 @@ export function createToolAccess(
     currentTimeTool,
     sessionStatusTool(deps.statusText),
     ...configuredTools(config, deps.replies),
+    ...(deps.outbox
+      ? [
+          sendFileTool({
+            workspaceDir: deps.workspace,
+            outbox: deps.outbox,
+            maxBytes: deps.maxAttachmentBytes ?? 20 * 1024 * 1024,
+          }),
+        ]
+      : []),
   ];
   const memory = {
     operator: memoryTools(deps.workspace, "operator"),

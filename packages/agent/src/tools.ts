@@ -1,11 +1,21 @@
 import { z } from "zod";
 import type { ToolSpec } from "./model.js";
+import type { SendFileInReply } from "./send-file.js";
 
 /** A tool the agent can run: its spec for the model and its implementation. */
 export interface AgentTool {
   spec: ToolSpec;
   /** Runs the tool; the returned string is the tool result the model sees. */
-  run(args: unknown, context: { runId: string; sessionKey: string; signal: AbortSignal }): Promise<string>;
+  run(
+    args: unknown,
+    context: {
+      runId: string;
+      sessionKey: string;
+      signal: AbortSignal;
+      /** Sends a file in the run's reply, in order after the text so far (runs with a reply only). */
+      sendFile?: SendFileInReply | undefined;
+    },
+  ): Promise<string>;
 }
 
 /** `current_time`: the current date and time, in UTC and ISO 8601. */
@@ -37,7 +47,15 @@ export function sessionStatusTool(status: (sessionKey: string) => Promise<string
 export const TOOL_PROFILES: Record<"minimal" | "standard" | "full", readonly string[]> = {
   minimal: ["current_time"],
   // http_fetch and send_message exist only when configured, so listing them here turns nothing on by itself.
-  standard: ["current_time", "session_status", "memory_read", "memory_write", "http_fetch", "send_message"],
+  standard: [
+    "current_time",
+    "session_status",
+    "memory_read",
+    "memory_write",
+    "http_fetch",
+    "send_message",
+    "send_file",
+  ],
   full: ["*"],
 };
 

@@ -1,4 +1,5 @@
 import type { ChatMessage, ModelProvider, ModelStopReason, ModelUsage, ToolCall } from "./model.js";
+import type { SendFileInReply } from "./send-file.js";
 import type { ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 
@@ -14,6 +15,8 @@ export interface AgentTurnInput {
   signal: AbortSignal;
   /** Called with each text delta as it streams (in order). */
   onText: (delta: string) => void;
+  /** Called with each image in the answer, in its place; the stream waits until it is queued. */
+  onImage?: (image: { mime: string; data: Uint8Array }) => Promise<void>;
   /** Most model calls in one turn, so a tool loop cannot run forever. */
   maxModelCalls?: number;
   /**
@@ -26,6 +29,8 @@ export interface AgentTurnInput {
   takeSteering?: () => Promise<string[]>;
   /** Loop guard, policy, approval and hooks, before each tool call; without it, listed tools just run. */
   chain?: ToolCallChain;
+  /** Sends a file in the reply, after the text streamed so far (the `send_file` tool's way out). */
+  sendFile?: SendFileInReply;
   /** True when a steering message is waiting: tools of the batch not yet started are then skipped. */
   steeringPending?: () => Promise<boolean>;
 }
@@ -65,6 +70,7 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
         callText += event.delta;
         input.onText(event.delta);
       } else if (event.type === "tool_call") calls.push(event.call);
+      else if (event.type === "image") await input.onImage?.(event);
       else {
         stopReason = event.stopReason;
         usage.inputTokens += event.usage?.inputTokens ?? 0;
@@ -131,6 +137,7 @@ async function runTool(
         runId: input.runId,
         sessionKey: input.sessionKey,
         signal: input.signal,
+        sendFile: input.sendFile,
       }),
     };
   } catch (error) {

@@ -18,6 +18,8 @@ export interface ChannelCapabilities {
   threads: boolean;
   typing: boolean;
   edit: boolean;
+  /** Whether the channel can send files and images (`OutboundSegment.attachment`); without it a file becomes a text note. */
+  files?: boolean;
   /** Least time between two sends to one chat, so the platform never throttles us. */
   minSendIntervalMs?: number;
   /**
@@ -51,6 +53,21 @@ export interface OutboundSegment {
   text: string;
   /** The final segment of its reply. */
   last?: boolean;
+  /** A file or image this segment carries; `text` is then its caption (may be empty). */
+  attachment?: OutboundAttachment;
+}
+
+/** A file or image sent as one segment of a reply, read from the delivery process's outbox. */
+export interface OutboundAttachment {
+  /** Where the delivery process reads the bytes (a file in `<state dir>/outbox`). */
+  path: string;
+  /** The name the recipient sees. */
+  filename: string;
+  mime: string;
+  /** `image` is shown inline where the platform can (Telegram `sendPhoto`); `file` is a document. */
+  kind: "image" | "file";
+  /** Size in bytes. */
+  size: number;
 }
 
 /** What a platform said about a send it accepted. */

@@ -30,6 +30,11 @@ export interface ReplyStream {
   readonly replyId: string;
   /** Queues a block (chunked to the channel's limit) durably for ordered delivery. */
   push(block: string): Promise<void>;
+  /**
+   * Queues a file from the outbox as one segment in its place after the blocks pushed so far,
+   * with an optional caption (the ReplyDispatcher implements it).
+   */
+  pushFile?(file: import("./outbox.js").OutboxFile, caption?: string): Promise<void>;
   /** No more blocks; returns how many segments the reply has. */
   end(): Promise<number>;
   /** Resolves when every segment is delivered or failed for good. */

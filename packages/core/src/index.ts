@@ -14,6 +14,7 @@ export * from "./markdown-text.js";
 export * from "./media.js";
 export * from "./msg-context.js";
 export * from "./ops-config.js";
+export * from "./outbox.js";
 export * from "./pacing.js";
 export * from "./plugin.js";
 export * from "./redact.js";

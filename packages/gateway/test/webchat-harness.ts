@@ -35,6 +35,7 @@ export function webchatHarness(): ConformanceHarness {
     textLimit: 8000,
     supportsThreads: false,
     supportsGroups: false,
+    supportsFiles: false,
     ids: { user: "owner", group: "no-groups", directChat: SESSION },
     // The hub builds the web chat itself.
     start: async () => undefined,

@@ -4,6 +4,9 @@ import {
   failpoint,
   type HubLogger,
   type OutboundSegment,
+  type Outbox,
+  type OutboxFile,
+  OutboxFileSchema,
   PermanentSendError,
   type ReplyOpenOptions,
   type ReplySettlement,
@@ -23,6 +26,7 @@ import {
 } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
 
@@ -37,6 +41,8 @@ const SegmentItemSchema = z
     /** The run and session that wrote it (when it differs from `replyId`), so delivery's log lines name them. */
     runId: z.string().optional(),
     sessionKey: z.string().optional(),
+    /** A file from the outbox this segment sends (`text` is its caption). */
+    attachment: OutboxFileSchema.optional(),
   })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
@@ -64,6 +70,8 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
   sendTimeoutMs?: number | undefined;
   /** A segment older than this when its turn comes is not sent: recorded as expired, the chat told once. */
   maxAgeMs?: number | undefined;
+  /** Where queued files' bytes are read from when they are sent (`<state dir>/outbox`). */
+  outbox?: Outbox | undefined;
 }
 
 /** What a chat is told, once, when answers to it expired unsent. */
@@ -155,6 +163,20 @@ export class ReplyDispatcher implements ReplySink {
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },
+      pushFile: async (file: OutboxFile, caption = "") => {
+        if (ended) throw new Error(`reply ${replyId} already ended`);
+        // A caption too long to go with the file goes first, as its own text.
+        const long = caption.length > MAX_CAPTION_CHARS;
+        const texts = long ? chunkForChannel(caption, capabilities) : [];
+        const items = [...texts, ""].map((text, i) => {
+          const index = next + i;
+          const data: SegmentItem = { replyId, index, text, target, at: Date.now() };
+          if (i === texts.length) Object.assign(data, { text: long ? "" : caption, attachment: file });
+          return { id: `${replyId}#${index}`, data };
+        });
+        await this.#mailbox.push(key, items, options);
+        next += items.length;
+      },
       end: async () => {
         ended = true;
         const k = this.#keys(replyId);
@@ -237,10 +259,11 @@ export class ReplyDispatcher implements ReplySink {
           adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
         );
         await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+        const segment = await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger);
         failpoint("delivery.before-send");
         // The last check before the platform write: a process frozen past its lease stops here.
         ctx.assertLease();
-        await this.#sendOnce(adapter, item.data, ctx.signal, sendTimeoutMs);
+        await this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
       },
@@ -253,11 +276,11 @@ export class ReplyDispatcher implements ReplySink {
   async #sendOnce(
     adapter: ChannelAdapter,
     item: SegmentItem,
+    segment: OutboundSegment,
     lost: AbortSignal,
     sendTimeoutMs: number,
   ): Promise<void> {
     const { target } = item;
-    const segment: OutboundSegment = { replyId: item.replyId, index: item.index, text: item.text };
     const controller = new AbortController();
     const onLost = () => controller.abort(new Error("delivery lease lost"));
     lost.addEventListener("abort", onLost);

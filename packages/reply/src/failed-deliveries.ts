@@ -1,5 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { describeError, type ReplySink, type ReplyTarget, ReplyTargetSchema } from "@hub/core";
+import {
+  describeError,
+  type OutboxFile,
+  OutboxFileSchema,
+  type ReplySink,
+  type ReplyTarget,
+  ReplyTargetSchema,
+} from "@hub/core";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
@@ -16,6 +23,8 @@ const FailedDeliverySchema = z.object({
   at: z.number(),
   /** `expired`: not sent because it was older than `delivery.maxAgeSeconds` when its turn came. */
   kind: z.enum(["failed", "expired"]).optional(),
+  /** A file segment's file (its bytes stay in the outbox until swept). */
+  attachment: OutboxFileSchema.optional(),
 });
 /** One reply segment delivery gave up on, kept so the operator can see and retry it. */
 export type FailedDelivery = z.infer<typeof FailedDeliverySchema>;
@@ -37,7 +46,13 @@ export class FailedDeliveries {
 
   /** Records a segment given up for good. */
   async record(
-    segment: { replyId: string; index: number; text: string; target: ReplyTarget },
+    segment: {
+      replyId: string;
+      index: number;
+      text: string;
+      target: ReplyTarget;
+      attachment?: OutboxFile | undefined;
+    },
     error: unknown,
     kind: "failed" | "expired" = "failed",
   ): Promise<void> {
@@ -85,7 +100,9 @@ export class FailedDeliveries {
       // Removed first: two operators retrying at once send it once.
       if ((await this.redis.lrem(this.#key, 1, r)) === 0) continue;
       const reply = replies.open(`retry-${parsed.data.id}-${randomUUID()}`, parsed.data.target);
-      await reply.push(parsed.data.text);
+      const { text, attachment } = parsed.data;
+      if (attachment && reply.pushFile) await reply.pushFile(attachment, text);
+      else await reply.push(text);
       await reply.end();
       retried.push(parsed.data);
     }

@@ -9,6 +9,17 @@ export interface OutboundMessage {
   replyToMessageId?: string | undefined;
   /** Whether the platform accepted the message's formatting (e.g. balanced HTML). */
   wellFormed: boolean;
+  /** A file or image the message carried (its caption is `text`). */
+  file?: OutboundFile | undefined;
+}
+
+/** A file the bot sent, as the platform received it. */
+export interface OutboundFile {
+  filename: string;
+  /** The bytes that arrived. */
+  data: Buffer;
+  /** Whether the platform shows it as an image (Telegram photo, WhatsApp image) rather than a document. */
+  image?: boolean;
 }
 
 /** A file the suite sends in a direct message; the fake platform serves its bytes the platform's way. */
@@ -32,6 +43,8 @@ export interface ConformanceHarness {
   /** Longest message the platform accepts (visible characters). */
   textLimit: number;
   supportsThreads: boolean;
+  /** False for channels that cannot send files (the file becomes a text note). */
+  supportsFiles?: boolean;
   /** False for channels without group chats (web chat): the group cases are skipped. */
   supportsGroups?: boolean;
   /**

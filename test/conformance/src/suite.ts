@@ -197,6 +197,53 @@ export function describeAdapterConformance(
       20_000,
     );
 
+    it("file out arrives in order between text segments", async () => {
+      const csv = "name,qty\nbolts,12\nnuts,40\n";
+      model.script(
+        {
+          text: "Here is the report.",
+          toolCalls: [
+            {
+              name: "send_file",
+              arguments: JSON.stringify({ content: csv, filename: "report.csv", caption: "Stock report" }),
+            },
+          ],
+        },
+        { text: "That was the report." },
+      );
+      const before = h.outbound(h.ids.directChat).length;
+      await h.direct("send me the report");
+      await answered(h.ids.directChat, before + 3, "text, file, text", 20_000);
+      await new Promise((r) => setTimeout(r, 300));
+      const sent = h.outbound(h.ids.directChat).slice(before);
+      expect(sent.map((m) => (m.file || m.text.includes("report.csv") ? "file" : m.text))).toEqual([
+        "Here is the report.",
+        "file",
+        "That was the report.",
+      ]);
+      const withFile = sent[1]!;
+      if (h.supportsFiles === false) {
+        // A channel that cannot carry files says so in the file's place.
+        expect(withFile.text).toContain("report.csv");
+        return;
+      }
+      expect(withFile.file?.filename).toBe("report.csv");
+      expect(withFile.file?.data.toString("utf8")).toBe(csv);
+      expect(withFile.text).toContain("Stock report");
+    }, 30_000);
+
+    it("an image in the model's answer arrives as a file in its place", async () => {
+      const png = Buffer.from("89504e470d0a1a0a0000000d49484452", "hex");
+      model.script({ text: "A chart:", images: [`data:image/png;base64,${png.toString("base64")}`] });
+      const before = h.outbound(h.ids.directChat).length;
+      await h.direct("draw me a chart");
+      await answered(h.ids.directChat, before + 2, "text, then the image", 20_000);
+      const sent = h.outbound(h.ids.directChat).slice(before);
+      expect(sent[0]?.text).toBe("A chart:");
+      if (h.supportsFiles === false) return expect(sent[1]?.text).toContain("image-1.png");
+      expect(sent[1]?.file?.data).toEqual(png);
+    }, 30_000);
+
     it("answers a redelivered message once", async () => {
       model.script({ text: "Only once." });
       const before = h.outbound(h.ids.directChat).length;

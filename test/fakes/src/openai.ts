@@ -10,6 +10,11 @@ export interface FakeReplyScript {
   text?: string;
   /** Tool calls; each one's `arguments` is streamed in `chunkSize` fragments, as OpenAI does. */
   toolCalls?: Array<{ name: string; arguments: string; id?: string }>;
+  /**
+   * Images in the answer as data URLs, sent after the text the way image-generating models answer
+   * through OpenAI-compatible gateways (OpenRouter, LiteLLM): `delta.images` / `message.images`.
+   */
+  images?: string[];
   /** Characters per text chunk / argument fragment (default 5). */
   chunkSize?: number;
   /** Pause between streamed chunks, in ms (default 0). */
@@ -81,6 +86,8 @@ export interface FakeTranscriptionRequest {
   mime: string;
   bytes: Buffer;
 }
+/** An image output part as gateways serialize it. */
+const imagePart = (url: string) => ({ type: "image_url", image_url: { url } });
 
 /** One tool call as serialized in an OpenAI response. */
 interface WireToolCall {
@@ -211,6 +218,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     } else {
       const size = Math.max(1, script.chunkSize ?? 5);
       for (const piece of split(script.text ?? "", size)) events.push(delta({ content: piece }));
+      for (const url of script.images ?? []) events.push(delta({ images: [imagePart(url)] }));
       const calls = wireToolCalls(script, ctx);
       calls.forEach((call, index) => {
         // First chunk names the call with empty arguments; then argument fragments, as OpenAI does.
@@ -259,6 +267,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
             content: script.text ?? (calls.length > 0 ? null : ""),
             refusal: null,
             ...(calls.length > 0 ? { tool_calls: calls } : {}),
+            ...(script.images?.length ? { images: script.images.map(imagePart) } : {}),
           },
           logprobs: null,
           finish_reason: finishReason(script),

@@ -9,6 +9,7 @@ import {
 import type { ReplyDispatcher } from "@hub/reply";
 import { buildMediaPreparer } from "../media.js";
 import { createModelResolver } from "../models.js";
+import { hubOutbox } from "../outbox.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
 import type { SessionStage } from "./session.js";
@@ -46,7 +47,13 @@ export async function startExecution(
       createModelResolver(config, agentLog, s.recordModelDecision),
     ),
     modelRef: config.agent.model,
-    toolsFor: createToolAccess(config, { workspace, statusText, replies }),
+    toolsFor: createToolAccess(config, {
+      workspace,
+      statusText,
+      replies,
+      outbox: hubOutbox(base),
+      maxAttachmentBytes: config.limits.maxAttachmentBytes,
+    }),
     workspaceDir: workspace,
     bootstrapLimits: config.agent.bootstrap,
     contextWindowTokens: config.agent.contextWindowTokens,
@@ -61,6 +68,8 @@ export async function startExecution(
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
     media: buildMediaPreparer(config, base.stateDir, entry.adapters),
+    outbox: hubOutbox(base),
+    maxAttachmentBytes: config.limits.maxAttachmentBytes,
   });
   const role = await startAgentRole({
     runner,

@@ -1,4 +1,5 @@
 import { ReplyDispatcher } from "@hub/reply";
+import { hubOutbox, startOutboxSweeper } from "../outbox.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
 
@@ -18,6 +19,7 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     sendTimeoutMs: config.delivery.sendTimeoutMs,
     maxAgeMs: config.delivery.maxAgeSeconds * 1000,
     leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
+    outbox: hubOutbox(base),
     ...base.mailbox,
   });
   base.shutdown.rest.push(() => replies.close());
@@ -27,6 +29,7 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     base.shutdown.workers.push(
       replies.startDelivery(adapterOf, { concurrency: tuning.deliveryConcurrency ?? 50 }),
     );
+    startOutboxSweeper(base, hubOutbox(base));
     // Reply targets our dead predecessor was delivering resume now, not a lease later.
     await replies.reclaimDeadPredecessors();
   }

@@ -16,6 +16,7 @@ import {
   type ToolCall,
   type ToolSpec,
 } from "../model.js";
+import { imagesOf } from "./openai-images.js";
 import { abortOrStallError, StallGuard, stalled } from "./stall-guard.js";
 
 /** Options of `OpenAIProvider`. */
@@ -120,6 +121,7 @@ export class OpenAIProvider implements ModelProvider {
           if (choice.finish_reason) finishReason = choice.finish_reason;
           const text = choice.delta?.content;
           if (text) yield { type: "text", delta: text };
+          for (const image of imagesOf(choice.delta)) yield { type: "image", ...image };
         }
         guard.arm();
       }

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { ChannelType, GatewayDispatchEvents, MessageType } from "discord-api-types/v10";
-import { readBody } from "../kit/index.js";
+import { type APIAttachment, ChannelType, GatewayDispatchEvents, MessageType } from "discord-api-types/v10";
+import { boundaryOf, type MultipartPart, parseMultipart, readBody } from "../kit/index.js";
 import {
   channelTypeOf,
   guildChannels,
@@ -64,7 +64,10 @@ function createMessage(s: State, channelId: string, body: Record<string, unknown
   const content = typeof body.content === "string" ? body.content : "";
   if (content.length > 2000)
     return invalidForm("content", "BASE_TYPE_MAX_LENGTH", "Must be 2000 or fewer in length.");
-  if (content.trim() === "") return json(400, { message: "Cannot send an empty message", code: 50006 });
+  const uploads = attachmentsOf(body);
+  if ("status" in uploads) return uploads;
+  if (content.trim() === "" && uploads.files.length === 0)
+    return json(400, { message: "Cannot send an empty message", code: 50006 });
   const nonce = body.nonce;
   if (
     nonce !== undefined &&
@@ -82,6 +85,7 @@ function createMessage(s: State, channelId: string, body: Record<string, unknown
     return invalidForm("message_reference", "REPLIES_UNKNOWN_MESSAGE", "Unknown message");
   const message = messageOf(s, channelId, s.bot, content, {
     ...(nonce !== undefined ? { nonce: nonce as string } : {}),
+    ...(uploads.attachments.length ? { attachments: uploads.attachments } : {}),
     ...(target
       ? {
           type: MessageType.Reply,
@@ -91,7 +95,14 @@ function createMessage(s: State, channelId: string, body: Record<string, unknown
       : {}),
   });
   if (nonce !== undefined && body.enforce_nonce === true) s.nonces.set(nonceKey, { message, at: Date.now() });
-  s.sent.push({ channelId, body, message, pinged: pingsOf(content, body.allowed_mentions), at: Date.now() });
+  s.sent.push({
+    channelId,
+    body,
+    message,
+    pinged: pingsOf(content, body.allowed_mentions),
+    at: Date.now(),
+    ...(uploads.files.length ? { files: uploads.files } : {}),
+  });
   // Discord echoes the bot's own message on the gateway (the adapter must ignore it).
   s.gateway.dispatch(GatewayDispatchEvents.MessageCreate, messageCreateData(s, message));
   return json(200, message);
@@ -245,11 +256,54 @@ export function routeTemplate(path: string): string {
 const isRecord = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v);
 
+/** Multipart file parts of a request, kept beside the JSON body (a symbol key: never part of the payload). */
+const FILES = Symbol("files");
+
 async function jsonBody(req: IncomingMessage): Promise<unknown> {
-  const text = (await readBody(req)).toString("utf8");
+  const raw = await readBody(req);
+  const boundary = boundaryOf(String(req.headers["content-type"] ?? ""));
+  if (boundary && /multipart\/form-data/i.test(String(req.headers["content-type"]))) {
+    // Uploads: the JSON body is the `payload_json` part, the files are `files[n]` parts.
+    const parts = parseMultipart(raw, boundary);
+    const payload = parts.find((p) => p.name === "payload_json" && p.filename === undefined);
+    const body = payload ? (JSON.parse(payload.data.toString("utf8")) as Record<string, unknown>) : {};
+    return Object.assign(body, { [FILES]: parts.filter((p) => /^files\[\d+\]$/.test(p.name)) });
+  }
+  const text = raw.toString("utf8");
   if (text === "") return undefined;
-  // discord.js sends JSON; multipart (files) is not part of this fake.
   return JSON.parse(text);
+}
+
+/**
+ * The attachments of a message with uploads: each `files[n]` part needs an
+ * `attachments` entry with `id` n when `attachments` is given (Discord's rule).
+ */
+function attachmentsOf(
+  body: Record<string, unknown>,
+): { files: NonNullable<DiscordSentMessage["files"]>; attachments: APIAttachment[] } | Answer {
+  const parts = ((body as { [FILES]?: MultipartPart[] })[FILES] ?? []) as MultipartPart[];
+  const declared = Array.isArray(body.attachments)
+    ? (body.attachments as Array<{ id?: unknown }>)
+    : undefined;
+  const files: NonNullable<DiscordSentMessage["files"]> = [];
+  const attachments: APIAttachment[] = [];
+  for (const part of parts) {
+    const n = part.name.slice(6, -1);
+    if (declared && !declared.some((a) => String(a.id) === n))
+      return invalidForm("attachments", "ATTACHMENT_NOT_FOUND", `files[${n}] has no attachments entry`);
+    const filename = part.filename ?? "unknown";
+    files.push({ filename, contentType: part.contentType, data: part.data });
+    const id = snowflake();
+    attachments.push({
+      id,
+      filename,
+      size: part.data.length,
+      url: `https://cdn.discordapp.com/attachments/${id}/${filename}`,
+      proxy_url: `https://media.discordapp.net/attachments/${id}/${filename}`,
+      ...(part.contentType ? { content_type: part.contentType } : {}),
+    });
+  }
+  return { files, attachments };
 }
 
 /** Answers one REST request (recorded in the kit's FakeApi, scripted failures and holds applied). */

@@ -29,6 +29,8 @@ export interface DiscordSentMessage {
   /** Who was really pinged, after `allowed_mentions` was applied. */
   pinged: { everyone: boolean; users: string[]; roles: string[] };
   at: number;
+  /** Files uploaded with the message (multipart `files[n]`), in attachment order. */
+  files?: Array<{ filename: string; contentType?: string | undefined; data: Buffer }>;
 }
 
 /**

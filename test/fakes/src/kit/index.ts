@@ -2,3 +2,4 @@ export * from "./fake-api.js";
 export * from "./files.js";
 export * from "./http.js";
 export * from "./local.js";
+export * from "./multipart.js";

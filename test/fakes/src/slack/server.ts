@@ -71,12 +71,15 @@ class FakeSlackServer implements FakeSlack {
     this.botId = options.botId ?? "BBOT0001";
     this.teamId = options.teamId ?? "T0TEAM001";
     const appId = "A0APP0001";
-    this.#workspace = new SlackWorkspace({
-      botUserId: this.botUserId,
-      botId: this.botId,
-      teamId: this.teamId,
-      appId,
-    });
+    this.#workspace = new SlackWorkspace(
+      {
+        botUserId: this.botUserId,
+        botId: this.botId,
+        teamId: this.teamId,
+        appId,
+      },
+      () => this.#http?.url ?? "http://127.0.0.1",
+    );
     this.#methods = this.#workspace.methods();
     this.#socket = new FakeSocketMode(appId);
   }
@@ -97,6 +100,13 @@ class FakeSlackServer implements FakeSlack {
   async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? "/", "http://fake").pathname;
     if (req.method === "GET" && path.startsWith("/files-pri/")) return this.#serveFile(req, res, path);
+    const upload = /^\/upload\/v1\/(\w+)$/.exec(new URL(req.url ?? "/", "http://fake").pathname);
+    if (upload && req.method === "POST") {
+      // The upload URL takes the raw bytes (or a form); it answers 200 "OK - <length>".
+      const data = await readBody(req);
+      const accepted = this.#workspace.receiveUpload(upload[1] ?? "", data);
+      return void res.writeHead(accepted ? 200 : 404).end(accepted ? `OK - ${data.length}` : "");
+    }
     const match = /^\/api\/([\w.]+)$/.exec(new URL(req.url ?? "/", "http://fake").pathname);
     if (req.method !== "POST" || !match) return void res.writeHead(404).end();
     const params = await readParams(req);

@@ -28,6 +28,18 @@ export interface SlackMessage {
   thread_ts?: string;
   metadata?: { event_type: string; event_payload?: Record<string, unknown> };
   reactions: Map<string, Set<string>>;
+  /** Files shared with the message (files.completeUploadExternal). */
+  files?: SlackFile[];
+}
+
+/** A file uploaded through files.getUploadURLExternal and its upload URL. */
+export interface SlackFile {
+  id: string;
+  name: string;
+  title: string;
+  size: number;
+  /** The bytes POSTed to the upload URL (undefined until then). */
+  data?: Buffer;
 }
 
 /** An injected failure: an `ok: false` error, or HTTP 429 with Retry-After seconds. */
@@ -63,7 +75,7 @@ export interface FakeSlack {
   ): Promise<SlackCall>;
   /** Implements an extra Web API method; the handler's object is merged into `{ ok: true }`. */
   stub(method: string, handler: (params: Record<string, unknown>) => unknown): void;
-  /** Messages the bot posted (successful chat.postMessage), optionally in one channel, in order. */
+  /** Messages the bot posted (chat.postMessage, and file shares by files.completeUploadExternal), optionally in one channel, in order. */
   posted(channel?: string): SlackMessage[];
   /** The message with this `ts` in a channel, if Slack has it. */
   messageAt(channel: string, ts: string): SlackMessage | undefined;

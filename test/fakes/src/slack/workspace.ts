@@ -1,4 +1,4 @@
-import type { SlackMessage } from "./types.js";
+import type { SlackFile, SlackMessage } from "./types.js";
 
 /** Web API parameters as received (form fields or JSON). */
 export type Params = Record<string, unknown>;
@@ -41,9 +41,23 @@ export interface WorkspaceIds {
  */
 export class SlackWorkspace {
   readonly messages: SlackMessage[] = [];
+  /** Files by id, from files.getUploadURLExternal on. */
+  readonly files = new Map<string, SlackFile>();
   #seq = 0;
 
-  constructor(readonly ids: WorkspaceIds) {}
+  constructor(
+    readonly ids: WorkspaceIds,
+    /** The base of upload URLs (the fake's own server), known once it listens. */
+    private readonly uploadBase: () => string = () => "http://127.0.0.1",
+  ) {}
+
+  /** The bytes POSTed to a file's upload URL; false when there is no such pending upload. */
+  receiveUpload(fileId: string, data: Buffer): boolean {
+    const file = this.files.get(fileId);
+    if (!file || file.data !== undefined) return false;
+    file.data = data;
+    return true;
+  }
 
   /** A new message `ts`: the Unix time plus a sequence, unique and increasing like Slack's. */
   nextTs(): string {
@@ -74,6 +88,8 @@ export class SlackWorkspace {
     return {
       "auth.test": () => this.#authTest(),
       "chat.postMessage": (p) => this.#postMessage(p),
+      "files.getUploadURLExternal": (p) => this.#uploadUrl(p),
+      "files.completeUploadExternal": (p) => this.#completeUpload(p),
       "reactions.add": (p) => this.#react(p, true),
       "reactions.remove": (p) => this.#react(p, false),
       "conversations.history": (p) => this.#history(p, false),
@@ -96,7 +112,52 @@ export class SlackWorkspace {
       ...(m.bot_id ? { bot_id: m.bot_id, app_id: this.ids.appId } : {}),
       ...(m.thread_ts ? { thread_ts: m.thread_ts } : {}),
       ...(withMetadata && m.metadata ? { metadata: m.metadata } : {}),
+      ...(m.files ? { files: m.files.map((f) => this.#fileView(f)) } : {}),
     };
+  }
+
+  #fileView(f: SlackFile): Record<string, unknown> {
+    return { id: f.id, name: f.name, title: f.title, size: f.size, mode: "hosted" };
+  }
+
+  #uploadUrl(p: Params): Answer {
+    const filename = str(p.filename);
+    const length = Number(str(p.length) ?? p.length);
+    if (!filename) return fail("invalid_arguments");
+    if (!Number.isInteger(length) || length <= 0) return fail("invalid_arguments");
+    const id = `F${String(this.files.size + 1).padStart(9, "0")}`;
+    this.files.set(id, { id, name: filename, title: filename, size: length });
+    return ok({ upload_url: `${this.uploadBase()}/upload/v1/${id}`, file_id: id });
+  }
+
+  // Shares uploaded files in one conversation as one bot message (initial_comment as its text).
+  #completeUpload(p: Params): Answer {
+    const listed = jsonParam(p.files);
+    if (!Array.isArray(listed) || listed.length === 0) return fail("invalid_arguments");
+    const files: SlackFile[] = [];
+    for (const entry of listed as Array<{ id?: unknown; title?: unknown }>) {
+      const file = this.files.get(String(entry.id));
+      if (!file) return fail("file_not_found");
+      if (file.data === undefined || file.data.length !== file.size) return fail("file_upload_size_mismatch");
+      if (typeof entry.title === "string" && entry.title) file.title = entry.title;
+      files.push(file);
+    }
+    const channel = str(p.channel_id);
+    if (!channel) return ok({ files: files.map((f) => this.#fileView(f)) });
+    const threadTs = str(p.thread_ts);
+    const message: SlackMessage = {
+      channel,
+      ts: this.nextTs(),
+      text: typeof p.initial_comment === "string" ? p.initial_comment : "",
+      user: this.ids.botUserId,
+      bot_id: this.ids.botId,
+      ...(threadTs ? { thread_ts: threadTs } : {}),
+      reactions: new Map(),
+      files,
+    };
+    this.messages.push(message);
+    // Slack often reports shares later than the answer; the fake reports none, like a fresh upload.
+    return ok({ files: files.map((f) => this.#fileView(f)) });
   }
 
   #authTest(): Answer {

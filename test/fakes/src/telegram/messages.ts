@@ -20,6 +20,17 @@ import { type TelegramFailure, telegramErrors } from "./types.js";
 const unixNow = () => Math.floor(Date.now() / 1000);
 const isFailure = (v: unknown): v is TelegramFailure => isRecord(v) && typeof v.error_code === "number";
 
+/** Longest caption of a photo or document, in characters. */
+const MAX_CAPTION_LENGTH = 1024;
+
+/** The uploaded file a `photo`/`document` parameter names: `attach://<part>` or the part itself. */
+function uploadedFile(params: Params, field: string): { filename: string; data: Buffer } | undefined {
+  const value = params[field];
+  const named = typeof value === "string" && value.startsWith("attach://") ? params[value.slice(9)] : value;
+  if (!isRecord(named) || !Buffer.isBuffer(named.data)) return undefined;
+  return { filename: String(named.filename ?? field), data: named.data };
+}
+
 /** chat_id as Telegram reads it: an integer, or "@channelusername". */
 function chatIdParam(v: unknown): number | string | undefined {
   const n = intParam(v);
@@ -59,10 +70,52 @@ export class MessageMethods {
   ) {}
 
   sendMessage(params: Params): Answer {
-    const chatId = chatIdParam(params.chat_id);
-    if (chatId === undefined) return errorAnswer(badRequest("chat_id is empty"));
     const formatted = formatText(params, "message is too long");
     if (isFailure(formatted)) return errorAnswer(formatted);
+    const composed = this.#compose(params);
+    if ("error" in composed) return composed.error;
+    const { message } = composed;
+    message.text = formatted.text;
+    if (formatted.entities.length > 0) message.entities = formatted.entities;
+    const preview = objParam(params.link_preview_options);
+    if (preview) message.link_preview_options = preview;
+    this.store.rememberMessage(message, true);
+    return okAnswer(message);
+  }
+
+  /** sendPhoto / sendDocument: the file arrives as a multipart part named by `attach://<id>` (or a file_id). */
+  sendFile(params: Params, field: "photo" | "document"): Answer {
+    const file = uploadedFile(params, field);
+    if (!file) return errorAnswer(badRequest(`there is no ${field} in the request`));
+    const caption = strParam(params.caption) ?? "";
+    let captionText: { text: string; entities: MessageEntity[] } | undefined;
+    if (caption !== "") {
+      const formatted = formatText({ ...params, text: caption }, "message caption is too long");
+      if (isFailure(formatted)) return errorAnswer(formatted);
+      if ([...formatted.text].length > MAX_CAPTION_LENGTH)
+        return errorAnswer(badRequest("message caption is too long"));
+      captionText = formatted;
+    }
+    const composed = this.#compose(params);
+    if ("error" in composed) return composed.error;
+    const { message } = composed;
+    const fileId = `f${this.store.files.size + 1}-${field}`;
+    this.store.files.set(fileId, file.data);
+    const base = { file_id: fileId, file_unique_id: `u${fileId}`, file_size: file.data.length };
+    if (field === "photo") message.photo = [{ ...base, width: 320, height: 240 }];
+    else message.document = { ...base, file_name: file.filename, mime_type: "application/octet-stream" };
+    if (captionText) {
+      message.caption = captionText.text;
+      if (captionText.entities.length > 0) message.caption_entities = captionText.entities;
+    }
+    this.store.rememberMessage(message, true);
+    return okAnswer(message);
+  }
+
+  /** A new bot message in the requested chat (thread and reply applied), or the error Telegram gives. */
+  #compose(params: Params): { message: Record<string, unknown> } | { error: Answer } {
+    const chatId = chatIdParam(params.chat_id);
+    if (chatId === undefined) return { error: errorAnswer(badRequest("chat_id is empty")) };
     const chat = this.store.chatFor(chatId);
     const chatKey = String(chat.id);
     const messageId = (this.store.lastMessageId.get(chatKey) ?? 0) + 1;
@@ -85,15 +138,10 @@ export class MessageMethods {
         const { reply_to_message: _nested, ...rest } = replied.message;
         message.reply_to_message = rest;
       } else if (!boolParam(replyParams?.allow_sending_without_reply)) {
-        return errorAnswer(badRequest("message to be replied not found"));
+        return { error: errorAnswer(badRequest("message to be replied not found")) };
       }
     }
-    message.text = formatted.text;
-    if (formatted.entities.length > 0) message.entities = formatted.entities;
-    const preview = objParam(params.link_preview_options);
-    if (preview) message.link_preview_options = preview;
-    this.store.rememberMessage(message, true);
-    return okAnswer(message);
+    return { message };
   }
 
   editMessageText(params: Params): Answer {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from "node:http";
-import { readBody } from "../kit/index.js";
+import { boundaryOf, parseMultipart, readBody } from "../kit/index.js";
 import type { TelegramFailure } from "./types.js";
 
 // The Bot API's wire format: answers, error envelopes, and parameters read the way Telegram reads them.
@@ -129,15 +129,15 @@ export async function readParams(req: IncomingMessage, url: URL): Promise<Params
     return { ...params, ...Object.fromEntries(new URLSearchParams(raw.toString("utf8"))) };
   }
   if (type.includes("multipart/form-data")) {
-    // grammY switches to multipart when uploading files; the fake records file fields by name/size.
-    const form = await new Request("http://fake/", {
-      method: "POST",
-      headers: { "content-type": type },
-      body: new Uint8Array(raw),
-    }).formData();
-    form.forEach((value, key) => {
-      params[key] = typeof value === "string" ? value : { filename: value.name, size: value.size };
-    });
+    // grammY switches to multipart when uploading files (bare `filename=` parameters); file fields keep their bytes.
+    const boundary = boundaryOf(String(req.headers["content-type"]));
+    if (!boundary) return undefined;
+    for (const part of parseMultipart(raw, boundary)) {
+      params[part.name] =
+        part.filename === undefined
+          ? part.data.toString("utf8")
+          : { filename: part.filename, size: part.data.length, data: part.data };
+    }
     return params;
   }
   return params;

@@ -25,6 +25,9 @@ import { UpdateFeed } from "./updates.js";
 // (chats, messages, files), the feed (getUpdates and the webhook) and the message methods; recording,
 // injected failures, stubs and waiting for calls come from the shared kit.
 
+/** The methods that post a message (what `sent()` lists, in order). */
+const SENDS = new Set(["sendMessage", "sendPhoto", "sendDocument"]);
+
 type Handler = (params: Params, signal: AbortSignal, parked: () => void) => Answer | Promise<Answer>;
 
 function methodTable(feed: UpdateFeed, messages: MessageMethods): Record<string, Handler> {
@@ -38,6 +41,8 @@ function methodTable(feed: UpdateFeed, messages: MessageMethods): Record<string,
     },
     getWebhookInfo: () => feed.getWebhookInfo(),
     sendMessage: (params) => messages.sendMessage(params),
+    sendPhoto: (params) => messages.sendFile(params, "photo"),
+    sendDocument: (params) => messages.sendFile(params, "document"),
     sendChatAction: (params) => messages.sendChatAction(params),
     editMessageText: (params) => messages.editMessageText(params),
     getFile: (params) => messages.getFile(params),
@@ -183,7 +188,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       api.calls
         .filter(
           (c) =>
-            c.method === "sendMessage" &&
+            SENDS.has(c.method) &&
             c.error_code === undefined &&
             (chatId === undefined || String(c.params.chat_id) === String(chatId)),
         )

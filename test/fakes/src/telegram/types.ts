@@ -94,7 +94,7 @@ export interface FakeTelegram {
   readonly botUsername: string;
   /** Every call with a valid token, in arrival order (failed ones too; see `error_code`). */
   readonly calls: TelegramCall[];
-  /** The params of the *successful* `sendMessage` calls, optionally only those for one chat. */
+  /** The params of the *successful* `sendMessage`, `sendPhoto` and `sendDocument` calls, optionally only those for one chat. */
   sent(chatId?: number | string): Array<Record<string, unknown>>;
   /** All recorded calls of one method (case-insensitive). */
   callsOf(method: string): TelegramCall[];

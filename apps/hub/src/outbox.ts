@@ -1,0 +1,30 @@
+import { join } from "node:path";
+import { Outbox } from "@hub/core";
+import type { HubBase } from "./stages/base.js";
+
+/** How often old outbox files are deleted. */
+const SWEEP_INTERVAL_MS = 15 * 60_000;
+
+/**
+ * The outbox of this installation: `<state dir>/outbox`, files kept at least
+ * a day and twice `delivery.maxAgeSeconds` (a segment older than that is never
+ * sent, so its file is no longer needed).
+ */
+export function hubOutbox(base: Pick<HubBase, "stateDir" | "config">): Outbox {
+  const retentionMs = Math.max(24 * 3600_000, 2 * base.config.delivery.maxAgeSeconds * 1000);
+  return new Outbox(join(base.stateDir, "outbox"), retentionMs);
+}
+
+/** Deletes expired outbox files now and every 15 minutes until shutdown. */
+export function startOutboxSweeper(base: HubBase, outbox: Outbox): void {
+  const log = base.logger.child({ component: "outbox" });
+  const sweep = () =>
+    void outbox.sweep().then(
+      (removed) => removed && log.info({ removed }, "deleted expired outbox files"),
+      (error: unknown) => log.warn({ err: error }, "could not sweep the outbox"),
+    );
+  sweep();
+  const timer = setInterval(sweep, SWEEP_INTERVAL_MS);
+  timer.unref();
+  base.shutdown.rest.push(() => clearInterval(timer));
+}
