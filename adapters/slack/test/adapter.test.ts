@@ -159,7 +159,7 @@ describe("slack events over HTTP", () => {
       }),
     );
     expect(received.map((f) => [f.body, f.media])).toEqual([
-      ["a file", [{ kind: "image", mime: "image/png", ref: "F0FILE0001", size: 1234 }]],
+      ["a file", [{ kind: "image", mime: "image/png", ref: "F0FILE0001", size: 1234, name: "a.png" }]],
     ]);
   });
 

@@ -60,7 +60,8 @@ export function describeAdapterConformance(
           ...h.hubConfig?.(),
           agent: { model: "fake/m", transcriptionModel: "fake/whisper-1" },
           models: { providers: { fake: { baseUrl: model.url, apiKey: "k", vision: true } } },
-          limits: { maxAttachmentBytes: SUITE_MAX_ATTACHMENT_BYTES },
+          // The suite's user sends many messages quickly on fast fakes: flood limits are not what it tests.
+          limits: { maxAttachmentBytes: SUITE_MAX_ATTACHMENT_BYTES, senderBurst: 100, senderPerMinute: 600 },
           channels: {
             [h.channel]: {
               dmPolicy: "allowlist",

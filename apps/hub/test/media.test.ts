@@ -1,0 +1,40 @@
+import { parseConfig } from "@hub/core";
+import { describe, expect, it } from "vitest";
+import { AdapterRegistry } from "../src/adapter-registry.js";
+import { buildMediaPreparer } from "../src/media.js";
+import { modelInputsOf } from "../src/models.js";
+
+const parse = (raw: unknown) => parseConfig(raw, "hub.json5", {});
+
+describe("attachments from config", () => {
+  it("knows which models take images, and the provider's image limit", () => {
+    const config = parse({
+      models: {
+        providers: {
+          openai: { apiKey: "sk-x" },
+          claude: { api: "anthropic", apiKey: "k" },
+          ollama: { baseUrl: "http://127.0.0.1:11434/v1" },
+          vllm: { baseUrl: "http://127.0.0.1:8000/v1", vision: ["qwen-vl"] },
+        },
+        aliases: { eyes: "vllm/qwen-vl" },
+      },
+    });
+    expect(modelInputsOf(config, "openai/gpt-4o")).toEqual({ images: { maxBytes: 20 * 1024 * 1024 } });
+    expect(modelInputsOf(config, "claude/claude-sonnet-4-5")).toEqual({ images: { maxBytes: 3_932_160 } });
+    expect(modelInputsOf(config, "ollama/llama3")).toEqual({});
+    expect(modelInputsOf(config, "eyes")).toEqual({ images: { maxBytes: 20 * 1024 * 1024 } });
+    expect(modelInputsOf(config, "vllm/other")).toEqual({});
+    expect(modelInputsOf(config, "offline/echo")).toEqual({});
+  });
+
+  it("refuses at start a transcription model that is not on an OpenAI-compatible provider", () => {
+    const bad = parse({
+      agent: { transcriptionModel: "claude/whisper" },
+      models: { providers: { claude: { api: "anthropic", apiKey: "k" } } },
+    });
+    expect(() => buildMediaPreparer(bad, "/tmp", new AdapterRegistry())).toThrow(
+      /agent.transcriptionModel "claude\/whisper" needs models.providers.claude with an OpenAI-compatible API/,
+    );
+    expect(() => parse({ agent: { transcriptionModel: "whisper" } })).toThrow(/provider\/model/);
+  });
+});
