@@ -62,6 +62,7 @@ export class FailedDeliveries {
       index: segment.index,
       text: segment.text,
       target: segment.target,
+      ...(segment.attachment ? { attachment: segment.attachment } : {}),
       error: describeError(error),
       at: Date.now(),
       kind,
