@@ -34,6 +34,20 @@ export interface ReplyStream {
   end(): Promise<number>;
   /** Resolves when every segment is delivered or failed for good. */
   settled(): Promise<ReplySettlement>;
+  /**
+   * Shows `text` (the answer so far, not yet pushed as blocks) as the reply's live preview: one
+   * message edited in place, in order with the blocks; the next block pushed becomes that message.
+   * Only on a reply opened with `preview`.
+   */
+  preview?(text: string): Promise<void>;
+}
+
+/** A reply's live preview: which preview it continues, so a resumed attempt takes over a crashed one's. */
+export interface ReplyPreviewOptions {
+  /** Shared by every attempt of one run (its runId): the preview message belongs to the run. */
+  key: string;
+  /** A later attempt: a preview an earlier attempt left is finalized or removed even if this one shows none. */
+  resumed?: boolean;
 }
 
 /**
@@ -58,5 +72,9 @@ export class WriteFencedError extends Error {
 /** Where runs put their replies (implemented by the ReplyDispatcher). */
 export interface ReplySink {
   /** Opens a reply; with a `fence`, every push is refused (`WriteFencedError`) once the fence no longer holds. */
-  open(replyId: string, target: ReplyTarget, options?: { fence?: WriteFence }): ReplyStream;
+  open(
+    replyId: string,
+    target: ReplyTarget,
+    options?: { fence?: WriteFence; preview?: ReplyPreviewOptions },
+  ): ReplyStream;
 }

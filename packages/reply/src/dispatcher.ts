@@ -5,11 +5,13 @@ import {
   type HubLogger,
   type OutboundSegment,
   PermanentSendError,
+  type ReplyPreviewOptions,
   type ReplySettlement,
   type ReplySink,
   type ReplyStream,
   type ReplyTarget,
   ReplyTargetSchema,
+  type SendResult,
   replyTargetKey,
   type WriteFence,
 } from "@hub/core";
@@ -25,6 +27,7 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
+import { LivePreviews, type PreviewIo, previewText } from "./preview.js";
 
 const SegmentItemSchema = z
   .object({
@@ -34,6 +37,10 @@ const SegmentItemSchema = z
     target: ReplyTargetSchema,
     /** When the segment was queued (ms since epoch); items queued before this field existed have none. */
     at: z.number().optional(),
+    /** The run's live preview (its key): a segment takes it over; `kind` items show or close it. */
+    preview: z.string().optional(),
+    /** A live preview's text (`preview`) or the end of a run's previews (`close`), not a segment. */
+    kind: z.enum(["preview", "close"]).optional(),
   })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
@@ -76,10 +83,12 @@ export class ReplyDispatcher implements ReplySink {
   readonly #redis: Redis;
   #subscriber: Redis | undefined;
   readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #previews: LivePreviews;
 
   constructor(options: ReplyDispatcherOptions) {
     this.#o = options;
     this.#redis = createRedis(options.redisUrl);
+    this.#previews = new LivePreviews(this.#redis, options.prefix);
     this.#mailbox = new OrderedMailbox<SegmentItem>({
       name: "reply",
       redisUrl: options.redisUrl,
@@ -92,6 +101,8 @@ export class ReplyDispatcher implements ReplySink {
       sweepIntervalMs: options.sweepIntervalMs,
       instanceId: options.instanceId,
       onFailed: async (item, error) => {
+        // A preview that could not be shown is not a segment of the reply: nothing to settle.
+        if (item.data.kind !== undefined) return;
         await this.#mark(item.data.replyId, item.data.index, "failed");
         await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
       },
@@ -120,10 +131,16 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
-  open(replyId: string, target: ReplyTarget, options: { fence?: WriteFence } = {}): ReplyStream {
+  open(
+    replyId: string,
+    target: ReplyTarget,
+    options: { fence?: WriteFence; preview?: ReplyPreviewOptions } = {},
+  ): ReplyStream {
     const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
+    const preview = options.preview?.key;
     let next = 0;
+    let previews = 0;
     let ended = false;
     return {
       replyId,
@@ -131,14 +148,34 @@ export class ReplyDispatcher implements ReplySink {
         if (ended) throw new Error(`reply ${replyId} already ended`);
         const items = chunkForChannel(block, capabilities).map((text, i) => {
           const index = next + i;
-          return { id: `${replyId}#${index}`, data: { replyId, index, text, target, at: Date.now() } };
+          const data = { replyId, index, text, target, at: Date.now(), ...(preview ? { preview } : {}) };
+          return { id: `${replyId}#${index}`, data };
         });
         await this.#mailbox.push(key, items, options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },
+      ...(preview
+        ? {
+            preview: async (text: string) => {
+              if (ended) return;
+              const shown = previewText(text, capabilities);
+              if (shown === "") return;
+              const id = `${replyId}#p${previews++}`;
+              await this.#previews.markLatest(preview, id);
+              const data = { replyId, index: 0, text: shown, target, at: Date.now(), preview, kind: "preview" as const };
+              await this.#mailbox.push(key, [{ id, data }], options);
+            },
+          }
+        : {}),
       end: async () => {
         ended = true;
+        // After the reply's last segment: a preview none of them took over is removed. Not fenced, so a
+        // superseded run (whose pushes are refused) still clears what it showed.
+        if (preview && (previews > 0 || options.preview?.resumed))
+          await this.#mailbox.push(key, [
+            { id: `${replyId}#close`, data: { replyId, index: 0, text: "", target, preview, kind: "close" } },
+          ]);
         const k = this.#keys(replyId);
         await runScript(
           this.#redis,
@@ -210,21 +247,51 @@ export class ReplyDispatcher implements ReplySink {
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
+        const gate = () => this.#gate(adapter, target, ctx);
+        const io: PreviewIo = {
+          adapter,
+          target,
+          signal: ctx.signal,
+          gate,
+          send: (segment) => this.#sendOnce(adapter, segment, target, ctx.signal, sendTimeoutMs),
+        };
+        if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io);
         if (this.#expired(item.data)) return this.#expire(item.data, ctx.key);
-        await this.#pace(
-          ctx.key,
-          adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
-        );
-        await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+        await gate();
         failpoint("delivery.before-send");
-        // The last check before the platform write: a process frozen past its lease stops here.
-        ctx.assertLease();
-        await this.#sendOnce(adapter, { replyId, index, text }, target, ctx.signal, sendTimeoutMs);
+        const segment = { replyId, index, text };
+        const { preview } = item.data;
+        if (!(preview && (await this.#previews.takeOver(preview, segment, io))))
+          await this.#sendOnce(adapter, segment, target, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
       },
       { concurrency: options.concurrency ?? 50 },
     );
+  }
+
+  // The target's pacing and the account's rate, then the last check before the platform write: a process
+  // frozen past its lease stops here.
+  async #gate(
+    adapter: ChannelAdapter,
+    target: ReplyTarget,
+    ctx: { key: string; assertLease: () => void },
+  ): Promise<void> {
+    await this.#pace(ctx.key, adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0);
+    await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+    ctx.assertLease();
+  }
+
+  // A live preview's text (skipped when stale: a newer one is queued, or it waited past the age limit) or
+  // the end of a run's previews.
+  async #deliverPreview(itemId: string, data: SegmentItem, io: PreviewIo): Promise<void> {
+    const { preview, kind } = data;
+    if (preview === undefined) return;
+    if (kind === "close") return this.#previews.close(preview, io);
+    if (this.#expired(data)) return;
+    failpoint("delivery.before-preview");
+    await this.#previews.show(preview, itemId, data.replyId, data.text, io);
+    failpoint("delivery.after-preview");
   }
 
   // Never race the send: abort it on timeout and wait for it to settle, so it cannot land after the next one.
@@ -235,7 +302,7 @@ export class ReplyDispatcher implements ReplySink {
     target: ReplyTarget,
     lost: AbortSignal,
     sendTimeoutMs: number,
-  ): Promise<void> {
+  ): Promise<SendResult> {
     const controller = new AbortController();
     const onLost = () => controller.abort(new Error("delivery lease lost"));
     lost.addEventListener("abort", onLost);
@@ -245,7 +312,7 @@ export class ReplyDispatcher implements ReplySink {
       controller.abort(new Error(`send timed out after ${sendTimeoutMs} ms`));
     }, sendTimeoutMs);
     try {
-      await adapter.send(segment, target, { signal: controller.signal });
+      return await adapter.send(segment, target, { signal: controller.signal });
     } catch (error) {
       if (timedOut) await this.#unknownOutcome(segment, target, error);
       throw error;

@@ -7,6 +7,7 @@ import {
   startAgentRole,
 } from "@hub/agent";
 import type { ReplyDispatcher } from "@hub/reply";
+import { liveFeatures } from "../live-features.js";
 import { createModelResolver } from "../models.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
@@ -58,6 +59,7 @@ export async function startExecution(
     dataLost: (since) => base.epoch.lostSince(since),
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
+    live: liveFeatures(config, entry.adapters),
   });
   const role = await startAgentRole({
     runner,
