@@ -33,6 +33,7 @@ import {
 import { type DiscordGuild, guildAccess } from "./config.js";
 import { describeClose, GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
+import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
@@ -86,6 +87,8 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #pending = new Set<Promise<InboundResult>>();
   #stopSignal = new AbortController();
   readonly #replies: InteractionReplies;
+  /** The reaction this process set on each message (channel/message), so removing it knows the emoji. */
+  readonly #reactions = new Map<string, string>();
   #onInbound: InboundHandler | undefined;
   #login: Promise<string> | undefined;
   #stopped = false;
@@ -472,6 +475,43 @@ export class DiscordAdapter implements ChannelAdapter {
 
   async sendTyping(target: ReplyTarget): Promise<void> {
     await this.#client.rest.post(Routes.channelTyping(channelOf(target)));
+  }
+
+  /** Edits a message the bot sent (a live preview) into `segment`. */
+  async edit(
+    messageId: string,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    try {
+      await editMessage(this.#client.rest, messageId, segment, target, options.signal);
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Deletes a message the bot sent (an abandoned live preview). */
+  async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
+    try {
+      await deleteMessage(this.#client.rest, target, messageId);
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Sets or removes the bot's reaction on a message; removing takes off the emoji this process set. */
+  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
+    const key = `${channelOf(target)}/${messageId}`;
+    const previous = this.#reactions.get(key);
+    if (previous !== undefined && previous !== emoji)
+      await setOwnReaction(this.#client.rest, target, messageId, previous, false);
+    this.#reactions.delete(key);
+    if (emoji === null) return;
+    await setOwnReaction(this.#client.rest, target, messageId, emoji, true);
+    // Bounded: an entry whose run never ended (a crash) is dropped oldest first.
+    if (this.#reactions.size >= 1000) this.#reactions.delete(this.#reactions.keys().next().value ?? "");
+    this.#reactions.set(key, emoji);
   }
 }
 

@@ -5,6 +5,7 @@ import { startTestHub, type TestHub } from "../../support/hub.js";
 import { waitFor } from "../../support/redis.js";
 import { runFuzz } from "./fuzz.js";
 import type { ConformanceHarness } from "./harness.js";
+import { describeLiveCases, liveConfig } from "./live-cases.js";
 
 /** Mutated payloads per adapter in the test suite (`npm run bench` sends 10,000). */
 const FUZZ_COUNT = Number(process.env.HUB_FUZZ_COUNT ?? 2000);
@@ -64,6 +65,7 @@ export function describeAdapterConformance(
               dmPolicy: "allowlist",
               allowFrom: [h.ids.user],
               groups: { [h.ids.group]: { requireMention: true } },
+              ...liveConfig(h),
             },
           } as HubConfigInput["channels"],
         },
@@ -194,6 +196,8 @@ export function describeAdapterConformance(
       },
       20_000,
     );
+
+    describeLiveCases(h, () => model);
 
     it("answers a redelivered message once", async () => {
       model.script({ text: "Only once." });

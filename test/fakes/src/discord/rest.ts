@@ -10,6 +10,7 @@ import {
   type State,
   snowflake,
 } from "./payloads.js";
+import { liveRoute } from "./live.js";
 import type { DiscordFailure, DiscordSentMessage } from "./types.js";
 
 // Discord's REST API under /api/v10 as the fake answers it: routes, JSON bodies, error envelopes,
@@ -160,6 +161,8 @@ function route(s: State, method: string, path: string, body: unknown): Answer {
     });
   if (method === "GET" && path === "/gateway") return json(200, { url: s.gateway.url() });
   if (method === "GET" && path === "/users/@me") return json(200, s.bot);
+  const live = liveRoute(s, method, parts, b);
+  if (live) return live;
   if (parts[0] === "channels" && parts[1]) {
     if (method === "POST" && parts[2] === "messages" && parts.length === 3)
       return createMessage(s, parts[1], b);
