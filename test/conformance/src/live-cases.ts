@@ -61,7 +61,6 @@ export function describeLiveCases(h: ConformanceHarness, model: () => FakeOpenAI
         expect(m.text.length).toBeLessThanOrEqual(h.textLimit);
         expect(m.wellFormed).toBe(true);
       }
-      (globalThis as any).dump?.();
       const parts = final.flatMap((m) => [...m.text.matchAll(/Part (\d\d)/g)].map((x) => Number(x[1])));
       expect(parts).toEqual(Array.from({ length: 40 }, (_, i) => i));
     },
