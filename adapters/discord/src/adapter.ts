@@ -13,6 +13,7 @@ import {
   InboundSequencer,
   isPermanentStatus,
   type OutboundSegment,
+  OwnReactions,
   PermanentSendError,
   RateLimitedError,
   type ReplyTarget,
@@ -87,8 +88,10 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #pending = new Set<Promise<InboundResult>>();
   #stopSignal = new AbortController();
   readonly #replies: InteractionReplies;
-  /** The reaction this process set on each message (channel/message), so removing it knows the emoji. */
-  readonly #reactions = new Map<string, string>();
+  /** The reaction this process set on each message, so removing it knows the emoji. */
+  readonly #reactions = new OwnReactions<{ target: ReplyTarget; messageId: string }>((at, emoji, on) =>
+    setOwnReaction(this.#client.rest, at.target, at.messageId, emoji, on),
+  );
   #onInbound: InboundHandler | undefined;
   #login: Promise<string> | undefined;
   #stopped = false;
@@ -104,7 +107,7 @@ export class DiscordAdapter implements ChannelAdapter {
       markdown: "discord",
       threads: true,
       typing: true,
-      edit: false,
+      edit: true,
       // A channel takes about 5 messages per 5 s.
       minSendIntervalMs: 1000,
       streamMinChars: 1200,
@@ -502,16 +505,7 @@ export class DiscordAdapter implements ChannelAdapter {
 
   /** Sets or removes the bot's reaction on a message; removing takes off the emoji this process set. */
   async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
-    const key = `${channelOf(target)}/${messageId}`;
-    const previous = this.#reactions.get(key);
-    if (previous !== undefined && previous !== emoji)
-      await setOwnReaction(this.#client.rest, target, messageId, previous, false);
-    this.#reactions.delete(key);
-    if (emoji === null) return;
-    await setOwnReaction(this.#client.rest, target, messageId, emoji, true);
-    // Bounded: an entry whose run never ended (a crash) is dropped oldest first.
-    if (this.#reactions.size >= 1000) this.#reactions.delete(this.#reactions.keys().next().value ?? "");
-    this.#reactions.set(key, emoji);
+    await this.#reactions.react(`${channelOf(target)}/${messageId}`, { target, messageId }, emoji);
   }
 }
 

@@ -13,6 +13,7 @@ export * from "./logger.js";
 export * from "./markdown-text.js";
 export * from "./msg-context.js";
 export * from "./ops-config.js";
+export * from "./own-reactions.js";
 export * from "./pacing.js";
 export * from "./plugin.js";
 export * from "./redact.js";

@@ -28,6 +28,8 @@ export interface SlackMessage {
   thread_ts?: string;
   metadata?: { event_type: string; event_payload?: Record<string, unknown> };
   reactions: Map<string, Set<string>>;
+  /** How many chat.update calls changed it. */
+  edits?: number;
 }
 
 /** An injected failure: an `ok: false` error, or HTTP 429 with Retry-After seconds. */
