@@ -309,7 +309,7 @@ describe("slack working indicator, reactions and edits", () => {
     const { fake, adapter } = await setup({});
     const t: ReplyTarget = { channel: "slack", accountId: "default", chatId: SLACK_IDS.directChat };
     const { messageId } = await adapter.send({ replyId: "p", index: 0, text: "draft …" }, t);
-    await adapter.edit(messageId ?? "", { replyId: "r", index: 0, text: "*final*" }, t);
+    await adapter.edit(messageId ?? "", { replyId: "r", index: 0, text: "**final**" }, t);
     expect(fake.posted(SLACK_IDS.directChat).map((m) => [m.text, m.edits])).toEqual([["*final*", 1]]);
     await adapter.deleteMessage(t, messageId ?? "");
     await adapter.deleteMessage(t, messageId ?? "");

@@ -381,6 +381,21 @@ export class WhatsAppAdapter implements ChannelAdapter {
     return this.#outbound.composing(target);
   }
 
+  /**
+   * Sets (`emoji`) or removes (`null`) the bot's reaction on a message: a reaction message naming the
+   * message's key (a recent inbound message's own key, which names the sender in a group).
+   */
+  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
+    const socket = this.#socket;
+    if (!socket) throw new Error("WhatsApp is not connected");
+    const key = this.#recent.get(`${target.chatId}/${messageId}`)?.key ?? {
+      remoteJid: target.chatId,
+      id: messageId,
+      fromMe: false,
+    };
+    await socket.sendMessage(target.chatId, { react: { text: emoji ?? "", key } });
+  }
+
   /** Downloads the media of a recent inbound message (`Media.ref` is `<chat>/<message id>`). */
   async downloadMedia(ref: string): Promise<Buffer> {
     const message = this.#recent.get(ref);

@@ -40,11 +40,16 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
     readonly index: number,
   ) {}
 
-  async sendMessage(jid: string, content: { text: string }, options?: { quoted?: WAMessage }) {
+  async sendMessage(
+    jid: string,
+    content: { text: string } | { react: { text: string; key: proto.IMessageKey } },
+    options?: { quoted?: WAMessage },
+  ) {
     const failure = this.#failNext;
     this.#failNext = undefined;
     if (failure) throw failure;
     if (this.ended) throw closeError(428);
+    if ("react" in content) return this.world.react(jid, content.react);
     const id = `BOT${String(this.world.sent.length).padStart(6, "0")}`;
     this.world.sent.push({ jid, text: content.text, quoted: options?.quoted, id });
     return proto.WebMessageInfo.fromObject({
@@ -132,6 +137,21 @@ export class FakeWhatsApp implements WhatsAppConnector {
     const socket = this.sockets.at(-1);
     if (!socket) throw new Error("no socket opened yet");
     return socket;
+  }
+
+  /** The bot's reaction on each message (`<chat>/<message id>`), as WhatsApp shows it. */
+  readonly reactions = new Map<string, string>();
+
+  /** A reaction message: `text` sets the bot's one reaction on the message `key`, "" removes it. */
+  react(jid: string, reaction: { text: string; key: proto.IMessageKey }): WAMessage {
+    const ref = `${reaction.key.remoteJid ?? jid}/${reaction.key.id ?? ""}`;
+    if (reaction.text === "") this.reactions.delete(ref);
+    else this.reactions.set(ref, reaction.text);
+    return proto.WebMessageInfo.fromObject({
+      key: { remoteJid: jid, fromMe: true, id: `REACT${this.reactions.size}` },
+      message: { reactionMessage: reaction },
+      messageTimestamp: Math.floor(Date.now() / 1000),
+    }) as WAMessage;
   }
 
   sentTo(jid: string): SentMessage[] {
