@@ -45,11 +45,12 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
     content: { text: string } | { react: { text: string; key: proto.IMessageKey } },
     options?: { quoted?: WAMessage },
   ) {
+    if (this.ended) throw closeError(428);
+    // A scripted failure is for the next text message (the rate-limit cases count message sends).
+    if ("react" in content) return this.world.react(jid, content.react);
     const failure = this.#failNext;
     this.#failNext = undefined;
     if (failure) throw failure;
-    if (this.ended) throw closeError(428);
-    if ("react" in content) return this.world.react(jid, content.react);
     const id = `BOT${String(this.world.sent.length).padStart(6, "0")}`;
     this.world.sent.push({ jid, text: content.text, quoted: options?.quoted, id });
     return proto.WebMessageInfo.fromObject({

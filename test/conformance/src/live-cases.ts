@@ -62,7 +62,10 @@ export function describeLiveCases(h: ConformanceHarness, model: () => FakeOpenAI
         expect(m.wellFormed).toBe(true);
       }
       const parts = final.flatMap((m) => [...m.text.matchAll(/Part (\d\d)/g)].map((x) => Number(x[1])));
-      expect(parts).toEqual(Array.from({ length: 40 }, (_, i) => i));
+      const seen = shown().map((m) => `${m.text.slice(0, 12)}…${m.text.length} (${m.edits} edits)`);
+      expect(parts, `before=${before}; shown: ${seen.join(" | ")}`).toEqual(
+        Array.from({ length: 40 }, (_, i) => i),
+      );
     },
     60_000,
   );

@@ -41,7 +41,10 @@ export class TelegramStore {
     this.chats.set(chatKey, chat);
     const id = intParam(message.message_id);
     if (id === undefined) return;
-    this.messages.set(msgKey(chatKey, id), { message, byBot });
+    const key = msgKey(chatKey, id);
+    // Test builders number messages on their own: an injected message never replaces one the bot sent.
+    if (!byBot && this.messages.get(key)?.byBot) return;
+    this.messages.set(key, { message, byBot });
     this.lastMessageId.set(chatKey, Math.max(this.lastMessageId.get(chatKey) ?? 0, id));
   }
 
