@@ -113,7 +113,7 @@ export class MessageMethods {
     const stored = this.store.messages.get(
       msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)),
     );
-    if (!stored) return errorAnswer(badRequest("message to edit not found"));
+    if (!stored || stored.deleted) return errorAnswer(badRequest("message to edit not found"));
     if (!stored.byBot) return errorAnswer(badRequest("message can't be edited"));
     const before = stored.message;
     const entities = formatted.entities.length > 0 ? formatted.entities : undefined;
