@@ -296,11 +296,7 @@ export class AgentRunner {
   }
 
   // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.
-  #toolChain(
-    ctx: MsgContext,
-    policy: ReturnType<AgentRunnerOptions["toolsFor"]>,
-    io: TurnIo,
-  ): ToolCallChain {
+  #toolChain(ctx: MsgContext, policy: ReturnType<AgentRunnerOptions["toolsFor"]>, io: TurnIo): ToolCallChain {
     const ask = async (call: { name: string }, args: unknown) => {
       const code = await this.o.approvals.open(ctx.sessionKey, policy.approvalTimeoutMs);
       const seconds = Math.round(policy.approvalTimeoutMs / 1000);

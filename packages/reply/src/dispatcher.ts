@@ -11,8 +11,8 @@ import {
   type ReplyStream,
   type ReplyTarget,
   ReplyTargetSchema,
-  type SendResult,
   replyTargetKey,
+  type SendResult,
   type WriteFence,
 } from "@hub/core";
 import {
@@ -163,7 +163,15 @@ export class ReplyDispatcher implements ReplySink {
               if (shown === "") return;
               const id = `${replyId}#p${previews++}`;
               await this.#previews.markLatest(preview, id);
-              const data = { replyId, index: 0, text: shown, target, at: Date.now(), preview, kind: "preview" as const };
+              const data = {
+                replyId,
+                index: 0,
+                text: shown,
+                target,
+                at: Date.now(),
+                preview,
+                kind: "preview" as const,
+              };
               await this.#mailbox.push(key, [{ id, data }], options);
             },
           }
@@ -277,7 +285,10 @@ export class ReplyDispatcher implements ReplySink {
     target: ReplyTarget,
     ctx: { key: string; assertLease: () => void },
   ): Promise<void> {
-    await this.#pace(ctx.key, adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0);
+    await this.#pace(
+      ctx.key,
+      adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
+    );
     await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
     ctx.assertLease();
   }

@@ -38,13 +38,18 @@ export function describeLiveCases(h: ConformanceHarness, model: () => FakeOpenAI
       const before = shown().length;
       await h.direct("write slowly please");
       await waitFor(
-        () => shown().slice(before).some((m) => m.text.includes(PREVIEW_MARK)),
+        () =>
+          shown()
+            .slice(before)
+            .some((m) => m.text.includes(PREVIEW_MARK)),
         "a live preview",
         15_000,
       );
       const done = () => {
         const mine = shown().slice(before);
-        return mine.some((m) => m.text.includes("Part 39")) && !mine.some((m) => m.text.includes(PREVIEW_MARK));
+        return (
+          mine.some((m) => m.text.includes("Part 39")) && !mine.some((m) => m.text.includes(PREVIEW_MARK))
+        );
       };
       await waitFor(done, "the finalized answer", 30_000);
       const edits = () =>
@@ -75,7 +80,11 @@ export function describeLiveCases(h: ConformanceHarness, model: () => FakeOpenAI
     async () => {
       model().script({ text: "Took a moment. Done.", chunkSize: 4, delayMs: 150 });
       const ref = await h.direct("react to this");
-      await waitFor(() => h.reactionsOn?.(ref).includes("👀") === true, "the acknowledgement reaction", 10_000);
+      await waitFor(
+        () => h.reactionsOn?.(ref).includes("👀") === true,
+        "the acknowledgement reaction",
+        10_000,
+      );
       await waitFor(
         () => h.outbound(h.ids.directChat).some((m) => m.text === "Took a moment. Done."),
         "the answer",

@@ -1,6 +1,6 @@
 import type { APIMessage } from "discord-api-types/v10";
-import { type Answer, json } from "./rest.js";
 import type { State } from "./payloads.js";
+import { type Answer, json } from "./rest.js";
 
 // Message edits, deletes and the bot's reactions, as Discord's REST API answers them:
 // PATCH/DELETE /channels/{c}/messages/{m}, PUT/DELETE /channels/{c}/messages/{m}/reactions/{emoji}/@me.
@@ -24,7 +24,11 @@ function editMessage(s: State, channelId: string, id: string, body: Record<strin
       return json(400, {
         message: "Invalid Form Body",
         code: 50035,
-        errors: { content: { _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }] } },
+        errors: {
+          content: {
+            _errors: [{ code: "BASE_TYPE_MAX_LENGTH", message: "Must be 2000 or fewer in length." }],
+          },
+        },
       });
     message.content = body.content;
   }
@@ -44,7 +48,12 @@ function reaction(s: State, method: string, channelId: string, id: string, emoji
 }
 
 /** Answers the message edit, delete and own-reaction routes; undefined for any other route. */
-export function liveRoute(s: State, method: string, parts: string[], body: Record<string, unknown>): Answer | undefined {
+export function liveRoute(
+  s: State,
+  method: string,
+  parts: string[],
+  body: Record<string, unknown>,
+): Answer | undefined {
   // parts: channels, {c}, messages, {m}[, reactions, {emoji}, @me]
   if (parts[0] !== "channels" || parts[2] !== "messages" || !parts[1] || !parts[3]) return undefined;
   const [, channelId, , id] = parts as [string, string, string, string];
@@ -54,7 +63,12 @@ export function liveRoute(s: State, method: string, parts: string[], body: Recor
     s.deleted.add(id);
     return json(204);
   }
-  if (parts.length === 7 && parts[4] === "reactions" && parts[6] === "@me" && (method === "PUT" || method === "DELETE"))
+  if (
+    parts.length === 7 &&
+    parts[4] === "reactions" &&
+    parts[6] === "@me" &&
+    (method === "PUT" || method === "DELETE")
+  )
     return reaction(s, method, channelId, id, parts[5] ?? "");
   return undefined;
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { ChannelType, GatewayDispatchEvents, MessageType } from "discord-api-types/v10";
 import { readBody } from "../kit/index.js";
+import { liveRoute } from "./live.js";
 import {
   channelTypeOf,
   guildChannels,
@@ -10,7 +11,6 @@ import {
   type State,
   snowflake,
 } from "./payloads.js";
-import { liveRoute } from "./live.js";
 import type { DiscordFailure, DiscordSentMessage } from "./types.js";
 
 // Discord's REST API under /api/v10 as the fake answers it: routes, JSON bodies, error envelopes,

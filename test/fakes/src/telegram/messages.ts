@@ -132,7 +132,9 @@ export class MessageMethods {
   deleteMessage(params: Params): Answer {
     const chatId = chatIdParam(params.chat_id);
     if (chatId === undefined) return errorAnswer(badRequest("chat_id is empty"));
-    const stored = this.store.messages.get(msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)));
+    const stored = this.store.messages.get(
+      msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)),
+    );
     if (!stored || stored.deleted) return errorAnswer(badRequest("message to delete not found"));
     if (!stored.byBot && this.store.chatFor(chatId).type !== "private")
       return errorAnswer(badRequest("message can't be deleted"));
@@ -143,7 +145,9 @@ export class MessageMethods {
   setMessageReaction(params: Params): Answer {
     const chatId = chatIdParam(params.chat_id);
     if (chatId === undefined) return errorAnswer(badRequest("chat_id is empty"));
-    const stored = this.store.messages.get(msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)));
+    const stored = this.store.messages.get(
+      msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)),
+    );
     if (!stored || stored.deleted) return errorAnswer(badRequest("message to react not found"));
     const given = Array.isArray(params.reaction) ? params.reaction : [];
     const emojis: string[] = [];
