@@ -160,19 +160,8 @@ export class ReplyDispatcher implements ReplySink {
             preview: async (text: string) => {
               if (ended) return;
               const shown = previewText(text, capabilities);
-              if (shown === "") return;
-              const id = `${replyId}#p${previews++}`;
-              await this.#previews.markLatest(preview, id);
-              const data = {
-                replyId,
-                index: 0,
-                text: shown,
-                target,
-                at: Date.now(),
-                preview,
-                kind: "preview" as const,
-              };
-              await this.#mailbox.push(key, [{ id, data }], options);
+              const item = { replyId, index: 0, text: shown, target, at: Date.now(), preview };
+              if (shown !== "") await this.#pushPreview(key, `${replyId}#p${previews++}`, item, options);
             },
           }
         : {}),
@@ -180,10 +169,10 @@ export class ReplyDispatcher implements ReplySink {
         ended = true;
         // After the reply's last segment: a preview none of them took over is removed. Not fenced, so a
         // superseded run (whose pushes are refused) still clears what it showed.
-        if (preview && (previews > 0 || options.preview?.resumed))
-          await this.#mailbox.push(key, [
-            { id: `${replyId}#close`, data: { replyId, index: 0, text: "", target, preview, kind: "close" } },
-          ]);
+        if (preview && (previews > 0 || options.preview?.resumed)) {
+          const data = { replyId, index: 0, text: "", target, preview, kind: "close" as const };
+          await this.#mailbox.push(key, [{ id: `${replyId}#close`, data }]);
+        }
         const k = this.#keys(replyId);
         await runScript(
           this.#redis,
@@ -195,6 +184,17 @@ export class ReplyDispatcher implements ReplySink {
       },
       settled: () => this.settled(replyId),
     };
+  }
+
+  // A live preview's newest text, in order with the reply's segments; older ones still queued are skipped.
+  async #pushPreview(
+    key: string,
+    id: string,
+    item: Omit<SegmentItem, "kind"> & { preview: string },
+    options: { fence?: WriteFence },
+  ): Promise<void> {
+    await this.#previews.markLatest(item.preview, id);
+    await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], options);
   }
 
   /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
