@@ -4,8 +4,8 @@ import type { AdapterRegistry } from "./adapter-registry.js";
 
 /**
  * Live previews and acknowledgement reactions from each channel account's config, where its adapter
- * can do them: a preview needs `capabilities.edit` and `edit`; a reaction needs `react`. An adapter
- * this process does not run (roles split) gets neither.
+ * can do them: a preview needs `capabilities.edit` and `edit` (the delivery process edits); a reaction
+ * needs `react`, called from the process that runs the agent (like typing).
  */
 export function liveFeatures(config: HubConfig, adapters: AdapterRegistry): LiveFeatures {
   const settings = (channel: string, accountId: string) => channelAccess(config.channels, channel, accountId);
