@@ -1,6 +1,7 @@
 import {
   type ChannelAdapter,
   type ChannelCapabilities,
+  type FailpointName,
   failpoint,
   type HubLogger,
   type OutboundSegment,
@@ -255,21 +256,20 @@ export class ReplyDispatcher implements ReplySink {
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
-        const gate = () => this.#gate(adapter, target, ctx);
-        const io: PreviewIo = {
+        // Only items of a run with a live preview need its I/O.
+        const io = (): PreviewIo => ({
           adapter,
           target,
           signal: ctx.signal,
-          gate,
+          gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
           send: (segment) => this.#sendOnce(adapter, segment, target, ctx.signal, sendTimeoutMs),
-        };
-        if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io);
+        });
+        if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) return this.#expire(item.data, ctx.key);
-        await gate();
-        failpoint("delivery.before-send");
+        await this.#gate(adapter, target, ctx, "delivery.before-send");
         const segment = { replyId, index, text };
         const { preview } = item.data;
-        if (!(preview && (await this.#previews.takeOver(preview, segment, io))))
+        if (!(preview && (await this.#previews.takeOver(preview, segment, io()))))
           await this.#sendOnce(adapter, segment, target, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
@@ -279,17 +279,19 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   // The target's pacing and the account's rate, then the last check before the platform write: a process
-  // frozen past its lease stops here.
+  // frozen past its lease (a failpoint freezes it right before) stops here.
   async #gate(
     adapter: ChannelAdapter,
     target: ReplyTarget,
     ctx: { key: string; assertLease: () => void },
+    point: FailpointName,
   ): Promise<void> {
     await this.#pace(
       ctx.key,
       adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
     );
     await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+    failpoint(point);
     ctx.assertLease();
   }
 
@@ -300,7 +302,6 @@ export class ReplyDispatcher implements ReplySink {
     if (preview === undefined) return;
     if (kind === "close") return this.#previews.close(preview, io);
     if (this.#expired(data)) return;
-    failpoint("delivery.before-preview");
     await this.#previews.show(preview, itemId, data.replyId, data.text, io);
     failpoint("delivery.after-preview");
   }
