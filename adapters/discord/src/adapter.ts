@@ -18,6 +18,7 @@ import {
   isPermanentStatus,
   type Media,
   type OutboundSegment,
+  OwnReactions,
   PermanentSendError,
   RateLimitedError,
   type ReplyTarget,
@@ -39,6 +40,7 @@ import {
 import { type DiscordGuild, guildAccess } from "./config.js";
 import { describeClose, GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
+import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
@@ -97,6 +99,10 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #pending = new Set<Promise<InboundResult>>();
   #stopSignal = new AbortController();
   readonly #replies: InteractionReplies;
+  /** The reaction this process set on each message, so removing it knows the emoji. */
+  readonly #reactions = new OwnReactions<{ target: ReplyTarget; messageId: string }>((at, emoji, on) =>
+    setOwnReaction(this.#client.rest, at.target, at.messageId, emoji, on),
+  );
   #onInbound: InboundHandler | undefined;
   #login: Promise<string> | undefined;
   #stopped = false;
@@ -114,7 +120,7 @@ export class DiscordAdapter implements ChannelAdapter {
       markdown: "discord",
       threads: true,
       typing: true,
-      edit: false,
+      edit: true,
       files: true,
       // A channel takes about 5 messages per 5 s.
       minSendIntervalMs: 1000,
@@ -561,6 +567,34 @@ export class DiscordAdapter implements ChannelAdapter {
   async fetchMedia(media: Media, options: FetchMediaOptions): Promise<FetchedMedia> {
     if (!/^https?:\/\//.test(media.ref)) throw new Error("a Discord attachment reference must be its URL");
     return fetchMediaUrl(media.ref, { ...options, platform: "Discord", declaredSize: media.size });
+  }
+
+  /** Edits a message the bot sent (a live preview) into `segment`. */
+  async edit(
+    messageId: string,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    try {
+      await editMessage(this.#client.rest, messageId, segment, target, options.signal);
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Deletes a message the bot sent (an abandoned live preview). */
+  async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
+    try {
+      await deleteMessage(this.#client.rest, target, messageId);
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Sets or removes the bot's reaction on a message; removing takes off the emoji this process set. */
+  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
+    await this.#reactions.react(`${channelOf(target)}/${messageId}`, { target, messageId }, emoji);
   }
 }
 

@@ -148,6 +148,11 @@ export function discordHarness(
         // A thread's messages belong to its parent channel's chat.
         .filter((m) => m.channelId === chatId || (chatId === fake.channelId && m.channelId === fake.threadId))
         .map((m) => outboundOf(fake, m)),
+    shown: (chatId) =>
+      [...fake.shown(chatId), ...(chatId === fake.channelId ? fake.shown(fake.threadId) : [])]
+        .sort((a, b) => a.at - b.at)
+        .map((m) => ({ ...outboundOf(fake, m), edits: m.edits })),
+    reactionsOn: (ref) => fake.reactions((ref as APIMessage).id),
     raw: {
       valid: (text) =>
         fake.messageCreatePayload({ channelId: fake.dmChannelId, content: text, author: STRANGER }),

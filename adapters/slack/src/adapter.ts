@@ -15,6 +15,7 @@ import {
   type InboundHandler,
   type Media,
   type OutboundSegment,
+  OwnReactions,
   type ReplyTarget,
   type SendResult,
 } from "@hub/core";
@@ -26,8 +27,9 @@ import { SlackDirectory } from "./directory.js";
 import { slackEventsRoute } from "./events-http.js";
 import { fetchSlackFile } from "./files.js";
 import { SlackInbound } from "./inbound.js";
+import { deletePost, reactionName, setReaction, updateText } from "./live.js";
 import type { SlackBotIdentity } from "./normalize.js";
-import { SlackPoster } from "./poster.js";
+import { classifySlackError, SlackPoster } from "./poster.js";
 import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
 import { SocketConnection } from "./socket.js";
 import { classifyStartError } from "./start-errors.js";
@@ -84,7 +86,7 @@ export class SlackAdapter implements ChannelAdapter {
     markdown: "slack-mrkdwn",
     threads: true,
     typing: true,
-    edit: false,
+    edit: true,
     files: true,
     // chat.postMessage allows about one message per second per channel (short bursts pass).
     minSendIntervalMs: 1000,
@@ -99,6 +101,10 @@ export class SlackAdapter implements ChannelAdapter {
   readonly #signals = new AsyncLocalStorage<AbortSignal>();
   readonly #poster: SlackPoster;
   readonly #working: WorkingIndicator;
+  /** The reaction this process set on each message, so removing it knows the emoji. */
+  readonly #reactions = new OwnReactions<{ target: ReplyTarget; messageId: string }>((at, emoji, on) =>
+    setReaction(this.#app.client, at.target, at.messageId, reactionName(emoji), on),
+  );
   readonly #inbound: SlackInbound;
   /** Channel threads this process has answered in (`channel:thread_ts`), newest last, bounded. */
   readonly #botThreads = new Set<string>();
@@ -317,5 +323,34 @@ export class SlackAdapter implements ChannelAdapter {
       botToken: this.#o.botToken,
       apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
     });
+  }
+
+  /** Edits a message the bot posted (a live preview) into `segment` (chat.update). */
+  async edit(
+    messageId: string,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    const update = () => updateText(this.#app.client, target, messageId, renderMrkdwn(segment.text));
+    try {
+      await (options.signal ? this.#signals.run(options.signal, update) : update());
+    } catch (error) {
+      throw classifySlackError(error);
+    }
+  }
+
+  /** Deletes a message the bot posted (an abandoned live preview; chat.delete). */
+  async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
+    try {
+      await deletePost(this.#app.client, target, messageId);
+    } catch (error) {
+      throw classifySlackError(error);
+    }
+  }
+
+  /** Sets or removes the bot's reaction (reactions.add/remove; emoji as a character or a Slack name). */
+  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
+    await this.#reactions.react(`${target.chatId}/${messageId}`, { target, messageId }, emoji);
   }
 }

@@ -25,6 +25,8 @@ export const SlackConfigSchema = ChannelAccessSchema.extend({
   eventsPath: z.string().startsWith("/").optional(),
   /** Slack channels by id (`C...`), e.g. `{ C0123: { requireMention: false } }`; same as `groups`. */
   channels: z.record(z.string(), GroupConfigSchema).default({}),
+  /** Slack shows :eyes: on the message it works on; in DMs only unless `ackReactionScope: "all"`. */
+  ackReaction: z.string().min(1).default("eyes"),
   /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */
   editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
 })

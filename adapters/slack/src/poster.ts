@@ -26,6 +26,10 @@ const PERMANENT = new Set([
   "invalid_blocks",
   "invalid_metadata_format",
   "team_access_not_granted",
+  // chat.update / chat.delete of a live preview that is gone or no longer ours to change.
+  "message_not_found",
+  "cant_update_message",
+  "edit_window_closed",
 ]);
 
 const PostedSchema = z.looseObject({ ts: z.string() });

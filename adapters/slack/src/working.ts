@@ -1,9 +1,6 @@
 import { describeError, type HubLogger, type ReplyTarget } from "@hub/core";
 import type { WebClient } from "@slack/web-api";
 
-/** The reaction put on the user's message while a run works on it. */
-export const WORKING_REACTION = "eyes";
-
 /** What the indicator needs. */
 export interface WorkingIndicatorOptions {
   client: WebClient;
@@ -17,7 +14,6 @@ export interface WorkingIndicatorOptions {
 }
 
 interface Active {
-  kind: "status" | "reaction";
   target: ReplyTarget;
   timer: NodeJS.Timeout;
 }
@@ -25,10 +21,10 @@ interface Active {
 const isDirect = (chatId: string) => chatId.startsWith("D");
 
 /**
- * Shows that the bot is working while a run is active: the assistant thread status in a DM
- * thread (Slack's AI-app "is thinking…"), otherwise a reaction on the user's message; removed
- * when the refreshes stop. A workspace where the status is not available falls back to the
- * reaction from then on.
+ * Shows that the bot is working while a run is active, in a DM thread: the assistant thread
+ * status (Slack's AI-app "is thinking…"), cleared when the refreshes stop. Elsewhere (and in a
+ * workspace where the status is not available) the acknowledgement reaction the hub puts on
+ * the user's message shows it (`ackReaction`, `react`).
  */
 export class WorkingIndicator {
   readonly #o: WorkingIndicatorOptions;
@@ -41,71 +37,45 @@ export class WorkingIndicator {
 
   /** Starts (or keeps alive) the indicator of a reply target. */
   async refresh(target: ReplyTarget): Promise<void> {
-    const key = `${target.chatId}:${target.threadId ?? ""}:${target.replyToMessageId ?? ""}`;
+    const key = `${target.chatId}:${target.threadId ?? ""}`;
     const active = this.#active.get(key);
     if (active) {
       active.timer.refresh();
       return;
     }
-    const kind = await this.#show(target);
-    if (!kind) return;
+    if (!(await this.#show(target))) return;
     const timer = setTimeout(() => {
       this.#active.delete(key);
-      void this.#clear(target, kind);
+      void this.#clear(target);
     }, this.#o.idleMs);
     timer.unref();
-    this.#active.set(key, { kind, target, timer });
+    this.#active.set(key, { target, timer });
   }
 
-  async #show(target: ReplyTarget): Promise<Active["kind"] | undefined> {
-    const client = this.#o.client;
-    if (isDirect(target.chatId) && target.threadId && !this.#statusUnavailable) {
-      try {
-        await client.assistant.threads.setStatus({
-          channel_id: target.chatId,
-          thread_ts: target.threadId,
-          status: "is thinking…",
-        });
-        return "status";
-      } catch (error) {
-        this.#statusUnavailable = true;
-        this.#o.logger.info(
-          { err: describeError(error) },
-          "slack assistant status unavailable; using a reaction",
-        );
-      }
-    }
-    if (!target.replyToMessageId) return undefined;
+  async #show(target: ReplyTarget): Promise<boolean> {
+    if (!isDirect(target.chatId) || !target.threadId || this.#statusUnavailable) return false;
     try {
-      await client.reactions.add({
-        channel: target.chatId,
-        timestamp: target.replyToMessageId,
-        name: WORKING_REACTION,
+      await this.#o.client.assistant.threads.setStatus({
+        channel_id: target.chatId,
+        thread_ts: target.threadId,
+        status: "is thinking…",
       });
+      return true;
     } catch (error) {
-      // Someone already reacted the same way: it shows the same thing, and is not ours to remove.
-      if (describeError(error).includes("already_reacted")) return undefined;
-      throw error;
+      this.#statusUnavailable = true;
+      this.#o.logger.info({ err: describeError(error) }, "slack assistant status unavailable");
+      return false;
     }
-    return "reaction";
   }
 
-  async #clear(target: ReplyTarget, kind: Active["kind"]): Promise<void> {
-    const client = this.#o.client;
+  async #clear(target: ReplyTarget): Promise<void> {
+    if (!target.threadId) return;
     try {
-      if (kind === "status" && target.threadId) {
-        await client.assistant.threads.setStatus({
-          channel_id: target.chatId,
-          thread_ts: target.threadId,
-          status: "",
-        });
-      } else if (target.replyToMessageId) {
-        await client.reactions.remove({
-          channel: target.chatId,
-          timestamp: target.replyToMessageId,
-          name: WORKING_REACTION,
-        });
-      }
+      await this.#o.client.assistant.threads.setStatus({
+        channel_id: target.chatId,
+        thread_ts: target.threadId,
+        status: "",
+      });
     } catch (error) {
       this.#o.logger.debug({ err: describeError(error) }, "slack working indicator could not be removed");
     }
@@ -116,6 +86,6 @@ export class WorkingIndicator {
     const all = [...this.#active.values()];
     this.#active.clear();
     for (const a of all) clearTimeout(a.timer);
-    await Promise.all(all.map((a) => this.#clear(a.target, a.kind)));
+    await Promise.all(all.map((a) => this.#clear(a.target)));
   }
 }

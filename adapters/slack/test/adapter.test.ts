@@ -291,21 +291,32 @@ describe("slack sends", () => {
   });
 });
 
-describe("slack working indicator", () => {
-  it("puts a reaction on the message while refreshed and removes it when the refreshes stop", async () => {
-    const { fake, adapter } = await setup({ workingIdleMs: 400 });
+describe("slack working indicator, reactions and edits", () => {
+  it("sets and removes the bot's reaction by name, from an emoji or a name; a repeat is no error", async () => {
+    const { fake, adapter } = await setup({});
     const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, "q");
-    const t: ReplyTarget = {
-      channel: "slack",
-      accountId: "default",
-      chatId: SLACK_IDS.group,
-      replyToMessageId: msg.ts,
-    };
-    await adapter.sendTyping(t);
-    await adapter.sendTyping(t);
+    const t: ReplyTarget = { channel: "slack", accountId: "default", chatId: SLACK_IDS.group };
+    await adapter.react(t, msg.ts, "👀");
+    await adapter.react(t, msg.ts, "👀");
     expect(fake.reactionsOn(SLACK_IDS.group, msg.ts)).toEqual(["eyes"]);
-    expect(fake.callsOf("reactions.add")).toHaveLength(1);
-    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).length === 0, "the reaction to go");
+    await adapter.react(t, msg.ts, ":white_check_mark:");
+    expect(fake.reactionsOn(SLACK_IDS.group, msg.ts)).toEqual(["white_check_mark"]);
+    await adapter.react(t, msg.ts, null);
+    expect(fake.reactionsOn(SLACK_IDS.group, msg.ts)).toEqual([]);
+  });
+
+  it("edits a posted message (chat.update) and deletes it (chat.delete); a message gone is refused for good", async () => {
+    const { fake, adapter } = await setup({});
+    const t: ReplyTarget = { channel: "slack", accountId: "default", chatId: SLACK_IDS.directChat };
+    const { messageId } = await adapter.send({ replyId: "p", index: 0, text: "draft …" }, t);
+    await adapter.edit(messageId ?? "", { replyId: "r", index: 0, text: "**final**" }, t);
+    expect(fake.posted(SLACK_IDS.directChat).map((m) => [m.text, m.edits])).toEqual([["*final*", 1]]);
+    await adapter.deleteMessage(t, messageId ?? "");
+    await adapter.deleteMessage(t, messageId ?? "");
+    expect(fake.posted(SLACK_IDS.directChat)).toEqual([]);
+    await expect(adapter.edit(messageId ?? "", { replyId: "r", index: 0, text: "x" }, t)).rejects.toThrow(
+      PermanentSendError,
+    );
   });
 
   it("uses the assistant thread status in a DM thread, cleared when the refreshes stop", async () => {

@@ -182,6 +182,12 @@ export function slackHarness(
       fake.failNext("chat.postMessage", { status: 429, retryAfter: seconds });
     },
     outbound: (chatId) => fake.posted(chatId).map(outboundOf),
+    shown: (chatId) => fake.posted(chatId).map((m) => ({ ...outboundOf(m), edits: m.edits ?? 0 })),
+    reactionsOn: (ref) => {
+      const event = (ref as { event: { channel: string; ts: string } }).event;
+      // Slack reacts by name; the suite speaks emoji.
+      return fake.reactionsOn(event.channel, event.ts).map((name) => (name === "eyes" ? "👀" : name));
+    },
     raw: {
       valid: (text) => dmFrom(STRANGER, text),
       allowed: (text) => dmFrom({ user: SLACK_IDS.user, channel: SLACK_IDS.directChat }, text),

@@ -32,6 +32,7 @@ describe("slack through the hub", () => {
           slack: {
             dmPolicy: "allowlist",
             allowFrom: [SLACK_IDS.user],
+            ackReactionScope: "all",
             channels: {
               [SLACK_IDS.group]: { requireMention: true },
               [OPEN_CHANNEL]: { requireMention: false },

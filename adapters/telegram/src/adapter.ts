@@ -32,6 +32,7 @@ import {
 } from "@hub/core";
 import { type Api, Bot, GrammyError } from "grammy";
 import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
+import { deleteMessage, editText, setReaction } from "./live.js";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
 import { type PollerDeps, pollUpdates } from "./polling.js";
 import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
@@ -370,6 +371,34 @@ export class TelegramAdapter implements ChannelAdapter {
       "typing",
       target.threadId ? { message_thread_id: Number(target.threadId) } : {},
     );
+  }
+
+  /** Edits a message the bot sent (a live preview) into `segment`. */
+  async edit(
+    messageId: string,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options: { signal?: AbortSignal } = {},
+  ): Promise<void> {
+    try {
+      await editText(this.#bot.api, chatIdParam(target.chatId), messageId, segment, options.signal);
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Deletes a message the bot sent (an abandoned live preview). */
+  async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
+    try {
+      await deleteMessage(this.#bot.api, chatIdParam(target.chatId), messageId);
+    } catch (error) {
+      throw this.#classify(error);
+    }
+  }
+
+  /** Sets or clears the bot's reaction on a message (setMessageReaction). */
+  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
+    await setReaction(this.#bot.api, chatIdParam(target.chatId), messageId, emoji);
   }
 
   /**

@@ -187,6 +187,12 @@ export function telegramHarness(
       fake.failNext("sendMessage", telegramErrors.tooManyRequests(seconds));
     },
     outbound: (chatId) => fake.sent(chatId).map(outboundOf),
+    shown: (chatId) =>
+      fake.shown(Number(chatId)).map((m) => ({ ...outboundOf(m.params ?? {}), edits: m.edits ?? 0 })),
+    reactionsOn: (ref) => {
+      const { message } = ref as TextMessageUpdate;
+      return fake.reactions(message.chat.id, message.message_id);
+    },
     raw: {
       valid: (text) => privateText({ chatId: STRANGER, fromId: STRANGER, text, username: "stranger" }),
       allowed: (text) => privateText({ chatId: USER, fromId: USER, text }),

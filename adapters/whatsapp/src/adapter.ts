@@ -389,6 +389,21 @@ export class WhatsAppAdapter implements ChannelAdapter {
   }
 
   /**
+   * Sets (`emoji`) or removes (`null`) the bot's reaction on a message: a reaction message naming the
+   * message's key (a recent inbound message's own key, which names the sender in a group).
+   */
+  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
+    const socket = this.#socket;
+    if (!socket) throw new Error("WhatsApp is not connected");
+    const key = this.#recent.get(`${target.chatId}/${messageId}`)?.key ?? {
+      remoteJid: target.chatId,
+      id: messageId,
+      fromMe: false,
+    };
+    await socket.sendMessage(target.chatId, { react: { text: emoji ?? "", key } });
+  }
+
+  /**
    * Downloads the media of a recent inbound message (`Media.ref` is `<chat>/<message id>`): only the
    * process holding the account's connection has the message and its media keys, for its last
    * `RECENT_LIMIT` messages.

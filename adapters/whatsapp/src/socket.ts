@@ -6,6 +6,7 @@ import makeWASocket, {
   downloadMediaMessage,
   makeCacheableSignalKeyStore,
   type WAMessage,
+  type WAMessageKey,
   type WAPresence,
 } from "@whiskeysockets/baileys";
 import { clearAuthState, isLinked, useAtomicAuthState } from "./auth-state.js";
@@ -29,7 +30,8 @@ export interface WhatsAppSocket {
   readonly user?: { id: string; lid?: string | undefined; name?: string | undefined } | undefined;
   sendMessage(
     jid: string,
-    content: import("./send-file.js").WhatsAppContent,
+    /** A text or media message, or a reaction to the message `key` (`text: ""` removes the reaction). */
+    content: import("./send-file.js").WhatsAppContent | { react: { text: string; key: WAMessageKey } },
     options?: { quoted?: WAMessage },
   ): Promise<WAMessage | undefined>;
   sendPresenceUpdate(type: WAPresence, jid?: string): Promise<void>;

@@ -68,11 +68,17 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
     readonly index: number,
   ) {}
 
-  async sendMessage(jid: string, content: WhatsAppContent, options?: { quoted?: WAMessage }) {
+  async sendMessage(
+    jid: string,
+    content: WhatsAppContent | { react: { text: string; key: proto.IMessageKey } },
+    options?: { quoted?: WAMessage },
+  ) {
+    if (this.ended) throw closeError(428);
+    // A scripted failure is for the next text message (the rate-limit cases count message sends).
+    if ("react" in content) return this.world.react(jid, content.react);
     const failure = this.#failNext;
     this.#failNext = undefined;
     if (failure) throw failure;
-    if (this.ended) throw closeError(428);
     const id = `BOT${String(this.world.sent.length).padStart(6, "0")}`;
     const { text, file, message } = sentView(content);
     this.world.sent.push({ jid, text, quoted: options?.quoted, id, file });
@@ -170,6 +176,21 @@ export class FakeWhatsApp implements WhatsAppConnector {
     const socket = this.sockets.at(-1);
     if (!socket) throw new Error("no socket opened yet");
     return socket;
+  }
+
+  /** The bot's reaction on each message (`<chat>/<message id>`), as WhatsApp shows it. */
+  readonly reactions = new Map<string, string>();
+
+  /** A reaction message: `text` sets the bot's one reaction on the message `key`, "" removes it. */
+  react(jid: string, reaction: { text: string; key: proto.IMessageKey }): WAMessage {
+    const ref = `${reaction.key.remoteJid ?? jid}/${reaction.key.id ?? ""}`;
+    if (reaction.text === "") this.reactions.delete(ref);
+    else this.reactions.set(ref, reaction.text);
+    return proto.WebMessageInfo.fromObject({
+      key: { remoteJid: jid, fromMe: true, id: `REACT${this.reactions.size}` },
+      message: { reactionMessage: reaction },
+      messageTimestamp: Math.floor(Date.now() / 1000),
+    }) as WAMessage;
   }
 
   sentTo(jid: string): SentMessage[] {

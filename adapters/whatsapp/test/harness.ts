@@ -122,6 +122,11 @@ export function whatsappHarness(
       wa.socket.failNext(stanzaError(429, "rate-overlimit"));
     },
     outbound: (chatId) => wa.sentTo(chatId).map(outboundOf),
+    reactionsOn: (ref) => {
+      const { key } = ref as proto.IWebMessageInfo;
+      const emoji = wa.reactions.get(`${key?.remoteJid ?? ""}/${key?.id ?? ""}`);
+      return emoji ? [emoji] : [];
+    },
     raw: {
       valid: (text) => plain(directText(STRANGER, text)),
       allowed: (text) => plain(directText(USER, text)),

@@ -40,6 +40,18 @@ export class OrderedBlockPusher {
       });
   }
 
+  /**
+   * Queues a live preview of the text not pushed yet, behind every earlier block. A preview that cannot
+   * be queued is only a missed update: it never stops the reply.
+   */
+  pushPreview(text: string): void {
+    const preview = this.reply.preview;
+    if (!preview) return;
+    this.#pushing = this.#pushing
+      .then(() => (this.#error === undefined ? preview.call(this.reply, text) : undefined))
+      .catch(() => {});
+  }
+
   /** The first push failure, if any. */
   get error(): unknown {
     return this.#error;

@@ -3,6 +3,7 @@ export * from "./answer-directly.js";
 export * from "./failover.js";
 export * from "./http-fetch.js";
 export * from "./interrupted.js";
+export * from "./live.js";
 export * from "./media/kinds.js";
 export * from "./media/prepare.js";
 export * from "./media/store.js";

@@ -28,6 +28,7 @@ import { assembleContext, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
 import { historyMessages, toEntry, userEntryOf } from "./history.js";
 import { finalizeInterrupted } from "./interrupted.js";
+import { acknowledge, type LiveFeatures, LivePreviewFeed } from "./live.js";
 import type { MediaPreparer } from "./media/prepare.js";
 import { withMediaNotes } from "./media/prepare.js";
 import { mediaForTurn } from "./media/turn-media.js";
@@ -85,6 +86,17 @@ export interface AgentRunnerOptions extends ContextSettings {
   outbox?: Outbox;
   /** `limits.maxAttachmentBytes`: larger images from the model become a note. */
   maxAttachmentBytes?: number;
+  /** Live previews and acknowledgement reactions, per chat. */
+  live?: LiveFeatures;
+}
+
+/** How a turn's text reaches the reply: the streamer cuts blocks, the pusher queues them, the preview shows the rest. */
+interface TurnIo {
+  streamer: BlockStreamer;
+  pusher: OrderedBlockPusher;
+  signal: AbortSignal;
+  interactive?: boolean | undefined;
+  preview?: LivePreviewFeed | undefined;
 }
 
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
@@ -242,21 +254,9 @@ export class AgentRunner {
 
   // Phase 2: the turn, from the user's lines to the last pushed block, bounded by stop, timeout and lease.
   async #runTurn(run: ClaimedRun, stopSignal: AbortSignal): Promise<TurnResult> {
-    const { request, attempt, claim } = run;
-    const { ctx, runId } = request;
-    // Each attempt gets its own reply, so a resumed answer never interleaves with the interrupted one.
-    // Fenced by the writer claim in Redis: once a newer claim exists, not one more segment is queued.
-    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
-      fence: this.o.writers.fenceOf(claim),
-      runId,
-      sessionKey: ctx.sessionKey,
-    });
+    const { ctx } = run.request;
     const caps = this.o.capabilitiesOf?.(ctx.channel);
-    const streamer = new BlockStreamer({
-      minChars: Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000),
-      maxChars: Math.min(caps?.textLimit ?? 3000, 3000),
-    });
-    const pusher = new OrderedBlockPusher(reply);
+    const { reply, streamer, pusher, preview } = this.#openReply(run, caps);
     const abort = new AbortController();
     const onStop = () => abort.abort(stopSignal.reason);
     stopSignal.addEventListener("abort", onStop);
@@ -264,12 +264,14 @@ export class AgentRunner {
     else if (run.stop) abort.abort(new RunStopError(run.stop));
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
     const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
+    const unacknowledge = acknowledge(this.o.live, ctx, run.log);
     try {
       const text = await this.#turn(run, {
         streamer,
         pusher,
         signal: abort.signal,
         interactive: caps?.interactive,
+        preview,
       });
       return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage };
     } catch (error) {
@@ -286,22 +288,15 @@ export class AgentRunner {
       if (pusher.error) run.log.warn({ err: pusher.error }, "could not queue every block of the reply");
       return { end, text: "", reply };
     } finally {
-      // Whatever way the run ended, typing stops before the outcome is announced.
+      // Whatever way the run ended, typing stops (and the reaction goes) before the outcome is announced.
       stopTyping();
+      void unacknowledge();
       clearTimeout(timeout);
       stopSignal.removeEventListener("abort", onStop);
     }
   }
 
-  async #turn(
-    run: ClaimedRun,
-    io: {
-      streamer: BlockStreamer;
-      pusher: OrderedBlockPusher;
-      signal: AbortSignal;
-      interactive?: boolean | undefined;
-    },
-  ): Promise<TurnAnswer> {
+  async #turn(run: ClaimedRun, io: TurnIo): Promise<TurnAnswer> {
     const { request, session, writeChecked, log } = run;
     const { ctx, runId } = request;
     const { streamer, pusher, signal } = io;
@@ -337,7 +332,10 @@ export class AgentRunner {
       tools: policy.tools,
       chain,
       signal,
-      onText: (delta) => pusher.push(streamer.push(delta)),
+      onText: (delta) => {
+        pusher.push(streamer.push(delta));
+        io.preview?.update();
+      },
       sendFile: (file, caption) => this.#sendFile(io, file, caption),
       onImage: modelImageSender(
         { outbox: this.o.outbox, maxBytes: this.o.maxAttachmentBytes ?? 20 * 1024 * 1024, log },
@@ -386,16 +384,7 @@ export class AgentRunner {
   }
 
   // Tools pass one chain; an `ask` tool posts its approval prompt in order with the answer so far.
-  #toolChain(
-    ctx: MsgContext,
-    policy: ReturnType<AgentRunnerOptions["toolsFor"]>,
-    io: {
-      streamer: BlockStreamer;
-      pusher: OrderedBlockPusher;
-      signal: AbortSignal;
-      interactive?: boolean | undefined;
-    },
-  ): ToolCallChain {
+  #toolChain(ctx: MsgContext, policy: ReturnType<AgentRunnerOptions["toolsFor"]>, io: TurnIo): ToolCallChain {
     const ask = async (call: { name: string }, args: unknown) => {
       const code = await this.o.approvals.open(ctx.sessionKey, policy.approvalTimeoutMs);
       const seconds = Math.round(policy.approvalTimeoutMs / 1000);
@@ -412,6 +401,29 @@ export class AgentRunner {
       approvals: policy.approvals,
       ...(io.interactive !== false ? { ask } : {}),
     });
+  }
+
+  // Each attempt gets its own reply, so a resumed answer never interleaves with the interrupted one.
+  // Fenced by the writer claim in Redis: once a newer claim exists, not one more segment is queued.
+  // With a live preview, blocks are cut only when a message is full; the preview shows the rest, and
+  // every attempt shares the run's preview, so a resumed one finalizes what a crashed one showed.
+  #openReply(run: ClaimedRun, caps: ChannelCapabilities | undefined) {
+    const { request, attempt, claim } = run;
+    const { ctx, runId } = request;
+    const live = this.o.live?.previewFor(ctx) === true;
+    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
+      fence: this.o.writers.fenceOf(claim),
+      runId,
+      sessionKey: ctx.sessionKey,
+      ...(live ? { preview: { key: runId, resumed: attempt > 1 } } : {}),
+    });
+    const maxChars = Math.min(caps?.textLimit ?? 3000, 3000);
+    const minChars = live ? maxChars : Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000);
+    const streamer = new BlockStreamer({ minChars, maxChars });
+    const pusher = new OrderedBlockPusher(reply);
+    const interval = Math.max(this.o.live?.previewIntervalMs ?? 1000, caps?.minSendIntervalMs ?? 0);
+    const preview = live ? new LivePreviewFeed(pusher, streamer, interval) : undefined;
+    return { reply, streamer, pusher, preview };
   }
 
   // Phase 3: the terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell.

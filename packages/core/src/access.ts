@@ -39,6 +39,15 @@ export const ChannelAccessSchema = z.object({
   allowFrom: z.array(z.string()).default([]),
   groupPolicy: GroupPolicySchema.default("allowlist"),
   groups: z.record(z.string(), GroupConfigSchema).default({}),
+  /**
+   * `preview`: where the channel can edit, a long answer shows as a message edited in place while the model
+   * writes, then becomes the final messages; `off`: each finished part is sent as it completes.
+   */
+  streaming: z.enum(["off", "preview"]).default("off"),
+  /** Reaction put on the user's message while a run works on it (e.g. "👀"); "off" or unset: none. */
+  ackReaction: z.string().min(1).optional(),
+  /** Where the acknowledgement reaction is used: `direct` chats only (default) or `all` chats (groups too). */
+  ackReactionScope: z.enum(["direct", "all"]).default("direct"),
 });
 /** Access settings of one channel (DM policy, allowlists, groups). */
 export type ChannelAccess = z.infer<typeof ChannelAccessSchema>;

@@ -17,6 +17,10 @@ export interface ChannelCapabilities {
   markdown: MarkdownDialect;
   threads: boolean;
   typing: boolean;
+  /**
+   * The adapter can edit (`edit`) and delete (`deleteMessage`) its own messages, so an
+   * answer can stream as a live preview (`channels.<name>.streaming: "preview"`).
+   */
   edit: boolean;
   /** Whether the channel can send files and images (`OutboundSegment.attachment`); without it a file becomes a text note. */
   files?: boolean;
@@ -132,6 +136,25 @@ export interface ChannelAdapter {
   ): Promise<SendResult>;
   /** Shows "typing…" in the target chat, if the channel can. */
   sendTyping(target: ReplyTarget): Promise<void>;
+  /**
+   * Replaces the text of a message this adapter sent (a live preview, see
+   * `capabilities.edit`). Editing a message to the text it already shows
+   * succeeds. Throws like `send`: `RateLimitedError`, `PermanentSendError` when the
+   * message is gone or can no longer be edited; anything else is retried.
+   */
+  edit?(
+    messageId: string,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    options?: { signal?: AbortSignal },
+  ): Promise<void>;
+  /** Deletes a message this adapter sent (an abandoned live preview); one already gone is success. */
+  deleteMessage?(target: ReplyTarget, messageId: string): Promise<void>;
+  /**
+   * Sets this bot's reaction on a message in the target chat (`emoji`, e.g. "👀"),
+   * or removes it (`null`). The acknowledgement reaction of a run uses it.
+   */
+  react?(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void>;
   /** Least time between two sends to this target, when it differs by chat (e.g. groups are slower). */
   sendIntervalMs?(target: ReplyTarget): number;
   /**

@@ -39,6 +39,20 @@ export interface ReplyStream {
   end(): Promise<number>;
   /** Resolves when every segment is delivered or failed for good. */
   settled(): Promise<ReplySettlement>;
+  /**
+   * Shows `text` (the answer so far, not yet pushed as blocks) as the reply's live preview: one
+   * message edited in place, in order with the blocks; the next block pushed becomes that message.
+   * Only on a reply opened with `preview`.
+   */
+  preview?(text: string): Promise<void>;
+}
+
+/** A reply's live preview: which preview it continues, so a resumed attempt takes over a crashed one's. */
+export interface ReplyPreviewOptions {
+  /** Shared by every attempt of one run (its runId): the preview message belongs to the run. */
+  key: string;
+  /** A later attempt: a preview an earlier attempt left is finalized or removed even if this one shows none. */
+  resumed?: boolean;
 }
 
 /**
@@ -73,4 +87,6 @@ export interface ReplyOpenOptions {
   /** The run and session this reply answers, carried to delivery so its log lines name them. */
   runId?: string | undefined;
   sessionKey?: string | undefined;
+  /** The run's live preview (a message edited in place while the answer streams), where the channel has one. */
+  preview?: ReplyPreviewOptions | undefined;
 }

@@ -27,7 +27,9 @@ export type FailpointName =
   | "run.before-push"
   | "transcript.before-append"
   | "delivery.before-send"
-  | "delivery.after-send";
+  | "delivery.after-send"
+  | "delivery.before-preview"
+  | "delivery.after-preview";
 
 /** Kills or freezes this process here if `HUB_FAILPOINTS` asks for it. */
 export function failpoint(name: FailpointName): void {

@@ -15,6 +15,7 @@ export * from "./media.js";
 export * from "./msg-context.js";
 export * from "./ops-config.js";
 export * from "./outbox.js";
+export * from "./own-reactions.js";
 export * from "./pacing.js";
 export * from "./plugin.js";
 export * from "./redact.js";

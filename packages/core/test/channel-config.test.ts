@@ -30,6 +30,37 @@ describe("channels config (plugins)", () => {
     expect(channelAccess(config.channels, "examplechat", "other")).toBeUndefined();
   });
 
+  it("gives every channel the live keys: previews off and the reaction only in DMs by default", () => {
+    const config = parseConfig(
+      {
+        channels: {
+          examplechat: {
+            accounts: {
+              plain: {},
+              live: { streaming: "preview", ackReaction: "👀", ackReactionScope: "all" },
+            },
+          },
+        },
+      },
+      "c",
+      {},
+      [example],
+    );
+    expect(channelAccess(config.channels, "examplechat", "plain")).toMatchObject({
+      streaming: "off",
+      ackReactionScope: "direct",
+    });
+    expect(channelAccess(config.channels, "examplechat", "plain")?.ackReaction).toBeUndefined();
+    expect(channelAccess(config.channels, "examplechat", "live")).toMatchObject({
+      streaming: "preview",
+      ackReaction: "👀",
+      ackReactionScope: "all",
+    });
+    expect(() =>
+      parseConfig({ channels: { examplechat: { streaming: "typewriter" } } }, "c", {}, [example]),
+    ).toThrow(/channels\.examplechat\.streaming/);
+  });
+
   it("builds one account per `accounts.<id>`, each inheriting the shared keys", () => {
     const config = parseConfig(
       {

@@ -68,6 +68,16 @@ export class BlockStreamer {
     return out;
   }
 
+  /**
+   * The text received but not emitted yet (a short block held for merging, then the rest), as a live
+   * preview shows it. Emitting nothing, it changes nothing.
+   */
+  pending(): string {
+    const rest = this.#buf.trim();
+    if (this.#held === null) return rest;
+    return rest === "" ? this.#held : `${this.#held}\n\n${rest}`;
+  }
+
   /** Ends the stream: returns the remaining blocks (trimmed, non-empty) and resets the streamer. */
   flush(): string[] {
     const out: string[] = [];

@@ -1,6 +1,7 @@
 import {
   type ChannelAdapter,
   type ChannelCapabilities,
+  type FailpointName,
   failpoint,
   type HubLogger,
   type OutboundSegment,
@@ -15,6 +16,7 @@ import {
   type ReplyTarget,
   ReplyTargetSchema,
   replyTargetKey,
+  type SendResult,
 } from "@hub/core";
 import {
   createRedis,
@@ -29,6 +31,7 @@ import { z } from "zod";
 import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
+import { LivePreviews, type PreviewIo, previewText } from "./preview.js";
 
 const SegmentItemSchema = z
   .object({
@@ -43,6 +46,10 @@ const SegmentItemSchema = z
     sessionKey: z.string().optional(),
     /** A file from the outbox this segment sends (`text` is its caption). */
     attachment: OutboxFileSchema.optional(),
+    /** The run's live preview (its key): a segment takes it over; `kind` items show or close it. */
+    preview: z.string().optional(),
+    /** A live preview's text (`preview`) or the end of a run's previews (`close`), not a segment. */
+    kind: z.enum(["preview", "close"]).optional(),
   })
   .strict();
 type SegmentItem = z.infer<typeof SegmentItemSchema>;
@@ -97,10 +104,12 @@ export class ReplyDispatcher implements ReplySink {
   readonly #redis: Redis;
   #subscriber: Redis | undefined;
   readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #previews: LivePreviews;
 
   constructor(options: ReplyDispatcherOptions) {
     this.#o = options;
     this.#redis = createRedis(options.redisUrl);
+    this.#previews = new LivePreviews(this.#redis, options.prefix);
     this.#mailbox = new OrderedMailbox<SegmentItem>({
       name: "reply",
       redisUrl: options.redisUrl,
@@ -114,6 +123,8 @@ export class ReplyDispatcher implements ReplySink {
       instanceId: options.instanceId,
       logFields: segmentLogFields,
       onFailed: async (item, error) => {
+        // A preview that could not be shown is not a segment of the reply: nothing to settle.
+        if (item.data.kind !== undefined) return;
         await this.#mark(item.data.replyId, item.data.index, "failed");
         await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
       },
@@ -145,7 +156,9 @@ export class ReplyDispatcher implements ReplySink {
   open(replyId: string, target: ReplyTarget, options: ReplyOpenOptions = {}): ReplyStream {
     const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
+    const preview = options.preview?.key;
     let next = 0;
+    let previews = 0;
     let ended = false;
     let settledAtEnd: ReplySettlement | undefined;
     return {
@@ -157,6 +170,7 @@ export class ReplyDispatcher implements ReplySink {
           const data: SegmentItem = { replyId, index, text, target, at: Date.now() };
           if (options.runId && options.runId !== replyId) data.runId = options.runId;
           if (options.sessionKey) data.sessionKey = options.sessionKey;
+          if (preview) data.preview = preview;
           return { id: `${replyId}#${index}`, data };
         });
         await this.#mailbox.push(key, items, options);
@@ -177,8 +191,24 @@ export class ReplyDispatcher implements ReplySink {
         await this.#mailbox.push(key, items, options);
         next += items.length;
       },
+      ...(preview
+        ? {
+            preview: async (text: string) => {
+              if (ended) return;
+              const shown = previewText(text, capabilities);
+              const item = { replyId, index: 0, text: shown, target, at: Date.now(), preview };
+              if (shown !== "") await this.#pushPreview(key, `${replyId}#p${previews++}`, item, options);
+            },
+          }
+        : {}),
       end: async () => {
         ended = true;
+        // After the reply's last segment: a preview none of them took over is removed. Not fenced, so a
+        // superseded run (whose pushes are refused) still clears what it showed.
+        if (preview && (previews > 0 || options.preview?.resumed)) {
+          const data = { replyId, index: 0, text: "", target, preview, kind: "close" as const };
+          await this.#mailbox.push(key, [{ id: `${replyId}#close`, data }]);
+        }
         const k = this.#keys(replyId);
         const [delivered, failed] = (await runScript(
           this.#redis,
@@ -192,6 +222,17 @@ export class ReplyDispatcher implements ReplySink {
       },
       settled: async () => settledAtEnd ?? this.settled(replyId),
     };
+  }
+
+  // A live preview's newest text, in order with the reply's segments; older ones still queued are skipped.
+  async #pushPreview(
+    key: string,
+    id: string,
+    item: Omit<SegmentItem, "kind"> & { preview: string },
+    options: ReplyOpenOptions,
+  ): Promise<void> {
+    await this.#previews.markLatest(item.preview, id);
+    await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], options);
   }
 
   /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
@@ -253,22 +294,56 @@ export class ReplyDispatcher implements ReplySink {
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
+        // Only items of a run with a live preview need its I/O.
+        const io = (): PreviewIo => ({
+          adapter,
+          target,
+          signal: ctx.signal,
+          gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
+          send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs),
+        });
+        if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) return this.#expire(item.data, ctx.key);
-        await this.#pace(
-          ctx.key,
-          adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
-        );
-        await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
         const segment = await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger);
-        failpoint("delivery.before-send");
-        // The last check before the platform write: a process frozen past its lease stops here.
-        ctx.assertLease();
-        await this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs);
+        // The last check before the platform write: a process frozen past its lease stops in the gate.
+        await this.#gate(adapter, target, ctx, "delivery.before-send");
+        const { preview } = item.data;
+        // A file cannot be edited into a preview: the preview is then removed at the reply's end.
+        if (!(preview && !segment.attachment && (await this.#previews.takeOver(preview, segment, io()))))
+          await this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
         await this.#mark(replyId, index, "ok");
       },
       { concurrency: options.concurrency ?? 50 },
     );
+  }
+
+  // The target's pacing and the account's rate, then the last check before the platform write: a process
+  // frozen past its lease (a failpoint freezes it right before) stops here.
+  async #gate(
+    adapter: ChannelAdapter,
+    target: ReplyTarget,
+    ctx: { key: string; assertLease: () => void },
+    point: FailpointName,
+  ): Promise<void> {
+    await this.#pace(
+      ctx.key,
+      adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
+    );
+    await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+    failpoint(point);
+    ctx.assertLease();
+  }
+
+  // A live preview's text (skipped when stale: a newer one is queued, or it waited past the age limit) or
+  // the end of a run's previews.
+  async #deliverPreview(itemId: string, data: SegmentItem, io: PreviewIo): Promise<void> {
+    const { preview, kind } = data;
+    if (preview === undefined) return;
+    if (kind === "close") return this.#previews.close(preview, io);
+    if (this.#expired(data)) return;
+    await this.#previews.show(preview, itemId, data.replyId, data.text, io);
+    failpoint("delivery.after-preview");
   }
 
   // Never race the send: abort it on timeout and wait for it to settle, so it cannot land after the next one.
@@ -279,7 +354,7 @@ export class ReplyDispatcher implements ReplySink {
     segment: OutboundSegment,
     lost: AbortSignal,
     sendTimeoutMs: number,
-  ): Promise<void> {
+  ): Promise<SendResult> {
     const { target } = item;
     const controller = new AbortController();
     const onLost = () => controller.abort(new Error("delivery lease lost"));
@@ -290,7 +365,7 @@ export class ReplyDispatcher implements ReplySink {
       controller.abort(new Error(`send timed out after ${sendTimeoutMs} ms`));
     }, sendTimeoutMs);
     try {
-      await adapter.send(segment, target, { signal: controller.signal });
+      return await adapter.send(segment, target, { signal: controller.signal });
     } catch (error) {
       if (timedOut) await this.#unknownOutcome(item, error);
       throw error;

@@ -85,6 +85,13 @@ export interface ConformanceHarness {
   rateLimitNextSend?(retryAfterSeconds: number): void;
   /** Messages the bot sent to a chat, in platform order. */
   outbound(chatId: string): OutboundMessage[];
+  /**
+   * Channels that edit (live previews): the bot's messages in a chat as the platform shows them now
+   * (edits applied, deleted ones gone), in order, each with how many edits changed it.
+   */
+  shown?(chatId: string): Array<OutboundMessage & { edits: number }>;
+  /** Channels with reactions: the bot's reactions on an inbound message the harness injected, as the platform shows them. */
+  reactionsOn?(ref: InboundRef): string[];
   /** A thread id valid in the suite's group (for platforms with threads). */
   threadId?: string;
   /** Raw payloads for the fuzz and the poison cases (every adapter should provide them). */

@@ -5,6 +5,7 @@ import { startTestHub, type TestHub } from "../../support/hub.js";
 import { waitFor } from "../../support/redis.js";
 import { runFuzz } from "./fuzz.js";
 import type { ConformanceHarness } from "./harness.js";
+import { describeLiveCases, liveConfig } from "./live-cases.js";
 import { mediaCases, SUITE_MAX_ATTACHMENT_BYTES } from "./media-cases.js";
 
 /** Mutated payloads per adapter in the test suite (`npm run bench` sends 10,000). */
@@ -67,6 +68,7 @@ export function describeAdapterConformance(
               dmPolicy: "allowlist",
               allowFrom: [h.ids.user],
               groups: { [h.ids.group]: { requireMention: true } },
+              ...liveConfig(h),
             },
           } as HubConfigInput["channels"],
         },
@@ -244,6 +246,7 @@ export function describeAdapterConformance(
       if (h.supportsFiles === false) return expect(sent[1]?.text).toContain("image-1.png");
       expect(sent[1]?.file?.data).toEqual(png);
     }, 30_000);
+    describeLiveCases(h, () => model);
 
     it("answers a redelivered message once", async () => {
       model.script({ text: "Only once." });

@@ -7,6 +7,7 @@ import {
   startAgentRole,
 } from "@hub/agent";
 import type { ReplyDispatcher } from "@hub/reply";
+import { liveFeatures } from "../live-features.js";
 import { buildMediaPreparer } from "../media.js";
 import { createModelResolver } from "../models.js";
 import { hubOutbox } from "../outbox.js";
@@ -70,6 +71,7 @@ export async function startExecution(
     media: buildMediaPreparer(config, base.stateDir, entry.adapters),
     outbox: hubOutbox(base),
     maxAttachmentBytes: config.limits.maxAttachmentBytes,
+    live: liveFeatures(config, entry.adapters),
   });
   const role = await startAgentRole({
     runner,

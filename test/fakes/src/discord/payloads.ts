@@ -57,6 +57,12 @@ export interface State {
   ids: { guild: string; botRole: string; channel: string; thread: string; dm: string; app: string };
   messages: Map<string, APIMessage>;
   sent: DiscordSentMessage[];
+  /** How many times the bot edited each message (by id). */
+  edits: Map<string, number>;
+  /** Ids of deleted messages. */
+  deleted: Set<string>;
+  /** The bot's own reactions on each message (by id), as emoji. */
+  reactions: Map<string, string[]>;
   /** Messages by author and nonce, with when they were made (enforce_nonce looks back `nonceWindowMs`). */
   nonces: Map<string, { message: APIMessage; at: number }>;
   typing: string[];

@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type APIAttachment, ChannelType, GatewayDispatchEvents, MessageType } from "discord-api-types/v10";
 import { boundaryOf, type MultipartPart, parseMultipart, readBody } from "../kit/index.js";
+import { liveRoute } from "./live.js";
 import {
   channelTypeOf,
   guildChannels,
@@ -188,6 +189,8 @@ function route(s: State, method: string, path: string, body: unknown): Answer {
   const plain = decodeURIComponent(path);
   if (method === "GET" && plain === "/users/@me") return json(200, s.bot);
   if (method === "GET" && plain === "/applications/@me") return json(200, currentApplication(s));
+  const live = liveRoute(s, method, parts, b);
+  if (live) return live;
   if (parts[0] === "channels" && parts[1]) {
     if (method === "POST" && parts[2] === "messages" && parts.length === 3)
       return createMessage(s, parts[1], b);

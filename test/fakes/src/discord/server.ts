@@ -64,6 +64,9 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     gateway,
     messages: new Map(),
     sent: [],
+    edits: new Map(),
+    deleted: new Set(),
+    reactions: new Map(),
     nonces: new Map(),
     typing: [],
     commands: new Map(),
@@ -105,6 +108,11 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     api: s.api,
     calls: s.api.calls,
     sent: (channelId) => (channelId === undefined ? s.sent : s.sent.filter((m) => m.channelId === channelId)),
+    shown: (channelId) =>
+      s.sent
+        .filter((m) => m.channelId === channelId && !s.deleted.has(m.message.id))
+        .map((m) => ({ ...m, edits: s.edits.get(m.message.id) ?? 0 })),
+    reactions: (messageId) => s.reactions.get(messageId) ?? [],
     typing: s.typing,
     commands: s.commands,
     interactions: s.interactions,

@@ -91,6 +91,10 @@ export interface FakeDiscord {
   readonly calls: DiscordCall[];
   /** Messages the bot created, in creation order (optionally in one channel). */
   sent(channelId?: string): DiscordSentMessage[];
+  /** The bot's messages in a channel as Discord shows them now (edits applied, deleted ones gone), with their edit counts. */
+  shown(channelId: string): Array<DiscordSentMessage & { edits: number }>;
+  /** The bot's own reactions on a message, as emoji. */
+  reactions(messageId: string): string[];
   /** Typing indicators the bot triggered, by channel id. */
   readonly typing: string[];
   /** Application commands registered, by scope (`global` or the guild id). */

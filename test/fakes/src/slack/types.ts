@@ -28,6 +28,8 @@ export interface SlackMessage {
   thread_ts?: string;
   metadata?: { event_type: string; event_payload?: Record<string, unknown> };
   reactions: Map<string, Set<string>>;
+  /** How many chat.update calls changed it. */
+  edits?: number;
   /** Files shared with the message (files.completeUploadExternal). */
   files?: SlackFile[];
 }

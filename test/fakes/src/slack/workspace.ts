@@ -90,6 +90,8 @@ export class SlackWorkspace {
       "chat.postMessage": (p) => this.#postMessage(p),
       "files.getUploadURLExternal": (p) => this.#uploadUrl(p),
       "files.completeUploadExternal": (p) => this.#completeUpload(p),
+      "chat.update": (p) => this.#update(p),
+      "chat.delete": (p) => this.#delete(p),
       "reactions.add": (p) => this.#react(p, true),
       "reactions.remove": (p) => this.#react(p, false),
       "conversations.history": (p) => this.#history(p, false),
@@ -192,6 +194,32 @@ export class SlackWorkspace {
     };
     this.messages.push(message);
     return ok({ channel, ts: message.ts, message: this.#view(message, true) });
+  }
+
+  // chat.update: only the bot's own messages; the text is checked like a post.
+  #update(p: Params): Answer {
+    const [channel, ts] = [str(p.channel), str(p.ts)];
+    if (!channel) return fail("channel_not_found");
+    const message = ts ? this.find(channel, ts) : undefined;
+    if (!message) return fail("message_not_found");
+    if (message.bot_id !== this.ids.botId) return fail("cant_update_message");
+    const text = typeof p.text === "string" ? p.text : "";
+    if (text.trim() === "" && p.blocks === undefined) return fail("no_text");
+    if (text.length > 40_000) return fail("msg_too_long");
+    message.text = text;
+    message.edits = (message.edits ?? 0) + 1;
+    return ok({ channel, ts: message.ts, text, message: this.#view(message, false) });
+  }
+
+  // chat.delete: a deleted message is gone from the conversation.
+  #delete(p: Params): Answer {
+    const [channel, ts] = [str(p.channel), str(p.ts)];
+    if (!channel) return fail("channel_not_found");
+    const message = ts ? this.find(channel, ts) : undefined;
+    if (!message) return fail("message_not_found");
+    if (message.bot_id !== this.ids.botId) return fail("cant_delete_message");
+    this.messages.splice(this.messages.indexOf(message), 1);
+    return ok({ channel, ts: message.ts });
   }
 
   #react(p: Params, add: boolean): Answer {

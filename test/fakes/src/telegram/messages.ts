@@ -17,6 +17,9 @@ import {
 import { msgKey, type TelegramStore } from "./store.js";
 import { type TelegramFailure, telegramErrors } from "./types.js";
 
+/** Some of the emojis Telegram accepts as reactions (ReactionTypeEmoji); others answer REACTION_INVALID. */
+const REACTION_EMOJI = new Set(["👍", "👎", "❤", "🔥", "👀", "🤔", "👌", "🙏", "✍", "😢", "🎉", "⚡", "🤝"]);
+
 const unixNow = () => Math.floor(Date.now() / 1000);
 const isFailure = (v: unknown): v is TelegramFailure => isRecord(v) && typeof v.error_code === "number";
 
@@ -62,7 +65,7 @@ function formatText(
   if ([...parsed.text].length > MAX_MESSAGE_LENGTH) return badRequest(tooLong);
   return parsed;
 }
-/** The fake's message methods: getMe, sendMessage, editMessageText, sendChatAction, getFile. */
+/** The fake's message methods: getMe, sendMessage, editMessageText, deleteMessage, setMessageReaction, sendChatAction, getFile. */
 export class MessageMethods {
   constructor(
     private readonly store: TelegramStore,
@@ -80,6 +83,10 @@ export class MessageMethods {
     const preview = objParam(params.link_preview_options);
     if (preview) message.link_preview_options = preview;
     this.store.rememberMessage(message, true);
+    const stored = this.store.messages.get(
+      msgKey(String((message.chat as { id: number }).id), message.message_id as number),
+    );
+    if (stored) stored.params = params;
     return okAnswer(message);
   }
 
@@ -156,7 +163,7 @@ export class MessageMethods {
     const stored = this.store.messages.get(
       msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)),
     );
-    if (!stored) return errorAnswer(badRequest("message to edit not found"));
+    if (!stored || stored.deleted) return errorAnswer(badRequest("message to edit not found"));
     if (!stored.byBot) return errorAnswer(badRequest("message can't be edited"));
     const before = stored.message;
     const entities = formatted.entities.length > 0 ? formatted.entities : undefined;
@@ -167,7 +174,42 @@ export class MessageMethods {
     if (entities) edited.entities = entities;
     else delete edited.entities;
     stored.message = edited;
+    stored.params = { ...stored.params, text: params.text, parse_mode: params.parse_mode };
+    stored.edits = (stored.edits ?? 0) + 1;
     return okAnswer(edited);
+  }
+
+  deleteMessage(params: Params): Answer {
+    const chatId = chatIdParam(params.chat_id);
+    if (chatId === undefined) return errorAnswer(badRequest("chat_id is empty"));
+    const stored = this.store.messages.get(
+      msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)),
+    );
+    if (!stored || stored.deleted) return errorAnswer(badRequest("message to delete not found"));
+    if (!stored.byBot && this.store.chatFor(chatId).type !== "private")
+      return errorAnswer(badRequest("message can't be deleted"));
+    stored.deleted = true;
+    return okAnswer(true);
+  }
+
+  setMessageReaction(params: Params): Answer {
+    const chatId = chatIdParam(params.chat_id);
+    if (chatId === undefined) return errorAnswer(badRequest("chat_id is empty"));
+    const stored = this.store.messages.get(
+      msgKey(this.store.chatFor(chatId).id, intParam(params.message_id)),
+    );
+    if (!stored || stored.deleted) return errorAnswer(badRequest("message to react not found"));
+    const given = Array.isArray(params.reaction) ? params.reaction : [];
+    const emojis: string[] = [];
+    for (const r of given) {
+      if (!isRecord(r) || r.type !== "emoji" || typeof r.emoji !== "string" || !REACTION_EMOJI.has(r.emoji))
+        return errorAnswer(badRequest("REACTION_INVALID"));
+      emojis.push(r.emoji);
+    }
+    // Bots may set one reaction at a time.
+    if (emojis.length > 1) return errorAnswer(badRequest("REACTIONS_TOO_MANY"));
+    stored.reactions = emojis;
+    return okAnswer(true);
   }
 
   sendChatAction(params: Params): Answer {

@@ -45,6 +45,8 @@ function methodTable(feed: UpdateFeed, messages: MessageMethods): Record<string,
     sendDocument: (params) => messages.sendFile(params, "document"),
     sendChatAction: (params) => messages.sendChatAction(params),
     editMessageText: (params) => messages.editMessageText(params),
+    deleteMessage: (params) => messages.deleteMessage(params),
+    setMessageReaction: (params) => messages.setMessageReaction(params),
     getFile: (params) => messages.getFile(params),
   };
 }
@@ -194,6 +196,8 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
         )
         .map((c) => c.params),
     callsOf: (method) => api.callsOf(method),
+    shown: (chatId) => store.shown(chatId),
+    reactions: (chatId, messageId) => store.messages.get(`${String(chatId)}:${messageId}`)?.reactions ?? [],
     waitForCall: (method, predicate, timeoutMs) => api.waitForCall(method, predicate, timeoutMs),
     pushUpdate: (update) => {
       const stored = store.withUpdateId(update);

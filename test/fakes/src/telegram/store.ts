@@ -4,6 +4,14 @@ import { intParam, isRecord } from "./protocol.js";
 export interface StoredMessage {
   message: Record<string, unknown>;
   byBot: boolean;
+  /** The params of the bot's send, then of its latest edit (what it asked Telegram to show). */
+  params?: Record<string, unknown>;
+  /** How many edits changed it. */
+  edits?: number;
+  /** Deleted (deleteMessage): no longer shown. */
+  deleted?: boolean;
+  /** The bot's reaction emojis on it (setMessageReaction). */
+  reactions?: string[];
 }
 
 /** The key of a message within its chat. */
@@ -33,7 +41,10 @@ export class TelegramStore {
     this.chats.set(chatKey, chat);
     const id = intParam(message.message_id);
     if (id === undefined) return;
-    this.messages.set(msgKey(chatKey, id), { message, byBot });
+    const key = msgKey(chatKey, id);
+    // Test builders number messages on their own: an injected message never replaces one the bot sent.
+    if (!byBot && this.messages.get(key)?.byBot) return;
+    this.messages.set(key, { message, byBot });
     this.lastMessageId.set(chatKey, Math.max(this.lastMessageId.get(chatKey) ?? 0, id));
   }
 
@@ -76,6 +87,14 @@ export class TelegramStore {
     if (chatId > 0) return { id: chatId, type: "private", first_name: "User" };
     if (chatId <= -1000000000000) return { id: chatId, type: "supergroup", title: "Group" };
     return { id: chatId, type: "group", title: "Group" };
+  }
+
+  /** The bot's messages in a chat as Telegram shows them now: edits applied, deleted ones gone, in order. */
+  shown(chatId: number | string): StoredMessage[] {
+    return [...this.messages.entries()]
+      .filter(([key, m]) => key.startsWith(`${String(chatId)}:`) && m.byBot && !m.deleted)
+      .map(([, m]) => m)
+      .sort((a, b) => Number(a.message.message_id) - Number(b.message.message_id));
   }
 
   fileBytes(fileId: string): Buffer {

@@ -96,6 +96,10 @@ export interface FakeTelegram {
   readonly calls: TelegramCall[];
   /** The params of the *successful* `sendMessage`, `sendPhoto` and `sendDocument` calls, optionally only those for one chat. */
   sent(chatId?: number | string): Array<Record<string, unknown>>;
+  /** The bot's messages in a chat as Telegram shows them now (edits applied, deleted ones gone), in order. */
+  shown(chatId: number | string): import("./store.js").StoredMessage[];
+  /** The bot's reaction emojis on a message. */
+  reactions(chatId: number | string, messageId: number): string[];
   /** All recorded calls of one method (case-insensitive). */
   callsOf(method: string): TelegramCall[];
   /**

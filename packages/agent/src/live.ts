@@ -1,0 +1,75 @@
+import type { HubLogger, MsgContext } from "@hub/core";
+import type { BlockStreamer } from "@hub/reply";
+import type { OrderedBlockPusher } from "./block-pusher.js";
+
+/**
+ * What a chat shows while a run works, decided per message from the channel's config and what its
+ * adapter can do (wired by the hub app).
+ */
+export interface LiveFeatures {
+  /** Whether answers in this chat stream as a live preview (`streaming: "preview"`, and the channel can edit). */
+  previewFor(ctx: MsgContext): boolean;
+  /** The reaction that acknowledges this message while its run works, or undefined (off, a group, no reactions). */
+  ackReactionFor(ctx: MsgContext): string | undefined;
+  /** Sets (`emoji`) or removes (`null`) the bot's reaction on the message. */
+  react(ctx: MsgContext, emoji: string | null): Promise<void>;
+  /** Least time between two preview updates of one answer (default 1000 ms). */
+  previewIntervalMs?: number;
+}
+
+/**
+ * Feeds a run's live preview: on each streamed delta, at most once per interval, the text not yet pushed
+ * as blocks is queued as the preview, in order with the blocks. Driven by deltas only (no timer), so once
+ * the run pushes its last block no preview can follow it. The first preview waits one interval after the
+ * first delta: a quick answer is sent as is, without a preview.
+ */
+export class LivePreviewFeed {
+  #last: number | undefined;
+  #shown = "";
+
+  constructor(
+    private readonly pusher: OrderedBlockPusher,
+    private readonly streamer: BlockStreamer,
+    private readonly intervalMs: number,
+  ) {}
+
+  /** Called after each delta was given to the streamer. */
+  update(): void {
+    const now = Date.now();
+    if (this.#last === undefined) {
+      this.#last = now;
+      return;
+    }
+    if (now - this.#last < this.intervalMs) return;
+    const text = this.streamer.pending();
+    if (text === "" || text === this.#shown) return;
+    this.#last = now;
+    this.#shown = text;
+    this.pusher.pushPreview(text);
+  }
+}
+
+/**
+ * Puts the acknowledgement reaction on the message a run answers (without delaying the run) and returns
+ * what removes it when the run ends, whatever way it ends. A reaction the platform refuses is logged and
+ * never fails the run.
+ */
+export function acknowledge(
+  live: LiveFeatures | undefined,
+  ctx: MsgContext,
+  log: HubLogger,
+): () => Promise<void> {
+  const emoji = live?.ackReactionFor(ctx);
+  if (!live || emoji === undefined) return async () => {};
+  const failed = (what: string) => (error: unknown) =>
+    log.debug({ err: error, messageId: ctx.messageId }, `acknowledgement reaction could not be ${what}`);
+  let added = true;
+  const adding = live.react(ctx, emoji).catch((error) => {
+    added = false;
+    failed("added")(error);
+  });
+  return async () => {
+    await adding;
+    if (added) await live.react(ctx, null).catch(failed("removed"));
+  };
+}

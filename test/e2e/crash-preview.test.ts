@@ -1,0 +1,98 @@
+import { runIdForMessage } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import {
+  type FakeOpenAI,
+  type FakeTelegram,
+  privateText,
+  startFakeOpenAI,
+  startFakeTelegram,
+} from "../fakes/src/index.js";
+import { type Installation, installation } from "../support/installation.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
+
+// A live preview across a crash: the process that showed it is SIGKILLed mid-stream; the restarted hub
+// resumes the run, and the platform ends with the final answer once and no preview left on screen.
+
+const USER = 7301;
+/** What a preview shows after its text while the answer is being written. */
+const MARK = "…";
+
+describe("a hub killed while a live preview is on screen", () => {
+  let telegram: FakeTelegram;
+  let model: FakeOpenAI;
+  let redis: Redis;
+  const installs: Installation[] = [];
+  beforeAll(async () => {
+    telegram = await startFakeTelegram();
+    model = await startFakeOpenAI();
+    redis = new Redis(REDIS_URL);
+  });
+  afterEach(async () => {
+    for (const i of installs.splice(0)) await i.dispose();
+  });
+  afterAll(async () => {
+    await telegram.close();
+    await model.close();
+    redis.disconnect();
+  });
+
+  it("finalizes the preview after the restart: the final answer once, no stuck preview", async () => {
+    const inst = installation("crash-preview", {
+      config: {
+        channels: {
+          telegram: {
+            botToken: telegram.token,
+            apiRoot: telegram.apiRoot,
+            dmPolicy: "allowlist",
+            allowFrom: [String(USER)],
+            streaming: "preview",
+          },
+        },
+      },
+      env: { HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" },
+    });
+    installs.push(inst);
+    const answer = Array.from(
+      { length: 24 },
+      (_, i) =>
+        `Part ${String(i).padStart(2, "0")}: ${"a long answer streams into a preview, ".repeat(4).trim()}`,
+    ).join("\n\n");
+    // The killed attempt and the resumed one each stream the whole answer (about 5 s).
+    const slow = { text: answer, chunkSize: 40, delayMs: 40 };
+    model.script(slow, slow);
+    // Killed right after its second preview write (the preview was sent, then edited once).
+    const first = await inst.start({ failpoints: "delivery.after-preview=kill@2" });
+    telegram.pushUpdate(
+      privateText({ chatId: USER, fromId: USER, text: "write a long answer", messageId: 801 }),
+    );
+    await first.hub.exited;
+    const shownAtCrash = telegram.shown(USER);
+    expect(shownAtCrash).toHaveLength(1);
+    expect(String(shownAtCrash[0]?.message.text)).toContain(MARK);
+    expect(shownAtCrash[0]?.edits).toBe(1);
+
+    await inst.start();
+    const runId = runIdForMessage(`telegram:default:${USER}:801`);
+    await waitFor(
+      async () => (await redis.hget(`${inst.prefix}:run:${runId}`, "status")) === "completed",
+      "the resumed run to complete",
+      40_000,
+    );
+    const text = () => telegram.shown(USER).map((m) => String(m.message.text));
+    await waitFor(
+      () => text().some((t) => t.includes("Part 23")) && !text().some((t) => t.includes(MARK)),
+      "the final answer, with no preview left",
+      30_000,
+    );
+    // Longer than the preview interval: nothing more lands after the final text.
+    const edits = telegram.callsOf("editMessageText").length;
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(telegram.callsOf("editMessageText")).toHaveLength(edits);
+    const parts = text().flatMap((t) => [...t.matchAll(/Part (\d\d)/g)].map((m) => Number(m[1])));
+    expect(parts).toEqual(Array.from({ length: 24 }, (_, i) => i));
+    // The preview the crashed process left became the answer's first message (edited in place).
+    expect(telegram.shown(USER)[0]?.message.message_id).toBe(shownAtCrash[0]?.message.message_id);
+    expect(model.requests).toHaveLength(2);
+  }, 90_000);
+});

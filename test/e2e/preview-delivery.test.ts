@@ -1,0 +1,93 @@
+import { createLogger, type ReplyTarget } from "@hub/core";
+import { ReplyDispatcher } from "@hub/reply";
+import { TelegramAdapter } from "@hub/telegram";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type FakeTelegram, startFakeTelegram } from "../fakes/src/index.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
+
+// The reply dispatcher's live previews against Telegram's Bot API (fake): stale updates are skipped,
+// a preview no segment took over is deleted, and a preview that was deleted on the platform is replaced
+// by a new message rather than failing the answer.
+
+const prefix = testPrefix("preview-delivery");
+const logger = createLogger({ level: "silent" });
+let telegram: FakeTelegram;
+let replies: ReplyDispatcher;
+let adapter: TelegramAdapter;
+let closeWorker: () => Promise<void>;
+let chat = 9100;
+
+const nextTarget = (): ReplyTarget => ({
+  channel: "telegram",
+  accountId: "default",
+  chatId: String(chat++),
+});
+
+beforeAll(async () => {
+  telegram = await startFakeTelegram();
+  adapter = new TelegramAdapter({
+    botToken: telegram.token,
+    apiRoot: telegram.apiRoot,
+    state: { get: async () => undefined, set: async () => {} },
+    logger,
+    // One platform write per 300 ms per chat: previews queue up behind each other.
+    pacing: { chatIntervalMs: 300, groupIntervalMs: 300, maxSendsPerSecond: 0 },
+  });
+  replies = new ReplyDispatcher({
+    redisUrl: REDIS_URL,
+    prefix,
+    logger,
+    capabilitiesOf: () => adapter.capabilities,
+    sweepIntervalMs: 100,
+    graceMs: 500,
+  });
+  const worker = replies.startDelivery(() => adapter, { concurrency: 4 });
+  closeWorker = () => worker.close();
+});
+afterAll(async () => {
+  await closeWorker();
+  await replies.close();
+  await telegram.close();
+  await dropPrefix(prefix);
+});
+
+const texts = (chatId: string) => telegram.shown(Number(chatId)).map((m) => String(m.message.text));
+
+describe("live previews through the ordered delivery queue", () => {
+  it("skips preview updates a newer one overtook, then edits the preview into the first segment", async () => {
+    const target = nextTarget();
+    const reply = replies.open("skip-stale", target, { preview: { key: "run-skip-stale" } });
+    for (let i = 1; i <= 6; i++) await reply.preview?.(`draft ${i}`);
+    await reply.push("The final answer.");
+    await reply.end();
+    expect(await reply.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
+    // At most the first draft (already being sent) and the newest one reached the platform.
+    const writes = telegram.callsOf("sendMessage").length + telegram.callsOf("editMessageText").length;
+    expect(writes).toBeLessThanOrEqual(3);
+    expect(texts(target.chatId)).toEqual(["The final answer."]);
+  });
+
+  it("deletes a preview no segment took over (a run that ended with nothing more to say)", async () => {
+    const target = nextTarget();
+    const reply = replies.open("stopped", target, { preview: { key: "run-stopped" } });
+    await reply.preview?.("half an answer");
+    await waitFor(() => texts(target.chatId).length === 1, "the preview");
+    expect(texts(target.chatId)[0]).toMatch(/^half an answer …$/);
+    await reply.end();
+    await waitFor(() => texts(target.chatId).length === 0, "the preview deleted");
+    expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
+  });
+
+  it("sends the segment as a new message when the preview was deleted on the platform", async () => {
+    const target = nextTarget();
+    const reply = replies.open("gone", target, { preview: { key: "run-gone" } });
+    await reply.preview?.("a preview someone deletes");
+    await waitFor(() => texts(target.chatId).length === 1, "the preview");
+    const [shown] = telegram.shown(Number(target.chatId));
+    if (shown) shown.deleted = true;
+    await reply.push("Still delivered.");
+    await reply.end();
+    expect(await reply.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
+    expect(texts(target.chatId)).toEqual(["Still delivered."]);
+  });
+});
