@@ -77,6 +77,36 @@ describe("SingleHolder: one process holds a connection", () => {
     await run;
   });
 
+  it("a renewal that hangs (Redis unreachable) ends the connection when the lease runs out by our clock", async () => {
+    const store = new MemoryLeaseStore();
+    let hang = false;
+    const hanging: LeaseStore = {
+      hold: (key, token, ttlMs) => (hang ? new Promise(() => {}) : store.hold(key, token, ttlMs)),
+      release: async () => {},
+    };
+    const lost: string[] = [];
+    const stop = new AbortController();
+    let connection: AbortSignal | undefined;
+    const holder = new SingleHolder({
+      lease: new ConnectionLease(hanging, "k", 600),
+      what: "this bot",
+      onWaiting: () => {},
+      onLost: (reason) => lost.push(reason),
+    });
+    const run = holder.run(stop.signal, async (held) => {
+      connection = held;
+      hang = true;
+      await new Promise((r) => held.addEventListener("abort", r, { once: true }));
+    });
+    const started = Date.now();
+    while (!connection?.aborted) await wait(10);
+    // Valid until 600 ms minus a margin after the last confirmed hold, never later.
+    expect(Date.now() - started).toBeLessThan(700);
+    expect(lost).toEqual(["the lease on this bot was not renewed in time"]);
+    stop.abort();
+    await run;
+  });
+
   it("a holder of this machine that no longer runs is not waited out; one of this process is", async () => {
     expect(isDeadLocalHolder(`${hostname()}:999999999:boot:tok`)).toBe(true);
     expect(isDeadLocalHolder(`${hostname()}:${process.ppid}:boot:tok`)).toBe(false);

@@ -108,6 +108,14 @@ export class ConnectionLease implements AccountLease {
   }
 }
 
+/** Resolves (with nothing) when `signal` aborts. */
+function untilAborted(signal: AbortSignal): Promise<undefined> {
+  return new Promise((resolve) => {
+    if (signal.aborted) return resolve(undefined);
+    signal.addEventListener("abort", () => resolve(undefined), { once: true });
+  });
+}
+
 /** Options of a `SingleHolder`. */
 export interface SingleHolderOptions {
   lease: AccountLease;
@@ -172,7 +180,10 @@ export class SingleHolder {
     const every = Math.max(200, lease.ttlMs / 3);
     while (!signal.aborted) {
       try {
-        const { held, holder } = await lease.hold();
+        // A hold that hangs (Redis unreachable) must not keep a stopping process waiting.
+        const answer = await Promise.race([lease.hold(), untilAborted(signal)]);
+        if (!answer) return false;
+        const { held, holder } = answer;
         if (held) return true;
         this.o.onWaiting(
           `another hub process (${describeHolder(holder)}) holds ${what}; taking over when it stops`,
@@ -198,12 +209,20 @@ export class SingleHolder {
     while (!held.signal.aborted) {
       await sleep(lease.ttlMs / 3, held.signal);
       if (held.signal.aborted) return;
-      try {
-        const { held: still, holder } = await lease.hold();
-        if (!still) lose(`another hub process (${describeHolder(holder)}) took over ${this.o.what}`);
-      } catch {
+      let answered = false;
+      const renewal = lease.hold().then(
+        ({ held: still, holder }) => {
+          if (!still) lose(`another hub process (${describeHolder(holder)}) took over ${this.o.what}`);
+        },
         // Redis did not answer: the lease stays ours until our own clock says it may have run out.
-      }
+        () => undefined,
+      );
+      void renewal.finally(() => {
+        answered = true;
+      });
+      // A renewal that hangs (Redis unreachable) must not keep the connection past the lease by our clock.
+      while (!answered && lease.valid() && !held.signal.aborted)
+        await sleep(Math.min(250, lease.ttlMs / 10), held.signal);
       if (!lease.valid()) lose(`the lease on ${this.o.what} was not renewed in time`);
     }
   }
