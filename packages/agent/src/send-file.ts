@@ -36,7 +36,9 @@ export async function readWorkspaceFile(
   path: string,
   maxBytes: number,
 ): Promise<{ bytes: Buffer; name: string }> {
-  const root = await realpath(workspaceDir);
+  const root = await realpath(workspaceDir).catch(() => {
+    throw new Refused("the workspace does not exist yet, so it has no files to send");
+  });
   let real: string;
   try {
     real = await realpath(resolve(root, path));

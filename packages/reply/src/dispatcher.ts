@@ -181,12 +181,13 @@ export class ReplyDispatcher implements ReplySink {
         if (ended) throw new Error(`reply ${replyId} already ended`);
         // A caption too long to go with the file goes first, as its own text.
         const long = caption.length > MAX_CAPTION_CHARS;
-        const texts = long ? chunkForChannel(caption, capabilities) : [];
-        const items = [...texts, ""].map((text, i) => {
+        const segments: Array<Pick<SegmentItem, "text" | "attachment">> = [
+          ...(long ? chunkForChannel(caption, capabilities).map((text) => ({ text })) : []),
+          { text: long ? "" : caption, attachment: file },
+        ];
+        const items = segments.map((segment, i) => {
           const index = next + i;
-          const data: SegmentItem = { replyId, index, text, target, at: Date.now() };
-          if (i === texts.length) Object.assign(data, { text: long ? "" : caption, attachment: file });
-          return { id: `${replyId}#${index}`, data };
+          return { id: `${replyId}#${index}`, data: { replyId, index, ...segment, target, at: Date.now() } };
         });
         await this.#mailbox.push(key, items, options);
         next += items.length;
