@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { createLogger } from "@hub/core";
-import { RunRecords, FileSessionStore } from "@hub/sessions";
+import { FileSessionStore, RunRecords } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeWorld, startFakeWorld } from "../support/hub.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { recoverInterruptedRuns } from "@hub/agent";
 import { createLogger } from "@hub/core";
-import { RunRecords, SessionLane, FileSessionStore, SessionWriters } from "@hub/sessions";
+import { FileSessionStore, RunRecords, SessionLane, SessionWriters } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";

@@ -1,5 +1,5 @@
 import { createLogger } from "@hub/core";
-import { RunRecords, FileSessionStore, SessionWriters } from "@hub/sessions";
+import { FileSessionStore, RunRecords, SessionWriters } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";

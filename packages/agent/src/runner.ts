@@ -363,7 +363,7 @@ export class AgentRunner {
   // Phase 3: the terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell.
   async #settle(run: ClaimedRun, turn: TurnResult): Promise<void> {
     const { request, claim, attempt, log } = run;
-    const { ctx, runId } = request;
+    const { runId } = request;
     const { end, text, reply } = turn;
     // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
     if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt)))
