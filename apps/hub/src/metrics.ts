@@ -189,18 +189,12 @@ export class MeteredRunRecords extends RunRecords {
     super(redis, prefix);
   }
 
-  override async start(runId: string, sessionKey: string, timeoutMs: number): Promise<number> {
-    const attempt = await super.start(runId, sessionKey, timeoutMs);
-    if (attempt > 0) this.metrics.runStarted(runId);
-    return attempt;
+  override noteStarted(runId: string): void {
+    this.metrics.runStarted(runId);
   }
 
-  override async finish(...args: Parameters<RunRecords["finish"]>): Promise<boolean> {
-    const decided = await super.finish(...args);
-    if (decided) {
-      const record = await this.get(args[0]).catch(() => undefined);
-      this.metrics.runFinished(args[0], args[1].status, record?.startedAt);
-    }
-    return decided;
+  override async noteFinished(runId: string, status: TerminalStatus, startedAt?: number): Promise<void> {
+    const started = startedAt ?? (await this.get(runId).catch(() => undefined))?.startedAt;
+    this.metrics.runFinished(runId, status, started);
   }
 }

@@ -1,7 +1,7 @@
-import { loadScript, runScript } from "@hub/queue";
+import { runScript, tokenBucketScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 
-const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
+const TAKE = tokenBucketScript(new URL("./scripts/take.lua", import.meta.url));
 
 /** One token bucket: its Redis key, at most `burst` tokens, refilled at `perMinute`. */
 export interface TokenBucket {

@@ -130,3 +130,8 @@ export async function runScript(
 export function loadScript(url: URL): string {
   return readFileSync(fileURLToPath(url), "utf8");
 }
+
+/** A script that takes flood-limit tokens: the shared `take_token` Lua function (commands/token-bucket.lua), then the script. */
+export function tokenBucketScript(url: URL): string {
+  return `${loadScript(new URL("./commands/token-bucket.lua", import.meta.url))}\n${loadScript(url)}`;
+}

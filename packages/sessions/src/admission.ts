@@ -1,10 +1,10 @@
 import type { QueueMode, RunRequest } from "@hub/core";
-import { loadScript, runScript } from "@hub/queue";
+import { runScript, tokenBucketScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionLane } from "./lane.js";
 import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
 
-const ADMIT = loadScript(new URL("./scripts/admit.lua", import.meta.url));
+const ADMIT = tokenBucketScript(new URL("./scripts/admit.lua", import.meta.url));
 
 /** How a message entered its session, or that it had been admitted before. */
 export type AdmitOutcome = "duplicate" | "rate_limited" | "queued" | "steered" | "collected" | "interrupted";

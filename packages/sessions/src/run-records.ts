@@ -98,13 +98,21 @@ export class RunRecords {
 
   /** Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over. */
   async start(runId: string, sessionKey: string, timeoutMs: number): Promise<number> {
-    return (await runScript(
+    const attempt = (await runScript(
       this.redis,
       START,
       [this.#key(runId), this.#active],
       [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS],
     )) as number;
+    if (attempt > 0) this.noteStarted(runId);
+    return attempt;
   }
+
+  /** Called once a run's attempt has started (here or in a fused step); metrics override it. */
+  noteStarted(_runId: string): void {}
+
+  /** Called once a run's outcome is decided (here or in a fused step), with its first start if known. */
+  async noteFinished(_runId: string, _status: TerminalStatus, _startedAt?: number): Promise<void> {}
 
   /** The record of a run, or undefined if there is none. */
   async get(runId: string): Promise<RunRecord | undefined> {
@@ -151,8 +159,10 @@ export class RunRecords {
   ): Promise<boolean> {
     const fields = RunRecords.outcomeFields(outcome);
     const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
-    return withRetries(
+    const decided = await withRetries(
       async () => (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], args)) === 1,
     );
+    if (decided) await this.noteFinished(runId, outcome.status);
+    return decided;
   }
 }

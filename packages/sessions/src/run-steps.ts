@@ -74,6 +74,7 @@ export class RunSteps {
     if (reply[0] === "over") return { kind: "over", status: String(reply[1]) };
     if (reply[0] === "running") return { kind: "running", stop: stopMark(String(reply[1])) };
     const [, attempt, generation, previous, stop] = reply;
+    this.runs.noteStarted(runId);
     return {
       kind: "started",
       attempt: Number(attempt),
@@ -114,9 +115,12 @@ export class RunSteps {
       end.usage?.outputTokens ?? 0,
       ...RunRecords.outcomeFields(end.outcome),
     ];
-    const [decided, , steered] = await withRetries(
-      async () => (await runScript(this.redis, SETTLE, keys, args)) as [number, number, string[]],
+    const [decided, , steered, startedAt] = await withRetries(
+      async () =>
+        (await runScript(this.redis, SETTLE, keys, args)) as [number, number, string[], string | null],
     );
+    if (decided === 1)
+      await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
       for (const raw of steered) await requeue(RunRequestSchema.parse(JSON.parse(raw)));
       await this.activity.end(sessionKey, runId, requeue);

@@ -12,7 +12,8 @@
   KEYS[7] the session lane's wake-up counter (mb:runs:epoch)
   KEYS[8] the session's collected batch (collect:<sessionKey>)
   KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
-  KEYS[10..] token buckets to take one token from, in order ("<tokens> <at ms>", PX), e.g. sender then chat
+  KEYS[10..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
+           @hub/queue's token-bucket.lua, is prepended to this script)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
   ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s) ARGV[6] lane grace (ms)
@@ -37,15 +38,7 @@ local now = tonumber(ARGV[3])
 for i = 10, #KEYS do
   local capacity = tonumber(ARGV[13 + (i - 10) * 2])
   local rate = tonumber(ARGV[14 + (i - 10) * 2])
-  local state = redis.call('GET', KEYS[i])
-  local tokens, at = capacity, now
-  if state then
-    local t, a = string.match(state, '^(%S+) (%S+)$')
-    tokens, at = tonumber(t) or capacity, tonumber(a) or now
-  end
-  tokens = math.min(capacity, tokens + math.max(0, now - at) * rate)
-  if tokens < 1 then return {'rate_limited', 0} end
-  redis.call('SET', KEYS[i], string.format('%.17g %.0f', tokens - 1, now), 'PX', math.ceil(capacity / rate) + 1000)
+  if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
 local function enqueue(item)

@@ -12,10 +12,10 @@
   ARGV[3] attempt that must still be current ('' = any); ARGV[7..] the record's outcome fields.
 
   Returns {decided 1|0, released 1|0, steered requests the run never took (taken: the caller
-  queues them again, and the run stays active until it has)}.
+  queues them again, and the run stays active until it has), the record's startedAt or false}.
 ]]
 local decided = 0
-local state = redis.call('HMGET', KEYS[1], 'status', 'attempt')
+local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt')
 if (state[1] == 'running' or state[1] == 'queued') and (ARGV[3] == '' or state[2] == ARGV[3]) then
   if #ARGV >= 8 then redis.call('HSET', KEYS[1], unpack(ARGV, 7)) end
   redis.call('EXPIRE', KEYS[1], ARGV[2])
@@ -36,4 +36,4 @@ if #steered > 0 then
 elseif redis.call('GET', KEYS[4]) == ARGV[1] then
   redis.call('DEL', KEYS[4])
 end
-return {decided, released, steered}
+return {decided, released, steered, state[3]}
