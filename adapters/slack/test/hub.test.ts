@@ -76,7 +76,12 @@ describe("slack through the hub", () => {
     });
     const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> this will fail`);
     await fake.deliver(fake.envelope(appMentionEvent(msg)));
-    await waitFor(() => fake.reactionsOn(SLACK_IDS.group, msg.ts).includes("eyes"), "the working reaction");
+    // The run may fail within one poll, so look for the reaction in the call history, not in the current state.
+    await waitFor(
+      () =>
+        fake.callsOf("reactions.add").some((c) => c.params.timestamp === msg.ts && c.params.name === "eyes"),
+      "the working reaction",
+    );
     await waitFor(
       () => fake.posted(SLACK_IDS.group).some((m) => m.thread_ts === msg.ts),
       "the failure notice in the thread",
