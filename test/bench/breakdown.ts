@@ -1,0 +1,111 @@
+// `npm run bench -- breakdown` (or `tsx test/bench/breakdown.ts`): where the hub's Redis commands per
+// message go. Runs the end-to-end Telegram load on a private Redis under MONITOR and prints, per
+// inbound message, each script (named by its file) with the commands it ran inside, and each plain
+// command, most first. A diagnostic for the speed work; it asserts nothing.
+
+import { spawn } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { startBenchRedis } from "./meter.js";
+import { startBenchHub } from "./telegram.js";
+import { driveChats } from "./telegram-load.js";
+
+// Every Lua file of the repository by its SHA1, alone and behind the shared token bucket function.
+function scriptNames(root: string): Map<string, string> {
+  const names = new Map<string, string>();
+  const bucket = readFileSync(join(root, "packages/queue/src/commands/token-bucket.lua"), "utf8");
+  const walk = (dir: string) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith(".lua")) {
+        const text = readFileSync(path, "utf8");
+        const name = path.slice(root.length + 1).replace(/\/src\//, ":");
+        for (const body of [text, `${bucket}\n${text}`])
+          names.set(createHash("sha1").update(body).digest("hex"), name);
+      }
+    }
+  };
+  for (const top of ["packages", "adapters", "apps"]) walk(join(root, top));
+  return names;
+}
+
+/** Tallies MONITOR lines: a script's inner commands (source "lua") go to the script that ran them. */
+class Tally {
+  readonly scripts = new Map<string, { calls: number; inner: Map<string, number> }>();
+  readonly plain = new Map<string, number>();
+  #current: { calls: number; inner: Map<string, number> } | undefined;
+
+  constructor(readonly names: Map<string, string>) {}
+
+  line(text: string): void {
+    const m = /^[\d.]+ \[\d+ ([^\]]+)\] "([^"]+)"(?: "([^"]*)")?/.exec(text);
+    if (!m) return;
+    const [, source, command, first] = m;
+    const name = (command ?? "").toLowerCase();
+    if (source === "lua") {
+      if (this.#current) this.#current.inner.set(name, (this.#current.inner.get(name) ?? 0) + 1);
+      return;
+    }
+    if (name === "evalsha" || name === "eval") {
+      const sha = name === "evalsha" ? (first ?? "") : "";
+      const script =
+        this.names.get(sha) ?? (name === "eval" ? "(eval with text)" : `(sha ${sha.slice(0, 8)})`);
+      const entry = this.scripts.get(script) ?? { calls: 0, inner: new Map() };
+      entry.calls++;
+      this.scripts.set(script, entry);
+      this.#current = entry;
+      return;
+    }
+    this.#current = undefined;
+    this.plain.set(name, (this.plain.get(name) ?? 0) + 1);
+  }
+
+  print(messages: number): void {
+    const per = (n: number) => (n / messages).toFixed(2);
+    const rows = [...this.scripts].map(([script, e]) => {
+      const inner = [...e.inner.values()].reduce((a, b) => a + b, 0);
+      return { script, total: e.calls + inner, e };
+    });
+    rows.sort((a, b) => b.total - a.total);
+    let total = 0;
+    for (const { script, total: t, e } of rows) {
+      total += t;
+      const inner = [...e.inner].sort((a, b) => b[1] - a[1]).map(([c, n]) => `${c} ${per(n)}`);
+      console.log(`  ${per(t).padStart(6)}  ${script} ×${per(e.calls)}: ${inner.join(", ")}`);
+    }
+    for (const [command, n] of [...this.plain].sort((a, b) => b[1] - a[1])) {
+      total += n;
+      console.log(`  ${per(n).padStart(6)}  ${command}`);
+    }
+    console.log(`  ${per(total).padStart(6)}  in all`);
+  }
+}
+
+const chats = Number(process.env.BENCH_CHATS ?? 50);
+const messages = Number(process.env.BENCH_MESSAGES ?? 4);
+const redis = await startBenchRedis();
+const bench = await startBenchHub(redis.url);
+const tally = new Tally(scriptNames(process.cwd()));
+// redis-cli's MONITOR output, one command per line: `<time> [<db> <client or lua>] "CMD" "arg" ...`.
+const monitor = spawn("redis-cli", ["-u", redis.url, "monitor"], { stdio: ["ignore", "pipe", "inherit"] });
+try {
+  // Warm up (scripts loaded, connections open), then watch the measured load only.
+  await driveChats(bench.fake, { chats: 5, messages: 1, window: 1, timeoutMs: 30_000, firstChat: 90_000 });
+  monitor.stdout?.setEncoding("utf8");
+  createInterface({ input: monitor.stdout as NodeJS.ReadableStream }).on("line", (l) => tally.line(l));
+  await new Promise((r) => setTimeout(r, 300));
+  const load = await driveChats(bench.fake, { chats, messages, window: 2, timeoutMs: 60_000 });
+  // Let delivery settle (its tracking runs after the platform saw the reply).
+  await new Promise((r) => setTimeout(r, 500));
+  console.log(`Redis commands per inbound message (${load.answered} answered, ${load.lost} lost):`);
+  tally.print(load.answered);
+} finally {
+  monitor.kill();
+  await bench.stop();
+  await redis.stop();
+}
+process.exit(0);
