@@ -52,7 +52,8 @@ export async function driveChats(fake: FakeTelegram, shape: LoadShape): Promise<
   };
   const started = performance.now();
   for (let c = 0; c < chats; c++) push(c);
-  let cursor = 0;
+  // Replies to an earlier load on the same fake are not this load's.
+  let cursor = fake.calls.length;
   const total = chats * messages;
   const deadline = started + shape.timeoutMs;
   while (answered.size < total && performance.now() < deadline) {
