@@ -1,42 +1,82 @@
 // Idle sessions: S chats each send one message and get their answer, then sit idle. Prints what
-// they cost at rest: Redis memory (INFO used_memory) per session, and the bench process's RSS after
-// each half of the load. The hub's in-memory caches are bounded (1,000 sessions), so the projection
-// to 100,000 sessions uses the second half's growth per session, once the caches are full.
+// they cost at rest: Redis memory (INFO used_memory) per session, and the hub's own RSS. The hub runs
+// as its own process here (`hub start` with a config file, as the README starts it), so its RSS is
+// the hub's alone (read from /proc), not the bench's. Its in-memory caches are bounded, so the
+// projection to 100,000 sessions uses the second half's growth per session, once the caches are full.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startFakeTelegram } from "@hub/fakes";
 import { Redis } from "ioredis";
-import { type BenchHub, startBenchHub } from "./telegram.js";
+import { freePort, startHubProcess } from "../support/hub-process.js";
 import { driveChats } from "./telegram-load.js";
 
 const usedMemory = async (redis: Redis) =>
   Number(/^used_memory:(\d+)/m.exec(await redis.info("memory"))?.[1] ?? 0);
 
-async function settledRss(): Promise<number> {
-  await new Promise((r) => setTimeout(r, 500));
-  globalThis.gc?.();
-  return process.memoryUsage().rss;
+/** Resident memory of a process, in bytes (Linux /proc). */
+function rssOf(pid: number): number {
+  const kb = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
+  return Number(kb ?? 0) * 1024;
 }
 
-// One message each from `chats` new chats; the fake's record of the calls is the load's, not the hub's.
-async function idleChats(bench: BenchHub, chats: number, firstChat: number): Promise<number> {
-  const load = await driveChats(bench.fake, { chats, messages: 1, window: 1, timeoutMs: 300_000, firstChat });
-  bench.fake.calls.length = 0;
-  return load.answered;
+// The hub settles (timers, GC at its own pace) before its RSS is read; its V8 heap comes from /metrics.
+async function settledRss(pid: number, metricsUrl: string): Promise<number> {
+  await new Promise((r) => setTimeout(r, 2000));
+  const text = await (await fetch(metricsUrl)).text();
+  const heap = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1] ?? 0);
+  console.log(
+    `    (hub heap used ${(heap / 1024 / 1024).toFixed(0)} MB, RSS ${(rssOf(pid) / 1024 / 1024).toFixed(0)} MB)`,
+  );
+  return rssOf(pid);
 }
 
-/** Drives `sessions` one-message chats through the hub (after a warm-up) and prints the idle cost. */
+/** Drives `sessions` one-message chats through a hub process (after a warm-up) and prints the idle cost. */
 export async function benchIdleSessions(redisUrl: string, sessions: number): Promise<void> {
   const redis = new Redis(redisUrl);
-  const bench = await startBenchHub(redisUrl);
+  const fake = await startFakeTelegram();
+  const stateDir = mkdtempSync(join(tmpdir(), "hub-bench-idle-"));
+  const configFile = join(stateDir, "hub.json5");
+  writeFileSync(
+    configFile,
+    JSON.stringify({
+      redis: { url: redisUrl, prefix: `bench-idle-${process.pid}` },
+      agent: { offlineTokenDelayMs: 0, queueMode: "followup" },
+      channels: {
+        telegram: {
+          botToken: fake.token,
+          apiRoot: fake.apiRoot,
+          dmPolicy: "open",
+          allowFrom: ["*"],
+          pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
+        },
+      },
+    }),
+  );
+  const port = await freePort();
+  const hub = await startHubProcess(
+    { REDIS_URL: redisUrl, HUB_CONFIG: configFile, HUB_STATE_DIR: stateDir, HUB_LOG_LEVEL: "warn" },
+    port,
+  );
+  const metricsUrl = `http://127.0.0.1:${port}/metrics`;
+  const pid = hub.child.pid ?? 0;
   const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(0);
+  // One message each from `chats` new chats; the fake's record of the calls is the load's, not the hub's.
+  const idleChats = async (chats: number, firstChat: number) => {
+    const load = await driveChats(fake, { chats, messages: 1, window: 1, timeoutMs: 300_000, firstChat });
+    fake.calls.length = 0;
+    return load.answered;
+  };
   try {
     const warm = Math.min(500, sessions);
-    await idleChats(bench, warm, 0);
-    const rss0 = await settledRss();
+    await idleChats(warm, 0);
+    const rss0 = await settledRss(pid, metricsUrl);
     const mem0 = await usedMemory(redis);
     const half = Math.ceil(sessions / 2);
-    const first = await idleChats(bench, half, warm);
-    const rss1 = await settledRss();
-    const second = await idleChats(bench, sessions - half, warm + half);
-    const rss2 = await settledRss();
+    const first = await idleChats(half, warm);
+    const rss1 = await settledRss(pid, metricsUrl);
+    const second = await idleChats(sessions - half, warm + half);
+    const rss2 = await settledRss(pid, metricsUrl);
     const mem2 = await usedMemory(redis);
     const answered = first + second;
     const perSession = (mem2 - mem0) / Math.max(1, answered);
@@ -45,12 +85,14 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
     const projected = rss2 + Math.max(0, rssPerSession) * (100_000 - total);
     console.log(
       `  ${total} idle sessions (one answered message each): Redis ${perSession.toFixed(0)} bytes each ` +
-        `(about ${mb(perSession * 100_000)} MB at 100,000); process RSS (hub, fake and load, earlier phases ` +
-        `included) ${mb(rss0)} -> ${mb(rss1)} -> ${mb(rss2)} MB, second half ${rssPerSession.toFixed(0)} ` +
-        `bytes/session (about ${mb(projected)} MB at 100,000)`,
+        `(about ${mb(perSession * 100_000)} MB at 100,000); hub process RSS (under tsx) ${mb(rss0)} -> ` +
+        `${mb(rss1)} -> ${mb(rss2)} MB, second half ${rssPerSession.toFixed(0)} bytes/session ` +
+        `(about ${mb(projected)} MB at 100,000)`,
     );
   } finally {
-    await bench.stop();
+    await hub.stop();
+    await fake.close();
     redis.disconnect();
+    rmSync(stateDir, { recursive: true, force: true });
   }
 }

@@ -7,7 +7,7 @@ import { benchPlainHttp, benchRawBullmq } from "./baselines.js";
 import { benchDelivery } from "./delivery.js";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { benchGrammyEcho, benchHubTelegram } from "./telegram.js";
+import { benchGrammyEcho, benchHubPaced, benchHubTelegram } from "./telegram.js";
 import { benchThrottled } from "./throttled.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
@@ -36,6 +36,9 @@ try {
     `  ratio hub / bare grammY: ${ratio(hubRate, echoRate)} (messages/s); node CPU per message ` +
       `${ratio(hub.cost.nodeCpuMs / hub.load.answered, echo.cost.nodeCpuMs / echo.load.answered)}x`,
   );
+
+  console.log("hub-added latency at half of the peak (target: p99 <= 25 ms)");
+  await benchHubPaced(redis.url, Math.max(10, hubRate / 2), env("BENCH_PACED_SECONDS", 5));
 
   console.log(`ordered delivery: ${targets} targets x ${segments} segments`);
   const raw = await benchRawBullmq(redis.url, targets, segments);

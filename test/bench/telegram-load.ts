@@ -95,3 +95,69 @@ export function printLoad(name: string, r: LoadResult): void {
       `${r.outOfOrder} out of order, ${r.duplicates} duplicates, ${r.lost} lost`,
   );
 }
+
+/** An open-loop load: messages arrive at a steady rate whatever the answers do, like many independent people. */
+export interface PacedShape {
+  /** Messages per second. */
+  rate: number;
+  seconds: number;
+  /** Messages go round-robin over this many chats (each chat's in order). */
+  chats: number;
+  /** Chat ids start at 7,000,000 + this. */
+  firstChat: number;
+  timeoutMs: number;
+}
+
+/** Pushes `rate` messages/s for `seconds`, then waits for the answers; latency is pushed -> reply at the fake. */
+export async function drivePaced(fake: FakeTelegram, shape: PacedShape): Promise<LoadResult> {
+  const base = 7_000_000 + shape.firstChat;
+  const total = Math.round(shape.rate * shape.seconds);
+  const sentAt = new Map<string, number>();
+  const epochOffset = Date.now() - performance.now();
+  const answered = new Set<string>();
+  const latencies: number[] = [];
+  const lastAnswered = new Array<number>(shape.chats).fill(-1);
+  let outOfOrder = 0;
+  let duplicates = 0;
+  let cursor = fake.calls.length;
+  const collect = () => {
+    for (const calls = fake.calls; cursor < calls.length; cursor++) {
+      const call = calls[cursor]!;
+      if (call.method !== "sendMessage") continue;
+      if (typeof call.params.text !== "string") break;
+      const m = REPLY.exec(call.params.text);
+      if (!m) continue;
+      const key = `${m[1]} ${m[2]}`;
+      if (answered.has(key)) duplicates++;
+      else {
+        answered.add(key);
+        latencies.push(call.at - epochOffset - (sentAt.get(key) ?? call.at - epochOffset));
+        const chat = Number(m[1]);
+        if (Number(m[2]) < lastAnswered[chat]!) outOfOrder++;
+        lastAnswered[chat] = Math.max(lastAnswered[chat]!, Number(m[2]));
+      }
+    }
+  };
+  const started = performance.now();
+  let sent = 0;
+  // Every 5 ms, the messages due by now: a steady rate, whatever the event loop's jitter.
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * shape.rate));
+    for (; sent < due; sent++) {
+      const chat = sent % shape.chats;
+      const n = Math.floor(sent / shape.chats);
+      sentAt.set(`${chat} ${n}`, performance.now());
+      fake.pushUpdate(privateText({ chatId: base + chat, fromId: base + chat, text: `bench ${chat} ${n}` }));
+    }
+    collect();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const deadline = performance.now() + shape.timeoutMs;
+  while (answered.size < total && performance.now() < deadline) {
+    collect();
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  latencies.sort((a, b) => a - b);
+  const seconds = (performance.now() - started) / 1000;
+  return { answered: answered.size, seconds, latencies, outOfOrder, duplicates, lost: total - answered.size };
+}

@@ -11,7 +11,7 @@ import { Bot } from "grammy";
 import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { type PhaseCost, PhaseMeter, printCost } from "./meter.js";
-import { driveChats, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
+import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
 /** The figures of one side of the comparison. */
 export interface SideResult {
@@ -113,5 +113,29 @@ export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promi
     meter.close();
     await runner.stop();
     await fake.close();
+  }
+}
+
+/**
+ * Hub-added latency at half of the peak the closed-loop load reached: messages arrive at a steady
+ * `rate` (open loop) on new chats; with the offline model and a fake platform that answers at once,
+ * pushed -> reply at the fake is what the hub adds.
+ */
+export async function benchHubPaced(redisUrl: string, rate: number, seconds: number): Promise<LoadResult> {
+  const bench = await startBenchHub(redisUrl);
+  try {
+    // Warm up (connections, scripts, JIT) on other chats first.
+    await driveChats(bench.fake, { chats: 20, messages: 2, window: 1, timeoutMs: 30_000, firstChat: 50_000 });
+    const load = await drivePaced(bench.fake, {
+      rate,
+      seconds,
+      chats: 200,
+      firstChat: 60_000,
+      timeoutMs: 60_000,
+    });
+    printLoad(`hub at ${rate.toFixed(0)} messages/s (open loop)`, load);
+    return load;
+  } finally {
+    await bench.stop();
   }
 }
