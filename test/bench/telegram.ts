@@ -1,6 +1,6 @@
 // End to end on Telegram: fake Bot API (polling) -> hub -> offline model -> ReplyDispatcher -> fake
 // Bot API, and the same load against a bare grammY echo bot (@grammyjs/runner + sequentialize).
-import { mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { run, sequentialize } from "@grammyjs/runner";
@@ -32,9 +32,16 @@ export async function startBenchHub(redisUrl: string): Promise<BenchHub> {
   const fake = await startFakeTelegram();
   const stateDir = mkdtempSync(join(tmpdir(), "hub-bench-"));
   let logLines = 0;
+  // BENCH_LOG_FILE keeps the lines (e.g. at BENCH_LOG_LEVEL=debug, to trace where a slow message waited).
+  const logFile = process.env.BENCH_LOG_FILE;
   const logger = createLogger({
     level: process.env.BENCH_LOG_LEVEL ?? "info",
-    destination: { write: () => void logLines++ },
+    destination: {
+      write: (line: string) => {
+        logLines++;
+        if (logFile) appendFileSync(logFile, line);
+      },
+    },
   });
   const config = parseConfig(
     {
