@@ -3,6 +3,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
+import {
+  contentText,
+  estimateTokens,
+  hang,
+  readJsonRequest,
+  type ScriptedFailure,
+  sendFailure,
+  sendJson,
+  splitText,
+} from "./kit/model-api.js";
 
 /** The `error.type` values of Anthropic error bodies and stream `error` events. */
 export type FakeAnthropicErrorType =
@@ -39,7 +49,7 @@ export interface FakeAnthropicReplyScript {
  * follows the status; 529 is `overloaded_error`) and optional `retry-after` seconds.
  */
 export interface FakeAnthropicFailScript {
-  fail: { status: number; body?: unknown; retryAfter?: number };
+  fail: ScriptedFailure;
 }
 
 /** A scripted stream that sends a broken SSE data line midway (a broken JSON body when not streaming). */
@@ -162,20 +172,10 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       sendJson(res, 404, errorBody("not_found_error", `Unknown route ${req.method} ${path}`));
       return;
     }
-    const raw = await readBody(req);
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      sendJson(res, 400, errorBody("invalid_request_error", "Request body is not valid JSON"));
-      return;
-    }
-    const parsed = messagesRequestSchema.safeParse(json);
-    if (!parsed.success) {
-      sendJson(res, 400, errorBody("invalid_request_error", `Invalid request: ${parsed.error.message}`));
-      return;
-    }
-    const body = parsed.data;
+    const body = await readJsonRequest(req, res, messagesRequestSchema, (m) =>
+      errorBody("invalid_request_error", m),
+    );
+    if (!body) return;
     requests.push(body);
     if (options.apiKey !== undefined && !authorized(req, options.apiKey)) {
       // Checked before consuming a script, so an auth failure does not shift the scripted replies.
@@ -192,24 +192,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
     };
 
     if ("fail" in script) {
-      const { status, body: failBody, retryAfter } = script.fail;
-      const headers: Record<string, string> = {};
-      if (retryAfter !== undefined) headers["retry-after"] = String(retryAfter);
-      sendJson(
-        res,
-        status,
-        failBody ?? errorBody(errorTypeOf(status), `Scripted failure ${status}`),
-        headers,
-      );
-      return;
+      const { status } = script.fail;
+      return sendFailure(res, script.fail, errorBody(errorTypeOf(status), `Scripted failure ${status}`));
     }
-    if ("hang" in script) {
-      res.writeHead(200, { "content-type": body.stream ? "text/event-stream" : "application/json" });
-      res.flushHeaders();
-      // Never answer; the socket is freed when the client aborts or close() runs.
-      await once(res, "close");
-      return;
-    }
+    // Never answers; the socket is freed when the client aborts or close() runs.
+    if ("hang" in script) return hang(res, body.stream === true);
     if (body.stream) await streamReply(res, script, ctx);
     else if ("errorEvent" in script) {
       // Without a stream to fail in, the error comes as the matching HTTP error.
@@ -261,11 +248,11 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       replyBlocks(script, ctx).forEach((block, index) => {
         if (block.type === "text") {
           events.push(blockStart(index, { type: "text", text: "" }));
-          for (const piece of split(block.text, size)) events.push(textDelta(index, piece));
+          for (const piece of splitText(block.text, size)) events.push(textDelta(index, piece));
         } else {
           events.push(blockStart(index, { type: "tool_use", id: block.id, name: block.name, input: {} }));
           // Anthropic opens a tool_use block with an empty fragment, then streams the JSON text.
-          for (const fragment of ["", ...split(block.json, size)]) {
+          for (const fragment of ["", ...splitText(block.json, size)]) {
             events.push({
               event: "content_block_delta",
               data: {
@@ -401,33 +388,9 @@ function parseInput(json: string): unknown {
   }
 }
 
-function split(text: string, size: number): string[] {
-  const pieces: string[] = [];
-  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
-  return pieces;
-}
-
-function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
-
 /** The text of the last user message: its string content, or its text blocks joined. */
 function lastUserText(body: FakeAnthropicRequest): string {
-  const content = body.messages.findLast((m) => m.role === "user")?.content;
-  if (typeof content === "string") return content;
-  if (!Array.isArray(content)) return "";
-  return content
-    .map((block: unknown) =>
-      typeof block === "object" &&
-      block !== null &&
-      "type" in block &&
-      block.type === "text" &&
-      "text" in block &&
-      typeof block.text === "string"
-        ? block.text
-        : "",
-    )
-    .join("");
+  return contentText(body.messages.findLast((m) => m.role === "user")?.content, "text");
 }
 
 function errorTypeOf(status: number): FakeAnthropicErrorType {
@@ -457,16 +420,4 @@ function statusOf(type: FakeAnthropicErrorType): number {
 
 function errorBody(type: FakeAnthropicErrorType, message: string) {
   return { type: "error", error: { type, message } };
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(text);
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }

@@ -3,6 +3,16 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
+import {
+  contentText,
+  estimateTokens,
+  hang,
+  readJsonRequest,
+  type ScriptedFailure,
+  sendFailure,
+  sendJson,
+  splitText,
+} from "./kit/model-api.js";
 
 /** A successful scripted reply: streamed text and/or tool calls. */
 export interface FakeReplyScript {
@@ -27,7 +37,7 @@ export interface FakeReplyScript {
 
 /** A scripted HTTP error: status, optional JSON body and optional `retry-after` seconds. */
 export interface FakeFailScript {
-  fail: { status: number; body?: unknown; retryAfter?: number };
+  fail: ScriptedFailure;
 }
 
 /** A scripted stream that sends a broken SSE line midway. */
@@ -139,20 +149,10 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       sendJson(res, 404, errorBody(`Unknown route ${req.method} ${path}`, "invalid_request_error"));
       return;
     }
-    const raw = await readBody(req);
-    let json: unknown;
-    try {
-      json = JSON.parse(raw);
-    } catch {
-      sendJson(res, 400, errorBody("Request body is not valid JSON", "invalid_request_error"));
-      return;
-    }
-    const parsed = chatRequestSchema.safeParse(json);
-    if (!parsed.success) {
-      sendJson(res, 400, errorBody(`Invalid request: ${parsed.error.message}`, "invalid_request_error"));
-      return;
-    }
-    const body = parsed.data;
+    const body = await readJsonRequest(req, res, chatRequestSchema, (m) =>
+      errorBody(m, "invalid_request_error"),
+    );
+    if (!body) return;
     requests.push(body);
     if (options.apiKey !== undefined && req.headers.authorization !== `Bearer ${options.apiKey}`) {
       // Checked before consuming a script, so an auth failure does not shift the scripted replies.
@@ -171,19 +171,11 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
     };
 
     if ("fail" in script) {
-      const { status, body: failBody, retryAfter } = script.fail;
-      const headers: Record<string, string> = {};
-      if (retryAfter !== undefined) headers["retry-after"] = String(retryAfter);
-      sendJson(res, status, failBody ?? errorBody(`Scripted failure ${status}`, errorType(status)), headers);
-      return;
+      const { status } = script.fail;
+      return sendFailure(res, script.fail, errorBody(`Scripted failure ${status}`, errorType(status)));
     }
-    if ("hang" in script) {
-      res.writeHead(200, { "content-type": body.stream ? "text/event-stream" : "application/json" });
-      res.flushHeaders();
-      // Never answer; the socket is freed when the client aborts or close() runs.
-      await once(res, "close");
-      return;
-    }
+    // Never answers; the socket is freed when the client aborts or close() runs.
+    if ("hang" in script) return hang(res, body.stream === true);
     if (body.stream) await streamReply(res, script, ctx);
     else sendWhole(res, script, ctx);
   }
@@ -217,7 +209,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
       events.push(delta({}, "stop"));
     } else {
       const size = Math.max(1, script.chunkSize ?? 5);
-      for (const piece of split(script.text ?? "", size)) events.push(delta({ content: piece }));
+      for (const piece of splitText(script.text ?? "", size)) events.push(delta({ content: piece }));
       for (const url of script.images ?? []) events.push(delta({ images: [imagePart(url)] }));
       const calls = wireToolCalls(script, ctx);
       calls.forEach((call, index) => {
@@ -229,7 +221,7 @@ export async function startFakeOpenAI(options: FakeOpenAIOptions = {}): Promise<
             ],
           }),
         );
-        for (const fragment of split(call.function.arguments, size)) {
+        for (const fragment of splitText(call.function.arguments, size)) {
           events.push(delta({ tool_calls: [{ index, function: { arguments: fragment } }] }));
         }
       });
@@ -319,12 +311,6 @@ function sse(event: unknown): string {
   return `data: ${JSON.stringify(event)}\n\n`;
 }
 
-function split(text: string, size: number): string[] {
-  const pieces: string[] = [];
-  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
-  return pieces;
-}
-
 function wireToolCalls(script: FakeReplyScript, ctx: ReplyContext): WireToolCall[] {
   return (script.toolCalls ?? []).map((call, i) => ({
     id: call.id ?? `${ctx.callPrefix}${i}`,
@@ -348,25 +334,8 @@ function usageOf(script: FakeReplyScript, ctx: ReplyContext) {
   };
 }
 
-function estimateTokens(text: string): number {
-  return Math.ceil(text.length / 4);
-}
-
 function lastUserText(body: FakeChatRequest): string {
-  const last = body.messages.findLast((m) => m.role === "user");
-  const content = last?.content;
-  if (typeof content === "string") return content;
-  if (Array.isArray(content)) {
-    // Content-part form: join the text parts.
-    return content
-      .map((part: unknown) =>
-        typeof part === "object" && part !== null && "text" in part && typeof part.text === "string"
-          ? part.text
-          : "",
-      )
-      .join("");
-  }
-  return "";
+  return contentText(body.messages.findLast((m) => m.role === "user")?.content);
 }
 
 function errorType(status: number): string {
@@ -378,12 +347,6 @@ function errorType(status: number): string {
 
 function errorBody(message: string, type: string, code: string | null = null) {
   return { error: { message, type, param: null, code } };
-}
-
-function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}) {
-  const text = typeof body === "string" ? body : JSON.stringify(body);
-  res.writeHead(status, { "content-type": "application/json", ...headers });
-  res.end(text);
 }
 
 // The multipart form OpenAI's SDK sends: `file` (with its name and type) and `model`.
@@ -401,10 +364,4 @@ async function readTranscription(req: IncomingMessage): Promise<FakeTranscriptio
   } catch {
     return undefined;
   }
-}
-
-async function readBody(req: IncomingMessage): Promise<string> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  return Buffer.concat(chunks).toString("utf8");
 }
