@@ -113,6 +113,33 @@ function media(msg: TelegramMessage): Media[] {
   return out;
 }
 
+/** Whether a message's entities address the bot (`@bot`, a text mention, `/cmd@bot`), or a command names another bot. */
+interface Addressing {
+  mentioned: boolean;
+  otherBotCommand?: string;
+}
+
+function addressing(
+  text: string,
+  entities: NonNullable<TelegramMessage["entities"]>,
+  bot: BotIdentity,
+): Addressing {
+  const me = `@${bot.username.toLowerCase()}`;
+  let mentioned = false;
+  for (const e of entities) {
+    if (e.type === "mention" && slice(text, e).toLowerCase() === me) mentioned = true;
+    if (e.type === "text_mention" && e.user?.id === bot.id) mentioned = true;
+    if (e.type === "bot_command") {
+      const command = slice(text, e);
+      const at = command.indexOf("@");
+      if (at < 0) continue;
+      if (`@${command.slice(at + 1).toLowerCase()}` !== me) return { mentioned, otherBotCommand: command };
+      mentioned = true;
+    }
+  }
+  return { mentioned };
+}
+
 /**
  * Turns a Telegram message into adapter fields: chat kind, forum topic,
  * mention detection (`@bot`, a text mention of the bot, a reply to the bot,
@@ -137,28 +164,15 @@ export function normalizeMessage(
   if (!sender) return { skip: "message without a sender" };
 
   const text = msg.text ?? msg.caption ?? "";
-  const entities = msg.entities ?? msg.caption_entities ?? [];
-  const me = `@${bot.username.toLowerCase()}`;
-  let mentioned = false;
-  for (const e of entities) {
-    if (e.type === "mention" && slice(text, e).toLowerCase() === me) mentioned = true;
-    if (e.type === "text_mention" && e.user?.id === bot.id) mentioned = true;
-    if (e.type === "bot_command") {
-      const command = slice(text, e);
-      const at = command.indexOf("@");
-      if (at >= 0) {
-        if (`@${command.slice(at + 1).toLowerCase()}` !== me)
-          return { skip: `command for another bot (${command})` };
-        mentioned = true;
-      }
-    }
-  }
+  const addressed = addressing(text, msg.entities ?? msg.caption_entities ?? [], bot);
+  if (addressed.otherBotCommand !== undefined)
+    return { skip: `command for another bot (${addressed.otherBotCommand})` };
   // In forum topics every message "replies" to the topic's creation message; that is not a reply to us.
   const reply =
     msg.reply_to_message && msg.reply_to_message.forum_topic_created === undefined
       ? msg.reply_to_message
       : undefined;
-  if (reply?.from?.id === bot.id) mentioned = true;
+  const mentioned = addressed.mentioned || reply?.from?.id === bot.id;
 
   const chatType = msg.chat.type === "private" ? "direct" : msg.chat.type === "channel" ? "channel" : "group";
   const threadId =
