@@ -1,9 +1,10 @@
 import type { AdapterFields } from "@hub/core";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { FakeChatPlatform, FakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
 import { type FakeWorld, startFakeWorld, type TestHub } from "../support/hub.js";
-import { waitFor } from "../support/redis.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
 
 let world: FakeWorld;
 let hub: TestHub;
@@ -73,6 +74,37 @@ describe("exactly one run", () => {
     await waitFor(async () => (await hub.replies.status(accepted.runId)).settled, "reply settled");
     expect(userTexts().filter((t) => t.includes("redelivered hello"))).toHaveLength(1);
     expect(platform.messages.filter((m) => m.replyId === accepted.runId).length).toBeGreaterThan(0);
+  });
+
+  it("a channel run's record keeps its outcome but not the answer's text (only chat.send can ask for it again)", async () => {
+    const long = `A long answer. ${"Words that make it longer than a compact hash value. ".repeat(6)}`;
+    model.script({ text: long });
+    const result = await hub.dispatcher!.dispatchInboundMessage({
+      channel: "telegram",
+      messageId: "779",
+      chat: { type: "direct", id: "42" },
+      sender: { id: "42", name: "Ann" },
+      body: "a question with a long answer",
+      timestamp: Date.now(),
+    });
+    if (result.status !== "accepted") throw new Error(`not accepted: ${result.status}`);
+    await waitFor(async () => (await hub.replies.status(result.runId)).settled, "reply settled");
+    const redis = new Redis(REDIS_URL);
+    try {
+      const key = `${hub.prefix}:run:${result.runId}`;
+      await waitFor(async () => (await redis.hget(key, "status")) === "completed", "the outcome");
+      expect(await redis.hget(key, "text")).toBeNull();
+      // Every value short: Redis keeps the record in its compact encoding for the record's 7 days.
+      expect(await redis.object("ENCODING", key)).toBe("listpack");
+    } finally {
+      redis.disconnect();
+    }
+    expect(
+      platform.messages
+        .filter((m) => m.replyId === result.runId)
+        .map((m) => m.text)
+        .join(""),
+    ).toContain("A long answer.");
   });
 
   it("a message from a sender not on the allowlist gets no run", async () => {

@@ -453,7 +453,11 @@ export class AgentRunner {
         .writeChecked([{ ...outcome, at: Date.now() }], { check: false })
         .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
-    const outcome = { status: end.status, text, stopReason: end.stopReason, ...error };
+    // The answer's text stays in the run record only where a client can ask for it again (the web chat's
+    // chat.send retried with its idempotency key); elsewhere the transcript has it, and a long value would
+    // keep the record in Redis' larger hash encoding for the record's 7 days.
+    const kept = request.ctx.channel === "webchat" ? { text } : {};
+    const outcome = { status: end.status, ...kept, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
     // last batch boundary were never seen by this run: they run next.
     const decided = await this.o.steps.settle(
