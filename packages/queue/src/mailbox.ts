@@ -42,6 +42,11 @@ export interface DrainContext {
    * the outside world: a process frozen past its lease wakes up here and sends nothing.
    */
   assertLease(marginMs?: number): void;
+  /**
+   * Counts the item as failed in its group (see `OrderedMailboxOptions.groups`) when the handler
+   * returns: it is acked all the same (not retried), e.g. an item deliberately not handled.
+   */
+  countAsFailed(): void;
 }
 
 /** The drainer's lease may have passed to another drainer: it must not write anything more. */
@@ -55,11 +60,8 @@ export class LeaseExpiredError extends Error {
 // Identifies this process in lease tokens, so a restarted hub can tell its dead predecessor's leases.
 const BOOT_ID = randomUUID().slice(0, 8);
 
-/**
- * Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up.
- * Resolving `"failed"` acks the item (it is not retried) but counts it as failed in its group.
- */
-export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void | "failed">;
+/** Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up. */
+export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void>;
 
 /** How far a group of items (see `OrderedMailboxOptions.groups`) is acked. */
 export interface GroupStatus {
@@ -67,7 +69,7 @@ export interface GroupStatus {
   total: number;
   /** Acked as handled. */
   delivered: number;
-  /** Acked as failed (given up, or resolved `"failed"` by the handler). */
+  /** Acked as failed (given up, or counted as failed by the handler). */
   failed: number;
   /** The group has ended and every one of its items is acked. */
   settled: boolean;
@@ -118,7 +120,7 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
   /**
    * Count items in groups: an item whose id is `<group>#<n>` (n all digits) counts toward its
    * group when it is acked (once, in the ack's own step, so a crash redelivery cannot count it
-   * twice), as failed when given up or when the handler resolves `"failed"`. `endGroup` sets a
+   * twice), as failed when given up or when the handler calls `countAsFailed`. `endGroup` sets a
    * group's total; the ack (or end) that settles it publishes on `groupChannel`. The group's
    * record lives `ttlSeconds` after its end (and after its first ack).
    */
@@ -465,9 +467,17 @@ export class OrderedMailbox<T> {
         );
         continue;
       }
-      let outcome: void | "failed";
+      let failed = false;
       try {
-        outcome = await handler(item, { key, attempt, signal: lease.lost.signal, assertLease: lease.assert });
+        await handler(item, {
+          key,
+          attempt,
+          signal: lease.lost.signal,
+          assertLease: lease.assert,
+          countAsFailed: () => {
+            failed = true;
+          },
+        });
       } catch (error) {
         if (error instanceof LeaseExpiredError)
           this.#o.logger.warn(
@@ -480,7 +490,7 @@ export class OrderedMailbox<T> {
         next = after;
         continue;
       }
-      next = await this.#ackNext(own, key, token, item.id, lease, outcome === "failed");
+      next = await this.#ackNext(own, key, token, item.id, lease, failed);
     }
   }
 
@@ -659,9 +669,9 @@ export class OrderedMailbox<T> {
 
   /** How far a group is acked, from any process. */
   async groupStatus(group: string): Promise<GroupStatus> {
-    const [total, left, failed] = (await this.#redis.hmget(this.#k("g", group), "total", "left", "failed")).map(
-      (v) => (v === null ? undefined : Number(v)),
-    );
+    const [total, left, failed] = (
+      await this.#redis.hmget(this.#k("g", group), "total", "left", "failed")
+    ).map((v) => (v === null ? undefined : Number(v)));
     const f = failed ?? 0;
     if (total === undefined) return { total: 0, delivered: -(left ?? 0) - f, failed: f, settled: false };
     const l = left ?? 0;

@@ -30,12 +30,26 @@ function box() {
     channel: `${base}:settled`,
   };
   type Next = [string, number] | null;
-  const ackNext = (token: string, id: string, options: { group?: boolean; failed?: boolean; renew?: number } = {}) =>
+  const ackNext = (
+    token: string,
+    id: string,
+    options: { group?: boolean; failed?: boolean; renew?: number } = {},
+  ) =>
     runScript(
       redis,
       ACK_NEXT,
       [k.own, k.q, k.sched, k.att, ...(options.group ? [k.group] : [])],
-      [token, id, key, options.renew ?? 5000, Date.now(), options.failed ? "failed" : "ok", 60, k.channel, "r1"],
+      [
+        token,
+        id,
+        key,
+        options.renew ?? 5000,
+        Date.now(),
+        options.failed ? "failed" : "ok",
+        60,
+        k.channel,
+        "r1",
+      ],
     ) as Promise<string | null>;
   return {
     k,
@@ -62,7 +76,9 @@ function box() {
         [token, key, ms, Date.now(), 1000, undo],
       ) as Promise<number>,
     end: (total: number) =>
-      runScript(redis, END_GROUP, [k.group], [total, 60, k.channel, "r1"]) as Promise<[number, number, number]>,
+      runScript(redis, END_GROUP, [k.group], [total, 60, k.channel, "r1"]) as Promise<
+        [number, number, number]
+      >,
   };
 }
 

@@ -32,9 +32,12 @@ function box() {
     push: (...items: string[]) =>
       runScript(redis, PUSH, [k.q, k.sched, k.ready], [Date.now(), 1000, key, ...items]) as Promise<number>,
     claim: (token: string, lease = 5000) =>
-      runScript(redis, CLAIM_NEXT, [k.own, k.nb, k.sched, k.q, k.att], [token, lease, Date.now(), key]) as Promise<
-        [string, number] | number
-      >,
+      runScript(
+        redis,
+        CLAIM_NEXT,
+        [k.own, k.nb, k.sched, k.q, k.att],
+        [token, lease, Date.now(), key],
+      ) as Promise<[string, number] | number>,
     delay: (token: string, ms: number) =>
       runScript(
         redis,
