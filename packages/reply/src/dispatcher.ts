@@ -7,45 +7,22 @@ import {
   type OutboundSegment,
   type Outbox,
   type OutboxFile,
-  OutboxFileSchema,
   PermanentSendError,
   type ReplyOpenOptions,
   type ReplySettlement,
   type ReplySink,
   type ReplyStream,
   type ReplyTarget,
-  ReplyTargetSchema,
   replyTargetKey,
   type SendResult,
 } from "@hub/core";
 import { createRedis, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
 import type { Redis } from "ioredis";
-import { z } from "zod";
 import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
 import { LivePreviews, type PreviewIo, previewText } from "./preview.js";
-
-const SegmentItemSchema = z
-  .object({
-    replyId: z.string(),
-    index: z.number().int().nonnegative(),
-    text: z.string(),
-    target: ReplyTargetSchema,
-    /** When the segment was queued (ms since epoch); items queued before this field existed have none. */
-    at: z.number().optional(),
-    /** The run and session that wrote it (when it differs from `replyId`), so delivery's log lines name them. */
-    runId: z.string().optional(),
-    sessionKey: z.string().optional(),
-    /** A file from the outbox this segment sends (`text` is its caption). */
-    attachment: OutboxFileSchema.optional(),
-    /** The run's live preview (its key): a segment takes it over; `kind` items show or close it. */
-    preview: z.string().optional(),
-    /** A live preview's text (`preview`) or the end of a run's previews (`close`), not a segment. */
-    kind: z.enum(["preview", "close"]).optional(),
-  })
-  .strict();
-type SegmentItem = z.infer<typeof SegmentItemSchema>;
+import { parseSegmentItem, type SegmentItem } from "./segment-item.js";
 
 /** The fields every log line about a segment carries: its run (the reply id), session and channel. */
 function segmentLogFields(segment: SegmentItem): Record<string, unknown> {
@@ -115,7 +92,7 @@ export class ReplyDispatcher implements ReplySink {
       redisUrl: options.redisUrl,
       prefix: options.prefix,
       logger: options.logger,
-      parse: (raw) => SegmentItemSchema.parse(raw),
+      parse: parseSegmentItem,
       maxAttempts: options.maxAttempts,
       leaseMs: options.leaseMs,
       graceMs: options.graceMs,
@@ -349,11 +326,11 @@ export class ReplyDispatcher implements ReplySink {
     ctx: { key: string; assertLease: () => void },
     point: FailpointName,
   ): Promise<void> {
-    await this.#pace(
-      ctx.key,
-      adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
-    );
-    await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+    // Skipped, not awaited, when off (a self-hosted or test platform is not paced).
+    const interval = adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0;
+    if (interval > 0) await this.#pace(ctx.key, interval);
+    const perSecond = adapter.capabilities.maxSendsPerSecond ?? 0;
+    if (perSecond > 0) await this.#throttle(target, perSecond);
     failpoint(point);
     ctx.assertLease();
   }
