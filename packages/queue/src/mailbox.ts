@@ -168,7 +168,7 @@ interface DrainLease {
  * A per-key ordered mailbox on plain Redis, one drainer per key at a time (the
  * "ready list, heartbeat, reaper" design measured in shared/notes/ordered-delivery.md):
  * a push that owes a drain puts the key on the `ready` list, and drain workers
- * BLPOP it. A drainer already running takes later pushes with it, so a busy
+ * pop it (BLMPOP, as many keys as they have free slots). A drainer already running takes later pushes with it, so a busy
  * key costs no wake-up at all; claiming returns the first item and acking
  * returns the next, so one item costs two scripts.
  *
@@ -334,23 +334,27 @@ export class OrderedMailbox<T> {
         await Promise.race(active);
         continue;
       }
-      let taken: [string, string] | null;
+      // As many ready keys as there are free slots in one round trip: under load, one key per round
+      // trip would make the wake-ups queue up behind each other.
+      let taken: [string, string[]] | null;
       try {
-        taken = await blocking.blpop(ready, 1);
+        taken = (await blocking.blmpop(1, 1, ready, "LEFT", "COUNT", concurrency - active.size)) as
+          | [string, string[]]
+          | null;
       } catch (error) {
         if (closing()) return;
         this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox worker cannot read its queue");
         await new Promise((r) => setTimeout(r, 500));
         continue;
       }
-      if (!taken) continue;
-      const key = taken[1];
-      const drain: Promise<void> = this.#drain(key, handler)
-        .catch((error) =>
-          this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
-        )
-        .finally(() => active.delete(drain));
-      active.add(drain);
+      for (const key of taken?.[1] ?? []) {
+        const drain: Promise<void> = this.#drain(key, handler)
+          .catch((error) =>
+            this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
+          )
+          .finally(() => active.delete(drain));
+        active.add(drain);
+      }
     }
   }
 
