@@ -305,7 +305,10 @@ export class ReplyDispatcher implements ReplySink {
           ctx.countAsFailed();
           return this.#expire(item.data, ctx.key);
         }
-        const segment = await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger);
+        const { replyId, index, text, attachment } = item.data;
+        const segment = attachment
+          ? await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger)
+          : { replyId, index, text };
         // The last check before the platform write: a process frozen past its lease stops in the gate.
         await this.#gate(adapter, target, ctx, "delivery.before-send");
         const { preview } = item.data;
