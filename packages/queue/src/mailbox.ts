@@ -167,10 +167,11 @@ interface DrainLease {
 /**
  * A per-key ordered mailbox on plain Redis, one drainer per key at a time (the
  * "ready list, heartbeat, reaper" design measured in shared/notes/ordered-delivery.md):
- * a push that owes a drain puts the key on the `ready` list, and drain workers
- * pop it (BLMPOP, as many keys as they have free slots). A drainer already running takes later pushes with it, so a busy
- * key costs no wake-up at all; claiming returns the first item and acking
- * returns the next, so one item costs two scripts.
+ * a push that owes a drain puts the key on the `ready` list in its own step, and
+ * drain workers pop it (BLMPOP, as many keys as they have free slots). A
+ * drainer already running takes later pushes with it, so a busy key costs no
+ * wake-up at all; claiming returns the first item and acking returns the next,
+ * so one item costs two scripts (its push and its ack).
  *
  * Why items of one key are handled strictly in order, across processes:
  * - items are appended to one Redis list per key, and only its head is handled;
@@ -180,7 +181,13 @@ interface DrainLease {
  *   drainer may only stop in a Lua step that sees the list empty, so a push
  *   racing with a finishing drainer either is seen by it or wakes a new one;
  * - a crashed drainer's lease expires and the sweeper wakes the key again;
- *   the item in flight at the crash is handled again (the only duplicate).
+ *   the item in flight at the crash is handled again (the only duplicate);
+ * - every hand-out of an item counts as an attempt before its handler runs
+ *   (see commands/claim-next.lua), so a poison item that crashes its drainer
+ *   still runs out of attempts;
+ * - the lease is renewed by a heartbeat every third of it (and by an ack when
+ *   the heartbeat has fallen behind); `assertLease` trusts only renewals Redis
+ *   confirmed.
  */
 export class OrderedMailbox<T> {
   readonly #o: ResolvedOptions<T>;
