@@ -9,8 +9,9 @@
   empty), so a record naming another item means the head was handed out once, by ack-next.
   Counted here, so a poison item that crashes its drainer still runs out of attempts.
 ]]
-if redis.call('EXISTS', KEYS[2]) == 1 then return -1 end
-local owner = redis.call('GET', KEYS[1])
+local marks = redis.call('MGET', KEYS[2], KEYS[1])
+if marks[1] then return -1 end
+local owner = marks[2]
 if owner and owner ~= ARGV[1] then return 0 end
 local head = redis.call('LINDEX', KEYS[4], 0)
 if not head then

@@ -4,7 +4,7 @@
   will take the items).
 ]]
 for i = 4, #ARGV, 500 do redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV))) end
-if redis.call('ZSCORE', KEYS[2], ARGV[3]) then return 0 end
-redis.call('ZADD', KEYS[2], tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3])
+-- Owed already (the key is in sched: a drainer or a wake-up will take the items) or owed from now on.
+if redis.call('ZADD', KEYS[2], 'NX', tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3]) == 0 then return 0 end
 redis.call('RPUSH', KEYS[3], ARGV[3])
 return 1
