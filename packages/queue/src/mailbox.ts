@@ -675,7 +675,7 @@ export class OrderedMailbox<T> {
       [this.#k("g", group)],
       [total, this.#o.groups?.ttlSeconds ?? 86_400, this.groupChannel, group],
     )) as [number, number, number];
-    return { total: t, delivered: t - left - failed, failed, settled: left === 0 };
+    return { total: t, delivered: t - Math.max(left, 0) - failed, failed, settled: left <= 0 };
   }
 
   /** How far a group is acked, from any process. */
@@ -685,7 +685,7 @@ export class OrderedMailbox<T> {
     ).map((v) => (v === null ? undefined : Number(v)));
     const f = failed ?? 0;
     if (total === undefined) return { total: 0, delivered: -(left ?? 0) - f, failed: f, settled: false };
-    const l = left ?? 0;
+    const l = Math.max(left ?? 0, 0);
     return { total, delivered: total - l - f, failed: f, settled: l === 0 };
   }
 

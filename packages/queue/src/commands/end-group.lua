@@ -14,7 +14,7 @@ else
 end
 redis.call('EXPIRE', KEYS[1], ARGV[2])
 local failed = 0
-if left == 0 then
+if left <= 0 then
   failed = tonumber(redis.call('HGET', KEYS[1], 'failed')) or 0
   redis.call('PUBLISH', ARGV[3], ARGV[4] .. '|' .. total .. '|' .. (total - failed) .. '|' .. failed)
 end
