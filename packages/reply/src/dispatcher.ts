@@ -117,8 +117,8 @@ export class ReplyDispatcher implements ReplySink {
     let next = 0;
     let previews = 0;
     let ended = false;
-    let settledAtEnd: ReplySettlement | undefined;
-    let pending: SettleWaiter | undefined;
+    // Once the reply's end is recorded: its settlement, or the wait for it.
+    let settlement: ReplySettlement | SettleWaiter | undefined;
     return {
       replyId,
       push: async (block) => {
@@ -168,23 +168,30 @@ export class ReplyDispatcher implements ReplySink {
           const data = { replyId, index: 0, text: "", target, preview, kind: "close" as const };
           await this.#mailbox.push(key, [{ id: `${replyId}#close`, data }]);
         }
-        // Waiting from before the end: the ack that settles the reply later announces its counts to us.
-        await this.#subscribe();
-        const waiter = this.#wait(replyId);
-        try {
-          const s = await this.#mailbox.endGroup(replyId, next);
-          if (s.settled) {
-            waiter.cancel();
-            settledAtEnd = { total: s.total, delivered: s.delivered, failed: s.failed };
-          } else pending = waiter;
-        } catch (error) {
-          waiter.cancel();
-          throw error;
-        }
+        settlement = await this.#end(replyId, next);
         return next;
       },
-      settled: async () => settledAtEnd ?? (pending ? this.#until(replyId, pending) : this.settled(replyId)),
+      settled: async () => {
+        if (settlement === undefined) return this.settled(replyId);
+        return "total" in settlement ? settlement : this.#until(replyId, settlement);
+      },
     };
+  }
+
+  // Sets the reply's total and learns in the same step whether it is settled already (delivered before
+  // it ended); if not, the wait registered before that step is woken by the ack that settles it.
+  async #end(replyId: string, total: number): Promise<ReplySettlement | SettleWaiter> {
+    await this.#subscribe();
+    const waiter = this.#wait(replyId);
+    try {
+      const s = await this.#mailbox.endGroup(replyId, total);
+      if (!s.settled) return waiter;
+      waiter.cancel();
+      return { total: s.total, delivered: s.delivered, failed: s.failed };
+    } catch (error) {
+      waiter.cancel();
+      throw error;
+    }
   }
 
   // A live preview's newest text, in order with the reply's segments; older ones still queued are skipped.
