@@ -1,5 +1,6 @@
 // Baselines for the ordered delivery figure: one raw BullMQ job per item (add -> process, no
-// ordering) and plain HTTP sends to a fake Bot API with no queue at all.
+// ordering, no send), one BullMQ job per item that sends it over plain HTTP to a fake Bot API (the
+// fair comparison: a queue that delivers), and plain HTTP sends to a fake Bot API with no queue at all.
 import { performance } from "node:perf_hooks";
 import { startFakeTelegram } from "@hub/fakes";
 import { Queue, Worker } from "bullmq";
@@ -8,8 +9,39 @@ import { PhaseMeter, printCost } from "./meter.js";
 
 /** Raw BullMQ: `targets x perTarget` jobs added one by one (per target in sequence), processed at concurrency 50. */
 export async function benchRawBullmq(redisUrl: string, targets: number, perTarget: number): Promise<number> {
+  return benchBullmq(redisUrl, targets, perTarget, undefined);
+}
+
+/**
+ * The fair baseline of ordered delivery: one BullMQ job per segment (unordered), whose processor
+ * sends it to a fake Bot API over plain HTTP, like the plain HTTP baseline, at concurrency 50.
+ */
+export async function benchBullmqSend(redisUrl: string, targets: number, perTarget: number): Promise<number> {
+  const fake = await startFakeTelegram();
+  const url = `${fake.apiRoot}/bot${fake.token}/sendMessage`;
+  try {
+    return await benchBullmq(redisUrl, targets, perTarget, async ({ t, s }) => {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chat_id: 1000 + t, text: `target ${t} segment ${s}` }),
+      });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`the fake Bot API answered ${res.status}`);
+    });
+  } finally {
+    await fake.close();
+  }
+}
+
+async function benchBullmq(
+  redisUrl: string,
+  targets: number,
+  perTarget: number,
+  send: ((segment: { t: number; s: number }) => Promise<void>) | undefined,
+): Promise<number> {
   const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
-  const name = `bench-raw-${process.pid}`;
+  const name = `bench-${send ? "send" : "raw"}-${process.pid}`;
   const queue = new Queue(name, { connection });
   const total = targets * perTarget;
   let done = 0;
@@ -19,7 +51,8 @@ export async function benchRawBullmq(redisUrl: string, targets: number, perTarge
   });
   const worker = new Worker(
     name,
-    async () => {
+    async (job) => {
+      if (send) await send(job.data as { t: number; s: number });
       if (++done === total) finished();
     },
     { connection: new Redis(redisUrl, { maxRetriesPerRequest: null }), concurrency: 50 },
@@ -38,8 +71,12 @@ export async function benchRawBullmq(redisUrl: string, targets: number, perTarge
     await allDone;
     const rate = total / ((performance.now() - started) / 1000);
     const cost = await meter.stop();
-    console.log(`  raw BullMQ add -> process (concurrency 50, unordered): ${rate.toFixed(0)} jobs/s`);
-    printCost(cost, total, "job");
+    console.log(
+      send
+        ? `  BullMQ job per segment, each sending it over plain HTTP to the fake Bot API (concurrency 50, unordered): ${rate.toFixed(0)} segments/s`
+        : `  raw BullMQ add -> process (concurrency 50, unordered, no send): ${rate.toFixed(0)} jobs/s`,
+    );
+    printCost(cost, total, send ? "segment" : "job");
     return rate;
   } finally {
     meter.close();

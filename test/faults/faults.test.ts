@@ -12,6 +12,8 @@ describe("fault runs (CI-sized)", () => {
       workers: 3,
       killEveryMs: [300, 900],
       leaseMs: 1000,
+      // Slow sends keep the load running past the first kill (delivery alone takes well under a second).
+      sendDelayMs: 150,
     });
     console.log("delivery workers killed:", r);
     expect(r.kills).toBeGreaterThan(0);

@@ -7,6 +7,8 @@ export async function queueDepths(redis: Redis, prefix: string): Promise<Record<
   const base = `${prefix}:mb:`;
   for (const key of await scanKeys(redis, `${base}*:q:*`)) {
     const name = key.slice(base.length).split(":q:")[0] as string;
+    // Not a list of items: e.g. a group's record whose name happens to hold ":q:".
+    if (name.includes(":")) continue;
     depths[name] = (depths[name] ?? 0) + (await redis.llen(key));
   }
   return depths;

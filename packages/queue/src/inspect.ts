@@ -66,19 +66,17 @@ async function keyView(
   depth: number,
   headItems: number,
 ): Promise<MailboxKeyView> {
-  const [drainer, delayMs, entries] = await Promise.all([
+  const [drainer, delayMs, entries, record] = await Promise.all([
     redis.get(mailboxKeyName(base, "own", key)),
     redis.pttl(mailboxKeyName(base, "nb", key)),
     redis.lrange(mailboxKeyName(base, "q", key), 0, headItems - 1),
+    redis.hget(`${base}:att`, key),
   ]);
-  const head = await Promise.all(
-    entries.map(async (entry) => {
-      const cut = entry.indexOf(SEP);
-      const id = entry.slice(0, cut);
-      const attempts = Number((await redis.hget(`${base}:att`, `${key}${SEP}${id}`)) ?? 0);
-      return { id, attempts, data: parseOrRaw(entry.slice(cut + 1)) };
-    }),
-  );
+  const head = entries.map((entry, i) => {
+    const cut = entry.indexOf(SEP);
+    const id = entry.slice(0, cut);
+    return { id, attempts: i === 0 ? headAttempts(record, id) : 0, data: parseOrRaw(entry.slice(cut + 1)) };
+  });
   return {
     key,
     depth,
@@ -86,6 +84,14 @@ async function keyView(
     ...(delayMs > 0 ? { delayedUntil: Date.now() + delayMs } : {}),
     head,
   };
+}
+
+// The key's attempts record is "<n>|<head item id>"; naming an earlier item, it means the head was
+// handed out once (see commands/claim-next.lua).
+function headAttempts(record: string | null, id: string): number {
+  if (record === null) return 0;
+  const cut = record.indexOf(SEP);
+  return record.slice(cut + 1) === id ? Number(record.slice(0, cut)) : 1;
 }
 
 function parseOrRaw(text: string): unknown {

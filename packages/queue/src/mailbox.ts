@@ -8,7 +8,18 @@ import {
 } from "@hub/core";
 import type { Redis } from "ioredis";
 import { createRedis, runScript } from "./redis.js";
-import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
+import {
+  ACK_NEXT,
+  CLAIM_NEXT,
+  DELAY,
+  END_GROUP,
+  FENCED_PUSH,
+  PROMOTE,
+  PUSH,
+  RECLAIM,
+  RENEW,
+  SWEEP,
+} from "./scripts.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -31,6 +42,11 @@ export interface DrainContext {
    * the outside world: a process frozen past its lease wakes up here and sends nothing.
    */
   assertLease(marginMs?: number): void;
+  /**
+   * Counts the item as failed in its group (see `OrderedMailboxOptions.groups`) when the handler
+   * returns: it is acked all the same (not retried), e.g. an item deliberately not handled.
+   */
+  countAsFailed(): void;
 }
 
 /** The drainer's lease may have passed to another drainer: it must not write anything more. */
@@ -46,6 +62,29 @@ const BOOT_ID = randomUUID().slice(0, 8);
 
 /** Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up. */
 export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void>;
+
+/** How far a group of items (see `OrderedMailboxOptions.groups`) is acked. */
+export interface GroupStatus {
+  /** Items in the group (0 until `endGroup`). */
+  total: number;
+  /** Acked as handled. */
+  delivered: number;
+  /** Acked as failed (given up, or counted as failed by the handler). */
+  failed: number;
+  /** The group has ended and every one of its items is acked. */
+  settled: boolean;
+}
+
+/** The group an item id counts toward: `<group>#<n>` with n all digits, else none. */
+export function groupOfItem(id: string): string | undefined {
+  const cut = id.lastIndexOf("#");
+  if (cut <= 0 || cut === id.length - 1) return undefined;
+  for (let i = cut + 1; i < id.length; i++) {
+    const c = id.charCodeAt(i);
+    if (c < 48 || c > 57) return undefined;
+  }
+  return id.slice(0, cut);
+}
 
 /** The timing and identity knobs of a mailbox; any left undefined takes its default. */
 export interface MailboxTuning {
@@ -78,11 +117,19 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
   onFailed?: ((item: MailboxItem<T>, error: unknown, key: string) => Promise<void>) | undefined;
   /** Fields every log line about one item carries, e.g. its run's runId, sessionKey and channel. */
   logFields?: ((data: T) => Record<string, unknown>) | undefined;
+  /**
+   * Count items in groups: an item whose id is `<group>#<n>` (n all digits) counts toward its
+   * group when it is acked (once, in the ack's own step, so a crash redelivery cannot count it
+   * twice), as failed when given up or when the handler calls `countAsFailed`. `endGroup` sets a
+   * group's total; the ack (or end) that settles it publishes on `groupChannel`. The group's
+   * record lives `ttlSeconds` after its end (and after its first ack).
+   */
+  groups?: { ttlSeconds: number } | undefined;
 }
 
 /** An ordered mailbox's options with every default applied. */
-type ResolvedOptions<T> = Required<Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields">> &
-  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields">;
+type ResolvedOptions<T> = Required<Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups">> &
+  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups">;
 
 /** A running drain worker; close it to stop taking new wake-ups. */
 export interface MailboxWorker {
@@ -92,8 +139,11 @@ export interface MailboxWorker {
 /** Separates an item's id from its JSON in the stored list entry (`<id>|<JSON>`). */
 export const SEP = "|";
 
-/** The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay marker (`nb`). */
-export type MailboxKeyKind = "q" | "own" | "nb";
+/**
+ * The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay
+ * marker (`nb`), and (per group, not per key) a group's settlement (`g`).
+ */
+export type MailboxKeyKind = "q" | "own" | "nb" | "g";
 
 /** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
 export function mailboxBase(prefix: string, name: string): string {
@@ -117,10 +167,11 @@ interface DrainLease {
 /**
  * A per-key ordered mailbox on plain Redis, one drainer per key at a time (the
  * "ready list, heartbeat, reaper" design measured in shared/notes/ordered-delivery.md):
- * a push that owes a drain puts the key on the `ready` list, and drain workers
- * BLPOP it. A drainer already running takes later pushes with it, so a busy
- * key costs no wake-up at all; claiming returns the first item and acking
- * returns the next, so one item costs two scripts.
+ * a push that owes a drain puts the key on the `ready` list in its own step, and
+ * drain workers pop it (BLMPOP, as many keys as they have free slots). A
+ * drainer already running takes later pushes with it, so a busy key costs no
+ * wake-up at all; claiming returns the first item and acking returns the next,
+ * so one item costs two scripts (its push and its ack).
  *
  * Why items of one key are handled strictly in order, across processes:
  * - items are appended to one Redis list per key, and only its head is handled;
@@ -130,7 +181,13 @@ interface DrainLease {
  *   drainer may only stop in a Lua step that sees the list empty, so a push
  *   racing with a finishing drainer either is seen by it or wakes a new one;
  * - a crashed drainer's lease expires and the sweeper wakes the key again;
- *   the item in flight at the crash is handled again (the only duplicate).
+ *   the item in flight at the crash is handled again (the only duplicate);
+ * - every hand-out of an item counts as an attempt before its handler runs
+ *   (see commands/claim-next.lua), so a poison item that crashes its drainer
+ *   still runs out of attempts;
+ * - the lease is renewed by a heartbeat every third of it (and by an ack when
+ *   the heartbeat has fallen behind); `assertLease` trusts only renewals Redis
+ *   confirmed.
  */
 export class OrderedMailbox<T> {
   readonly #o: ResolvedOptions<T>;
@@ -157,7 +214,7 @@ export class OrderedMailbox<T> {
 
   /**
    * Appends items to a key's mailbox, in order, and wakes a drainer if none is
-   * owed yet. Resolves once the items are durably queued in Redis.
+   * owed yet, in one step. Resolves once the items are durably queued in Redis.
    */
   async push(
     key: string,
@@ -166,9 +223,10 @@ export class OrderedMailbox<T> {
   ): Promise<void> {
     if (items.length === 0) return;
     const encoded = items.map((item) => this.encode(item));
-    const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:epoch`];
+    const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:ready`];
     const { fence } = options;
-    const epoch = (await (fence
+    // The wake-up (the key put on `ready`) is part of the push's own step.
+    await (fence
       ? runScript(
           this.#redis,
           FENCED_PUSH,
@@ -179,9 +237,7 @@ export class OrderedMailbox<T> {
             throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
           throw error;
         })
-      : runScript(this.#redis, PUSH, keys, [Date.now(), this.#o.graceMs, key, ...encoded]))) as number;
-    // If we die before this add, the key stays in `sched` and the sweeper wakes it.
-    if (epoch > 0) await this.#wake(key, epoch, 0);
+      : runScript(this.#redis, PUSH, keys, [Date.now(), this.#o.graceMs, key, ...encoded]));
   }
 
   /**
@@ -189,11 +245,13 @@ export class OrderedMailbox<T> {
    * that must push in the same atomic step as its own writes (admission).
    * After such a push it calls `wake` with the epoch the step returned.
    */
-  pushKeys(key: string): { list: string; sched: string; epoch: string; graceMs: number } {
+  pushKeys(key: string): { list: string; sched: string; epoch: string; ready: string; graceMs: number } {
     return {
       list: this.#k("q", key),
       sched: `${this.#base}:sched`,
       epoch: `${this.#base}:epoch`,
+      // A step may instead wake the drainer itself, like push.lua: RPUSH the key here when it owed a drain.
+      ready: `${this.#base}:ready`,
       graceMs: this.#o.graceMs,
     };
   }
@@ -206,7 +264,7 @@ export class OrderedMailbox<T> {
 
   /** Wakes a drainer after a push that returned `epoch` (> 0: a drain is owed). */
   async wake(key: string, epoch: number): Promise<void> {
-    if (epoch > 0) await this.#wake(key, epoch, 0);
+    await this.#wake(key, epoch);
   }
 
   /** True while a drainer holds the key's lease. */
@@ -219,15 +277,15 @@ export class OrderedMailbox<T> {
     return this.#redis.llen(this.#k("q", key));
   }
 
-  // A key on `ready` is taken by the next free drain worker; a delayed one waits in `delayed` first.
-  async #wake(key: string, epoch: number, delayMs: number): Promise<void> {
+  // A key on `ready` is taken by the next free drain worker.
+  async #wake(key: string, epoch: number): Promise<void> {
     if (epoch <= 0) return;
-    if (delayMs <= 0) {
-      await this.#redis.rpush(`${this.#base}:ready`, key);
-      return;
-    }
-    await this.#redis.zadd(`${this.#base}:delayed`, Date.now() + delayMs, key);
-    // Promoted here when the delay ends; the sweep of any process promotes it too (e.g. after we die).
+    await this.#redis.rpush(`${this.#base}:ready`, key);
+  }
+
+  // A delayed key waits in `delayed` first: promoted here when its delay ends; the sweep of any process
+  // promotes it too (e.g. after we die).
+  #promoteAfter(delayMs: number): void {
     const timer = setTimeout(() => {
       this.#timers.delete(timer);
       this.#promote().catch(() => {});
@@ -283,23 +341,27 @@ export class OrderedMailbox<T> {
         await Promise.race(active);
         continue;
       }
-      let taken: [string, string] | null;
+      // As many ready keys as there are free slots in one round trip: under load, one key per round
+      // trip would make the wake-ups queue up behind each other.
+      let taken: [string, string[]] | null;
       try {
-        taken = await blocking.blpop(ready, 1);
+        taken = (await blocking.blmpop(1, 1, ready, "LEFT", "COUNT", concurrency - active.size)) as
+          | [string, string[]]
+          | null;
       } catch (error) {
         if (closing()) return;
         this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox worker cannot read its queue");
         await new Promise((r) => setTimeout(r, 500));
         continue;
       }
-      if (!taken) continue;
-      const key = taken[1];
-      const drain: Promise<void> = this.#drain(key, handler)
-        .catch((error) =>
-          this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
-        )
-        .finally(() => active.delete(drain));
-      active.add(drain);
+      for (const key of taken?.[1] ?? []) {
+        const drain: Promise<void> = this.#drain(key, handler)
+          .catch((error) =>
+            this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
+          )
+          .finally(() => active.delete(drain));
+        active.add(drain);
+      }
     }
   }
 
@@ -313,7 +375,7 @@ export class OrderedMailbox<T> {
     for (let i = 0; i + 1 < out.length; i += 2) {
       const key = String(out[i]);
       this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
-      await this.#wake(key, Number(out[i + 1]), 0);
+      await this.#wake(key, Number(out[i + 1]));
     }
     await this.#promote();
   }
@@ -402,7 +464,7 @@ export class OrderedMailbox<T> {
       const [head, attempt] = next;
       const item = this.#decode(head, key);
       if (!item) {
-        next = await this.#ackNext(own, key, token, head.slice(0, head.indexOf(SEP)), lease);
+        next = await this.#ackNext(own, key, token, head.slice(0, head.indexOf(SEP)), lease, true);
         continue;
       }
       if (attempt > maxAttempts) {
@@ -416,8 +478,17 @@ export class OrderedMailbox<T> {
         );
         continue;
       }
+      let failed = false;
       try {
-        await handler(item, { key, attempt, signal: lease.lost.signal, assertLease: lease.assert });
+        await handler(item, {
+          key,
+          attempt,
+          signal: lease.lost.signal,
+          assertLease: lease.assert,
+          countAsFailed: () => {
+            failed = true;
+          },
+        });
       } catch (error) {
         if (error instanceof LeaseExpiredError)
           this.#o.logger.warn(
@@ -430,7 +501,7 @@ export class OrderedMailbox<T> {
         next = after;
         continue;
       }
-      next = await this.#ackNext(own, key, token, item.id, lease);
+      next = await this.#ackNext(own, key, token, item.id, lease, failed);
     }
   }
 
@@ -464,13 +535,12 @@ export class OrderedMailbox<T> {
   ): Promise<[string, number] | null | "delayed"> {
     const { logger, maxAttempts } = this.#o;
     if (error instanceof RateLimitedError) {
-      // Undo the attempt: being told to wait is not a failure of this item.
-      await this.#redis.hincrby(`${this.#base}:att`, `${key}${SEP}${item.id}`, -1);
       logger.info(
         { ...this.#logFields(item), mailbox: this.#o.name, key, retryAfterMs: error.retryAfterMs },
         "key rate limited; delaying it",
       );
-      await this.#delay(key, own, token, error.retryAfterMs);
+      // The attempt is taken back in the same step: being told to wait is not a failure of this item.
+      await this.#delay(key, own, token, error.retryAfterMs, item.id);
       return "delayed";
     }
     if (error instanceof PermanentSendError || attempt >= maxAttempts)
@@ -492,14 +562,14 @@ export class OrderedMailbox<T> {
     return "delayed";
   }
 
-  async #delay(key: string, own: string, token: string, ms: number): Promise<void> {
-    const epoch = (await runScript(
+  async #delay(key: string, own: string, token: string, ms: number, undoAttemptOf = ""): Promise<void> {
+    await runScript(
       this.#redis,
       DELAY,
-      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:epoch`],
-      [token, key, ms, Date.now(), this.#o.graceMs],
-    )) as number;
-    await this.#wake(key, epoch, ms);
+      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:delayed`, `${this.#base}:att`],
+      [token, key, ms, Date.now(), this.#o.graceMs, undoAttemptOf],
+    );
+    this.#promoteAfter(ms);
   }
 
   /**
@@ -523,7 +593,7 @@ export class OrderedMailbox<T> {
         [owner, Date.now(), key],
       )) as number;
       if (epoch > 0) {
-        await this.#wake(key, epoch, 0);
+        await this.#wake(key, epoch);
         reclaimed.push(key);
       }
     }
@@ -548,23 +618,75 @@ export class OrderedMailbox<T> {
     }
   }
 
-  // Acks the item and takes the next one in the same step (or finishes the key when none is left).
+  // Acks the item (counting it toward its group) and takes the next one in the same step, or finishes
+  // the key when none is left. The lease is renewed here only when the heartbeat has fallen behind.
   async #ackNext(
     own: string,
     key: string,
     token: string,
     id: string,
     lease: DrainLease,
+    failed = false,
   ): Promise<[string, number] | null> {
+    const { leaseMs, groups } = this.#o;
     const sentAt = Date.now();
-    const next = (await runScript(
+    const renewMs = sentAt + (2 * leaseMs) / 3 > lease.confirmedUntil ? leaseMs : 0;
+    const keys = [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`];
+    const group = groups ? groupOfItem(id) : undefined;
+    if (group !== undefined) keys.push(this.#k("g", group));
+    const next = (await runScript(this.#redis, ACK_NEXT, keys, [
+      token,
+      id,
+      key,
+      renewMs,
+      sentAt,
+      failed ? "failed" : "ok",
+      groups?.ttlSeconds ?? 0,
+      this.groupChannel,
+      group ?? "",
+    ])) as string | null;
+    if (renewMs > 0) lease.confirm(sentAt);
+    // The next item is handed out for the first time by this step (see commands/claim-next.lua).
+    return next === null ? null : [next, 1];
+  }
+
+  /** The channel a settled group is announced on: "<group>|<total>|<delivered>|<failed>". */
+  get groupChannel(): string {
+    return `${this.#base}:settled`;
+  }
+
+  /** Reads a message of `groupChannel`. */
+  static parseGroupSettled(message: string): { group: string; status: GroupStatus } | undefined {
+    const parts = message.split(SEP);
+    if (parts.length < 4) return undefined;
+    const [total, delivered, failed] = parts.slice(-3).map(Number) as [number, number, number];
+    const group = parts.slice(0, -3).join(SEP);
+    return { group, status: { total, delivered, failed, settled: true } };
+  }
+
+  /**
+   * Ends a group at `total` items and tells in the same step how far it is acked; when it is
+   * settled already, that is announced on `groupChannel` too. Ending twice keeps the first total.
+   */
+  async endGroup(group: string, total: number): Promise<GroupStatus> {
+    const [t, left, failed] = (await runScript(
       this.#redis,
-      ACK_NEXT,
-      [own, this.#k("q", key), `${this.#base}:att`, `${this.#base}:sched`],
-      [token, id, `${key}${SEP}${id}`, this.#o.leaseMs, sentAt, key],
-    )) as [string, number] | null;
-    lease.confirm(sentAt);
-    return next;
+      END_GROUP,
+      [this.#k("g", group)],
+      [total, this.#o.groups?.ttlSeconds ?? 86_400, this.groupChannel, group],
+    )) as [number, number, number];
+    return { total: t, delivered: t - Math.max(left, 0) - failed, failed, settled: left <= 0 };
+  }
+
+  /** How far a group is acked, from any process. */
+  async groupStatus(group: string): Promise<GroupStatus> {
+    const [total, left, failed] = (
+      await this.#redis.hmget(this.#k("g", group), "total", "left", "failed")
+    ).map((v) => (v === null ? undefined : Number(v)));
+    const f = failed ?? 0;
+    if (total === undefined) return { total: 0, delivered: -(left ?? 0) - f, failed: f, settled: false };
+    const l = Math.max(left ?? 0, 0);
+    return { total, delivered: total - l - f, failed: f, settled: l === 0 };
   }
 
   async #fail(
@@ -580,7 +702,7 @@ export class OrderedMailbox<T> {
       "mailbox item failed for good",
     );
     await this.#o.onFailed?.(item, error, key);
-    return this.#ackNext(own, key, token, item.id, lease);
+    return this.#ackNext(own, key, token, item.id, lease, true);
   }
 
   /** Closes the producer side (the commands connection). */

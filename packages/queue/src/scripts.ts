@@ -10,9 +10,12 @@
  * - `M:nb:k`    "not before": set while the key waits out a retry-after
  * - `M:sched`   zset key -> time by which a drain must have shown progress;
  *               a key is in it exactly while its items are owed a drain
- * - `M:epoch`   counter of wake-ups (a push returns > 0 when it owes one)
+ * - `M:epoch`   counter of wake-ups (the sweeper's, and admission's push)
  * - `M:ready`   list of keys to wake: drain workers BLPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
+ * - `M:att`     hash key -> "<n>|<item id>": attempts of the key's head item
+ * - `M:g:<group>` hash (total, left, failed): settlement of a group of items
+ *               (a mailbox with `groups`: item ids `<group>#<n>`)
  */
 import { loadScript } from "./redis.js";
 
@@ -22,18 +25,10 @@ const load = (name: string) => loadScript(new URL(`./commands/${name}.lua`, impo
 export const PUSH = load("push");
 /** See commands/fenced-push.lua. */
 export const FENCED_PUSH = load("fenced-push");
-/** See commands/claim.lua. */
-export const CLAIM = load("claim");
-/** See commands/peek.lua. */
-export const PEEK = load("peek");
 /** See commands/renew.lua. */
 export const RENEW = load("renew");
 /** See commands/reclaim.lua. */
 export const RECLAIM = load("reclaim");
-/** See commands/ack.lua. */
-export const ACK = load("ack");
-/** See commands/finish.lua. */
-export const FINISH = load("finish");
 /** See commands/delay.lua. */
 export const DELAY = load("delay");
 /** See commands/sweep.lua. */
@@ -42,5 +37,7 @@ export const SWEEP = load("sweep");
 export const CLAIM_NEXT = load("claim-next");
 /** See commands/ack-next.lua. */
 export const ACK_NEXT = load("ack-next");
+/** See commands/end-group.lua. */
+export const END_GROUP = load("end-group");
 /** See commands/promote.lua. */
 export const PROMOTE = load("promote");

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { runScript } from "../src/redis.js";
-import { ACK_NEXT, CLAIM_NEXT, DELAY, PROMOTE, PUSH } from "../src/scripts.js";
+import { ACK_NEXT, CLAIM_NEXT, DELAY, END_GROUP, PROMOTE, PUSH } from "../src/scripts.js";
 
 // The fused steps (claim returns the first item, ack returns the next or finishes) keep the races of
 // the separate steps closed: each is replayed here step by step.
@@ -26,12 +26,35 @@ function box() {
     att: `${base}:att`,
     delayed: `${base}:delayed`,
     ready: `${base}:ready`,
+    group: `${base}:g:r1`,
+    channel: `${base}:settled`,
   };
   type Next = [string, number] | null;
+  const ackNext = (
+    token: string,
+    id: string,
+    options: { group?: boolean; failed?: boolean; renew?: number } = {},
+  ) =>
+    runScript(
+      redis,
+      ACK_NEXT,
+      [k.own, k.q, k.sched, k.att, ...(options.group ? [k.group] : [])],
+      [
+        token,
+        id,
+        key,
+        options.renew ?? 5000,
+        Date.now(),
+        options.failed ? "failed" : "ok",
+        60,
+        k.channel,
+        "r1",
+      ],
+    ) as Promise<string | null>;
   return {
     k,
     push: (...items: string[]) =>
-      runScript(redis, PUSH, [k.q, k.sched, k.epoch], [Date.now(), 1000, key, ...items]) as Promise<number>,
+      runScript(redis, PUSH, [k.q, k.sched, k.ready], [Date.now(), 1000, key, ...items]) as Promise<number>,
     claim: (token: string, lease = 5000) =>
       runScript(
         redis,
@@ -39,20 +62,23 @@ function box() {
         [k.own, k.nb, k.sched, k.q, k.att],
         [token, lease, Date.now(), key],
       ) as Promise<Next | number>,
-    ack: (token: string, id: string) =>
-      runScript(
-        redis,
-        ACK_NEXT,
-        [k.own, k.q, k.att, k.sched],
-        [token, id, `${key}|${id}`, 5000, Date.now(), key],
-      ) as Promise<Next>,
-    delay: (token: string, ms: number) =>
+    ackNext,
+    // As the mailbox sees it: the next item is handed out as its attempt 1.
+    ack: async (token: string, id: string, renew?: number): Promise<Next> => {
+      const next = await ackNext(token, id, renew === undefined ? {} : { renew });
+      return next === null ? null : [next, 1];
+    },
+    delay: (token: string, ms: number, undo = "") =>
       runScript(
         redis,
         DELAY,
-        [k.own, k.nb, k.sched, k.epoch],
-        [token, key, ms, Date.now(), 1000],
+        [k.own, k.nb, k.sched, k.delayed, k.att],
+        [token, key, ms, Date.now(), 1000, undo],
       ) as Promise<number>,
+    end: (total: number) =>
+      runScript(redis, END_GROUP, [k.group], [total, 60, k.channel, "r1"]) as Promise<
+        [number, number, number]
+      >,
   };
 }
 
@@ -65,6 +91,7 @@ describe("fused mailbox scripts", () => {
     expect(await b.ack("t1", "b")).toBeNull();
     expect(await redis.exists(b.k.own)).toBe(0);
     expect(await redis.zscore(b.k.sched, "k")).toBeNull();
+    expect(await redis.hget(b.k.att, "k")).toBeNull();
     // Finished: the next push owes a fresh wake-up.
     expect(await b.push("c|3")).toBeGreaterThan(0);
   });
@@ -93,17 +120,90 @@ describe("fused mailbox scripts", () => {
     expect(await b.ack("t2", "a")).toBeNull();
   });
 
+  it("ack pops only the item it names", async () => {
+    const b = box();
+    await b.push("a|1", "b|2");
+    await b.claim("t");
+    expect(await b.ackNext("t", "b")).toBe("a|1");
+    expect(await redis.lrange(b.k.q, 0, -1)).toEqual(["a|1", "b|2"]);
+    expect(await b.ackNext("t", "a")).toBe("b|2");
+    expect(await redis.lrange(b.k.q, 0, -1)).toEqual(["b|2"]);
+  });
+
+  it("attempts count every hand-out of the head, also by an ack, across crashed drainers", async () => {
+    const b = box();
+    await b.push("a|1", "b|2", "c|3");
+    expect(await b.claim("t1", 100)).toEqual(["a|1", 1]);
+    // a's drainer dies: the next drainer's hand-out of a is its second.
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await b.claim("t2", 100)).toEqual(["a|1", 2]);
+    // b is handed out by the ack (its first attempt); its drainer dies too.
+    expect(await b.ack("t2", "a", 0)).toEqual(["b|2", 1]);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await b.claim("t3", 100)).toEqual(["b|2", 2]);
+    await new Promise((r) => setTimeout(r, 150));
+    expect(await b.claim("t4")).toEqual(["b|2", 3]);
+    // A rate-limited item gets its attempt back with the delay.
+    await b.delay("t4", 50, "b");
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await b.claim("t5")).toEqual(["b|2", 3]);
+    // c, handed out by an ack, is rate limited: its next claim is its first attempt again.
+    expect(await b.ack("t5", "b")).toEqual(["c|3", 1]);
+    await b.delay("t5", 50, "c");
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await b.claim("t6")).toEqual(["c|3", 1]);
+    // A failure (no undo) counts.
+    await b.delay("t6", 50);
+    await new Promise((r) => setTimeout(r, 80));
+    expect(await b.claim("t7")).toEqual(["c|3", 2]);
+  });
+
   it("a delayed key is not claimed until its delay passes; promote moves due keys to ready", async () => {
     const b = box();
     await b.push("a|1");
+    await redis.del(b.k.ready);
     await b.claim("t1");
     await b.delay("t1", 200);
     expect(await b.claim("t2")).toBe(-1);
-    await redis.zadd(b.k.delayed, Date.now() + 200, "k");
     expect(await runScript(redis, PROMOTE, [b.k.delayed, b.k.ready], [Date.now(), 100])).toBe(0);
     await new Promise((r) => setTimeout(r, 250));
     expect(await runScript(redis, PROMOTE, [b.k.delayed, b.k.ready], [Date.now(), 100])).toBe(1);
     expect(await redis.lrange(b.k.ready, 0, -1)).toEqual(["k"]);
     expect(await b.claim("t2")).toEqual(["a|1", 2]);
+  });
+
+  it("acks count toward their group once; the ack or end that settles it announces the counts", async () => {
+    const b = box();
+    const sub = new Redis(REDIS_URL);
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    await sub.subscribe(b.k.channel);
+    try {
+      await b.push("r1#0|a", "r1#1|b", "r1#2|c");
+      await b.claim("t");
+      await b.ackNext("t", "r1#0", { group: true });
+      // Not the head any more: a second ack of the same item counts nothing.
+      await b.ackNext("t", "r1#0", { group: true });
+      expect(await b.end(3)).toEqual([3, 2, 0]);
+      expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
+      await b.ackNext("t", "r1#1", { group: true, failed: true });
+      expect(heard).toEqual([]);
+      await b.ackNext("t", "r1#2", { group: true });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(heard).toEqual(["r1|3|2|1"]);
+      // Ending again keeps the total, and announces a settled group again.
+      expect(await b.end(5)).toEqual([3, 0, 1]);
+    } finally {
+      sub.disconnect();
+    }
+  });
+
+  it("a group whose items are all acked before its end settles at its end", async () => {
+    const b = box();
+    await b.push("r1#0|a");
+    await b.claim("t");
+    await b.ackNext("t", "r1#0", { group: true, failed: true });
+    expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
+    expect(await b.end(1)).toEqual([1, 0, 1]);
   });
 });

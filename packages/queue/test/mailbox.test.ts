@@ -12,7 +12,7 @@ afterEach(async () => {
 
 function setup(
   name: string,
-  extra: { maxAttempts?: number; leaseMs?: number; onFailed?: (id: string) => void } = {},
+  extra: { maxAttempts?: number; leaseMs?: number; onFailed?: (id: string) => void; groups?: boolean } = {},
 ) {
   const prefix = testPrefix(name);
   const mailbox = new OrderedMailbox<{ n: number }>({
@@ -26,6 +26,7 @@ function setup(
     maxAttempts: extra.maxAttempts ?? 5,
     leaseMs: extra.leaseMs ?? 2000,
     onFailed: async (item) => extra.onFailed?.(item.id),
+    ...(extra.groups ? { groups: { ttlSeconds: 60 } } : {}),
   });
   const workers: MailboxWorker[] = [];
   cleanups.push(async () => {
@@ -139,5 +140,41 @@ describe("OrderedMailbox", () => {
     workers.push(mailbox.startWorker(async (item) => void seen.push(item.data.n), { concurrency: 1 }));
     await waitFor(() => seen.length === 1, "swept item drained");
     expect(seen).toEqual([7]);
+  });
+
+  it("counts each item toward its group once, failed ones as failed, and announces the settled group", async () => {
+    const { mailbox, workers } = setup("groups", { groups: true, maxAttempts: 2 });
+    const sub = new Redis(REDIS_URL);
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    await sub.subscribe(mailbox.groupChannel);
+    cleanups.push(async () => void sub.disconnect());
+    let crashedOnce = false;
+    workers.push(
+      mailbox.startWorker(
+        async (item, ctx) => {
+          if (item.data.n === 1) throw new PermanentSendError("refused");
+          if (item.data.n === 2) return ctx.countAsFailed();
+          // A transient failure is retried, and still counted once.
+          if (item.data.n === 3 && !crashedOnce) {
+            crashedOnce = true;
+            throw new Error("transient");
+          }
+        },
+        { concurrency: 2 },
+      ),
+    );
+    const items = [0, 1, 2, 3, 4].map((n) => ({ id: `r1#${n}`, data: { n } }));
+    // Not segments of r1: counted nowhere.
+    await mailbox.push("k", [...items.slice(0, 2), { id: "r1#p0", data: { n: 9 } }, ...items.slice(2)]);
+    expect((await mailbox.endGroup("r1", 5)).settled).toBe(false);
+    await waitFor(async () => (await mailbox.groupStatus("r1")).settled, "the group settled", 10_000);
+    expect(await mailbox.groupStatus("r1")).toEqual({ total: 5, delivered: 3, failed: 2, settled: true });
+    await waitFor(() => heard.length > 0, "the announcement");
+    expect(heard).toEqual(["r1|5|3|2"]);
+    expect(OrderedMailbox.parseGroupSettled(heard[0] ?? "")).toEqual({
+      group: "r1",
+      status: { total: 5, delivered: 3, failed: 2, settled: true },
+    });
   });
 });

@@ -7,52 +7,22 @@ import {
   type OutboundSegment,
   type Outbox,
   type OutboxFile,
-  OutboxFileSchema,
   PermanentSendError,
   type ReplyOpenOptions,
   type ReplySettlement,
   type ReplySink,
   type ReplyStream,
   type ReplyTarget,
-  ReplyTargetSchema,
   replyTargetKey,
   type SendResult,
 } from "@hub/core";
-import {
-  createRedis,
-  loadScript,
-  type MailboxTuning,
-  type MailboxWorker,
-  OrderedMailbox,
-  runScript,
-} from "@hub/queue";
+import { createRedis, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
 import type { Redis } from "ioredis";
-import { z } from "zod";
 import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
 import { chunkForChannel } from "./fit.js";
 import { LivePreviews, type PreviewIo, previewText } from "./preview.js";
-
-const SegmentItemSchema = z
-  .object({
-    replyId: z.string(),
-    index: z.number().int().nonnegative(),
-    text: z.string(),
-    target: ReplyTargetSchema,
-    /** When the segment was queued (ms since epoch); items queued before this field existed have none. */
-    at: z.number().optional(),
-    /** The run and session that wrote it (when it differs from `replyId`), so delivery's log lines name them. */
-    runId: z.string().optional(),
-    sessionKey: z.string().optional(),
-    /** A file from the outbox this segment sends (`text` is its caption). */
-    attachment: OutboxFileSchema.optional(),
-    /** The run's live preview (its key): a segment takes it over; `kind` items show or close it. */
-    preview: z.string().optional(),
-    /** A live preview's text (`preview`) or the end of a run's previews (`close`), not a segment. */
-    kind: z.enum(["preview", "close"]).optional(),
-  })
-  .strict();
-type SegmentItem = z.infer<typeof SegmentItemSchema>;
+import { parseSegmentItem, type SegmentItem } from "./segment-item.js";
 
 /** The fields every log line about a segment carries: its run (the reply id), session and channel. */
 function segmentLogFields(segment: SegmentItem): Record<string, unknown> {
@@ -85,25 +55,32 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
 const EXPIRED_NOTICE =
   "Sorry, an answer to one of your earlier messages could not be delivered in time and was dropped. Please send it again if you still need it.";
 
-/** Keeps settlement records this long after the last write. */
+/** Keeps settlement records this long after a reply's end. */
 const REPLY_TTL_SECONDS = 24 * 3600;
 
-const MARK = loadScript(new URL("./scripts/mark.lua", import.meta.url));
-const END = loadScript(new URL("./scripts/end.lua", import.meta.url));
+/** A wait for a reply's settlement, registered before the step that may settle it. */
+interface SettleWaiter {
+  /** Resolves with the counts the settling step announced. */
+  woke: Promise<ReplySettlement>;
+  cancel(): void;
+}
 
 /**
  * Delivers replies: blocks are chunked to the target channel's limit and put
  * in the target's ordered mailbox (one per chat + thread), so segments reach
  * the platform in the order they were produced, across replies and across
  * delivery processes. Settlement is tracked in Redis, so any process can
- * await a reply delivered by another.
+ * await a reply delivered by another: a reply is a group of its target's
+ * mailbox (segment ids `<replyId>#<index>`), so the ack of a segment counts it
+ * in the same step, and the step that settles the reply announces its counts.
  */
 export class ReplyDispatcher implements ReplySink {
   readonly #o: ReplyDispatcherOptions;
   readonly #mailbox: OrderedMailbox<SegmentItem>;
   readonly #redis: Redis;
+  #subscribed: Promise<void> | undefined;
   #subscriber: Redis | undefined;
-  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #waiters = new Map<string, Set<(settlement: ReplySettlement) => void>>();
   readonly #previews: LivePreviews;
 
   constructor(options: ReplyDispatcherOptions) {
@@ -115,41 +92,21 @@ export class ReplyDispatcher implements ReplySink {
       redisUrl: options.redisUrl,
       prefix: options.prefix,
       logger: options.logger,
-      parse: (raw) => SegmentItemSchema.parse(raw),
+      parse: parseSegmentItem,
       maxAttempts: options.maxAttempts,
       leaseMs: options.leaseMs,
       graceMs: options.graceMs,
       sweepIntervalMs: options.sweepIntervalMs,
       instanceId: options.instanceId,
       logFields: segmentLogFields,
+      // Segments (ids `<replyId>#<index>`) count toward their reply when acked; previews (`#p<n>`, `#close`) do not.
+      groups: { ttlSeconds: REPLY_TTL_SECONDS },
       onFailed: async (item, error) => {
-        // A preview that could not be shown is not a segment of the reply: nothing to settle.
+        // A preview that could not be shown is not a segment of the reply: nothing to keep.
         if (item.data.kind !== undefined) return;
-        await this.#mark(item.data.replyId, item.data.index, "failed");
         await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
       },
     });
-  }
-
-  #keys(replyId: string) {
-    const base = `${this.#o.prefix}:reply:${replyId}`;
-    return {
-      ok: `${base}:ok`,
-      failed: `${base}:failed`,
-      meta: `${base}:meta`,
-      channel: `${this.#o.prefix}:reply-settled`,
-    };
-  }
-
-  async #mark(replyId: string, index: number, kind: "ok" | "failed"): Promise<void> {
-    const k = this.#keys(replyId);
-    const [mine, other] = kind === "ok" ? [k.ok, k.failed] : [k.failed, k.ok];
-    await runScript(
-      this.#redis,
-      MARK,
-      [mine, other, k.meta, k.channel],
-      [index, replyId, REPLY_TTL_SECONDS, kind],
-    );
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
@@ -160,7 +117,8 @@ export class ReplyDispatcher implements ReplySink {
     let next = 0;
     let previews = 0;
     let ended = false;
-    let settledAtEnd: ReplySettlement | undefined;
+    // Once the reply's end is recorded: its settlement, or the wait for it.
+    let settlement: ReplySettlement | SettleWaiter | undefined;
     return {
       replyId,
       push: async (block) => {
@@ -210,19 +168,30 @@ export class ReplyDispatcher implements ReplySink {
           const data = { replyId, index: 0, text: "", target, preview, kind: "close" as const };
           await this.#mailbox.push(key, [{ id: `${replyId}#close`, data }]);
         }
-        const k = this.#keys(replyId);
-        const [delivered, failed] = (await runScript(
-          this.#redis,
-          END,
-          [k.meta, k.ok, k.failed, k.channel],
-          [next, replyId, REPLY_TTL_SECONDS],
-        )) as [number, number];
-        // Delivered before it ended (the usual case): settled is known without asking Redis again.
-        if (delivered + failed >= next) settledAtEnd = { total: next, delivered, failed };
+        settlement = await this.#end(replyId, next);
         return next;
       },
-      settled: async () => settledAtEnd ?? this.settled(replyId),
+      settled: async () => {
+        if (settlement === undefined) return this.settled(replyId);
+        return "total" in settlement ? settlement : this.#until(replyId, settlement);
+      },
     };
+  }
+
+  // Sets the reply's total and learns in the same step whether it is settled already (delivered before
+  // it ended); if not, the wait registered before that step is woken by the ack that settles it.
+  async #end(replyId: string, total: number): Promise<ReplySettlement | SettleWaiter> {
+    await this.#subscribe();
+    const waiter = this.#wait(replyId);
+    try {
+      const s = await this.#mailbox.endGroup(replyId, total);
+      if (!s.settled) return waiter;
+      waiter.cancel();
+      return { total: s.total, delivered: s.delivered, failed: s.failed };
+    } catch (error) {
+      waiter.cancel();
+      throw error;
+    }
   }
 
   // A live preview's newest text, in order with the reply's segments; older ones still queued are skipped.
@@ -238,46 +207,80 @@ export class ReplyDispatcher implements ReplySink {
 
   /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
   async status(replyId: string): Promise<ReplySettlement & { settled: boolean }> {
-    const k = this.#keys(replyId);
-    const [total, delivered, failed] = await Promise.all([
-      this.#redis.hget(k.meta, "total"),
-      this.#redis.scard(k.ok),
-      this.#redis.scard(k.failed),
-    ]);
-    const t = total === null ? -1 : Number(total);
-    return { total: Math.max(t, 0), delivered, failed, settled: t >= 0 && delivered + failed >= t };
+    return this.#mailbox.groupStatus(replyId);
   }
 
   /** Resolves when the reply has ended and every segment is delivered or failed for good. */
   async settled(replyId: string): Promise<ReplySettlement> {
     await this.#subscribe();
+    // Registered before checking, so a settle that lands in between still wakes us.
+    const waiter = this.#wait(replyId);
+    const s = await this.status(replyId).catch((error: unknown) => {
+      waiter.cancel();
+      throw error;
+    });
+    if (!s.settled) return this.#until(replyId, waiter);
+    waiter.cancel();
+    return { total: s.total, delivered: s.delivered, failed: s.failed };
+  }
+
+  #wait(replyId: string): SettleWaiter {
+    let wake: (settlement: ReplySettlement) => void = () => {};
+    const woke = new Promise<ReplySettlement>((resolve) => {
+      wake = resolve;
+    });
+    const set = this.#waiters.get(replyId) ?? new Set();
+    set.add(wake);
+    this.#waiters.set(replyId, set);
+    const cancel = () => {
+      set.delete(wake);
+      if (set.size === 0 && this.#waiters.get(replyId) === set) this.#waiters.delete(replyId);
+    };
+    return { woke, cancel };
+  }
+
+  // Belt and braces: a lost announcement only delays us (the status is read after a while, backing
+  // off, so a slow delivery is not polled hard).
+  async #until(replyId: string, waiter: SettleWaiter): Promise<ReplySettlement> {
     for (let fallbackMs = 2_000; ; fallbackMs = Math.min(fallbackMs * 2, 10_000)) {
-      // Register before checking, so a settle that lands in between still wakes us.
-      const woke = new Promise<void>((resolve) => {
-        const set = this.#waiters.get(replyId) ?? new Set();
-        set.add(resolve);
-        this.#waiters.set(replyId, set);
-        // Belt and braces: a lost pubsub message only delays us (backing off, so a slow delivery is not polled hard).
-        setTimeout(resolve, fallbackMs).unref();
-      });
+      let timer: NodeJS.Timeout | undefined;
+      const announced = await Promise.race([
+        waiter.woke,
+        new Promise<undefined>((resolve) => {
+          timer = setTimeout(() => resolve(undefined), fallbackMs).unref();
+        }),
+      ]);
+      clearTimeout(timer);
+      if (announced) return announced;
       const s = await this.status(replyId);
       if (s.settled) {
-        this.#waiters.delete(replyId);
+        waiter.cancel();
         return { total: s.total, delivered: s.delivered, failed: s.failed };
       }
-      await woke;
     }
   }
 
   async #subscribe(): Promise<void> {
-    if (this.#subscriber) return;
-    this.#subscriber = createRedis(this.#o.redisUrl);
-    this.#subscriber.on("message", (_channel: string, replyId: string) => {
-      const set = this.#waiters.get(replyId);
-      this.#waiters.delete(replyId);
-      for (const wake of set ?? []) wake();
-    });
-    await this.#subscriber.subscribe(this.#keys("").channel);
+    this.#subscribed ??= (async () => {
+      const subscriber = createRedis(this.#o.redisUrl);
+      this.#subscriber = subscriber;
+      subscriber.on("message", (_channel: string, message: string) => {
+        const announced = OrderedMailbox.parseGroupSettled(message);
+        if (!announced) return;
+        const set = this.#waiters.get(announced.group);
+        if (!set) return;
+        this.#waiters.delete(announced.group);
+        const { total, delivered, failed } = announced.status;
+        for (const wake of set) wake({ total, delivered, failed });
+      });
+      await subscriber.subscribe(this.#mailbox.groupChannel);
+    })();
+    try {
+      await this.#subscribed;
+    } catch (error) {
+      this.#subscribed = undefined;
+      throw error;
+    }
   }
 
   /**
@@ -291,7 +294,7 @@ export class ReplyDispatcher implements ReplySink {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
-        const { target, replyId, index } = item.data;
+        const { target } = item.data;
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
           throw new Error(`no adapter for channel "${target.channel}" runs in this delivery process`);
@@ -304,8 +307,15 @@ export class ReplyDispatcher implements ReplySink {
           send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs),
         });
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
-        if (this.#expired(item.data)) return this.#expire(item.data, ctx.key);
-        const segment = await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger);
+        if (this.#expired(item.data)) {
+          // Not sent (too old): counted as failed.
+          ctx.countAsFailed();
+          return this.#expire(item.data, ctx.key);
+        }
+        const { replyId, index, text, attachment } = item.data;
+        const segment = attachment
+          ? await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger)
+          : { replyId, index, text };
         // The last check before the platform write: a process frozen past its lease stops in the gate.
         await this.#gate(adapter, target, ctx, "delivery.before-send");
         const { preview } = item.data;
@@ -313,7 +323,6 @@ export class ReplyDispatcher implements ReplySink {
         if (!(preview && !segment.attachment && (await this.#previews.takeOver(preview, segment, io()))))
           await this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs);
         failpoint("delivery.after-send");
-        await this.#mark(replyId, index, "ok");
       },
       { concurrency: options.concurrency ?? 50 },
     );
@@ -327,11 +336,11 @@ export class ReplyDispatcher implements ReplySink {
     ctx: { key: string; assertLease: () => void },
     point: FailpointName,
   ): Promise<void> {
-    await this.#pace(
-      ctx.key,
-      adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0,
-    );
-    await this.#throttle(target, adapter.capabilities.maxSendsPerSecond ?? 0);
+    // Skipped, not awaited, when off (a self-hosted or test platform is not paced).
+    const interval = adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0;
+    if (interval > 0) await this.#pace(ctx.key, interval);
+    const perSecond = adapter.capabilities.maxSendsPerSecond ?? 0;
+    if (perSecond > 0) await this.#throttle(target, perSecond);
     failpoint(point);
     ctx.assertLease();
   }
@@ -403,13 +412,12 @@ export class ReplyDispatcher implements ReplySink {
   // A stale answer is worse than none: it is recorded as failed (expired) and the chat is told once, in order.
   async #expire(segment: SegmentItem, key: string): Promise<void> {
     const maxAgeMs = this.#o.maxAgeMs ?? 30 * 60_000;
-    const { replyId, index, target } = segment;
+    const { replyId, target } = segment;
     const [[, first]] = (await this.#redis
       .multi()
       .set(`${this.#o.prefix}:reply-expired-notice:${key}`, replyId, "PX", maxAgeMs, "NX")
       .incr(`${this.#o.prefix}:stats:expired-segments`)
       .exec()) as [[null, string | null], ...unknown[]];
-    await this.#mark(replyId, index, "failed");
     // Kept with the failed deliveries: the operator sees what was dropped and can still send it.
     await new FailedDeliveries(this.#redis, this.#o.prefix).record(
       segment,

@@ -6,7 +6,7 @@
 local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[3]))
 local out = {}
 for _, key in ipairs(due) do
-  local alive = redis.call('EXISTS', ARGV[4] .. ':own:' .. key) + redis.call('EXISTS', ARGV[4] .. ':nb:' .. key)
+  local alive = redis.call('EXISTS', ARGV[4] .. ':own:' .. key, ARGV[4] .. ':nb:' .. key)
   redis.call('ZADD', KEYS[1], tonumber(ARGV[1]) + tonumber(ARGV[2]), key)
   if alive == 0 then
     table.insert(out, key)
