@@ -1,4 +1,13 @@
 import { failpoint, type OutboxFile, type ReplyStream } from "@hub/core";
+import { type ShownPrefix, ShownPrefixFilter, ShownText } from "./shown-prefix.js";
+
+/** Options of an `OrderedBlockPusher`. */
+export interface BlockPusherOptions {
+  /** What an interrupted attempt of this run showed: blocks that repeat it exactly are not pushed again. */
+  shown?: ShownPrefix | undefined;
+  /** Told what the reply has shown after each pushed block (kept in the run record for a resume). */
+  onShown?: ((shown: ShownPrefix) => Promise<void>) | undefined;
+}
 
 /**
  * Pushes a run's reply blocks strictly one after another, so their order is
@@ -9,17 +18,31 @@ import { failpoint, type OutboxFile, type ReplyStream } from "@hub/core";
 export class OrderedBlockPusher {
   #pushing: Promise<void> = Promise.resolve();
   #error: unknown;
+  readonly #filter: ShownPrefixFilter | undefined;
+  readonly #shown = new ShownText();
 
-  constructor(private readonly reply: ReplyStream) {}
+  constructor(
+    private readonly reply: ReplyStream,
+    private readonly options: BlockPusherOptions = {},
+  ) {
+    this.#filter = options.shown ? new ShownPrefixFilter(options.shown) : undefined;
+  }
 
-  /** Queues blocks behind every earlier one. */
+  /** Queues blocks behind every earlier one (a resumed attempt's repeat of what was shown is dropped). */
   push(blocks: string[]): void {
+    this.#queue(this.#filter ? this.#filter.take(blocks) : blocks);
+  }
+
+  #queue(blocks: string[]): void {
+    const { onShown } = this.options;
     for (const block of blocks) {
       this.#pushing = this.#pushing
-        .then(() => {
+        .then(async () => {
           if (this.#error !== undefined) return;
           failpoint("run.before-push");
-          return this.reply.push(block);
+          await this.reply.push(block);
+          // Only a first account is kept: a resumed attempt compares itself with what the first one showed.
+          if (onShown && !this.#filter) await onShown(this.#shown.add(block)).catch(() => {});
         })
         .catch((error) => {
           this.#error ??= error;
@@ -27,8 +50,14 @@ export class OrderedBlockPusher {
     }
   }
 
+  // Held blocks go out before anything else does (a file, or the end of the stream).
+  #release(): void {
+    if (this.#filter) this.#queue(this.#filter.release());
+  }
+
   /** Queues a file (with its caption) behind every earlier block. */
   pushFile(file: OutboxFile, caption?: string): void {
+    this.#release();
     this.#pushing = this.#pushing
       .then(() => {
         if (this.#error !== undefined) return;
@@ -59,6 +88,7 @@ export class OrderedBlockPusher {
 
   /** Resolves when every block queued so far is pushed (or the pusher stopped at a failure). */
   async drained(): Promise<void> {
+    this.#release();
     await this.#pushing;
   }
 }

@@ -36,6 +36,7 @@ import type { ModelProvider } from "./model.js";
 import { modelImageSender } from "./model-images.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
+import type { ShownPrefix } from "./shown-prefix.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 import { runAgentTurn } from "./turn.js";
@@ -103,6 +104,8 @@ interface TurnIo {
 interface ClaimedRun {
   request: RunRequest;
   session: SessionRecord;
+  /** What an interrupted attempt of this run already handed to delivery. */
+  shown: ShownPrefix | undefined;
   /** The messages this turn answers (one, or a collected batch). */
   batch: RunRequest[];
   attempt: number;
@@ -190,6 +193,7 @@ export class AgentRunner {
     const started = begun.kind === "started" ? begun : await this.#resume(request, session, log);
     if (!started) return undefined;
     const { attempt, claim } = started;
+    const shown = "shown" in started ? started.shown : undefined;
     const resuming = begun.kind === "running";
     // One info line per run ("run finished"); its start is debug detail.
     log[resuming ? "info" : "debug"](
@@ -218,6 +222,7 @@ export class AgentRunner {
       writeChecked,
       startedAt,
       log,
+      shown,
     };
   }
 
@@ -226,7 +231,9 @@ export class AgentRunner {
     request: RunRequest,
     session: SessionRecord,
     log: HubLogger,
-  ): Promise<{ attempt: number; claim: WriterClaim; superseded: string | undefined } | undefined> {
+  ): Promise<
+    { attempt: number; claim: WriterClaim; superseded: string | undefined; shown?: ShownPrefix } | undefined
+  > {
     const { ctx, runId } = request;
     const record = await this.o.runs.get(runId);
     if (record && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
@@ -237,7 +244,10 @@ export class AgentRunner {
     if (attempt === 0) return undefined;
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
-    return { attempt, claim, superseded };
+    // What the interrupted attempt already handed to delivery is not sent again if this one repeats it.
+    const shown =
+      record?.shownChars && record.shownSig ? { chars: record.shownChars, sig: record.shownSig } : undefined;
+    return { attempt, claim, superseded, ...(shown ? { shown } : {}) };
   }
 
   #checkedWriter(sessionId: string, claim: WriterClaim): ClaimedRun["writeChecked"] {
@@ -420,7 +430,11 @@ export class AgentRunner {
     const maxChars = Math.min(caps?.textLimit ?? 3000, 3000);
     const minChars = live ? maxChars : Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000);
     const streamer = new BlockStreamer({ minChars, maxChars });
-    const pusher = new OrderedBlockPusher(reply);
+    // A live preview carries its own resume (every attempt finalizes the same preview).
+    const pusher = new OrderedBlockPusher(
+      reply,
+      live ? {} : { shown: run.shown, onShown: (shown) => this.o.runs.noteShown(runId, shown) },
+    );
     const interval = Math.max(this.o.live?.previewIntervalMs ?? 1000, caps?.minSendIntervalMs ?? 0);
     const preview = live ? new LivePreviewFeed(pusher, streamer, interval) : undefined;
     return { reply, streamer, pusher, preview };

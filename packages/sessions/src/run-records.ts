@@ -28,6 +28,9 @@ const RunRecordSchema = z.object({
   text: z.string().optional(),
   error: z.string().optional(),
   stopReason: z.string().optional(),
+  /** How much of the answer was handed to delivery (see `noteShown`). */
+  shownChars: z.coerce.number().int().optional(),
+  shownSig: z.string().optional(),
 });
 /** What the hub durably knows about one run: its state and, once over, its result. */
 export type RunRecord = z.infer<typeof RunRecordSchema>;
@@ -119,6 +122,14 @@ export class RunRecords {
     const raw = await this.redis.hgetall(this.#key(runId));
     if (!raw.runId) return undefined;
     return RunRecordSchema.parse(raw);
+  }
+
+  /**
+   * Notes how much of a run's answer was handed to delivery (its text's length and hash), so an
+   * attempt resumed after a crash does not send that part again.
+   */
+  async noteShown(runId: string, shown: { chars: number; sig: string }): Promise<void> {
+    await this.redis.hset(this.#key(runId), "shownChars", shown.chars, "shownSig", shown.sig);
   }
 
   /** Records of every run still marked running (for restart recovery). */

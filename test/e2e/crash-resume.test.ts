@@ -1,0 +1,74 @@
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import {
+  type FakeOpenAI,
+  type FakeTelegram,
+  privateText,
+  startFakeOpenAI,
+  startFakeTelegram,
+} from "../fakes/src/index.js";
+import { type Installation, installation } from "../support/installation.js";
+import { waitFor } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
+
+// A hub SIGKILLed while it streams an answer (after its first paragraph went out) and started again:
+// the resumed attempt answers again, but does not send what the user already has when it repeats it.
+const USER = 7373;
+let model: FakeOpenAI;
+let telegram: FakeTelegram;
+let inst: Installation;
+beforeEach(async () => {
+  [model, telegram] = await Promise.all([startFakeOpenAI(), startFakeTelegram()]);
+  inst = installation("crash-resume", {
+    config: { channels: { telegram: fakeTelegramChannel(telegram, [USER], { streaming: "off" }) } },
+    env: { HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" },
+  });
+});
+afterEach(async () => {
+  await inst.dispose();
+  await Promise.all([model.close(), telegram.close()]);
+});
+
+// Paragraphs long enough that Telegram's blocks (1,500 characters at least) are cut between them.
+const paragraphs = (tag: string, n: number) =>
+  Array.from(
+    { length: n },
+    (_, i) => `${tag} paragraph ${i}. ${"Some more words to read. ".repeat(36)}`,
+  ).join("\n\n");
+const sentTexts = () => telegram.sent(USER).map((m) => String(m.text));
+const copiesOf = (text: string) => sentTexts().filter((t) => t.includes(text)).length;
+
+/** Starts a hub that dies right before pushing its answer's 2nd block, sends a message and waits for the death. */
+async function killedAfterFirstBlock(text: string): Promise<void> {
+  const a = await inst.start({ failpoints: "run.before-push=kill@2" });
+  telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text }));
+  await a.hub.exited;
+  // The first paragraph was handed to delivery before the death, and delivery is durable.
+  await inst.start();
+}
+
+describe("an answer cut by a crash, resumed after the restart", () => {
+  it("repeats nothing the user already has when the resumed answer starts the same way", async () => {
+    const answer = paragraphs("Same", 4);
+    model.script({ text: answer, chunkSize: 40, delayMs: 15 }, { text: answer, chunkSize: 40 });
+    await killedAfterFirstBlock("tell me four things");
+    await waitFor(() => copiesOf("Same paragraph 3.") === 1, "the resumed answer's end", 40_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    // Two model calls (the cut attempt and the resumed one), and every paragraph reached the chat once.
+    expect(model.requests).toHaveLength(2);
+    for (let i = 0; i < 4; i++) expect(copiesOf(`Same paragraph ${i}.`), `paragraph ${i}`).toBe(1);
+  }, 90_000);
+
+  it("sends the whole new answer when it differs: nothing is lost, the old first paragraph stays", async () => {
+    model.script(
+      { text: paragraphs("Old", 4), chunkSize: 40, delayMs: 15 },
+      { text: paragraphs("New", 3), chunkSize: 40 },
+    );
+    await killedAfterFirstBlock("tell me three things");
+    await waitFor(() => copiesOf("New paragraph 2.") === 1, "the resumed answer's end", 40_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    // The cut attempt's first block (paragraphs 0 and 1) went out; nothing after it.
+    expect(copiesOf("Old paragraph 0.")).toBe(1);
+    expect(copiesOf("Old paragraph 2.")).toBe(0);
+    for (let i = 0; i < 3; i++) expect(copiesOf(`New paragraph ${i}.`), `paragraph ${i}`).toBe(1);
+  }, 90_000);
+});
