@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { startFakeTelegram } from "@hub/fakes";
 import { Redis } from "ioredis";
 import { freePort, startHubProcess } from "../support/hub-process.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 import { driveChats } from "./telegram-load.js";
 
 const usedMemory = async (redis: Redis) =>
@@ -44,13 +45,7 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
       redis: { url: redisUrl, prefix: `bench-idle-${process.pid}` },
       agent: { offlineTokenDelayMs: 0, queueMode: "followup" },
       channels: {
-        telegram: {
-          botToken: fake.token,
-          apiRoot: fake.apiRoot,
-          dmPolicy: "open",
-          allowFrom: ["*"],
-          pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
-        },
+        telegram: fakeTelegramChannel(fake, ["*"]),
       },
     }),
   );

@@ -3,12 +3,10 @@
 // assert behaviour). `npm run bench -- all` adds the web chat and Slack figures and the inbound fuzz.
 // Sizes: BENCH_CHATS x BENCH_MESSAGES (window BENCH_WINDOW), BENCH_TARGETS x BENCH_SEGMENTS,
 // BENCH_THROTTLE_RATE segments/s for BENCH_THROTTLE_SECONDS over BENCH_THROTTLE_TARGETS, BENCH_IDLE_SESSIONS.
-import { benchBullmqSend, benchPlainHttp, benchRawBullmq } from "./baselines.js";
-import { benchDelivery } from "./delivery.js";
+import { benchDeliveryPhase } from "./delivery-phase.js";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
 import { benchGrammyEcho, benchHubPaced, benchHubTelegram } from "./telegram.js";
-import { benchThrottled } from "./throttled.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
@@ -17,8 +15,6 @@ const shape = {
   window: env("BENCH_WINDOW", 2),
   timeoutMs: env("BENCH_TIMEOUT_MS", 120_000),
 };
-const targets = env("BENCH_TARGETS", 200);
-const segments = env("BENCH_SEGMENTS", 10);
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
 
 const redis = await startBenchRedis();
@@ -40,21 +36,7 @@ try {
   console.log("hub-added latency at half of the peak (target: p99 <= 25 ms)");
   await benchHubPaced(redis.url, Math.max(10, hubRate / 2), env("BENCH_PACED_SECONDS", 5));
 
-  console.log(`ordered delivery: ${targets} targets x ${segments} segments`);
-  const raw = await benchRawBullmq(redis.url, targets, segments);
-  const bullmqSend = await benchBullmqSend(redis.url, targets, segments);
-  const http = await benchPlainHttp(targets, segments);
-  const ordered = await benchDelivery(redis.url, targets, segments);
-  console.log(
-    `  ratio ordered / BullMQ job per segment: ${ratio(ordered, bullmqSend)} with its send (target >= 1.3), ` +
-      `${ratio(ordered, raw)} raw (no send); ordered / plain HTTP: ${ratio(ordered, http)} (target >= 0.75)`,
-  );
-  console.log("one throttled target (target: the others' p99 <= 30 ms at 1,000 segments/s)");
-  await benchThrottled(redis.url, {
-    rate: env("BENCH_THROTTLE_RATE", 1000),
-    seconds: env("BENCH_THROTTLE_SECONDS", 5),
-    targets: env("BENCH_THROTTLE_TARGETS", 100),
-  });
+  await benchDeliveryPhase(redis.url, { throttled: true });
   console.log("idle sessions (target at 100,000: hub RSS <= 300 MB, Redis <= 250 MB)");
   await benchIdleSessions(redis.url, env("BENCH_IDLE_SESSIONS", 2000));
 

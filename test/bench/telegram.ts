@@ -10,6 +10,7 @@ import { type FakeTelegram, startFakeTelegram } from "@hub/fakes";
 import { Bot } from "grammy";
 import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 import { type PhaseCost, PhaseMeter, printCost } from "./meter.js";
 import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
@@ -53,13 +54,7 @@ export async function startBenchHub(redisUrl: string): Promise<BenchHub> {
         maxConcurrentRuns: Number(process.env.BENCH_RUNS ?? 8),
       },
       channels: {
-        telegram: {
-          botToken: fake.token,
-          apiRoot: fake.apiRoot,
-          dmPolicy: "open",
-          allowFrom: ["*"],
-          pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
-        },
+        telegram: fakeTelegramChannel(fake, ["*"]),
       },
     },
     "bench config",
