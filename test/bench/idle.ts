@@ -24,7 +24,7 @@ function rssOf(pid: number): number {
 // The hub idles before its RSS is read; its V8 heap comes from /metrics.
 async function settledRss(pid: number, metricsUrl: string): Promise<number> {
   // V8's memory reducer collects and gives memory back a few seconds after allocation stops: an idle hub.
-  await new Promise((r) => setTimeout(r, Number(process.env.BENCH_IDLE_SETTLE_MS ?? 15_000)));
+  await new Promise((r) => setTimeout(r, Number(process.env.BENCH_IDLE_SETTLE_MS ?? 5_000)));
   const text = await (await fetch(metricsUrl)).text();
   const heap = Number(/^nodejs_heap_size_used_bytes (\S+)/m.exec(text)?.[1] ?? 0);
   console.log(
@@ -56,8 +56,9 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
       HUB_CONFIG: configFile,
       HUB_STATE_DIR: stateDir,
       HUB_LOG_LEVEL: "warn",
-      // e.g. `--max-old-space-size=160`, as a container would cap the hub's heap.
-      NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS ?? "",
+      // The heap capped as a container would cap it: without a cap, V8 on a big machine lets garbage
+      // pile up for long before it collects, and the RSS says more about that than about the hub.
+      NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS ?? "--max-old-space-size=160",
     },
     port,
   );
@@ -100,7 +101,7 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
     const projected = rss2 + Math.max(0, rssPerSession) * (100_000 - total);
     console.log(
       `  ${total} idle sessions (one answered message each): Redis ${perSession.toFixed(0)} bytes each ` +
-        `(about ${mb(perSession * 100_000)} MB at 100,000); hub process RSS (under tsx) ${mb(rss0)} -> ` +
+        `(about ${mb(perSession * 100_000)} MB at 100,000); hub process RSS (under tsx, heap capped: BENCH_HUB_NODE_OPTIONS) ${mb(rss0)} -> ` +
         `${mb(rss1)} -> ${mb(rss2)} MB, second half ${rssPerSession.toFixed(0)} bytes/session ` +
         `(about ${mb(projected)} MB at 100,000)`,
     );
