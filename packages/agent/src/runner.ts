@@ -12,11 +12,13 @@ import {
 import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
+  type ClaimSeen,
+  type HeldSession,
+  HeldSessions,
   type RunRecords,
   type RunSteps,
   recoveryDecision,
   type SessionActivity,
-  type SessionRecord,
   type SessionStore,
   type SessionWriters,
   type TranscriptEntry,
@@ -102,7 +104,12 @@ interface TurnIo {
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
 interface ClaimedRun {
   request: RunRequest;
-  session: SessionRecord;
+  /** The session, in memory while the run holds its claim. */
+  held: HeldSession;
+  /** The transcript as of the claim, without this run's own user lines (the turn adds those). */
+  entries: TranscriptEntry[];
+  /** The turn's last step (the answer), written with the run's outcome in one write. */
+  pending: TranscriptEntry[];
   /** The messages this turn answers (one, or a collected batch). */
   batch: RunRequest[];
   attempt: number;
@@ -120,6 +127,18 @@ interface ClaimedRun {
 }
 
 /** What the turn left to settle: how it ended, its text, its reply and the tokens it used. */
+/** The transcript line of a run's terminal outcome. */
+function outcomeEntry(runId: string, end: RunEnd): TranscriptEntry {
+  return {
+    type: "outcome",
+    runId,
+    status: end.status,
+    stopReason: end.stopReason,
+    ...(end.errorText ? { error: end.errorText } : {}),
+    at: Date.now(),
+  };
+}
+
 /** What the model's turn answered, before the run settles. */
 interface TurnAnswer {
   text: string;
@@ -132,6 +151,8 @@ interface TurnResult {
   text: string;
   reply: ReplyStream;
   usage?: { inputTokens: number; outputTokens: number };
+  /** The outcome line is in the transcript already (with the answer, checked against the claim). */
+  outcomeWritten?: boolean;
 }
 
 /**
@@ -143,27 +164,39 @@ interface TurnResult {
  * transcript and run record first, then the reply is awaited, then clients are told.
  */
 export class AgentRunner {
-  constructor(private readonly o: AgentRunnerOptions) {}
+  readonly #held: HeldSessions;
+
+  constructor(private readonly o: AgentRunnerOptions) {
+    this.#held = new HeldSessions(o.sessions);
+  }
 
   /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
   async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
     const { ctx, runId } = request;
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
     if (request.command === "new") return this.#startNewSession(request);
-    const session = await this.o.sessions.resolve(ctx.sessionKey);
     if (request.contextOnly) {
+      const session = await this.o.sessions.resolve(ctx.sessionKey);
       await this.o.sessions.append(session.sessionId, [{ ...userEntryOf(request), contextOnly: true }]);
+      await this.#touched(ctx.sessionKey);
       log.debug("recorded group message as context");
       return;
     }
-    const run = await this.#claim(request, session, log);
+    const run = await this.#claim(request, log);
     if (!run) return;
     const turn = await this.#runTurn(run, stopSignal);
     await this.#settle(run, turn);
   }
 
+  // Written outside any claim (after the write): every process's copy of the session is read again.
+  async #touched(sessionKey: string): Promise<void> {
+    this.#held.forget(sessionKey);
+    await this.o.writers.touch(sessionKey);
+  }
+
   async #startNewSession(request: RunRequest): Promise<void> {
     await this.o.sessions.reset(request.ctx.sessionKey);
+    await this.#touched(request.ctx.sessionKey);
     await this.answerDirectly(
       request,
       "Started a new session: earlier messages are no longer part of the conversation.",
@@ -171,7 +204,7 @@ export class AgentRunner {
   }
 
   // Phase 1: decide whether this run executes (not over, not to be finalized), start it, claim the session.
-  async #claim(request: RunRequest, session: SessionRecord, log: HubLogger): Promise<ClaimedRun | undefined> {
+  async #claim(request: RunRequest, log: HubLogger): Promise<ClaimedRun | undefined> {
     const { ctx, runId } = request;
     const startedAt = Date.now();
     // Collect mode: one turn answers every message collected while the session was busy.
@@ -179,7 +212,7 @@ export class AgentRunner {
     if (batch.length === 0) return undefined;
     // Admission wrote the record as "queued": start, activity and claim are one step.
     const begun = await this.o.steps.begin(
-      { runId, sessionKey: ctx.sessionKey, sessionId: session.sessionId },
+      { runId, sessionKey: ctx.sessionKey },
       this.o.runTimeoutMs,
       this.o.runTimeoutMs + 60_000,
     );
@@ -187,7 +220,7 @@ export class AgentRunner {
       log.info({ status: begun.status }, "run already finished; not running it again");
       return undefined;
     }
-    const started = begun.kind === "started" ? begun : await this.#resume(request, session, log);
+    const started = begun.kind === "started" ? begun : await this.#resume(request, log);
     if (!started) return undefined;
     const { attempt, claim } = started;
     const resuming = begun.kind === "running";
@@ -200,16 +233,17 @@ export class AgentRunner {
       log.warn({ supersededRunId: started.superseded }, "this run supersedes the session's previous writer");
       await this.o.supersede(started.superseded);
     }
-    // Lines carry their claim, announced first: a late append after a newer claim is dropped by every reader.
-    const writer = `${runId}#${claim.generation}`;
-    await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
+    const seen = begun.kind === "started" ? begun.seen : undefined;
+    const { held, entries } = await this.#hold(request, batch, claim, seen, resuming);
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
-    const writeChecked = this.#checkedWriter(session.sessionId, claim);
+    const writeChecked = this.#checkedWriter(held, claim);
     const stop = begun.stop;
     return {
       request,
-      session,
+      held,
+      entries,
+      pending: [],
       batch,
       attempt,
       resuming,
@@ -221,10 +255,32 @@ export class AgentRunner {
     };
   }
 
+  // The session in memory for the run. Lines carry their claim, announced first (with the user's lines, in
+  // one write; on a resume they are in the transcript already): a late append after a newer claim is
+  // dropped by every reader.
+  async #hold(
+    request: RunRequest,
+    batch: RunRequest[],
+    claim: WriterClaim,
+    seen: ClaimSeen | undefined,
+    resuming: boolean,
+  ): Promise<{ held: HeldSession; entries: TranscriptEntry[] }> {
+    const { runId, ctx } = request;
+    const writer = `${runId}#${claim.generation}`;
+    const users = resuming ? [] : batch.map((r) => ({ ...userEntryOf(r), writer }));
+    failpoint("transcript.before-append");
+    const held = await this.#held.hold(ctx.sessionKey, seen, [
+      { type: "writer", runId, writer, at: Date.now() },
+      ...users,
+    ]);
+    // What the turn sees of the past: everything before this run's own user lines.
+    const entries = held.entries().filter((e) => !(e.type === "user" && e.writer === writer));
+    return { held, entries };
+  }
+
   // A run still marked running was interrupted: resumed once more, or finalized without a model call.
   async #resume(
     request: RunRequest,
-    session: SessionRecord,
     log: HubLogger,
   ): Promise<{ attempt: number; claim: WriterClaim; superseded: string | undefined } | undefined> {
     const { ctx, runId } = request;
@@ -236,19 +292,17 @@ export class AgentRunner {
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
     if (attempt === 0) return undefined;
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
+    const session = await this.o.sessions.resolve(ctx.sessionKey);
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     return { attempt, claim, superseded };
   }
 
-  #checkedWriter(sessionId: string, claim: WriterClaim): ClaimedRun["writeChecked"] {
+  #checkedWriter(held: HeldSession, claim: WriterClaim): ClaimedRun["writeChecked"] {
     const writer = `${claim.runId}#${claim.generation}`;
     return async (entries, options) => {
       if (options?.check !== false) await this.o.writers.assertCurrent(claim);
       failpoint("transcript.before-append");
-      await this.o.sessions.append(
-        sessionId,
-        entries.map((e) => ({ ...e, writer }) as TranscriptEntry),
-      );
+      await held.append(entries.map((e) => ({ ...e, writer }) as TranscriptEntry));
     };
   }
 
@@ -273,7 +327,11 @@ export class AgentRunner {
         interactive: caps?.interactive,
         preview,
       });
-      return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage };
+      const end = completedRun(text.stopReason);
+      // The answer and the outcome in one write, checked against the claim: a superseded run's answer is refused.
+      const last = run.pending.splice(0);
+      await run.writeChecked([...last, outcomeEntry(run.request.runId, end)]);
+      return { end, text: text.text, reply, usage: text.usage, outcomeWritten: true };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
       run.log[end.status === "failed" ? "error" : "warn"](
@@ -297,17 +355,15 @@ export class AgentRunner {
   }
 
   async #turn(run: ClaimedRun, io: TurnIo): Promise<TurnAnswer> {
-    const { request, session, writeChecked, log } = run;
+    const { request, entries, writeChecked, log } = run;
     const { ctx, runId } = request;
     const { streamer, pusher, signal } = io;
     // On a resume, this run's own earlier lines are left out: its user message is re-added below.
-    const entries = await this.o.sessions.read(session.sessionId);
-    if (!run.resuming) await writeChecked(run.batch.map(userEntryOf));
     if (signal.aborted) throw signal.reason;
     // Attachments: refusals are told first; a message that was nothing but refused files needs no model.
     const media = await mediaForTurn(this.o.media, run.batch, signal, log);
     pusher.push(media.notices);
-    if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, writeChecked, runId);
+    if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, run);
     const { provider, model } = this.o.resolveModel(this.o.modelRef);
     const policy = this.o.toolsFor(ctx);
     const context = {
@@ -342,7 +398,13 @@ export class AgentRunner {
         (file) => this.#sendFile(io, file),
         async (text) => pusher.push([...streamer.flush(), text]),
       ),
-      onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
+      onCommit: async (step) => {
+        const lines = step.map((m) => toEntry(m, runId));
+        // The last step (an answer without tool calls) is written with the run's outcome, in one write.
+        if (step.length === 1 && step[0]?.role === "assistant" && !step[0].toolCalls?.length)
+          run.pending.push(...lines);
+        else await writeChecked(lines);
+      },
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {
         const steered = await this.o.activity.takeSteering(runId);
@@ -361,11 +423,11 @@ export class AgentRunner {
   async #answeredByNotices(
     notices: string[],
     io: { pusher: OrderedBlockPusher },
-    writeChecked: ClaimedRun["writeChecked"],
-    runId: string,
+    run: ClaimedRun,
   ): Promise<TurnAnswer> {
     const text = notices.join("\n\n");
-    await writeChecked([toEntry({ role: "assistant", content: text }, runId)]);
+    // Written with the run's outcome, in one write.
+    run.pending.push(toEntry({ role: "assistant", content: text }, run.request.runId));
     await io.pusher.drained();
     if (io.pusher.error !== undefined) throw io.pusher.error;
     return { text, stopReason: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
@@ -433,34 +495,30 @@ export class AgentRunner {
     const { end, text, reply } = turn;
     // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
     if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt)))
-      return this.#endAfterDataLoss(request, run.session.sessionId, log);
+      return this.#endAfterDataLoss(request, run.held.record.sessionId, log);
     if (end.abandoned) {
       // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
       log.warn("lost the session lane; the run is left to the process that took it over");
       return;
     }
     const error = end.errorText ? { error: end.errorText } : {};
-    if (end.status !== "superseded") {
-      const outcome = {
-        type: "outcome",
-        runId,
-        status: end.status,
-        stopReason: end.stopReason,
-        ...error,
-      } as const;
+    if (end.status !== "superseded" && !turn.outcomeWritten) {
       // Not checked first: the run ends either way, and a newer writer's readers drop the tagged line.
       await run
-        .writeChecked([{ ...outcome, at: Date.now() }], { check: false })
+        .writeChecked([...run.pending.splice(0), outcomeEntry(runId, end)], { check: false })
         .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
     const outcome = { status: end.status, text, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
     // last batch boundary were never seen by this run: they run next.
-    const decided = await this.o.steps.settle(
+    const { decided, released } = await this.o.steps.settle(
       claim,
       { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },
       this.o.requeue,
     );
+    // Released by this settle: nothing else wrote the session under this claim, so the next run here may
+    // start from this copy (if its claim proves nothing happened in between).
+    if (released) run.held.keep();
     const segments = await reply.end();
     if (!decided) {
       log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");

@@ -17,8 +17,8 @@
 local decided = 0
 local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt')
 if (state[1] == 'running' or state[1] == 'queued') and (ARGV[3] == '' or state[2] == ARGV[3]) then
+  -- The record keeps the TTL admission (or its first start) gave it.
   if #ARGV >= 8 then redis.call('HSET', KEYS[1], unpack(ARGV, 7)) end
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('SREM', KEYS[2], ARGV[1])
   decided = 1
 end
