@@ -1,7 +1,9 @@
-import { closeSync, openSync, writeSync } from "node:fs";
+import { writeSync } from "node:fs";
+import { type FileHandle, open } from "node:fs/promises";
 
 interface OpenFile {
-  fd: number;
+  /** Opened in the thread pool (creating a file can take a while); written synchronously once open. */
+  handle: Promise<FileHandle>;
   usedAt: number;
 }
 
@@ -30,8 +32,9 @@ export class AppendFiles {
     const file = this.#get(path);
     const bytes = Buffer.from(data, "utf8");
     try {
+      const { fd } = await file.handle;
       // A regular file takes a small write whole; the loop is for the rare short write.
-      for (let at = 0; at < bytes.length; ) at += writeSync(file.fd, bytes, at);
+      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
     } catch (error) {
       // A failed write leaves no handle behind: the next append opens the file again.
       this.#close(path, file);
@@ -53,7 +56,8 @@ export class AppendFiles {
       const [oldPath, old] = this.#open.entries().next().value as [string, OpenFile];
       this.#close(oldPath, old);
     }
-    const file: OpenFile = { fd: openSync(path, "a", 0o600), usedAt: now };
+    const file: OpenFile = { handle: open(path, "a", 0o600), usedAt: now };
+    file.handle.catch(() => {});
     this.#open.set(path, file);
     this.#sweeper ??= setInterval(() => this.#sweep(), Math.max(1000, this.idleMs / 2)).unref();
     return file;
@@ -71,11 +75,8 @@ export class AppendFiles {
 
   #close(path: string, file: OpenFile): void {
     if (this.#open.get(path) === file) this.#open.delete(path);
-    try {
-      closeSync(file.fd);
-    } catch {
-      // Already closed or gone: nothing to release.
-    }
+    // Writes are synchronous once the handle is open, so none is in flight when it closes.
+    void file.handle.then((h) => h.close()).catch(() => {});
   }
 
   /** Closes every file. */
