@@ -3,7 +3,8 @@
   so no crash can leave a message marked but never queued, or queued but
   admitted again (shared/DESIGN.md, invariant 10).
 
-  KEYS[1] dedupe mark of the platform message (string)
+  KEYS[1] dedupe mark of the platform message (string; written for a context-only message, which has no
+          run record: a run's record, kept longer than the mark, is its mark)
   KEYS[2] run record run:<runId> (hash); its existence means "already admitted"
   KEYS[3] the session's running run (active:<sessionKey>)
   KEYS[4] the session's queue mode (queue-mode:<sessionKey>)
@@ -48,8 +49,9 @@ local function enqueue(item)
   return redis.call('INCR', KEYS[7])
 end
 
-redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
-if ARGV[8] ~= 'context' then
+if ARGV[8] == 'context' then
+  redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
+else
   redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'queued',
     'attempt', 0, 'startedAt', ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[5])

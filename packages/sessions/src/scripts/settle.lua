@@ -33,6 +33,10 @@ if tonumber(ARGV[6]) > 0 then redis.call('HINCRBY', KEYS[6], 'output', ARGV[6]) 
 local steered = redis.call('LRANGE', KEYS[5], 0, -1)
 if #steered > 0 then
   redis.call('DEL', KEYS[5])
+elseif released == 1 then
+  -- No claim since this run's, so no run was marked active since (begin marks with its claim, a resume
+  -- claims before it marks): the mark is this run's, or gone.
+  redis.call('DEL', KEYS[4])
 elseif redis.call('GET', KEYS[4]) == ARGV[1] then
   redis.call('DEL', KEYS[4])
 end
