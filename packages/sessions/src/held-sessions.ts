@@ -1,5 +1,5 @@
 import type { ClaimSeen } from "./run-steps.js";
-import type { SessionRecord, SessionStore } from "./store.js";
+import { type SessionRecord, type SessionStore, sessionHeader } from "./store.js";
 import { dropStaleWrites, type TranscriptEntry } from "./transcript.js";
 
 /** A process's copy of a session, kept from its last run of it. */
@@ -65,10 +65,16 @@ export class HeldSessions {
       await held.append(first);
       return held;
     }
-    const record = await this.store.resolve(sessionKey);
-    await this.store.append(record.sessionId, first);
-    const entries = await this.store.read(record.sessionId);
-    return new HeldSession(this, this.store, record, [...entries], seen);
+    const known = await this.store.get(sessionKey);
+    if (!known) {
+      // Created here, under this run's claim: the transcript is its header and these lines.
+      const record = await this.store.reset(sessionKey);
+      await this.store.append(record.sessionId, first);
+      return new HeldSession(this, this.store, record, [sessionHeader(record), ...first], seen);
+    }
+    await this.store.append(known.sessionId, first);
+    const entries = await this.store.read(known.sessionId);
+    return new HeldSession(this, this.store, known, [...entries], seen);
   }
 
   /** Forgets this process's copy of a session (it was written outside a claim, here). */

@@ -46,7 +46,17 @@ export function checkedSessionId(sessionId: string): string {
 export function newSession(sessionKey: string): { record: SessionRecord; header: TranscriptEntry } {
   const now = Date.now();
   const record: SessionRecord = { sessionKey, sessionId: randomUUID(), createdAt: now, updatedAt: now };
-  return { record, header: { type: "session", sessionId: record.sessionId, sessionKey, at: now } };
+  return { record, header: sessionHeader(record) };
+}
+
+/** The first line of a session's transcript (what `reset` writes for `record`). */
+export function sessionHeader(record: SessionRecord): TranscriptEntry {
+  return {
+    type: "session",
+    sessionId: record.sessionId,
+    sessionKey: record.sessionKey,
+    at: record.createdAt,
+  };
 }
 
 /** One JSONL line per entry, each validated (what both stores write). */
