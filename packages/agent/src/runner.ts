@@ -108,8 +108,6 @@ interface ClaimedRun {
   held: HeldSession;
   /** The transcript as of the claim, without this run's own user lines (the turn adds those). */
   entries: TranscriptEntry[];
-  /** The turn's last step (the answer), written with the run's outcome in one write. */
-  pending: TranscriptEntry[];
   /** The messages this turn answers (one, or a collected batch). */
   batch: RunRequest[];
   attempt: number;
@@ -151,8 +149,6 @@ interface TurnResult {
   text: string;
   reply: ReplyStream;
   usage?: { inputTokens: number; outputTokens: number };
-  /** The outcome line is in the transcript already (with the answer, checked against the claim). */
-  outcomeWritten?: boolean;
 }
 
 /**
@@ -243,7 +239,6 @@ export class AgentRunner {
       request,
       held,
       entries,
-      pending: [],
       batch,
       attempt,
       resuming,
@@ -328,11 +323,7 @@ export class AgentRunner {
         interactive: caps?.interactive,
         preview,
       });
-      const end = completedRun(text.stopReason);
-      // The answer and the outcome in one write, checked against the claim: a superseded run's answer is refused.
-      const last = run.pending.splice(0);
-      await run.writeChecked([...last, outcomeEntry(run.request.runId, end)]);
-      return { end, text: text.text, reply, usage: text.usage, outcomeWritten: true };
+      return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
       run.log[end.status === "failed" ? "error" : "warn"](
@@ -399,13 +390,7 @@ export class AgentRunner {
         (file) => this.#sendFile(io, file),
         async (text) => pusher.push([...streamer.flush(), text]),
       ),
-      onCommit: async (step) => {
-        const lines = step.map((m) => toEntry(m, runId));
-        // The last step (an answer without tool calls) is written with the run's outcome, in one write.
-        if (step.length === 1 && step[0]?.role === "assistant" && !step[0].toolCalls?.length)
-          run.pending.push(...lines);
-        else await writeChecked(lines);
-      },
+      onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {
         const steered = await this.o.activity.takeSteering(runId);
@@ -427,8 +412,7 @@ export class AgentRunner {
     run: ClaimedRun,
   ): Promise<TurnAnswer> {
     const text = notices.join("\n\n");
-    // Written with the run's outcome, in one write.
-    run.pending.push(toEntry({ role: "assistant", content: text }, run.request.runId));
+    await run.writeChecked([toEntry({ role: "assistant", content: text }, run.request.runId)]);
     await io.pusher.drained();
     if (io.pusher.error !== undefined) throw io.pusher.error;
     return { text, stopReason: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
@@ -503,10 +487,10 @@ export class AgentRunner {
       return;
     }
     const error = end.errorText ? { error: end.errorText } : {};
-    if (end.status !== "superseded" && !turn.outcomeWritten) {
+    if (end.status !== "superseded") {
       // Not checked first: the run ends either way, and a newer writer's readers drop the tagged line.
       await run
-        .writeChecked([...run.pending.splice(0), outcomeEntry(runId, end)], { check: false })
+        .writeChecked([outcomeEntry(runId, end)], { check: false })
         .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
     const outcome = { status: end.status, text, stopReason: end.stopReason, ...error };
