@@ -124,7 +124,6 @@ interface ClaimedRun {
   log: HubLogger;
 }
 
-/** What the turn left to settle: how it ended, its text, its reply and the tokens it used. */
 /** The transcript line of a run's terminal outcome. */
 function outcomeEntry(runId: string, end: RunEnd): TranscriptEntry {
   return {
@@ -355,7 +354,7 @@ export class AgentRunner {
     // Attachments: refusals are told first; a message that was nothing but refused files needs no model.
     const media = await mediaForTurn(this.o.media, run.batch, signal, log);
     pusher.push(media.notices);
-    if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, run);
+    if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, writeChecked, runId);
     const { provider, model } = this.o.resolveModel(this.o.modelRef);
     const policy = this.o.toolsFor(ctx);
     const context = {
@@ -409,10 +408,11 @@ export class AgentRunner {
   async #answeredByNotices(
     notices: string[],
     io: { pusher: OrderedBlockPusher },
-    run: ClaimedRun,
+    writeChecked: ClaimedRun["writeChecked"],
+    runId: string,
   ): Promise<TurnAnswer> {
     const text = notices.join("\n\n");
-    await run.writeChecked([toEntry({ role: "assistant", content: text }, run.request.runId)]);
+    await writeChecked([toEntry({ role: "assistant", content: text }, runId)]);
     await io.pusher.drained();
     if (io.pusher.error !== undefined) throw io.pusher.error;
     return { text, stopReason: "stop", usage: { inputTokens: 0, outputTokens: 0 } };
