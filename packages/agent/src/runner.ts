@@ -285,10 +285,9 @@ export class AgentRunner {
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
     if (attempt === 0) return undefined;
-    const session = await this.o.sessions.resolve(ctx.sessionKey);
-    // Claimed before it is marked active: a run that still holds its claim at settle owns the mark (settle.lua).
-    const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
+    const session = await this.o.sessions.resolve(ctx.sessionKey);
+    const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     return { attempt, claim, superseded };
   }
 

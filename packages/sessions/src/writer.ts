@@ -25,6 +25,14 @@ export class WriterSupersededError extends Error {
 const CLAIM = loadScript(new URL("./scripts/claim.lua", import.meta.url));
 
 /**
+ * The Redis hash of a session's writer claim (runId, generation, touched) and of its running run
+ * (active, activeUntil: see `SessionActivity`), which share it so a run's start and end each write one key.
+ */
+export function writerKey(prefix: string, sessionKey: string): string {
+  return `${prefix}:writer:${sessionKey}`;
+}
+
+/**
  * The generation a session's first claim follows: random, so that after Redis lost its data a
  * session's generations never repeat ones a process saw before (see `HeldSessions`).
  */
@@ -46,7 +54,7 @@ export class SessionWriters {
   ) {}
 
   #key(sessionKey: string): string {
-    return `${this.prefix}:writer:${sessionKey}`;
+    return writerKey(this.prefix, sessionKey);
   }
 
   /** The Redis key of a session's writer claim (for scripts that fuse steps). */

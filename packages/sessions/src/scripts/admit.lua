@@ -6,7 +6,7 @@
   KEYS[1] dedupe mark of the platform message (string; written for a context-only message, which has no
           run record: a run's record, kept longer than the mark, is its mark)
   KEYS[2] run record run:<runId> (hash); its existence means "already admitted"
-  KEYS[3] the session's running run (active:<sessionKey>)
+  KEYS[3] the session's writer hash: its running run is field active, until field activeUntil (ms)
   KEYS[4] the session's queue mode (queue-mode:<sessionKey>)
   KEYS[5] the session lane's list (mb:runs:q:<sessionKey>)
   KEYS[6] the session lane's schedule (mb:runs:sched, zset)
@@ -58,8 +58,11 @@ else
 end
 if ARGV[8] ~= 'run' then return {'queued', enqueue(ARGV[9])} end
 
-local active = redis.call('GET', KEYS[3])
-if not active or active == ARGV[1] then return {'queued', enqueue(ARGV[9])} end
+local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil')
+local active = running[1]
+if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
+  return {'queued', enqueue(ARGV[9])}
+end
 local mode = redis.call('GET', KEYS[4]) or ARGV[7]
 if mode == 'steer' then
   local steer = ARGV[12] .. ':steer:' .. active
