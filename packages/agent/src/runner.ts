@@ -23,6 +23,7 @@ import {
   type SessionWriters,
   type TranscriptEntry,
   type WriterClaim,
+  withRetries,
 } from "@hub/sessions";
 import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
@@ -184,9 +185,10 @@ export class AgentRunner {
   }
 
   // Written outside any claim (after the write): every process's copy of the session is read again.
+  // Retried like an outcome: a failure here would run the request (and its write) again.
   async #touched(sessionKey: string): Promise<void> {
     this.#held.forget(sessionKey);
-    await this.o.writers.touch(sessionKey);
+    await withRetries(() => this.o.writers.touch(sessionKey));
   }
 
   async #startNewSession(request: RunRequest): Promise<void> {
