@@ -35,7 +35,7 @@ class CountingStore extends FileSessionStore {
 }
 
 /** One process: its store over the shared state directory and its held sessions. */
-function process(dir: string) {
+function hubProcess(dir: string) {
   const store = new CountingStore(dir, logger);
   return { store, held: new HeldSessions(store) };
 }
@@ -78,8 +78,8 @@ const stateDir = () => {
 describe("HeldSessions: a session held in memory across a process's runs", () => {
   it("the next run here reads nothing back; a run in another process in between makes it read again", async () => {
     const dir = stateDir();
-    const a = process(dir);
-    const b = process(dir);
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
     const key = "agent:main:held:one";
     expect(await run(a, key, "h1-r1", "one")).toEqual(["one"]);
     const readsBefore = a.store.reads;
@@ -101,8 +101,8 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
 
   it("a write outside any claim (a context-only message, a reset) is seen by every process's next run", async () => {
     const dir = stateDir();
-    const a = process(dir);
-    const b = process(dir);
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
     const key = "agent:main:held:touch";
     await run(a, key, "h2-r1", "one");
     const { sessionId } = (await b.store.get(key))!;
@@ -117,8 +117,8 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
 
   it("a run whose claim was taken over keeps nothing: the next run reads again", async () => {
     const dir = stateDir();
-    const a = process(dir);
-    const b = process(dir);
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
     const key = "agent:main:held:takeover";
     await run(a, key, "h3-r1", "one");
     const begun = await steps.begin({ runId: "h3-r2", sessionKey: key }, 60_000, 120_000);
@@ -146,8 +146,8 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
 
   it("after Redis lost the session's writer record, an old copy is never taken for current", async () => {
     const dir = stateDir();
-    const a = process(dir);
-    const b = process(dir);
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
     const key = "agent:main:held:lost";
     await run(a, key, "h4-r1", "one");
     await redis.del(writers.keyOf(key));
