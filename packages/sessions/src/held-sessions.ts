@@ -6,16 +6,30 @@ import { dropStaleWrites, type TranscriptEntry } from "./transcript.js";
 interface Kept {
   record: SessionRecord;
   entries: TranscriptEntry[];
+  /** About how many characters the entries hold (see `weightOf`). */
+  chars: number;
   /** The writer generation of the run that left it, and the writer's "touched" count that run saw. */
   generation: number;
   touched: string;
 }
 
-/** Bounds of the kept copies: sessions, and transcript entries in all. */
+/** Bounds of the kept copies: sessions, and characters of transcript text in all. */
 export interface HeldSessionLimits {
   sessions: number;
-  entries: number;
+  chars: number;
 }
+
+/** About how many characters an entry holds: its texts, plus a little for its other fields. */
+function weightOf(entry: TranscriptEntry): number {
+  let chars = 100;
+  if ("text" in entry) chars += entry.text.length;
+  if (entry.type === "tool_result") chars += entry.content.length;
+  if (entry.type === "compaction") chars += entry.summary.length;
+  if (entry.type === "assistant") for (const c of entry.toolCalls ?? []) chars += c.arguments.length + 50;
+  return chars;
+}
+
+const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => sum + weightOf(e), 0);
 
 /**
  * The sessions this process's runs hold: the index record and the transcript
@@ -35,11 +49,11 @@ export interface HeldSessionLimits {
  */
 export class HeldSessions {
   readonly #kept = new Map<string, Kept>();
-  #entries = 0;
+  #chars = 0;
 
   constructor(
     private readonly store: SessionStore,
-    private readonly limits: HeldSessionLimits = { sessions: 1000, entries: 200_000 },
+    private readonly limits: HeldSessionLimits = { sessions: 1000, chars: 64 * 1024 * 1024 },
   ) {}
 
   /**
@@ -61,7 +75,7 @@ export class HeldSessions {
       seen.generation === kept.generation + 1 &&
       seen.touched === kept.touched
     ) {
-      const held = new HeldSession(this, this.store, kept.record, kept.entries, seen);
+      const held = new HeldSession(this, this.store, kept.record, kept.entries, kept.chars, seen);
       await held.append(first);
       return held;
     }
@@ -70,11 +84,12 @@ export class HeldSessions {
       // Created here, under this run's claim: the transcript is its header and these lines.
       const record = await this.store.reset(sessionKey);
       await this.store.append(record.sessionId, first);
-      return new HeldSession(this, this.store, record, [sessionHeader(record), ...first], seen);
+      const lines = [sessionHeader(record), ...first];
+      return new HeldSession(this, this.store, record, lines, weightOfAll(lines), seen);
     }
     await this.store.append(known.sessionId, first);
     const entries = await this.store.read(known.sessionId);
-    return new HeldSession(this, this.store, known, [...entries], seen);
+    return new HeldSession(this, this.store, known, [...entries], weightOfAll(entries), seen);
   }
 
   /** Forgets this process's copy of a session (it was written outside a claim, here). */
@@ -86,11 +101,11 @@ export class HeldSessions {
   keep(sessionKey: string, kept: Kept): void {
     this.#take(sessionKey);
     this.#kept.set(sessionKey, kept);
-    this.#entries += kept.entries.length;
+    this.#chars += kept.chars;
     for (const [key, old] of this.#kept) {
-      if (this.#kept.size <= this.limits.sessions && this.#entries <= this.limits.entries) break;
+      if (this.#kept.size <= this.limits.sessions && this.#chars <= this.limits.chars) break;
       this.#kept.delete(key);
-      this.#entries -= old.entries.length;
+      this.#chars -= old.chars;
     }
   }
 
@@ -103,7 +118,7 @@ export class HeldSessions {
     const kept = this.#kept.get(sessionKey);
     if (!kept) return undefined;
     this.#kept.delete(sessionKey);
-    this.#entries -= kept.entries.length;
+    this.#chars -= kept.chars;
     return kept;
   }
 }
@@ -122,6 +137,8 @@ export class HeldSession {
     readonly record: SessionRecord,
     /** Every line as read (a superseded writer's late lines already dropped) plus this run's appends. */
     private readonly lines: TranscriptEntry[],
+    /** About how many characters `lines` holds. */
+    private chars: number,
     private readonly seen: ClaimSeen | undefined,
   ) {}
 
@@ -140,6 +157,7 @@ export class HeldSession {
       throw error;
     }
     this.lines.push(...entries);
+    this.chars += weightOfAll(entries);
   }
 
   /**
@@ -153,6 +171,7 @@ export class HeldSession {
     this.owner.keep(this.record.sessionKey, {
       record: this.record,
       entries: this.lines,
+      chars: this.chars,
       generation,
       touched,
     });

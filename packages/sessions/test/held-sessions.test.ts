@@ -35,9 +35,9 @@ class CountingStore extends FileSessionStore {
 }
 
 /** One process: its store over the shared state directory and its held sessions. */
-function hubProcess(dir: string) {
+function hubProcess(dir: string, limits?: { sessions: number; chars: number }) {
   const store = new CountingStore(dir, logger);
-  return { store, held: new HeldSessions(store) };
+  return { store, held: new HeldSessions(store, limits) };
 }
 
 const writers = new SessionWriters(redis, prefix);
@@ -154,5 +154,20 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
     // Another process runs the session as often as it takes to reach the generation after A's.
     await run(b, key, "h4-r2", "two");
     expect(await run(a, key, "h4-r3", "three")).toEqual(["one", "two", "three"]);
+  });
+
+  it("keeps at most the configured sessions and characters, the least recently used going first", async () => {
+    const dir = stateDir();
+    const a = hubProcess(dir, { sessions: 2, chars: 100_000 });
+    for (const k of ["x", "y", "z"]) await run(a, `agent:main:held:lru-${k}`, `h5-${k}1`, `${k}1`);
+    expect(a.held.size).toBe(2);
+    const reads = a.store.reads;
+    await run(a, "agent:main:held:lru-z", "h5-z2", "z2");
+    expect(a.store.reads).toBe(reads);
+    await run(a, "agent:main:held:lru-x", "h5-x2", "x2");
+    expect(a.store.reads).toBe(reads + 1);
+    const small = hubProcess(dir, { sessions: 10, chars: 50 });
+    await run(small, "agent:main:held:lru-big", "h5-big", "big");
+    expect(small.held.size).toBe(0);
   });
 });
