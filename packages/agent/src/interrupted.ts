@@ -28,6 +28,8 @@ export async function finalizeInterrupted(
     record.attempt,
   );
   if (decided) {
+    // No SessionWriters.touch needed: the interrupted run claimed the session, which already made every
+    // process's kept copy of it stale (see HeldSessions).
     const session = await deps.sessions.get(record.sessionKey);
     if (session)
       await deps.sessions.append(session.sessionId, [

@@ -3,6 +3,7 @@ import { appendFile, mkdir, readFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { foldForMatching, neutralizeRoleMarkers } from "@hub/core";
 import { z } from "zod";
+import { forgetWorkspaceBootstrap } from "./context/bootstrap-cache.js";
 import { markUntrusted } from "./context/untrusted.js";
 import type { ToolLists } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
@@ -88,6 +89,8 @@ export function memoryTools(workspaceDir: string, trust: MemoryTrust = "operator
         const file = path(context.sessionKey);
         await mkdir(dirname(file), { recursive: true, mode: 0o700 });
         await appendFile(file, `- ${note}\n`, { mode: 0o600 });
+        // MEMORY.md is a workspace file: the next run reads it again (the watch would too, a moment later).
+        forgetWorkspaceBootstrap(workspaceDir);
         return "Saved to memory.";
       },
     },

@@ -12,15 +12,18 @@ import {
 import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
+  type ClaimSeen,
+  type HeldSession,
+  HeldSessions,
   type RunRecords,
   type RunSteps,
   recoveryDecision,
   type SessionActivity,
-  type SessionRecord,
   type SessionStore,
   type SessionWriters,
   type TranscriptEntry,
   type WriterClaim,
+  withRetries,
 } from "@hub/sessions";
 import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
@@ -103,7 +106,10 @@ interface TurnIo {
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
 interface ClaimedRun {
   request: RunRequest;
-  session: SessionRecord;
+  /** The session, in memory while the run holds its claim. */
+  held: HeldSession;
+  /** The transcript as of the claim, without this run's own user lines (the turn adds those). */
+  entries: TranscriptEntry[];
   /** What an interrupted attempt of this run already handed to delivery. */
   shown: ShownPrefix | undefined;
   /** The messages this turn answers (one, or a collected batch). */
@@ -122,7 +128,18 @@ interface ClaimedRun {
   log: HubLogger;
 }
 
-/** What the turn left to settle: how it ended, its text, its reply and the tokens it used. */
+/** The transcript line of a run's terminal outcome. */
+function outcomeEntry(runId: string, end: RunEnd): TranscriptEntry {
+  return {
+    type: "outcome",
+    runId,
+    status: end.status,
+    stopReason: end.stopReason,
+    ...(end.errorText ? { error: end.errorText } : {}),
+    at: Date.now(),
+  };
+}
+
 /** What the model's turn answered, before the run settles. */
 interface TurnAnswer {
   text: string;
@@ -146,27 +163,40 @@ interface TurnResult {
  * transcript and run record first, then the reply is awaited, then clients are told.
  */
 export class AgentRunner {
-  constructor(private readonly o: AgentRunnerOptions) {}
+  readonly #held: HeldSessions;
+
+  constructor(private readonly o: AgentRunnerOptions) {
+    this.#held = new HeldSessions(o.sessions);
+  }
 
   /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
   async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
     const { ctx, runId } = request;
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
     if (request.command === "new") return this.#startNewSession(request);
-    const session = await this.o.sessions.resolve(ctx.sessionKey);
     if (request.contextOnly) {
+      const session = await this.o.sessions.resolve(ctx.sessionKey);
       await this.o.sessions.append(session.sessionId, [{ ...userEntryOf(request), contextOnly: true }]);
+      await this.#touched(ctx.sessionKey);
       log.debug("recorded group message as context");
       return;
     }
-    const run = await this.#claim(request, session, log);
+    const run = await this.#claim(request, log);
     if (!run) return;
     const turn = await this.#runTurn(run, stopSignal);
     await this.#settle(run, turn);
   }
 
+  // Written outside any claim (after the write): every process's copy of the session is read again.
+  // Retried like an outcome: a failure here would run the request (and its write) again.
+  async #touched(sessionKey: string): Promise<void> {
+    this.#held.forget(sessionKey);
+    await withRetries(() => this.o.writers.touch(sessionKey));
+  }
+
   async #startNewSession(request: RunRequest): Promise<void> {
     await this.o.sessions.reset(request.ctx.sessionKey);
+    await this.#touched(request.ctx.sessionKey);
     await this.answerDirectly(
       request,
       "Started a new session: earlier messages are no longer part of the conversation.",
@@ -174,7 +204,7 @@ export class AgentRunner {
   }
 
   // Phase 1: decide whether this run executes (not over, not to be finalized), start it, claim the session.
-  async #claim(request: RunRequest, session: SessionRecord, log: HubLogger): Promise<ClaimedRun | undefined> {
+  async #claim(request: RunRequest, log: HubLogger): Promise<ClaimedRun | undefined> {
     const { ctx, runId } = request;
     const startedAt = Date.now();
     // Collect mode: one turn answers every message collected while the session was busy.
@@ -182,7 +212,7 @@ export class AgentRunner {
     if (batch.length === 0) return undefined;
     // Admission wrote the record as "queued": start, activity and claim are one step.
     const begun = await this.o.steps.begin(
-      { runId, sessionKey: ctx.sessionKey, sessionId: session.sessionId },
+      { runId, sessionKey: ctx.sessionKey },
       this.o.runTimeoutMs,
       this.o.runTimeoutMs + 60_000,
     );
@@ -190,7 +220,7 @@ export class AgentRunner {
       log.info({ status: begun.status }, "run already finished; not running it again");
       return undefined;
     }
-    const started = begun.kind === "started" ? begun : await this.#resume(request, session, log);
+    const started = begun.kind === "started" ? begun : await this.#resume(request, log);
     if (!started) return undefined;
     const { attempt, claim } = started;
     const shown = "shown" in started ? started.shown : undefined;
@@ -204,16 +234,16 @@ export class AgentRunner {
       log.warn({ supersededRunId: started.superseded }, "this run supersedes the session's previous writer");
       await this.o.supersede(started.superseded);
     }
-    // Lines carry their claim, announced first: a late append after a newer claim is dropped by every reader.
-    const writer = `${runId}#${claim.generation}`;
-    await this.o.sessions.append(session.sessionId, [{ type: "writer", runId, writer, at: Date.now() }]);
+    const seen = begun.kind === "started" ? begun.seen : undefined;
+    const { held, entries } = await this.#hold(request, batch, claim, seen, resuming);
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
-    const writeChecked = this.#checkedWriter(session.sessionId, claim);
+    const writeChecked = this.#checkedWriter(held, claim);
     const stop = begun.stop;
     return {
       request,
-      session,
+      held,
+      entries,
       batch,
       attempt,
       resuming,
@@ -226,10 +256,32 @@ export class AgentRunner {
     };
   }
 
+  // The session in memory for the run. Lines carry their claim, announced first (with the user's lines, in
+  // one write; on a resume they are in the transcript already): a late append after a newer claim is
+  // dropped by every reader.
+  async #hold(
+    request: RunRequest,
+    batch: RunRequest[],
+    claim: WriterClaim,
+    seen: ClaimSeen | undefined,
+    resuming: boolean,
+  ): Promise<{ held: HeldSession; entries: TranscriptEntry[] }> {
+    const { runId, ctx } = request;
+    const writer = `${runId}#${claim.generation}`;
+    const users = resuming ? [] : batch.map((r) => ({ ...userEntryOf(r), writer }));
+    failpoint("transcript.before-append");
+    const held = await this.#held.hold(ctx.sessionKey, seen, [
+      { type: "writer", runId, writer, at: Date.now() },
+      ...users,
+    ]);
+    // What the turn sees of the past: everything before this run's own user lines.
+    const entries = held.entries().filter((e) => !(e.type === "user" && e.writer === writer));
+    return { held, entries };
+  }
+
   // A run still marked running was interrupted: resumed once more, or finalized without a model call.
   async #resume(
     request: RunRequest,
-    session: SessionRecord,
     log: HubLogger,
   ): Promise<
     { attempt: number; claim: WriterClaim; superseded: string | undefined; shown?: ShownPrefix } | undefined
@@ -243,6 +295,7 @@ export class AgentRunner {
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
     if (attempt === 0) return undefined;
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
+    const session = await this.o.sessions.resolve(ctx.sessionKey);
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     // What the interrupted attempt already handed to delivery is not sent again if this one repeats it.
     const shown =
@@ -250,15 +303,12 @@ export class AgentRunner {
     return { attempt, claim, superseded, ...(shown ? { shown } : {}) };
   }
 
-  #checkedWriter(sessionId: string, claim: WriterClaim): ClaimedRun["writeChecked"] {
+  #checkedWriter(held: HeldSession, claim: WriterClaim): ClaimedRun["writeChecked"] {
     const writer = `${claim.runId}#${claim.generation}`;
     return async (entries, options) => {
       if (options?.check !== false) await this.o.writers.assertCurrent(claim);
       failpoint("transcript.before-append");
-      await this.o.sessions.append(
-        sessionId,
-        entries.map((e) => ({ ...e, writer }) as TranscriptEntry),
-      );
+      await held.append(entries.map((e) => ({ ...e, writer }) as TranscriptEntry));
     };
   }
 
@@ -307,12 +357,10 @@ export class AgentRunner {
   }
 
   async #turn(run: ClaimedRun, io: TurnIo): Promise<TurnAnswer> {
-    const { request, session, writeChecked, log } = run;
+    const { request, entries, writeChecked, log } = run;
     const { ctx, runId } = request;
     const { streamer, pusher, signal } = io;
     // On a resume, this run's own earlier lines are left out: its user message is re-added below.
-    const entries = await this.o.sessions.read(session.sessionId);
-    if (!run.resuming) await writeChecked(run.batch.map(userEntryOf));
     if (signal.aborted) throw signal.reason;
     // Attachments: refusals are told first; a message that was nothing but refused files needs no model.
     const media = await mediaForTurn(this.o.media, run.batch, signal, log);
@@ -447,7 +495,7 @@ export class AgentRunner {
     const { end, text, reply } = turn;
     // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
     if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt)))
-      return this.#endAfterDataLoss(request, run.session.sessionId, log);
+      return this.#endAfterDataLoss(request, run.held.record.sessionId, log);
     if (end.abandoned) {
       // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
       log.warn("lost the session lane; the run is left to the process that took it over");
@@ -455,16 +503,9 @@ export class AgentRunner {
     }
     const error = end.errorText ? { error: end.errorText } : {};
     if (end.status !== "superseded") {
-      const outcome = {
-        type: "outcome",
-        runId,
-        status: end.status,
-        stopReason: end.stopReason,
-        ...error,
-      } as const;
       // Not checked first: the run ends either way, and a newer writer's readers drop the tagged line.
       await run
-        .writeChecked([{ ...outcome, at: Date.now() }], { check: false })
+        .writeChecked([outcomeEntry(runId, end)], { check: false })
         .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
     // The answer's text stays in the run record only where a client can ask for it again (the web chat's
@@ -474,11 +515,14 @@ export class AgentRunner {
     const outcome = { status: end.status, ...kept, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
     // last batch boundary were never seen by this run: they run next.
-    const decided = await this.o.steps.settle(
+    const { decided, released } = await this.o.steps.settle(
       claim,
       { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },
       this.o.requeue,
     );
+    // Released by this settle: nothing else wrote the session under this claim, so the next run here may
+    // start from this copy (if its claim proves nothing happened in between).
+    if (released) run.held.keep();
     const segments = await reply.end();
     if (!decided) {
       log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");

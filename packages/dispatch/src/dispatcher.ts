@@ -81,14 +81,22 @@ export class InboundDispatcher {
   #buckets(ctx: MsgContext): TokenBucket[] {
     if (ctx.commandAuthorized) return [];
     const limits = this.o.config.limits;
-    return [
-      this.#limiter.bucket(`sender:${senderOf(ctx)}`, limits.senderBurst, limits.senderPerMinute),
-      this.#limiter.bucket(
-        `chat:${ctx.channel}:${ctx.accountId}:${ctx.chat.id}`,
-        limits.chatBurst,
-        limits.chatPerMinute,
-      ),
-    ];
+    const sender = this.#limiter.bucket(
+      `sender:${senderOf(ctx)}`,
+      limits.senderBurst,
+      limits.senderPerMinute,
+    );
+    // Every message of a direct chat is its one sender's, and spends the sender's token first: a chat
+    // bucket no smaller and refilling no slower than the sender's then always holds at least as many
+    // tokens, so it can never refuse one. It is not taken (two Redis commands per message saved).
+    if (
+      ctx.chat.type === "direct" &&
+      limits.chatBurst >= limits.senderBurst &&
+      limits.chatPerMinute >= limits.senderPerMinute
+    )
+      return [sender];
+    const chat = `chat:${ctx.channel}:${ctx.accountId}:${ctx.chat.id}`;
+    return [sender, this.#limiter.bucket(chat, limits.chatBurst, limits.chatPerMinute)];
   }
 
   async #withinLimits(ctx: MsgContext, log: HubLogger): Promise<boolean> {

@@ -38,6 +38,45 @@ const fields = (messageId: string, extra: object = {}) => ({
 });
 
 describe("InboundDispatcher", () => {
+  it("takes a direct chat's sender bucket only (its chat bucket can never refuse), a group's both", async () => {
+    const taken: string[][] = [];
+    const dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config,
+      logger: createLogger({ level: "silent" }),
+      admit: async (_request, _dedupe, buckets) => {
+        taken.push(buckets.map((b) => b.key.slice(prefix.length + 1)));
+        return "queued";
+      },
+    });
+    await dispatcher.dispatchInboundMessage(fields("b-1"));
+    await dispatcher.dispatchInboundMessage(
+      fields("b-2", { chat: { type: "group", id: "g1" }, sender: { id: "42" }, wasMentioned: true }),
+    );
+    expect(taken).toEqual([
+      ["tokens:sender:telegram:default:42"],
+      ["tokens:sender:telegram:default:42", "tokens:chat:telegram:default:g1"],
+    ]);
+    // A chat limit tighter than the sender's is taken in direct chats too.
+    const tight = parseConfig({
+      channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["42"] } },
+      limits: { chatBurst: 2 },
+    });
+    const strict = new InboundDispatcher({
+      redis,
+      prefix,
+      config: tight,
+      logger: createLogger({ level: "silent" }),
+      admit: async (_request, _dedupe, buckets) => {
+        taken.push(buckets.map((b) => b.key.slice(prefix.length + 1)));
+        return "queued";
+      },
+    });
+    await strict.dispatchInboundMessage(fields("b-3"));
+    expect(taken.at(-1)).toEqual(["tokens:sender:telegram:default:42", "tokens:chat:telegram:default:42"]);
+  });
+
   it("leaves nothing behind when admission fails, so the redelivery is processed", async () => {
     const accepted: RunRequest[] = [];
     let failNext = true;

@@ -1,6 +1,7 @@
 import { type QueueMode, QueueModeSchema, type RunRequest, RunRequestSchema } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { writerKey } from "./writer.js";
 
 const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
 const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
@@ -25,10 +26,13 @@ export class SessionActivity {
     return `${this.prefix}:${kind}:${id}`;
   }
 
-  /** The Redis keys of a session's running run, a run's steered messages and the usage totals (for fused scripts). */
+  /**
+   * The Redis keys of a session's running run (fields `active` and `activeUntil` of its writer hash), a
+   * run's steered messages and the usage totals (for fused scripts).
+   */
   keysOf(sessionKey: string, runId: string): { active: string; steer: string; usage: string } {
     return {
-      active: this.#k("active", sessionKey),
+      active: writerKey(this.prefix, sessionKey),
       steer: this.#k("steer", runId),
       usage: this.#k("usage", sessionKey),
     };
@@ -36,12 +40,26 @@ export class SessionActivity {
 
   /** The run executing in the session, if any. */
   async activeRun(sessionKey: string): Promise<string | undefined> {
-    return (await this.redis.get(this.#k("active", sessionKey))) ?? undefined;
+    const [runId, until] = await this.redis.hmget(
+      writerKey(this.prefix, sessionKey),
+      "active",
+      "activeUntil",
+    );
+    return runId && Number(until) > Date.now() ? runId : undefined;
   }
 
-  /** Marks a run as the session's running one (lease-bounded, in case its process dies). */
+  /**
+   * Marks a run as the session's running one, until `ttlMs` from now (in case its process dies): a
+   * deadline readers compare with their clock, kept in the session's writer hash.
+   */
   async begin(sessionKey: string, runId: string, ttlMs: number): Promise<void> {
-    await this.redis.set(this.#k("active", sessionKey), runId, "PX", ttlMs);
+    await this.redis.hset(
+      writerKey(this.prefix, sessionKey),
+      "active",
+      runId,
+      "activeUntil",
+      Date.now() + ttlMs,
+    );
   }
 
   /**
@@ -60,7 +78,7 @@ export class SessionActivity {
       const ended = await runScript(
         this.redis,
         END_IF_IDLE,
-        [this.#k("active", sessionKey), this.#k("steer", runId)],
+        [writerKey(this.prefix, sessionKey), this.#k("steer", runId)],
         [runId],
       );
       if (ended === 1) return;

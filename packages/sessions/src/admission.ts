@@ -3,6 +3,7 @@ import { runScript, tokenBucketScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionLane } from "./lane.js";
 import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
+import { writerKey } from "./writer.js";
 
 const ADMIT = tokenBucketScript(new URL("./scripts/admit.lua", import.meta.url));
 
@@ -50,7 +51,7 @@ export class SessionAdmission {
       [
         dedupe.key,
         k("run", runId),
-        k("active", sessionKey),
+        writerKey(this.prefix, sessionKey),
         k("queue-mode", sessionKey),
         lane.list,
         lane.sched,

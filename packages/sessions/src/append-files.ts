@@ -1,75 +1,88 @@
+import { writeSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 
 interface OpenFile {
+  /** Opened in the thread pool (creating a file can take a while); written synchronously once open. */
   handle: Promise<FileHandle>;
-  writing: number;
-  timer: NodeJS.Timeout | undefined;
+  usedAt: number;
 }
 
 /**
  * Append-only files kept open between writes (one `write` per append instead
  * of open + write + close), closed after `idleMs` without writes, at most
- * `max` at once. Each write is one O_APPEND write, so a crash leaves whole
- * lines, as with `appendFile`.
+ * `max` at once. Each append is one O_APPEND write of whole lines, so a crash
+ * leaves whole lines, as with `appendFile`.
+ *
+ * Writes are synchronous: a few hundred bytes into the page cache cost about
+ * a microsecond and a syscall, where a thread-pool write costs ten times that
+ * in hand-offs and promises, and a transcript's lines are that small. (Nothing
+ * is fsynced either way.)
  */
 export class AppendFiles {
   readonly #open = new Map<string, OpenFile>();
+  #sweeper: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly idleMs = 10_000,
     private readonly max = 256,
   ) {}
 
+  /** Appends `data` to the file at `path` (created with mode 0600 if missing). */
   async append(path: string, data: string): Promise<void> {
     const file = this.#get(path);
-    file.writing++;
-    clearTimeout(file.timer);
+    const bytes = Buffer.from(data, "utf8");
     try {
-      const handle = await file.handle;
-      await handle.write(data);
+      const { fd } = await file.handle;
+      // A regular file takes a small write whole; the loop is for the rare short write.
+      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
     } catch (error) {
-      // A failed open or write leaves no handle behind: the next append opens the file again.
-      if (this.#open.get(path) === file) this.#open.delete(path);
+      // A failed write leaves no handle behind: the next append opens the file again.
+      this.#close(path, file);
       throw error;
-    } finally {
-      file.writing--;
-      if (file.writing === 0 && this.#open.get(path) === file) {
-        file.timer = setTimeout(() => this.#close(path, file), this.idleMs);
-        file.timer.unref();
-      }
     }
   }
 
   #get(path: string): OpenFile {
+    const now = Date.now();
     const known = this.#open.get(path);
     if (known) {
       // Most recently used last, so the oldest is closed first.
       this.#open.delete(path);
+      known.usedAt = now;
       this.#open.set(path, known);
       return known;
     }
     if (this.#open.size >= this.max) {
-      for (const [oldPath, old] of this.#open) {
-        if (old.writing > 0) continue;
-        this.#close(oldPath, old);
-        break;
-      }
+      const [oldPath, old] = this.#open.entries().next().value as [string, OpenFile];
+      this.#close(oldPath, old);
     }
-    const file: OpenFile = { handle: open(path, "a", 0o600), writing: 0, timer: undefined };
+    const file: OpenFile = { handle: open(path, "a", 0o600), usedAt: now };
     file.handle.catch(() => {});
     this.#open.set(path, file);
+    this.#sweeper ??= setInterval(() => this.#sweep(), Math.max(1000, this.idleMs / 2)).unref();
     return file;
   }
 
+  // Files unused for idleMs are closed (one timer for all files, not one per write).
+  #sweep(): void {
+    const before = Date.now() - this.idleMs;
+    for (const [path, file] of [...this.#open]) if (file.usedAt <= before) this.#close(path, file);
+    if (this.#open.size === 0) {
+      clearInterval(this.#sweeper);
+      this.#sweeper = undefined;
+    }
+  }
+
   #close(path: string, file: OpenFile): void {
-    if (file.writing > 0) return;
-    clearTimeout(file.timer);
     if (this.#open.get(path) === file) this.#open.delete(path);
+    // Writes are synchronous once the handle is open, so none is in flight when it closes.
     void file.handle.then((h) => h.close()).catch(() => {});
   }
 
   /** Closes every file. */
   closeAll(): void {
     for (const [path, file] of [...this.#open]) this.#close(path, file);
+    clearInterval(this.#sweeper);
+    this.#sweeper = undefined;
   }
 }

@@ -55,7 +55,7 @@ export async function withRetries<T>(step: () => Promise<T>): Promise<T> {
   }
 }
 
-/** How long a run record (also the `chat.send` idempotency record) is kept after its last write. */
+/** How long a run record (also the `chat.send` idempotency record) is kept after admission wrote it (or its first start). */
 export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
 const RECORD_TTL_SECONDS = RUN_RECORD_TTL_SECONDS;
 

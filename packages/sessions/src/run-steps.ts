@@ -3,7 +3,7 @@ import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
 import { RUN_RECORD_TTL_SECONDS, type RunOutcome, RunRecords, withRetries } from "./run-records.js";
-import type { SessionWriters, WriterClaim } from "./writer.js";
+import { generationBase, type SessionWriters, type WriterClaim } from "./writer.js";
 
 const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
 const SETTLE = loadScript(new URL("./scripts/settle.lua", import.meta.url));
@@ -21,7 +21,19 @@ export type RunBegin =
       superseded: string | undefined;
       /** A stop asked for before the run started. */
       stop: StopMark | undefined;
+      /** What the claim found: whether a process's in-memory copy of the session is still current. */
+      seen: ClaimSeen;
     };
+
+/**
+ * What a claim found in the session's writer record: the new generation, whether the previous
+ * claim had been released (its run settled), and the count of writes made outside any claim.
+ */
+export interface ClaimSeen {
+  generation: number;
+  previousReleased: boolean;
+  touched: string;
+}
 
 /** A stop asked for a run ("aborted" by /stop or an interrupt, "superseded" by a newer claim). */
 export type StopMark = "aborted" | "superseded";
@@ -48,7 +60,7 @@ export class RunSteps {
 
   /** Starts a queued run and claims its session for it (see begin.lua). */
   async begin(
-    run: { runId: string; sessionKey: string; sessionId: string },
+    run: { runId: string; sessionKey: string },
     timeoutMs: number,
     activeTtlMs: number,
   ): Promise<RunBegin> {
@@ -68,12 +80,12 @@ export class RunSteps {
       timeoutMs,
       RUN_RECORD_TTL_SECONDS,
       activeTtlMs,
-      run.sessionId,
+      generationBase(),
     ];
     const reply = (await runScript(this.redis, BEGIN, keys, args)) as [string, ...Array<string | number>];
     if (reply[0] === "over") return { kind: "over", status: String(reply[1]) };
     if (reply[0] === "running") return { kind: "running", stop: stopMark(String(reply[1])) };
-    const [, attempt, generation, previous, stop] = reply;
+    const [, attempt, generation, previous, stop, touched] = reply;
     this.runs.noteStarted(runId);
     return {
       kind: "started",
@@ -81,6 +93,7 @@ export class RunSteps {
       claim: { sessionKey, runId, generation: Number(generation) },
       superseded: previous && previous !== runId ? String(previous) : undefined,
       stop: stopMark(String(stop)),
+      seen: { generation: Number(generation), previousReleased: previous === "", touched: String(touched) },
     };
   }
 
@@ -88,13 +101,14 @@ export class RunSteps {
    * Decides a run's outcome (once; false if it was decided already), releases
    * its claim, adds its usage and ends its activity, in one step retried until
    * Redis has it. Messages steered in that the run never took go to
-   * `requeue`, in order, before the activity ends.
+   * `requeue`, in order, before the activity ends. `released` is false when a newer claim held the
+   * session by then.
    */
   async settle(
     claim: WriterClaim,
     end: { outcome: RunOutcome; attempt: number; usage?: { inputTokens: number; outputTokens: number } },
     requeue: (request: RunRequest) => Promise<void>,
-  ): Promise<boolean> {
+  ): Promise<{ decided: boolean; released: boolean }> {
     const { runId, sessionKey } = claim;
     const records = this.runs.keysOf(runId);
     const activity = this.activity.keysOf(sessionKey, runId);
@@ -115,7 +129,7 @@ export class RunSteps {
       end.usage?.outputTokens ?? 0,
       ...RunRecords.outcomeFields(end.outcome),
     ];
-    const [decided, , steered, startedAt] = await withRetries(
+    const [decided, released, steered, startedAt] = await withRetries(
       async () =>
         (await runScript(this.redis, SETTLE, keys, args)) as [number, number, string[], string | null],
     );
@@ -125,6 +139,6 @@ export class RunSteps {
       for (const raw of steered) await requeue(RunRequestSchema.parse(JSON.parse(raw)));
       await this.activity.end(sessionKey, runId, requeue);
     }
-    return decided === 1;
+    return { decided: decided === 1, released: released === 1 };
   }
 }

@@ -46,13 +46,30 @@ export function checkedSessionId(sessionId: string): string {
 export function newSession(sessionKey: string): { record: SessionRecord; header: TranscriptEntry } {
   const now = Date.now();
   const record: SessionRecord = { sessionKey, sessionId: randomUUID(), createdAt: now, updatedAt: now };
-  return { record, header: { type: "session", sessionId: record.sessionId, sessionKey, at: now } };
+  return { record, header: sessionHeader(record) };
 }
 
-/** One JSONL line per entry, each validated (what both stores write). */
-export function transcriptLines(entries: TranscriptEntry[]): string[] {
-  return entries.map((e) => JSON.stringify(TranscriptEntrySchema.parse(e)));
+/** The first line of a session's transcript (what `reset` writes for `record`). */
+export function sessionHeader(record: SessionRecord): TranscriptEntry {
+  return {
+    type: "session",
+    sessionId: record.sessionId,
+    sessionKey: record.sessionKey,
+    at: record.createdAt,
+  };
 }
+
+/**
+ * One JSONL line per entry (what both stores write). What a model or a tool produced (an assistant
+ * line, a tool result) is validated first: a stray field or a wrong type would make every (strict)
+ * reader skip the line. The other lines are built field by field by the hub from validated input, so
+ * their type is their shape, and checking it again on every write would be work for nothing.
+ */
+export function transcriptLines(entries: TranscriptEntry[]): string[] {
+  return entries.map((e) => JSON.stringify(producedOutside(e) ? TranscriptEntrySchema.parse(e) : e));
+}
+
+const producedOutside = (e: TranscriptEntry) => e.type === "assistant" || e.type === "tool_result";
 
 /**
  * Sessions on disk under the state directory: one small index file per

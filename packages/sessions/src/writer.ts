@@ -23,6 +23,22 @@ export class WriterSupersededError extends Error {
 }
 
 const CLAIM = loadScript(new URL("./scripts/claim.lua", import.meta.url));
+
+/**
+ * The Redis hash of a session's writer claim (runId, generation, touched) and of its running run
+ * (active, activeUntil: see `SessionActivity`), which share it so a run's start and end each write one key.
+ */
+export function writerKey(prefix: string, sessionKey: string): string {
+  return `${prefix}:writer:${sessionKey}`;
+}
+
+/**
+ * The generation a session's first claim follows: random, so that after Redis lost its data a
+ * session's generations never repeat ones a process saw before (see `HeldSessions`).
+ */
+export function generationBase(): number {
+  return Math.floor(Math.random() * 2 ** 31);
+}
 const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
 
 /**
@@ -38,7 +54,7 @@ export class SessionWriters {
   ) {}
 
   #key(sessionKey: string): string {
-    return `${this.prefix}:writer:${sessionKey}`;
+    return writerKey(this.prefix, sessionKey);
   }
 
   /** The Redis key of a session's writer claim (for scripts that fuse steps). */
@@ -56,7 +72,7 @@ export class SessionWriters {
       this.redis,
       CLAIM,
       [this.#key(sessionKey)],
-      [runId, sessionId],
+      [runId, sessionId, generationBase()],
     )) as [number, string];
     return {
       claim: { sessionKey, runId, generation },
@@ -74,6 +90,14 @@ export class SessionWriters {
   /** The fence of a claim: writes checked against it in Redis happen only while the claim is current. */
   fenceOf(claim: WriterClaim): WriteFence {
     return { key: this.#key(claim.sessionKey), field: "generation", value: String(claim.generation) };
+  }
+
+  /**
+   * Notes a write to the session made outside any claim (a context-only message, a reset): a process's
+   * in-memory copy of the session is then read again before its next run (see `HeldSessions`).
+   */
+  async touch(sessionKey: string): Promise<void> {
+    await this.redis.hincrby(this.#key(sessionKey), "touched", 1);
   }
 
   /** Ends a claim; a newer claim (a successor) is left untouched. */

@@ -1,5 +1,6 @@
 import { createLogger, HubError, resolveStateDir } from "@hub/core";
-import { FileSessionStore, RedisSessionStore, type SessionStore } from "@hub/sessions";
+import { createRedis } from "@hub/queue";
+import { FileSessionStore, RedisSessionStore, type SessionStore, SessionWriters } from "@hub/sessions";
 import type { Command } from "commander";
 import { configOf, output, via, withRedis } from "./context.js";
 
@@ -63,8 +64,25 @@ export function registerSessions(program: Command): void {
         if (!(await s.get(sessionKey))) throw noSession(sessionKey);
         return s.reset(sessionKey);
       });
+      await touchSession(command, sessionKey);
       console.log(`Session ${sessionKey} now uses a new transcript ${record.sessionId}.`);
     });
+}
+
+// A running hub keeps a session in memory between its runs; this makes it read the reset session again.
+async function touchSession(command: Command, sessionKey: string): Promise<void> {
+  const { config } = configOf(command);
+  const redis = createRedis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeoutMs: 3000 });
+  redis.on("error", () => {});
+  try {
+    await new SessionWriters(redis, config.redis.prefix).touch(sessionKey);
+  } catch {
+    console.warn(
+      `Could not reach Redis at ${config.redis.url}: a running hub may keep using the old transcript until it restarts.`,
+    );
+  } finally {
+    redis.disconnect();
+  }
 }
 
 function noSession(sessionKey: string): HubError {

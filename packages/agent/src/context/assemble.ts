@@ -3,7 +3,7 @@ import type { TranscriptEntry } from "@hub/sessions";
 import { trimHistory } from "../history.js";
 import type { ChatMessage, ModelImage, ModelProvider } from "../model.js";
 import type { AgentTool } from "../tools.js";
-import { loadWorkspaceBootstrap } from "./bootstrap.js";
+import { cachedWorkspaceBootstrap } from "./bootstrap-cache.js";
 import { compactionMessage, estimateTokens, planCompaction, summarize } from "./compaction.js";
 import { buildSystemPrompt } from "./prompt.js";
 import { pruneToolResults } from "./prune.js";
@@ -65,7 +65,7 @@ export async function assembleContext(
 
 async function systemPromptFor(input: ContextInput, settings: ContextSettings): Promise<string> {
   const { ctx } = input;
-  const bootstrap = await loadWorkspaceBootstrap(settings.workspaceDir, settings.bootstrapLimits);
+  const bootstrap = await cachedWorkspaceBootstrap(settings.workspaceDir, settings.bootstrapLimits);
   if (bootstrap.diagnostics.length)
     input.log.warn({ diagnostics: bootstrap.diagnostics }, "workspace files were cut for the model");
   return buildSystemPrompt({

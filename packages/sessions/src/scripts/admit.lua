@@ -3,9 +3,10 @@
   so no crash can leave a message marked but never queued, or queued but
   admitted again (shared/DESIGN.md, invariant 10).
 
-  KEYS[1] dedupe mark of the platform message (string)
+  KEYS[1] dedupe mark of the platform message (string; written for a context-only message, which has no
+          run record: a run's record, kept longer than the mark, is its mark)
   KEYS[2] run record run:<runId> (hash); its existence means "already admitted"
-  KEYS[3] the session's running run (active:<sessionKey>)
+  KEYS[3] the session's writer hash: its running run is field active, until field activeUntil (ms)
   KEYS[4] the session's queue mode (queue-mode:<sessionKey>)
   KEYS[5] the session lane's list (mb:runs:q:<sessionKey>)
   KEYS[6] the session lane's schedule (mb:runs:sched, zset)
@@ -48,16 +49,20 @@ local function enqueue(item)
   return redis.call('INCR', KEYS[7])
 end
 
-redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
-if ARGV[8] ~= 'context' then
+if ARGV[8] == 'context' then
+  redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
+else
   redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'queued',
     'attempt', 0, 'startedAt', ARGV[3])
   redis.call('EXPIRE', KEYS[2], ARGV[5])
 end
 if ARGV[8] ~= 'run' then return {'queued', enqueue(ARGV[9])} end
 
-local active = redis.call('GET', KEYS[3])
-if not active or active == ARGV[1] then return {'queued', enqueue(ARGV[9])} end
+local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil')
+local active = running[1]
+if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
+  return {'queued', enqueue(ARGV[9])}
+end
 local mode = redis.call('GET', KEYS[4]) or ARGV[7]
 if mode == 'steer' then
   local steer = ARGV[12] .. ':steer:' .. active

@@ -1,17 +1,23 @@
 --[[
   begin(record, activeRuns, active, writer, stop;
-        runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, sessionId)
+        runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, generationBase)
   A queued run's start in one step: run record "running" (attempt + 1; startedAt on the first), the
-  session's running run (active, PX), the writer claim (generation + 1) and the run's stop mark.
+  session's running run (active, until now + activeTtlMs) and the writer claim (generation + 1), both in
+  the session's writer hash, and the run's stop mark.
 
   KEYS[1] run record run:<runId>           KEYS[2] runs:active (set)
-  KEYS[3] active:<sessionKey>              KEYS[4] writer:<sessionKey> (hash runId, generation, sessionId)
+  KEYS[3] (unused: the running run is in KEYS[4])
+  KEYS[4] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
   KEYS[5] stop:<runId>
+
+  ARGV[7] the generation a session's first claim follows (random: after Redis lost its data, a session's
+          generations never repeat the ones a process saw before).
 
   Returns {'over', status} when the run already ended (nothing written),
   {'running', stop} when the record says running: an interrupted attempt, which the caller resumes
   or finalizes through the separate steps (nothing written),
-  else {'started', attempt, generation, previous writer runId or '', stop mark or ''}.
+  else {'started', attempt, generation, previous writer runId or '' (released), stop mark or '',
+  the writer's "touched" count or '' (writes made outside any claim, see SessionWriters.touch)}.
 ]]
 local record = redis.call('HMGET', KEYS[1], 'status', 'attempt')
 local status = record[1]
@@ -24,10 +30,11 @@ if attempt == 1 then
 else
   redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[4])
 end
-redis.call('EXPIRE', KEYS[1], ARGV[5])
+-- Admission wrote the record with its TTL, which HSET keeps: only a record begun without one needs it.
+if not status then redis.call('EXPIRE', KEYS[1], ARGV[5]) end
 redis.call('SADD', KEYS[2], ARGV[1])
-redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[6])
-local writer = redis.call('HMGET', KEYS[4], 'runId', 'generation')
-local generation = (tonumber(writer[2]) or 0) + 1
-redis.call('HSET', KEYS[4], 'runId', ARGV[1], 'sessionId', ARGV[7], 'generation', generation)
-return {'started', attempt, generation, writer[1] or '', stop}
+local writer = redis.call('HMGET', KEYS[4], 'runId', 'generation', 'touched')
+local generation = (tonumber(writer[2]) or tonumber(ARGV[7])) + 1
+redis.call('HSET', KEYS[4], 'runId', ARGV[1], 'generation', generation,
+  'active', ARGV[1], 'activeUntil', tonumber(ARGV[3]) + tonumber(ARGV[6]))
+return {'started', attempt, generation, writer[1] or '', stop, writer[3] or ''}

@@ -1,7 +1,8 @@
 --[[
-  claim(writer; runId, sessionId) -> {generation, previous runId or ""}
+  claim(writer; runId, sessionId, generationBase) -> {generation, previous runId or ""}
+  generationBase: the generation a session's first claim follows (random, as in begin.lua).
 ]]
-local previous = redis.call('HGET', KEYS[1], 'runId') or ''
-local generation = redis.call('HINCRBY', KEYS[1], 'generation', 1)
-redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionId', ARGV[2])
-return {generation, previous}
+local writer = redis.call('HMGET', KEYS[1], 'runId', 'generation')
+local generation = (tonumber(writer[2]) or tonumber(ARGV[3])) + 1
+redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionId', ARGV[2], 'generation', generation)
+return {generation, writer[1] or ''}

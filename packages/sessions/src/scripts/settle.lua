@@ -6,10 +6,12 @@
   and its activity ended when nothing was steered in late (as end-if-idle.lua).
 
   KEYS[1] run record run:<runId>      KEYS[2] runs:active (set)
-  KEYS[3] writer:<sessionKey>         KEYS[4] active:<sessionKey>
+  KEYS[3] writer:<sessionKey> (also the running run: fields active, activeUntil)
+  KEYS[4] (unused: the running run is in KEYS[3])
   KEYS[5] steer:<runId>               KEYS[6] usage:<sessionKey> (hash input, output)
 
-  ARGV[3] attempt that must still be current ('' = any); ARGV[7..] the record's outcome fields.
+  ARGV[2] unused (the record keeps its TTL); ARGV[3] attempt that must still be current ('' = any);
+  ARGV[7..] the record's outcome fields.
 
   Returns {decided 1|0, released 1|0, steered requests the run never took (taken: the caller
   queues them again, and the run stays active until it has), the record's startedAt or false}.
@@ -17,23 +19,27 @@
 local decided = 0
 local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt')
 if (state[1] == 'running' or state[1] == 'queued') and (ARGV[3] == '' or state[2] == ARGV[3]) then
+  -- The record keeps the TTL admission (or its first start) gave it.
   if #ARGV >= 8 then redis.call('HSET', KEYS[1], unpack(ARGV, 7)) end
-  redis.call('EXPIRE', KEYS[1], ARGV[2])
   redis.call('SREM', KEYS[2], ARGV[1])
   decided = 1
 end
 local released = 0
-local writer = redis.call('HMGET', KEYS[3], 'runId', 'generation')
+local writer = redis.call('HMGET', KEYS[3], 'runId', 'generation', 'active')
+local steered = redis.call('LRANGE', KEYS[5], 0, -1)
+-- The run's activity ends with it unless messages were steered in late (the caller queues them first).
+local ending = #steered == 0 and writer[3] == ARGV[1]
 if writer[1] == ARGV[1] and writer[2] == ARGV[4] then
-  redis.call('HDEL', KEYS[3], 'runId', 'sessionId')
+  if ending then
+    redis.call('HDEL', KEYS[3], 'runId', 'sessionId', 'active', 'activeUntil')
+  else
+    redis.call('HDEL', KEYS[3], 'runId', 'sessionId')
+  end
   released = 1
+elseif ending then
+  redis.call('HDEL', KEYS[3], 'active', 'activeUntil')
 end
 if tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[6], 'input', ARGV[5]) end
 if tonumber(ARGV[6]) > 0 then redis.call('HINCRBY', KEYS[6], 'output', ARGV[6]) end
-local steered = redis.call('LRANGE', KEYS[5], 0, -1)
-if #steered > 0 then
-  redis.call('DEL', KEYS[5])
-elseif redis.call('GET', KEYS[4]) == ARGV[1] then
-  redis.call('DEL', KEYS[4])
-end
+if #steered > 0 then redis.call('DEL', KEYS[5]) end
 return {decided, released, steered, state[3]}

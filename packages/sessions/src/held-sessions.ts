@@ -1,0 +1,179 @@
+import type { ClaimSeen } from "./run-steps.js";
+import { type SessionRecord, type SessionStore, sessionHeader } from "./store.js";
+import { dropStaleWrites, type TranscriptEntry } from "./transcript.js";
+
+/** A process's copy of a session, kept from its last run of it. */
+interface Kept {
+  record: SessionRecord;
+  entries: TranscriptEntry[];
+  /** About how many characters the entries hold (see `weightOf`). */
+  chars: number;
+  /** The writer generation of the run that left it, and the writer's "touched" count that run saw. */
+  generation: number;
+  touched: string;
+}
+
+/** Bounds of the kept copies: sessions, and characters of transcript text in all. */
+export interface HeldSessionLimits {
+  sessions: number;
+  chars: number;
+}
+
+/** About how many characters an entry holds: its texts, plus a little for its other fields. */
+function weightOf(entry: TranscriptEntry): number {
+  let chars = 100;
+  if ("text" in entry) chars += entry.text.length;
+  if (entry.type === "tool_result") chars += entry.content.length;
+  if (entry.type === "compaction") chars += entry.summary.length;
+  if (entry.type === "assistant") for (const c of entry.toolCalls ?? []) chars += c.arguments.length + 50;
+  return chars;
+}
+
+const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => sum + weightOf(e), 0);
+
+/**
+ * The sessions this process's runs hold: the index record and the transcript
+ * in memory while a run holds the session's writer claim, written through the
+ * store (a kept-open file) and kept after the run for the session's next run
+ * here, so a run reads nothing back from disk or Redis.
+ *
+ * A kept copy is used only when it is provably current, from what the claim
+ * found in Redis (`ClaimSeen`): the new generation is exactly the kept one
+ * + 1 (no other claim since, in any process), the previous claim was released
+ * (the run that left the copy settled), and the writer's "touched" count is
+ * the one that run saw (nothing was written outside a claim since: context-only
+ * messages, resets, see `SessionWriters.touch`). Generations of a session with
+ * no writer record start at a random base, so a sequence that restarted after
+ * Redis lost its data cannot match an old copy. Anything else reads the store.
+ * A run that ends otherwise (superseded, abandoned, a failed write) keeps nothing.
+ */
+export class HeldSessions {
+  readonly #kept = new Map<string, Kept>();
+  #chars = 0;
+
+  constructor(
+    private readonly store: SessionStore,
+    private readonly limits: HeldSessionLimits = { sessions: 1000, chars: 64 * 1024 * 1024 },
+  ) {}
+
+  /**
+   * The session for a run that holds its claim, with `first` (the run's writer
+   * line, then its user lines) appended in one write: the kept copy when `seen`
+   * proves it current (undefined: a claim that proves nothing), else read from
+   * the store after that write, so a late line of a superseded writer is either
+   * in what is read or after the run's writer line (dropped by every reader).
+   */
+  async hold(
+    sessionKey: string,
+    seen: ClaimSeen | undefined,
+    first: TranscriptEntry[],
+  ): Promise<HeldSession> {
+    const kept = this.#take(sessionKey);
+    if (
+      kept &&
+      seen?.previousReleased &&
+      seen.generation === kept.generation + 1 &&
+      seen.touched === kept.touched
+    ) {
+      const held = new HeldSession(this, this.store, kept.record, kept.entries, kept.chars, seen);
+      await held.append(first);
+      return held;
+    }
+    const known = await this.store.get(sessionKey);
+    if (!known) {
+      // Created here, under this run's claim: the transcript is its header and these lines.
+      const record = await this.store.reset(sessionKey);
+      await this.store.append(record.sessionId, first);
+      const lines = [sessionHeader(record), ...first];
+      return new HeldSession(this, this.store, record, lines, weightOfAll(lines), seen);
+    }
+    await this.store.append(known.sessionId, first);
+    const entries = await this.store.read(known.sessionId);
+    return new HeldSession(this, this.store, known, [...entries], weightOfAll(entries), seen);
+  }
+
+  /** Forgets this process's copy of a session (it was written outside a claim, here). */
+  forget(sessionKey: string): void {
+    this.#take(sessionKey);
+  }
+
+  /** Keeps a copy (most recently used last), dropping the oldest beyond the limits. */
+  keep(sessionKey: string, kept: Kept): void {
+    this.#take(sessionKey);
+    this.#kept.set(sessionKey, kept);
+    this.#chars += kept.chars;
+    for (const [key, old] of this.#kept) {
+      if (this.#kept.size <= this.limits.sessions && this.#chars <= this.limits.chars) break;
+      this.#kept.delete(key);
+      this.#chars -= old.chars;
+    }
+  }
+
+  /** How many sessions are kept (for tests and metrics). */
+  get size(): number {
+    return this.#kept.size;
+  }
+
+  #take(sessionKey: string): Kept | undefined {
+    const kept = this.#kept.get(sessionKey);
+    if (!kept) return undefined;
+    this.#kept.delete(sessionKey);
+    this.#chars -= kept.chars;
+    return kept;
+  }
+}
+
+/**
+ * One run's session: the index record and the transcript as of the claim, plus
+ * what the run appended since. Appends go to the store first; a failed append
+ * leaves nothing to keep (whether the line reached the disk is unknown).
+ */
+export class HeldSession {
+  #broken = false;
+
+  constructor(
+    private readonly owner: HeldSessions,
+    private readonly store: SessionStore,
+    readonly record: SessionRecord,
+    /** Every line as read (a superseded writer's late lines already dropped) plus this run's appends. */
+    private readonly lines: TranscriptEntry[],
+    /** About how many characters `lines` holds. */
+    private chars: number,
+    private readonly seen: ClaimSeen | undefined,
+  ) {}
+
+  /** The transcript as every reader sees it (a superseded writer's late lines dropped). */
+  entries(): TranscriptEntry[] {
+    return dropStaleWrites(this.lines);
+  }
+
+  /** Appends entries to the transcript in one write. */
+  async append(entries: TranscriptEntry[]): Promise<void> {
+    if (entries.length === 0) return;
+    try {
+      await this.store.append(this.record.sessionId, entries);
+    } catch (error) {
+      this.#broken = true;
+      throw error;
+    }
+    this.lines.push(...entries);
+    this.chars += weightOfAll(entries);
+  }
+
+  /**
+   * Keeps the copy for the session's next run in this process: call once the
+   * run's claim was released by its own settle (nothing else can have written
+   * the session under that claim).
+   */
+  keep(): void {
+    if (this.#broken || !this.seen) return;
+    const { generation, touched } = this.seen;
+    this.owner.keep(this.record.sessionKey, {
+      record: this.record,
+      entries: this.lines,
+      chars: this.chars,
+      generation,
+      touched,
+    });
+  }
+}

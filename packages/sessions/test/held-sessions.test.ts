@@ -1,0 +1,173 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import {
+  FileSessionStore,
+  HeldSessions,
+  RunRecords,
+  RunSteps,
+  SessionActivity,
+  SessionWriters,
+  type TranscriptEntry,
+} from "../src/index.js";
+
+const prefix = testPrefix("held");
+const redis = new Redis(REDIS_URL);
+const logger = createLogger({ level: "silent" });
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+/** A store that counts what it reads back (the held copy's whole point is reading nothing). */
+class CountingStore extends FileSessionStore {
+  reads = 0;
+  override async read(sessionId: string): Promise<TranscriptEntry[]> {
+    this.reads++;
+    return super.read(sessionId);
+  }
+}
+
+/** One process: its store over the shared state directory and its held sessions. */
+function hubProcess(dir: string, limits?: { sessions: number; chars: number }) {
+  const store = new CountingStore(dir, logger);
+  return { store, held: new HeldSessions(store, limits) };
+}
+
+const writers = new SessionWriters(redis, prefix);
+const runs = new RunRecords(redis, prefix);
+const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"), (id) => {
+  return `${prefix}:stop:${id}`;
+});
+
+/** A run as the runner makes one: begin (claim), hold, answer, outcome, settle; what the turn saw. */
+async function run(p: { held: HeldSessions }, sessionKey: string, runId: string, text: string) {
+  const begun = await steps.begin({ runId, sessionKey }, 60_000, 120_000);
+  if (begun.kind !== "started") throw new Error(`run ${runId} did not start: ${begun.kind}`);
+  const writer = `${runId}#${begun.claim.generation}`;
+  const held = await p.held.hold(sessionKey, begun.seen, [
+    { type: "writer", runId, writer, at: Date.now() },
+    { type: "user", runId, writer, text, at: Date.now() },
+  ]);
+  const seen = held.entries().flatMap((e) => (e.type === "user" ? [e.text] : []));
+  await held.append([
+    { type: "assistant", runId, writer, text: `answer to ${text}`, at: Date.now() },
+    { type: "outcome", runId, writer, status: "completed", at: Date.now() },
+  ]);
+  const { released } = await steps.settle(
+    begun.claim,
+    { outcome: { status: "completed" }, attempt: begun.attempt },
+    async () => {},
+  );
+  if (released) held.keep();
+  return seen;
+}
+
+const stateDir = () => {
+  const d = mkdtempSync(join(tmpdir(), "held-"));
+  dirs.push(d);
+  return d;
+};
+
+describe("HeldSessions: a session held in memory across a process's runs", () => {
+  it("the next run here reads nothing back; a run in another process in between makes it read again", async () => {
+    const dir = stateDir();
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
+    const key = "agent:main:held:one";
+    expect(await run(a, key, "h1-r1", "one")).toEqual(["one"]);
+    const readsBefore = a.store.reads;
+    expect(await run(a, key, "h1-r2", "two")).toEqual(["one", "two"]);
+    expect(a.store.reads).toBe(readsBefore);
+    expect(await run(b, key, "h1-r3", "three")).toEqual(["one", "two", "three"]);
+    expect(await run(a, key, "h1-r4", "four")).toEqual(["one", "two", "three", "four"]);
+    expect(a.store.reads).toBe(readsBefore + 1);
+    // What a cold reader sees is what the held copy saw.
+    const fresh = new FileSessionStore(dir, logger);
+    const onDisk = await fresh.read((await fresh.get(key))!.sessionId);
+    expect(onDisk.flatMap((e) => (e.type === "user" ? [e.text] : []))).toEqual([
+      "one",
+      "two",
+      "three",
+      "four",
+    ]);
+  });
+
+  it("a write outside any claim (a context-only message, a reset) is seen by every process's next run", async () => {
+    const dir = stateDir();
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
+    const key = "agent:main:held:touch";
+    await run(a, key, "h2-r1", "one");
+    const { sessionId } = (await b.store.get(key))!;
+    await b.store.append(sessionId, [{ type: "user", text: "context", contextOnly: true, at: Date.now() }]);
+    await writers.touch(key);
+    expect(await run(a, key, "h2-r2", "two")).toEqual(["one", "context", "two"]);
+    const reset = await b.store.reset(key);
+    await writers.touch(key);
+    expect(await run(a, key, "h2-r3", "three")).toEqual(["three"]);
+    expect((await a.store.get(key))?.sessionId).toBe(reset.sessionId);
+  });
+
+  it("a run whose claim was taken over keeps nothing: the next run reads again", async () => {
+    const dir = stateDir();
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
+    const key = "agent:main:held:takeover";
+    await run(a, key, "h3-r1", "one");
+    const begun = await steps.begin({ runId: "h3-r2", sessionKey: key }, 60_000, 120_000);
+    if (begun.kind !== "started") throw new Error("not started");
+    const writer = `h3-r2#${begun.claim.generation}`;
+    const held = await a.held.hold(key, begun.seen, [
+      { type: "writer", runId: "h3-r2", writer, at: Date.now() },
+    ]);
+    // Another process claims the session and writes under its own claim meanwhile.
+    const other = await writers.claim(key, held.record.sessionId, "h3-other");
+    const otherWriter = `h3-other#${other.claim.generation}`;
+    await b.store.append(held.record.sessionId, [
+      { type: "writer", runId: "h3-other", writer: otherWriter, at: Date.now() },
+      { type: "user", runId: "h3-other", writer: otherWriter, text: "other", at: Date.now() },
+    ]);
+    await writers.release(other.claim);
+    const { released } = await steps.settle(
+      begun.claim,
+      { outcome: { status: "superseded" }, attempt: begun.attempt },
+      async () => {},
+    );
+    expect(released).toBe(false);
+    expect(await run(a, key, "h3-r3", "three")).toEqual(["one", "other", "three"]);
+  });
+
+  it("after Redis lost the session's writer record, an old copy is never taken for current", async () => {
+    const dir = stateDir();
+    const a = hubProcess(dir);
+    const b = hubProcess(dir);
+    const key = "agent:main:held:lost";
+    await run(a, key, "h4-r1", "one");
+    await redis.del(writers.keyOf(key));
+    // Another process runs the session as often as it takes to reach the generation after A's.
+    await run(b, key, "h4-r2", "two");
+    expect(await run(a, key, "h4-r3", "three")).toEqual(["one", "two", "three"]);
+  });
+
+  it("keeps at most the configured sessions and characters, the least recently used going first", async () => {
+    const dir = stateDir();
+    const a = hubProcess(dir, { sessions: 2, chars: 100_000 });
+    for (const k of ["x", "y", "z"]) await run(a, `agent:main:held:lru-${k}`, `h5-${k}1`, `${k}1`);
+    expect(a.held.size).toBe(2);
+    const reads = a.store.reads;
+    await run(a, "agent:main:held:lru-z", "h5-z2", "z2");
+    expect(a.store.reads).toBe(reads);
+    await run(a, "agent:main:held:lru-x", "h5-x2", "x2");
+    expect(a.store.reads).toBe(reads + 1);
+    const small = hubProcess(dir, { sessions: 10, chars: 50 });
+    await run(small, "agent:main:held:lru-big", "h5-big", "big");
+    expect(small.held.size).toBe(0);
+  });
+});
