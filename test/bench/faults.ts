@@ -17,6 +17,8 @@ async function killedWorkers(chats: number): Promise<boolean> {
     workers: 4,
     killEveryMs: [500, 2000],
     leaseMs: 1500,
+    // A platform answering in 250 ms keeps the load running for several kills (delivery alone is fast).
+    sendDelayMs: 250,
     timeoutMs: 900_000,
   });
   console.log(

@@ -28,6 +28,18 @@ export function clusterSeeds(url: string): string[] | undefined {
     .filter((u) => u.length > 0);
 }
 
+// Where the connection errors of every client `createRedis` opens go (see `onRedisConnectionError`).
+let connectionErrors: (error: Error) => void = () => {};
+
+/**
+ * Tells `report` the connection errors of every Redis client opened from now on or before (the hub
+ * logs them, rate-limited). Without a listener, ioredis prints a stack trace per client per retry:
+ * dozens a second while Redis is down. The clients retry by themselves either way.
+ */
+export function onRedisConnectionError(report: (error: Error) => void): void {
+  connectionErrors = report;
+}
+
 /**
  * Opens a Redis connection (an ioredis `Cluster` when `url` lists cluster
  * seeds; typed as `Redis`, whose commands it shares: every multi-key command
@@ -38,6 +50,12 @@ export function clusterSeeds(url: string): string[] | undefined {
  * trip and a syscall instead of paying one each.
  */
 export function createRedis(url: string, options: CreateRedisOptions = {}): Redis {
+  const client = openRedis(url, options);
+  client.on("error", (error: Error) => connectionErrors(error));
+  return client;
+}
+
+function openRedis(url: string, options: CreateRedisOptions): Redis {
   const common = {
     maxRetriesPerRequest: options.maxRetriesPerRequest === undefined ? null : options.maxRetriesPerRequest,
     ...(options.connectTimeoutMs ? { connectTimeout: options.connectTimeoutMs } : {}),

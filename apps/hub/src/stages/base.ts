@@ -1,6 +1,6 @@
 import type { HubConfig, HubLogger } from "@hub/core";
 import { ChatEventBus } from "@hub/gateway";
-import { createRedis, type MailboxWorker, RedisEpoch } from "@hub/queue";
+import { createRedis, type MailboxWorker, onRedisConnectionError, RedisEpoch } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { HubOperations } from "../operations.js";
 import { instanceIdOf } from "../state.js";
@@ -43,12 +43,30 @@ export interface HubBase {
   };
 }
 
+/** How often a Redis outage is said again while it lasts (every connection fails at once, and retries). */
+const OUTAGE_REPORT_EVERY_MS = 10_000;
+
+// One clear line per outage period instead of a stack trace per connection per retry.
+function reportRedisOutages(log: HubLogger): void {
+  let lastReport = 0;
+  onRedisConnectionError((error) => {
+    const now = Date.now();
+    if (now - lastReport < OUTAGE_REPORT_EVERY_MS) return;
+    lastReport = now;
+    log.warn(
+      { err: error.message },
+      "cannot reach Redis; retrying until it is back (new messages wait meanwhile). Check that Redis runs at redis.url.",
+    );
+  });
+}
+
 /** Connects to Redis and checks its data epoch (a loss is reported, never silent). */
 export async function connectBase(
   config: HubConfig,
   options: { stateDir: string; logger: HubLogger; tuning?: HubTuning | undefined },
 ): Promise<HubBase> {
   const { logger, tuning = {} } = options;
+  reportRedisOutages(logger.child({ component: "redis" }));
   const redis = createRedis(config.redis.url);
   const subscriber = createRedis(config.redis.url);
   const events = new ChatEventBus(redis, config.redis.prefix, logger);
