@@ -54,7 +54,8 @@ async function crashedHub(hub: { chats: number; messagesPerChat: number; kills: 
   const r = await hubCrashRun({ ...hub, timeoutMs: 900_000 });
   console.log(
     `  ${r.messages} messages in ${r.seconds.toFixed(1)} s: answered once ${r.answered}, answered twice ` +
-      `${r.answeredTwice} (${r.extraCopies} extra copies), recorded failures ${r.recordedFailures}, lost ${r.lost}`,
+      `${r.answeredTwice} (${r.extraCopies} extra copies; ${r.twiceAfterResume} of them resumed runs, the rest ` +
+      `sends in flight at a kill), recorded failures ${r.recordedFailures}, lost ${r.lost}`,
   );
   return r.lost > 0;
 }

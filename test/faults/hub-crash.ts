@@ -27,6 +27,8 @@ export interface HubCrashResult {
   answered: number;
   /** Messages whose answer arrived more than once (the send-then-crash window), and the extra copies. */
   answeredTwice: number;
+  /** Of those, messages whose run was resumed after a kill (the rest: a send in flight at the kill). */
+  twiceAfterResume: number;
   extraCopies: number;
   /** Messages with no answer whose run ended with a recorded failure. */
   recordedFailures: number;
@@ -56,13 +58,28 @@ async function outcomeOf(redis: Redis, prefix: string, m: Sent): Promise<string 
   );
 }
 
+async function attemptOf(redis: Redis, prefix: string, m: Sent): Promise<string | null> {
+  return redis.hget(
+    `${prefix}:run:${runIdForMessage(`telegram:default:${m.chat}:${m.messageId}`)}`,
+    "attempt",
+  );
+}
+
 async function judge(telegram: FakeTelegram, redis: Redis, prefix: string, sent: Sent[]) {
-  const r = { answered: 0, answeredTwice: 0, extraCopies: 0, recordedFailures: 0, lost: 0 };
+  const r = {
+    answered: 0,
+    answeredTwice: 0,
+    twiceAfterResume: 0,
+    extraCopies: 0,
+    recordedFailures: 0,
+    lost: 0,
+  };
   for (const m of sent) {
     const copies = answersTo(telegram, m);
     if (copies === 1) r.answered++;
     else if (copies > 1) {
       r.answeredTwice++;
+      if (Number(await attemptOf(redis, prefix, m)) > 1) r.twiceAfterResume++;
       r.extraCopies += copies - 1;
     } else if (FAILED.has((await outcomeOf(redis, prefix, m)) ?? "")) r.recordedFailures++;
     else r.lost++;
