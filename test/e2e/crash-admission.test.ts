@@ -7,6 +7,7 @@ import {
   startFakeOpenAI,
   startFakeTelegram,
 } from "../fakes/src/index.js";
+import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
 
@@ -27,7 +28,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const modelEnv = () => ({ HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" });
+const modelEnv = () => fakeModelEnv(model);
 const modelCallsWith = (text: string) =>
   model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes(text)).length;
 

@@ -8,6 +8,7 @@ import {
   startFakeOpenAI,
   startFakeTelegram,
 } from "../fakes/src/index.js";
+import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
 
@@ -23,7 +24,7 @@ afterEach(async () => {
   await model.close();
 });
 
-const modelEnv = () => ({ HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" });
+const modelEnv = () => fakeModelEnv(model);
 
 describe("a delivery worker frozen past its lease", () => {
   it("sends nothing when it wakes: the platform sees every segment once, in order", async () => {

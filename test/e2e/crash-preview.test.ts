@@ -8,6 +8,7 @@ import {
   startFakeOpenAI,
   startFakeTelegram,
 } from "../fakes/src/index.js";
+import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
 
@@ -50,7 +51,7 @@ describe("a hub killed while a live preview is on screen", () => {
           },
         },
       },
-      env: { HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" },
+      env: fakeModelEnv(model),
     });
     installs.push(inst);
     const answer = Array.from(

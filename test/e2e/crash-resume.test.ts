@@ -6,6 +6,7 @@ import {
   startFakeOpenAI,
   startFakeTelegram,
 } from "../fakes/src/index.js";
+import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
@@ -20,7 +21,7 @@ beforeEach(async () => {
   [model, telegram] = await Promise.all([startFakeOpenAI(), startFakeTelegram()]);
   inst = installation("crash-resume", {
     config: { channels: { telegram: fakeTelegramChannel(telegram, [USER], { streaming: "off" }) } },
-    env: { HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" },
+    env: fakeModelEnv(model),
   });
 });
 afterEach(async () => {

@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
-import { freePort } from "../support/hub-process.js";
+import { fakeModelEnv, freePort } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
 
@@ -19,7 +19,7 @@ afterEach(async () => {
   await model.close();
 });
 
-const modelEnv = () => ({ HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" });
+const modelEnv = () => fakeModelEnv(model);
 const modelCallsWith = (text: string) =>
   model.requests.filter((r) => JSON.stringify(r.messages).includes(text)).length;
 

@@ -7,7 +7,7 @@ import { RedisSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
-import { freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
+import { fakeModelEnv, freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
 import { dropPrefix, REDIS_URL, testPrefix } from "../support/redis.js";
 
 // Processes on different machines share nothing but Redis: each here has its own state directory, and
@@ -35,9 +35,7 @@ const envOf = (stateDir: string, roles: string) => ({
   HUB_SESSIONS_STORE: "redis",
   HUB_LANE_LEASE_MS: "2000",
   HUB_ROLES: roles,
-  HUB_MODEL: "openai/test-model",
-  OPENAI_BASE_URL: model.url,
-  OPENAI_API_KEY: "k",
+  ...fakeModelEnv(model),
 });
 const userTexts = (i: number) =>
   (model.requests[i]?.messages ?? []).filter((m) => m.role === "user").map((m) => String(m.content));

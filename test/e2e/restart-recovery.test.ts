@@ -8,7 +8,7 @@ import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
-import { freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
+import { fakeModelEnv, freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
 
 const TOKEN = "restart-test-token-0123456789";
@@ -42,9 +42,7 @@ function installation(name: string) {
     HUB_STATE_DIR: stateDir,
     HUB_REDIS_PREFIX: prefix,
     HUB_GATEWAY_TOKEN: TOKEN,
-    HUB_MODEL: "openai/test-model",
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: "k",
+    ...fakeModelEnv(model),
     HUB_LANE_LEASE_MS: String(LEASE_MS),
   };
   return {

@@ -6,6 +6,7 @@ import {
   startFakeOpenAI,
   startFakeTelegram,
 } from "../fakes/src/index.js";
+import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
 
@@ -28,9 +29,7 @@ beforeAll(async () => {
       },
     },
     env: {
-      HUB_MODEL: "openai/test-model",
-      OPENAI_BASE_URL: model.url,
-      OPENAI_API_KEY: "k",
+      ...fakeModelEnv(model),
       HUB_LOG_LEVEL: "debug",
     },
   });

@@ -86,3 +86,8 @@ export async function startHubProcess(
     },
   };
 }
+
+/** The environment that points a hub process at a fake OpenAI-compatible model server. */
+export function fakeModelEnv(model: { url: string }): Record<string, string> {
+  return { HUB_MODEL: "openai/test-model", OPENAI_BASE_URL: model.url, OPENAI_API_KEY: "k" };
+}

@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeDiscord, startFakeDiscord, startFakeOpenAI } from "@hub/fakes";
 import { afterEach, describe, expect, it } from "vitest";
-import { freePort, type HubProcess, startHubProcess } from "../../../test/support/hub-process.js";
+import {
+  fakeModelEnv,
+  freePort,
+  type HubProcess,
+  startHubProcess,
+} from "../../../test/support/hub-process.js";
 import { dropPrefix, testPrefix, waitFor } from "../../../test/support/redis.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -38,9 +43,7 @@ async function installation(name: string) {
     HUB_STATE_DIR: stateDir,
     HUB_REDIS_PREFIX: prefix,
     HUB_GATEWAY_TOKEN: "discord-process-token-0123456789",
-    HUB_MODEL: "openai/test-model",
-    OPENAI_BASE_URL: model.url,
-    OPENAI_API_KEY: "k",
+    ...fakeModelEnv(model),
     HUB_LANE_LEASE_MS: "1500",
     DISCORD_BOT_TOKEN: fake.token,
   };

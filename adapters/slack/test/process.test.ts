@@ -3,7 +3,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { type FakeOpenAI, type FakeSlack, startFakeOpenAI, startFakeSlack } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { freePort, type HubProcess, startHubProcess } from "../../../test/support/hub-process.js";
+import {
+  fakeModelEnv,
+  freePort,
+  type HubProcess,
+  startHubProcess,
+} from "../../../test/support/hub-process.js";
 import { dropPrefix, testPrefix, waitFor } from "../../../test/support/redis.js";
 import { messageEvent, SLACK_IDS } from "./harness.js";
 
@@ -34,9 +39,7 @@ describe("slack in a hub process", () => {
       HUB_STATE_DIR: stateDir,
       HUB_REDIS_PREFIX: prefix,
       HUB_GATEWAY_TOKEN: "slack-process-token-0123456789",
-      HUB_MODEL: "openai/test-model",
-      OPENAI_BASE_URL: model.url,
-      OPENAI_API_KEY: "k",
+      ...fakeModelEnv(model),
       SLACK_BOT_TOKEN: fake.botToken,
       SLACK_SIGNING_SECRET: fake.signingSecret,
     };
