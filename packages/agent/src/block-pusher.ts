@@ -19,13 +19,16 @@ export class OrderedBlockPusher {
   #pushing: Promise<void> = Promise.resolve();
   #error: unknown;
   readonly #filter: ShownPrefixFilter | undefined;
+  readonly #record: BlockPusherOptions["onShown"];
   readonly #shown = new ShownText();
 
   constructor(
     private readonly reply: ReplyStream,
-    private readonly options: BlockPusherOptions = {},
+    options: BlockPusherOptions = {},
   ) {
     this.#filter = options.shown ? new ShownPrefixFilter(options.shown) : undefined;
+    // Only a first account is kept: a resumed attempt compares itself with what the first one showed.
+    this.#record = this.#filter ? undefined : options.onShown;
   }
 
   /** Queues blocks behind every earlier one (a resumed attempt's repeat of what was shown is dropped). */
@@ -34,15 +37,14 @@ export class OrderedBlockPusher {
   }
 
   #queue(blocks: string[]): void {
-    const { onShown } = this.options;
+    const record = this.#record;
     for (const block of blocks) {
       this.#pushing = this.#pushing
         .then(async () => {
           if (this.#error !== undefined) return;
           failpoint("run.before-push");
           await this.reply.push(block);
-          // Only a first account is kept: a resumed attempt compares itself with what the first one showed.
-          if (onShown && !this.#filter) await onShown(this.#shown.add(block)).catch(() => {});
+          if (record) await record(this.#shown.add(block)).catch(() => {});
         })
         .catch((error) => {
           this.#error ??= error;
