@@ -312,10 +312,7 @@ export class ReplyDispatcher implements ReplySink {
           ctx.countAsFailed();
           return this.#expire(item.data, ctx.key);
         }
-        const { replyId, index, text, attachment } = item.data;
-        const segment = attachment
-          ? await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger)
-          : { replyId, index, text };
+        const segment = await segmentToSend(item.data, adapter, this.#o.outbox, this.#o.logger);
         // The last check before the platform write: a process frozen past its lease stops in the gate.
         await this.#gate(adapter, target, ctx, "delivery.before-send");
         const { preview } = item.data;
