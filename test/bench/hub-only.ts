@@ -1,25 +1,39 @@
 // `tsx test/bench/hub-only.ts`: the end-to-end Telegram load against the hub alone, for CPU profiles
-// (`node --cpu-prof --cpu-prof-dir=<dir> --import tsx test/bench/hub-only.ts`). A warm-up load runs
-// first; the measured load's window (monotonic µs, the clock of V8's profiles) is written to
-// `BENCH_WINDOW_FILE` when set, so a profile can be cut to it. Prints messages/s and node CPU per message.
+// (`node --cpu-prof --cpu-prof-dir=<dir> --import tsx test/bench/hub-only.ts`). Warm-up loads of the
+// same shape run first on other chats (`BENCH_WARMUP_ROUNDS`, default 3): with less, the measured load
+// still pays for V8 compiling the hub's code (a quarter to a third of its CPU after a 40-message
+// warm-up), which a running hub pays once. The measured load's window (monotonic µs, the clock of
+// V8's profiles and of `perf record -k CLOCK_MONOTONIC`) is written to `BENCH_WINDOW_FILE` when set,
+// so a profile can be cut to it. Prints messages/s and node CPU per message. `BENCH_SIDE=grammy` runs
+// the same loads against the bare grammY echo bot instead (its steady state, for comparison).
 import { writeFileSync } from "node:fs";
 import { startBenchRedis } from "./meter.js";
-import { startBenchHub } from "./telegram.js";
+import { startBenchGrammy, startBenchHub } from "./telegram.js";
 import { driveChats, printLoad } from "./telegram-load.js";
 
 const chats = Number(process.env.BENCH_CHATS ?? 200);
 const messages = Number(process.env.BENCH_MESSAGES ?? 5);
+const rounds = Number(process.env.BENCH_WARMUP_ROUNDS ?? 3);
+const side = process.env.BENCH_SIDE === "grammy" ? "bare grammY echo" : "hub";
 const redis = await startBenchRedis();
-const bench = await startBenchHub(redis.url);
+const bench = side === "hub" ? await startBenchHub(redis.url) : await startBenchGrammy();
 try {
-  await driveChats(bench.fake, { chats: 20, messages: 2, window: 1, timeoutMs: 30_000, firstChat: 90_000 });
+  // Each warm-up round on chats of its own: new sessions, as many as in the measured load.
+  for (let round = 1; round <= rounds; round++)
+    await driveChats(bench.fake, {
+      chats,
+      messages,
+      window: 2,
+      timeoutMs: 60_000,
+      firstChat: round * 100_000,
+    });
   const from = process.hrtime.bigint() / 1000n;
   const cpu0 = process.cpuUsage();
   const load = await driveChats(bench.fake, { chats, messages, window: 2, timeoutMs: 60_000 });
   const cpu = process.cpuUsage(cpu0);
   if (process.env.BENCH_WINDOW_FILE)
     writeFileSync(process.env.BENCH_WINDOW_FILE, `${from} ${process.hrtime.bigint() / 1000n}`);
-  printLoad("hub", load);
+  printLoad(side, load);
   console.log(`  node CPU per message: ${((cpu.user + cpu.system) / 1000 / load.answered).toFixed(2)} ms`);
 } finally {
   await bench.stop();

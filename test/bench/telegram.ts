@@ -95,26 +95,37 @@ export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Prom
   }
 }
 
-/** A bare grammY echo bot on the same fake and load: the baseline. */
-export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+/** The bare grammY echo bot (`@grammyjs/runner` + `sequentialize`) polling a fresh fake: the baseline. */
+export async function startBenchGrammy(): Promise<{ fake: FakeTelegram; stop(): Promise<void> }> {
   const fake = await startFakeTelegram();
   const bot = new Bot(fake.token, { client: { apiRoot: fake.apiRoot } });
   bot.use(sequentialize((ctx) => ctx.chat?.id.toString()));
   bot.on("message:text", (ctx) => ctx.reply(offlineAnswer(ctx.message.text)));
   await bot.init();
   const runner = run(bot);
+  return {
+    fake,
+    stop: async () => {
+      await runner.stop();
+      await fake.close();
+    },
+  };
+}
+
+/** A bare grammY echo bot on the same fake and load: the baseline. */
+export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+  const bot = await startBenchGrammy();
   const meter = new PhaseMeter(redisUrl);
   try {
     await meter.start();
-    const load = await driveChats(fake, shape);
+    const load = await driveChats(bot.fake, shape);
     const cost = await meter.stop();
     printLoad("bare grammY echo", load);
     printCost(cost, load.answered, "message");
     return { load, cost };
   } finally {
     meter.close();
-    await runner.stop();
-    await fake.close();
+    await bot.stop();
   }
 }
 
