@@ -35,7 +35,8 @@ import { classifyStartError, describeTelegramError, isHtmlParseError } from "./e
 import { deleteMessage, editText, setReaction } from "./live.js";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
 import { type PollerDeps, pollUpdates } from "./polling.js";
-import { plainTextFallback, renderTelegramHtml, telegramVisibleLength } from "./render.js";
+import { plainTextFallback, telegramVisibleLength } from "./render.js";
+import { MeasuredRenders } from "./rendered.js";
 import { sendTelegramFile } from "./send-file.js";
 import { parseUpdate } from "./update.js";
 
@@ -91,6 +92,7 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly #stop = new AbortController();
   readonly #sequencer = new InboundSequencer();
   readonly #status: ChannelStatusCell;
+  readonly #renders = new MeasuredRenders();
 
   constructor(options: TelegramAdapterOptions) {
     this.#o = options;
@@ -106,7 +108,7 @@ export class TelegramAdapter implements ChannelAdapter {
       files: true,
       ...pacingCapabilities(this.#pacing),
       streamMinChars: 1500,
-      measure: (markdown) => telegramVisibleLength(renderTelegramHtml(markdown)),
+      measure: (markdown) => telegramVisibleLength(this.#renders.measure(markdown)),
     };
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
@@ -332,7 +334,7 @@ export class TelegramAdapter implements ChannelAdapter {
       try {
         const sent = await this.#bot.api.sendMessage(
           chatId,
-          renderTelegramHtml(segment.text),
+          this.#renders.take(segment.text),
           { ...common, parse_mode: "HTML" },
           signal,
         );
