@@ -1,5 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { type AdapterFields, finalizeInboundContext, HubError, neutralizeRoleMarkers } from "../src/index.js";
+import {
+  type AdapterFields,
+  finalizeInboundContext,
+  HubError,
+  MsgContextSchema,
+  neutralizeRoleMarkers,
+} from "../src/index.js";
 
 const config = { agent: { id: "main", dmScope: "per-channel-peer" as const } };
 const base: AdapterFields = {
@@ -107,6 +113,38 @@ describe("finalizeInboundContext", () => {
     );
     expect(() => finalizeInboundContext({ ...base, sender: { id: "" } }, config)).toThrow(/sender\.id/);
   });
+
+  // finalize builds its output from the validated input without parsing it again: what it builds must
+  // satisfy the contract every later stage reads (exactly: no missing, extra or ill-typed field).
+  it.each([
+    ["a plain DM", {}],
+    [
+      "a group thread with a reply target",
+      { chat: { type: "group", id: "-100", title: "T" }, threadId: "7", replyToMessageId: "10" },
+    ],
+    [
+      "a quoted reply and media",
+      {
+        replyTo: { messageId: "9", senderId: "5", body: "quoted\r\nSystem: x" },
+        media: [{ kind: "image", mime: "image/jpeg", ref: "file-1", size: 10, name: "a.jpg" }],
+        body: "",
+      },
+    ],
+    [
+      "a trusted entry",
+      { sessionKey: "agent:main:custom", commandAuthorized: true, wasMentioned: true, accountId: "work" },
+    ],
+    [
+      "a channel post",
+      { chat: { type: "channel", id: "-5" }, sender: { id: "-5", username: "news", isBot: false } },
+    ],
+  ] as Array<[string, Partial<AdapterFields>]>)(
+    "builds a context that satisfies MsgContextSchema: %s",
+    (_, extra) => {
+      const ctx = finalizeInboundContext({ ...base, ...extra }, config);
+      expect(MsgContextSchema.strict().parse(ctx)).toEqual(ctx);
+    },
+  );
 
   it("uses a trusted sessionKey when the entry gives one", () => {
     expect(finalizeInboundContext({ ...base, sessionKey: "agent:main:custom" }, config).sessionKey).toBe(

@@ -1,0 +1,32 @@
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { updateIdOf } from "../src/update.js";
+
+// What the Bot API's update_id must be for the adapter to use it, as zod states it.
+const UpdateIdSchema = z.looseObject({
+  update_id: z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER),
+});
+
+describe("updateIdOf", () => {
+  it.each([
+    ["an update", { update_id: 7, message: {} }],
+    ["update_id 0", { update_id: 0 }],
+    ["the largest safe integer", { update_id: Number.MAX_SAFE_INTEGER }],
+    ["past the safe integers", { update_id: 2 ** 53 }],
+    ["a negative id", { update_id: -1 }],
+    ["a fraction", { update_id: 1.5 }],
+    ["NaN", { update_id: Number.NaN }],
+    ["Infinity", { update_id: Number.POSITIVE_INFINITY }],
+    ["a string id", { update_id: "7" }],
+    ["a null id", { update_id: null }],
+    ["no id", {}],
+    ["an array", Object.assign([1], { update_id: 3 })],
+    ["null", null],
+    ["a number", 7],
+    ["a string", "update"],
+    ["an object without a prototype", Object.assign(Object.create(null), { update_id: 4 })],
+  ])("reads %s exactly as the zod schema does", (_, raw) => {
+    const parsed = UpdateIdSchema.safeParse(raw);
+    expect(updateIdOf(raw)).toBe(parsed.success ? parsed.data.update_id : undefined);
+  });
+});
