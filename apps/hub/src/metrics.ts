@@ -1,4 +1,4 @@
-import type { ModelProvider } from "@hub/agent";
+import type { ModelEvent, ModelProvider, ModelRequest } from "@hub/agent";
 import { type ChannelAdapter, type InboundResult, RateLimitedError } from "@hub/core";
 import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
@@ -133,17 +133,9 @@ export class HubMetrics {
     return (ref) => {
       const resolved = resolve(ref);
       const { provider } = resolved;
-      const stream = async function* (request: Parameters<ModelProvider["stream"]>[0]) {
-        const end = histogram.startTimer();
-        let first = true;
-        for await (const event of provider.stream(request)) {
-          if (first && event.type === "text") {
-            end();
-            first = false;
-          }
-          yield event;
-        }
-      };
+      const stream = (request: ModelRequest): AsyncIterable<ModelEvent> => ({
+        [Symbol.asyncIterator]: () => timedToFirstText(provider.stream(request), histogram.startTimer()),
+      });
       return { ...resolved, provider: { id: provider.id, stream } };
     };
   }
@@ -177,6 +169,26 @@ export class HubMetrics {
   render(): Promise<string> {
     return this.registry.metrics();
   }
+}
+
+/**
+ * The events of `stream`, with `end` called at its first text: once that is seen, each `next` is the
+ * stream's own (no hand-off per event, as an async generator wrapper would add).
+ */
+function timedToFirstText(stream: AsyncIterable<ModelEvent>, end: () => void): AsyncIterator<ModelEvent> {
+  const inner = stream[Symbol.asyncIterator]();
+  let waiting = true;
+  const observe = (result: IteratorResult<ModelEvent>) => {
+    if (!result.done && result.value.type === "text") {
+      waiting = false;
+      end();
+    }
+    return result;
+  };
+  return {
+    next: () => (waiting ? inner.next().then(observe) : inner.next()),
+    return: async (value?: unknown) => (await inner.return?.(value)) ?? { done: true, value: undefined },
+  };
 }
 
 /** A RunRecords whose starts and terminal outcomes feed the metrics. */

@@ -70,57 +70,158 @@ export class FailoverProvider implements ModelProvider {
     if (chain.length === 0) throw new Error("the model candidate chain is empty");
   }
 
-  async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    let last: unknown;
-    for (const candidate of this.chain) {
-      const now = Date.now();
-      const ready = candidate.profiles.filter((p) => (this.#cooldownUntil.get(p.id) ?? 0) <= now);
-      // When every profile is cooling down, still try the one that is ready soonest rather than none.
-      const profiles = ready.length
-        ? ready
-        : [...candidate.profiles]
-            .sort((a, b) => (this.#cooldownUntil.get(a.id) ?? 0) - (this.#cooldownUntil.get(b.id) ?? 0))
-            .slice(0, 1);
-      let nextModel = false;
-      for (const profile of profiles) {
-        let streamed = false;
-        try {
-          const input = candidate.images === false ? withoutImages(request) : request;
-          for await (const event of profile.provider.stream({ ...input, model: candidate.model })) {
-            streamed = true;
-            yield event;
-          }
-          return;
-        } catch (error) {
-          last = error;
-          const kind: ModelErrorKind = error instanceof ModelError ? error.kind : "unknown";
-          const action = streamed ? "surface" : failoverAction(kind);
-          const decision: FailoverDecision = {
-            at: Date.now(),
-            ref: candidate.ref,
-            profile: profile.id,
-            kind,
-            action,
-            message: error instanceof Error ? error.message : String(error),
-          };
-          this.logger.warn({ ...decision }, `model call failed (${kind}); ${action.replace("_", " ")}`);
-          this.onDecision(decision);
-          const cooldown = COOLDOWN_MS[kind];
-          if (cooldown) this.#cooldownUntil.set(profile.id, Date.now() + cooldown);
-          if (action === "surface") throw error;
-          if (action === "next_model") {
-            nextModel = true;
-            break;
-          }
-        }
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    return { [Symbol.asyncIterator]: () => new FailoverCall(this, request) };
+  }
+
+  /** The profiles of a candidate to try now: the ready ones, or (all cooling down) the one ready soonest. */
+  profilesOf(candidate: ModelCandidate): AuthProfile[] {
+    const now = Date.now();
+    const until = (p: AuthProfile) => this.#cooldownUntil.get(p.id) ?? 0;
+    const ready = candidate.profiles.filter((p) => until(p) <= now);
+    return ready.length ? ready : [...candidate.profiles].sort((a, b) => until(a) - until(b)).slice(0, 1);
+  }
+
+  /** Classifies a failed call, logs and records the decision, cools the profile down; returns the action. */
+  decide(candidate: ModelCandidate, profile: AuthProfile, error: unknown, streamed: boolean) {
+    const kind: ModelErrorKind = error instanceof ModelError ? error.kind : "unknown";
+    const action = streamed ? "surface" : failoverAction(kind);
+    const decision: FailoverDecision = {
+      at: Date.now(),
+      ref: candidate.ref,
+      profile: profile.id,
+      kind,
+      action,
+      message: error instanceof Error ? error.message : String(error),
+    };
+    this.logger.warn({ ...decision }, `model call failed (${kind}); ${action.replace("_", " ")}`);
+    this.onDecision(decision);
+    const cooldown = COOLDOWN_MS[kind];
+    if (cooldown) this.#cooldownUntil.set(profile.id, Date.now() + cooldown);
+    return action;
+  }
+
+  /** Logs that every profile of a candidate failed (the chain moves on to the next model). */
+  exhausted(candidate: ModelCandidate): void {
+    this.logger.warn(
+      { ref: candidate.ref },
+      "every auth profile of this model failed; trying the next model",
+    );
+  }
+
+  /** The candidate chain, in order. */
+  get candidates(): readonly ModelCandidate[] {
+    return this.chain;
+  }
+}
+
+/**
+ * One call over the chain, as an async iterator. Until the first event it tries candidates and
+ * profiles in turn; from then on each `next` is the candidate's own, with one handler for a failure
+ * (surfaced: logged, recorded, the profile cooled down) instead of an async generator's hand-offs per
+ * event (a model streams hundreds of events per answer).
+ */
+class FailoverCall implements AsyncIterator<ModelEvent> {
+  #candidate = -1;
+  #profiles: AuthProfile[] = [];
+  #profile = 0;
+  #switchedModel = false;
+  #inner: AsyncIterator<ModelEvent> | undefined;
+  #streamed = false;
+  #over = false;
+  #last: unknown;
+
+  constructor(
+    private readonly provider: FailoverProvider,
+    private readonly request: ModelRequest,
+  ) {}
+
+  next(): Promise<IteratorResult<ModelEvent>> {
+    if (this.#over) return Promise.resolve({ done: true, value: undefined });
+    const inner = this.#inner;
+    if (inner && this.#streamed) return inner.next().then(this.#onResult, this.#onStreamFailure);
+    return this.#start();
+  }
+
+  async return(): Promise<IteratorResult<ModelEvent>> {
+    const inner = this.#inner;
+    this.#over = true;
+    this.#inner = undefined;
+    await inner?.return?.();
+    return { done: true, value: undefined };
+  }
+
+  readonly #onResult = (result: IteratorResult<ModelEvent>): IteratorResult<ModelEvent> => {
+    if (!result.done) return result;
+    this.#over = true;
+    return { done: true, value: undefined };
+  };
+
+  readonly #onStreamFailure = (error: unknown): never => {
+    this.#over = true;
+    this.provider.decide(this.#current(), this.#profiles[this.#profile] as AuthProfile, error, true);
+    throw error;
+  };
+
+  // Before the first event: the current profile's call, or the next profile or candidate after a failure.
+  async #start(): Promise<IteratorResult<ModelEvent>> {
+    for (;;) {
+      try {
+        this.#inner ??= this.#open();
+        const result = await this.#inner.next();
+        if (result.done) return this.#onResult(result);
+        this.#streamed = true;
+        return result;
+      } catch (error) {
+        if (this.#over) throw error;
+        this.#failed(error);
       }
-      if (!nextModel)
-        this.logger.warn(
-          { ref: candidate.ref },
-          "every auth profile of this model failed; trying the next model",
-        );
     }
-    throw last ?? new ModelError("unknown", "no model candidate could answer");
+  }
+
+  // Opens the call of the current profile, moving to the next candidate when this one has none left.
+  #open(): AsyncIterator<ModelEvent> {
+    while (this.#candidate < 0 || this.#profile >= this.#profiles.length) {
+      if (this.#candidate >= 0 && !this.#switchedModel) this.provider.exhausted(this.#current());
+      this.#candidate++;
+      if (this.#candidate >= this.provider.candidates.length) {
+        this.#over = true;
+        throw this.#last ?? new ModelError("unknown", "no model candidate could answer");
+      }
+      this.#profiles = this.provider.profilesOf(this.#current());
+      this.#profile = 0;
+      this.#switchedModel = false;
+    }
+    const candidate = this.#current();
+    const profile = this.#profiles[this.#profile] as AuthProfile;
+    const input = candidate.images === false ? withoutImages(this.request) : this.request;
+    return profile.provider.stream({ ...input, model: candidate.model })[Symbol.asyncIterator]();
+  }
+
+  // A failure before the first event: surfaced, or the next profile, or the next model.
+  #failed(error: unknown): void {
+    this.#last = error;
+    this.#inner = undefined;
+    const action = this.provider.decide(
+      this.#current(),
+      this.#profiles[this.#profile] as AuthProfile,
+      error,
+      false,
+    );
+    if (action === "surface") {
+      this.#over = true;
+      throw error;
+    }
+    if (action === "next_model") {
+      this.#switchedModel = true;
+      this.#profile = this.#profiles.length;
+      return;
+    }
+    this.#profile++;
+  }
+
+  #current(): ModelCandidate {
+    return this.provider.candidates[this.#candidate] as ModelCandidate;
   }
 }
 
