@@ -1,26 +1,11 @@
 import { type Logger, pino } from "pino";
+import { redactLogFields, redactLogValue } from "./log-redaction.js";
 import type { SecretRedactor } from "./redact.js";
+
+export { REDACTED_PATHS } from "./log-redaction.js";
 
 /** The structured logger every package uses; one root per process, children per concern. */
 export type HubLogger = Logger;
-
-/** Paths pino replaces with "[redacted]" wherever they appear in a log object. */
-export const REDACTED_PATHS = [
-  "token",
-  "*.token",
-  "apiKey",
-  "*.apiKey",
-  "botToken",
-  "*.botToken",
-  "auth.token",
-  "password",
-  "*.password",
-  "params.auth",
-  "headers.authorization",
-  "*.headers.authorization",
-  "config.gateway.token",
-  "config.models.providers.*.apiKey",
-];
 
 /** Where log lines go: anything with a `write(line)`. */
 export interface LogDestination {
@@ -38,13 +23,25 @@ export function createLogger(
   options: { level?: string; name?: string; destination?: LogDestination; secrets?: SecretRedactor } = {},
 ): HubLogger {
   const level = options.level ?? process.env.HUB_LOG_LEVEL ?? (process.env.VITEST ? "silent" : "info");
+  // REDACTED_PATHS are censored by our own copy-on-write pass, not pino's `redact` option: that one
+  // clones and walks every field of every line and every child logger's bindings (its wildcard paths
+  // apply to all of them), where ours returns the object as it is when nothing in it is a secret.
   const settings = {
     level,
     name: options.name ?? "hub",
-    redact: { paths: REDACTED_PATHS, censor: "[redacted]" },
+    formatters: { log: redactLogFields, bindings: redactLogFields },
+    serializers: { err: (error: unknown) => redactLogValue("err", pino.stdSerializers.err(error as Error)) },
   };
   const destination: LogDestination = options.destination ?? pino.destination({ dest: 1, sync: true });
   const secrets = options.secrets;
-  if (!secrets) return pino(settings, destination);
-  return pino(settings, { write: (line: string) => destination.write(secrets.redact(line)) });
+  const logger = secrets
+    ? pino(settings, { write: (line: string) => destination.write(secrets.redact(line)) })
+    : pino(settings, destination);
+  // pino runs `formatters.bindings` on the root's bindings only: a child's are censored on the way in
+  // (children of children inherit this method).
+  const child = logger.child;
+  logger.child = function (this: HubLogger, bindings, childOptions) {
+    return child.call(this, redactLogFields(bindings), childOptions);
+  } as HubLogger["child"];
+  return logger;
 }
