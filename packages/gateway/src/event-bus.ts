@@ -22,10 +22,18 @@ export class ChatEventBus {
     await this.redis.publish(this.#channel, JSON.stringify(event));
   }
 
-  /** Delivers every valid event to `handler`; `subscriber` must be a dedicated connection. */
-  async subscribe(subscriber: Redis, handler: (event: ChatEvent) => void): Promise<void> {
+  /**
+   * Delivers every valid event to `handler` while `wanted()` (without it, always); an event nobody
+   * wants is not parsed. `subscriber` must be a dedicated connection.
+   */
+  async subscribe(
+    subscriber: Redis,
+    handler: (event: ChatEvent) => void,
+    wanted: () => boolean = () => true,
+  ): Promise<void> {
     this.#subscriber = subscriber;
     subscriber.on("message", (_channel: string, message: string) => {
+      if (!wanted()) return;
       try {
         handler(ChatEventSchema.parse(JSON.parse(message)));
       } catch (error) {

@@ -70,7 +70,7 @@ export interface GatewayDeps {
     approve: (channel: string, code: string) => Promise<{ senderId: string } | undefined>;
   };
   /** Subscribes to chat events from every process. */
-  subscribeEvents: (handler: (event: ChatEvent) => void) => Promise<void>;
+  subscribeEvents: (handler: (event: ChatEvent) => void, wanted: () => boolean) => Promise<void>;
   /** Publishes a chat event (used for admission failures after the ACK). */
   publishEvent: (event: ChatEvent) => Promise<void>;
   /** The state of every channel account (for `channels.status`). */
@@ -183,7 +183,11 @@ export class GatewayServer {
 
   /** Starts listening and routing chat events to clients. */
   async start(): Promise<void> {
-    await this.deps.subscribeEvents((event) => this.#route(event));
+    // An event is read (parsed, checked) only while a client is connected that could be routed it.
+    await this.deps.subscribeEvents(
+      (event) => this.#route(event),
+      () => this.#connections.size > 0,
+    );
     await new Promise<void>((resolve, reject) => {
       this.#http.once("error", (error: NodeJS.ErrnoException) =>
         reject(

@@ -112,7 +112,7 @@ function startGateway(
         turnedAway: () => dispatcher.pairing.turnedAway(),
         approve: (channel, code) => approvePairing(dispatcher.pairing, replies, channel, code),
       },
-      subscribeEvents: (handler) => base.events.subscribe(base.subscriber, handler),
+      subscribeEvents: (handler, wanted) => base.events.subscribe(base.subscriber, handler, wanted),
       publishEvent: (event) => base.events.publish(event),
       channelStatus,
     },
