@@ -242,15 +242,14 @@ export class OrderedMailbox<T> {
 
   /**
    * The Redis keys a push to `key` writes and the grace it uses, for a caller
-   * that must push in the same atomic step as its own writes (admission).
-   * After such a push it calls `wake` with the epoch the step returned.
+   * that must push in the same atomic step as its own writes (admission). Such a
+   * step wakes the drainer itself, as push.lua does: it adds the key to `sched`
+   * (ZADD NX, deadline now + graceMs) and, when that added it, RPUSHes it on `ready`.
    */
-  pushKeys(key: string): { list: string; sched: string; epoch: string; ready: string; graceMs: number } {
+  pushKeys(key: string): { list: string; sched: string; ready: string; graceMs: number } {
     return {
       list: this.#k("q", key),
       sched: `${this.#base}:sched`,
-      epoch: `${this.#base}:epoch`,
-      // A step may instead wake the drainer itself, like push.lua: RPUSH the key here when it owed a drain.
       ready: `${this.#base}:ready`,
       graceMs: this.#o.graceMs,
     };
@@ -260,11 +259,6 @@ export class OrderedMailbox<T> {
   encode(item: MailboxItem<T>): string {
     if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
     return `${item.id}${SEP}${JSON.stringify(item.data)}`;
-  }
-
-  /** Wakes a drainer after a push that returned `epoch` (> 0: a drain is owed). */
-  async wake(key: string, epoch: number): Promise<void> {
-    await this.#wake(key, epoch);
   }
 
   /** True while a drainer holds the key's lease. */
