@@ -481,7 +481,7 @@ export class AgentRunner {
     // A live preview carries its own resume (every attempt finalizes the same preview).
     const pusher = new OrderedBlockPusher(
       reply,
-      live ? {} : { shown: run.shown, onShown: (shown) => this.o.runs.noteShown(runId, shown) },
+      live ? {} : { shown: run.shown, noteOf: (shown) => this.o.runs.shownNote(runId, shown) },
     );
     const interval = Math.max(this.o.live?.previewIntervalMs ?? 1000, caps?.minSendIntervalMs ?? 0);
     const preview = live ? new LivePreviewFeed(pusher, streamer, interval) : undefined;

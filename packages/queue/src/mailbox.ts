@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  type HashNote,
   type HubLogger,
   PermanentSendError,
   RateLimitedError,
@@ -215,24 +216,31 @@ export class OrderedMailbox<T> {
   /**
    * Appends items to a key's mailbox, in order, and wakes a drainer if none is
    * owed yet, in one step. Resolves once the items are durably queued in Redis.
+   * A `note` (only with a `fence`) is written in the same step.
    */
   async push(
     key: string,
     items: ReadonlyArray<MailboxItem<T>>,
-    options: { fence?: WriteFence } = {},
+    options: { fence?: WriteFence | undefined; note?: HashNote | undefined } = {},
   ): Promise<void> {
     if (items.length === 0) return;
     const encoded = items.map((item) => this.encode(item));
     const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:ready`];
-    const { fence } = options;
+    const { fence, note } = options;
+    if (note && !fence) throw new Error("a note is written only with a fenced push");
+    const noteArgs = note ? Object.entries(note.fields).flat() : [];
     // The wake-up (the key put on `ready`) is part of the push's own step.
     await (fence
-      ? runScript(
-          this.#redis,
-          FENCED_PUSH,
-          [...keys, fence.key],
-          [Date.now(), this.#o.graceMs, key, fence.field, fence.value, ...encoded],
-        ).catch((error: unknown) => {
+      ? runScript(this.#redis, FENCED_PUSH, note ? [...keys, fence.key, note.key] : [...keys, fence.key], [
+          Date.now(),
+          this.#o.graceMs,
+          key,
+          fence.field,
+          fence.value,
+          noteArgs.length,
+          ...noteArgs,
+          ...encoded,
+        ]).catch((error: unknown) => {
           if (error instanceof Error && error.message.includes("FENCED"))
             throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
           throw error;

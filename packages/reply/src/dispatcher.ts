@@ -121,7 +121,7 @@ export class ReplyDispatcher implements ReplySink {
     let settlement: ReplySettlement | SettleWaiter | undefined;
     return {
       replyId,
-      push: async (block) => {
+      push: async (block, note) => {
         if (ended) throw new Error(`reply ${replyId} already ended`);
         const items = chunkForChannel(block, capabilities).map((text, i) => {
           const index = next + i;
@@ -131,7 +131,7 @@ export class ReplyDispatcher implements ReplySink {
           if (preview) data.preview = preview;
           return { id: `${replyId}#${index}`, data };
         });
-        await this.#mailbox.push(key, items, options);
+        await this.#mailbox.push(key, items, note ? { fence: options.fence, note } : options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },

@@ -1,3 +1,4 @@
+import type { HashNote } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -125,11 +126,12 @@ export class RunRecords {
   }
 
   /**
-   * Notes how much of a run's answer was handed to delivery (its text's length and hash), so an
-   * attempt resumed after a crash does not send that part again.
+   * How much of a run's answer was handed to delivery (its text's length and hash), as a note written
+   * with the push that handed it over (see `ReplyStream.push`), so an attempt resumed after a crash
+   * does not send that part again.
    */
-  async noteShown(runId: string, shown: { chars: number; sig: string }): Promise<void> {
-    await this.redis.hset(this.#key(runId), "shownChars", shown.chars, "shownSig", shown.sig);
+  shownNote(runId: string, shown: { chars: number; sig: string }): HashNote {
+    return { key: this.#key(runId), fields: { shownChars: shown.chars, shownSig: shown.sig } };
   }
 
   /** Records of every run still marked running (for restart recovery). */

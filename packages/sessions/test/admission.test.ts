@@ -7,7 +7,7 @@ import { SessionAdmission, SessionLane } from "../src/index.js";
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("admission");
 const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
-const admission = new SessionAdmission(redis, prefix, lane, "queue");
+const admission = new SessionAdmission(redis, prefix, lane, "followup");
 afterAll(async () => {
   await lane.close();
   await dropPrefix(prefix);
