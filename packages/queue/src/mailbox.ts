@@ -142,9 +142,9 @@ export const SEP = "|";
 
 /**
  * The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay
- * marker (`nb`), and (per group, not per key) a group's settlement (`g`).
+ * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's settlement (`g`).
  */
-export type MailboxKeyKind = "q" | "own" | "nb" | "g";
+export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g";
 
 /** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
 export function mailboxBase(prefix: string, name: string): string {
@@ -393,7 +393,7 @@ export class OrderedMailbox<T> {
     const claimed = (await runScript(
       this.#redis,
       CLAIM_NEXT,
-      [own, this.#k("nb", key), `${this.#base}:sched`, this.#k("q", key), `${this.#base}:att`],
+      [own, this.#k("nb", key), `${this.#base}:sched`, this.#k("q", key), this.#k("att", key)],
       [token, this.#o.leaseMs, claimedAt, key],
     )) as [string, number] | number;
     // Another live drainer will see our items; a delayed key has its own wake-up; an empty key is done.
@@ -568,7 +568,7 @@ export class OrderedMailbox<T> {
     await runScript(
       this.#redis,
       DELAY,
-      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:delayed`, `${this.#base}:att`],
+      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:delayed`, this.#k("att", key)],
       [token, key, ms, Date.now(), this.#o.graceMs, undoAttemptOf],
     );
     this.#promoteAfter(ms);
@@ -633,7 +633,7 @@ export class OrderedMailbox<T> {
     const { leaseMs, groups } = this.#o;
     const sentAt = Date.now();
     const renewMs = sentAt + (2 * leaseMs) / 3 > lease.confirmedUntil ? leaseMs : 0;
-    const keys = [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`];
+    const keys = [own, this.#k("q", key), `${this.#base}:sched`, this.#k("att", key)];
     const group = groups ? groupOfItem(id) : undefined;
     if (group !== undefined) keys.push(this.#k("g", group));
     const next = (await runScript(this.#redis, ACK_NEXT, keys, [
