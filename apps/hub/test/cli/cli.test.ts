@@ -181,3 +181,20 @@ describe("hub status and channels", { timeout: 120_000 }, () => {
     expect(login.stderr).toContain("has no interactive login");
   });
 });
+
+describe("hub send", { timeout: 120_000 }, () => {
+  it("refuses a channel or account the config does not have, at once and without queuing anything", async () => {
+    const unknown = await runCli(["send", "telegram", "123", "hello", "--timeout", "2"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('No channel "telegram" is configured (configured: webchat)');
+    const config = join(stateDir, "send.json5");
+    writeFileSync(config, "{ channels: { telegram: { botToken: '123:abc' } } }");
+    const account = await runCli(
+      ["--config", config, "send", "telegram", "123", "hello", "--account", "other", "--timeout", "2"],
+      env,
+    );
+    expect(account.code).toBe(1);
+    expect(account.stderr).toContain('channels.telegram has no account "other" (accounts: default)');
+    expect(await redis.keys(`${prefix}:mb:reply:*`)).toEqual([]);
+  });
+});
