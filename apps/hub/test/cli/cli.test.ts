@@ -176,6 +176,9 @@ describe("hub status and channels", { timeout: 120_000 }, () => {
     const channels = await runCli(["channels", "status"], env);
     expect(channels.code).toBe(1);
     expect(channels.stderr).toContain('start it with "npm start"');
+    const typo = await runCli(["statsu"], env);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain('"statsu" is not a hub command (commands: start, status, doctor,');
     const login = await runCli(["channels", "login", "telegram"], env);
     expect(login.code).toBe(1);
     expect(login.stderr).toContain("has no interactive login");
