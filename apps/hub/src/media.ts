@@ -16,11 +16,8 @@ export function buildMediaPreparer(
   config: HubConfig,
   stateDir: string,
   adapters: AdapterRegistry,
+  store: MediaStore = mediaStoreOf(config, stateDir),
 ): MediaPreparer {
-  const store = new MediaStore(join(stateDir, "media"), {
-    maxAgeMs: config.media.retentionHours * 3_600_000,
-    maxTotalBytes: config.media.maxStoreBytes,
-  });
   return new MediaPreparer({
     store,
     fetcher: (ctx) => {
@@ -33,6 +30,14 @@ export function buildMediaPreparer(
     documentBudgetChars: config.agent.contextWindowTokens,
     inputs: modelInputsOf(config, config.agent.model),
     transcribe: transcriberOf(config),
+  });
+}
+
+/** `<state dir>/media`, kept `media.retentionHours` and at most `media.maxStoreBytes`. */
+export function mediaStoreOf(config: HubConfig, stateDir: string): MediaStore {
+  return new MediaStore(join(stateDir, "media"), {
+    maxAgeMs: config.media.retentionHours * 3_600_000,
+    maxTotalBytes: config.media.maxStoreBytes,
   });
 }
 
