@@ -19,9 +19,10 @@ function render(o) {
     stateLabel(c.status),
     c.status.reason ?? "",
   ]);
-  fill($("runs"), ["run", "session", "elapsed", ""], o.runs, (r) => [
+  fill($("runs"), ["run", "session", "model", "elapsed", ""], o.runs, (r) => [
     r.runId,
     r.sessionKey,
+    r.model,
     seconds(r.elapsedMs),
     button("Stop", () => api("runs/stop", { runId: r.runId })),
   ]);
