@@ -150,6 +150,7 @@ describe("hub sessions", { timeout: 120_000 }, () => {
     const record = await sessions.resolve(key);
     await sessions.append(record.sessionId, [
       { type: "user", runId: "run-1", text: "hello from 42", at: Date.now() },
+      { type: "outcome", runId: "run-1", status: "failed", error: "the model refused", at: Date.now() },
     ]);
     const list = await runCli(["sessions", "list", "--json"], env);
     expect(JSON.parse(list.stdout)).toEqual([
@@ -157,6 +158,8 @@ describe("hub sessions", { timeout: 120_000 }, () => {
     ]);
     const show = await runCli(["sessions", "show", key], env);
     expect(show.stdout).toContain("[user] hello from 42");
+    expect(show.stdout).toContain("[outcome] run run-1 failed: the model refused");
+    expect(show.stdout).toMatch(/\[session\] transcript started \d{4}-/);
     const reset = await runCli(["sessions", "reset", key], env);
     expect(reset.code).toBe(0);
     const after = await sessions.get(key);
