@@ -33,6 +33,7 @@ export function registerDeliveries(program: Command): void {
     .description("send them again (the ones named by id, or all) through ordered delivery")
     .action(async (ids: string[], _opts, command: Command) => {
       const { config } = configOf(command);
+      via(`Redis ${config.redis.prefix}:deliveries:failed, into the hub's ordered delivery`);
       const replies = replySender(config);
       try {
         await withRedis(config, async (redis) => {

@@ -37,6 +37,7 @@ export function registerPairing(program: Command): void {
     .description("let a sender in (they are told)")
     .action(async (channel: string, code: string, _opts, command: Command) => {
       const { config } = configOf(command);
+      via(`Redis ${config.redis.prefix}:pairing:*; the notice goes through the hub's delivery`);
       const replies = replySender(config);
       try {
         await withRedis(config, async (redis) => {
@@ -58,6 +59,7 @@ export function registerPairing(program: Command): void {
     .description("drop a request (the sender is not told and stays out)")
     .action(async (channel: string, code: string, _opts, command: Command) => {
       const { config } = configOf(command);
+      via(`Redis ${config.redis.prefix}:pairing:*`);
       await withRedis(config, async (redis) => {
         const denied = await new PairingStore(redis, config.redis.prefix).deny(channel, code);
         if (!denied) throw unknownCode(channel, code);

@@ -77,6 +77,9 @@ describe("hub doctor", { timeout: 120_000 }, () => {
     const r = await runCli(["doctor"], env);
     expect(r.stdout).not.toContain("FAIL");
     expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      "(from the config, the state directory, Redis, each channel's platform and the gateway",
+    );
   });
 });
 
@@ -106,9 +109,11 @@ describe("hub pairing", { timeout: 120_000 }, () => {
     expect(list.stderr).toContain("Redis");
     const denied = await runCli(["pairing", "deny", "telegram", codeA], env);
     expect(denied.code).toBe(0);
+    expect(denied.stderr).toContain(`(from Redis ${prefix}:pairing:*)`);
     expect(await store.isApproved("telegram", "default", "501")).toBe(false);
     const approved = await runCli(["pairing", "approve", "telegram", codeB], env);
     expect(approved.stdout).toContain("Approved sender 502");
+    expect(approved.stderr).toContain(`(from Redis ${prefix}:pairing:*;`);
     expect(await store.isApproved("telegram", "default", "502")).toBe(true);
     expect((await runCli(["pairing", "list"], env)).stdout).toContain("No senders are waiting");
     const unknown = await runCli(["pairing", "approve", "telegram", codeA], env);
@@ -135,6 +140,7 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
     expect(entries[0]?.error).toContain("500");
     const retry = await runCli(["deliveries", "retry", entries[1]!.id], env);
     expect(retry.stdout).toContain(`Queued 1 segment(s) again: ${entries[1]!.id}`);
+    expect(retry.stderr).toContain(`(from Redis ${prefix}:deliveries:failed`);
     expect((await failed.list()).map((e) => e.text)).toEqual(["second lost segment"]);
     const queued = await redis.lrange(`${prefix}:mb:reply:q:${replyTargetKey(target)}`, 0, -1);
     expect(queued.join("")).toContain("first lost segment");
@@ -190,17 +196,19 @@ describe("hub status and channels", { timeout: 120_000 }, () => {
 
 describe("hub send", { timeout: 120_000 }, () => {
   it("refuses a channel or account the config does not have, at once and without queuing anything", async () => {
-    const unknown = await runCli(["send", "telegram", "123", "hello", "--timeout", "2"], env);
+    const queued = async () => (await redis.keys(`${prefix}:mb:reply:*`)).sort();
+    const before = await queued();
+    const unknown = await runCli(["send", "telegram", "4711", "hello", "--timeout", "2"], env);
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('No channel "telegram" is configured (configured: webchat)');
     const config = join(stateDir, "send.json5");
     writeFileSync(config, "{ channels: { telegram: { botToken: '123:abc' } } }");
     const account = await runCli(
-      ["--config", config, "send", "telegram", "123", "hello", "--account", "other", "--timeout", "2"],
+      ["--config", config, "send", "telegram", "4711", "hello", "--account", "other", "--timeout", "2"],
       env,
     );
     expect(account.code).toBe(1);
     expect(account.stderr).toContain('channels.telegram has no account "other" (accounts: default)');
-    expect(await redis.keys(`${prefix}:mb:reply:*`)).toEqual([]);
+    expect(await queued()).toEqual(before);
   });
 });
