@@ -34,7 +34,7 @@ export function registerDeliveries(program: Command): void {
     .action(async (ids: string[], _opts, command: Command) => {
       const { config } = configOf(command);
       via(`Redis ${config.redis.prefix}:deliveries:failed, into the hub's ordered delivery`);
-      const replies = replySender(config);
+      const replies = await replySender(config);
       try {
         await withRedis(config, async (redis) => {
           const retried = await new FailedDeliveries(redis, config.redis.prefix).retry(

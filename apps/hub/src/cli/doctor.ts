@@ -5,7 +5,7 @@ import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import type { ChannelReport } from "../supervisor.js";
-import { configOf, gatewayAddress, output, via } from "./context.js";
+import { configOf, gatewayAddress, output, redactUrl, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
 import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
 
@@ -178,8 +178,4 @@ async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
       fix: "check the platform is reachable; the hub keeps retrying",
     };
   });
-}
-
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, "//***@");
 }

@@ -38,7 +38,7 @@ export function registerPairing(program: Command): void {
     .action(async (channel: string, code: string, _opts, command: Command) => {
       const { config } = configOf(command);
       via(`Redis ${config.redis.prefix}:pairing:*; the notice goes through the hub's delivery`);
-      const replies = replySender(config);
+      const replies = await replySender(config);
       try {
         await withRedis(config, async (redis) => {
           const approved = await approvePairing(

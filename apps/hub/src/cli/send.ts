@@ -27,7 +27,7 @@ export function registerSend(program: Command): void {
       ) => {
         const { config } = configOf(command);
         checkSendable(config, channel, opts.account);
-        const replies = replySender(config);
+        const replies = await replySender(config);
         const replyId = `cli-${randomUUID()}`;
         try {
           const reply = replies.open(replyId, {

@@ -212,3 +212,22 @@ describe("hub send", { timeout: 120_000 }, () => {
     expect(await queued()).toEqual(before);
   });
 });
+
+describe("commands that need Redis", { timeout: 120_000 }, () => {
+  it("say at once that Redis does not answer and what to do, instead of waiting forever", async () => {
+    const down = { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+    const runs = await Promise.all(
+      [
+        ["status"],
+        ["pairing", "list"],
+        ["deliveries", "failed"],
+        ["deliveries", "retry"],
+        ["send", "webchat", "owner", "hello"],
+      ].map((args) => runCli(args, down, 30_000)),
+    );
+    for (const r of runs) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/hub: Redis at redis:\/\/127\.0\.0\.1:\d+ does not answer \(.+\); start it/);
+    }
+  });
+});
