@@ -17,7 +17,10 @@ function render(o) {
     c.channel,
     c.accountId,
     stateLabel(c.status),
-    c.status.reason ?? "",
+    c.status.reason ??
+      (c.status.lastError
+        ? `${c.status.lastError.reason} (${new Date(c.status.lastError.at).toLocaleString()})`
+        : ""),
   ]);
   fill($("runs"), ["run", "session", "model", "elapsed", ""], o.runs, (r) => [
     r.runId,
