@@ -8,9 +8,9 @@ import {
 } from "@hub/agent";
 import type { ReplyDispatcher } from "@hub/reply";
 import { liveFeatures } from "../live-features.js";
-import { buildMediaPreparer, mediaStoreOf } from "../media.js";
+import { buildMediaPreparer, startMediaStore } from "../media.js";
 import { createModelResolver } from "../models.js";
-import { hubOutbox, startSweeper } from "../outbox.js";
+import { hubOutbox } from "../outbox.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
 import type { SessionStage } from "./session.js";
@@ -36,9 +36,6 @@ export async function startExecution(
       { config, activity: s.activity, sessions: s.sessions, lastModelDecision: s.lastModelDecision },
       sessionKey,
     );
-  // Downloaded attachments expire even when no new one arrives (a save also prunes).
-  const media = mediaStoreOf(config, base.stateDir);
-  startSweeper(base, "media", "expired downloaded attachments", () => media.prune());
   const runner = new AgentRunner({
     agentId: config.agent.id,
     sessions: s.sessions,
@@ -71,7 +68,7 @@ export async function startExecution(
     dataLost: (since) => base.epoch.lostSince(since),
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
-    media: buildMediaPreparer(config, base.stateDir, entry.adapters, media),
+    media: buildMediaPreparer(config, base.stateDir, entry.adapters, startMediaStore(base)),
     outbox: hubOutbox(base),
     maxAttachmentBytes: config.limits.maxAttachmentBytes,
     live: liveFeatures(config, entry.adapters),
