@@ -33,7 +33,8 @@ export function registerDeliveries(program: Command): void {
     .description("send them again (the ones named by id, or all) through ordered delivery")
     .action(async (ids: string[], _opts, command: Command) => {
       const { config } = configOf(command);
-      const replies = replySender(config);
+      via(`Redis ${config.redis.prefix}:deliveries:failed, into the hub's ordered delivery`);
+      const replies = await replySender(config);
       try {
         await withRedis(config, async (redis) => {
           const retried = await new FailedDeliveries(redis, config.redis.prefix).retry(

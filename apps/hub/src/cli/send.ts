@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { HubError } from "@hub/core";
+import { type HubConfig, HubError, WEBCHAT_CHANNEL } from "@hub/core";
 import type { Command } from "commander";
 import { configOf, replySender } from "./context.js";
 
@@ -26,7 +26,8 @@ export function registerSend(program: Command): void {
         command: Command,
       ) => {
         const { config } = configOf(command);
-        const replies = replySender(config);
+        checkSendable(config, channel, opts.account);
+        const replies = await replySender(config);
         const replyId = `cli-${randomUUID()}`;
         try {
           const reply = replies.open(replyId, {
@@ -64,5 +65,33 @@ export function registerSend(program: Command): void {
           await replies.close();
         }
       },
+    );
+}
+
+/**
+ * Refuses at once a channel or account the config does not have (or has
+ * disabled): no hub could deliver to it, and the message would only sit in the
+ * queue until delivery gives up on it.
+ */
+export function checkSendable(config: HubConfig, channel: string, accountId: string): void {
+  if (channel === WEBCHAT_CHANNEL.name) return;
+  const section = config.channels[channel];
+  if (!section) {
+    const configured = [WEBCHAT_CHANNEL.name, ...Object.keys(config.channels)].join(", ");
+    throw new HubError(
+      "send_channel_unknown",
+      `No channel "${channel}" is configured (configured: ${configured}); add channels.${channel} to the config, or send to one of those.`,
+    );
+  }
+  const account = section.accounts[accountId];
+  if (!account)
+    throw new HubError(
+      "send_account_unknown",
+      `channels.${channel} has no account "${accountId}" (accounts: ${Object.keys(section.accounts).join(", ")}); name one with --account.`,
+    );
+  if (!account.enabled)
+    throw new HubError(
+      "send_account_disabled",
+      `The ${channel} account "${accountId}" is disabled (enabled: false in the config), so no hub sends through it.`,
     );
 }
