@@ -101,7 +101,16 @@ describe("SIGTERM drain", () => {
     await hub.exited;
     expect(hub.child.exitCode).toBe(0);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    expect(hub.output.join("")).toMatch(/"runId":"budget-run-1".*restart recovery resumes it/);
+    // The line names the run, its session and its channel, like every line of a run.
+    const line = hub.output
+      .join("")
+      .split("\n")
+      .find((l) => l.includes("restart recovery resumes it"));
+    expect(JSON.parse(line ?? "{}")).toMatchObject({
+      runId: "budget-run-1",
+      sessionKey: expect.stringContaining("webchat"),
+      channel: "webchat",
+    });
     const redis = new Redis(REDIS_URL);
     cleanups.push(() => redis.disconnect());
     expect(await redis.hget(`${prefix}:run:budget-run-1`, "status")).toBe("running");
