@@ -74,24 +74,35 @@ export function registerSend(program: Command): void {
  * queue until delivery gives up on it.
  */
 export function checkSendable(config: HubConfig, channel: string, accountId: string): void {
-  if (channel === WEBCHAT_CHANNEL.name) return;
+  const problem = unsendable(config, channel, accountId);
+  if (problem) throw new HubError(problem.code, problem.message);
+}
+
+/** Why no hub with this config could send through a channel account, or undefined when one can. */
+export function unsendable(
+  config: HubConfig,
+  channel: string,
+  accountId: string,
+): { code: string; message: string } | undefined {
+  if (channel === WEBCHAT_CHANNEL.name) return undefined;
   const section = config.channels[channel];
   if (!section) {
     const configured = [WEBCHAT_CHANNEL.name, ...Object.keys(config.channels)].join(", ");
-    throw new HubError(
-      "send_channel_unknown",
-      `No channel "${channel}" is configured (configured: ${configured}); add channels.${channel} to the config, or send to one of those.`,
-    );
+    return {
+      code: "send_channel_unknown",
+      message: `No channel "${channel}" is configured (configured: ${configured}); add channels.${channel} to the config, or send to one of those.`,
+    };
   }
   const account = section.accounts[accountId];
   if (!account)
-    throw new HubError(
-      "send_account_unknown",
-      `channels.${channel} has no account "${accountId}" (accounts: ${Object.keys(section.accounts).join(", ")}); name one with --account.`,
-    );
+    return {
+      code: "send_account_unknown",
+      message: `channels.${channel} has no account "${accountId}" (accounts: ${Object.keys(section.accounts).join(", ")}); name one with --account.`,
+    };
   if (!account.enabled)
-    throw new HubError(
-      "send_account_disabled",
-      `The ${channel} account "${accountId}" is disabled (enabled: false in the config), so no hub sends through it.`,
-    );
+    return {
+      code: "send_account_disabled",
+      message: `The ${channel} account "${accountId}" is disabled (enabled: false in the config), so no hub sends through it.`,
+    };
+  return undefined;
 }

@@ -134,17 +134,25 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
       { replyId: "r2", index: 0, text: "second lost segment", target },
       new Error("platform answered 500"),
     );
+    // Without a telegram channel in the config, nothing is queued: it would only fail again.
+    const refused = await runCli(["deliveries", "retry"], env);
+    expect(refused.stdout).toContain("Nothing to retry");
+    expect(refused.stderr).toContain('No channel "telegram" is configured');
+    expect(await failed.list()).toHaveLength(2);
+    const config = join(stateDir, "deliveries.json5");
+    writeFileSync(config, "{ channels: { telegram: { botToken: '123:abc' } } }");
+    const withTelegram = { ...env, HUB_CONFIG: config };
     const list = await runCli(["deliveries", "failed", "--json"], env);
     const entries = JSON.parse(list.stdout) as Array<{ id: string; text: string; error: string }>;
     expect(entries.map((e) => e.text)).toEqual(["second lost segment", "first lost segment"]);
     expect(entries[0]?.error).toContain("500");
-    const retry = await runCli(["deliveries", "retry", entries[1]!.id], env);
+    const retry = await runCli(["deliveries", "retry", entries[1]!.id], withTelegram);
     expect(retry.stdout).toContain(`Queued 1 segment(s) again: ${entries[1]!.id}`);
     expect(retry.stderr).toContain(`(from Redis ${prefix}:deliveries:failed`);
     expect((await failed.list()).map((e) => e.text)).toEqual(["second lost segment"]);
     const queued = await redis.lrange(`${prefix}:mb:reply:q:${replyTargetKey(target)}`, 0, -1);
     expect(queued.join("")).toContain("first lost segment");
-    expect((await runCli(["deliveries", "retry"], env)).stdout).toContain("Queued 1 segment(s)");
+    expect((await runCli(["deliveries", "retry"], withTelegram)).stdout).toContain("Queued 1 segment(s)");
     expect((await runCli(["deliveries", "failed"], env)).stdout).toContain("No failed deliveries.");
   });
 });
