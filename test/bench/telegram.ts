@@ -74,11 +74,29 @@ export async function startBenchHub(redisUrl: string): Promise<BenchHub> {
   };
 }
 
+/**
+ * Steady state before a measured load: BENCH_WARMUP_ROUNDS (3) loads of 200 chats × 5 messages on
+ * other chats open the connections, load the scripts and let V8 compile the hot paths. Without it a
+ * quarter or more of a short run's CPU is V8 compiling (both sides), and the compiles are the tail.
+ */
+async function warmUp(fake: FakeTelegram): Promise<void> {
+  const rounds = Number(process.env.BENCH_WARMUP_ROUNDS ?? 3);
+  for (let round = 0; round < rounds; round++)
+    await driveChats(fake, {
+      chats: 200,
+      messages: 5,
+      window: 2,
+      timeoutMs: 60_000,
+      firstChat: 50_000 + round * 1_000,
+    });
+}
+
 /** The hub with every guarantee on, its Telegram channel polling the fake, pacing off. */
 export async function benchHubTelegram(redisUrl: string, shape: LoadShape): Promise<SideResult> {
   const bench = await startBenchHub(redisUrl);
   const meter = new PhaseMeter(redisUrl);
   try {
+    await warmUp(bench.fake);
     await meter.start();
     const linesBefore = bench.logLines();
     const load = await driveChats(bench.fake, shape);
@@ -117,6 +135,7 @@ export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promi
   const bot = await startBenchGrammy();
   const meter = new PhaseMeter(redisUrl);
   try {
+    await warmUp(fake);
     await meter.start();
     const load = await driveChats(bot.fake, shape);
     const cost = await meter.stop();
@@ -137,8 +156,7 @@ export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promi
 export async function benchHubPaced(redisUrl: string, rate: number, seconds: number): Promise<LoadResult> {
   const bench = await startBenchHub(redisUrl);
   try {
-    // Warm up (connections, scripts, JIT) on other chats first.
-    await driveChats(bench.fake, { chats: 20, messages: 2, window: 1, timeoutMs: 30_000, firstChat: 50_000 });
+    await warmUp(bench.fake);
     const load = await drivePaced(bench.fake, {
       rate,
       seconds,

@@ -247,5 +247,6 @@ describe("hub pairing CLI", () => {
     const unknown = run("pairing", "approve", "telegram", "ZZZZZZZZ");
     expect(unknown.status).toBe(1);
     expect(unknown.stderr).toContain("No pending pairing with code ZZZZZZZZ on telegram");
-  }, 30_000);
+    // Three CLI processes, each starting under tsx: 10 s when the machine is quiet, far more under a full run.
+  }, 120_000);
 });

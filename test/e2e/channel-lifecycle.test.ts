@@ -97,6 +97,10 @@ describe("supervised channel lifecycle", () => {
     const back = await startFakeTelegram({ token: "2:DOWN", port: downPort });
     cleanups.push(() => back.close());
     await waitFor(() => state("down")?.state === "connected", "the channel reconnects", 20_000);
+    // Connected again, it still shows the operator what went wrong, and when.
+    expect(state("down")?.reason).toBeUndefined();
+    expect(state("down")?.lastError).toEqual({ reason: expect.any(String), at: expect.any(Number) });
+    expect(state("down")?.lastError?.reason).not.toBe("");
     model.script({ text: "Back." });
     back.pushUpdate(privateText({ chatId: 10, fromId: 10, text: "are you back?" }));
     await waitFor(() => back.sent("10").length === 1, "an answer once the platform is back", 15_000);

@@ -113,6 +113,35 @@ describe.skipIf(!available)("the control page in a real browser", () => {
   });
 });
 
+describe.skipIf(!available)("runs in flight on the control page", () => {
+  it("shows a live run with its session, model and elapsed time; its Stop button ends it as aborted", async () => {
+    world.model.script({ hang: true });
+    const run = await dm("1", "Owner", "think about this for a long time");
+    expect(run.status).toBe("accepted");
+    const { runId, sessionKey } = run as { runId: string; sessionKey: string };
+    const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
+    const problems: string[] = [];
+    page.on("console", (m) => {
+      if (m.type() === "error") problems.push(m.text());
+    });
+    page.on("pageerror", (e) => problems.push(e.message));
+    await page.goto(`${world.hub.url}control#token=${world.hub.token}`);
+    const row = page.locator("#runs tr", { hasText: runId });
+    await row.waitFor();
+    const cells = await row.locator("td").allTextContents();
+    expect(cells.slice(0, 3)).toEqual([runId, sessionKey, "fake/test-model"]);
+    expect(cells[3]).toMatch(/^\d+ s$/);
+    await row.locator("button", { hasText: "Stop" }).click();
+    await waitFor(
+      async () => (await redis.hget(`${world.hub.prefix}:run:${runId}`, "status")) === "aborted",
+      "the run stopped",
+    );
+    await expect.poll(() => page.locator("#runs").textContent()).toContain("none");
+    expect(problems).toEqual([]);
+    await page.close();
+  });
+});
+
 // Last in this file: it leaves the owner's chat held back by a 429 for a while.
 describe("the queue view (/admin/queues)", () => {
   it("shows a held-back reply target: its waiting segment, tries and delay; the data needs the token", async () => {

@@ -64,8 +64,16 @@ async function closedQuickly(from: string, ms = 300): Promise<boolean> {
 }
 
 describe("gateway HTTP hardening", () => {
-  it("the web chat page and its files carry the security headers", async () => {
-    for (const path of ["/", "/app.js", "/missing"]) {
+  it("the web chat page, its files, the probes and the control API carry the security headers", async () => {
+    for (const path of [
+      "/",
+      "/app.js",
+      "/missing",
+      "/healthz",
+      "/readyz",
+      "/metrics",
+      "/api/control/overview",
+    ]) {
       const { headers } = await get(path);
       expect(headers["content-security-policy"]).toContain("frame-ancestors 'none'");
       expect(headers["content-security-policy"]).toContain("script-src 'self'");

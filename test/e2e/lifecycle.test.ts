@@ -101,7 +101,16 @@ describe("SIGTERM drain", () => {
     await hub.exited;
     expect(hub.child.exitCode).toBe(0);
     expect(Date.now() - t0).toBeLessThan(10_000);
-    expect(hub.output.join("")).toMatch(/"runId":"budget-run-1".*restart recovery resumes it/);
+    // The line names the run, its session and its channel, like every line of a run.
+    const line = hub.output
+      .join("")
+      .split("\n")
+      .find((l) => l.includes("restart recovery resumes it"));
+    expect(JSON.parse(line ?? "{}")).toMatchObject({
+      runId: "budget-run-1",
+      sessionKey: expect.stringContaining("webchat"),
+      channel: "webchat",
+    });
     const redis = new Redis(REDIS_URL);
     cleanups.push(() => redis.disconnect());
     expect(await redis.hget(`${prefix}:run:budget-run-1`, "status")).toBe("running");
@@ -126,25 +135,51 @@ describe("SIGTERM drain", () => {
   });
 });
 
+/** The hub started through a wrapper command (`npm start`, `node scripts/bootstrap.mjs start`), once its gateway answers. */
+async function wrapped(command: string, args: string[], env: Record<string, string>, port: number) {
+  const output: string[] = [];
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, REDIS_URL, HUB_LOG_LEVEL: "info", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  child.stdout.on("data", (d: Buffer) => output.push(d.toString()));
+  child.stderr.on("data", (d: Buffer) => output.push(d.toString()));
+  const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
+  cleanups.push(() => void child.kill("SIGKILL"));
+  await waitFor(
+    async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true,
+    "the hub behind the wrapper",
+    45_000,
+  );
+  // The hub's own process (its log lines name it): killed at the end whatever happened to the wrapper.
+  const hubPid = Number(/"pid":(\d+),[^\n]*"msg":"hub started"/.exec(output.join(""))?.[1]);
+  expect(hubPid).toBeGreaterThan(0);
+  cleanups.push(() => {
+    if (alive(hubPid)) process.kill(hubPid, "SIGKILL");
+  });
+  return { child, output, exited, hubPid };
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 describe("SIGHUP and the npm start wrapper", () => {
   it("npm start's wrapper passes SIGHUP (reload) and SIGTERM on, and exits with the hub's code", async () => {
     const model = await startFakeOpenAI();
     cleanups.push(() => model.close());
     const { env, port, config } = await installation("wrapper", model, 5);
-    const output: string[] = [];
-    const child = spawn(process.execPath, ["scripts/bootstrap.mjs", "start"], {
-      cwd: ROOT,
-      env: { ...process.env, REDIS_URL, HUB_LOG_LEVEL: "info", ...env },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    child.stdout.on("data", (d: Buffer) => output.push(d.toString()));
-    child.stderr.on("data", (d: Buffer) => output.push(d.toString()));
-    const exited = new Promise<number | null>((r) => child.once("exit", (code) => r(code)));
-    cleanups.push(() => void child.kill("SIGKILL"));
-    await waitFor(
-      async () => (await fetch(`http://127.0.0.1:${port}/healthz`).catch(() => undefined))?.ok === true,
-      "the hub behind the wrapper",
-      30_000,
+    const { child, output, exited } = await wrapped(
+      process.execPath,
+      ["scripts/bootstrap.mjs", "start"],
+      env,
+      port,
     );
     writeFileSync(
       config,
@@ -162,5 +197,16 @@ describe("SIGHUP and the npm start wrapper", () => {
     expect(output.join("")).toContain('"msg":"stopped"');
     // The hub itself is gone, not orphaned behind the wrapper.
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
+  });
+
+  it("npm start itself: SIGTERM to npm reaches the hub, npm exits 0 and no hub is left running", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const { env, port } = await installation("npm-start", model, 5);
+    const { child, output, exited, hubPid } = await wrapped("npm", ["start"], env, port);
+    child.kill("SIGTERM");
+    expect(await exited).toBe(0);
+    await waitFor(() => !alive(hubPid), "the hub process gone", 15_000);
+    expect(output.join("")).toContain('"msg":"stopped"');
   });
 });

@@ -70,7 +70,11 @@ describe("readiness and metrics on a hub with a fake platform", () => {
   it("hub status and hub send talk to the running hub (gateway with the token, Redis)", {
     timeout: 90_000,
   }, async () => {
+    // The CLI reads the hub's config file: `hub send` refuses a channel that file does not configure.
+    const config = join(world.hub.stateDir, "cli-hub.json5");
+    writeFileSync(config, "{ channels: { telegram: { dmPolicy: 'allowlist', allowFrom: ['1'] } } }");
     const env = {
+      HUB_CONFIG: config,
       HUB_GATEWAY_PORT: String(world.hub.port),
       HUB_GATEWAY_TOKEN: TOKEN,
       HUB_REDIS_PREFIX: world.hub.prefix,

@@ -126,6 +126,8 @@ export class DiscordAdapter implements ChannelAdapter {
       minSendIntervalMs: 1000,
       streamMinChars: 1200,
       maxSendsPerSecond: 40,
+      // A gateway event is sent once: a message the hub did not take is never delivered again.
+      redelivers: false,
       measure: measureWithLines(textLimit, options.maxLinesPerMessage ?? 17),
     };
     this.#client = this.#createClient();

@@ -17,7 +17,7 @@ afterEach(async () => {
 });
 
 /** A hub installation started the README's way: a config file, the token from DISCORD_BOT_TOKEN. */
-async function installation(name: string) {
+async function installation(name: string, extra: Record<string, unknown> = {}) {
   const fake = await startFakeDiscord();
   const model = await startFakeOpenAI();
   const prefix = testPrefix(name);
@@ -27,6 +27,7 @@ async function installation(name: string) {
     configPath,
     JSON.stringify({
       delivery: { leaseMs: 2000, sendTimeoutMs: 1000 },
+      ...extra,
       channels: { discord: { restApi: fake.restApi, dmPolicy: "allowlist", allowFrom: [fake.user.id] } },
     }),
   );
@@ -91,4 +92,34 @@ describe("discord through a hub process", () => {
     expect(nonces.size).toBe(1);
     expect(fake.sent(fake.dmChannelId).map((m) => m.message.content)).toEqual(["Posted exactly once."]);
   }, 90_000);
+
+  it("a DM that arrives while the hub drains is admitted, not refused: the gateway never sends it again", async () => {
+    const { fake, model, start } = await installation("dc-drain", { lifecycle: { drainSeconds: 30 } });
+    const first = await start();
+    // The first answer streams for about 3 s, so the drain waits for it.
+    model.script(
+      { text: "A slow first answer that streams for a while.", delayMs: 300 },
+      { text: "The late one, answered." },
+    );
+    fake.userMessage({ channelId: fake.dmChannelId, content: "first" });
+    await waitFor(() => model.requests.length === 1, "the first run's model call", 20_000);
+    first.child.kill("SIGTERM");
+    await first.waitForOutput(/draining: no new work is taken/);
+    fake.userMessage({ channelId: fake.dmChannelId, content: "sent during the drain" });
+    await first.exited;
+    expect(first.child.exitCode).toBe(0);
+    // Taken by the draining hub (as the same session's next run there) or after the restart: never lost.
+    if (!fake.sent(fake.dmChannelId).some((m) => m.message.content === "The late one, answered."))
+      await start();
+    await waitFor(
+      () => fake.sent(fake.dmChannelId).some((m) => m.message.content === "The late one, answered."),
+      "the answer to the message sent during the drain",
+      30_000,
+    );
+    expect(model.requests.length).toBe(2);
+    expect(fake.sent(fake.dmChannelId).map((m) => m.message.content)).toEqual([
+      "A slow first answer that streams for a while.",
+      "The late one, answered.",
+    ]);
+  }, 120_000);
 });

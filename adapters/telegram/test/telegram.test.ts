@@ -93,6 +93,42 @@ describe("telegram adapter", () => {
     expect(outboundOf(fake.sent("4242")[0]!).text).toBe("Got it.");
   });
 
+  it("while the hub drains, a webhook update gets 503 with Retry-After and is not taken", async () => {
+    const { hub, model } = await setup({ mode: "webhook" });
+    hub.operations.startDraining();
+    const res = await fetch(`http://127.0.0.1:${hub.port}/telegram/webhook`, {
+      method: "POST",
+      headers: { "x-telegram-bot-api-secret-token": "s3cret-s3cret-s3cret" },
+      body: JSON.stringify({
+        update_id: 7,
+        ...privateText({ chatId: 4242, fromId: 4242, text: "too late" }),
+      }),
+    });
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("5");
+    expect(model.requests).toHaveLength(0);
+  });
+
+  it("while the hub drains, polling holds its offset: Telegram keeps the update for the next start", async () => {
+    const { fake, hub, model, state } = await setup();
+    await waitFor(() => fake.callsOf("getUpdates").length > 0, "the first poll");
+    hub.operations.startDraining();
+    const id = fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "during the drain" }));
+    // Handed over and not confirmed: a later poll asks again from an offset at or below it.
+    const polls = fake.callsOf("getUpdates").length;
+    await waitFor(
+      () =>
+        fake
+          .callsOf("getUpdates")
+          .slice(polls + 1)
+          .some((c) => Number(c.params.offset ?? 0) <= id),
+      "a poll that asks for the update again",
+    );
+    expect(fake.pendingUpdates.map((u) => u.update_id)).toContain(id);
+    expect([...state.values.values()].every((offset) => Number(offset) <= id)).toBe(true);
+    expect(model.requests).toHaveLength(0);
+  });
+
   it("a 403 'bot was blocked' fails the segment for good without retries", async () => {
     const { fake, hub, model } = await setup();
     fake.failNext("sendMessage", telegramErrors.blockedByUser(), 1);

@@ -107,6 +107,8 @@ export class WhatsAppAdapter implements ChannelAdapter {
       minSendIntervalMs: options.sendIntervalMs ?? 1000,
       streamMinChars: 1500,
       maxSendsPerSecond: 5,
+      // The socket delivers a message once: one the hub did not take is never delivered again.
+      redelivers: false,
       measure: (markdown) => renderWhatsApp(markdown).length,
     };
     this.#outbound = new Outbound({

@@ -16,6 +16,8 @@ export interface ControlDeps {
   redis: Redis;
   prefix: string;
   channels: () => ChannelReport[];
+  /** The model runs start with (`agent.model`; a failover's choice is in /status). */
+  model: string;
   runs: RunRecords;
   stopRun: (runId: string) => Promise<void>;
   sessions: SessionStore;
@@ -52,7 +54,11 @@ export function controlRoutes(deps: ControlDeps): HttpRoute[] {
   return [
     get("/api/control/overview", async () => ({
       channels: deps.channels(),
-      runs: (await deps.runs.running()).map((r) => ({ ...r, elapsedMs: Date.now() - r.startedAt })),
+      runs: (await deps.runs.running()).map((r) => ({
+        ...r,
+        model: deps.model,
+        elapsedMs: Date.now() - r.startedAt,
+      })),
       queueDepths: await queueDepths(deps.redis, deps.prefix),
       failedDeliveries: await failed.list(),
       pairing: await deps.pairing.list(),

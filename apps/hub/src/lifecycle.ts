@@ -46,9 +46,9 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
     while (hub.operations.metrics.inFlight().length > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
     const left = hub.operations.metrics.inFlight();
-    for (const runId of left)
+    for (const { runId, sessionKey, channel } of left)
       logger.warn(
-        { runId },
+        { runId, sessionKey, channel },
         "run still in flight at the end of the drain budget; restart recovery resumes it",
       );
     // Stopping waits for the runs' workers and lets delivery flush; past the budget (plus a little for delivery) we go anyway.

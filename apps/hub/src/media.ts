@@ -3,6 +3,8 @@ import { MediaPreparer, MediaStore, openAITranscriber, type Transcriber } from "
 import { type HubConfig, HubError } from "@hub/core";
 import type { AdapterRegistry } from "./adapter-registry.js";
 import { modelInputsOf } from "./models.js";
+import { startSweeper } from "./outbox.js";
+import type { HubBase } from "./stages/base.js";
 
 /**
  * The agent's attachment handling from config: downloads go through the
@@ -16,11 +18,8 @@ export function buildMediaPreparer(
   config: HubConfig,
   stateDir: string,
   adapters: AdapterRegistry,
+  store: MediaStore = mediaStoreOf(config, stateDir),
 ): MediaPreparer {
-  const store = new MediaStore(join(stateDir, "media"), {
-    maxAgeMs: config.media.retentionHours * 3_600_000,
-    maxTotalBytes: config.media.maxStoreBytes,
-  });
   return new MediaPreparer({
     store,
     fetcher: (ctx) => {
@@ -33,6 +32,21 @@ export function buildMediaPreparer(
     documentBudgetChars: config.agent.contextWindowTokens,
     inputs: modelInputsOf(config, config.agent.model),
     transcribe: transcriberOf(config),
+  });
+}
+
+/** The media store of the agent role, swept at start and every 15 minutes (a save also prunes). */
+export function startMediaStore(base: HubBase): MediaStore {
+  const store = mediaStoreOf(base.config, base.stateDir);
+  startSweeper(base, "media", "expired downloaded attachments", () => store.prune());
+  return store;
+}
+
+/** `<state dir>/media`, kept `media.retentionHours` and at most `media.maxStoreBytes`. */
+export function mediaStoreOf(config: HubConfig, stateDir: string): MediaStore {
+  return new MediaStore(join(stateDir, "media"), {
+    maxAgeMs: config.media.retentionHours * 3_600_000,
+    maxTotalBytes: config.media.maxStoreBytes,
   });
 }
 

@@ -2,7 +2,7 @@ import type { ModelEvent, ModelProvider, ModelRequest } from "@hub/agent";
 import { type ChannelAdapter, type InboundResult, RateLimitedError } from "@hub/core";
 import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
-import { RunRecords, type TerminalStatus } from "@hub/sessions";
+import { RunRecords, type StartedRun, type TerminalStatus } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 
@@ -67,7 +67,7 @@ export class HubMetrics {
     labelNames: ["channel", "kind"] as const,
     registers: [this.registry],
   });
-  readonly #startedAt = new Map<string, number>();
+  readonly #inFlight = new Map<string, StartedRun>();
 
   constructor(redis: Redis, prefix: string) {
     collectDefaultMetrics({ register: this.registry });
@@ -109,20 +109,20 @@ export class HubMetrics {
   }
 
   /** Notes a run's start in this process (runs in flight, for the drain). */
-  runStarted(runId: string): void {
-    if (!this.#startedAt.has(runId)) this.#startedAt.set(runId, Date.now());
+  runStarted(run: StartedRun): void {
+    if (!this.#inFlight.has(run.runId)) this.#inFlight.set(run.runId, run);
   }
 
   /** Runs started in this process whose outcome is not decided yet. */
-  inFlight(): string[] {
-    return [...this.#startedAt.keys()];
+  inFlight(): StartedRun[] {
+    return [...this.#inFlight.values()];
   }
 
   /** Counts a terminal outcome decided in this process. */
   runFinished(runId: string, status: TerminalStatus, startedAt: number | undefined): void {
     this.runs.inc({ outcome: status });
     if (startedAt) this.runDuration.observe((Date.now() - startedAt) / 1000);
-    this.#startedAt.delete(runId);
+    this.#inFlight.delete(runId);
   }
 
   /** The model resolver with each call's latency to its first streamed text observed. */
@@ -201,8 +201,8 @@ export class MeteredRunRecords extends RunRecords {
     super(redis, prefix);
   }
 
-  override noteStarted(runId: string): void {
-    this.metrics.runStarted(runId);
+  override noteStarted(run: StartedRun): void {
+    this.metrics.runStarted(run);
   }
 
   override async noteFinished(runId: string, status: TerminalStatus, startedAt?: number): Promise<void> {

@@ -33,14 +33,22 @@ export class HubOperations {
   }
 
   /**
-   * Admits one inbound message unless the hub is draining: then it answers
-   * `retry` (webhooks get a retryable status, polling holds its offset, chat.send
-   * says to send again), so nothing new is taken while runs finish.
+   * Admits one inbound message unless the hub is draining and the platform
+   * delivers it again (`ChannelCapabilities.redelivers`): then it answers `retry`
+   * (webhooks get a retryable status, polling holds its offset, chat.send says to
+   * send again), so nothing new is taken while runs finish. A message its platform
+   * would never deliver again is admitted durably even while draining: it runs in
+   * another hub process, or here after the restart, instead of being lost.
    */
-  async admit(channel: string, admit: () => Promise<InboundResult>): Promise<InboundResult> {
-    const result: InboundResult = this.#draining
-      ? { kind: "retry", reason: "the hub is shutting down; the message is taken after its restart" }
-      : await admit();
+  async admit(
+    channel: string,
+    admit: () => Promise<InboundResult>,
+    redelivers = true,
+  ): Promise<InboundResult> {
+    const result: InboundResult =
+      this.#draining && redelivers
+        ? { kind: "retry", reason: "the hub is shutting down; the message is taken after its restart" }
+        : await admit();
     return this.metrics.countInbound(channel, result);
   }
 

@@ -25,6 +25,7 @@ export function operatorRoutes(
       redis: base.redis,
       prefix: base.config.redis.prefix,
       channels,
+      model: base.config.agent.model,
       ...s,
       stopRun: (runId) => s.control.stop(runId, "aborted"),
       pairing: dispatcher.pairing,

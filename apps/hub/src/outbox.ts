@@ -17,14 +17,27 @@ export function hubOutbox(base: Pick<HubBase, "stateDir" | "config">): Outbox {
 
 /** Deletes expired outbox files now and every 15 minutes until shutdown. */
 export function startOutboxSweeper(base: HubBase, outbox: Outbox): void {
-  const log = base.logger.child({ component: "outbox" });
-  const sweep = () =>
-    void outbox.sweep().then(
-      (removed) => removed && log.info({ removed }, "deleted expired outbox files"),
-      (error: unknown) => log.warn({ err: error }, "could not sweep the outbox"),
+  startSweeper(base, "outbox", "expired outbox files", () => outbox.sweep());
+}
+
+/**
+ * Runs `sweep` (which deletes expired files and says how many) now and every
+ * 15 minutes until shutdown, logging what it removed or why it could not.
+ */
+export function startSweeper(
+  base: Pick<HubBase, "logger" | "shutdown">,
+  component: string,
+  what: string,
+  sweep: () => Promise<number>,
+): void {
+  const log = base.logger.child({ component });
+  const run = () =>
+    void sweep().then(
+      (removed) => removed && log.info({ removed }, `deleted ${what}`),
+      (error: unknown) => log.warn({ err: error }, `could not delete ${what}`),
     );
-  sweep();
-  const timer = setInterval(sweep, SWEEP_INTERVAL_MS);
+  run();
+  const timer = setInterval(run, SWEEP_INTERVAL_MS);
   timer.unref();
   base.shutdown.rest.push(() => clearInterval(timer));
 }

@@ -1,6 +1,11 @@
-import { parseConfig } from "@hub/core";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger, parseConfig } from "@hub/core";
 import { describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
 import { AdapterRegistry } from "../src/adapter-registry.js";
+import { startHub } from "../src/hub.js";
 import { buildMediaPreparer } from "../src/media.js";
 import { modelInputsOf } from "../src/models.js";
 
@@ -36,5 +41,36 @@ describe("attachments from config", () => {
       /agent.transcriptionModel "claude\/whisper" needs models.providers.claude with an OpenAI-compatible API/,
     );
     expect(() => parse({ agent: { transcriptionModel: "whisper" } })).toThrow(/provider\/model/);
+  });
+});
+
+describe("downloaded attachments", () => {
+  it("past media.retentionHours are deleted by the running hub, without waiting for another download", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-media-"));
+    const prefix = testPrefix("media-sweep");
+    const media = join(stateDir, "media");
+    mkdirSync(media, { mode: 0o700 });
+    writeFileSync(join(media, "old"), "a photo from two days ago");
+    const twoDaysAgo = (Date.now() - 48 * 3_600_000) / 1000;
+    utimesSync(join(media, "old"), twoDaysAgo, twoDaysAgo);
+    writeFileSync(join(media, "fresh"), "a photo from now");
+    const config = parse({
+      gateway: { port: 0 },
+      redis: { url: REDIS_URL, prefix },
+      media: { retentionHours: 24 },
+    });
+    const hub = await startHub(config, {
+      stateDir,
+      token: "media-sweep-token-0123456789",
+      logger: createLogger({ level: "silent" }),
+    });
+    try {
+      await waitFor(() => !existsSync(join(media, "old")), "the expired attachment deleted");
+      expect(existsSync(join(media, "fresh"))).toBe(true);
+    } finally {
+      await hub.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+    }
   });
 });

@@ -17,11 +17,15 @@ function render(o) {
     c.channel,
     c.accountId,
     stateLabel(c.status),
-    c.status.reason ?? "",
+    c.status.reason ??
+      (c.status.lastError
+        ? `${c.status.lastError.reason} (${new Date(c.status.lastError.at).toLocaleString()})`
+        : ""),
   ]);
-  fill($("runs"), ["run", "session", "elapsed", ""], o.runs, (r) => [
+  fill($("runs"), ["run", "session", "model", "elapsed", ""], o.runs, (r) => [
     r.runId,
     r.sessionKey,
+    r.model,
     seconds(r.elapsedMs),
     button("Stop", () => api("runs/stop", { runId: r.runId })),
   ]);

@@ -24,7 +24,7 @@ export async function answerDirectly(
   options: { detachSettlement?: boolean } = {},
 ): Promise<void> {
   const { runId, ctx } = request;
-  if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs)) === 0) return;
+  if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs, ctx.channel)) === 0) return;
   const reply = o.replies.open(runId, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
   await reply.push(text);
   await o.runs.finish(runId, { status: "completed", text });

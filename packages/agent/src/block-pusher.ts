@@ -1,12 +1,15 @@
-import { failpoint, type OutboxFile, type ReplyStream } from "@hub/core";
+import { failpoint, type HashNote, type OutboxFile, type ReplyStream } from "@hub/core";
 import { type ShownPrefix, ShownPrefixFilter, ShownText } from "./shown-prefix.js";
 
 /** Options of an `OrderedBlockPusher`. */
 export interface BlockPusherOptions {
   /** What an interrupted attempt of this run showed: blocks that repeat it exactly are not pushed again. */
   shown?: ShownPrefix | undefined;
-  /** Told what the reply has shown after each pushed block (kept in the run record for a resume). */
-  onShown?: ((shown: ShownPrefix) => Promise<void>) | undefined;
+  /**
+   * What the reply has shown once a block is pushed, as a note written in the block's own push (kept
+   * in the run record for a resume: a crash cannot separate the two).
+   */
+  noteOf?: ((shown: ShownPrefix) => HashNote) | undefined;
 }
 
 /**
@@ -19,7 +22,7 @@ export class OrderedBlockPusher {
   #pushing: Promise<void> = Promise.resolve();
   #error: unknown;
   readonly #filter: ShownPrefixFilter | undefined;
-  readonly #record: BlockPusherOptions["onShown"];
+  readonly #noteOf: BlockPusherOptions["noteOf"];
   readonly #shown = new ShownText();
 
   constructor(
@@ -28,7 +31,7 @@ export class OrderedBlockPusher {
   ) {
     this.#filter = options.shown ? new ShownPrefixFilter(options.shown) : undefined;
     // Only a first account is kept: a resumed attempt compares itself with what the first one showed.
-    this.#record = this.#filter ? undefined : options.onShown;
+    this.#noteOf = this.#filter ? undefined : options.noteOf;
   }
 
   /** Queues blocks behind every earlier one (a resumed attempt's repeat of what was shown is dropped). */
@@ -37,14 +40,13 @@ export class OrderedBlockPusher {
   }
 
   #queue(blocks: string[]): void {
-    const record = this.#record;
+    const noteOf = this.#noteOf;
     for (const block of blocks) {
       this.#pushing = this.#pushing
         .then(async () => {
           if (this.#error !== undefined) return;
           failpoint("run.before-push");
-          await this.reply.push(block);
-          if (record) await record(this.#shown.add(block)).catch(() => {});
+          await this.reply.push(block, noteOf?.(this.#shown.add(block)));
         })
         .catch((error) => {
           this.#error ??= error;

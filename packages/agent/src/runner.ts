@@ -212,7 +212,7 @@ export class AgentRunner {
     if (batch.length === 0) return undefined;
     // Admission wrote the record as "queued": start, activity and claim are one step.
     const begun = await this.o.steps.begin(
-      { runId, sessionKey: ctx.sessionKey },
+      { runId, sessionKey: ctx.sessionKey, channel: ctx.channel },
       this.o.runTimeoutMs,
       this.o.runTimeoutMs + 60_000,
     );
@@ -292,7 +292,7 @@ export class AgentRunner {
       await finalizeInterrupted(this.o, record, log);
       return undefined;
     }
-    const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs);
+    const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel);
     if (attempt === 0) return undefined;
     await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
     const session = await this.o.sessions.resolve(ctx.sessionKey);
@@ -481,7 +481,7 @@ export class AgentRunner {
     // A live preview carries its own resume (every attempt finalizes the same preview).
     const pusher = new OrderedBlockPusher(
       reply,
-      live ? {} : { shown: run.shown, onShown: (shown) => this.o.runs.noteShown(runId, shown) },
+      live ? {} : { shown: run.shown, noteOf: (shown) => this.o.runs.shownNote(runId, shown) },
     );
     const interval = Math.max(this.o.live?.previewIntervalMs ?? 1000, caps?.minSendIntervalMs ?? 0);
     const preview = live ? new LivePreviewFeed(pusher, streamer, interval) : undefined;
@@ -595,7 +595,9 @@ export class AgentRunner {
   // A steered message is answered by the run it joined; its own run record says so.
   async #absorbed(request: RunRequest, intoRunId: string): Promise<void> {
     const text = `(answered in run ${intoRunId})`;
-    if ((await this.o.runs.start(request.runId, request.ctx.sessionKey, this.o.runTimeoutMs)) === 0) return;
+    const { ctx } = request;
+    if ((await this.o.runs.start(request.runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel)) === 0)
+      return;
     await this.o.runs.finish(request.runId, { status: "completed", text });
     await this.o.events.publish({
       runId: request.runId,

@@ -42,6 +42,14 @@ export interface ChannelCapabilities {
   /** Most sends per second for one account across all its chats. */
   maxSendsPerSecond?: number;
   /**
+   * Whether the platform delivers a message again that the hub did not take (a webhook answered
+   * with a 5xx, a polling offset held, a Socket Mode envelope not acked, a client told to retry).
+   * Default true. False (a Discord gateway, a WhatsApp socket): a message refused at the edge is
+   * gone, so a draining hub still admits it durably (it runs after the restart, or in another hub
+   * process) instead of asking for a redelivery that never comes.
+   */
+  redelivers?: boolean;
+  /**
    * Length of a segment as the platform counts it after rendering (e.g. Telegram
    * HTML); chunking keeps this within `textLimit`. Defaults to the text length.
    */

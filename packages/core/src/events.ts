@@ -28,8 +28,11 @@ export interface ReplySettlement {
 /** One reply being produced: blocks go in, in order; `end` marks that no more will come. */
 export interface ReplyStream {
   readonly replyId: string;
-  /** Queues a block (chunked to the channel's limit) durably for ordered delivery. */
-  push(block: string): Promise<void>;
+  /**
+   * Queues a block (chunked to the channel's limit) durably for ordered delivery; with a `note`
+   * (only on a fenced reply), its fields are written in the same step.
+   */
+  push(block: string, note?: HashNote): Promise<void>;
   /**
    * Queues a file from the outbox as one segment in its place after the blocks pushed so far,
    * with an optional caption (the ReplyDispatcher implements it).
@@ -64,6 +67,16 @@ export interface WriteFence {
   key: string;
   field: string;
   value: string;
+}
+
+/**
+ * Hash fields written in the same atomic Redis step as a fenced push, after its fence holds: a record
+ * of what was pushed (e.g. how much of a run's answer was handed to delivery) that a crash can never
+ * leave behind the push, nor ahead of it.
+ */
+export interface HashNote {
+  key: string;
+  fields: Record<string, string | number>;
 }
 
 /** A write refused by its fence: the writer no longer holds its claim. */

@@ -33,6 +33,11 @@ export interface ChannelStatus {
   /** When it entered this state (epoch ms). */
   since: number;
   /**
+   * The latest error the account had (the reason of its last reconnecting, failed or
+   * logged-out state, and when), kept after it connects again so the operator still sees it.
+   */
+  lastError?: { reason: string; at: number } | undefined;
+  /**
    * While a device is being linked (`hub channels login`): what to show the
    * owner to link it. Only the owner may see it (the gateway strips it for others).
    */

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   Backoff,
+  ChannelStatusCell,
   classifySendFailure,
   createLogger,
   describeError,
@@ -125,5 +126,23 @@ describe("edge helpers", () => {
     });
     expect(describeError(error)).toBe("E1: connect refused (ECONNREFUSED)");
     expect(describeError("plain")).toBe("plain");
+  });
+});
+
+describe("ChannelStatusCell", () => {
+  it("keeps the last error once the account connects again; a repeat keeps its time, a new error replaces it", () => {
+    const cell = new ChannelStatusCell();
+    cell.set("connecting");
+    expect(cell.get().lastError).toBeUndefined();
+    cell.set("reconnecting", { reason: "refused", nextRetryAt: 1 });
+    const first = cell.get().lastError;
+    expect(first).toEqual({ reason: "refused", at: expect.any(Number) });
+    cell.set("reconnecting", { reason: "refused", nextRetryAt: 2 });
+    expect(cell.get().lastError).toBe(first);
+    cell.set("connected");
+    expect(cell.get()).toMatchObject({ state: "connected", lastError: first });
+    expect(cell.get().reason).toBeUndefined();
+    cell.set("failed", { reason: "token refused" });
+    expect(cell.get().lastError?.reason).toBe("token refused");
   });
 });

@@ -1,5 +1,5 @@
 /**
- * Headers on every page and file the gateway serves itself. The web chat signs
+ * Headers on every answer of the gateway's HTTP server (pages, files, probes, metrics, the control API). The web chat signs
  * in from local storage, so no other site may frame it (clickjacking), sniff
  * a file into another type, or see its URL (which can carry `#token=`) as a referrer.
  * Scripts, styles and connections come only from the gateway itself.

@@ -212,9 +212,10 @@ export class GatewayServer {
 
   async #serveHttp(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? "/", "http://localhost");
+    // Every answer carries them, the operator routes' (probes, metrics, control API) too.
+    for (const [name, value] of Object.entries(securityHeaders(req.headers.host))) res.setHeader(name, value);
     const route = this.options.routes?.find((r) => r.method === req.method && r.path === url.pathname);
     if (route) return route.handle(req, res);
-    for (const [name, value] of Object.entries(securityHeaders(req.headers.host))) res.setHeader(name, value);
     if (url.pathname === "/healthz") {
       res
         .writeHead(200, { "content-type": "application/json" })

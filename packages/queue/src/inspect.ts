@@ -70,7 +70,7 @@ async function keyView(
     redis.get(mailboxKeyName(base, "own", key)),
     redis.pttl(mailboxKeyName(base, "nb", key)),
     redis.lrange(mailboxKeyName(base, "q", key), 0, headItems - 1),
-    redis.hget(`${base}:att`, key),
+    redis.get(mailboxKeyName(base, "att", key)),
   ]);
   const head = entries.map((entry, i) => {
     const cut = entry.indexOf(SEP);

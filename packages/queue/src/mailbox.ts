@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  type HashNote,
   type HubLogger,
   PermanentSendError,
   RateLimitedError,
@@ -141,9 +142,9 @@ export const SEP = "|";
 
 /**
  * The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay
- * marker (`nb`), and (per group, not per key) a group's settlement (`g`).
+ * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's settlement (`g`).
  */
-export type MailboxKeyKind = "q" | "own" | "nb" | "g";
+export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g";
 
 /** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
 export function mailboxBase(prefix: string, name: string): string {
@@ -215,24 +216,31 @@ export class OrderedMailbox<T> {
   /**
    * Appends items to a key's mailbox, in order, and wakes a drainer if none is
    * owed yet, in one step. Resolves once the items are durably queued in Redis.
+   * A `note` (only with a `fence`) is written in the same step.
    */
   async push(
     key: string,
     items: ReadonlyArray<MailboxItem<T>>,
-    options: { fence?: WriteFence } = {},
+    options: { fence?: WriteFence | undefined; note?: HashNote | undefined } = {},
   ): Promise<void> {
     if (items.length === 0) return;
     const encoded = items.map((item) => this.encode(item));
     const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:ready`];
-    const { fence } = options;
+    const { fence, note } = options;
+    if (note && !fence) throw new Error("a note is written only with a fenced push");
+    const noteArgs = note ? Object.entries(note.fields).flat() : [];
     // The wake-up (the key put on `ready`) is part of the push's own step.
     await (fence
-      ? runScript(
-          this.#redis,
-          FENCED_PUSH,
-          [...keys, fence.key],
-          [Date.now(), this.#o.graceMs, key, fence.field, fence.value, ...encoded],
-        ).catch((error: unknown) => {
+      ? runScript(this.#redis, FENCED_PUSH, note ? [...keys, fence.key, note.key] : [...keys, fence.key], [
+          Date.now(),
+          this.#o.graceMs,
+          key,
+          fence.field,
+          fence.value,
+          noteArgs.length,
+          ...noteArgs,
+          ...encoded,
+        ]).catch((error: unknown) => {
           if (error instanceof Error && error.message.includes("FENCED"))
             throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
           throw error;
@@ -242,15 +250,14 @@ export class OrderedMailbox<T> {
 
   /**
    * The Redis keys a push to `key` writes and the grace it uses, for a caller
-   * that must push in the same atomic step as its own writes (admission).
-   * After such a push it calls `wake` with the epoch the step returned.
+   * that must push in the same atomic step as its own writes (admission). Such a
+   * step wakes the drainer itself, as push.lua does: it adds the key to `sched`
+   * (ZADD NX, deadline now + graceMs) and, when that added it, RPUSHes it on `ready`.
    */
-  pushKeys(key: string): { list: string; sched: string; epoch: string; ready: string; graceMs: number } {
+  pushKeys(key: string): { list: string; sched: string; ready: string; graceMs: number } {
     return {
       list: this.#k("q", key),
       sched: `${this.#base}:sched`,
-      epoch: `${this.#base}:epoch`,
-      // A step may instead wake the drainer itself, like push.lua: RPUSH the key here when it owed a drain.
       ready: `${this.#base}:ready`,
       graceMs: this.#o.graceMs,
     };
@@ -260,11 +267,6 @@ export class OrderedMailbox<T> {
   encode(item: MailboxItem<T>): string {
     if (item.id.includes(SEP)) throw new Error(`mailbox item id must not contain "${SEP}"`);
     return `${item.id}${SEP}${JSON.stringify(item.data)}`;
-  }
-
-  /** Wakes a drainer after a push that returned `epoch` (> 0: a drain is owed). */
-  async wake(key: string, epoch: number): Promise<void> {
-    await this.#wake(key, epoch);
   }
 
   /** True while a drainer holds the key's lease. */
@@ -391,7 +393,7 @@ export class OrderedMailbox<T> {
     const claimed = (await runScript(
       this.#redis,
       CLAIM_NEXT,
-      [own, this.#k("nb", key), `${this.#base}:sched`, this.#k("q", key), `${this.#base}:att`],
+      [own, this.#k("nb", key), `${this.#base}:sched`, this.#k("q", key), this.#k("att", key)],
       [token, this.#o.leaseMs, claimedAt, key],
     )) as [string, number] | number;
     // Another live drainer will see our items; a delayed key has its own wake-up; an empty key is done.
@@ -566,7 +568,7 @@ export class OrderedMailbox<T> {
     await runScript(
       this.#redis,
       DELAY,
-      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:delayed`, `${this.#base}:att`],
+      [own, this.#k("nb", key), `${this.#base}:sched`, `${this.#base}:delayed`, this.#k("att", key)],
       [token, key, ms, Date.now(), this.#o.graceMs, undoAttemptOf],
     );
     this.#promoteAfter(ms);
@@ -631,7 +633,7 @@ export class OrderedMailbox<T> {
     const { leaseMs, groups } = this.#o;
     const sentAt = Date.now();
     const renewMs = sentAt + (2 * leaseMs) / 3 > lease.confirmedUntil ? leaseMs : 0;
-    const keys = [own, this.#k("q", key), `${this.#base}:sched`, `${this.#base}:att`];
+    const keys = [own, this.#k("q", key), `${this.#base}:sched`, this.#k("att", key)];
     const group = groups ? groupOfItem(id) : undefined;
     if (group !== undefined) keys.push(this.#k("g", group));
     const next = (await runScript(this.#redis, ACK_NEXT, keys, [

@@ -13,7 +13,7 @@
  * - `M:epoch`   counter of wake-ups (the sweeper's, and admission's push)
  * - `M:ready`   list of keys to wake: drain workers BLPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
- * - `M:att`     hash key -> "<n>|<item id>": attempts of the key's head item
+ * - `M:att:k`   "<n>|<item id>": attempts of the key's head item (while the key is drained)
  * - `M:g:<group>` hash (total, left, failed): settlement of a group of items
  *               (a mailbox with `groups`: item ids `<group>#<n>`)
  */

@@ -1,4 +1,4 @@
-import { createLogger, PermanentSendError, RateLimitedError } from "@hub/core";
+import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
@@ -176,5 +176,25 @@ describe("OrderedMailbox", () => {
       group: "r1",
       status: { total: 5, delivered: 3, failed: 2, settled: true },
     });
+  });
+
+  it("a fenced push writes its note in the same step, and neither once the fence fails", async () => {
+    const { mailbox, prefix } = setup("note");
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => redis.disconnect());
+    const fence = { key: `${prefix}:writer`, field: "generation", value: "7" };
+    const note = { key: `${prefix}:run`, fields: { shownChars: 4, shownSig: "abc" } };
+    await redis.hset(fence.key, "generation", "7");
+    await mailbox.push("k", [{ id: "a", data: { n: 1 } }], { fence, note });
+    expect(await redis.hgetall(note.key)).toEqual({ shownChars: "4", shownSig: "abc" });
+    expect(await mailbox.depth("k")).toBe(1);
+    await redis.hset(fence.key, "generation", "8");
+    const later = { ...note, fields: { shownChars: 9, shownSig: "def" } };
+    await expect(mailbox.push("k", [{ id: "b", data: { n: 2 } }], { fence, note: later })).rejects.toThrow(
+      WriteFencedError,
+    );
+    expect(await redis.hgetall(note.key)).toEqual({ shownChars: "4", shownSig: "abc" });
+    expect(await mailbox.depth("k")).toBe(1);
+    await expect(mailbox.push("k", [{ id: "c", data: { n: 3 } }], { note })).rejects.toThrow(/fenced/);
   });
 });

@@ -22,7 +22,7 @@ function box() {
     nb: `${base}:nb:${key}`,
     sched: `${base}:sched`,
     epoch: `${base}:epoch`,
-    att: `${base}:att`,
+    att: `${base}:att:${key}`,
     ready: `${base}:ready`,
     delayed: `${base}:delayed`,
   };

@@ -121,7 +121,7 @@ export class ReplyDispatcher implements ReplySink {
     let settlement: ReplySettlement | SettleWaiter | undefined;
     return {
       replyId,
-      push: async (block) => {
+      push: async (block, note) => {
         if (ended) throw new Error(`reply ${replyId} already ended`);
         const items = chunkForChannel(block, capabilities).map((text, i) => {
           const index = next + i;
@@ -131,7 +131,7 @@ export class ReplyDispatcher implements ReplySink {
           if (preview) data.preview = preview;
           return { id: `${replyId}#${index}`, data };
         });
-        await this.#mailbox.push(key, items, options);
+        await this.#mailbox.push(key, items, note ? { fence: options.fence, note } : options);
         // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
         next += items.length;
       },
@@ -334,8 +334,8 @@ export class ReplyDispatcher implements ReplySink {
     point: FailpointName,
   ): Promise<void> {
     // Skipped, not awaited, when off (a self-hosted or test platform is not paced).
-    const interval = adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0;
-    if (interval > 0) await this.#pace(ctx.key, interval);
+    const interval = sendInterval(adapter, target);
+    if (interval > 0) await this.#pace(target, interval);
     const perSecond = adapter.capabilities.maxSendsPerSecond ?? 0;
     if (perSecond > 0) await this.#throttle(target, perSecond);
     failpoint(point);
@@ -379,7 +379,16 @@ export class ReplyDispatcher implements ReplySink {
     } finally {
       clearTimeout(timer);
       lost.removeEventListener("abort", onLost);
+      await this.#paceFrom(adapter, target).catch(() => {});
     }
+  }
+
+  // The next send to a paced target waits from this send's end, not only from its start: a send that reached
+  // the platform late (a slow network, a loaded machine) never arrives closer than the interval to the next.
+  async #paceFrom(adapter: ChannelAdapter, target: ReplyTarget): Promise<void> {
+    const interval = sendInterval(adapter, target);
+    if (interval > 0)
+      await this.#redis.set(this.#lastSendKey(target), Date.now(), "PX", Math.max(interval * 2, 1000));
   }
 
   async #unknownOutcome(segment: SegmentItem, error: unknown): Promise<never> {
@@ -445,10 +454,14 @@ export class ReplyDispatcher implements ReplySink {
     return Number((await this.#redis.get(`${this.#o.prefix}:stats:unknown-send-outcomes`)) ?? 0);
   }
 
+  #lastSendKey(target: ReplyTarget): string {
+    return `${this.#o.prefix}:reply-last:${replyTargetKey(target)}`;
+  }
+
   // Per-target pacing lives here, not in adapters: the drainer holds the target, so waiting here delays only it.
-  async #pace(key: string, minIntervalMs: number): Promise<void> {
+  async #pace(target: ReplyTarget, minIntervalMs: number): Promise<void> {
     if (minIntervalMs <= 0) return;
-    const lastKey = `${this.#o.prefix}:reply-last:${key}`;
+    const lastKey = this.#lastSendKey(target);
     const last = Number((await this.#redis.get(lastKey)) ?? 0);
     const wait = last + minIntervalMs - Date.now();
     if (wait > 0) await new Promise((r) => setTimeout(r, wait));
@@ -480,4 +493,9 @@ export class ReplyDispatcher implements ReplySink {
     this.#subscriber?.disconnect();
     this.#redis.disconnect();
   }
+}
+
+/** Least time between two sends to the target (0: not paced). */
+function sendInterval(adapter: ChannelAdapter, target: ReplyTarget): number {
+  return adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0;
 }

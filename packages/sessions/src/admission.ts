@@ -45,7 +45,7 @@ export class SessionAdmission {
     const k = (kind: string, id: string) => `${this.prefix}:${kind}:${id}`;
     const lane = this.lane.pushKeys(sessionKey);
     const kind = request.contextOnly ? "context" : request.command ? "queued" : "run";
-    const [outcome, epoch] = (await runScript(
+    const [outcome] = (await runScript(
       this.redis,
       ADMIT,
       [
@@ -55,7 +55,7 @@ export class SessionAdmission {
         k("queue-mode", sessionKey),
         lane.list,
         lane.sched,
-        lane.epoch,
+        lane.ready,
         k("collect", sessionKey),
         k("collect-pending", sessionKey),
         ...buckets.map((b) => b.key),
@@ -76,8 +76,6 @@ export class SessionAdmission {
         ...buckets.flatMap((b) => [b.burst, b.perMinute / 60_000]),
       ],
     )) as [AdmitOutcome, number];
-    // If we die before this, the key stays scheduled and the lane's sweeper wakes it.
-    await this.lane.wake(sessionKey, epoch);
     return outcome;
   }
 }

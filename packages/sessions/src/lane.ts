@@ -52,11 +52,6 @@ export class SessionLane {
     return this.#mailbox.encode({ id: request.runId, data: request });
   }
 
-  /** Wakes the session's runner after an atomic push that returned `epoch`. */
-  async wake(sessionKey: string, epoch: number): Promise<void> {
-    await this.#mailbox.wake(sessionKey, epoch);
-  }
-
   /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
   startRunner(
     run: (request: RunRequest, signal: AbortSignal) => Promise<void>,

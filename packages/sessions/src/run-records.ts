@@ -1,3 +1,4 @@
+import type { HashNote } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -65,6 +66,13 @@ const FINISH = loadScript(new URL("./scripts/finish.lua", import.meta.url));
 
 const RECORD_LOST = loadScript(new URL("./scripts/record-lost.lua", import.meta.url));
 
+/** A run whose attempt started, as those who watch runs (metrics, the drain's log) name it. */
+export interface StartedRun {
+  runId: string;
+  sessionKey: string;
+  channel?: string | undefined;
+}
+
 /**
  * Run records in Redis (`<prefix>:run:<runId>`), readable from every process:
  * the gateway answers a repeated `chat.send` with them, restart recovery scans
@@ -100,19 +108,19 @@ export class RunRecords {
   }
 
   /** Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over. */
-  async start(runId: string, sessionKey: string, timeoutMs: number): Promise<number> {
+  async start(runId: string, sessionKey: string, timeoutMs: number, channel?: string): Promise<number> {
     const attempt = (await runScript(
       this.redis,
       START,
       [this.#key(runId), this.#active],
       [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS],
     )) as number;
-    if (attempt > 0) this.noteStarted(runId);
+    if (attempt > 0) this.noteStarted({ runId, sessionKey, channel });
     return attempt;
   }
 
   /** Called once a run's attempt has started (here or in a fused step); metrics override it. */
-  noteStarted(_runId: string): void {}
+  noteStarted(_run: StartedRun): void {}
 
   /** Called once a run's outcome is decided (here or in a fused step), with its first start if known. */
   async noteFinished(_runId: string, _status: TerminalStatus, _startedAt?: number): Promise<void> {}
@@ -125,11 +133,12 @@ export class RunRecords {
   }
 
   /**
-   * Notes how much of a run's answer was handed to delivery (its text's length and hash), so an
-   * attempt resumed after a crash does not send that part again.
+   * How much of a run's answer was handed to delivery (its text's length and hash), as a note written
+   * with the push that handed it over (see `ReplyStream.push`), so an attempt resumed after a crash
+   * does not send that part again.
    */
-  async noteShown(runId: string, shown: { chars: number; sig: string }): Promise<void> {
-    await this.redis.hset(this.#key(runId), "shownChars", shown.chars, "shownSig", shown.sig);
+  shownNote(runId: string, shown: { chars: number; sig: string }): HashNote {
+    return { key: this.#key(runId), fields: { shownChars: shown.chars, shownSig: shown.sig } };
   }
 
   /** Records of every run still marked running (for restart recovery). */

@@ -2,7 +2,13 @@ import { type RunRequest, RunRequestSchema } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
-import { RUN_RECORD_TTL_SECONDS, type RunOutcome, RunRecords, withRetries } from "./run-records.js";
+import {
+  RUN_RECORD_TTL_SECONDS,
+  type RunOutcome,
+  RunRecords,
+  type StartedRun,
+  withRetries,
+} from "./run-records.js";
 import { generationBase, type SessionWriters, type WriterClaim } from "./writer.js";
 
 const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
@@ -59,11 +65,7 @@ export class RunSteps {
   ) {}
 
   /** Starts a queued run and claims its session for it (see begin.lua). */
-  async begin(
-    run: { runId: string; sessionKey: string },
-    timeoutMs: number,
-    activeTtlMs: number,
-  ): Promise<RunBegin> {
+  async begin(run: StartedRun, timeoutMs: number, activeTtlMs: number): Promise<RunBegin> {
     const { runId, sessionKey } = run;
     const records = this.runs.keysOf(runId);
     const keys = [
@@ -86,7 +88,7 @@ export class RunSteps {
     if (reply[0] === "over") return { kind: "over", status: String(reply[1]) };
     if (reply[0] === "running") return { kind: "running", stop: stopMark(String(reply[1])) };
     const [, attempt, generation, previous, stop, touched] = reply;
-    this.runs.noteStarted(runId);
+    this.runs.noteStarted(run);
     return {
       kind: "started",
       attempt: Number(attempt),

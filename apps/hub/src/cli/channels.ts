@@ -1,6 +1,7 @@
 import type { Command } from "commander";
 import { loginChannel } from "../channels-command.js";
 import type { ChannelReport } from "../supervisor.js";
+import { channelLine } from "./channel-line.js";
 import { configOf, gatewayAddress, optionsOf, output, via } from "./context.js";
 import { callGateway } from "./gateway-client.js";
 
@@ -16,14 +17,7 @@ export function registerChannels(program: Command): void {
       via(`gateway ${config.gateway.host}:${config.gateway.port} with the stored token`);
       const [answer] = await callGateway(gatewayAddress(config), [{ method: "channels.status" }]);
       const list = (answer as { channels: ChannelReport[] }).channels;
-      output(command, list, () =>
-        list
-          .map(
-            (c) =>
-              `${c.channel}/${c.accountId}: ${c.status.state}${c.status.reason ? ` (${c.status.reason})` : ""}`,
-          )
-          .join("\n"),
-      );
+      output(command, list, () => list.map((c) => channelLine(c)).join("\n"));
     });
   // A channel whose plugin has `login` (e.g. WhatsApp: QR code, or a pairing code with --phone) links a device here.
   channels

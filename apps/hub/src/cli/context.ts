@@ -1,6 +1,13 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { createLogger, type HubConfig, loadConfig, resolveStateDir, SecretRedactor } from "@hub/core";
+import {
+  createLogger,
+  type HubConfig,
+  HubError,
+  loadConfig,
+  resolveStateDir,
+  SecretRedactor,
+} from "@hub/core";
 import { createRedis } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import type { Command } from "commander";
@@ -27,13 +34,49 @@ export function configOf(command: Command): { config: HubConfig; path: string; f
   return loadConfig({ path: optionsOf(command).config, plugins: channelPlugins });
 }
 
-/** Runs `work` with a Redis connection to the configured server, closed afterwards. */
+/** How long a command waits for Redis to answer before it says so. */
+const REDIS_ANSWER_MS = 3000;
+
+/**
+ * Runs `work` with a Redis connection to the configured server, closed
+ * afterwards. A Redis that does not answer is a clear error at once, not a
+ * command that waits forever (the hub itself waits a Redis restart out).
+ */
 export async function withRedis<T>(config: HubConfig, work: (redis: Redis) => Promise<T>): Promise<T> {
-  const redis = createRedis(config.redis.url);
+  const redis = createRedis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeoutMs: REDIS_ANSWER_MS });
   try {
+    await answers(redis, config);
     return await work(redis);
   } finally {
     redis.disconnect();
+  }
+}
+
+async function answers(redis: Redis, config: HubConfig): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  // The connection's own error (e.g. ECONNREFUSED) says more than the command's "max retries".
+  let refused: Error | undefined;
+  redis.on("error", (error: Error) => {
+    refused ??= error;
+  });
+  try {
+    await Promise.race([
+      redis.ping(),
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(new Error(`no answer within ${REDIS_ANSWER_MS / 1000} s`)),
+          REDIS_ANSWER_MS,
+        );
+      }),
+    ]);
+  } catch (error) {
+    throw new HubError(
+      "redis_unreachable",
+      `Redis at ${redactUrl(config.redis.url)} does not answer (${(refused ?? (error as Error)).message}); start it, or set REDIS_URL / redis.url to the hub's Redis ("hub doctor" checks it).`,
+      { cause: error },
+    );
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -59,8 +102,17 @@ export function via(source: string): void {
   console.error(`(from ${source})`);
 }
 
-/** A reply dispatcher for commands that send (no delivery worker: the running hub's delivery role sends). */
-export function replySender(config: HubConfig): ReplyDispatcher {
+/** A Redis URL without its password, for messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/, "//***@");
+}
+
+/**
+ * A reply dispatcher for commands that send (no delivery worker: the running
+ * hub's delivery role sends), once the configured Redis answered.
+ */
+export async function replySender(config: HubConfig): Promise<ReplyDispatcher> {
+  await withRedis(config, async () => {});
   return new ReplyDispatcher({
     redisUrl: config.redis.url,
     prefix: config.redis.prefix,

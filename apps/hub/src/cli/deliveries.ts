@@ -1,6 +1,7 @@
 import { FailedDeliveries } from "@hub/reply";
 import type { Command } from "commander";
 import { configOf, output, replySender, via, withRedis } from "./context.js";
+import { unsendable } from "./send.js";
 
 /** `hub deliveries failed|retry`: the segments delivery gave up on, straight from Redis. */
 export function registerDeliveries(program: Command): void {
@@ -33,12 +34,21 @@ export function registerDeliveries(program: Command): void {
     .description("send them again (the ones named by id, or all) through ordered delivery")
     .action(async (ids: string[], _opts, command: Command) => {
       const { config } = configOf(command);
-      const replies = replySender(config);
+      via(`Redis ${config.redis.prefix}:deliveries:failed, into the hub's ordered delivery`);
+      const replies = await replySender(config);
       try {
         await withRedis(config, async (redis) => {
-          const retried = await new FailedDeliveries(redis, config.redis.prefix).retry(
+          const failed = new FailedDeliveries(redis, config.redis.prefix);
+          const chosen = (await failed.list()).filter((f) => ids.length === 0 || ids.includes(f.id));
+          // A target no hub with this config can send to stays listed (it would only fail again).
+          const sendable = chosen.filter((f) => {
+            const problem = unsendable(config, f.target.channel, f.target.accountId);
+            if (problem) console.error(`Not retried: ${f.id}: ${problem.message}`);
+            return !problem;
+          });
+          const retried = await failed.retry(
             replies,
-            ids.length ? ids : undefined,
+            sendable.map((f) => f.id),
           );
           console.log(
             retried.length

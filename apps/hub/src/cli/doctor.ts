@@ -1,11 +1,11 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type ChannelCheck, type HubConfig, resolveStateDir } from "@hub/core";
+import { type ChannelCheck, type HubConfig, resolveStateDir, WEBCHAT_CHANNEL } from "@hub/core";
 import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import type { ChannelReport } from "../supervisor.js";
-import { configOf, gatewayAddress, output } from "./context.js";
+import { configOf, gatewayAddress, output, redactUrl, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
 import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
 
@@ -43,6 +43,8 @@ async function runChecks(command: Command): Promise<DoctorCheck[]> {
   try {
     const loaded = configOf(command);
     config = loaded.config;
+    const { host, port } = gatewayAddress(config);
+    via(`the config, the state directory, Redis, each channel's platform and the gateway at ${host}:${port}`);
     const checks: DoctorCheck[] = [
       {
         name: "config",
@@ -52,6 +54,8 @@ async function runChecks(command: Command): Promise<DoctorCheck[]> {
     ];
     checks.push(stateDirCheck(resolveStateDir()));
     checks.push(...(await redisChecks(config)));
+    if (Object.keys(config.channels).some((name) => name !== WEBCHAT_CHANNEL.name))
+      console.error("Checking each channel account with its platform (up to 15 s)…");
     checks.push(...(await credentialChecks(config, channelPlugins)));
     checks.push(...(await channelChecks(config)));
     return checks;
@@ -174,8 +178,4 @@ async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
       fix: "check the platform is reachable; the hub keeps retrying",
     };
   });
-}
-
-function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, "//***@");
 }

@@ -1,4 +1,4 @@
-import { HubError } from "@hub/core";
+import { type HubConfig, HubError } from "@hub/core";
 import { PairingStore } from "@hub/dispatch";
 import type { Command } from "commander";
 import { approvePairing } from "../pairing.js";
@@ -35,35 +35,37 @@ export function registerPairing(program: Command): void {
   pairing
     .command("approve <channel> <code>")
     .description("let a sender in (they are told)")
-    .action(async (channel: string, code: string, _opts, command: Command) => {
-      const { config } = configOf(command);
-      const replies = replySender(config);
-      try {
-        await withRedis(config, async (redis) => {
-          const approved = await approvePairing(
-            new PairingStore(redis, config.redis.prefix),
-            replies,
-            channel,
-            code,
-          );
-          if (!approved) throw unknownCode(channel, code);
-          console.log(`Approved sender ${approved.senderId} on ${channel}; they have been told.`);
-        });
-      } finally {
-        await replies.close();
-      }
-    });
+    .action(async (channel: string, code: string, _opts, command: Command) =>
+      approve(configOf(command).config, channel, code),
+    );
   pairing
     .command("deny <channel> <code>")
     .description("drop a request (the sender is not told and stays out)")
     .action(async (channel: string, code: string, _opts, command: Command) => {
       const { config } = configOf(command);
+      via(`Redis ${config.redis.prefix}:pairing:*`);
       await withRedis(config, async (redis) => {
         const denied = await new PairingStore(redis, config.redis.prefix).deny(channel, code);
         if (!denied) throw unknownCode(channel, code);
         console.log(`Denied sender ${denied.senderId} on ${channel}.`);
       });
     });
+}
+
+/** Lets the sender with `code` in and tells them through the hub's ordered delivery. */
+async function approve(config: HubConfig, channel: string, code: string): Promise<void> {
+  via(`Redis ${config.redis.prefix}:pairing:*; the notice goes through the hub's delivery`);
+  const replies = await replySender(config);
+  try {
+    await withRedis(config, async (redis) => {
+      const store = new PairingStore(redis, config.redis.prefix);
+      const approved = await approvePairing(store, replies, channel, code);
+      if (!approved) throw unknownCode(channel, code);
+      console.log(`Approved sender ${approved.senderId} on ${channel}; they have been told.`);
+    });
+  } finally {
+    await replies.close();
+  }
 }
 
 function unknownCode(channel: string, code: string): HubError {

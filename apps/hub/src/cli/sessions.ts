@@ -1,6 +1,12 @@
 import { createLogger, HubError, resolveStateDir } from "@hub/core";
 import { createRedis } from "@hub/queue";
-import { FileSessionStore, RedisSessionStore, type SessionStore, SessionWriters } from "@hub/sessions";
+import {
+  FileSessionStore,
+  RedisSessionStore,
+  type SessionStore,
+  SessionWriters,
+  type TranscriptEntry,
+} from "@hub/sessions";
 import type { Command } from "commander";
 import { configOf, output, via, withRedis } from "./context.js";
 
@@ -50,7 +56,7 @@ export function registerSessions(program: Command): void {
         [
           `${record.sessionKey} (transcript ${record.sessionId})`,
           ...entries.map((e) => {
-            const text = "text" in e && typeof e.text === "string" ? e.text : "";
+            const text = describeEntry(e);
             return `  [${e.type}] ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
           }),
         ].join("\n"),
@@ -87,4 +93,24 @@ async function touchSession(command: Command, sessionKey: string): Promise<void>
 
 function noSession(sessionKey: string): HubError {
   return new HubError("session_unknown", `No session ${sessionKey}; run "hub sessions list" to see them.`);
+}
+
+/** One transcript line as a person reads it: the message, or what happened (a run's claim, its outcome). */
+export function describeEntry(e: TranscriptEntry): string {
+  switch (e.type) {
+    case "session":
+      return `transcript started ${new Date(e.at).toISOString()}`;
+    case "user":
+      return e.senderName ? `${e.senderName}: ${e.text}` : e.text;
+    case "assistant":
+      return e.toolCalls?.length ? `${e.text} (calls ${e.toolCalls.map((c) => c.name).join(", ")})` : e.text;
+    case "tool_result":
+      return e.content;
+    case "compaction":
+      return `summary of the earlier conversation: ${e.summary}`;
+    case "writer":
+      return `run ${e.runId} took the session`;
+    case "outcome":
+      return `run ${e.runId} ${e.status}${e.stopReason ? ` (${e.stopReason})` : ""}${e.error ? `: ${e.error}` : ""}`;
+  }
 }

@@ -1,4 +1,4 @@
-import { collectConfigSecrets, createLogger, loadConfig, resolveStateDir } from "@hub/core";
+import { collectConfigSecrets, createLogger, HubError, loadConfig, resolveStateDir } from "@hub/core";
 import type { Command } from "commander";
 import { startHub } from "../hub.js";
 import { handleSignals } from "../lifecycle.js";
@@ -16,7 +16,10 @@ export function registerStart(program: Command): void {
       "--role <roles>",
       "comma-separated roles this process runs: ingress, agent, delivery (default: all)",
     )
+    // As the default command, start is handed any word that is no command: that is a typo, not an argument.
+    .allowExcessArguments(true)
     .action(async (opts: { role?: string }, command: Command) => {
+      if (command.args.length > 0) throw unknownCommand(command.args[0] as string, program);
       const env = opts.role ? { ...process.env, HUB_ROLES: opts.role } : process.env;
       await startCommand(optionsOf(command).config, env);
     });
@@ -59,4 +62,12 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     reload: () => hub.operations.reload(fromFile ? path : undefined, channelPlugins),
     afterStop: () => localRedis?.stop(),
   });
+}
+
+function unknownCommand(word: string, program: Command): HubError {
+  const names = program.commands.map((c) => c.name()).join(", ");
+  return new HubError(
+    "unknown_command",
+    `"${word}" is not a hub command (commands: ${names}); run "hub --help" for what each does.`,
+  );
 }

@@ -3,6 +3,7 @@ import { FailedDeliveries } from "@hub/reply";
 import { RunRecords } from "@hub/sessions";
 import type { Command } from "commander";
 import type { ChannelReport } from "../supervisor.js";
+import { channelLine } from "./channel-line.js";
 import { configOf, gatewayAddress, output, via, withRedis } from "./context.js";
 import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
 
@@ -60,10 +61,7 @@ async function readStatus(command: Command): Promise<HubStatus> {
 
 function formatStatus(s: HubStatus): string {
   const lines = [s.running ? "Hub: running" : "Hub: not answering on its gateway (channel states unknown)"];
-  for (const c of s.channels)
-    lines.push(
-      `  ${c.channel}/${c.accountId}: ${c.status.state}${c.status.reason ? ` (${c.status.reason})` : ""}`,
-    );
+  for (const c of s.channels) lines.push(`  ${channelLine(c)}`);
   lines.push(`Runs in flight: ${s.runsInFlight.length}`);
   for (const r of s.runsInFlight)
     lines.push(`  ${r.runId}  ${r.sessionKey}  ${Math.round((Date.now() - r.startedAt) / 1000)} s`);

@@ -64,11 +64,16 @@ export async function startAdmission(
   // Stopped after the workers: runs finishing in a drain still reach web chat clients (intake is refused meanwhile).
   base.shutdown.rest.push(() => gateway.stop());
   // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
+  const lostIfRefused = new Set(
+    entry.channels.filter((a) => a.capabilities.redelivers === false).map((a) => a.channel),
+  );
   supervisor = new ChannelSupervisor(
     [...entry.channels, entry.webchat],
     (fields, o) =>
-      base.operations.admit(fields.channel, () =>
-        admitInbound(() => dispatcher.dispatchInboundMessage(fields, o)),
+      base.operations.admit(
+        fields.channel,
+        () => admitInbound(() => dispatcher.dispatchInboundMessage(fields, o)),
+        !lostIfRefused.has(fields.channel),
       ),
     logger,
     base.tuning.channelBackoff,

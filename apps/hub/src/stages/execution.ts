@@ -8,7 +8,7 @@ import {
 } from "@hub/agent";
 import type { ReplyDispatcher } from "@hub/reply";
 import { liveFeatures } from "../live-features.js";
-import { buildMediaPreparer } from "../media.js";
+import { buildMediaPreparer, startMediaStore } from "../media.js";
 import { createModelResolver } from "../models.js";
 import { hubOutbox } from "../outbox.js";
 import type { HubBase } from "./base.js";
@@ -68,7 +68,7 @@ export async function startExecution(
     dataLost: (since) => base.epoch.lostSince(since),
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
-    media: buildMediaPreparer(config, base.stateDir, entry.adapters),
+    media: buildMediaPreparer(config, base.stateDir, entry.adapters, startMediaStore(base)),
     outbox: hubOutbox(base),
     maxAttachmentBytes: config.limits.maxAttachmentBytes,
     live: liveFeatures(config, entry.adapters),

@@ -77,6 +77,9 @@ describe("hub doctor", { timeout: 120_000 }, () => {
     const r = await runCli(["doctor"], env);
     expect(r.stdout).not.toContain("FAIL");
     expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      "(from the config, the state directory, Redis, each channel's platform and the gateway",
+    );
   });
 });
 
@@ -106,9 +109,11 @@ describe("hub pairing", { timeout: 120_000 }, () => {
     expect(list.stderr).toContain("Redis");
     const denied = await runCli(["pairing", "deny", "telegram", codeA], env);
     expect(denied.code).toBe(0);
+    expect(denied.stderr).toContain(`(from Redis ${prefix}:pairing:*)`);
     expect(await store.isApproved("telegram", "default", "501")).toBe(false);
     const approved = await runCli(["pairing", "approve", "telegram", codeB], env);
     expect(approved.stdout).toContain("Approved sender 502");
+    expect(approved.stderr).toContain(`(from Redis ${prefix}:pairing:*;`);
     expect(await store.isApproved("telegram", "default", "502")).toBe(true);
     expect((await runCli(["pairing", "list"], env)).stdout).toContain("No senders are waiting");
     const unknown = await runCli(["pairing", "approve", "telegram", codeA], env);
@@ -129,16 +134,25 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
       { replyId: "r2", index: 0, text: "second lost segment", target },
       new Error("platform answered 500"),
     );
+    // Without a telegram channel in the config, nothing is queued: it would only fail again.
+    const refused = await runCli(["deliveries", "retry"], env);
+    expect(refused.stdout).toContain("Nothing to retry");
+    expect(refused.stderr).toContain('No channel "telegram" is configured');
+    expect(await failed.list()).toHaveLength(2);
+    const config = join(stateDir, "deliveries.json5");
+    writeFileSync(config, "{ channels: { telegram: { botToken: '123:abc' } } }");
+    const withTelegram = { ...env, HUB_CONFIG: config };
     const list = await runCli(["deliveries", "failed", "--json"], env);
     const entries = JSON.parse(list.stdout) as Array<{ id: string; text: string; error: string }>;
     expect(entries.map((e) => e.text)).toEqual(["second lost segment", "first lost segment"]);
     expect(entries[0]?.error).toContain("500");
-    const retry = await runCli(["deliveries", "retry", entries[1]!.id], env);
+    const retry = await runCli(["deliveries", "retry", entries[1]!.id], withTelegram);
     expect(retry.stdout).toContain(`Queued 1 segment(s) again: ${entries[1]!.id}`);
+    expect(retry.stderr).toContain(`(from Redis ${prefix}:deliveries:failed`);
     expect((await failed.list()).map((e) => e.text)).toEqual(["second lost segment"]);
     const queued = await redis.lrange(`${prefix}:mb:reply:q:${replyTargetKey(target)}`, 0, -1);
     expect(queued.join("")).toContain("first lost segment");
-    expect((await runCli(["deliveries", "retry"], env)).stdout).toContain("Queued 1 segment(s)");
+    expect((await runCli(["deliveries", "retry"], withTelegram)).stdout).toContain("Queued 1 segment(s)");
     expect((await runCli(["deliveries", "failed"], env)).stdout).toContain("No failed deliveries.");
   });
 });
@@ -150,6 +164,7 @@ describe("hub sessions", { timeout: 120_000 }, () => {
     const record = await sessions.resolve(key);
     await sessions.append(record.sessionId, [
       { type: "user", runId: "run-1", text: "hello from 42", at: Date.now() },
+      { type: "outcome", runId: "run-1", status: "failed", error: "the model refused", at: Date.now() },
     ]);
     const list = await runCli(["sessions", "list", "--json"], env);
     expect(JSON.parse(list.stdout)).toEqual([
@@ -157,6 +172,8 @@ describe("hub sessions", { timeout: 120_000 }, () => {
     ]);
     const show = await runCli(["sessions", "show", key], env);
     expect(show.stdout).toContain("[user] hello from 42");
+    expect(show.stdout).toContain("[outcome] run run-1 failed: the model refused");
+    expect(show.stdout).toMatch(/\[session\] transcript started \d{4}-/);
     const reset = await runCli(["sessions", "reset", key], env);
     expect(reset.code).toBe(0);
     const after = await sessions.get(key);
@@ -176,8 +193,49 @@ describe("hub status and channels", { timeout: 120_000 }, () => {
     const channels = await runCli(["channels", "status"], env);
     expect(channels.code).toBe(1);
     expect(channels.stderr).toContain('start it with "npm start"');
+    const typo = await runCli(["statsu"], env);
+    expect(typo.code).toBe(1);
+    expect(typo.stderr).toContain('"statsu" is not a hub command (commands: start, status, doctor,');
     const login = await runCli(["channels", "login", "telegram"], env);
     expect(login.code).toBe(1);
     expect(login.stderr).toContain("has no interactive login");
+  });
+});
+
+describe("hub send", { timeout: 120_000 }, () => {
+  it("refuses a channel or account the config does not have, at once and without queuing anything", async () => {
+    const queued = async () => (await redis.keys(`${prefix}:mb:reply:*`)).sort();
+    const before = await queued();
+    const unknown = await runCli(["send", "telegram", "4711", "hello", "--timeout", "2"], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('No channel "telegram" is configured (configured: webchat)');
+    const config = join(stateDir, "send.json5");
+    writeFileSync(config, "{ channels: { telegram: { botToken: '123:abc' } } }");
+    const account = await runCli(
+      ["--config", config, "send", "telegram", "4711", "hello", "--account", "other", "--timeout", "2"],
+      env,
+    );
+    expect(account.code).toBe(1);
+    expect(account.stderr).toContain('channels.telegram has no account "other" (accounts: default)');
+    expect(await queued()).toEqual(before);
+  });
+});
+
+describe("commands that need Redis", { timeout: 120_000 }, () => {
+  it("say at once that Redis does not answer and what to do, instead of waiting forever", async () => {
+    const down = { ...env, REDIS_URL: `redis://127.0.0.1:${await freePort()}` };
+    const runs = await Promise.all(
+      [
+        ["status"],
+        ["pairing", "list"],
+        ["deliveries", "failed"],
+        ["deliveries", "retry"],
+        ["send", "webchat", "owner", "hello"],
+      ].map((args) => runCli(args, down, 30_000)),
+    );
+    for (const r of runs) {
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/hub: Redis at redis:\/\/127\.0\.0\.1:\d+ does not answer \(.+\); start it/);
+    }
   });
 });

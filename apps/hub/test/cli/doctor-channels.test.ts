@@ -45,11 +45,13 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-async function doctor(channels: Record<string, unknown>): Promise<{ code: number; checks: Check[] }> {
+async function doctor(
+  channels: Record<string, unknown>,
+): Promise<{ code: number; checks: Check[]; stderr: string }> {
   const file = join(stateDir, `hub-${Math.random().toString(36).slice(2)}.json5`);
   writeFileSync(file, JSON.stringify({ channels }));
   const r = await runCli(["--config", file, "doctor", "--json"], env, 60_000);
-  return { code: r.code, checks: (JSON.parse(r.stdout) as { checks: Check[] }).checks };
+  return { code: r.code, checks: (JSON.parse(r.stdout) as { checks: Check[] }).checks, stderr: r.stderr };
 }
 
 /** Calls the fake Bot API as another installation would (e.g. one that set a webhook). */
@@ -66,7 +68,7 @@ const find = (checks: Check[], name: string) => checks.find((c) => c.name === na
 
 describe("hub doctor checks each channel's credentials against its platform", { timeout: 120_000 }, () => {
   it("accepted tokens pass; a bot without the Message Content intent fails with where to enable it", async () => {
-    const { code, checks } = await doctor({
+    const { code, checks, stderr } = await doctor({
       telegram: { botToken: telegram.token, apiRoot: telegram.apiRoot },
       discord: { token: discord.token, restApi: discord.restApi },
       slack: { botToken: slack.botToken, signingSecret: "s".repeat(32), apiUrl: slack.apiUrl },
@@ -80,6 +82,8 @@ describe("hub doctor checks each channel's credentials against its platform", { 
     expect(find(checks, "channels.discord: message content intent")).toMatchObject({ status: "fail" });
     expect(find(checks, "channels.discord: message content intent")?.fix).toContain("Message Content Intent");
     expect(code).toBe(1);
+    // The platform checks can take a while: doctor says what it is waiting for.
+    expect(stderr).toContain("Checking each channel account with its platform");
   });
 
   it("refused tokens fail, each naming the key to fix, and no token reaches the output", async () => {

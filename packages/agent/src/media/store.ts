@@ -27,7 +27,7 @@ export interface StoredMedia {
  * past the retention limits.
  */
 export class MediaStore {
-  #pruning: Promise<void> | undefined;
+  #pruning: Promise<number> | undefined;
 
   constructor(
     readonly dir: string,
@@ -67,23 +67,28 @@ export class MediaStore {
     return { path, size };
   }
 
-  /** Removes files older than the retention age, then the oldest until the total fits. */
-  async prune(now = Date.now()): Promise<void> {
+  /** Removes files older than the retention age, then the oldest until the total fits; returns how many went. */
+  async prune(now = Date.now()): Promise<number> {
     const names = await readdir(this.dir).catch(() => [] as string[]);
     const files: Array<{ path: string; size: number; at: number }> = [];
+    let removed = 0;
     for (const name of names) {
       const path = join(this.dir, name);
       const info = await stat(path).catch(() => undefined);
       if (!info?.isFile()) continue;
       // A partial file older than the age limit is a crashed download.
-      if (now - info.mtimeMs > this.retention.maxAgeMs) await rm(path, { force: true });
-      else files.push({ path, size: info.size, at: info.mtimeMs });
+      if (now - info.mtimeMs > this.retention.maxAgeMs) {
+        await rm(path, { force: true });
+        removed++;
+      } else files.push({ path, size: info.size, at: info.mtimeMs });
     }
     let total = files.reduce((sum, f) => sum + f.size, 0);
     for (const file of files.sort((a, b) => a.at - b.at)) {
       if (total <= this.retention.maxTotalBytes) break;
       await rm(file.path, { force: true });
       total -= file.size;
+      removed++;
     }
+    return removed;
   }
 }

@@ -17,11 +17,19 @@ export class ChannelStatusCell {
   set(state: ChannelState, details: { reason?: string; nextRetryAt?: number } = {}): void {
     const previous = this.#status;
     const same = previous.state === state && previous.reason === details.reason;
+    const failing = state === "reconnecting" || state === "failed" || state === "logged_out";
+    const lastError =
+      failing && details.reason !== undefined
+        ? same && previous.lastError
+          ? previous.lastError
+          : { reason: details.reason, at: Date.now() }
+        : previous.lastError;
     this.#status = {
       state,
       since: same ? previous.since : Date.now(),
       ...(details.reason !== undefined ? { reason: details.reason } : {}),
       ...(details.nextRetryAt !== undefined ? { nextRetryAt: details.nextRetryAt } : {}),
+      ...(lastError ? { lastError } : {}),
     };
     if (!same) this.onChange?.(this.get(), previous);
   }

@@ -1,8 +1,8 @@
 --[[
-  ackNext(own, q, sched, attempts[, group]; token, itemId, key, renewMs, now, outcome, groupTtl,
+  ackNext(own, q, sched, att[, group]; token, itemId, key, renewMs, now, outcome, groupTtl,
   channel, groupName) -> the next head item (ack and peek fused; the caller hands it out as its
-  attempt 1, see claim-next.lua), or false when the list is empty: then the lease is released, the
-  key's attempts record deleted and the key is no longer owed a drain (finish fused).
+  attempt 1, see claim-next.lua), or false when the list is empty: then the lease is released with
+  the key's attempts record (one DEL) and the key is no longer owed a drain (finish fused).
   Error LOST when the lease is not ours. Pops the head only if it is the named item.
   renewMs > 0 renews the lease (and the key's sweep deadline) for that long.
   With `group` (a hash: total, left, failed): the popped item counts toward its group, `outcome`
@@ -29,9 +29,8 @@ if popped then
 end
 local head = redis.call('LINDEX', KEYS[2], 0)
 if not head then
-  redis.call('DEL', KEYS[1])
+  redis.call('DEL', KEYS[1], KEYS[4])
   redis.call('ZREM', KEYS[3], ARGV[3])
-  redis.call('HDEL', KEYS[4], ARGV[3])
   return false
 end
 local renew = tonumber(ARGV[4])

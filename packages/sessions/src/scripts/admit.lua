@@ -10,7 +10,8 @@
   KEYS[4] the session's queue mode (queue-mode:<sessionKey>)
   KEYS[5] the session lane's list (mb:runs:q:<sessionKey>)
   KEYS[6] the session lane's schedule (mb:runs:sched, zset)
-  KEYS[7] the session lane's wake-up counter (mb:runs:epoch)
+  KEYS[7] the session lane's ready list (mb:runs:ready): a session owed a drain from now on is put
+          there in this step (the wake-up fused, as in @hub/queue's push.lua)
   KEYS[8] the session's collected batch (collect:<sessionKey>)
   KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
   KEYS[10..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
@@ -26,8 +27,8 @@
   ARGV[12] key prefix (for the running run's steer list and stop mark)
   ARGV[13..] per bucket (KEYS[10..]): capacity, then refill per ms
 
-  Returns {outcome, wakeEpoch}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
-  wakeEpoch > 0 when the caller must add the lane's wake-up job for that epoch.
+  Returns {outcome, woke}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
+  woke 1 when this step put the session on the lane's ready list (a drain was not owed before).
 ]]
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
   return {'duplicate', 0}
@@ -42,11 +43,12 @@ for i = 10, #KEYS do
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
+-- Owed already (the session is in sched: a drainer or a wake-up will take the item) or owed from now on.
 local function enqueue(item)
   redis.call('RPUSH', KEYS[5], item)
-  if redis.call('ZSCORE', KEYS[6], ARGV[2]) then return 0 end
-  redis.call('ZADD', KEYS[6], tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[2])
-  return redis.call('INCR', KEYS[7])
+  if redis.call('ZADD', KEYS[6], 'NX', tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[2]) == 0 then return 0 end
+  redis.call('RPUSH', KEYS[7], ARGV[2])
+  return 1
 end
 
 if ARGV[8] == 'context' then
