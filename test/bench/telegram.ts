@@ -135,7 +135,7 @@ export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promi
   const bot = await startBenchGrammy();
   const meter = new PhaseMeter(redisUrl);
   try {
-    await warmUp(fake);
+    await warmUp(bot.fake);
     await meter.start();
     const load = await driveChats(bot.fake, shape);
     const cost = await meter.stop();
