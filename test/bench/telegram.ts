@@ -31,7 +31,8 @@ export interface BenchHub {
 /** Starts the hub with every guarantee on, its Telegram channel polling a fresh fake, pacing off. */
 export async function startBenchHub(redisUrl: string): Promise<BenchHub> {
   const fake = await startFakeTelegram();
-  const stateDir = mkdtempSync(join(tmpdir(), "hub-bench-"));
+  // BENCH_STATE_DIR: where the state directory is made (default the OS temp dir).
+  const stateDir = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
   let logLines = 0;
   // BENCH_LOG_FILE keeps the lines (e.g. at BENCH_LOG_LEVEL=debug, to trace where a slow message waited).
   const logFile = process.env.BENCH_LOG_FILE;
