@@ -27,7 +27,7 @@ import {
 } from "@hub/sessions";
 import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
-import { assembleContext, type ContextSettings } from "./context/assemble.js";
+import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
 import { historyMessages, toEntry, userEntryOf } from "./history.js";
 import { finalizeInterrupted } from "./interrupted.js";
@@ -368,18 +368,22 @@ export class AgentRunner {
     if (media.onlyRefusals) return this.#answeredByNotices(media.notices, io, writeChecked, runId);
     const { provider, model } = this.o.resolveModel(this.o.modelRef);
     const policy = this.o.toolsFor(ctx);
-    const context = {
+    // One literal (not a spread plus fields): an object of one fixed shape on every run.
+    const context: ContextInput = {
       ctx,
       runId,
       entries,
       history: historyMessages(entries, runId),
       userText: media.userText,
+      resuming: run.resuming,
+      tools: policy.tools,
+      provider,
+      model,
+      signal,
+      writeChecked,
+      log,
     };
-    const messages = await assembleContext(
-      { ...context, resuming: run.resuming, tools: policy.tools, provider, model, signal, writeChecked, log },
-      this.o,
-      media.images,
-    );
+    const messages = await assembleContext(context, this.o, media.images);
     const chain = this.#toolChain(ctx, policy, io);
     const result = await runAgentTurn({
       runId,
