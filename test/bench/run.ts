@@ -10,8 +10,8 @@ import { benchGrammyEcho, benchHubPaced, benchHubTelegram } from "./telegram.js"
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
-  chats: env("BENCH_CHATS", 100),
-  messages: env("BENCH_MESSAGES", 5),
+  chats: env("BENCH_CHATS", 200),
+  messages: env("BENCH_MESSAGES", 10),
   window: env("BENCH_WINDOW", 2),
   timeoutMs: env("BENCH_TIMEOUT_MS", 120_000),
 };
