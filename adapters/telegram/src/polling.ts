@@ -147,7 +147,9 @@ export async function pollUpdates(deps: PollerDeps): Promise<void> {
       continue;
     }
     const wait = retryBackoff.next();
-    deps.log.error({ backoffMs: wait, offset }, "telegram updates could not be accepted now; retrying them");
+    // A warning, not an error: the hub asked for it (Redis unreachable, or a planned drain); each update's
+    // own line says why, and the offset held means Telegram keeps them.
+    deps.log.warn({ backoffMs: wait, offset }, "telegram updates could not be accepted now; retrying them");
     await sleep(wait, deps.signal);
   }
 }
