@@ -279,12 +279,6 @@ export class OrderedMailbox<T> {
     return this.#redis.llen(this.#k("q", key));
   }
 
-  // A key on `ready` is taken by the next free drain worker.
-  async #wake(key: string, epoch: number): Promise<void> {
-    if (epoch <= 0) return;
-    await this.#redis.rpush(`${this.#base}:ready`, key);
-  }
-
   // A delayed key waits in `delayed` first: promoted here when its delay ends; the sweep of any process
   // promotes it too (e.g. after we die).
   #promoteAfter(delayMs: number): void {
@@ -368,17 +362,15 @@ export class OrderedMailbox<T> {
   }
 
   async #sweep(): Promise<void> {
-    const out = (await runScript(
+    // The keys come back already put on `ready`, in the sweep's own step.
+    const woken = (await runScript(
       this.#redis,
       SWEEP,
-      [`${this.#base}:sched`, `${this.#base}:epoch`],
+      [`${this.#base}:sched`, `${this.#base}:ready`],
       [Date.now(), this.#o.graceMs, 100, this.#base],
-    )) as Array<string | number>;
-    for (let i = 0; i + 1 < out.length; i += 2) {
-      const key = String(out[i]);
+    )) as string[];
+    for (const key of woken)
       this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
-      await this.#wake(key, Number(out[i + 1]));
-    }
     await this.#promote();
   }
 
@@ -588,16 +580,13 @@ export class OrderedMailbox<T> {
     for (const [i, key] of keys.entries()) {
       const owner = owners[i];
       if (!owner || !this.#isDeadPredecessor(owner)) continue;
-      const epoch = (await runScript(
+      const woken = await runScript(
         this.#redis,
         RECLAIM,
-        [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:epoch`],
+        [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`],
         [owner, Date.now(), key],
-      )) as number;
-      if (epoch > 0) {
-        await this.#wake(key, epoch);
-        reclaimed.push(key);
-      }
+      );
+      if (woken === 1) reclaimed.push(key);
     }
     if (reclaimed.length)
       this.#o.logger.warn(

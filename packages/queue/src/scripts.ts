@@ -10,8 +10,8 @@
  * - `M:nb:k`    "not before": set while the key waits out a retry-after
  * - `M:sched`   zset key -> time by which a drain must have shown progress;
  *               a key is in it exactly while its items are owed a drain
- * - `M:epoch`   counter of wake-ups (the sweeper's, and admission's push)
- * - `M:ready`   list of keys to wake: drain workers BLPOP it
+ * - `M:ready`   list of keys to wake (each step that makes a drain owed puts the key
+ *               there itself): drain workers BLMPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
  * - `M:att:k`   "<n>|<item id>": attempts of the key's head item (while the key is drained)
  * - `M:g:<group>` hash (total, left, failed): settlement of a group of items

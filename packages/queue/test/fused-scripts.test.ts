@@ -22,7 +22,6 @@ function box() {
     own: `${base}:own:${key}`,
     nb: `${base}:nb:${key}`,
     sched: `${base}:sched`,
-    epoch: `${base}:epoch`,
     att: `${base}:att:${key}`,
     delayed: `${base}:delayed`,
     ready: `${base}:ready`,
