@@ -1,13 +1,18 @@
 // `tsx test/bench/paced-only.ts`: the hub-added latency phase of `npm run bench` alone, for tracing its
 // tail. BENCH_RATE messages/s (default 200) for BENCH_PACED_SECONDS (5) after BENCH_WARMUP_ROUNDS (3)
 // warm-up loads of 200 chats × 5 messages, so V8 has compiled the hot paths before the measured window.
+// BENCH_TRACE_FILE: every answered message's sent time, chat, number and latency, as JSON lines (which
+// messages make the tail: e.g. each chat's first, which creates its session).
+import { writeFileSync } from "node:fs";
 import { startBenchRedis } from "./meter.js";
 import { benchHubPaced } from "./telegram.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const redis = await startBenchRedis();
 try {
-  await benchHubPaced(redis.url, env("BENCH_RATE", 200), env("BENCH_PACED_SECONDS", 5));
+  const load = await benchHubPaced(redis.url, env("BENCH_RATE", 200), env("BENCH_PACED_SECONDS", 5));
+  const trace = process.env.BENCH_TRACE_FILE;
+  if (trace) writeFileSync(trace, (load.samples ?? []).map((s) => `${JSON.stringify(s)}\n`).join(""));
 } finally {
   await redis.stop();
 }

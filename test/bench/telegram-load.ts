@@ -25,6 +25,8 @@ export interface LoadResult {
   outOfOrder: number;
   duplicates: number;
   lost: number;
+  /** Per answered message of an open-loop load: sent at (ms into the load), chat, n, latency (ms). */
+  samples?: Array<{ at: number; chat: number; n: number; ms: number }>;
 }
 
 const REPLY = /bench (\d+) (\d+)\b/;
@@ -114,9 +116,11 @@ export async function drivePaced(fake: FakeTelegram, shape: PacedShape): Promise
   const total = Math.round(shape.rate * shape.seconds);
   const sentAt = new Map<string, number>();
   const epochOffset = Date.now() - performance.now();
+  const started = performance.now();
   const answered = new Set<string>();
   const latencies: number[] = [];
   const lastAnswered = new Array<number>(shape.chats).fill(-1);
+  const samples: NonNullable<LoadResult["samples"]> = [];
   let outOfOrder = 0;
   let duplicates = 0;
   let cursor = fake.calls.length;
@@ -131,14 +135,15 @@ export async function drivePaced(fake: FakeTelegram, shape: PacedShape): Promise
       if (answered.has(key)) duplicates++;
       else {
         answered.add(key);
-        latencies.push(call.at - epochOffset - (sentAt.get(key) ?? call.at - epochOffset));
+        const at = sentAt.get(key) ?? call.at - epochOffset;
+        latencies.push(call.at - epochOffset - at);
         const chat = Number(m[1]);
+        samples.push({ at: at - started, chat, n: Number(m[2]), ms: call.at - epochOffset - at });
         if (Number(m[2]) < lastAnswered[chat]!) outOfOrder++;
         lastAnswered[chat] = Math.max(lastAnswered[chat]!, Number(m[2]));
       }
     }
   };
-  const started = performance.now();
   let sent = 0;
   // Every 5 ms, the messages due by now: a steady rate, whatever the event loop's jitter.
   while (sent < total) {
@@ -159,5 +164,13 @@ export async function drivePaced(fake: FakeTelegram, shape: PacedShape): Promise
   }
   latencies.sort((a, b) => a - b);
   const seconds = (performance.now() - started) / 1000;
-  return { answered: answered.size, seconds, latencies, outOfOrder, duplicates, lost: total - answered.size };
+  return {
+    answered: answered.size,
+    seconds,
+    latencies,
+    outOfOrder,
+    duplicates,
+    lost: total - answered.size,
+    samples,
+  };
 }

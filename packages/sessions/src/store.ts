@@ -1,6 +1,15 @@
 import { createHash, randomUUID } from "node:crypto";
-import { mkdirSync } from "node:fs";
-import { open, readdir, readFile, rename, stat, writeFile } from "node:fs/promises";
+import {
+  closeSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readSync,
+  renameSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { open, readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { HubLogger } from "@hub/core";
 import { z } from "zod";
@@ -110,17 +119,20 @@ export class FileSessionStore implements SessionStore {
   /** The session a key routes to now, or undefined if it never had one. */
   async get(sessionKey: string): Promise<SessionRecord | undefined> {
     const path = this.#indexPath(sessionKey);
-    try {
-      const { ino } = await stat(path);
-      const cached = this.#indexes.get(sessionKey);
-      if (cached?.ino === ino) return cached.record;
-      const record = SessionRecordSchema.parse(JSON.parse(await readFile(path, "utf8")));
-      remember(this.#indexes, sessionKey, { ino, record });
-      return record;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
-      throw error;
-    }
+    // A stat of a small local directory's entry is microseconds: synchronous, and no exception when
+    // missing (every new session starts here), instead of a thread-pool round trip.
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (!found) return undefined;
+    const cached = this.#indexes.get(sessionKey);
+    if (cached?.ino === found.ino) return cached.record;
+    // An index is one short line: read at once, as its stat was.
+    const text = readFileSync(path, "utf8");
+    // Only a crash while a new session's index was being created leaves it empty: that session has
+    // nothing but its header yet, so it starts again.
+    if (text === "") return undefined;
+    const record = SessionRecordSchema.parse(JSON.parse(text));
+    remember(this.#indexes, sessionKey, { ino: found.ino, record });
+    return record;
   }
 
   /** Every session's index record, most recently updated first (for the operator). */
@@ -143,15 +155,34 @@ export class FileSessionStore implements SessionStore {
   async reset(sessionKey: string): Promise<SessionRecord> {
     const { record, header } = newSession(sessionKey);
     await this.append(record.sessionId, [header]);
-    await this.#writeIndex(record);
+    const ino = this.#writeIndex(record);
+    // What was just written is what the next read would find: a new session reads nothing back.
+    remember(this.#indexes, sessionKey, { ino, record });
+    remember(this.#transcripts, record.sessionId, {
+      bytes: Buffer.byteLength(`${transcriptLines([header])[0]}\n`),
+      entries: [header],
+    });
     return record;
   }
 
-  async #writeIndex(record: SessionRecord): Promise<void> {
+  /**
+   * Points the key at `record`. A key's first index is created in place, in one synchronous
+   * create-and-write: no temporary file and no rename, which on a busy disk are most of a new
+   * session's cost (directory updates serialize per directory). A crash in between leaves an empty
+   * file, which `get` reads as no session. Any other index is replaced whole, through a rename.
+   */
+  #writeIndex(record: SessionRecord): number {
     const path = this.#indexPath(record.sessionKey);
-    const tmp = `${path}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
-    await writeFile(tmp, JSON.stringify(record), { mode: 0o600 });
-    await rename(tmp, path);
+    const text = JSON.stringify(record);
+    try {
+      writeFileSync(path, text, { flag: "wx", mode: 0o600 });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const tmp = `${path}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
+      writeFileSync(tmp, text, { mode: 0o600 });
+      renameSync(tmp, path);
+    }
+    return statSync(path).ino;
   }
 
   /** Appends entries to a transcript in one write, so a crash leaves whole lines. */
@@ -164,13 +195,9 @@ export class FileSessionStore implements SessionStore {
   /** Reads a transcript; an unreadable line (a torn write) is skipped and logged, a superseded writer's late lines dropped. */
   async read(sessionId: string): Promise<TranscriptEntry[]> {
     const path = this.#transcriptPath(sessionId);
-    let size: number;
-    try {
-      size = (await stat(path)).size;
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
-      throw error;
-    }
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (!found) return [];
+    const size = found.size;
     let cached = this.#transcripts.get(sessionId);
     if (!cached || cached.bytes > size) cached = { bytes: 0, entries: [] };
     if (size > cached.bytes) {
@@ -207,10 +234,21 @@ export function remember<V>(map: Map<string, V>, key: string, value: V): void {
   if (map.size > CACHED_SESSIONS) map.delete(map.keys().next().value as string);
 }
 
+/** Up to this many bytes are read at once (from the page cache, microseconds); more in the thread pool. */
+const SYNC_READ_BYTES = 64 * 1024;
+
 async function readFrom(path: string, from: number, to: number): Promise<Buffer> {
+  const buffer = Buffer.alloc(to - from);
+  if (buffer.length <= SYNC_READ_BYTES) {
+    const fd = openSync(path, "r");
+    try {
+      return buffer.subarray(0, readSync(fd, buffer, 0, buffer.length, from));
+    } finally {
+      closeSync(fd);
+    }
+  }
   const handle = await open(path, "r");
   try {
-    const buffer = Buffer.alloc(to - from);
     const { bytesRead } = await handle.read(buffer, 0, buffer.length, from);
     return buffer.subarray(0, bytesRead);
   } finally {

@@ -1,4 +1,4 @@
-import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger } from "@hub/core";
@@ -51,5 +51,30 @@ describe("SessionStore's in-memory copies", () => {
     expect((await mine.get("agent:main:z"))?.sessionId).toBe(first.sessionId);
     const second = await other.reset("agent:main:z");
     expect((await mine.get("agent:main:z"))?.sessionId).toBe(second.sessionId);
+  });
+
+  it("an index a crash left empty while creating it reads as no session, and the key starts one", async () => {
+    const dir = stateDir();
+    const store = new FileSessionStore(dir, logger);
+    await store.resolve("agent:main:torn");
+    const [index] = readdirSync(join(dir, "sessions"));
+    // What a crash between creating a new session's index and writing it leaves.
+    writeFileSync(join(dir, "sessions", index!), "");
+    const fresh = new FileSessionStore(dir, logger);
+    expect(await fresh.get("agent:main:torn")).toBeUndefined();
+    const started = await fresh.resolve("agent:main:torn");
+    expect((await new FileSessionStore(dir, logger).get("agent:main:torn"))?.sessionId).toBe(started.sessionId);
+    expect(readdirSync(join(dir, "sessions"))).toEqual([index]);
+  });
+
+  it("a new session's transcript reads back the same from its creator's copy and from the disk", async () => {
+    const dir = stateDir();
+    const mine = new FileSessionStore(dir, logger);
+    const { sessionId } = await mine.resolve("agent:main:new");
+    await mine.append(sessionId, [user("first é")]);
+    await mine.append(sessionId, [user("second")]);
+    const fromDisk = await new FileSessionStore(dir, logger).read(sessionId);
+    expect(await mine.read(sessionId)).toEqual(fromDisk);
+    expect(fromDisk.map((e) => e.type)).toEqual(["session", "user", "user"]);
   });
 });
