@@ -96,6 +96,12 @@ export interface MailboxTuning {
   /** How often the sweeper looks (default 1 s). */
   sweepIntervalMs?: number | undefined;
   /**
+   * Items a drainer handles from one key before it lets keys waiting for a drain slot go first
+   * (default 4): it then hands the key back to the end of `ready`, but only when some key waits
+   * there, so a busy chat cannot hold a slot while others wait and a lone key drains on.
+   */
+  burst?: number | undefined;
+  /**
    * The hub installation (state directory) this process belongs to. Lease tokens
    * carry it with the pid, so a restart can end its dead predecessor's leases at once.
    */
@@ -202,6 +208,7 @@ export class OrderedMailbox<T> {
       leaseMs: options.leaseMs ?? 30_000,
       graceMs: options.graceMs ?? 5_000,
       sweepIntervalMs: options.sweepIntervalMs ?? 1_000,
+      burst: options.burst ?? 4,
       maxAttempts: options.maxAttempts ?? 8,
       instanceId: options.instanceId ?? "hub",
     };
@@ -451,8 +458,9 @@ export class OrderedMailbox<T> {
     handler: MailboxHandler<T>,
     first: [string, number],
   ): Promise<void> {
-    const { maxAttempts } = this.#o;
+    const { maxAttempts, burst } = this.#o;
     let next: [string, number] | null = first;
+    let handled = 0;
     while (next !== null) {
       if (lease.lost.signal.aborted) return;
       const [head, attempt] = next;
@@ -495,7 +503,8 @@ export class OrderedMailbox<T> {
         next = after;
         continue;
       }
-      next = await this.#ackNext(own, key, token, item.id, lease, failed);
+      handled++;
+      next = await this.#ackNext(own, key, token, item.id, lease, failed, handled % burst === 0);
     }
   }
 
@@ -618,11 +627,12 @@ export class OrderedMailbox<T> {
     id: string,
     lease: DrainLease,
     failed = false,
+    yieldSlot = false,
   ): Promise<[string, number] | null> {
     const { leaseMs, groups } = this.#o;
     const sentAt = Date.now();
     const renewMs = sentAt + (2 * leaseMs) / 3 > lease.confirmedUntil ? leaseMs : 0;
-    const keys = [own, this.#k("q", key), `${this.#base}:sched`, this.#k("att", key)];
+    const keys = [own, this.#k("q", key), `${this.#base}:sched`, this.#k("att", key), `${this.#base}:ready`];
     const group = groups ? groupOfItem(id) : undefined;
     if (group !== undefined) keys.push(this.#k("g", group));
     const next = (await runScript(this.#redis, ACK_NEXT, keys, [
@@ -635,10 +645,13 @@ export class OrderedMailbox<T> {
       groups?.ttlSeconds ?? 0,
       this.groupChannel,
       group ?? "",
-    ])) as string | null;
+      yieldSlot ? 1 : 0,
+      this.#o.graceMs,
+    ])) as string | number | null;
     if (renewMs > 0) lease.confirm(sentAt);
-    // The next item is handed out for the first time by this step (see commands/claim-next.lua).
-    return next === null ? null : [next, 1];
+    // The next item is handed out for the first time by this step (see commands/claim-next.lua);
+    // 0: the key was handed back behind waiting keys (it yielded), null: it is empty.
+    return typeof next === "string" ? [next, 1] : null;
   }
 
   /** The channel a settled group is announced on: "<group>|<total>|<delivered>|<failed>". */

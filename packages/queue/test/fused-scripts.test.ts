@@ -32,12 +32,12 @@ function box() {
   const ackNext = (
     token: string,
     id: string,
-    options: { group?: boolean; failed?: boolean; renew?: number } = {},
+    options: { group?: boolean; failed?: boolean; renew?: number; yieldSlot?: boolean } = {},
   ) =>
     runScript(
       redis,
       ACK_NEXT,
-      [k.own, k.q, k.sched, k.att, ...(options.group ? [k.group] : [])],
+      [k.own, k.q, k.sched, k.att, k.ready, ...(options.group ? [k.group] : [])],
       [
         token,
         id,
@@ -48,8 +48,10 @@ function box() {
         60,
         k.channel,
         "r1",
+        options.yieldSlot ? 1 : 0,
+        1000,
       ],
-    ) as Promise<string | null>;
+    ) as Promise<string | number | null>;
   return {
     k,
     push: (...items: string[]) =>
@@ -65,7 +67,7 @@ function box() {
     // As the mailbox sees it: the next item is handed out as its attempt 1.
     ack: async (token: string, id: string, renew?: number): Promise<Next> => {
       const next = await ackNext(token, id, renew === undefined ? {} : { renew });
-      return next === null ? null : [next, 1];
+      return typeof next === "string" ? [next, 1] : null;
     },
     delay: (token: string, ms: number, undo = "") =>
       runScript(
@@ -93,6 +95,25 @@ describe("fused mailbox scripts", () => {
     expect(await redis.exists(b.k.att)).toBe(0);
     // Finished: the next push owes a fresh wake-up.
     expect(await b.push("c|3")).toBeGreaterThan(0);
+  });
+
+  it("an ack that yields hands the key back behind waiting keys, and only when some key waits", async () => {
+    const b = box();
+    await b.push("a|1", "b|2", "c|3");
+    expect(await b.claim("t1")).toEqual(["a|1", 1]);
+    await redis.del(b.k.ready);
+    // Nobody waits: the drainer goes on with the next item, its lease renewed.
+    expect(await b.ackNext("t1", "a", { yieldSlot: true })).toBe("b|2");
+    expect(await redis.get(b.k.own)).toBe("t1");
+    await redis.rpush(b.k.ready, "other");
+    const before = Date.now();
+    expect(await b.ackNext("t1", "b", { yieldSlot: true })).toBe(0);
+    // Released (lease and attempts), behind the waiting key, still owed a drain within the grace.
+    expect(await redis.exists(b.k.own, b.k.att)).toBe(0);
+    expect(await redis.lrange(b.k.ready, 0, -1)).toEqual(["other", "k"]);
+    expect(Number(await redis.zscore(b.k.sched, "k"))).toBeGreaterThanOrEqual(before + 1000);
+    // The next drainer starts at the item after the acked one, as its first attempt.
+    expect(await b.claim("t2")).toEqual(["c|3", 1]);
   });
 
   it("a push racing with the last ack is either taken by it or owes a new wake-up", async () => {

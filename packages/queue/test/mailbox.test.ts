@@ -12,7 +12,13 @@ afterEach(async () => {
 
 function setup(
   name: string,
-  extra: { maxAttempts?: number; leaseMs?: number; onFailed?: (id: string) => void; groups?: boolean } = {},
+  extra: {
+    maxAttempts?: number;
+    leaseMs?: number;
+    onFailed?: (id: string) => void;
+    groups?: boolean;
+    burst?: number;
+  } = {},
 ) {
   const prefix = testPrefix(name);
   const mailbox = new OrderedMailbox<{ n: number }>({
@@ -27,6 +33,7 @@ function setup(
     leaseMs: extra.leaseMs ?? 2000,
     onFailed: async (item) => extra.onFailed?.(item.id),
     ...(extra.groups ? { groups: { ttlSeconds: 60 } } : {}),
+    ...(extra.burst ? { burst: extra.burst } : {}),
   });
   const workers: MailboxWorker[] = [];
   cleanups.push(async () => {
@@ -59,6 +66,35 @@ describe("OrderedMailbox", () => {
     await waitFor(() => keys.every((k) => (seen.get(k)?.length ?? 0) >= 15), "all items handled");
     await new Promise((r) => setTimeout(r, 200));
     for (const key of keys) expect(seen.get(key)).toEqual(Array.from({ length: 15 }, (_, n) => n));
+  });
+
+  it("a busy key lets a waiting key go first after its burst, and a lone key drains on", async () => {
+    const { mailbox, workers } = setup("burst", { burst: 3 });
+    const seen: string[] = [];
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    workers.push(
+      mailbox.startWorker(
+        async (item, ctx) => {
+          if (ctx.key === "busy" && item.data.n === 0) await gate;
+          seen.push(`${ctx.key}${item.data.n}`);
+        },
+        { concurrency: 1 },
+      ),
+    );
+    await mailbox.push(
+      "busy",
+      Array.from({ length: 8 }, (_, n) => ({ id: `b${n}`, data: { n } })),
+    );
+    await waitFor(async () => (await mailbox.hasDrainer("busy")) === true, "busy is being drained");
+    // The only slot is busy's: "other" waits on the ready list.
+    await mailbox.push("other", [{ id: "o0", data: { n: 0 } }]);
+    release();
+    await waitFor(() => seen.length === 9, "every item handled");
+    // After three of busy's items, the waiting key's one; then busy on, in order, with nobody waiting.
+    expect(seen).toEqual(["busy0", "busy1", "busy2", "other0", "busy3", "busy4", "busy5", "busy6", "busy7"]);
   });
 
   it("delays the whole key on a rate limit, then continues in order", async () => {
