@@ -56,6 +56,32 @@ describe("the control API", () => {
   });
 });
 
+describe("retrying failed deliveries from the control API", () => {
+  it("leaves a delivery to a channel the hub does not have listed, and says why", async () => {
+    const failed = new FailedDeliveries(redis, world.hub.prefix);
+    const target = { channel: "discord", accountId: "default", chatId: "42" };
+    await failed.record(
+      { replyId: "nowhere", index: 0, text: "for a channel not configured", target },
+      new Error("x"),
+    );
+    const id = (await failed.list()).find((f) => f.target.channel === "discord")!.id;
+    const res = await fetch(`${world.hub.url}api/control/deliveries/retry`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.hub.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ ids: [id] }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as { retried: string[]; skipped: Array<{ id: string; reason: string }> };
+    expect(body.retried).toEqual([]);
+    expect(body.skipped).toEqual([
+      { id, reason: expect.stringContaining('No channel "discord" is configured') },
+    ]);
+    expect((await failed.list()).map((f) => f.id)).toContain(id);
+    // The browser test below expects only its own failed delivery.
+    await redis.del(`${world.hub.prefix}:deliveries:failed`);
+  });
+});
+
 describe.skipIf(!available)("the control page in a real browser", () => {
   it("shows channels, pairing, failed deliveries and sessions; approves, retries and reads a transcript", async () => {
     expect((await dm("1", "Owner", "hello control page")).status).toBe("accepted");
@@ -99,6 +125,20 @@ describe.skipIf(!available)("the control page in a real browser", () => {
     await page.locator("#failed button", { hasText: "Retry" }).click();
     await waitFor(() => inChat("555").includes("a segment that once failed"), "the retried segment");
     await expect.poll(() => page.locator("#failed").textContent()).toContain("none");
+    // A delivery to a channel this hub does not have stays listed, and the page says why.
+    await new FailedDeliveries(redis, world.hub.prefix).record(
+      { replyId: "elsewhere", index: 0, text: "for discord", target: { ...target, channel: "discord" } },
+      new Error("x"),
+    );
+    // The page reads the list every 3 s.
+    await expect
+      .poll(() => page.locator("#failed").textContent(), { timeout: 10_000 })
+      .toContain("for discord");
+    await page.locator("#failed button", { hasText: "Retry" }).click();
+    await expect.poll(() => page.locator("#retry-notice").textContent()).toContain('No channel "discord"');
+    expect(await page.locator("#retry-notice").isVisible()).toBe(true);
+    expect(await page.locator("#failed").textContent()).toContain("for discord");
+    await redis.del(`${world.hub.prefix}:deliveries:failed`);
 
     const ownerRow = page.locator("#sessions tr", { hasText: "telegram" }).filter({ hasText: ":1" }).first();
     await ownerRow.locator("button", { hasText: "Transcript" }).click();

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { HttpRoute, ReplySink } from "@hub/core";
+import type { HttpRoute, HubConfig, ReplySink } from "@hub/core";
 import type { PairingStore } from "@hub/dispatch";
 import { bearerMatches } from "@hub/gateway";
 import { inspectMailbox, queueDepths } from "@hub/queue";
@@ -8,6 +8,7 @@ import type { RunRecords, SessionStore } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { approvePairing } from "./pairing.js";
+import { retrySendable } from "./sendable.js";
 import type { ChannelReport } from "./supervisor.js";
 
 /** What the control page reads and steers. */
@@ -23,6 +24,8 @@ export interface ControlDeps {
   sessions: SessionStore;
   pairing: PairingStore;
   replies: ReplySink;
+  /** The hub's config: a retry leaves a delivery to a target it cannot send to listed. */
+  config: HubConfig;
 }
 
 const MAX_BODY = 16 * 1024;
@@ -87,9 +90,10 @@ export function controlRoutes(deps: ControlDeps): HttpRoute[] {
       if (!denied) throw new ControlError(404, `No pending pairing with code ${code} on ${channel}.`);
       return { channel, senderId: denied.senderId, status: "denied" };
     }),
-    post("/api/control/deliveries/retry", RetryParams, async ({ ids }) => ({
-      retried: (await failed.retry(deps.replies, ids)).map((f) => f.id),
-    })),
+    post("/api/control/deliveries/retry", RetryParams, async ({ ids }) => {
+      const { retried, skipped } = await retrySendable(failed, deps.replies, deps.config, ids);
+      return { retried: retried.map((f) => f.id), skipped };
+    }),
   ];
 }
 

@@ -30,6 +30,7 @@ export function operatorRoutes(
       stopRun: (runId) => s.control.stop(runId, "aborted"),
       pairing: dispatcher.pairing,
       replies,
+      config: base.config,
     }),
   ];
 }

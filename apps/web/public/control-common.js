@@ -96,5 +96,21 @@ export async function runPage(load, render) {
   setInterval(refresh, REFRESH_MS);
 }
 
+/**
+ * Retries failed deliveries (`{ ids }`, or all with `{}`); one the hub cannot send to stays listed,
+ * and why is shown next to the table until the next retry.
+ */
+export async function retry(body) {
+  const notice = $("retry-notice");
+  try {
+    const { skipped } = await api("deliveries/retry", body);
+    notice.textContent = skipped.map((s) => `Not retried: ${s.id}: ${s.reason}`).join("\n");
+    notice.hidden = skipped.length === 0;
+  } catch (error) {
+    setStatus("closed", error.message);
+  }
+  await refreshNow();
+}
+
 /** Reloads the page's data now (after an action). */
 export const refreshNow = () => refresh();

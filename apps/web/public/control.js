@@ -1,7 +1,7 @@
 // The hub's control page: reads /api/control/overview with the gateway token
 // every few seconds and offers the operator's actions (stop a run, approve or
 // deny a pairing, retry failed deliveries, read a transcript).
-import { $, api, button, fill, refreshNow, runPage, setStatus } from "./control-common.js";
+import { $, api, button, fill, retry, runPage } from "./control-common.js";
 
 function stateLabel(status) {
   const span = document.createElement("span");
@@ -43,7 +43,7 @@ function render(o) {
     `${f.target.channel}/${f.target.accountId} ${f.target.chatId}`,
     f.error,
     f.text.length > 120 ? `${f.text.slice(0, 120)}…` : f.text,
-    button("Retry", () => api("deliveries/retry", { ids: [f.id] })),
+    button("Retry", () => retry({ ids: [f.id] })),
   ]);
   $("retry-all").disabled = o.failedDeliveries.length === 0;
   fill($("sessions"), ["session", "updated", ""], o.sessions, (s) => [
@@ -68,8 +68,7 @@ async function showTranscript(sessionKey) {
 }
 
 $("retry-all").addEventListener("click", async () => {
-  await api("deliveries/retry", {}).catch((error) => setStatus("closed", error.message));
-  await refreshNow();
+  await retry({});
 });
 
 await runPage(() => api("overview"), render);

@@ -1,7 +1,7 @@
 // The hub's queue view (/admin/queues): every key of the reply and run
 // mailboxes with items waiting, who drains it, how long it is held back, and
 // its first items; failed deliveries with Retry. Built from text nodes only.
-import { $, api, button, fill, refreshNow, runPage, setStatus } from "./control-common.js";
+import { $, api, button, fill, retry, runPage } from "./control-common.js";
 
 const ago = (at) => (at ? `${Math.max(0, Math.round((Date.now() - at) / 1000))} s ago` : "");
 const inSeconds = (at) => (at ? `${Math.max(0, Math.round((at - Date.now()) / 1000))} s` : "");
@@ -38,14 +38,13 @@ function render({ queues, overview }) {
     `${f.target.channel}/${f.target.accountId} ${f.target.chatId}`,
     f.error,
     short(f.text),
-    button("Retry", () => api("deliveries/retry", { ids: [f.id] })),
+    button("Retry", () => retry({ ids: [f.id] })),
   ]);
   $("retry-all").disabled = overview.failedDeliveries.length === 0;
 }
 
 $("retry-all").addEventListener("click", async () => {
-  await api("deliveries/retry", {}).catch((error) => setStatus("closed", error.message));
-  await refreshNow();
+  await retry({});
 });
 
 await runPage(async () => ({ queues: await api("queues"), overview: await api("overview") }), render);

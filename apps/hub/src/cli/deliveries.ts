@@ -1,7 +1,7 @@
 import { FailedDeliveries } from "@hub/reply";
 import type { Command } from "commander";
+import { retrySendable } from "../sendable.js";
 import { configOf, output, replySender, via, withRedis } from "./context.js";
-import { unsendable } from "./send.js";
 
 /** `hub deliveries failed|retry`: the segments delivery gave up on, straight from Redis. */
 export function registerDeliveries(program: Command): void {
@@ -39,17 +39,8 @@ export function registerDeliveries(program: Command): void {
       try {
         await withRedis(config, async (redis) => {
           const failed = new FailedDeliveries(redis, config.redis.prefix);
-          const chosen = (await failed.list()).filter((f) => ids.length === 0 || ids.includes(f.id));
-          // A target no hub with this config can send to stays listed (it would only fail again).
-          const sendable = chosen.filter((f) => {
-            const problem = unsendable(config, f.target.channel, f.target.accountId);
-            if (problem) console.error(`Not retried: ${f.id}: ${problem.message}`);
-            return !problem;
-          });
-          const retried = await failed.retry(
-            replies,
-            sendable.map((f) => f.id),
-          );
+          const { retried, skipped } = await retrySendable(failed, replies, config, ids);
+          for (const s of skipped) console.error(`Not retried: ${s.id}: ${s.reason}`);
           console.log(
             retried.length
               ? `Queued ${retried.length} segment(s) again: ${retried.map((r) => r.id).join(", ")}.`

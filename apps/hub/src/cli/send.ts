@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { type HubConfig, HubError, WEBCHAT_CHANNEL } from "@hub/core";
+import { HubError } from "@hub/core";
 import type { Command } from "commander";
+import { checkSendable } from "../sendable.js";
 import { configOf, replySender } from "./context.js";
 
 /**
@@ -66,43 +67,4 @@ export function registerSend(program: Command): void {
         }
       },
     );
-}
-
-/**
- * Refuses at once a channel or account the config does not have (or has
- * disabled): no hub could deliver to it, and the message would only sit in the
- * queue until delivery gives up on it.
- */
-export function checkSendable(config: HubConfig, channel: string, accountId: string): void {
-  const problem = unsendable(config, channel, accountId);
-  if (problem) throw new HubError(problem.code, problem.message);
-}
-
-/** Why no hub with this config could send through a channel account, or undefined when one can. */
-export function unsendable(
-  config: HubConfig,
-  channel: string,
-  accountId: string,
-): { code: string; message: string } | undefined {
-  if (channel === WEBCHAT_CHANNEL.name) return undefined;
-  const section = config.channels[channel];
-  if (!section) {
-    const configured = [WEBCHAT_CHANNEL.name, ...Object.keys(config.channels)].join(", ");
-    return {
-      code: "send_channel_unknown",
-      message: `No channel "${channel}" is configured (configured: ${configured}); add channels.${channel} to the config, or send to one of those.`,
-    };
-  }
-  const account = section.accounts[accountId];
-  if (!account)
-    return {
-      code: "send_account_unknown",
-      message: `channels.${channel} has no account "${accountId}" (accounts: ${Object.keys(section.accounts).join(", ")}); name one with --account.`,
-    };
-  if (!account.enabled)
-    return {
-      code: "send_account_disabled",
-      message: `The ${channel} account "${accountId}" is disabled (enabled: false in the config), so no hub sends through it.`,
-    };
-  return undefined;
 }
