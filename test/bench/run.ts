@@ -6,7 +6,7 @@
 import { benchDeliveryPhase } from "./delivery-phase.js";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { benchGrammyEcho, benchHubPaced, benchHubTelegram } from "./telegram.js";
+import { BENCH_RUNS, benchGrammyEcho, benchHubPaced, benchHubTelegram } from "./telegram.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
@@ -32,6 +32,14 @@ try {
     `  ratio hub / bare grammY: ${ratio(hubRate, echoRate)} (messages/s); node CPU per message ` +
       `${ratio(hub.cost.nodeCpuMs / hub.load.answered, echo.cost.nodeCpuMs / echo.load.answered)}x`,
   );
+  if (BENCH_RUNS !== 8) {
+    // The hub's default concurrency, for comparison: sized for model calls that take seconds.
+    const atDefault = await benchHubTelegram(redis.url, shape, 8);
+    console.log(
+      `  ratio hub (maxConcurrentRuns 8) / bare grammY: ` +
+        `${ratio(atDefault.load.answered / atDefault.load.seconds, echoRate)} (messages/s)`,
+    );
+  }
 
   console.log("hub-added latency at half of the peak (target: p99 <= 25 ms)");
   await benchHubPaced(redis.url, Math.max(10, hubRate / 2), env("BENCH_PACED_SECONDS", 5));
