@@ -97,8 +97,10 @@ export interface MailboxTuning {
   sweepIntervalMs?: number | undefined;
   /**
    * Items a drainer handles from one key before it lets keys waiting for a drain slot go first
-   * (default 4): it then hands the key back to the end of `ready`, but only when some key waits
-   * there, so a busy chat cannot hold a slot while others wait and a lone key drains on.
+   * (default 32): it then hands the key back to the end of `ready`, but only when some key waits
+   * there, so a busy key cannot hold a slot while others wait, and a lone key drains on. Small for
+   * coarse items (a session lane's runs); large where a key's items belong together (a reply's
+   * segments, which should not pause halfway behind other chats).
    */
   burst?: number | undefined;
   /**
@@ -208,7 +210,7 @@ export class OrderedMailbox<T> {
       leaseMs: options.leaseMs ?? 30_000,
       graceMs: options.graceMs ?? 5_000,
       sweepIntervalMs: options.sweepIntervalMs ?? 1_000,
-      burst: options.burst ?? 4,
+      burst: options.burst ?? 32,
       maxAttempts: options.maxAttempts ?? 8,
       instanceId: options.instanceId ?? "hub",
     };

@@ -29,6 +29,8 @@ export class SessionLane {
       parse: (raw) => RunRequestSchema.parse(raw),
       // A run is not retried by the lane: the runner records its own failure as a terminal outcome.
       maxAttempts: 3,
+      // A session that keeps getting messages lets waiting sessions run after a few of its runs.
+      burst: 4,
       onFailed: options.onFailed && ((item) => options.onFailed!(item.data)),
       leaseMs: options.leaseMs,
       sweepIntervalMs: options.sweepIntervalMs,
