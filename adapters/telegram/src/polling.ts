@@ -125,7 +125,16 @@ async function fetchBatch(
  */
 export async function pollUpdates(deps: PollerDeps): Promise<void> {
   const stored = await deps.state.get(deps.stateKey).catch(() => undefined);
-  let offset = stored ? Number(stored) : undefined;
+  const offsets = new OffsetWriter(deps);
+  try {
+    await pollFrom(deps, stored ? Number(stored) : undefined, offsets);
+  } finally {
+    await offsets.flushed();
+  }
+}
+
+async function pollFrom(deps: PollerDeps, from: number | undefined, offsets: OffsetWriter): Promise<void> {
+  let offset = from;
   const settled = new Set<number>();
   const fetchBackoff = new Backoff(500, 30_000);
   const retryBackoff = new Backoff(500, 30_000);
@@ -138,9 +147,7 @@ export async function pollUpdates(deps: PollerDeps): Promise<void> {
     if (outcome.offset !== undefined && outcome.offset !== offset) {
       offset = outcome.offset;
       for (const id of settled) if (id < offset) settled.delete(id);
-      await deps.state.set(deps.stateKey, String(offset)).catch((error) => {
-        deps.log.warn({ err: String(error) }, "telegram polling offset not stored; kept in memory");
-      });
+      offsets.store(offset);
     }
     if (!outcome.retry) {
       retryBackoff.reset();
@@ -151,5 +158,31 @@ export async function pollUpdates(deps: PollerDeps): Promise<void> {
     // own line says why, and the offset held means Telegram keeps them.
     deps.log.warn({ backoffMs: wait, offset }, "telegram updates could not be accepted now; retrying them");
     await sleep(wait, deps.signal);
+  }
+}
+
+/**
+ * Stores the offset in the background, in order, so the next getUpdates does not wait for it: that
+ * getUpdates confirms the batch to Telegram anyway. A store still in flight when the process dies only
+ * means a restart asks from an earlier offset: Telegram has forgotten what was confirmed, and what it
+ * still has was admitted (dedupe drops the repeat).
+ */
+class OffsetWriter {
+  #last: Promise<void> = Promise.resolve();
+
+  constructor(private readonly deps: PollerDeps) {}
+
+  store(offset: number): void {
+    const value = String(offset);
+    this.#last = this.#last.then(() =>
+      this.deps.state.set(this.deps.stateKey, value).catch((error) => {
+        this.deps.log.warn({ err: String(error) }, "telegram polling offset not stored; kept in memory");
+      }),
+    );
+  }
+
+  /** Resolves once every offset handed to `store` is written (or failed and was logged). */
+  flushed(): Promise<void> {
+    return this.#last;
   }
 }
