@@ -63,7 +63,9 @@ describe("SessionStore's in-memory copies", () => {
     const fresh = new FileSessionStore(dir, logger);
     expect(await fresh.get("agent:main:torn")).toBeUndefined();
     const started = await fresh.resolve("agent:main:torn");
-    expect((await new FileSessionStore(dir, logger).get("agent:main:torn"))?.sessionId).toBe(started.sessionId);
+    expect((await new FileSessionStore(dir, logger).get("agent:main:torn"))?.sessionId).toBe(
+      started.sessionId,
+    );
     expect(readdirSync(join(dir, "sessions"))).toEqual([index]);
   });
 
