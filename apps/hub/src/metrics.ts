@@ -68,6 +68,7 @@ export class HubMetrics {
     registers: [this.registry],
   });
   readonly #inFlight = new Map<string, StartedRun>();
+  readonly #metered = new WeakMap<ChannelAdapter, ChannelAdapter>();
 
   constructor(redis: Redis, prefix: string) {
     collectDefaultMetrics({ register: this.registry });
@@ -140,9 +141,21 @@ export class HubMetrics {
     };
   }
 
-  /** The adapter with its sends timed and their failures counted. */
+  /**
+   * The adapter with its sends timed and their failures counted. Delivery asks for it per segment: the
+   * metered view of an adapter is made once and kept while the adapter lives.
+   */
   meterAdapter(adapter: ChannelAdapter | undefined): ChannelAdapter | undefined {
     if (!adapter) return undefined;
+    let metered = this.#metered.get(adapter);
+    if (!metered) {
+      metered = this.#meter(adapter);
+      this.#metered.set(adapter, metered);
+    }
+    return metered;
+  }
+
+  #meter(adapter: ChannelAdapter): ChannelAdapter {
     const send: ChannelAdapter["send"] = async (segment, target, options) => {
       const end = this.delivery.startTimer({ channel: adapter.channel });
       try {
@@ -156,11 +169,18 @@ export class HubMetrics {
       }
     };
     // A proxy, not a copy: the adapter's own methods and getters run on the adapter itself (private fields).
+    // A method is bound once (per function it currently is), not on every read.
+    const bound = new Map<PropertyKey, { of: unknown; fn: unknown }>();
     return new Proxy(adapter, {
       get: (target, prop) => {
         if (prop === "send") return send;
         const value: unknown = Reflect.get(target, prop, target);
-        return typeof value === "function" ? value.bind(target) : value;
+        if (typeof value !== "function") return value;
+        const known = bound.get(prop);
+        if (known?.of === value) return known.fn;
+        const fn: unknown = value.bind(target);
+        bound.set(prop, { of: value, fn });
+        return fn;
       },
     });
   }

@@ -115,6 +115,12 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
   /** Mailbox name, e.g. `reply` or `runs`. */
   name: string;
   redisUrl: string;
+  /**
+   * A commands connection to share (left open by `close`): commands that several parts of a process
+   * issue in one event-loop turn then leave in one auto-pipelined write. Without it, the mailbox opens
+   * its own. Its blocking wait for ready keys always gets a connection of its own.
+   */
+  redis?: Redis | undefined;
   /** Key prefix of everything this mailbox stores (tests use their own). */
   prefix: string;
   /** Validates an item read back from Redis. */
@@ -137,7 +143,9 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
 }
 
 /** An ordered mailbox's options with every default applied. */
-type ResolvedOptions<T> = Required<Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups">> &
+type ResolvedOptions<T> = Required<
+  Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "redis">
+> &
   Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups">;
 
 /** A running drain worker; close it to stop taking new wake-ups. */
@@ -201,6 +209,8 @@ interface DrainLease {
 export class OrderedMailbox<T> {
   readonly #o: ResolvedOptions<T>;
   readonly #redis: Redis;
+  /** Whether `#redis` is ours to close (not a shared connection). */
+  readonly #ownsRedis: boolean;
   readonly #base: string;
   readonly #timers = new Set<NodeJS.Timeout>();
 
@@ -215,7 +225,8 @@ export class OrderedMailbox<T> {
       instanceId: options.instanceId ?? "hub",
     };
     this.#base = mailboxBase(options.prefix, options.name);
-    this.#redis = createRedis(options.redisUrl);
+    this.#ownsRedis = options.redis === undefined;
+    this.#redis = options.redis ?? createRedis(options.redisUrl);
   }
 
   #k(kind: MailboxKeyKind, key: string): string {
@@ -711,9 +722,9 @@ export class OrderedMailbox<T> {
     return this.#ackNext(own, key, token, item.id, lease, true);
   }
 
-  /** Closes the producer side (the commands connection). */
+  /** Closes the producer side (the commands connection, unless it was shared). */
   async close(): Promise<void> {
     for (const timer of this.#timers) clearTimeout(timer);
-    this.#redis.disconnect();
+    if (this.#ownsRedis) this.#redis.disconnect();
   }
 }

@@ -233,4 +233,40 @@ describe("OrderedMailbox", () => {
     expect(await mailbox.depth("k")).toBe(1);
     await expect(mailbox.push("k", [{ id: "c", data: { n: 3 } }], { note })).rejects.toThrow(/fenced/);
   });
+
+  it("on a shared commands connection, delivers in order and leaves the connection open when closed", async () => {
+    const prefix = testPrefix("shared");
+    const shared = new Redis(REDIS_URL);
+    const mailbox = new OrderedMailbox<{ n: number }>({
+      name: "m",
+      redisUrl: REDIS_URL,
+      redis: shared,
+      prefix,
+      logger,
+      parse: (raw) => raw as { n: number },
+      sweepIntervalMs: 100,
+      graceMs: 500,
+    });
+    const seen: number[] = [];
+    const worker = mailbox.startWorker(
+      async (item) => {
+        seen.push(item.data.n);
+      },
+      { concurrency: 2 },
+    );
+    cleanups.push(async () => {
+      await worker.close();
+      await mailbox.close();
+      await dropPrefix(prefix);
+      shared.disconnect();
+    });
+    await mailbox.push(
+      "k",
+      [0, 1, 2].map((n) => ({ id: `i${n}`, data: { n } })),
+    );
+    await waitFor(() => seen.length === 3, "all items handled");
+    expect(seen).toEqual([0, 1, 2]);
+    await mailbox.close();
+    expect(await shared.ping()).toBe("PONG");
+  });
 });

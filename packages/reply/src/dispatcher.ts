@@ -37,6 +37,11 @@ function segmentLogFields(segment: SegmentItem): Record<string, unknown> {
 /** Options of the ReplyDispatcher. */
 export interface ReplyDispatcherOptions extends MailboxTuning {
   redisUrl: string;
+  /**
+   * A commands connection to share with the rest of the process (left open by `close`; see
+   * `OrderedMailboxOptions.redis`). Without it, the dispatcher opens its own.
+   */
+  redis?: Redis | undefined;
   prefix: string;
   logger: HubLogger;
   /** The capabilities (text limit, pacing) of a channel, for chunking and pacing. */
@@ -85,11 +90,12 @@ export class ReplyDispatcher implements ReplySink {
 
   constructor(options: ReplyDispatcherOptions) {
     this.#o = options;
-    this.#redis = createRedis(options.redisUrl);
+    this.#redis = options.redis ?? createRedis(options.redisUrl);
     this.#previews = new LivePreviews(this.#redis, options.prefix);
     this.#mailbox = new OrderedMailbox<SegmentItem>({
       name: "reply",
       redisUrl: options.redisUrl,
+      redis: this.#redis,
       prefix: options.prefix,
       logger: options.logger,
       parse: parseSegmentItem,
@@ -491,7 +497,7 @@ export class ReplyDispatcher implements ReplySink {
   async close(): Promise<void> {
     await this.#mailbox.close();
     this.#subscriber?.disconnect();
-    this.#redis.disconnect();
+    if (this.#o.redis === undefined) this.#redis.disconnect();
   }
 }
 

@@ -1,9 +1,12 @@
 import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
 import { type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import type { Redis } from "ioredis";
 
 /** Options of the session lane. */
 export interface SessionLaneOptions extends MailboxTuning {
   redisUrl: string;
+  /** A commands connection to share with the rest of the process (see `OrderedMailboxOptions.redis`). */
+  redis?: Redis | undefined;
   prefix: string;
   logger: HubLogger;
   /** A request the lane gave up on (its runner kept crashing): record its outcome so nobody waits forever. */
@@ -24,6 +27,7 @@ export class SessionLane {
     this.#mailbox = new OrderedMailbox<RunRequest>({
       name: "runs",
       redisUrl: options.redisUrl,
+      redis: options.redis,
       prefix: options.prefix,
       logger: options.logger,
       parse: (raw) => RunRequestSchema.parse(raw),

@@ -42,6 +42,8 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
   const lane: SessionLane = new SessionLane({
     redisUrl: config.redis.url,
+    // One commands connection per process: a message's steps issued in one turn share a write.
+    redis,
     prefix,
     logger: base.logger.child({ component: "lane" }),
     leaseMs: base.tuning.leaseMs ?? config.agent.laneLeaseMs,

@@ -12,6 +12,8 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
   const { config, tuning } = base;
   const replies = new ReplyDispatcher({
     redisUrl: config.redis.url,
+    // One commands connection per process: a message's steps issued in one turn share a write.
+    redis: base.redis,
     prefix: config.redis.prefix,
     logger: base.logger.child({ component: "reply" }),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
