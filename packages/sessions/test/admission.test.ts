@@ -1,8 +1,9 @@
-import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
+import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { SessionAdmission, SessionLane } from "../src/index.js";
+import { directRequest } from "./requests.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("admission");
@@ -14,20 +15,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const request = (runId: string, peer: string): RunRequest => ({
-  runId,
-  ctx: finalizeInboundContext(
-    {
-      channel: "telegram",
-      messageId: runId,
-      chat: { type: "direct", id: peer },
-      sender: { id: peer },
-      body: runId,
-      timestamp: 1,
-    },
-    { agent: { id: "main", dmScope: "per-channel-peer" } },
-  ),
-});
+const request = directRequest;
 
 const admit = (runId: string, peer: string) =>
   admission.admit(request(runId, peer), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });

@@ -1,7 +1,8 @@
-import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
+import { createLogger } from "@hub/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
 import { SessionLane } from "../src/index.js";
+import { directRequest } from "./requests.js";
 
 const prefix = testPrefix("lane");
 const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
@@ -10,20 +11,7 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-const request = (runId: string, peer: string): RunRequest => ({
-  runId,
-  ctx: finalizeInboundContext(
-    {
-      channel: "telegram",
-      messageId: runId,
-      chat: { type: "direct", id: peer },
-      sender: { id: peer },
-      body: runId,
-      timestamp: 1,
-    },
-    { agent: { id: "main", dmScope: "per-channel-peer" } },
-  ),
-});
+const request = directRequest;
 
 describe("SessionLane", () => {
   it("a session that keeps getting messages lets a waiting session run after four of its runs", async () => {
