@@ -99,11 +99,16 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
     const rssPerSession = (rss2 - rss1) / Math.max(1, second);
     const total = warm + answered;
     const projected = rss2 + Math.max(0, rssPerSession) * (100_000 - total);
+    // RSS moves by tens of MB with the collector's timing alone: over a few thousand sessions that
+    // noise, not the sessions, would make the projection (±30 MB over 1,250 sessions is ±2 GB at 100,000).
+    const projection =
+      second >= 20_000
+        ? `(about ${mb(projected)} MB at 100,000)`
+        : "(too few sessions to project; BENCH_IDLE_SESSIONS=100000 measures it)";
     console.log(
       `  ${total} idle sessions (one answered message each): Redis ${perSession.toFixed(0)} bytes each ` +
         `(about ${mb(perSession * 100_000)} MB at 100,000); hub process RSS (under tsx, heap capped: BENCH_HUB_NODE_OPTIONS) ${mb(rss0)} -> ` +
-        `${mb(rss1)} -> ${mb(rss2)} MB, second half ${rssPerSession.toFixed(0)} bytes/session ` +
-        `(about ${mb(projected)} MB at 100,000)`,
+        `${mb(rss1)} -> ${mb(rss2)} MB, second half ${rssPerSession.toFixed(0)} bytes/session ${projection}`,
     );
   } finally {
     await hub.stop();
