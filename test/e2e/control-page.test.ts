@@ -77,6 +77,13 @@ describe("retrying failed deliveries from the control API", () => {
       { id, reason: expect.stringContaining('No channel "discord" is configured') },
     ]);
     expect((await failed.list()).map((f) => f.id)).toContain(id);
+    // An empty selection retries nothing (only no selection at all means every one).
+    const none = await fetch(`${world.hub.url}api/control/deliveries/retry`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.hub.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ ids: [] }),
+    });
+    expect(await none.json()).toEqual({ retried: [], skipped: [] });
     // The browser test below expects only its own failed delivery.
     await redis.del(`${world.hub.prefix}:deliveries:failed`);
   });

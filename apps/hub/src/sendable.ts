@@ -47,17 +47,17 @@ export interface RetryResult {
 }
 
 /**
- * Sends failed deliveries again (those named by id, or all), except to a target no hub with this
- * config can send to: such a delivery stays listed, with why (it would only fail again).
- * `hub deliveries retry` and the control page's Retry both come here.
+ * Sends failed deliveries again (those named by id; all when `ids` is undefined, none when it is
+ * empty), except to a target no hub with this config can send to: such a delivery stays listed, with
+ * why (it would only fail again). `hub deliveries retry` and the control page's Retry both come here.
  */
 export async function retrySendable(
   failed: FailedDeliveries,
   replies: ReplySink,
   config: HubConfig,
-  ids: ReadonlyArray<string> = [],
+  ids?: ReadonlyArray<string>,
 ): Promise<RetryResult> {
-  const chosen = (await failed.list()).filter((f) => ids.length === 0 || ids.includes(f.id));
+  const chosen = (await failed.list()).filter((f) => !ids || ids.includes(f.id));
   const skipped: RetryResult["skipped"] = [];
   const sendable = chosen.flatMap((f) => {
     const problem = unsendable(config, f.target.channel, f.target.accountId);

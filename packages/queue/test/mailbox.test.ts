@@ -2,7 +2,7 @@ import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } 
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
-import { type MailboxWorker, OrderedMailbox } from "../src/index.js";
+import { type MailboxWorker, mailboxBase, OrderedMailbox } from "../src/index.js";
 
 const logger = createLogger({ level: "silent" });
 const cleanups: Array<() => Promise<void>> = [];
@@ -95,6 +95,33 @@ describe("OrderedMailbox", () => {
     await waitFor(() => seen.length === 9, "every item handled");
     // After three of busy's items, the waiting key's one; then busy on, in order, with nobody waiting.
     expect(seen).toEqual(["busy0", "busy1", "busy2", "other0", "busy3", "busy4", "busy5", "busy6", "busy7"]);
+  });
+
+  it("a lone key drains on after its burst even when a stale wake-up of it waits on ready", async () => {
+    const { mailbox, workers, prefix } = setup("burst-stale", { burst: 3 });
+    await mailbox.push(
+      "lone",
+      Array.from({ length: 12 }, (_, n) => ({ id: `i${n}`, data: { n } })),
+    );
+    // A second wake-up of the same key, as the sweep adds for a key that waited on ready past its grace.
+    const redis = new Redis(REDIS_URL);
+    await redis.rpush(`${mailboxBase(prefix, "m")}:ready`, "lone");
+    redis.disconnect();
+    const drains = new Set<AbortSignal>();
+    const seen: number[] = [];
+    workers.push(
+      mailbox.startWorker(
+        async (item, ctx) => {
+          drains.add(ctx.signal);
+          seen.push(item.data.n);
+        },
+        { concurrency: 1 },
+      ),
+    );
+    await waitFor(() => seen.length === 12, "every item handled");
+    expect(seen).toEqual(Array.from({ length: 12 }, (_, n) => n));
+    // Each drain has its own lease and signal: a yield would have ended this one after three items.
+    expect(drains.size).toBe(1);
   });
 
   it("delays the whole key on a rate limit, then continues in order", async () => {

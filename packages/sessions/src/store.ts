@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from "node:crypto";
 import {
   closeSync,
+  fstatSync,
   mkdirSync,
   openSync,
   readFileSync,
@@ -139,11 +140,13 @@ export class FileSessionStore implements SessionStore {
   async list(): Promise<SessionRecord[]> {
     const names = (await readdir(this.#indexDir)).filter((n) => n.endsWith(".json"));
     const records = await Promise.all(
-      names.map(async (n) =>
-        SessionRecordSchema.safeParse(JSON.parse(await readFile(join(this.#indexDir, n), "utf8"))),
-      ),
+      names.map(async (n) => {
+        const text = await readFile(join(this.#indexDir, n), "utf8");
+        // Empty: a crash while a new session's index was created (or one being created right now).
+        return text === "" ? undefined : SessionRecordSchema.safeParse(JSON.parse(text));
+      }),
     );
-    return records.flatMap((r) => (r.success ? [r.data] : [])).sort((a, b) => b.updatedAt - a.updatedAt);
+    return records.flatMap((r) => (r?.success ? [r.data] : [])).sort((a, b) => b.updatedAt - a.updatedAt);
   }
 
   /** The session a key routes to, created (with its transcript header) on first use. */
@@ -174,15 +177,17 @@ export class FileSessionStore implements SessionStore {
   #writeIndex(record: SessionRecord): number {
     const path = this.#indexPath(record.sessionKey);
     const text = JSON.stringify(record);
+    // The inode is taken from the file this call wrote, not from the path afterwards: a rename by
+    // another writer in between must not pair its file with this record in the cache.
     try {
-      writeFileSync(path, text, { flag: "wx", mode: 0o600 });
+      return writeWhole(path, text, "wx");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const tmp = `${path}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
-      writeFileSync(tmp, text, { mode: 0o600 });
-      renameSync(tmp, path);
     }
-    return statSync(path).ino;
+    const tmp = `${path}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
+    const ino = writeWhole(tmp, text, "w");
+    renameSync(tmp, path);
+    return ino;
   }
 
   /** Appends entries to a transcript in one write, so a crash leaves whole lines. */
@@ -232,6 +237,17 @@ export function remember<V>(map: Map<string, V>, key: string, value: V): void {
   map.delete(key);
   map.set(key, value);
   if (map.size > CACHED_SESSIONS) map.delete(map.keys().next().value as string);
+}
+
+/** Writes a small file in one go (mode 0600) and returns its inode. */
+function writeWhole(path: string, text: string, flag: "w" | "wx"): number {
+  const fd = openSync(path, flag, 0o600);
+  try {
+    writeFileSync(fd, text);
+    return fstatSync(fd).ino;
+  } finally {
+    closeSync(fd);
+  }
 }
 
 /** Up to this many bytes are read at once (from the page cache, microseconds); more in the thread pool. */

@@ -79,4 +79,14 @@ describe("SessionStore's in-memory copies", () => {
     expect(await mine.read(sessionId)).toEqual(fromDisk);
     expect(fromDisk.map((e) => e.type)).toEqual(["session", "user", "user"]);
   });
+
+  it("an index left empty by a crash does not break the operator's list of sessions", async () => {
+    const dir = stateDir();
+    const store = new FileSessionStore(dir, logger);
+    await store.resolve("agent:main:ok");
+    await store.resolve("agent:main:torn");
+    const [torn] = readdirSync(join(dir, "sessions"));
+    writeFileSync(join(dir, "sessions", torn!), "");
+    expect(await new FileSessionStore(dir, logger).list()).toHaveLength(1);
+  });
 });

@@ -39,7 +39,12 @@ export function registerDeliveries(program: Command): void {
       try {
         await withRedis(config, async (redis) => {
           const failed = new FailedDeliveries(redis, config.redis.prefix);
-          const { retried, skipped } = await retrySendable(failed, replies, config, ids);
+          const { retried, skipped } = await retrySendable(
+            failed,
+            replies,
+            config,
+            ids.length > 0 ? ids : undefined,
+          );
           for (const s of skipped) console.error(`Not retried: ${s.id}: ${s.reason}`);
           console.log(
             retried.length

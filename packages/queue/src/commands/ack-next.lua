@@ -4,7 +4,7 @@
   out as its attempt 1, see claim-next.lua), or false when the list is empty: then the lease is
   released with the key's attempts record (one DEL) and the key is no longer owed a drain (finish
   fused), or 0 when the drainer yields: `yield` is '1' and other keys wait on `ready` for a drain
-  slot, so the key goes behind them (lease and attempts record released, still owed a drain: its
+  slot (a wake-up of this key waiting there does not count), so the key goes behind them (lease and attempts record released, still owed a drain: its
   deadline in sched is now + graceMs, as a push gives it), and one busy key cannot keep a slot
   while others wait.
   Error LOST when the lease is not ours. Pops the head only if it is the named item.
@@ -37,11 +37,17 @@ if not head then
   redis.call('ZREM', KEYS[3], ARGV[3])
   return false
 end
-if ARGV[10] == '1' and redis.call('LLEN', KEYS[5]) > 0 then
-  redis.call('DEL', KEYS[1], KEYS[4])
-  redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[5]) + tonumber(ARGV[11]), ARGV[3])
-  redis.call('RPUSH', KEYS[5], ARGV[3])
-  return 0
+if ARGV[10] == '1' then
+  local waiting = redis.call('LLEN', KEYS[5])
+  -- A wake-up of this key already waiting there (a sweep adds one for a key that waited past its grace)
+  -- is not another key: it keeps the key's place, and alone it is no reason to yield.
+  local queued = waiting > 0 and redis.call('LPOS', KEYS[5], ARGV[3], 'MAXLEN', 1000)
+  if waiting > (queued and 1 or 0) then
+    redis.call('DEL', KEYS[1], KEYS[4])
+    redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[5]) + tonumber(ARGV[11]), ARGV[3])
+    if not queued then redis.call('RPUSH', KEYS[5], ARGV[3]) end
+    return 0
+  end
 end
 local renew = tonumber(ARGV[4])
 if renew > 0 then
