@@ -157,14 +157,12 @@ export class FileSessionStore implements SessionStore {
   /** Starts a new sessionId (a new transcript) for the key. */
   async reset(sessionKey: string): Promise<SessionRecord> {
     const { record, header } = newSession(sessionKey);
-    await this.append(record.sessionId, [header]);
+    const line = `${transcriptLines([header])[0]}\n`;
+    await this.#files.append(this.#transcriptPath(record.sessionId), line);
     const ino = this.#writeIndex(record);
     // What was just written is what the next read would find: a new session reads nothing back.
     remember(this.#indexes, sessionKey, { ino, record });
-    remember(this.#transcripts, record.sessionId, {
-      bytes: Buffer.byteLength(`${transcriptLines([header])[0]}\n`),
-      entries: [header],
-    });
+    remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(line), entries: [header] });
     return record;
   }
 

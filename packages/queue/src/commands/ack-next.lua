@@ -1,18 +1,20 @@
 --[[
   ackNext(own, q, sched, att, ready[, group]; token, itemId, key, renewMs, now, outcome, groupTtl,
-  channel, groupName, yield, graceMs) -> the next head item (ack and peek fused; the caller hands it
-  out as its attempt 1, see claim-next.lua), or false when the list is empty: then the lease is
-  released with the key's attempts record (one DEL) and the key is no longer owed a drain (finish
-  fused), or 0 when the drainer yields: `yield` is '1' and other keys wait on `ready` for a drain
-  slot (a wake-up of this key waiting there does not count), so the key goes behind them (lease and attempts record released, still owed a drain: its
-  deadline in sched is now + graceMs, as a push gives it), and one busy key cannot keep a slot
-  while others wait.
+  channel, groupName, yield, graceMs) -> one of
+  - the next head item (ack and peek fused; the caller hands it out as its attempt 1, see
+    claim-next.lua);
+  - false when the list is empty: the lease is released with the key's attempts record (one DEL)
+    and the key is no longer owed a drain (finish fused);
+  - 0 when the drainer yields: `yield` is '1' and other keys wait on `ready` for a drain slot (a
+    wake-up of this key waiting there does not count). The key goes behind them: lease and attempts
+    record released, still owed a drain (its deadline in sched is now + graceMs, as a push gives
+    it), so one busy key cannot keep a slot while others wait.
   Error LOST when the lease is not ours. Pops the head only if it is the named item.
   renewMs > 0 renews the lease (and the key's sweep deadline) for that long.
-  With `group` (KEYS[6], a hash: total, left, failed): the popped item counts toward its group, `outcome`
-  'failed' as failed; when `left` reaches 0 (every item of the group, whose total `end-group.lua`
-  added, is acked) "<groupName>|<total>|<delivered>|<failed>" is published on `channel`.
-  The hash gets its TTL (groupTtl s) when its first ack creates it, and again from end-group.
+  With `group` (KEYS[6], a hash: total, left, failed): the popped item counts toward its group,
+  `outcome` 'failed' as failed; when `left` reaches 0 (every item of the group, whose total
+  `end-group.lua` added, is acked) "<groupName>|<total>|<delivered>|<failed>" is published on
+  `channel`. The hash gets its TTL (groupTtl s) when its first ack creates it, and again from end-group.
 ]]
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('LOST') end
 local popped = redis.call('LPOP', KEYS[2])
