@@ -29,7 +29,8 @@ export type FailpointName =
   | "delivery.before-send"
   | "delivery.after-send"
   | "delivery.before-preview"
-  | "delivery.after-preview";
+  | "delivery.after-preview"
+  | "mailbox.after-yield";
 
 /** Kills or freezes this process here if `HUB_FAILPOINTS` asks for it. */
 export function failpoint(name: FailpointName): void {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import {
+  failpoint,
   type HashNote,
   type HubLogger,
   PermanentSendError,
@@ -662,6 +663,7 @@ export class OrderedMailbox<T> {
       this.#o.graceMs,
     ])) as string | number | null;
     if (renewMs > 0) lease.confirm(sentAt);
+    if (next === 0) failpoint("mailbox.after-yield");
     // The next item is handed out for the first time by this step (see commands/claim-next.lua);
     // 0: the key was handed back behind waiting keys (it yielded), null: it is empty.
     return typeof next === "string" ? [next, 1] : null;
