@@ -1,6 +1,6 @@
 import type { RunRequest } from "@hub/core";
 import { createRedis, type MailboxWorker } from "@hub/queue";
-import type { SessionLane } from "@hub/sessions";
+import type { RunRecords, SessionLane } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { LeaseLostError, RunStopError } from "./run-errors.js";
@@ -8,21 +8,20 @@ import type { AgentRunner } from "./runner.js";
 
 const StopMessageSchema = z.object({ runId: z.string(), status: z.enum(["aborted", "superseded"]) });
 
-/** How a process asks whichever process runs a run to stop it (Redis pub/sub plus a mark for runs not started yet). */
+/**
+ * How a process asks whichever process runs a run to stop it: Redis pub/sub for a run in flight, plus a
+ * mark in the run's record for one not started yet (or resumed later), read by its first step.
+ */
 export class RunControl {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
+    private readonly runs: Pick<RunRecords, "markStop">,
   ) {}
 
   async stop(runId: string, status: "aborted" | "superseded"): Promise<void> {
-    await this.redis.set(this.keyOf(runId), status, "EX", 3600);
+    await this.runs.markStop(runId, status);
     await this.redis.publish(`${this.prefix}:run-stop`, JSON.stringify({ runId, status }));
-  }
-
-  /** The Redis key of a run's stop mark (a stop asked for before the run started). */
-  keyOf(runId: string): string {
-    return `${this.prefix}:stop:${runId}`;
   }
 }
 

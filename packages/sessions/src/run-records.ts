@@ -66,6 +66,8 @@ const FINISH = loadScript(new URL("./scripts/finish.lua", import.meta.url));
 
 const RECORD_LOST = loadScript(new URL("./scripts/record-lost.lua", import.meta.url));
 
+const MARK_STOP = loadScript(new URL("./scripts/mark-stop.lua", import.meta.url));
+
 /** A run whose attempt started, as those who watch runs (metrics, the drain's log) name it. */
 export interface StartedRun {
   runId: string;
@@ -139,6 +141,14 @@ export class RunRecords {
    */
   shownNote(runId: string, shown: { chars: number; sig: string }): HashNote {
     return { key: this.#key(runId), fields: { shownChars: shown.chars, shownSig: shown.sig } };
+  }
+
+  /**
+   * Marks a stop asked for a run in its record, where the run's start reads it (see mark-stop.lua); false
+   * when there is no such run.
+   */
+  async markStop(runId: string, status: "aborted" | "superseded"): Promise<boolean> {
+    return (await runScript(this.redis, MARK_STOP, [this.#key(runId)], [status])) === 1;
   }
 
   /** Records of every run still marked running (for restart recovery). */

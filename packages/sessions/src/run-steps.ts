@@ -60,8 +60,6 @@ export class RunSteps {
     private readonly runs: RunRecords,
     private readonly writers: SessionWriters,
     private readonly activity: SessionActivity,
-    /** The key of a run's stop mark (RunControl's). */
-    private readonly stopKeyOf: (runId: string) => string,
   ) {}
 
   /** Starts a queued run and claims its session for it (see begin.lua). */
@@ -73,7 +71,6 @@ export class RunSteps {
       records.running,
       this.activity.keysOf(sessionKey, runId).active,
       this.writers.keyOf(sessionKey),
-      this.stopKeyOf(runId),
     ];
     const args = [
       runId,

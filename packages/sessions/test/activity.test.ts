@@ -2,7 +2,7 @@ import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { SessionActivity, SessionAdmission, SessionLane } from "../src/index.js";
+import { RunRecords, SessionActivity, SessionAdmission, SessionLane } from "../src/index.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("activity");
@@ -37,6 +37,8 @@ describe("SessionActivity.end", () => {
   it("hands on steered messages in order, including one that arrives during the hand-off", async () => {
     const activity = new SessionActivity(redis, prefix, "steer");
     const key = "agent:main:telegram:direct:1";
+    // A running run has a record (a steer is marked there).
+    await new RunRecords(redis, prefix).start("run-a", key, 60_000);
     await activity.begin(key, "run-a", 60_000);
     expect(await steer("m1")).toBe("steered");
     const requeued: string[] = [];

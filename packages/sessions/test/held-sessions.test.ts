@@ -42,9 +42,7 @@ function hubProcess(dir: string, limits?: { sessions: number; chars: number }) {
 
 const writers = new SessionWriters(redis, prefix);
 const runs = new RunRecords(redis, prefix);
-const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"), (id) => {
-  return `${prefix}:stop:${id}`;
-});
+const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
 
 /** A run as the runner makes one: begin (claim), hold, answer, outcome, settle; what the turn saw. */
 async function run(p: { held: HeldSessions }, sessionKey: string, runId: string, text: string) {

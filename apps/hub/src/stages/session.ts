@@ -60,13 +60,13 @@ export function buildSessionStage(base: HubBase): SessionStage {
   base.shutdown.rest.push(() => lane.close());
   const decisionsKey = `${prefix}:model-decisions`;
   const writers = new SessionWriters(redis, prefix);
-  const control = new RunControl(redis, prefix);
+  const control = new RunControl(redis, prefix, runs);
   return {
     lane,
     sessions: sessionStoreOf(base),
     runs,
     writers,
-    steps: new RunSteps(redis, runs, writers, activity, (runId) => control.keyOf(runId)),
+    steps: new RunSteps(redis, runs, writers, activity),
     activity,
     approvals: new ApprovalStore(redis, prefix),
     control,

@@ -24,7 +24,7 @@
   ARGV[9] the lane item ("<runId>|<request JSON>")
   ARGV[10] the collect run's lane item (the request with collect = true)
   ARGV[11] the request JSON (what steering and collecting store)
-  ARGV[12] key prefix (for the running run's steer list and stop mark)
+  ARGV[12] key prefix (for the running run's record, where a steer or a stop is marked, and its steer list)
   ARGV[13..] per bucket (KEYS[10..]): capacity, then refill per ms
 
   Returns {outcome, woke}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
@@ -66,10 +66,17 @@ if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   return {'queued', enqueue(ARGV[9])}
 end
 local mode = redis.call('GET', KEYS[4]) or ARGV[7]
+-- The running run's record: a steer or a stop is marked there, read with the rest of it (settle.lua, begin.lua).
+local activeRecord = ARGV[12] .. ':run:' .. active
+if (mode == 'steer' or mode == 'interrupt') and redis.call('EXISTS', activeRecord) == 0 then
+  -- No record to mark (it expired): the message runs after it, as in queue mode.
+  return {'queued', enqueue(ARGV[9])}
+end
 if mode == 'steer' then
   local steer = ARGV[12] .. ':steer:' .. active
   redis.call('RPUSH', steer, ARGV[11])
   redis.call('EXPIRE', steer, 86400)
+  redis.call('HSET', activeRecord, 'steered', 1)
   return {'steered', 0}
 elseif mode == 'collect' then
   redis.call('RPUSH', KEYS[8], ARGV[11])
@@ -77,7 +84,7 @@ elseif mode == 'collect' then
   if redis.call('SET', KEYS[9], '1', 'NX', 'EX', 86400) then return {'collected', enqueue(ARGV[10])} end
   return {'collected', 0}
 elseif mode == 'interrupt' then
-  redis.call('SET', ARGV[12] .. ':stop:' .. active, 'aborted', 'EX', 3600)
+  redis.call('HSET', activeRecord, 'stop', 'aborted')
   redis.call('PUBLISH', ARGV[12] .. ':run-stop', cjson.encode({runId = active, status = 'aborted'}))
   return {'interrupted', enqueue(ARGV[9])}
 end

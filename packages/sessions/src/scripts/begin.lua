@@ -1,14 +1,13 @@
 --[[
-  begin(record, activeRuns, active, writer, stop;
+  begin(record, activeRuns, active, writer;
         runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, generationBase)
   A queued run's start in one step: run record "running" (attempt + 1; startedAt on the first), the
   session's running run (active, until now + activeTtlMs) and the writer claim (generation + 1), both in
-  the session's writer hash, and the run's stop mark.
+  the session's writer hash, and the run's stop mark (the record's field `stop`, see mark-stop.lua).
 
   KEYS[1] run record run:<runId>           KEYS[2] runs:active (set)
   KEYS[3] (unused: the running run is in KEYS[4])
   KEYS[4] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
-  KEYS[5] stop:<runId>
 
   ARGV[7] the generation a session's first claim follows (random: after Redis lost its data, a session's
           generations never repeat the ones a process saw before).
@@ -19,10 +18,10 @@
   else {'started', attempt, generation, previous writer runId or '' (released), stop mark or '',
   the writer's "touched" count or '' (writes made outside any claim, see SessionWriters.touch)}.
 ]]
-local record = redis.call('HMGET', KEYS[1], 'status', 'attempt')
+local record = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'stop')
 local status = record[1]
 if status and status ~= 'running' and status ~= 'queued' then return {'over', status} end
-local stop = redis.call('GET', KEYS[5]) or ''
+local stop = record[3] or ''
 if status == 'running' then return {'running', stop} end
 local attempt = (tonumber(record[2]) or 0) + 1
 if attempt == 1 then

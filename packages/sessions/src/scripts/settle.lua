@@ -17,7 +17,7 @@
   queues them again, and the run stays active until it has), the record's startedAt or false}.
 ]]
 local decided = 0
-local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt')
+local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt', 'steered')
 if (state[1] == 'running' or state[1] == 'queued') and (ARGV[3] == '' or state[2] == ARGV[3]) then
   -- The record keeps the TTL admission (or its first start) gave it.
   if #ARGV >= 8 then redis.call('HSET', KEYS[1], unpack(ARGV, 7)) end
@@ -26,7 +26,8 @@ if (state[1] == 'running' or state[1] == 'queued') and (ARGV[3] == '' or state[2
 end
 local released = 0
 local writer = redis.call('HMGET', KEYS[3], 'runId', 'generation', 'active')
-local steered = redis.call('LRANGE', KEYS[5], 0, -1)
+-- Only a run that had a message steered in (admit.lua marks its record) can have any left.
+local steered = state[4] and redis.call('LRANGE', KEYS[5], 0, -1) or {}
 -- The run's activity ends with it unless messages were steered in late (the caller queues them first).
 local ending = #steered == 0 and writer[3] == ARGV[1]
 if writer[1] == ARGV[1] and writer[2] == ARGV[4] then

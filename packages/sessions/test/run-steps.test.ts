@@ -1,0 +1,56 @@
+import { createLogger } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import {
+  RunRecords,
+  RunSteps,
+  SessionActivity,
+  SessionAdmission,
+  SessionLane,
+  SessionWriters,
+} from "../src/index.js";
+import { directRequest } from "./requests.js";
+
+const redis = new Redis(REDIS_URL);
+const prefix = testPrefix("run-steps");
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+const runs = new RunRecords(redis, prefix);
+const activity = new SessionActivity(redis, prefix, "interrupt");
+const steps = new RunSteps(redis, runs, new SessionWriters(redis, prefix), activity);
+const admission = new SessionAdmission(redis, prefix, lane, "interrupt");
+afterAll(async () => {
+  await lane.close();
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+const admit = (runId: string, peer: string) =>
+  admission.admit(directRequest(runId, peer), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+const begin = (runId: string, peer: string) =>
+  steps.begin({ runId, sessionKey: `agent:main:telegram:direct:${peer}` }, 60_000, 60_000);
+
+describe("RunSteps.begin and stop marks", () => {
+  it("a stop asked before a run starts is read in its first step", async () => {
+    expect(await admit("queued-1", "1")).toBe("queued");
+    expect(await runs.markStop("queued-1", "aborted")).toBe(true);
+    const begun = await begin("queued-1", "1");
+    expect(begun).toMatchObject({ kind: "started", attempt: 1, stop: "aborted" });
+  });
+
+  it("a run without a stop starts without one; a stop for an unknown run writes nothing", async () => {
+    expect(await admit("plain-1", "2")).toBe("queued");
+    expect(await begin("plain-1", "2")).toMatchObject({ kind: "started", stop: undefined });
+    expect(await runs.markStop("no-such-run", "aborted")).toBe(false);
+    expect(await redis.exists(`${prefix}:run:no-such-run`)).toBe(0);
+  });
+
+  it("interrupt mode marks the running run stopped, and its resumed attempt sees the stop", async () => {
+    expect(await admit("first", "3")).toBe("queued");
+    expect(await begin("first", "3")).toMatchObject({ kind: "started", stop: undefined });
+    // A second message while "first" runs, in interrupt mode: "first" is told to stop.
+    expect(await admit("second", "3")).toBe("interrupted");
+    // Were "first" interrupted by a crash instead and begun again, the stop would still hold.
+    expect(await begin("first", "3")).toEqual({ kind: "running", stop: "aborted" });
+  });
+});
