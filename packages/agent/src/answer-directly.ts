@@ -26,7 +26,7 @@ export async function answerDirectly(
   const { runId, ctx } = request;
   if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs, ctx.channel)) === 0) return;
   const reply = o.replies.open(runId, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
-  await reply.push(text);
+  await reply.push(text, undefined, { last: true });
   await o.runs.finish(runId, { status: "completed", text });
   const segments = await reply.end();
   const announce = async () => {

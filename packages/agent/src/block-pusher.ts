@@ -39,14 +39,16 @@ export class OrderedBlockPusher {
     this.#queue(this.#filter ? this.#filter.take(blocks) : blocks);
   }
 
-  #queue(blocks: string[]): void {
+  // With `last`, the last of the blocks ends the reply in its own push.
+  #queue(blocks: string[], last = false): void {
     const noteOf = this.#noteOf;
-    for (const block of blocks) {
+    for (const [i, block] of blocks.entries()) {
+      const options = last && i === blocks.length - 1 ? { last } : undefined;
       this.#pushing = this.#pushing
         .then(async () => {
           if (this.#error !== undefined) return;
           failpoint("run.before-push");
-          await this.reply.push(block, noteOf?.(this.#shown.add(block)));
+          await this.reply.push(block, noteOf?.(this.#shown.add(block)), options);
         })
         .catch((error) => {
           this.#error ??= error;
@@ -88,6 +90,16 @@ export class OrderedBlockPusher {
   /** The first push failure, if any. */
   get error(): unknown {
     return this.#error;
+  }
+
+  /**
+   * Queues the reply's last blocks behind every earlier one (held ones included), the last of them
+   * ending the reply in its own push, and resolves when every block is pushed (or the pusher stopped
+   * at a failure). With no block left to push, the reply's `end` ends it.
+   */
+  async finish(blocks: string[]): Promise<void> {
+    this.#queue(this.#filter ? [...this.#filter.take(blocks), ...this.#filter.release()] : blocks, true);
+    await this.#pushing;
   }
 
   /** Resolves when every block queued so far is pushed (or the pusher stopped at a failure). */

@@ -413,8 +413,8 @@ export class AgentRunner {
         return steered.map((s) => withMediaNotes(s.ctx));
       },
     });
-    pusher.push(streamer.flush());
-    await pusher.drained();
+    // The answer's last block ends the reply in its own push.
+    await pusher.finish(streamer.flush());
     if (pusher.error !== undefined) throw pusher.error;
     // The usage is added to the session's totals when the run settles (one step with its outcome).
     return { text: result.text, stopReason: result.stopReason, usage: result.usage };

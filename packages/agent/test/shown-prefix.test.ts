@@ -11,16 +11,19 @@ const shownOf = (...blocks: string[]): ShownPrefix => {
 };
 
 /** A reply that records the blocks pushed to it. */
-function recordingReply(): ReplyStream & { pushed: string[]; notes: HashNote[] } {
+function recordingReply(): ReplyStream & { pushed: string[]; notes: HashNote[]; lasts: string[] } {
   const pushed: string[] = [];
   const notes: HashNote[] = [];
+  const lasts: string[] = [];
   return {
     replyId: "r",
     pushed,
     notes,
-    push: async (block, note) => {
+    lasts,
+    push: async (block, note, options) => {
       pushed.push(block);
       if (note) notes.push(note);
+      if (options?.last) lasts.push(block);
     },
     end: async () => pushed.length,
     settled: async () => ({ total: pushed.length, delivered: pushed.length, failed: 0 }),
@@ -74,5 +77,18 @@ describe("a resumed attempt does not repeat what the interrupted one showed", ()
     expect(resumed.pushed).toEqual(["Three."]);
     // A resumed attempt compares itself with the first account; it does not overwrite it.
     expect(resumed.notes).toEqual([]);
+  });
+
+  it("finish ends the reply with its last block, held blocks of a resumed attempt pushed first", async () => {
+    const reply = recordingReply();
+    const pusher = new OrderedBlockPusher(reply, { shown: shownOf("One.", "Two.") });
+    pusher.push(["One."]);
+    await pusher.finish(["Uno.", "Dos."]);
+    expect(reply.pushed).toEqual(["One.", "Uno.", "Dos."]);
+    expect(reply.lasts).toEqual(["Dos."]);
+    // Nothing left to push: the reply's own end ends it.
+    const empty = recordingReply();
+    await new OrderedBlockPusher(empty).finish([]);
+    expect(empty.lasts).toEqual([]);
   });
 });

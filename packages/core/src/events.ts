@@ -25,14 +25,21 @@ export interface ReplySettlement {
   failed: number;
 }
 
+/** Options of one `ReplyStream.push`. */
+export interface ReplyPushOptions {
+  /** This block is the reply's last: no more will come. */
+  last?: boolean;
+}
+
 /** One reply being produced: blocks go in, in order; `end` marks that no more will come. */
 export interface ReplyStream {
   readonly replyId: string;
   /**
    * Queues a block (chunked to the channel's limit) durably for ordered delivery; with a `note`
-   * (only on a fenced reply), its fields are written in the same step.
+   * (only on a fenced reply), its fields are written in the same step. With `last`, the reply ends
+   * with this block in the same step (`end` then has nothing left to do).
    */
-  push(block: string, note?: HashNote): Promise<void>;
+  push(block: string, note?: HashNote, options?: ReplyPushOptions): Promise<void>;
   /**
    * Queues a file from the outbox as one segment in its place after the blocks pushed so far,
    * with an optional caption (the ReplyDispatcher implements it).

@@ -10,18 +10,7 @@ import {
 } from "@hub/core";
 import type { Redis } from "ioredis";
 import { createRedis, runScript } from "./redis.js";
-import {
-  ACK_NEXT,
-  CLAIM_NEXT,
-  DELAY,
-  END_GROUP,
-  FENCED_PUSH,
-  PROMOTE,
-  PUSH,
-  RECLAIM,
-  RENEW,
-  SWEEP,
-} from "./scripts.js";
+import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -67,25 +56,51 @@ export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Pro
 
 /** How far a group of items (see `OrderedMailboxOptions.groups`) is acked. */
 export interface GroupStatus {
-  /** Items in the group (0 until `endGroup`). */
+  /** Items in the group (0 until it is settled). */
   total: number;
-  /** Acked as handled. */
+  /** Acked as handled (0 until it is settled). */
   delivered: number;
-  /** Acked as failed (given up, or counted as failed by the handler). */
+  /** Acked as failed (given up, or counted as failed by the handler), so far. */
   failed: number;
-  /** The group has ended and every one of its items is acked. */
+  /** The group's last item is acked, and with it every earlier one. */
   settled: boolean;
 }
 
-/** The group an item id counts toward: `<group>#<n>` with n all digits, else none. */
-export function groupOfItem(id: string): string | undefined {
+/**
+ * The group an item counts toward (see `OrderedMailboxOptions.groups`): item ids are
+ * `<group>#<tag>`, and `<group>#<tag>$<total>` for the item that ends the group at `total` items.
+ */
+export interface ItemGroup {
+  group: string;
+  /** The tag is all digits: one of the group's `total` items, counted when it fails. */
+  segment: boolean;
+  /** Set on the group's last item: how many items (tags all digits) the group has. */
+  total: number | undefined;
+}
+
+const DIGITS = /^\d+$/;
+
+/** The group an item id counts toward, if any (see `ItemGroup`). */
+export function groupOfItem(id: string): ItemGroup | undefined {
   const cut = id.lastIndexOf("#");
-  if (cut <= 0 || cut === id.length - 1) return undefined;
-  for (let i = cut + 1; i < id.length; i++) {
-    const c = id.charCodeAt(i);
-    if (c < 48 || c > 57) return undefined;
+  if (cut <= 0) return undefined;
+  let tag = id.slice(cut + 1);
+  let total: number | undefined;
+  const end = tag.indexOf("$");
+  if (end >= 0) {
+    const count = tag.slice(end + 1);
+    if (!DIGITS.test(count)) return undefined;
+    total = Number(count);
+    tag = tag.slice(0, end);
   }
-  return id.slice(0, cut);
+  const segment = DIGITS.test(tag);
+  if (tag === "" || (!segment && total === undefined)) return undefined;
+  return { group: id.slice(0, cut), segment, total };
+}
+
+/** The id of the item that ends a group at `total` items: a segment's (`tag` its index) or a marker's. */
+export function groupEndId(group: string, tag: string | number, total: number): string {
+  return `${group}#${tag}$${total}`;
 }
 
 /** The timing and identity knobs of a mailbox; any left undefined takes its default. */
@@ -134,11 +149,10 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
   /** Fields every log line about one item carries, e.g. its run's runId, sessionKey and channel. */
   logFields?: ((data: T) => Record<string, unknown>) | undefined;
   /**
-   * Count items in groups: an item whose id is `<group>#<n>` (n all digits) counts toward its
-   * group when it is acked (once, in the ack's own step, so a crash redelivery cannot count it
-   * twice), as failed when given up or when the handler calls `countAsFailed`. `endGroup` sets a
-   * group's total; the ack (or end) that settles it publishes on `groupChannel`. The group's
-   * record lives `ttlSeconds` after its end (and after its first ack).
+   * Count items in groups (see `ItemGroup`): a group's items are pushed to one key, so they are acked
+   * in order, and the ack of its last item (id `<group>#<tag>$<total>`, see `groupEndId`) settles it,
+   * in the ack's own step: its counts are kept `ttlSeconds` for `groupStatus` and published on
+   * `groupChannel`. Only failures are counted on the way (given up, or `countAsFailed`), once each.
    */
   groups?: { ttlSeconds: number } | undefined;
 }
@@ -159,9 +173,10 @@ export const SEP = "|";
 
 /**
  * The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay
- * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's settlement (`g`).
+ * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's settlement (`g`)
+ * and failures (`gf`).
  */
-export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g";
+export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g" | "gf";
 
 /** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
 export function mailboxBase(prefix: string, name: string): string {
@@ -648,19 +663,22 @@ export class OrderedMailbox<T> {
     const renewMs = sentAt + (2 * leaseMs) / 3 > lease.confirmedUntil ? leaseMs : 0;
     const keys = [own, this.#k("q", key), `${this.#base}:sched`, this.#k("att", key), `${this.#base}:ready`];
     const group = groups ? groupOfItem(id) : undefined;
-    if (group !== undefined) keys.push(this.#k("g", group));
+    // Only a failed segment or a group's last item touches the group's records.
+    const counted = group && ((failed && group.segment) || group.total !== undefined);
+    if (counted) keys.push(this.#k("g", group.group), this.#k("gf", group.group));
     const next = (await runScript(this.#redis, ACK_NEXT, keys, [
       token,
       id,
       key,
       renewMs,
       sentAt,
-      failed ? "failed" : "ok",
+      counted && failed && group.segment ? "failed" : "ok",
       groups?.ttlSeconds ?? 0,
       this.groupChannel,
-      group ?? "",
+      counted ? group.group : "",
       yieldSlot ? 1 : 0,
       this.#o.graceMs,
+      counted ? (group.total ?? "") : "",
     ])) as string | number | null;
     if (renewMs > 0) lease.confirm(sentAt);
     if (next === 0) failpoint("mailbox.after-yield");
@@ -683,29 +701,14 @@ export class OrderedMailbox<T> {
     return { group, status: { total, delivered, failed, settled: true } };
   }
 
-  /**
-   * Ends a group at `total` items and tells in the same step how far it is acked; when it is
-   * settled already, that is announced on `groupChannel` too. Ending twice keeps the first total.
-   */
-  async endGroup(group: string, total: number): Promise<GroupStatus> {
-    const [t, left, failed] = (await runScript(
-      this.#redis,
-      END_GROUP,
-      [this.#k("g", group)],
-      [total, this.#o.groups?.ttlSeconds ?? 86_400, this.groupChannel, group],
-    )) as [number, number, number];
-    return { total: t, delivered: t - Math.max(left, 0) - failed, failed, settled: left <= 0 };
-  }
-
-  /** How far a group is acked, from any process. */
+  /** How far a group is acked, from any process: its counts once settled, else its failures so far. */
   async groupStatus(group: string): Promise<GroupStatus> {
-    const [total, left, failed] = (
-      await this.#redis.hmget(this.#k("g", group), "total", "left", "failed")
-    ).map((v) => (v === null ? undefined : Number(v)));
-    const f = failed ?? 0;
-    if (total === undefined) return { total: 0, delivered: -(left ?? 0) - f, failed: f, settled: false };
-    const l = Math.max(left ?? 0, 0);
-    return { total, delivered: total - l - f, failed: f, settled: l === 0 };
+    const [settled, failures] = await this.#redis.mget(this.#k("g", group), this.#k("gf", group));
+    if (settled) {
+      const [total, delivered, failed] = settled.split(SEP).map(Number) as [number, number, number];
+      return { total, delivered, failed, settled: true };
+    }
+    return { total: 0, delivered: 0, failed: Number(failures ?? 0), settled: false };
   }
 
   async #fail(

@@ -14,8 +14,9 @@
  *               there itself): drain workers BLMPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
  * - `M:att:k`   "<n>|<item id>": attempts of the key's head item (while the key is drained)
- * - `M:g:<group>` hash (total, left, failed): settlement of a group of items
- *               (a mailbox with `groups`: item ids `<group>#<n>`)
+ * - `M:g:<group>` "<total>|<delivered>|<failed>" once the group's last item is acked
+ * - `M:gf:<group>` counter of the group's failed items (a mailbox with `groups`: item ids
+ *               `<group>#<n>`, the last `<group>#<tag>$<total>`)
  */
 import { loadScript } from "./redis.js";
 
@@ -37,7 +38,5 @@ export const SWEEP = load("sweep");
 export const CLAIM_NEXT = load("claim-next");
 /** See commands/ack-next.lua. */
 export const ACK_NEXT = load("ack-next");
-/** See commands/end-group.lua. */
-export const END_GROUP = load("end-group");
 /** See commands/promote.lua. */
 export const PROMOTE = load("promote");

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { runScript } from "../src/redis.js";
-import { ACK_NEXT, CLAIM_NEXT, DELAY, END_GROUP, PROMOTE, PUSH } from "../src/scripts.js";
+import { ACK_NEXT, CLAIM_NEXT, DELAY, PROMOTE, PUSH } from "../src/scripts.js";
 
 // The fused steps (claim returns the first item, ack returns the next or finishes) keep the races of
 // the separate steps closed: each is replayed here step by step.
@@ -26,18 +26,19 @@ function box() {
     delayed: `${base}:delayed`,
     ready: `${base}:ready`,
     group: `${base}:g:r1`,
+    failures: `${base}:gf:r1`,
     channel: `${base}:settled`,
   };
   type Next = [string, number] | null;
   const ackNext = (
     token: string,
     id: string,
-    options: { group?: boolean; failed?: boolean; renew?: number; yieldSlot?: boolean } = {},
+    options: { group?: boolean; failed?: boolean; total?: number; renew?: number; yieldSlot?: boolean } = {},
   ) =>
     runScript(
       redis,
       ACK_NEXT,
-      [k.own, k.q, k.sched, k.att, k.ready, ...(options.group ? [k.group] : [])],
+      [k.own, k.q, k.sched, k.att, k.ready, ...(options.group ? [k.group, k.failures] : [])],
       [
         token,
         id,
@@ -50,6 +51,7 @@ function box() {
         "r1",
         options.yieldSlot ? 1 : 0,
         1000,
+        options.total ?? "",
       ],
     ) as Promise<string | number | null>;
   return {
@@ -76,10 +78,6 @@ function box() {
         [k.own, k.nb, k.sched, k.delayed, k.att],
         [token, key, ms, Date.now(), 1000, undo],
       ) as Promise<number>,
-    end: (total: number) =>
-      runScript(redis, END_GROUP, [k.group], [total, 60, k.channel, "r1"]) as Promise<
-        [number, number, number]
-      >,
   };
 }
 
@@ -192,38 +190,39 @@ describe("fused mailbox scripts", () => {
     expect(await b.claim("t2")).toEqual(["a|1", 2]);
   });
 
-  it("acks count toward their group once; the ack or end that settles it announces the counts", async () => {
+  it("a group's last ack settles it: failures counted once each on the way, the counts kept and announced", async () => {
     const b = box();
     const sub = new Redis(REDIS_URL);
     const heard: string[] = [];
     sub.on("message", (_c: string, m: string) => heard.push(m));
     await sub.subscribe(b.k.channel);
     try {
-      await b.push("r1#0|a", "r1#1|b", "r1#2|c");
+      await b.push("r1#0|a", "r1#1|b", "r1#2$3|c");
       await b.claim("t");
-      await b.ackNext("t", "r1#0", { group: true });
+      await b.ackNext("t", "r1#0", { group: true, failed: true });
       // Not the head any more: a second ack of the same item counts nothing.
-      await b.ackNext("t", "r1#0", { group: true });
-      expect(await b.end(3)).toEqual([3, 2, 0]);
-      expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
-      await b.ackNext("t", "r1#1", { group: true, failed: true });
+      await b.ackNext("t", "r1#0", { group: true, failed: true });
+      expect(await redis.get(b.k.failures)).toBe("1");
+      expect(await redis.ttl(b.k.failures)).toBeGreaterThan(0);
+      // A delivered item that does not end the group touches nothing of it.
+      await b.ackNext("t", "r1#1");
+      expect(await redis.exists(b.k.group)).toBe(0);
       expect(heard).toEqual([]);
-      await b.ackNext("t", "r1#2", { group: true });
+      await b.ackNext("t", "r1#2$3", { group: true, total: 3 });
+      expect(await redis.get(b.k.group)).toBe("3|2|1");
+      expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
       await new Promise((r) => setTimeout(r, 50));
       expect(heard).toEqual(["r1|3|2|1"]);
-      // Ending again keeps the total, and announces a settled group again.
-      expect(await b.end(5)).toEqual([3, 0, 1]);
     } finally {
       sub.disconnect();
     }
   });
 
-  it("a group whose items are all acked before its end settles at its end", async () => {
+  it("a last item that fails counts itself before it settles the group", async () => {
     const b = box();
-    await b.push("r1#0|a");
+    await b.push("r1#0$1|a");
     await b.claim("t");
-    await b.ackNext("t", "r1#0", { group: true, failed: true });
-    expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
-    expect(await b.end(1)).toEqual([1, 0, 1]);
+    await b.ackNext("t", "r1#0$1", { group: true, failed: true, total: 1 });
+    expect(await redis.get(b.k.group)).toBe("1|0|1");
   });
 });

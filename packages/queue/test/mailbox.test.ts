@@ -2,7 +2,7 @@ import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } 
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
-import { type MailboxWorker, mailboxBase, OrderedMailbox } from "../src/index.js";
+import { groupEndId, groupOfItem, type MailboxWorker, mailboxBase, OrderedMailbox } from "../src/index.js";
 
 const logger = createLogger({ level: "silent" });
 const cleanups: Array<() => Promise<void>> = [];
@@ -205,7 +205,7 @@ describe("OrderedMailbox", () => {
     expect(seen).toEqual([7]);
   });
 
-  it("counts each item toward its group once, failed ones as failed, and announces the settled group", async () => {
+  it("counts each failed item toward its group once, and the group's last ack settles and announces it", async () => {
     const { mailbox, workers } = setup("groups", { groups: true, maxAttempts: 2 });
     const sub = new Redis(REDIS_URL);
     const heard: string[] = [];
@@ -213,9 +213,14 @@ describe("OrderedMailbox", () => {
     await sub.subscribe(mailbox.groupChannel);
     cleanups.push(async () => void sub.disconnect());
     let crashedOnce = false;
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
     workers.push(
       mailbox.startWorker(
         async (item, ctx) => {
+          if (item.data.n === 0) await gate;
           if (item.data.n === 1) throw new PermanentSendError("refused");
           if (item.data.n === 2) return ctx.countAsFailed();
           // A transient failure is retried, and still counted once.
@@ -227,10 +232,13 @@ describe("OrderedMailbox", () => {
         { concurrency: 2 },
       ),
     );
-    const items = [0, 1, 2, 3, 4].map((n) => ({ id: `r1#${n}`, data: { n } }));
-    // Not segments of r1: counted nowhere.
+    const items = [0, 1, 2, 3].map((n) => ({ id: `r1#${n}`, data: { n } }));
+    // Not segments of r1: counted nowhere. The last item names the group's total.
     await mailbox.push("k", [...items.slice(0, 2), { id: "r1#p0", data: { n: 9 } }, ...items.slice(2)]);
-    expect((await mailbox.endGroup("r1", 5)).settled).toBe(false);
+    await mailbox.push("k", [{ id: groupEndId("r1", 4, 5), data: { n: 4 } }]);
+    await waitFor(async () => (await mailbox.depth("k")) === 6, "both pushes queued");
+    expect(await mailbox.groupStatus("r1")).toEqual({ total: 0, delivered: 0, failed: 0, settled: false });
+    release();
     await waitFor(async () => (await mailbox.groupStatus("r1")).settled, "the group settled", 10_000);
     expect(await mailbox.groupStatus("r1")).toEqual({ total: 5, delivered: 3, failed: 2, settled: true });
     await waitFor(() => heard.length > 0, "the announcement");
@@ -239,6 +247,14 @@ describe("OrderedMailbox", () => {
       group: "r1",
       status: { total: 5, delivered: 3, failed: 2, settled: true },
     });
+  });
+
+  it("reads which group an item id counts toward", () => {
+    expect(groupOfItem("r1#0")).toEqual({ group: "r1", segment: true, total: undefined });
+    expect(groupOfItem(groupEndId("r1.2", 3, 4))).toEqual({ group: "r1.2", segment: true, total: 4 });
+    expect(groupOfItem(groupEndId("r#1", "close", 2))).toEqual({ group: "r#1", segment: false, total: 2 });
+    for (const id of ["r1#p0", "r1#close", "r1#", "#3", "r1#2$", "r1#2$x", "plain"])
+      expect(groupOfItem(id)).toBeUndefined();
   });
 
   it("a fenced push writes its note in the same step, and neither once the fence fails", async () => {

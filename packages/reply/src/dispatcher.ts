@@ -3,6 +3,7 @@ import {
   type ChannelCapabilities,
   type FailpointName,
   failpoint,
+  type HashNote,
   type HubLogger,
   type OutboundSegment,
   type Outbox,
@@ -16,7 +17,7 @@ import {
   replyTargetKey,
   type SendResult,
 } from "@hub/core";
-import { createRedis, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import { createRedis, groupEndId, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
@@ -123,23 +124,63 @@ export class ReplyDispatcher implements ReplySink {
     let next = 0;
     let previews = 0;
     let ended = false;
-    // Once the reply's end is recorded: its settlement, or the wait for it.
-    let settlement: ReplySettlement | SettleWaiter | undefined;
+    // Once the reply's last item is queued: the wait for its settlement.
+    let settlement: SettleWaiter | undefined;
+    const segmentOf = (index: number, data: Omit<SegmentItem, "replyId" | "index" | "target" | "at">) => {
+      const item: SegmentItem = { replyId, index, ...data, target, at: Date.now() };
+      if (options.runId && options.runId !== replyId) item.runId = options.runId;
+      if (options.sessionKey) item.sessionKey = options.sessionKey;
+      if (preview && data.kind === undefined) item.preview = preview;
+      return item;
+    };
+    // After the reply's last segment: a preview none of them took over is removed (see #deliverPreview).
+    const closing = () => preview !== undefined && (previews > 0 || options.preview?.resumed === true);
+    // The reply's last item ends its group (see OrderedMailbox's groups): the close of its preview, or its
+    // last segment, or (nothing else to carry it) an end marker that is not sent.
+    const lastItems = (total: number, segments: Array<{ id: string; data: SegmentItem }>) => {
+      if (closing()) {
+        const data: SegmentItem = { replyId, index: 0, text: "", target, preview, kind: "close" };
+        return [...segments, { id: groupEndId(replyId, "close", total), data }];
+      }
+      const last = segments.at(-1);
+      if (last)
+        return [...segments.slice(0, -1), { ...last, id: groupEndId(replyId, last.data.index, total) }];
+      return [{ id: groupEndId(replyId, "end", total), data: segmentOf(total, { text: "", kind: "end" }) }];
+    };
+    // Queues items; with `last`, they end the reply, and the wait for its settlement starts before the step
+    // that may settle it.
+    const queue = async (
+      items: Array<{ id: string; data: SegmentItem }>,
+      segments: number,
+      push: { fence?: typeof options.fence; note?: HashNote | undefined; last: boolean },
+    ) => {
+      const waiter = push.last ? await this.#waiter(replyId) : undefined;
+      const total = next + segments;
+      const queued = push.last ? lastItems(total, items) : items;
+      try {
+        await this.#mailbox.push(key, queued, push.note ? { fence: push.fence, note: push.note } : push);
+      } catch (error) {
+        waiter?.cancel();
+        throw error;
+      }
+      // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
+      next = total;
+      if (waiter) {
+        ended = true;
+        settlement = waiter;
+      }
+    };
     return {
       replyId,
-      push: async (block, note) => {
+      push: async (block, note, pushOptions) => {
         if (ended) throw new Error(`reply ${replyId} already ended`);
-        const items = chunkForChannel(block, capabilities).map((text, i) => {
-          const index = next + i;
-          const data: SegmentItem = { replyId, index, text, target, at: Date.now() };
-          if (options.runId && options.runId !== replyId) data.runId = options.runId;
-          if (options.sessionKey) data.sessionKey = options.sessionKey;
-          if (preview) data.preview = preview;
-          return { id: `${replyId}#${index}`, data };
-        });
-        await this.#mailbox.push(key, items, note ? { fence: options.fence, note } : options);
-        // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
-        next += items.length;
+        const items = chunkForChannel(block, capabilities).map((text, i) => ({
+          id: `${replyId}#${next + i}`,
+          data: segmentOf(next + i, { text }),
+        }));
+        // A last block that chunks to nothing leaves the end to `end`.
+        const last = pushOptions?.last === true && items.length > 0;
+        await queue(items, items.length, { fence: options.fence, note, last });
       },
       pushFile: async (file: OutboxFile, caption = "") => {
         if (ended) throw new Error(`reply ${replyId} already ended`);
@@ -153,8 +194,7 @@ export class ReplyDispatcher implements ReplySink {
           const index = next + i;
           return { id: `${replyId}#${index}`, data: { replyId, index, ...segment, target, at: Date.now() } };
         });
-        await this.#mailbox.push(key, items, options);
-        next += items.length;
+        await queue(items, items.length, { fence: options.fence, last: false });
       },
       ...(preview
         ? {
@@ -167,37 +207,22 @@ export class ReplyDispatcher implements ReplySink {
           }
         : {}),
       end: async () => {
+        // Ended already by the push of its last block.
+        if (settlement) return next;
         ended = true;
-        // After the reply's last segment: a preview none of them took over is removed. Not fenced, so a
-        // superseded run (whose pushes are refused) still clears what it showed.
-        if (preview && (previews > 0 || options.preview?.resumed)) {
-          const data = { replyId, index: 0, text: "", target, preview, kind: "close" as const };
-          await this.#mailbox.push(key, [{ id: `${replyId}#close`, data }]);
-        }
-        settlement = await this.#end(replyId, next);
+        // Not fenced, so a superseded run (whose pushes are refused) still clears what it showed and
+        // settles its reply.
+        await queue([], 0, { last: true });
         return next;
       },
-      settled: async () => {
-        if (settlement === undefined) return this.settled(replyId);
-        return "total" in settlement ? settlement : this.#until(replyId, settlement);
-      },
+      settled: async () => (settlement ? this.#until(replyId, settlement) : this.settled(replyId)),
     };
   }
 
-  // Sets the reply's total and learns in the same step whether it is settled already (delivered before
-  // it ended); if not, the wait registered before that step is woken by the ack that settles it.
-  async #end(replyId: string, total: number): Promise<ReplySettlement | SettleWaiter> {
+  // A wait for a reply's settlement, registered before the step that may settle it.
+  async #waiter(replyId: string): Promise<SettleWaiter> {
     await this.#subscribe();
-    const waiter = this.#wait(replyId);
-    try {
-      const s = await this.#mailbox.endGroup(replyId, total);
-      if (!s.settled) return waiter;
-      waiter.cancel();
-      return { total: s.total, delivered: s.delivered, failed: s.failed };
-    } catch (error) {
-      waiter.cancel();
-      throw error;
-    }
+    return this.#wait(replyId);
   }
 
   // A live preview's newest text, in order with the reply's segments; older ones still queued are skipped.
@@ -312,6 +337,8 @@ export class ReplyDispatcher implements ReplySink {
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
           send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs),
         });
+        // An end marker only settles its reply, in its ack.
+        if (item.data.kind === "end") return;
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) {
           // Not sent (too old): counted as failed.
@@ -444,7 +471,7 @@ export class ReplyDispatcher implements ReplySink {
     const notice = `${replyId}.expired`;
     await this.#mailbox.push(key, [
       {
-        id: `${notice}#0`,
+        id: groupEndId(notice, 0, 1),
         data: { replyId: notice, index: 0, text: EXPIRED_NOTICE, target, at: Date.now() },
       },
     ]);

@@ -17,8 +17,11 @@ export const SegmentItemSchema = z
     attachment: OutboxFileSchema.optional(),
     /** The run's live preview (its key): a segment takes it over; `kind` items show or close it. */
     preview: z.string().optional(),
-    /** A live preview's text (`preview`) or the end of a run's previews (`close`), not a segment. */
-    kind: z.enum(["preview", "close"]).optional(),
+    /**
+     * Not a segment: a live preview's text (`preview`), the end of a run's previews (`close`), or the end
+     * of a reply whose last segment could not carry it (`end`, not sent).
+     */
+    kind: z.enum(["preview", "close", "end"]).optional(),
   })
   .strict();
 /** A reply mailbox item. */
@@ -54,7 +57,7 @@ function isPlainItem(raw: unknown): raw is SegmentItem {
     return false;
   if (
     (preview !== undefined && !isText(preview)) ||
-    (kind !== undefined && kind !== "preview" && kind !== "close")
+    (kind !== undefined && kind !== "preview" && kind !== "close" && kind !== "end")
   )
     return false;
   if (typeof target !== "object" || target === null || Array.isArray(target)) return false;

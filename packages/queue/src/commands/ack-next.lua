@@ -1,6 +1,6 @@
 --[[
-  ackNext(own, q, sched, att, ready[, group]; token, itemId, key, renewMs, now, outcome, groupTtl,
-  channel, groupName, yield, graceMs) -> one of
+  ackNext(own, q, sched, att, ready[, settled, failures]; token, itemId, key, renewMs, now, outcome,
+  groupTtl, channel, groupName, yield, graceMs, groupTotal) -> one of
   - the next head item (ack and peek fused; the caller hands it out as its attempt 1, see
     claim-next.lua);
   - false when the list is empty: the lease is released with the key's attempts record (one DEL)
@@ -11,10 +11,12 @@
     it), so one busy key cannot keep a slot while others wait.
   Error LOST when the lease is not ours. Pops the head only if it is the named item.
   renewMs > 0 renews the lease (and the key's sweep deadline) for that long.
-  With `group` (KEYS[6], a hash: total, left, failed): the popped item counts toward its group,
-  `outcome` 'failed' as failed; when `left` reaches 0 (every item of the group, whose total
-  `end-group.lua` added, is acked) "<groupName>|<total>|<delivered>|<failed>" is published on
-  `channel`. The hash gets its TTL (groupTtl s) when its first ack creates it, and again from end-group.
+  Groups (KEYS[6] settled, a string; KEYS[7] failures, a counter; both given only for an item that
+  counts): a group's items sit in one key and are acked in order, so the ack of its last item (the one
+  whose id names the group's total, `groupTotal`) settles it, and only failures need counting on the
+  way: `outcome` 'failed' adds one to the failures (TTL groupTtl s from the first). The settling ack
+  writes "<total>|<delivered>|<failed>" to KEYS[6] (TTL groupTtl s) for anyone who asks later, and
+  publishes "<groupName>|<total>|<delivered>|<failed>" on `channel`.
 ]]
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('LOST') end
 local popped = redis.call('LPOP', KEYS[2])
@@ -23,13 +25,17 @@ if popped then
     -- Not the named item (acked already): put it back.
     redis.call('LPUSH', KEYS[2], popped)
   elseif KEYS[6] then
-    local left = redis.call('HINCRBY', KEYS[6], 'left', -1)
-    if ARGV[6] == 'failed' then redis.call('HINCRBY', KEYS[6], 'failed', 1) end
-    if left == -1 then redis.call('EXPIRE', KEYS[6], ARGV[7]) end
-    if left == 0 then
-      local counts = redis.call('HMGET', KEYS[6], 'total', 'failed')
-      local total, failed = tonumber(counts[1]) or 0, tonumber(counts[2]) or 0
-      redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. total .. '|' .. (total - failed) .. '|' .. failed)
+    local failed
+    if ARGV[6] == 'failed' then
+      failed = redis.call('INCR', KEYS[7])
+      if failed == 1 then redis.call('EXPIRE', KEYS[7], ARGV[7]) end
+    end
+    if ARGV[12] ~= '' then
+      failed = failed or tonumber(redis.call('GET', KEYS[7])) or 0
+      local total = tonumber(ARGV[12])
+      local counts = total .. '|' .. (total - failed) .. '|' .. failed
+      redis.call('SET', KEYS[6], counts, 'EX', ARGV[7])
+      redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts)
     end
   end
 end

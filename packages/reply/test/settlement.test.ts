@@ -1,0 +1,91 @@
+import { createLogger, type ReplyTarget, replyTargetKey } from "@hub/core";
+import { mailboxBase, mailboxKeyName } from "@hub/queue";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  FakeChatAdapter,
+  type FakeChatPlatform,
+  startFakeChatPlatform,
+} from "../../../test/fakes/src/index.js";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { ReplyDispatcher } from "../src/index.js";
+
+// A reply settles when the ack of its last item settles its group: the last block's push names the reply's
+// total (no end step of its own), and an end with nothing left to carry it queues a marker that is not sent.
+const prefix = testPrefix("settlement");
+const redis = new Redis(REDIS_URL);
+const cleanups: Array<() => Promise<void>> = [];
+let platform: FakeChatPlatform;
+let replies: ReplyDispatcher;
+beforeAll(async () => {
+  platform = await startFakeChatPlatform();
+  replies = new ReplyDispatcher({
+    redisUrl: REDIS_URL,
+    prefix,
+    logger: createLogger({ level: "silent" }),
+    capabilitiesOf: () => ({ textLimit: 200, markdown: "plain", threads: false, typing: false, edit: false }),
+    sweepIntervalMs: 100,
+    graceMs: 500,
+  });
+  cleanups.push(
+    () => platform.close(),
+    () => replies.close(),
+  );
+});
+afterAll(async () => {
+  for (const c of cleanups.reverse()) await c();
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+const targetOf = (chatId: string): ReplyTarget => ({ channel: "fakechat", accountId: "default", chatId });
+const queued = async (target: ReplyTarget) =>
+  (await redis.lrange(mailboxKeyName(mailboxBase(prefix, "reply"), "q", replyTargetKey(target)), 0, -1)).map(
+    (item) => item.slice(0, item.indexOf("|")),
+  );
+const textsTo = (chatId: string) => platform.messages.filter((m) => m.chatId === chatId).map((m) => m.text);
+
+function deliver(): void {
+  const adapter = new FakeChatAdapter("fakechat", platform.url);
+  const worker = replies.startDelivery(() => adapter, { concurrency: 4 });
+  cleanups.push(() => worker.close());
+}
+
+describe("reply settlement", () => {
+  it("the last block's push ends the reply: no end step or marker, and end only returns the count", async () => {
+    const target = targetOf("last-push");
+    const reply = replies.open("r-last", target);
+    await reply.push("one");
+    await reply.push("two", undefined, { last: true });
+    await expect(reply.push("three")).rejects.toThrow(/already ended/);
+    expect(await reply.end()).toBe(2);
+    expect(await queued(target)).toEqual(["r-last#0", "r-last#1$2"]);
+    expect((await replies.status("r-last")).settled).toBe(false);
+    deliver();
+    expect(await reply.settled()).toEqual({ total: 2, delivered: 2, failed: 0 });
+    expect(textsTo("last-push")).toEqual(["one", "two"]);
+    // Kept for anyone who asks later, from any process.
+    expect(await replies.status("r-last")).toEqual({ total: 2, delivered: 2, failed: 0, settled: true });
+    expect(await replies.settled("r-last")).toEqual({ total: 2, delivered: 2, failed: 0 });
+  });
+
+  it("a reply ended without a last block settles through an end marker that is not sent", async () => {
+    const target = targetOf("marker");
+    const reply = replies.open("r-marker", target);
+    await reply.push("only");
+    expect(await reply.end()).toBe(1);
+    const empty = replies.open("r-empty", target);
+    expect(await empty.end()).toBe(0);
+    expect(await reply.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
+    expect(await empty.settled()).toEqual({ total: 0, delivered: 0, failed: 0 });
+    expect(textsTo("marker")).toEqual(["only"]);
+  });
+
+  it("a refused last segment is counted as failed and still settles the reply", async () => {
+    const target = targetOf("refused");
+    platform.fail({ status: 403 });
+    const reply = replies.open("r-refused", target);
+    await reply.push("refused", undefined, { last: true });
+    expect(await reply.settled()).toEqual({ total: 1, delivered: 0, failed: 1 });
+  });
+});
