@@ -24,7 +24,9 @@ export async function benchDelivery(redisUrl: string, targets: number, perTarget
     );
     await Promise.all(
       replies.map(async (reply, t) => {
-        for (let s = 0; s < perTarget; s++) await reply.push(`target ${t} segment ${s}`);
+        // As a run ends its reply: the last segment's push ends it (no end step, no end marker).
+        for (let s = 0; s < perTarget; s++)
+          await reply.push(`target ${t} segment ${s}`, undefined, { last: s === perTarget - 1 });
         await reply.end();
       }),
     );

@@ -54,7 +54,7 @@ export async function benchThrottled(
         const replyId = `r${sent}`;
         const reply = dispatcher.open(replyId, { channel: "fakechat", accountId: "default", chatId });
         pushedAt.set(replyId, performance.now());
-        pushes.push(reply.push(`segment ${sent}`).then(() => reply.end().then(() => {})));
+        pushes.push(reply.push(`segment ${sent}`, undefined, { last: true }));
       }
       await new Promise((r) => setTimeout(r, 10));
     }

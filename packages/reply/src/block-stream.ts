@@ -219,6 +219,9 @@ export class BlockStreamer {
 }
 
 function firstNonWhitespace(text: string): number {
+  // Most often the first character, printable ASCII: no regex run per delta.
+  const c = text.charCodeAt(0);
+  if (c > 32 && c < 127) return 0;
   const i = text.search(/\S/);
   return i < 0 ? text.length : i;
 }

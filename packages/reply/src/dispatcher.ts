@@ -17,7 +17,15 @@ import {
   replyTargetKey,
   type SendResult,
 } from "@hub/core";
-import { createRedis, groupEndId, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import {
+  createRedis,
+  groupEndId,
+  loadScript,
+  type MailboxTuning,
+  type MailboxWorker,
+  OrderedMailbox,
+  runScript,
+} from "@hub/queue";
 import type { Redis } from "ioredis";
 import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
@@ -60,6 +68,8 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
 /** What a chat is told, once, when answers to it expired unsent. */
 const EXPIRED_NOTICE =
   "Sorry, an answer to one of your earlier messages could not be delivered in time and was dropped. Please send it again if you still need it.";
+
+const SEND_GATE = loadScript(new URL("./scripts/send-gate.lua", import.meta.url));
 
 /** Keeps settlement records this long after a reply's end. */
 const REPLY_TTL_SECONDS = 24 * 3600;
@@ -368,9 +378,8 @@ export class ReplyDispatcher implements ReplySink {
   ): Promise<void> {
     // Skipped, not awaited, when off (a self-hosted or test platform is not paced).
     const interval = sendInterval(adapter, target);
-    if (interval > 0) await this.#pace(target, interval);
     const perSecond = adapter.capabilities.maxSendsPerSecond ?? 0;
-    if (perSecond > 0) await this.#throttle(target, perSecond);
+    if (interval > 0 || perSecond > 0) await this.#paceAndThrottle(target, interval, perSecond);
     failpoint(point);
     ctx.assertLease();
   }
@@ -491,28 +500,25 @@ export class ReplyDispatcher implements ReplySink {
     return `${this.#o.prefix}:reply-last:${replyTargetKey(target)}`;
   }
 
-  // Per-target pacing lives here, not in adapters: the drainer holds the target, so waiting here delays only it.
-  async #pace(target: ReplyTarget, minIntervalMs: number): Promise<void> {
-    if (minIntervalMs <= 0) return;
-    const lastKey = this.#lastSendKey(target);
-    const last = Number((await this.#redis.get(lastKey)) ?? 0);
-    const wait = last + minIntervalMs - Date.now();
-    if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-    await this.#redis.set(lastKey, Date.now(), "PX", Math.max(minIntervalMs * 2, 1000));
-  }
-
-  // An account-wide cap (e.g. Telegram's ~30 messages/s per bot), counted in Redis so it holds across processes.
-  async #throttle(target: ReplyTarget, perSecond: number): Promise<void> {
-    if (perSecond <= 0) return;
+  // Per-target pacing lives here, not in adapters: the drainer holds the target, so waiting here delays
+  // only it. The target's interval and the account's cap (e.g. Telegram's ~30 messages/s per bot) are one
+  // step in Redis (send-gate.lua), so they hold across processes at one round trip per send. Only the
+  // target's drainer sends to it, so the last send's time is written once, after the send (#paceFrom).
+  async #paceAndThrottle(target: ReplyTarget, intervalMs: number, perSecond: number): Promise<void> {
     for (;;) {
-      const second = Math.floor(Date.now() / 1000);
-      const key = `${this.#o.prefix}:reply-rate:${target.channel}:${target.accountId}:${second}`;
-      const [[, count]] = (await this.#redis.multi().incr(key).expire(key, 2).exec()) as [
-        [null, number],
-        unknown,
-      ];
-      if (count <= perSecond) return;
-      await new Promise((r) => setTimeout(r, (second + 1) * 1000 - Date.now() + 1));
+      const now = Date.now();
+      const second = Math.floor(now / 1000);
+      const rateKey = `${this.#o.prefix}:reply-rate:${target.channel}:${target.accountId}:${second}`;
+      const wait = Number(
+        await runScript(
+          this.#redis,
+          SEND_GATE,
+          [this.#lastSendKey(target), rateKey],
+          [now, intervalMs, perSecond],
+        ),
+      );
+      if (wait <= 0) return;
+      await new Promise((r) => setTimeout(r, wait));
     }
   }
 
