@@ -5,7 +5,6 @@ import {
   type ReplyTarget,
   type SendResult,
 } from "@hub/core";
-import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { FakeChatAdapter, startFakeChatPlatform } from "../../../test/fakes/src/index.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
