@@ -12,10 +12,11 @@ import { startBenchRedis } from "./meter.js";
 import { startBenchHub } from "./telegram.js";
 import { driveChats } from "./telegram-load.js";
 
-// Every Lua file of the repository by its SHA1, alone and behind the shared token bucket function.
+// Every Lua file of the repository by its SHA1, alone and behind a shared function (token bucket, owe-drain).
 function scriptNames(root: string): Map<string, string> {
   const names = new Map<string, string>();
   const bucket = readFileSync(join(root, "packages/queue/src/commands/token-bucket.lua"), "utf8");
+  const owe = readFileSync(join(root, "packages/queue/src/commands/owe-drain.lua"), "utf8");
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
@@ -24,7 +25,7 @@ function scriptNames(root: string): Map<string, string> {
       else if (entry.name.endsWith(".lua")) {
         const text = readFileSync(path, "utf8");
         const name = path.slice(root.length + 1).replace(/\/src\//, ":");
-        for (const body of [text, `${bucket}\n${text}`])
+        for (const body of [text, `${bucket}\n${text}`, `${owe}\n${text}`])
           names.set(createHash("sha1").update(body).digest("hex"), name);
       }
     }

@@ -21,11 +21,13 @@
 import { loadScript } from "./redis.js";
 
 const load = (name: string) => loadScript(new URL(`./commands/${name}.lua`, import.meta.url));
+// A push's last step (owe or claim a drain) is one Lua function both pushes share.
+const withOweDrain = (name: string) => `${load("owe-drain")}\n${load(name)}`;
 
 /** See commands/push.lua. */
-export const PUSH = load("push");
+export const PUSH = withOweDrain("push");
 /** See commands/fenced-push.lua. */
-export const FENCED_PUSH = load("fenced-push");
+export const FENCED_PUSH = withOweDrain("fenced-push");
 /** See commands/renew.lua. */
 export const RENEW = load("renew");
 /** See commands/reclaim.lua. */

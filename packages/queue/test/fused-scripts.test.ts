@@ -57,7 +57,12 @@ function box() {
   return {
     k,
     push: (...items: string[]) =>
-      runScript(redis, PUSH, [k.q, k.sched, k.ready], [Date.now(), 1000, key, ...items]) as Promise<number>,
+      runScript(
+        redis,
+        PUSH,
+        [k.q, k.sched, k.ready, k.own, k.att],
+        [Date.now(), 1000, key, "", 5000, ...items],
+      ) as Promise<number>,
     claim: (token: string, lease = 5000) =>
       runScript(
         redis,
@@ -66,6 +71,14 @@ function box() {
         [token, lease, Date.now(), key],
       ) as Promise<Next | number>,
     ackNext,
+    // A push that may drain the key itself (a claim token): the head when it claimed the idle key.
+    pushHere: (token: string, ...items: string[]) =>
+      runScript(
+        redis,
+        PUSH,
+        [k.q, k.sched, k.ready, k.own, k.att],
+        [Date.now(), 1000, key, token, 5000, ...items],
+      ) as Promise<string | number>,
     // As the mailbox sees it: the next item is handed out as its attempt 1.
     ack: async (token: string, id: string, renew?: number): Promise<Next> => {
       const next = await ackNext(token, id, renew === undefined ? {} : { renew });
@@ -93,6 +106,26 @@ describe("fused mailbox scripts", () => {
     expect(await redis.exists(b.k.att)).toBe(0);
     // Finished: the next push owes a fresh wake-up.
     expect(await b.push("c|3")).toBeGreaterThan(0);
+  });
+
+  it("a push may claim an idle key for its own process: no wake-up, the head handed out as attempt 1", async () => {
+    const b = box();
+    const before = Date.now();
+    expect(await b.pushHere("t1", "a|1", "b|2")).toBe("a|1");
+    expect(await redis.get(b.k.own)).toBe("t1");
+    expect(await redis.get(b.k.att)).toBe("1|a");
+    expect(await redis.llen(b.k.ready)).toBe(0);
+    // Its deadline is the lease's (the sweep wakes the key only if the claimer dies).
+    expect(Number(await redis.zscore(b.k.sched, "k"))).toBeGreaterThanOrEqual(before + 5000);
+    // Owed already: a later push, claim token or not, leaves the items to the drainer.
+    expect(await b.pushHere("t2", "c|3")).toBe(0);
+    expect(await redis.get(b.k.own)).toBe("t1");
+    expect(await b.claim("t2")).toBe(0);
+    expect(await b.ack("t1", "a")).toEqual(["b|2", 1]);
+    expect(await b.ack("t1", "b")).toEqual(["c|3", 1]);
+    expect(await b.ack("t1", "c")).toBeNull();
+    // Idle again: claimed again by a push.
+    expect(await b.pushHere("t3", "d|4")).toBe("d|4");
   });
 
   it("an ack that yields hands the key back behind waiting keys, and only when some key waits", async () => {

@@ -249,6 +249,51 @@ describe("OrderedMailbox", () => {
     });
   });
 
+  it("a push may drain its key here: an idle key is claimed in the push's step, no wake-up", async () => {
+    const { mailbox, workers, prefix } = setup("drain-here");
+    const ready = `${mailboxBase(prefix, "m")}:ready`;
+    // Every write to the ready list, seen by Redis itself.
+    const monitor = await new Redis(REDIS_URL).monitor();
+    cleanups.push(async () => void monitor.disconnect());
+    const woken: string[] = [];
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === "rpush" && args[1] === ready) woken.push(String(args[2]));
+    });
+    const seen: Array<[string, number, number]> = [];
+    workers.push(
+      mailbox.startWorker(async (item, ctx) => void seen.push([ctx.key, item.data.n, ctx.attempt]), {
+        concurrency: 4,
+      }),
+    );
+    await mailbox.push(
+      "here",
+      [
+        { id: "a", data: { n: 1 } },
+        { id: "b", data: { n: 2 } },
+      ],
+      { drainHere: true },
+    );
+    await waitFor(() => seen.length === 2, "drained here");
+    // A process that does not drain this mailbox pushes as before: through the ready list.
+    const elsewhere = new OrderedMailbox<{ n: number }>({
+      name: "m",
+      redisUrl: REDIS_URL,
+      prefix,
+      logger,
+      parse: (raw) => raw as { n: number },
+    });
+    cleanups.push(() => elsewhere.close());
+    await elsewhere.push("there", [{ id: "c", data: { n: 3 } }], { drainHere: true });
+    await waitFor(() => seen.length === 3, "woken and drained");
+    expect(seen).toEqual([
+      ["here", 1, 1],
+      ["here", 2, 1],
+      ["there", 3, 1],
+    ]);
+    await waitFor(() => woken.length === 1, "the one wake-up seen");
+    expect(woken).toEqual(["there"]);
+  });
+
   it("reads which group an item id counts toward", () => {
     expect(groupOfItem("r1#0")).toEqual({ group: "r1", segment: true, total: undefined });
     expect(groupOfItem(groupEndId("r1.2", 3, 4))).toEqual({ group: "r1.2", segment: true, total: 4 });

@@ -29,7 +29,12 @@ function box() {
     base,
     k,
     push: (...items: string[]) =>
-      runScript(redis, PUSH, [k.q, k.sched, k.ready], [Date.now(), 1000, key, ...items]) as Promise<number>,
+      runScript(
+        redis,
+        PUSH,
+        [k.q, k.sched, k.ready, k.own, k.att],
+        [Date.now(), 1000, key, "", 5000, ...items],
+      ) as Promise<number>,
     claim: (token: string, lease = 5000) =>
       runScript(
         redis,

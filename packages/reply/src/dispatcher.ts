@@ -98,6 +98,8 @@ export class ReplyDispatcher implements ReplySink {
   #subscriber: Redis | undefined;
   readonly #waiters = new Map<string, Set<(settlement: ReplySettlement) => void>>();
   readonly #previews: LivePreviews;
+  /** The adapters this process delivers through, once it delivers (`startDelivery`). */
+  #adapterOf: ((channel: string, accountId: string) => ChannelAdapter | undefined) | undefined;
 
   constructor(options: ReplyDispatcherOptions) {
     this.#o = options;
@@ -168,7 +170,9 @@ export class ReplyDispatcher implements ReplySink {
       const total = next + segments;
       const queued = push.last ? lastItems(total, items) : items;
       try {
-        await this.#mailbox.push(key, queued, push.note ? { fence: push.fence, note: push.note } : push);
+        // Delivered by this process when it can: the push claims an idle target for its own delivery.
+        const drainHere = this.#deliversTo(target);
+        await this.#mailbox.push(key, queued, { fence: push.fence, note: push.note, drainHere });
       } catch (error) {
         waiter?.cancel();
         throw error;
@@ -229,6 +233,11 @@ export class ReplyDispatcher implements ReplySink {
     };
   }
 
+  // Whether this process delivers to the target's channel account (a push may then drain it here).
+  #deliversTo(target: ReplyTarget): boolean {
+    return this.#adapterOf?.(target.channel, target.accountId) !== undefined;
+  }
+
   // A wait for a reply's settlement, registered before the step that may settle it.
   async #waiter(replyId: string): Promise<SettleWaiter> {
     await this.#subscribe();
@@ -243,7 +252,10 @@ export class ReplyDispatcher implements ReplySink {
     options: ReplyOpenOptions,
   ): Promise<void> {
     await this.#previews.markLatest(item.preview, id);
-    await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], options);
+    await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], {
+      fence: options.fence,
+      drainHere: this.#deliversTo(item.target),
+    });
   }
 
   /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
@@ -333,6 +345,7 @@ export class ReplyDispatcher implements ReplySink {
     options: { concurrency?: number } = {},
   ): MailboxWorker {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
+    this.#adapterOf = adapterOf;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
         const { target } = item.data;

@@ -1,10 +1,9 @@
 --[[
-  push(q, sched, ready; now, graceMs, key, items...) -> 1 when the key owed a drain and was put on
-  `ready` for a drain worker (wake-up fused), 0 when a drain is owed already (a drainer or a wake-up
-  will take the items).
+  push(q, sched, ready, own, att; now, graceMs, key, claimToken, leaseMs, items...) -> 1 when the key
+  owed a drain and was put on `ready` for a drain worker (wake-up fused), 0 when a drain is owed already
+  (a drainer or a wake-up will take the items), or the head item when `claimToken` (not '') claimed the
+  idle key for the caller to drain (see owe-drain.lua, prepended).
 ]]
-for i = 4, #ARGV, 500 do redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV))) end
--- Owed already (the key is in sched: a drainer or a wake-up will take the items) or owed from now on.
-if redis.call('ZADD', KEYS[2], 'NX', tonumber(ARGV[1]) + tonumber(ARGV[2]), ARGV[3]) == 0 then return 0 end
-redis.call('RPUSH', KEYS[3], ARGV[3])
-return 1
+for i = 6, #ARGV, 500 do redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV))) end
+return owe_drain(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3],
+  ARGV[4], tonumber(ARGV[5]))
