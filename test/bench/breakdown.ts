@@ -25,7 +25,7 @@ function scriptNames(root: string): Map<string, string> {
       else if (entry.name.endsWith(".lua")) {
         const text = readFileSync(path, "utf8");
         const name = path.slice(root.length + 1).replace(/\/src\//, ":");
-        for (const body of [text, `${bucket}\n${text}`, `${owe}\n${text}`])
+        for (const body of [text, `${bucket}\n${text}`, `${owe}\n${text}`, `${bucket}\n${owe}\n${text}`])
           names.set(createHash("sha1").update(body).digest("hex"), name);
       }
     }

@@ -196,6 +196,16 @@ interface LocalWorker<T> {
   closing(): boolean;
 }
 
+/** A drain slot held for a step that may claim a key for this process (see `reserveDrainHere`). */
+export interface DrainHereSlot {
+  /** The lease token the step claims the key with. */
+  token: string;
+  /** Drains the key the step claimed, from its head item (handed out as attempt 1). */
+  start(key: string, head: string, claimedAt: number): void;
+  /** Frees the slot when the step claimed nothing (no effect after `start`). */
+  cancel(): void;
+}
+
 /** A drainer's hold on one key: lost when renewal fails, confirmed up to a time by each renewal. */
 interface DrainLease {
   lost: AbortController;
@@ -284,46 +294,72 @@ export class OrderedMailbox<T> {
     if (note && !fence) throw new Error("a note is written only with a fenced push");
     const own = this.#k("own", key);
     const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:ready`, own, this.#k("att", key)];
-    const local = options.drainHere ? this.#freeLocalWorker() : undefined;
-    const token = local ? this.#tokenFor() : "";
-    const now = Date.now();
-    const owe = [now, this.#o.graceMs, key, token, this.#o.leaseMs];
-    const noteArgs = note ? Object.entries(note.fields).flat() : [];
-    // The wake-up (the key put on `ready`), or this process's claim, is part of the push's own step.
-    const pushed = await (fence
-      ? runScript(this.#redis, FENCED_PUSH, note ? [...keys, fence.key, note.key] : [...keys, fence.key], [
-          ...owe,
-          fence.field,
-          fence.value,
-          noteArgs.length,
-          ...noteArgs,
-          ...encoded,
-        ]).catch((error: unknown) => {
-          if (error instanceof Error && error.message.includes("FENCED"))
-            throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
-          throw error;
-        })
-      : runScript(this.#redis, PUSH, keys, [...owe, ...encoded]));
-    if (local && typeof pushed === "string") this.#drainClaimedHere(local, key, own, token, now, pushed);
+    const here = options.drainHere ? this.reserveDrainHere() : undefined;
+    try {
+      const now = Date.now();
+      const owe = [now, this.#o.graceMs, key, here?.token ?? "", this.#o.leaseMs];
+      const noteArgs = note ? Object.entries(note.fields).flat() : [];
+      // The wake-up (the key put on `ready`), or this process's claim, is part of the push's own step.
+      const pushed = await (fence
+        ? runScript(this.#redis, FENCED_PUSH, note ? [...keys, fence.key, note.key] : [...keys, fence.key], [
+            ...owe,
+            fence.field,
+            fence.value,
+            noteArgs.length,
+            ...noteArgs,
+            ...encoded,
+          ]).catch((error: unknown) => {
+            if (error instanceof Error && error.message.includes("FENCED"))
+              throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
+            throw error;
+          })
+        : runScript(this.#redis, PUSH, keys, [...owe, ...encoded]));
+      if (typeof pushed === "string") here?.start(key, pushed, now);
+    } finally {
+      here?.cancel();
+    }
   }
 
-  // A worker of this process with a free slot, for a push that may drain its key here.
-  #freeLocalWorker(): LocalWorker<T> | undefined {
-    for (const local of this.#locals)
-      if (!local.closing() && local.active.size < local.concurrency) return local;
-    return undefined;
+  /**
+   * A drain slot of one of this process's workers, held for a step that may claim a key for this
+   * process (a push with `drainHere`, or admission's own step; see owe-drain.lua): pass its `token`
+   * to the step, then `start` the drain with the head item the step claimed, or `cancel` (a no-op
+   * after `start`). Undefined when no worker of this process has a free slot.
+   */
+  reserveDrainHere(): DrainHereSlot | undefined {
+    let local: LocalWorker<T> | undefined;
+    for (const w of this.#locals)
+      if (!w.closing() && w.active.size < w.concurrency) {
+        local = w;
+        break;
+      }
+    if (!local) return undefined;
+    const worker = local;
+    // Held in the worker's slots until started or cancelled, so no two steps count on one slot.
+    let free: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      free = resolve;
+    });
+    worker.active.add(held);
+    const release = () => {
+      worker.active.delete(held);
+      free();
+    };
+    const token = this.#tokenFor();
+    return {
+      token,
+      start: (key, head, claimedAt) => {
+        release();
+        this.#drainClaimedHere(worker, key, token, claimedAt, head);
+      },
+      cancel: release,
+    };
   }
 
-  // A key a push claimed for this process: drained by that worker, or handed back to the ready list for any
+  // A key a step claimed for this process: drained by that worker, or handed back to the ready list for any
   // worker when that worker began closing in between.
-  #drainClaimedHere(
-    local: LocalWorker<T>,
-    key: string,
-    own: string,
-    token: string,
-    at: number,
-    head: string,
-  ) {
+  #drainClaimedHere(local: LocalWorker<T>, key: string, token: string, at: number, head: string) {
+    const own = this.#k("own", key);
     if (local.closing()) {
       const handBack = [own, `${this.#base}:sched`, `${this.#base}:ready`];
       runScript(this.#redis, RECLAIM, handBack, [token, Date.now(), key]).catch(() => {});
@@ -333,17 +369,28 @@ export class OrderedMailbox<T> {
   }
 
   /**
-   * The Redis keys a push to `key` writes and the grace it uses, for a caller
-   * that must push in the same atomic step as its own writes (admission). Such a
-   * step wakes the drainer itself, as push.lua does: it adds the key to `sched`
-   * (ZADD NX, deadline now + graceMs) and, when that added it, RPUSHes it on `ready`.
+   * The Redis keys a push to `key` writes and the times it uses, for a caller that must push in the
+   * same atomic step as its own writes (admission). Such a step owes the key a drain itself, as push.lua
+   * does (see owe-drain.lua: a wake-up on `ready`, or a claim for this process with a token from
+   * `reserveDrainHere`, which takes the lease `own` and writes the head's attempt to `att`).
    */
-  pushKeys(key: string): { list: string; sched: string; ready: string; graceMs: number } {
+  pushKeys(key: string): {
+    list: string;
+    sched: string;
+    ready: string;
+    own: string;
+    att: string;
+    graceMs: number;
+    leaseMs: number;
+  } {
     return {
       list: this.#k("q", key),
       sched: `${this.#base}:sched`,
       ready: `${this.#base}:ready`,
+      own: this.#k("own", key),
+      att: this.#k("att", key),
       graceMs: this.#o.graceMs,
+      leaseMs: this.#o.leaseMs,
     };
   }
 
@@ -384,9 +431,9 @@ export class OrderedMailbox<T> {
   }
 
   /**
-   * Starts draining keys in this process: at most `concurrency` keys taken from the ready list at once,
-   * and, while a slot is free, keys this process's own pushes claim (`drainHere`): at most twice
-   * `concurrency` in all when both fill the free slots at the same moment.
+   * Starts draining keys in this process, at most `concurrency` keys at once: keys taken from the ready
+   * list, and keys this process's own steps claimed while a slot was free (`push`'s `drainHere`,
+   * `reserveDrainHere`).
    */
   startWorker(handler: MailboxHandler<T>, options: { concurrency: number }): MailboxWorker {
     const blocking = createRedis(this.#o.redisUrl);
@@ -446,7 +493,15 @@ export class OrderedMailbox<T> {
         await new Promise((r) => setTimeout(r, 500));
         continue;
       }
-      for (const key of taken?.[1] ?? []) this.#track(active, key, () => this.#drain(key, handler));
+      // Slots taken meanwhile by this process's own claims (reserveDrainHere): keys beyond the free ones
+      // go back to the head of `ready`, in order, still owed (the sweep covers a failure here).
+      const keys = taken?.[1] ?? [];
+      const room = Math.max(0, concurrency - active.size);
+      if (keys.length > room)
+        await this.#redis.lpush(ready, ...keys.slice(room).reverse()).catch((error: unknown) => {
+          this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox could not hand keys back");
+        });
+      for (const key of keys.slice(0, room)) this.#track(active, key, () => this.#drain(key, handler));
     }
   }
 

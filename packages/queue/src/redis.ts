@@ -149,7 +149,16 @@ export function loadScript(url: URL): string {
   return readFileSync(fileURLToPath(url), "utf8");
 }
 
+/**
+ * A script behind shared Lua functions of the mailbox's commands: `take_token` (commands/token-bucket.lua)
+ * and `owe_drain` (commands/owe-drain.lua), in the order given.
+ */
+export function scriptWith(url: URL, ...functions: Array<"token-bucket" | "owe-drain">): string {
+  const shared = functions.map((name) => loadScript(new URL(`./commands/${name}.lua`, import.meta.url)));
+  return [...shared, loadScript(url)].join("\n");
+}
+
 /** A script that takes flood-limit tokens: the shared `take_token` Lua function (commands/token-bucket.lua), then the script. */
 export function tokenBucketScript(url: URL): string {
-  return `${loadScript(new URL("./commands/token-bucket.lua", import.meta.url))}\n${loadScript(url)}`;
+  return scriptWith(url, "token-bucket");
 }

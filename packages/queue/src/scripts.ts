@@ -18,11 +18,12 @@
  * - `M:gf:<group>` counter of the group's failed items (a mailbox with `groups`: item ids
  *               `<group>#<n>`, the last `<group>#<tag>$<total>`)
  */
-import { loadScript } from "./redis.js";
+import { loadScript, scriptWith } from "./redis.js";
 
 const load = (name: string) => loadScript(new URL(`./commands/${name}.lua`, import.meta.url));
 // A push's last step (owe or claim a drain) is one Lua function both pushes share.
-const withOweDrain = (name: string) => `${load("owe-drain")}\n${load(name)}`;
+const withOweDrain = (name: string) =>
+  scriptWith(new URL(`./commands/${name}.lua`, import.meta.url), "owe-drain");
 
 /** See commands/push.lua. */
 export const PUSH = withOweDrain("push");

@@ -1,11 +1,11 @@
 import type { QueueMode, RunRequest } from "@hub/core";
-import { runScript, tokenBucketScript } from "@hub/queue";
+import { runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionLane } from "./lane.js";
 import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
 import { writerKey } from "./writer.js";
 
-const ADMIT = tokenBucketScript(new URL("./scripts/admit.lua", import.meta.url));
+const ADMIT = scriptWith(new URL("./scripts/admit.lua", import.meta.url), "token-bucket", "owe-drain");
 
 /** How a message entered its session, or that it had been admitted before. */
 export type AdmitOutcome = "duplicate" | "rate_limited" | "queued" | "steered" | "collected" | "interrupted";
@@ -40,12 +40,35 @@ export class SessionAdmission {
     dedupe: { key: string; ttlSeconds: number },
     buckets: AdmissionBucket[] = [],
   ): Promise<AdmitOutcome> {
+    const kind = request.contextOnly ? "context" : request.command ? "queued" : "run";
+    // This process's runner may take the session at once, in this step (no wake-up, no separate claim).
+    const here = this.lane.reserveDrainHere();
+    try {
+      const now = Date.now();
+      const [outcome, woke] = await this.#admit(request, dedupe, buckets, {
+        kind,
+        now,
+        token: here?.token ?? "",
+      });
+      if (typeof woke === "string") here?.start(request.ctx.sessionKey, woke, now);
+      return outcome;
+    } finally {
+      here?.cancel();
+    }
+  }
+
+  // The admission step itself (admit.lua): {outcome, woke}.
+  async #admit(
+    request: RunRequest,
+    dedupe: { key: string; ttlSeconds: number },
+    buckets: AdmissionBucket[],
+    step: { kind: string; now: number; token: string },
+  ): Promise<[AdmitOutcome, number | string]> {
     const { runId, ctx } = request;
     const sessionKey = ctx.sessionKey;
     const k = (kind: string, id: string) => `${this.prefix}:${kind}:${id}`;
     const lane = this.lane.pushKeys(sessionKey);
-    const kind = request.contextOnly ? "context" : request.command ? "queued" : "run";
-    const [outcome] = (await runScript(
+    return (await runScript(
       this.redis,
       ADMIT,
       [
@@ -58,24 +81,27 @@ export class SessionAdmission {
         lane.ready,
         k("collect", sessionKey),
         k("collect-pending", sessionKey),
+        lane.own,
+        lane.att,
         ...buckets.map((b) => b.key),
       ],
       [
         runId,
         sessionKey,
-        Date.now(),
+        step.now,
         dedupe.ttlSeconds,
         RUN_RECORD_TTL_SECONDS,
         lane.graceMs,
         this.defaultMode,
-        kind,
+        step.kind,
         this.lane.encode(request),
         this.lane.encode({ runId, ctx, collect: true }),
         JSON.stringify(request),
         this.prefix,
+        step.token,
+        lane.leaseMs,
         ...buckets.flatMap((b) => [b.burst, b.perMinute / 60_000]),
       ],
-    )) as [AdmitOutcome, number];
-    return outcome;
+    )) as [AdmitOutcome, number | string];
   }
 }

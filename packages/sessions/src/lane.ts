@@ -1,5 +1,5 @@
 import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
-import { type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import { type DrainHereSlot, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
 import type { Redis } from "ioredis";
 
 /** Options of the session lane. */
@@ -51,6 +51,11 @@ export class SessionLane {
   /** The lane's Redis keys for a session, for admission's atomic step (see `OrderedMailbox.pushKeys`). */
   pushKeys(sessionKey: string): ReturnType<OrderedMailbox<RunRequest>["pushKeys"]> {
     return this.#mailbox.pushKeys(sessionKey);
+  }
+
+  /** A runner slot of this process for admission's step to claim the session with (see `OrderedMailbox.reserveDrainHere`). */
+  reserveDrainHere(): DrainHereSlot | undefined {
+    return this.#mailbox.reserveDrainHere();
   }
 
   /** A request as the lane stores it. */

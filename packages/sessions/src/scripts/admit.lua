@@ -14,8 +14,9 @@
           there in this step (the wake-up fused, as in @hub/queue's push.lua)
   KEYS[8] the session's collected batch (collect:<sessionKey>)
   KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
-  KEYS[10..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
-           @hub/queue's token-bucket.lua, is prepended to this script)
+  KEYS[10] the session lane's lease (mb:runs:own:<sessionKey>)   KEYS[11] its head's attempts (mb:runs:att:<sessionKey>)
+  KEYS[12..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
+           @hub/queue's token-bucket.lua, is prepended to this script, and owe_drain, from owe-drain.lua)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
   ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s) ARGV[6] lane grace (ms)
@@ -25,10 +26,13 @@
   ARGV[10] the collect run's lane item (the request with collect = true)
   ARGV[11] the request JSON (what steering and collecting store)
   ARGV[12] key prefix (for the running run's record, where a steer or a stop is marked, and its steer list)
-  ARGV[13..] per bucket (KEYS[10..]): capacity, then refill per ms
+  ARGV[13] a claim token ('' none): a session nobody owes a drain is claimed for this process's runner
+           instead of woken (see owe-drain.lua)   ARGV[14] the lane's lease (ms)
+  ARGV[15..] per bucket (KEYS[12..]): capacity, then refill per ms
 
   Returns {outcome, woke}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
-  woke 1 when this step put the session on the lane's ready list (a drain was not owed before).
+  woke 1 when this step put the session on the lane's ready list (a drain was not owed before), or the
+  lane's head item when it claimed the session for this process (ARGV[13]).
 ]]
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
   return {'duplicate', 0}
@@ -37,18 +41,17 @@ end
 -- Flood limits, after dedupe (a redelivery spends no token) and before any write (a refused message
 -- leaves no mark, like the separate take script that shares these buckets).
 local now = tonumber(ARGV[3])
-for i = 10, #KEYS do
-  local capacity = tonumber(ARGV[13 + (i - 10) * 2])
-  local rate = tonumber(ARGV[14 + (i - 10) * 2])
+for i = 12, #KEYS do
+  local capacity = tonumber(ARGV[15 + (i - 12) * 2])
+  local rate = tonumber(ARGV[16 + (i - 12) * 2])
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
 -- Owed already (the session is in sched: a drainer or a wake-up will take the item) or owed from now on.
 local function enqueue(item)
   redis.call('RPUSH', KEYS[5], item)
-  if redis.call('ZADD', KEYS[6], 'NX', tonumber(ARGV[3]) + tonumber(ARGV[6]), ARGV[2]) == 0 then return 0 end
-  redis.call('RPUSH', KEYS[7], ARGV[2])
-  return 1
+  return owe_drain(KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], now, tonumber(ARGV[6]), ARGV[2], ARGV[13],
+    tonumber(ARGV[14]))
 end
 
 if ARGV[8] == 'context' then
