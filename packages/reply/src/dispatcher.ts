@@ -3,11 +3,9 @@ import {
   type ChannelCapabilities,
   type FailpointName,
   failpoint,
-  type HashNote,
   type HubLogger,
   type OutboundSegment,
   type Outbox,
-  type OutboxFile,
   PermanentSendError,
   type ReplyOpenOptions,
   type ReplySettlement,
@@ -27,10 +25,10 @@ import {
   runScript,
 } from "@hub/queue";
 import type { Redis } from "ioredis";
-import { MAX_CAPTION_CHARS, segmentToSend } from "./attachments.js";
+import { segmentToSend } from "./attachments.js";
 import { FailedDeliveries } from "./failed-deliveries.js";
-import { chunkForChannel } from "./fit.js";
-import { LivePreviews, type PreviewIo, previewText } from "./preview.js";
+import { LivePreviews, type PreviewIo } from "./preview.js";
+import { OpenReply, type SettleWaiter } from "./reply-stream.js";
 import { parseSegmentItem, type SegmentItem } from "./segment-item.js";
 
 /** The fields every log line about a segment carries: its run (the reply id), session and channel. */
@@ -73,13 +71,6 @@ const SEND_GATE = loadScript(new URL("./scripts/send-gate.lua", import.meta.url)
 
 /** Keeps settlement records this long after a reply's end. */
 const REPLY_TTL_SECONDS = 24 * 3600;
-
-/** A wait for a reply's settlement, registered before the step that may settle it. */
-interface SettleWaiter {
-  /** Resolves with the counts the settling step announced. */
-  woke: Promise<ReplySettlement>;
-  cancel(): void;
-}
 
 /**
  * Delivers replies: blocks are chunked to the target channel's limit and put
@@ -130,107 +121,23 @@ export class ReplyDispatcher implements ReplySink {
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
   open(replyId: string, target: ReplyTarget, options: ReplyOpenOptions = {}): ReplyStream {
-    const capabilities = this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 };
     const key = replyTargetKey(target);
-    const preview = options.preview?.key;
-    let next = 0;
-    let previews = 0;
-    let ended = false;
-    // Once the reply's last item is queued: the wait for its settlement.
-    let settlement: SettleWaiter | undefined;
-    const segmentOf = (index: number, data: Omit<SegmentItem, "replyId" | "index" | "target" | "at">) => {
-      const item: SegmentItem = { replyId, index, ...data, target, at: Date.now() };
-      if (options.runId && options.runId !== replyId) item.runId = options.runId;
-      if (options.sessionKey) item.sessionKey = options.sessionKey;
-      if (preview && data.kind === undefined) item.preview = preview;
-      return item;
-    };
-    // After the reply's last segment: a preview none of them took over is removed (see #deliverPreview).
-    const closing = () => preview !== undefined && (previews > 0 || options.preview?.resumed === true);
-    // The reply's last item ends its group (see OrderedMailbox's groups): the close of its preview, or its
-    // last segment, or (nothing else to carry it) an end marker that is not sent.
-    const lastItems = (total: number, segments: Array<{ id: string; data: SegmentItem }>) => {
-      if (closing()) {
-        const data: SegmentItem = { replyId, index: 0, text: "", target, preview, kind: "close" };
-        return [...segments, { id: groupEndId(replyId, "close", total), data }];
-      }
-      const last = segments.at(-1);
-      if (last)
-        return [...segments.slice(0, -1), { ...last, id: groupEndId(replyId, last.data.index, total) }];
-      return [{ id: groupEndId(replyId, "end", total), data: segmentOf(total, { text: "", kind: "end" }) }];
-    };
-    // Queues items; with `last`, they end the reply, and the wait for its settlement starts before the step
-    // that may settle it.
-    const queue = async (
-      items: Array<{ id: string; data: SegmentItem }>,
-      segments: number,
-      push: { fence?: typeof options.fence; note?: HashNote | undefined; last: boolean },
-    ) => {
-      const waiter = push.last ? await this.#waiter(replyId) : undefined;
-      const total = next + segments;
-      const queued = push.last ? lastItems(total, items) : items;
-      try {
-        // Delivered by this process when it can: the push claims an idle target for its own delivery.
-        const drainHere = this.#deliversTo(target);
-        await this.#mailbox.push(key, queued, { fence: push.fence, note: push.note, drainHere });
-      } catch (error) {
-        waiter?.cancel();
-        throw error;
-      }
-      // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
-      next = total;
-      if (waiter) {
-        ended = true;
-        settlement = waiter;
-      }
-    };
-    return {
-      replyId,
-      push: async (block, note, pushOptions) => {
-        if (ended) throw new Error(`reply ${replyId} already ended`);
-        const items = chunkForChannel(block, capabilities).map((text, i) => ({
-          id: `${replyId}#${next + i}`,
-          data: segmentOf(next + i, { text }),
-        }));
-        // A last block that chunks to nothing leaves the end to `end`.
-        const last = pushOptions?.last === true && items.length > 0;
-        await queue(items, items.length, { fence: options.fence, note, last });
-      },
-      pushFile: async (file: OutboxFile, caption = "") => {
-        if (ended) throw new Error(`reply ${replyId} already ended`);
-        // A caption too long to go with the file goes first, as its own text.
-        const long = caption.length > MAX_CAPTION_CHARS;
-        const segments: Array<Pick<SegmentItem, "text" | "attachment">> = [
-          ...(long ? chunkForChannel(caption, capabilities).map((text) => ({ text })) : []),
-          { text: long ? "" : caption, attachment: file },
-        ];
-        const items = segments.map((segment, i) => {
-          const index = next + i;
-          return { id: `${replyId}#${index}`, data: { replyId, index, ...segment, target, at: Date.now() } };
+    // Delivered by this process when it can: a push claims an idle target for its own delivery.
+    const drainHere = this.#deliversTo(target);
+    return new OpenReply(replyId, target, options, {
+      capabilities: this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 },
+      push: (items, push) => this.#mailbox.push(key, items, { ...push, drainHere }),
+      pushPreview: async (id, item) => {
+        await this.#previews.markLatest(item.preview, id);
+        await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], {
+          fence: options.fence,
+          drainHere,
         });
-        await queue(items, items.length, { fence: options.fence, last: false });
       },
-      ...(preview
-        ? {
-            preview: async (text: string) => {
-              if (ended) return;
-              const shown = previewText(text, capabilities);
-              const item = { replyId, index: 0, text: shown, target, at: Date.now(), preview };
-              if (shown !== "") await this.#pushPreview(key, `${replyId}#p${previews++}`, item, options);
-            },
-          }
-        : {}),
-      end: async () => {
-        // Ended already by the push of its last block.
-        if (settlement) return next;
-        ended = true;
-        // Not fenced, so a superseded run (whose pushes are refused) still clears what it showed and
-        // settles its reply.
-        await queue([], 0, { last: true });
-        return next;
-      },
-      settled: async () => (settlement ? this.#until(replyId, settlement) : this.settled(replyId)),
-    };
+      waiter: () => this.#waiter(replyId),
+      until: (waiter) => this.#until(replyId, waiter),
+      settled: () => this.settled(replyId),
+    });
   }
 
   // Whether this process delivers to the target's channel account (a push may then drain it here).
@@ -242,20 +149,6 @@ export class ReplyDispatcher implements ReplySink {
   async #waiter(replyId: string): Promise<SettleWaiter> {
     await this.#subscribe();
     return this.#wait(replyId);
-  }
-
-  // A live preview's newest text, in order with the reply's segments; older ones still queued are skipped.
-  async #pushPreview(
-    key: string,
-    id: string,
-    item: Omit<SegmentItem, "kind"> & { preview: string },
-    options: ReplyOpenOptions,
-  ): Promise<void> {
-    await this.#previews.markLatest(item.preview, id);
-    await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], {
-      fence: options.fence,
-      drainHere: this.#deliversTo(item.target),
-    });
   }
 
   /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
