@@ -90,4 +90,23 @@ describe("live previews through the ordered delivery queue", () => {
     expect(await reply.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
     expect(texts(target.chatId)).toEqual(["Still delivered."]);
   });
+
+  it("keeps the chat's interval between every platform write: the preview's sends and edits, and the segments", async () => {
+    const target = nextTarget();
+    const reply = replies.open("paced", target, { preview: { key: "run-paced" } });
+    await reply.preview?.("draft one");
+    await waitFor(() => texts(target.chatId).length === 1, "the preview");
+    await reply.preview?.("draft two");
+    await reply.push("Part one.");
+    await reply.push("Part two.", undefined, { last: true });
+    expect(await reply.settled()).toEqual({ total: 2, delivered: 2, failed: 0 });
+    const writes = ["sendMessage", "editMessageText", "deleteMessage"]
+      .flatMap((method) => telegram.callsOf(method))
+      .filter((c) => String(c.params.chat_id) === target.chatId)
+      .map((c) => c.at)
+      .sort((a, b) => a - b);
+    expect(writes.length).toBeGreaterThanOrEqual(3);
+    // 300 ms apart by the hub's clock before each write; a few ms of the fake's own receipt times aside.
+    for (let i = 1; i < writes.length; i++) expect(writes[i]! - writes[i - 1]!).toBeGreaterThanOrEqual(280);
+  });
 });

@@ -194,6 +194,8 @@ interface LocalWorker<T> {
   concurrency: number;
   handler: MailboxHandler<T>;
   closing(): boolean;
+  /** Keys wait on the ready list for this worker's slots: they go first (no claims here meanwhile). */
+  readyFirst: boolean;
 }
 
 /** A drain slot held for a step that may claim a key for this process (see `reserveDrainHere`). */
@@ -222,7 +224,9 @@ interface DrainLease {
  * drain workers pop it (BLMPOP, as many keys as they have free slots). A
  * drainer already running takes later pushes with it, so a busy key costs no
  * wake-up at all; claiming returns the first item and acking returns the next,
- * so one item costs two scripts (its push and its ack).
+ * so one item costs two scripts (its push and its ack). A push (or admission's
+ * step) from a process whose own worker has a free slot claims an idle key in
+ * that step instead and the worker drains it at once: no wake-up, no claim.
  *
  * Why items of one key are handled strictly in order, across processes:
  * - items are appended to one Redis list per key, and only its head is handled;
@@ -329,7 +333,7 @@ export class OrderedMailbox<T> {
   reserveDrainHere(): DrainHereSlot | undefined {
     let local: LocalWorker<T> | undefined;
     for (const w of this.#locals)
-      if (!w.closing() && w.active.size < w.concurrency) {
+      if (!w.closing() && !w.readyFirst && w.active.size < w.concurrency) {
         local = w;
         break;
       }
@@ -445,9 +449,10 @@ export class OrderedMailbox<T> {
       concurrency: options.concurrency,
       handler,
       closing: () => closing,
+      readyFirst: false,
     };
     this.#locals.add(local);
-    const loop = this.#takeReady(blocking, active, options.concurrency, () => closing, handler);
+    const loop = this.#takeReady(blocking, local);
     const sweep = setInterval(() => {
       this.#sweep().catch((error) =>
         this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox sweep failed"),
@@ -467,15 +472,10 @@ export class OrderedMailbox<T> {
   }
 
   // Takes ready keys while a drain slot is free; each key is drained without holding up the others.
-  async #takeReady(
-    blocking: Redis,
-    active: Set<Promise<void>>,
-    concurrency: number,
-    closing: () => boolean,
-    handler: MailboxHandler<T>,
-  ): Promise<void> {
+  async #takeReady(blocking: Redis, local: LocalWorker<T>): Promise<void> {
     const ready = `${this.#base}:ready`;
-    while (!closing()) {
+    const { active, concurrency, handler } = local;
+    while (!local.closing()) {
       if (active.size >= concurrency) {
         await Promise.race(active);
         continue;
@@ -483,25 +483,27 @@ export class OrderedMailbox<T> {
       // As many ready keys as there are free slots in one round trip: under load, one key per round
       // trip would make the wake-ups queue up behind each other.
       let taken: [string, string[]] | null;
+      const asked = concurrency - active.size;
       try {
-        taken = (await blocking.blmpop(1, 1, ready, "LEFT", "COUNT", concurrency - active.size)) as
-          | [string, string[]]
-          | null;
+        taken = (await blocking.blmpop(1, 1, ready, "LEFT", "COUNT", asked)) as [string, string[]] | null;
       } catch (error) {
-        if (closing()) return;
+        if (local.closing()) return;
         this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox worker cannot read its queue");
         await new Promise((r) => setTimeout(r, 500));
         continue;
       }
-      // Slots taken meanwhile by this process's own claims (reserveDrainHere): keys beyond the free ones
-      // go back to the head of `ready`, in order, still owed (the sweep covers a failure here).
+      // Slots taken meanwhile by this process's own claims (reserveDrainHere): the keys that fit start now
+      // (counted before anything else is awaited), the rest go back to the head of `ready`, in order, still
+      // owed (the sweep covers a failure here). While the ready list may hold more (it gave all we asked
+      // for), this worker's slots go to it first: no claim here jumps ahead of keys waiting there.
       const keys = taken?.[1] ?? [];
       const room = Math.max(0, concurrency - active.size);
+      for (const key of keys.slice(0, room)) this.#track(active, key, () => this.#drain(key, handler));
+      local.readyFirst = keys.length >= asked;
       if (keys.length > room)
         await this.#redis.lpush(ready, ...keys.slice(room).reverse()).catch((error: unknown) => {
           this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox could not hand keys back");
         });
-      for (const key of keys.slice(0, room)) this.#track(active, key, () => this.#drain(key, handler));
     }
   }
 

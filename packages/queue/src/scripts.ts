@@ -11,7 +11,8 @@
  * - `M:sched`   zset key -> time by which a drain must have shown progress;
  *               a key is in it exactly while its items are owed a drain
  * - `M:ready`   list of keys to wake (each step that makes a drain owed puts the key
- *               there itself): drain workers BLMPOP it
+ *               there itself, unless it claimed the key for its own process: see
+ *               commands/owe-drain.lua): drain workers BLMPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
  * - `M:att:k`   "<n>|<item id>": attempts of the key's head item (while the key is drained)
  * - `M:g:<group>` "<total>|<delivered>|<failed>" once the group's last item is acked

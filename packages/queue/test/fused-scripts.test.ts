@@ -246,6 +246,13 @@ describe("fused mailbox scripts", () => {
       expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
       await new Promise((r) => setTimeout(r, 50));
       expect(heard).toEqual(["r1|3|2|1"]);
+      // An end queued again (its first push's answer was lost on the way back) settles nothing twice.
+      await b.push("r1#end$2|d");
+      await b.claim("t");
+      await b.ackNext("t", "r1#end$2", { group: true, total: 2 });
+      await new Promise((r) => setTimeout(r, 50));
+      expect(await redis.get(b.k.group)).toBe("3|2|1");
+      expect(heard).toEqual(["r1|3|2|1"]);
     } finally {
       sub.disconnect();
     }

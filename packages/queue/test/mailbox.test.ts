@@ -2,7 +2,16 @@ import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } 
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
-import { groupEndId, groupOfItem, type MailboxWorker, mailboxBase, OrderedMailbox } from "../src/index.js";
+import {
+  groupEndId,
+  groupOfItem,
+  type MailboxWorker,
+  mailboxBase,
+  mailboxKeyName,
+  OrderedMailbox,
+  runScript,
+} from "../src/index.js";
+import { PUSH } from "../src/scripts.js";
 
 const logger = createLogger({ level: "silent" });
 const cleanups: Array<() => Promise<void>> = [];
@@ -292,6 +301,73 @@ describe("OrderedMailbox", () => {
     ]);
     await waitFor(() => woken.length === 1, "the one wake-up seen");
     expect(woken).toEqual(["there"]);
+  });
+
+  it("keys claimed by this process's pushes and keys from the ready list never exceed the worker's slots", async () => {
+    const { mailbox, workers, prefix } = setup("drain-here-slots");
+    const elsewhere = new OrderedMailbox<{ n: number }>({
+      name: "m",
+      redisUrl: REDIS_URL,
+      prefix,
+      logger,
+      parse: (raw) => raw as { n: number },
+    });
+    cleanups.push(() => elsewhere.close());
+    let running = 0;
+    let most = 0;
+    const seen = new Map<string, number[]>();
+    workers.push(
+      mailbox.startWorker(
+        async (item, ctx) => {
+          most = Math.max(most, ++running);
+          await new Promise((r) => setTimeout(r, 2 + Math.random() * 8));
+          seen.set(ctx.key, [...(seen.get(ctx.key) ?? []), item.data.n]);
+          running--;
+        },
+        { concurrency: 2 },
+      ),
+    );
+    // Half the keys pushed here (claimed while a slot is free), half by a process that does not drain.
+    const pushes: Array<Promise<void>> = [];
+    for (let n = 0; n < 3; n++)
+      for (let k = 0; k < 16; k++) {
+        const box = k % 2 === 0 ? mailbox : elsewhere;
+        pushes.push(box.push(`k${k}`, [{ id: `i${n}`, data: { n } }], { drainHere: true }));
+      }
+    await Promise.all(pushes);
+    await waitFor(() => [...seen.values()].flat().length === 48, "every item", 20_000);
+    expect(most).toBeLessThanOrEqual(2);
+    for (const order of seen.values()) expect(order).toEqual([0, 1, 2]);
+  });
+
+  it("a key claimed for a worker that began closing goes back to the ready list for another", async () => {
+    const { mailbox, workers, prefix } = setup("drain-here-closing", { leaseMs: 5000 });
+    const first = mailbox.startWorker(async () => {}, { concurrency: 1 });
+    const slot = mailbox.reserveDrainHere();
+    expect(slot).toBeDefined();
+    // The slot is held: no second claim counts on it, and the closing worker waits for it.
+    expect(mailbox.reserveDrainHere()).toBeUndefined();
+    const closed = first.close();
+    const handled: number[] = [];
+    workers.push(mailbox.startWorker(async (item) => void handled.push(item.data.n), { concurrency: 1 }));
+    // The idle key claimed with the slot's token, as a push's step does, then handed to the closing worker.
+    const base = mailboxBase(prefix, "m");
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => void redis.disconnect());
+    const keys = (["q", "own", "att"] as const).map((kind) => mailboxKeyName(base, kind, "late"));
+    const item = `a|${JSON.stringify({ n: 7 })}`;
+    const head = await runScript(
+      redis,
+      PUSH,
+      [keys[0]!, `${base}:sched`, `${base}:ready`, keys[1]!, keys[2]!],
+      [Date.now(), 500, "late", slot!.token, 5000, item],
+    );
+    expect(head).toBe(item);
+    slot!.start("late", item, Date.now());
+    await closed;
+    // Handed back at once, not after the 5 s lease the claim took.
+    await waitFor(() => handled.length === 1, "handled by the other worker", 2_000);
+    expect(handled).toEqual([7]);
   });
 
   it("reads which group an item id counts toward", () => {

@@ -78,8 +78,9 @@ const REPLY_TTL_SECONDS = 24 * 3600;
  * the platform in the order they were produced, across replies and across
  * delivery processes. Settlement is tracked in Redis, so any process can
  * await a reply delivered by another: a reply is a group of its target's
- * mailbox (segment ids `<replyId>#<index>`), so the ack of a segment counts it
- * in the same step, and the step that settles the reply announces its counts.
+ * mailbox (segment ids `<replyId>#<index>`, its last item naming the total),
+ * so the ack of its last item settles it in the same step and announces the
+ * counts; only failed segments are counted on the way (see OpenReply).
  */
 export class ReplyDispatcher implements ReplySink {
   readonly #o: ReplyDispatcherOptions;
@@ -109,7 +110,8 @@ export class ReplyDispatcher implements ReplySink {
       sweepIntervalMs: options.sweepIntervalMs,
       instanceId: options.instanceId,
       logFields: segmentLogFields,
-      // Segments (ids `<replyId>#<index>`) count toward their reply when acked; previews (`#p<n>`, `#close`) do not.
+      // A reply's last item (`<replyId>#<index or close or end>$<total>`) settles it when acked; failed segments
+      // (`<replyId>#<index>`) are counted on the way; previews (`#p<n>`) count nowhere.
       groups: { ttlSeconds: REPLY_TTL_SECONDS },
       onFailed: async (item, error) => {
         // A preview that could not be shown is not a segment of the reply: nothing to keep.
@@ -151,7 +153,10 @@ export class ReplyDispatcher implements ReplySink {
     return this.#wait(replyId);
   }
 
-  /** The settlement of a reply so far; `settled` is true when nothing is left to deliver. */
+  /**
+   * The settlement of a reply: its counts once settled (nothing left to deliver), else `settled` false
+   * with the failures so far (total and delivered are 0 until then).
+   */
   async status(replyId: string): Promise<ReplySettlement & { settled: boolean }> {
     return this.#mailbox.groupStatus(replyId);
   }
@@ -408,8 +413,8 @@ export class ReplyDispatcher implements ReplySink {
 
   // Per-target pacing lives here, not in adapters: the drainer holds the target, so waiting here delays
   // only it. The target's interval and the account's cap (e.g. Telegram's ~30 messages/s per bot) are one
-  // step in Redis (send-gate.lua), so they hold across processes at one round trip per send. Only the
-  // target's drainer sends to it, so the last send's time is written once, after the send (#paceFrom).
+  // step in Redis (send-gate.lua), so they hold across processes at one round trip per platform write
+  // (sends, and a live preview's edits and removal); a send's end is written too (#paceFrom).
   async #paceAndThrottle(target: ReplyTarget, intervalMs: number, perSecond: number): Promise<void> {
     for (;;) {
       const now = Date.now();
@@ -420,7 +425,7 @@ export class ReplyDispatcher implements ReplySink {
           this.#redis,
           SEND_GATE,
           [this.#lastSendKey(target), rateKey],
-          [now, intervalMs, perSecond],
+          [now, intervalMs, perSecond, Math.max(intervalMs * 2, 1000)],
         ),
       );
       if (wait <= 0) return;

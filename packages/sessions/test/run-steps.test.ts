@@ -45,12 +45,12 @@ describe("RunSteps.begin and stop marks", () => {
     expect(await redis.exists(`${prefix}:run:no-such-run`)).toBe(0);
   });
 
-  it("interrupt mode marks the running run stopped, and its resumed attempt sees the stop", async () => {
+  it("interrupt mode marks the running run stopped, and a later begin of it (a resume) reads the stop", async () => {
     expect(await admit("first", "3")).toBe("queued");
     expect(await begin("first", "3")).toMatchObject({ kind: "started", stop: undefined });
     // A second message while "first" runs, in interrupt mode: "first" is told to stop.
     expect(await admit("second", "3")).toBe("interrupted");
-    // Were "first" interrupted by a crash instead and begun again, the stop would still hold.
+    // Begun again (as after a crash: the record says running), the step hands the stop to the resume.
     expect(await begin("first", "3")).toEqual({ kind: "running", stop: "aborted" });
   });
 });

@@ -16,7 +16,8 @@
   whose id names the group's total, `groupTotal`) settles it, and only failures need counting on the
   way: `outcome` 'failed' adds one to the failures (TTL groupTtl s from the first). The settling ack
   writes "<total>|<delivered>|<failed>" to KEYS[6] (TTL groupTtl s) for anyone who asks later, and
-  publishes "<groupName>|<total>|<delivered>|<failed>" on `channel`.
+  publishes "<groupName>|<total>|<delivered>|<failed>" on `channel`; a group settles once (a second
+  end item keeps the first counts and announces nothing).
 ]]
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('LOST') end
 local popped = redis.call('LPOP', KEYS[2])
@@ -34,8 +35,10 @@ if popped then
       failed = failed or tonumber(redis.call('GET', KEYS[7])) or 0
       local total = tonumber(ARGV[12])
       local counts = total .. '|' .. (total - failed) .. '|' .. failed
-      redis.call('SET', KEYS[6], counts, 'EX', ARGV[7])
-      redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts)
+      -- Settled once: an end queued again (its first push's answer was lost) keeps the first counts.
+      if redis.call('SET', KEYS[6], counts, 'EX', ARGV[7], 'NX') then
+        redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts)
+      end
     end
   end
 end

@@ -7,7 +7,8 @@
     itself (no wake-up, no separate claim): lease `own` (leaseMs), deadline now + leaseMs, and the head's
     attempt 1 in `att` (see claim-next.lua). A key nobody owes a drain has no drainer, so the claim
     cannot take a key from one; a lease there all the same (NX) leaves the items to its holder.
-  Prepended to push.lua and fenced-push.lua (see scripts.ts), as take_token is to admission.
+  Prepended to push.lua and fenced-push.lua (see scripts.ts) and to the session lane's admission
+  (sessions/src/scripts/admit.lua), which owes its session a drain in its own step.
 ]]
 local function owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs)
   if token == '' then
