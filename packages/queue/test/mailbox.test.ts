@@ -53,6 +53,19 @@ function setup(
   return { mailbox, workers, prefix };
 }
 
+/** The same mailbox as another process sees it: it pushes, and drains nothing. */
+function otherProcess(prefix: string): OrderedMailbox<{ n: number }> {
+  const mailbox = new OrderedMailbox<{ n: number }>({
+    name: "m",
+    redisUrl: REDIS_URL,
+    prefix,
+    logger,
+    parse: (raw) => raw as { n: number },
+  });
+  cleanups.push(() => mailbox.close());
+  return mailbox;
+}
+
 describe("OrderedMailbox", () => {
   it("handles every item of each key once and in order, keys in parallel", async () => {
     const { mailbox, workers } = setup("order");
@@ -284,14 +297,7 @@ describe("OrderedMailbox", () => {
     );
     await waitFor(() => seen.length === 2, "drained here");
     // A process that does not drain this mailbox pushes as before: through the ready list.
-    const elsewhere = new OrderedMailbox<{ n: number }>({
-      name: "m",
-      redisUrl: REDIS_URL,
-      prefix,
-      logger,
-      parse: (raw) => raw as { n: number },
-    });
-    cleanups.push(() => elsewhere.close());
+    const elsewhere = otherProcess(prefix);
     await elsewhere.push("there", [{ id: "c", data: { n: 3 } }], { drainHere: true });
     await waitFor(() => seen.length === 3, "woken and drained");
     expect(seen).toEqual([
@@ -305,14 +311,7 @@ describe("OrderedMailbox", () => {
 
   it("keys claimed by this process's pushes and keys from the ready list never exceed the worker's slots", async () => {
     const { mailbox, workers, prefix } = setup("drain-here-slots");
-    const elsewhere = new OrderedMailbox<{ n: number }>({
-      name: "m",
-      redisUrl: REDIS_URL,
-      prefix,
-      logger,
-      parse: (raw) => raw as { n: number },
-    });
-    cleanups.push(() => elsewhere.close());
+    const elsewhere = otherProcess(prefix);
     let running = 0;
     let most = 0;
     const seen = new Map<string, number[]>();
