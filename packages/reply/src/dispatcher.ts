@@ -246,6 +246,8 @@ export class ReplyDispatcher implements ReplySink {
     this.#adapterOf = adapterOf;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
+        // An end marker only settles its reply, in its ack: no platform, no adapter.
+        if (item.data.kind === "end") return;
         const { target } = item.data;
         const adapter = adapterOf(target.channel, target.accountId);
         if (!adapter)
@@ -258,8 +260,6 @@ export class ReplyDispatcher implements ReplySink {
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
           send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs),
         });
-        // An end marker only settles its reply, in its ack.
-        if (item.data.kind === "end") return;
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) {
           // Not sent (too old): counted as failed.

@@ -47,7 +47,9 @@ const textsTo = (chatId: string) => platform.messages.filter((m) => m.chatId ===
 
 function deliver(): void {
   const adapter = new FakeChatAdapter("fakechat", platform.url);
-  const worker = replies.startDelivery(() => adapter, { concurrency: 4 });
+  const worker = replies.startDelivery((channel) => (channel === "fakechat" ? adapter : undefined), {
+    concurrency: 4,
+  });
   cleanups.push(() => worker.close());
 }
 
@@ -79,6 +81,10 @@ describe("reply settlement", () => {
     expect(await reply.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
     expect(await empty.settled()).toEqual({ total: 0, delivered: 0, failed: 0 });
     expect(textsTo("marker")).toEqual(["only"]);
+    // A marker needs no platform: an empty reply to a channel this process does not deliver still settles.
+    const elsewhere = replies.open("r-elsewhere", { channel: "other", accountId: "default", chatId: "x" });
+    await elsewhere.end();
+    expect(await elsewhere.settled()).toEqual({ total: 0, delivered: 0, failed: 0 });
   });
 
   it("a refused last segment is counted as failed and still settles the reply", async () => {
