@@ -494,12 +494,13 @@ export class OrderedMailbox<T> {
       }
       // Slots taken meanwhile by this process's own claims (reserveDrainHere): the keys that fit start now
       // (counted before anything else is awaited), the rest go back to the head of `ready`, in order, still
-      // owed (the sweep covers a failure here). While the ready list may hold more (it gave all we asked
-      // for), this worker's slots go to it first: no claim here jumps ahead of keys waiting there.
+      // owed (the sweep covers a failure here). Once keys had to go back, this worker's slots go to the
+      // ready list first until it gives fewer keys than asked for (it is empty): no claim here jumps
+      // ahead of keys waiting there.
       const keys = taken?.[1] ?? [];
       const room = Math.max(0, concurrency - active.size);
       for (const key of keys.slice(0, room)) this.#track(active, key, () => this.#drain(key, handler));
-      local.readyFirst = keys.length >= asked;
+      local.readyFirst = keys.length > room || (local.readyFirst && keys.length >= asked);
       if (keys.length > room)
         await this.#redis.lpush(ready, ...keys.slice(room).reverse()).catch((error: unknown) => {
           this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox could not hand keys back");
