@@ -83,6 +83,34 @@ describe("a run that lost its claim changes nothing", () => {
   }, 60_000);
 });
 
+describe("a run killed before its first transcript write", () => {
+  it("resumes with the user's message in the transcript: answered once, the question kept for later turns", async () => {
+    const inst = make("hold-crash");
+    model.script({ text: "The answer after the crash." });
+    // The 1st append is the run's writer line with the user's message: killed right before it.
+    const a = await inst.start({ failpoints: "transcript.before-append=kill@1" });
+    await a.client!.request("chat.send", { text: "remember this question", idempotencyKey: "hold-run-0001" });
+    await a.hub.waitForOutput(/failpoint transcript\.before-append: kill/);
+    const b = await inst.start();
+    // Recovery runs while the hub starts (the answer may be out before a client connects): read the record.
+    const redis = new Redis(REDIS_URL);
+    try {
+      await waitFor(
+        async () => (await redis.hget(`${inst.prefix}:run:hold-run-0001`, "status")) === "completed",
+        "the resumed run to complete",
+        20_000,
+      );
+    } finally {
+      redis.disconnect();
+    }
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "remember this question"],
+      ["assistant", "The answer after the crash."],
+    ]);
+  }, 60_000);
+});
+
 describe("recovery time", () => {
   it("kill -9 and a restart on the same state directory: answered within seconds, not a lease later", async () => {
     // A 60 s lease (the production default is 30 s): only recognizing the dead predecessor makes this fast.

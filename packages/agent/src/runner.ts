@@ -274,6 +274,9 @@ export class AgentRunner {
       { type: "writer", runId, writer, at: Date.now() },
       ...users,
     ]);
+    // An attempt killed before this first write never wrote the user's lines: the resume writes them.
+    if (resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId))
+      await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
     // What the turn sees of the past: everything before this run's own user lines.
     const entries = held.entries().filter((e) => !(e.type === "user" && e.writer === writer));
     return { held, entries };
