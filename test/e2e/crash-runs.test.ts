@@ -37,6 +37,20 @@ const paragraphs = (tag: string, n: number) =>
 
 type History = { messages: Array<{ role: string; text: string }> };
 
+// Recovery runs while the hub starts, so the answer may be out before a client connects: read the record.
+async function resumedRunCompleted(inst: Installation, runId: string): Promise<void> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    await waitFor(
+      async () => (await redis.hget(`${inst.prefix}:run:${runId}`, "status")) === "completed",
+      "the resumed run to complete",
+      20_000,
+    );
+  } finally {
+    redis.disconnect();
+  }
+}
+
 describe("a run that lost its claim changes nothing", () => {
   it("a frozen run resumed elsewhere pushes no segment after it wakes", async () => {
     const inst = make("fence-reply");
@@ -92,17 +106,7 @@ describe("a run killed before its first transcript write", () => {
     await a.client!.request("chat.send", { text: "remember this question", idempotencyKey: "hold-run-0001" });
     await a.hub.waitForOutput(/failpoint transcript\.before-append: kill/);
     const b = await inst.start();
-    // Recovery runs while the hub starts (the answer may be out before a client connects): read the record.
-    const redis = new Redis(REDIS_URL);
-    try {
-      await waitFor(
-        async () => (await redis.hget(`${inst.prefix}:run:hold-run-0001`, "status")) === "completed",
-        "the resumed run to complete",
-        20_000,
-      );
-    } finally {
-      redis.disconnect();
-    }
+    await resumedRunCompleted(inst, "hold-run-0001");
     const history = (await b.client!.request("chat.history", {})).payload as History;
     expect(history.messages.map((m) => [m.role, m.text])).toEqual([
       ["user", "remember this question"],
@@ -125,18 +129,8 @@ describe("recovery time", () => {
     await a.hub.kill();
     const restartAt = Date.now();
     const b = await inst.start();
-    // Recovery runs while the hub starts, so the answer may be out before a client connects: read the record.
-    const redis = new Redis(REDIS_URL);
-    try {
-      // Generous for a loaded CI machine, and still far below the lease a takeover would otherwise wait for.
-      await waitFor(
-        async () => (await redis.hget(`${inst.prefix}:run:fast-run-0001`, "status")) === "completed",
-        "the resumed run to complete",
-        20_000,
-      );
-    } finally {
-      redis.disconnect();
-    }
+    // Generous for a loaded CI machine, and still far below the lease a takeover would otherwise wait for.
+    await resumedRunCompleted(inst, "fast-run-0001");
     expect(Date.now() - restartAt).toBeLessThan(20_000);
     const history = (await b.client!.request("chat.history", {})).payload as History;
     expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([

@@ -331,14 +331,8 @@ export class OrderedMailbox<T> {
    * after `start`). Undefined when no worker of this process has a free slot.
    */
   reserveDrainHere(): DrainHereSlot | undefined {
-    let local: LocalWorker<T> | undefined;
-    for (const w of this.#locals)
-      if (!w.closing() && !w.readyFirst && w.active.size < w.concurrency) {
-        local = w;
-        break;
-      }
-    if (!local) return undefined;
-    const worker = local;
+    const worker = this.#freeWorker();
+    if (!worker) return undefined;
     // Held in the worker's slots until started or cancelled, so no two steps count on one slot.
     let free: () => void = () => {};
     const held = new Promise<void>((resolve) => {
@@ -358,6 +352,13 @@ export class OrderedMailbox<T> {
       },
       cancel: release,
     };
+  }
+
+  // A worker of this process that may take a claimed key now: open, with a free slot, no ready keys waiting.
+  #freeWorker(): LocalWorker<T> | undefined {
+    for (const w of this.#locals)
+      if (!w.closing() && !w.readyFirst && w.active.size < w.concurrency) return w;
+    return undefined;
   }
 
   // A key a step claimed for this process: drained by that worker, or handed back to the ready list for any

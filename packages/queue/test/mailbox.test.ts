@@ -19,6 +19,15 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/** The test mailbox "m" under a prefix, with no tuning. */
+const mailboxOf = (prefix: string) => ({
+  name: "m",
+  redisUrl: REDIS_URL,
+  prefix,
+  logger,
+  parse: (raw: unknown) => raw as { n: number },
+});
+
 function setup(
   name: string,
   extra: {
@@ -31,11 +40,7 @@ function setup(
 ) {
   const prefix = testPrefix(name);
   const mailbox = new OrderedMailbox<{ n: number }>({
-    name: "m",
-    redisUrl: REDIS_URL,
-    prefix,
-    logger,
-    parse: (raw) => raw as { n: number },
+    ...mailboxOf(prefix),
     sweepIntervalMs: 100,
     graceMs: 500,
     maxAttempts: extra.maxAttempts ?? 5,
@@ -55,13 +60,7 @@ function setup(
 
 /** The same mailbox as another process sees it: it pushes, and drains nothing. */
 function otherProcess(prefix: string): OrderedMailbox<{ n: number }> {
-  const mailbox = new OrderedMailbox<{ n: number }>({
-    name: "m",
-    redisUrl: REDIS_URL,
-    prefix,
-    logger,
-    parse: (raw) => raw as { n: number },
-  });
+  const mailbox = new OrderedMailbox<{ n: number }>(mailboxOf(prefix));
   cleanups.push(() => mailbox.close());
   return mailbox;
 }

@@ -147,12 +147,6 @@ export class ReplyDispatcher implements ReplySink {
     return this.#adapterOf?.(target.channel, target.accountId) !== undefined;
   }
 
-  // A wait for a reply's settlement, registered before the step that may settle it.
-  async #waiter(replyId: string): Promise<SettleWaiter> {
-    await this.#subscribe();
-    return this.#wait(replyId);
-  }
-
   /**
    * The settlement of a reply: its counts once settled (nothing left to deliver), else `settled` false
    * with the failures so far (total and delivered are 0 until then).
@@ -163,9 +157,8 @@ export class ReplyDispatcher implements ReplySink {
 
   /** Resolves when the reply has ended and every segment is delivered or failed for good. */
   async settled(replyId: string): Promise<ReplySettlement> {
-    await this.#subscribe();
     // Registered before checking, so a settle that lands in between still wakes us.
-    const waiter = this.#wait(replyId);
+    const waiter = await this.#waiter(replyId);
     const s = await this.status(replyId).catch((error: unknown) => {
       waiter.cancel();
       throw error;
@@ -175,7 +168,9 @@ export class ReplyDispatcher implements ReplySink {
     return { total: s.total, delivered: s.delivered, failed: s.failed };
   }
 
-  #wait(replyId: string): SettleWaiter {
+  // A wait for a reply's settlement, registered (subscribed first) before the step that may settle it.
+  async #waiter(replyId: string): Promise<SettleWaiter> {
+    await this.#subscribe();
     let wake: (settlement: ReplySettlement) => void = () => {};
     const woke = new Promise<ReplySettlement>((resolve) => {
       wake = resolve;
