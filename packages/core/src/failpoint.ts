@@ -30,7 +30,8 @@ export type FailpointName =
   | "delivery.after-send"
   | "delivery.before-preview"
   | "delivery.after-preview"
-  | "mailbox.after-yield";
+  | "mailbox.after-yield"
+  | "mailbox.after-claim-here";
 
 /** Kills or freezes this process here if `HUB_FAILPOINTS` asks for it. */
 export function failpoint(name: FailpointName): void {

@@ -318,7 +318,10 @@ export class OrderedMailbox<T> {
             throw error;
           })
         : runScript(this.#redis, PUSH, keys, [...owe, ...encoded]));
-      if (typeof pushed === "string") here?.start(key, pushed, now);
+      if (typeof pushed === "string" && here) {
+        failpoint("mailbox.after-claim-here");
+        here.start(key, pushed, now);
+      }
     } finally {
       here?.cancel();
     }

@@ -69,4 +69,45 @@ describe("a drainer killed right after it yielded its slot", () => {
     // The waiting key went first once the slot was given up.
     expect(all[2]).toBe("other0");
   }, 30_000);
+
+  it("a process killed right after its push claimed the key for itself: the items run once, in order, after the lease", async () => {
+    const mailbox = new OrderedMailbox<{ n: number }>({
+      name: "m",
+      redisUrl: REDIS_URL,
+      prefix,
+      logger: createLogger({ level: "silent" }),
+      parse: (raw) => raw as { n: number },
+      sweepIntervalMs: 100,
+      graceMs: 500,
+    });
+    const child = spawn(process.execPath, ["--import", "tsx", WORKER, REDIS_URL, prefix, "push-here"], {
+      env: { ...process.env, HUB_FAILPOINTS: "mailbox.after-claim-here=kill" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stderr = "";
+    child.stderr.on("data", (d) => (stderr += d));
+    const exit = await new Promise<NodeJS.Signals | null>((resolve) =>
+      child.on("exit", (_c, s) => resolve(s)),
+    );
+    expect(exit).toBe("SIGKILL");
+    expect(stderr).toContain("failpoint mailbox.after-claim-here: kill");
+    // Claimed by the dead process (its lease), nothing handled yet, nothing on the ready list.
+    expect(await redis.exists(`${prefix}:mb:m:own:here`)).toBe(1);
+    const seen = () => redis.lrange(`${prefix}:seen`, 0, -1);
+    expect((await seen()).filter((s) => s.startsWith("here"))).toEqual([]);
+    const worker = mailbox.startWorker(
+      async (item, ctx) => {
+        await redis.rpush(`${prefix}:seen`, `${ctx.key}${item.data.n}`);
+      },
+      { concurrency: 1 },
+    );
+    await waitFor(
+      async () => (await seen()).filter((s) => s.startsWith("here")).length >= 3,
+      "the claimed key's items",
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    await worker.close();
+    await mailbox.close();
+    expect((await seen()).filter((s) => s.startsWith("here"))).toEqual(["here0", "here1", "here2"]);
+  }, 30_000);
 });
