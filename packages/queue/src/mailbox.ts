@@ -173,10 +173,10 @@ export const SEP = "|";
 
 /**
  * The per-key Redis structures of a mailbox: its items (`q`), its drainer's lease (`own`), its delay
- * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's settlement (`g`)
- * and failures (`gf`).
+ * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's failures, then
+ * its settlement (`g`).
  */
-export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g" | "gf";
+export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g";
 
 /** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
 export function mailboxBase(prefix: string, name: string): string {
@@ -802,7 +802,7 @@ export class OrderedMailbox<T> {
     const group = groups ? groupOfItem(id) : undefined;
     // Only a failed segment or a group's last item touches the group's records.
     const counted = group && ((failed && group.segment) || group.total !== undefined);
-    if (counted) keys.push(this.#k("g", group.group), this.#k("gf", group.group));
+    if (counted) keys.push(this.#k("g", group.group));
     const next = (await runScript(this.#redis, ACK_NEXT, keys, [
       token,
       id,
@@ -840,12 +840,13 @@ export class OrderedMailbox<T> {
 
   /** How far a group is acked, from any process: its counts once settled, else its failures so far. */
   async groupStatus(group: string): Promise<GroupStatus> {
-    const [settled, failures] = await this.#redis.mget(this.#k("g", group), this.#k("gf", group));
-    if (settled) {
-      const [total, delivered, failed] = settled.split(SEP).map(Number) as [number, number, number];
+    // Open: the count of its failed items (or nothing); settled: "<total>|<delivered>|<failed>".
+    const record = await this.#redis.get(this.#k("g", group));
+    if (record?.includes(SEP)) {
+      const [total, delivered, failed] = record.split(SEP).map(Number) as [number, number, number];
       return { total, delivered, failed, settled: true };
     }
-    return { total: 0, delivered: 0, failed: Number(failures ?? 0), settled: false };
+    return { total: 0, delivered: 0, failed: Number(record ?? 0), settled: false };
   }
 
   async #fail(

@@ -15,9 +15,9 @@
  *               commands/owe-drain.lua): drain workers BLMPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
  * - `M:att:k`   "<n>|<item id>": attempts of the key's head item (while the key is drained)
- * - `M:g:<group>` "<total>|<delivered>|<failed>" once the group's last item is acked
- * - `M:gf:<group>` counter of the group's failed items (a mailbox with `groups`: item ids
- *               `<group>#<n>`, the last `<group>#<tag>$<total>`)
+ * - `M:g:<group>` a group's failed items while it is open (a counter, absent while none failed),
+ *               "<total>|<delivered>|<failed>" once its last item is acked (a mailbox with
+ *               `groups`: item ids `<group>#<n>`, the last `<group>#<tag>$<total>`)
  */
 import { loadScript, scriptWith } from "./redis.js";
 

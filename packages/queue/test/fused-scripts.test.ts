@@ -26,7 +26,6 @@ function box() {
     delayed: `${base}:delayed`,
     ready: `${base}:ready`,
     group: `${base}:g:r1`,
-    failures: `${base}:gf:r1`,
     channel: `${base}:settled`,
   };
   type Next = [string, number] | null;
@@ -38,7 +37,7 @@ function box() {
     runScript(
       redis,
       ACK_NEXT,
-      [k.own, k.q, k.sched, k.att, k.ready, ...(options.group ? [k.group, k.failures] : [])],
+      [k.own, k.q, k.sched, k.att, k.ready, ...(options.group ? [k.group] : [])],
       [
         token,
         id,
@@ -235,11 +234,12 @@ describe("fused mailbox scripts", () => {
       await b.ackNext("t", "r1#0", { group: true, failed: true });
       // Not the head any more: a second ack of the same item counts nothing.
       await b.ackNext("t", "r1#0", { group: true, failed: true });
-      expect(await redis.get(b.k.failures)).toBe("1");
-      expect(await redis.ttl(b.k.failures)).toBeGreaterThan(0);
+      // While the group is open, its record is the count of its failures.
+      expect(await redis.get(b.k.group)).toBe("1");
+      expect(await redis.ttl(b.k.group)).toBeGreaterThan(0);
       // A delivered item that does not end the group touches nothing of it.
       await b.ackNext("t", "r1#1");
-      expect(await redis.exists(b.k.group)).toBe(0);
+      expect(await redis.get(b.k.group)).toBe("1");
       expect(heard).toEqual([]);
       await b.ackNext("t", "r1#2$3", { group: true, total: 3 });
       expect(await redis.get(b.k.group)).toBe("3|2|1");
@@ -253,6 +253,30 @@ describe("fused mailbox scripts", () => {
       await new Promise((r) => setTimeout(r, 50));
       expect(await redis.get(b.k.group)).toBe("3|2|1");
       expect(heard).toEqual(["r1|3|2|1"]);
+      // A failure acked after the group settled (an item queued again) leaves the counts alone.
+      await b.push("r1#9|e");
+      await b.claim("t");
+      await b.ackNext("t", "r1#9", { group: true, failed: true });
+      expect(await redis.get(b.k.group)).toBe("3|2|1");
+    } finally {
+      sub.disconnect();
+    }
+  });
+
+  it("a group nothing failed in settles with its counts, announced once", async () => {
+    const b = box();
+    const sub = new Redis(REDIS_URL);
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    await sub.subscribe(b.k.channel);
+    try {
+      await b.push("r1#0|a", "r1#1$2|b");
+      await b.claim("t");
+      await b.ackNext("t", "r1#0");
+      await b.ackNext("t", "r1#1$2", { group: true, total: 2 });
+      expect(await redis.get(b.k.group)).toBe("2|2|0");
+      await new Promise((r) => setTimeout(r, 50));
+      expect(heard).toEqual(["r1|2|2|0"]);
     } finally {
       sub.disconnect();
     }

@@ -1,5 +1,5 @@
 --[[
-  ackNext(own, q, sched, att, ready[, settled, failures]; token, itemId, key, renewMs, now, outcome,
+  ackNext(own, q, sched, att, ready[, group]; token, itemId, key, renewMs, now, outcome,
   groupTtl, channel, groupName, yield, graceMs, groupTotal) -> one of
   - the next head item (ack and peek fused; the caller hands it out as its attempt 1, see
     claim-next.lua);
@@ -11,14 +11,34 @@
     it), so one busy key cannot keep a slot while others wait.
   Error LOST when the lease is not ours. Pops the head only if it is the named item.
   renewMs > 0 renews the lease (and the key's sweep deadline) for that long.
-  Groups (KEYS[6] settled, a string; KEYS[7] failures, a counter; both given only for an item that
-  counts): a group's items sit in one key and are acked in order, so the ack of its last item (the one
-  whose id names the group's total, `groupTotal`) settles it, and only failures need counting on the
-  way: `outcome` 'failed' adds one to the failures (TTL groupTtl s from the first). The settling ack
-  writes "<total>|<delivered>|<failed>" to KEYS[6] (TTL groupTtl s) for anyone who asks later, and
-  publishes "<groupName>|<total>|<delivered>|<failed>" on `channel`; a group settles once (a second
-  end item keeps the first counts and announces nothing).
+  Groups (KEYS[6], given only for an item that counts): a group's items sit in one key and are acked in
+  order, so the ack of its last item (the one whose id names the group's total, `groupTotal`) settles
+  it, and only failures need counting on the way: while the group is open KEYS[6] is the count of its
+  failed items (absent: none; `outcome` 'failed' adds one, TTL groupTtl s from the first). The settling
+  ack turns it into "<total>|<delivered>|<failed>" (TTL groupTtl s) for anyone who asks later (one SET NX
+  when nothing failed), and publishes "<groupName>|<total>|<delivered>|<failed>" on `channel`; a group
+  settles once (a second end item keeps the first counts and announces nothing).
 ]]
+-- A group's failed item counted, unless the group is settled already (its counts hold a '|').
+local function count_failure(key, ttl)
+  local prior = redis.call('GET', key)
+  if prior and string.find(prior, '|', 1, true) then return end
+  if redis.call('INCR', key) == 1 then redis.call('EXPIRE', key, ttl) end
+end
+
+-- The settled counts of a group whose last item is acked, or nil when it was settled before.
+local function settle_group(key, total, failedNow, ttl)
+  local clean = total .. '|' .. total .. '|0'
+  -- Nothing failed (no count written): one step.
+  if not failedNow and redis.call('SET', key, clean, 'EX', ttl, 'NX') then return clean end
+  local prior = redis.call('GET', key)
+  if prior and string.find(prior, '|', 1, true) then return nil end
+  local failed = (tonumber(prior) or 0) + (failedNow and 1 or 0)
+  local counts = total .. '|' .. (total - failed) .. '|' .. failed
+  redis.call('SET', key, counts, 'EX', ttl)
+  return counts
+end
+
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('LOST') end
 local popped = redis.call('LPOP', KEYS[2])
 if popped then
@@ -26,19 +46,12 @@ if popped then
     -- Not the named item (acked already): put it back.
     redis.call('LPUSH', KEYS[2], popped)
   elseif KEYS[6] then
-    local failed
-    if ARGV[6] == 'failed' then
-      failed = redis.call('INCR', KEYS[7])
-      if failed == 1 then redis.call('EXPIRE', KEYS[7], ARGV[7]) end
-    end
-    if ARGV[12] ~= '' then
-      failed = failed or tonumber(redis.call('GET', KEYS[7])) or 0
-      local total = tonumber(ARGV[12])
-      local counts = total .. '|' .. (total - failed) .. '|' .. failed
+    if ARGV[12] == '' then
+      if ARGV[6] == 'failed' then count_failure(KEYS[6], ARGV[7]) end
+    else
       -- Settled once: an end queued again (its first push's answer was lost) keeps the first counts.
-      if redis.call('SET', KEYS[6], counts, 'EX', ARGV[7], 'NX') then
-        redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts)
-      end
+      local counts = settle_group(KEYS[6], tonumber(ARGV[12]), ARGV[6] == 'failed', ARGV[7])
+      if counts then redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts) end
     end
   end
 end

@@ -8,6 +8,11 @@
 if redis.call('HGET', KEYS[6], ARGV[6]) ~= ARGV[7] then return redis.error_reply('FENCED') end
 local first = 9 + tonumber(ARGV[8])
 if first > 9 then redis.call('HSET', KEYS[7], unpack(ARGV, 9, first - 1)) end
-for i = first, #ARGV, 500 do redis.call('RPUSH', KEYS[1], unpack(ARGV, i, math.min(i + 499, #ARGV))) end
+local head
+for i = first, #ARGV, 500 do
+  local last = math.min(i + 499, #ARGV)
+  -- The list held nothing before: its head is the first item pushed.
+  if redis.call('RPUSH', KEYS[1], unpack(ARGV, i, last)) == last - i + 1 and i == first then head = ARGV[first] end
+end
 return owe_drain(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3],
-  ARGV[4], tonumber(ARGV[5]))
+  ARGV[4], tonumber(ARGV[5]), head)

@@ -1,6 +1,7 @@
 --[[
-  owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs) -> after a push appended items to
-  list q, in the push's own step: 0 when a drain is owed already (a drainer or a wake-up will take the
+  owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs, head) -> after a push appended items
+  to list q, in the push's own step (`head`: the first item pushed when the list held nothing before, which
+  the push knows from RPUSH's length; else nil, and a claim reads the head): 0 when a drain is owed already (a drainer or a wake-up will take the
   items); else the key is owed a drain from now on and either
   - 1: it is put on `ready` for a drain worker (the wake-up fused), deadline now + graceMs, or,
   - with a claim `token` (not ''): its head item, claimed for the pushing process, which drains the key
@@ -10,7 +11,7 @@
   Prepended to push.lua and fenced-push.lua (see scripts.ts) and to the session lane's admission
   (sessions/src/scripts/admit.lua), which owes its session a drain in its own step.
 ]]
-local function owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs)
+local function owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs, head)
   if token == '' then
     if redis.call('ZADD', sched, 'NX', now + graceMs, key) == 0 then return 0 end
     redis.call('RPUSH', ready, key)
@@ -18,7 +19,7 @@ local function owe_drain(q, sched, ready, own, att, now, graceMs, key, token, le
   end
   if redis.call('ZADD', sched, 'NX', now + leaseMs, key) == 0 then return 0 end
   if not redis.call('SET', own, token, 'PX', leaseMs, 'NX') then return 0 end
-  local head = redis.call('LINDEX', q, 0)
+  head = head or redis.call('LINDEX', q, 0)
   redis.call('SET', att, '1|' .. string.sub(head, 1, string.find(head, '|', 1, true) - 1))
   return head
 end

@@ -49,9 +49,10 @@ end
 
 -- Owed already (the session is in sched: a drainer or a wake-up will take the item) or owed from now on.
 local function enqueue(item)
-  redis.call('RPUSH', KEYS[5], item)
+  -- The lane held nothing before: this item is its head.
+  local head = redis.call('RPUSH', KEYS[5], item) == 1 and item or nil
   return owe_drain(KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], now, tonumber(ARGV[6]), ARGV[2], ARGV[13],
-    tonumber(ARGV[14]))
+    tonumber(ARGV[14]), head)
 end
 
 if ARGV[8] == 'context' then
