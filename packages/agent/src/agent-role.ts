@@ -25,6 +25,29 @@ export class RunControl {
   }
 }
 
+/**
+ * Stops announced for runs this process was not running (yet), kept a minute: a run admission began in
+ * its own step for this process may hear its stop before its runner has started it.
+ */
+class EarlyStops {
+  readonly #stops = new Map<string, { status: "aborted" | "superseded"; at: number }>();
+
+  note(runId: string, status: "aborted" | "superseded"): void {
+    const now = Date.now();
+    for (const [id, stop] of this.#stops) {
+      if (now - stop.at < 60_000) break;
+      this.#stops.delete(id);
+    }
+    this.#stops.set(runId, { status, at: now });
+  }
+
+  take(runId: string): "aborted" | "superseded" | undefined {
+    const stop = this.#stops.get(runId);
+    this.#stops.delete(runId);
+    return stop?.status;
+  }
+}
+
 /** Starts the agent role: recovery, then the session-lane runner with stop control. */
 export async function startAgentRole(deps: {
   runner: AgentRunner;
@@ -36,10 +59,15 @@ export async function startAgentRole(deps: {
   recover: () => Promise<unknown>;
 }): Promise<{ worker: MailboxWorker; close: () => Promise<void> }> {
   const active = new Map<string, AbortController>();
+  const early = new EarlyStops();
   const subscriber = createRedis(deps.redisUrl);
   subscriber.on("message", (_channel: string, message: string) => {
     const parsed = StopMessageSchema.safeParse(JSON.parse(message));
-    if (parsed.success) active.get(parsed.data.runId)?.abort(new RunStopError(parsed.data.status));
+    if (!parsed.success) return;
+    const { runId, status } = parsed.data;
+    const running = active.get(runId);
+    if (running) running.abort(new RunStopError(status));
+    else early.note(runId, status);
   });
   await subscriber.subscribe(`${deps.prefix}:run-stop`);
   await deps.recover();
@@ -50,8 +78,11 @@ export async function startAgentRole(deps: {
       const onLane = () => controller.abort(new LeaseLostError());
       laneSignal.addEventListener("abort", onLane);
       active.set(request.runId, controller);
+      // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
+      // a run admission began itself (its runner starts it at once): a stop announced just before is here.
+      const stoppedEarly = early.take(request.runId);
+      if (stoppedEarly) controller.abort(new RunStopError(stoppedEarly));
       try {
-        // A stop asked for before the run started is read in the run's first step (RunSteps.begin).
         await deps.runner.run(request, controller.signal);
       } finally {
         active.delete(request.runId);

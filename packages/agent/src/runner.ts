@@ -18,6 +18,7 @@ import {
   type RunRecords,
   type RunSteps,
   recoveryDecision,
+  runActivityTtlMs,
   type SessionActivity,
   type SessionStore,
   type SessionWriters,
@@ -214,7 +215,7 @@ export class AgentRunner {
     const begun = await this.o.steps.begin(
       { runId, sessionKey: ctx.sessionKey, channel: ctx.channel },
       this.o.runTimeoutMs,
-      this.o.runTimeoutMs + 60_000,
+      runActivityTtlMs(this.o.runTimeoutMs),
     );
     if (begun.kind === "over") {
       log.info({ status: begun.status }, "run already finished; not running it again");
@@ -235,7 +236,7 @@ export class AgentRunner {
       await this.o.supersede(started.superseded);
     }
     const seen = begun.kind === "started" ? begun.seen : undefined;
-    const { held, entries } = await this.#hold(request, batch, claim, seen, resuming);
+    const { held, entries, afresh } = await this.#hold(request, batch, claim, seen, resuming);
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
     const writeChecked = this.#checkedWriter(held, claim);
@@ -246,7 +247,8 @@ export class AgentRunner {
       entries,
       batch,
       attempt,
-      resuming,
+      // An interrupted attempt that wrote nothing (not even the question) left nothing to resume from.
+      resuming: resuming && !afresh,
       claim,
       stop,
       writeChecked,
@@ -265,7 +267,7 @@ export class AgentRunner {
     claim: WriterClaim,
     seen: ClaimSeen | undefined,
     resuming: boolean,
-  ): Promise<{ held: HeldSession; entries: TranscriptEntry[] }> {
+  ): Promise<{ held: HeldSession; entries: TranscriptEntry[]; afresh: boolean }> {
     const { runId, ctx } = request;
     const writer = `${runId}#${claim.generation}`;
     const users = resuming ? [] : batch.map((r) => ({ ...userEntryOf(r), writer }));
@@ -274,12 +276,13 @@ export class AgentRunner {
       { type: "writer", runId, writer, at: Date.now() },
       ...users,
     ]);
-    // An attempt killed before this first write never wrote the user's lines: the resume writes them.
-    if (resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId))
-      await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
+    // An attempt killed before this first write (or one begun by admission's step, killed before its
+    // runner started) never wrote the user's lines: the resume writes them and starts afresh.
+    const afresh = resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId);
+    if (afresh) await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
     // What the turn sees of the past: everything before this run's own user lines.
     const entries = held.entries().filter((e) => !(e.type === "user" && e.writer === writer));
-    return { held, entries };
+    return { held, entries, afresh };
   }
 
   // A run still marked running was interrupted: resumed once more, or finalized without a model call.
@@ -297,7 +300,7 @@ export class AgentRunner {
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel);
     if (attempt === 0) return undefined;
-    await this.o.activity.begin(ctx.sessionKey, runId, this.o.runTimeoutMs + 60_000);
+    await this.o.activity.begin(ctx.sessionKey, runId, runActivityTtlMs(this.o.runTimeoutMs));
     const session = await this.o.sessions.resolve(ctx.sessionKey);
     const { claim, superseded } = await this.o.writers.claim(ctx.sessionKey, session.sessionId, runId);
     // What the interrupted attempt already handed to delivery is not sent again if this one repeats it.

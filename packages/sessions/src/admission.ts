@@ -3,7 +3,8 @@ import { runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionLane } from "./lane.js";
 import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
-import { writerKey } from "./writer.js";
+import type { RunSteps } from "./run-steps.js";
+import { generationBase, writerKey } from "./writer.js";
 
 const ADMIT = scriptWith(new URL("./scripts/admit.lua", import.meta.url), "token-bucket", "owe-drain");
 
@@ -15,6 +16,17 @@ export interface AdmissionBucket {
   key: string;
   burst: number;
   perMinute: number;
+}
+
+/**
+ * Lets admission begin a run in its own step when it claims the run's idle session for this process's
+ * runner (which starts it at once): the run's timeout and activity TTL, as the runner would begin it,
+ * and the steps the runner's `begin` then takes the start from.
+ */
+export interface BeginInAdmission {
+  steps: RunSteps;
+  timeoutMs: number;
+  activeTtlMs: number;
 }
 
 /**
@@ -32,6 +44,7 @@ export class SessionAdmission {
     private readonly prefix: string,
     private readonly lane: SessionLane,
     private readonly defaultMode: QueueMode,
+    private readonly beginHere?: BeginInAdmission,
   ) {}
 
   /** Admits a request; `dedupe.key` is the full Redis key of its platform message's mark. */
@@ -45,12 +58,17 @@ export class SessionAdmission {
     const here = this.lane.reserveDrainHere();
     try {
       const now = Date.now();
-      const [outcome, woke] = await this.#admit(request, dedupe, buckets, {
+      const [outcome, woke, ...begun] = await this.#admit(request, dedupe, buckets, {
         kind,
         now,
         token: here?.token ?? "",
       });
-      if (typeof woke === "string") here?.start(request.ctx.sessionKey, woke, now);
+      const { runId, ctx } = request;
+      if (begun.length > 0) {
+        const run = { runId, sessionKey: ctx.sessionKey, channel: ctx.channel };
+        this.beginHere?.steps.begunInAdmission(run, begun);
+      }
+      if (typeof woke === "string") here?.start(ctx.sessionKey, woke, now);
       return outcome;
     } finally {
       here?.cancel();
@@ -63,11 +81,13 @@ export class SessionAdmission {
     dedupe: { key: string; ttlSeconds: number },
     buckets: AdmissionBucket[],
     step: { kind: string; now: number; token: string },
-  ): Promise<[AdmitOutcome, number | string]> {
+  ): Promise<[AdmitOutcome, number | string, ...Array<string | number>]> {
     const { runId, ctx } = request;
     const sessionKey = ctx.sessionKey;
     const k = (kind: string, id: string) => `${this.prefix}:${kind}:${id}`;
     const lane = this.lane.pushKeys(sessionKey);
+    // Begun here only by a claim for this process's runner (the step decides whether it claims).
+    const begin = this.beginHere && step.token !== "" && step.kind === "run" ? this.beginHere : undefined;
     return (await runScript(
       this.redis,
       ADMIT,
@@ -83,6 +103,8 @@ export class SessionAdmission {
         k("collect-pending", sessionKey),
         lane.own,
         lane.att,
+        // The set of running runs (see RunRecords), written only when the run is begun here.
+        k("runs", "active"),
         ...buckets.map((b) => b.key),
       ],
       [
@@ -100,8 +122,11 @@ export class SessionAdmission {
         this.prefix,
         step.token,
         lane.leaseMs,
+        begin?.timeoutMs ?? "",
+        begin?.activeTtlMs ?? 0,
+        generationBase(),
         ...buckets.flatMap((b) => [b.burst, b.perMinute / 60_000]),
       ],
-    )) as [AdmitOutcome, number | string];
+    )) as [AdmitOutcome, number | string, ...Array<string | number>];
   }
 }

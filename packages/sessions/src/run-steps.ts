@@ -14,6 +14,11 @@ import { generationBase, type SessionWriters, type WriterClaim } from "./writer.
 const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
 const SETTLE = loadScript(new URL("./scripts/settle.lua", import.meta.url));
 
+/** How long a run's session counts as running it (its timeout and a minute of slack for its end). */
+export function runActivityTtlMs(runTimeoutMs: number): number {
+  return runTimeoutMs + 60_000;
+}
+
 /** How `begin` found a run. */
 export type RunBegin =
   | { kind: "over"; status: string }
@@ -62,8 +67,29 @@ export class RunSteps {
     private readonly activity: SessionActivity,
   ) {}
 
+  // Runs admission began in its own step for this process's runner (see `SessionAdmission`), by runId,
+  // until the runner starts them (it does at once: admission hands the lane's head to a reserved slot).
+  readonly #begunHere = new Map<string, Extract<RunBegin, { kind: "started" }>>();
+
+  /**
+   * Notes a run admission began in its step (admit.lua's {attempt, generation, previous writer,
+   * touched}), so this process's `begin` of it is that start instead of another step.
+   */
+  begunInAdmission(run: StartedRun, begun: Array<string | number>): void {
+    const [attempt = 1, generation = 0, previous = "", touched = ""] = begun;
+    this.#begunHere.set(
+      run.runId,
+      this.#started(run, ["started", attempt, generation, previous, "", touched]),
+    );
+  }
+
   /** Starts a queued run and claims its session for it (see begin.lua). */
   async begin(run: StartedRun, timeoutMs: number, activeTtlMs: number): Promise<RunBegin> {
+    const here = this.#begunHere.get(run.runId);
+    if (here) {
+      this.#begunHere.delete(run.runId);
+      return here;
+    }
     const { runId, sessionKey } = run;
     const records = this.runs.keysOf(runId);
     const keys = [
@@ -84,6 +110,12 @@ export class RunSteps {
     const reply = (await runScript(this.redis, BEGIN, keys, args)) as [string, ...Array<string | number>];
     if (reply[0] === "over") return { kind: "over", status: String(reply[1]) };
     if (reply[0] === "running") return { kind: "running", stop: stopMark(String(reply[1])) };
+    return this.#started(run, reply);
+  }
+
+  // A start's reply: ["started", attempt, generation, previous writer or '', stop mark or '', touched].
+  #started(run: StartedRun, reply: Array<string | number>): Extract<RunBegin, { kind: "started" }> {
+    const { runId, sessionKey } = run;
     const [, attempt, generation, previous, stop, touched] = reply;
     this.runs.noteStarted(run);
     return {

@@ -2,7 +2,15 @@ import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
-import { SessionAdmission, SessionLane } from "../src/index.js";
+import {
+  type RunBegin,
+  RunRecords,
+  RunSteps,
+  SessionActivity,
+  SessionAdmission,
+  SessionLane,
+  SessionWriters,
+} from "../src/index.js";
 import { directRequest } from "./requests.js";
 
 const redis = new Redis(REDIS_URL);
@@ -85,6 +93,91 @@ describe("SessionAdmission", () => {
       expect(most).toBe(1);
       await waitFor(() => woken.length === 1, "one wake-up seen");
       expect(woken).toEqual(["agent:main:telegram:direct:2"]);
+    } finally {
+      await runner.close();
+      await hereLane.close();
+      monitor.disconnect();
+      await dropPrefix(here);
+    }
+  });
+
+  it("a run its runner takes in the admission's step is begun there: the runner's begin is that start", async () => {
+    const here = testPrefix("admission-begin");
+    const hereLane = new SessionLane({
+      redisUrl: REDIS_URL,
+      prefix: here,
+      logger: createLogger({ level: "silent" }),
+    });
+    const runs = new RunRecords(redis, here);
+    const writers = new SessionWriters(redis, here);
+    const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, here, "followup"));
+    const hereAdmission = new SessionAdmission(redis, here, hereLane, "followup", {
+      steps,
+      timeoutMs: 30_000,
+      activeTtlMs: 90_000,
+    });
+    // Every script Redis runs, seen by Redis itself: begin.lua must not run for the run begun here.
+    const monitor = await new Redis(REDIS_URL).monitor();
+    let scripts = 0;
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (/^eval/i.test(String(args[0])) && args.some((a) => String(a).includes(`${here}:run:`))) scripts++;
+    });
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const begun = new Map<string, RunBegin>();
+    let firstBeginScripts = -1;
+    const runner = hereLane.startRunner(
+      async (r) => {
+        // As the runner does: its first step is begin.
+        const scriptsBefore = scripts;
+        begun.set(
+          r.runId,
+          await steps.begin(
+            { runId: r.runId, sessionKey: r.ctx.sessionKey, channel: "telegram" },
+            30_000,
+            90_000,
+          ),
+        );
+        if (r.runId === "b-first") {
+          await new Promise((w) => setTimeout(w, 100));
+          firstBeginScripts = scripts - scriptsBefore;
+          await gate;
+        }
+      },
+      { maxConcurrentRuns: 1 },
+    );
+    try {
+      const admitHere = (runId: string, peer: string) =>
+        hereAdmission.admit(request(runId, peer), { key: `${here}:dedupe:${runId}`, ttlSeconds: 60 });
+      const session = "agent:main:telegram:direct:1";
+      await writers.touch(session);
+      expect(await admitHere("b-first", "1")).toBe("queued");
+      // Begun in the admission's step: running, attempt 1, the session's running run and writer claim.
+      expect(await redis.hmget(`${here}:run:b-first`, "status", "attempt", "timeoutMs")).toEqual([
+        "running",
+        "1",
+        "30000",
+      ]);
+      expect(await redis.sismember(`${here}:runs:active`, "b-first")).toBe(1);
+      const writer = await redis.hgetall(`${here}:writer:${session}`);
+      expect(writer).toMatchObject({ runId: "b-first", active: "b-first", touched: "1" });
+      await waitFor(() => firstBeginScripts >= 0, "the first run's begin");
+      expect(firstBeginScripts).toBe(0);
+      expect(begun.get("b-first")).toMatchObject({
+        kind: "started",
+        attempt: 1,
+        claim: { runId: "b-first", sessionKey: session, generation: Number(writer.generation) },
+        seen: { generation: Number(writer.generation), previousReleased: true, touched: "1" },
+      });
+      // The only slot is taken: this session waits on the ready list, only queued; its runner begins it.
+      expect(await admitHere("b-second", "2")).toBe("queued");
+      expect(await redis.hget(`${here}:run:b-second`, "status")).toBe("queued");
+      release();
+      await waitFor(() => begun.has("b-second"), "the second run's begin");
+      expect(begun.get("b-second")).toMatchObject({ kind: "started", attempt: 1 });
+      expect(await redis.hget(`${here}:run:b-second`, "status")).toBe("running");
     } finally {
       await runner.close();
       await hereLane.close();

@@ -2,7 +2,7 @@ import { createCommandHandler } from "@hub/agent";
 import { admitInbound, InboundDispatcher } from "@hub/dispatch";
 import { GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
-import { SessionAdmission } from "@hub/sessions";
+import { runActivityTtlMs, SessionAdmission } from "@hub/sessions";
 import { webRoot } from "@hub/web";
 import { operatorRoutes } from "../operator-routes.js";
 import { approvePairing, sendNotice } from "../pairing.js";
@@ -34,7 +34,13 @@ export async function startAdmission(
 ): Promise<IngressStage> {
   const { config, redis, logger } = base;
   const prefix = config.redis.prefix;
-  const admission = new SessionAdmission(redis, prefix, s.lane, config.agent.queueMode);
+  // A run this process's runner takes at once is begun in admission's step (one step less per message).
+  const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
+  const admission = new SessionAdmission(redis, prefix, s.lane, config.agent.queueMode, {
+    steps: s.steps,
+    timeoutMs: runTimeoutMs,
+    activeTtlMs: runActivityTtlMs(runTimeoutMs),
+  });
   const dispatcher = new InboundDispatcher({
     redis,
     prefix,

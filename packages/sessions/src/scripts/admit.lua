@@ -15,7 +15,8 @@
   KEYS[8] the session's collected batch (collect:<sessionKey>)
   KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
   KEYS[10] the session lane's lease (mb:runs:own:<sessionKey>)   KEYS[11] its head's attempts (mb:runs:att:<sessionKey>)
-  KEYS[12..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
+  KEYS[12] the set of running runs (runs:active; written when the run is begun here, see ARGV[15])
+  KEYS[13..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
            @hub/queue's token-bucket.lua, is prepended to this script, and owe_drain, from owe-drain.lua)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
@@ -28,11 +29,16 @@
   ARGV[12] key prefix (for the running run's record, where a steer or a stop is marked, and its steer list)
   ARGV[13] a claim token ('' none): a session nobody owes a drain is claimed for this process's runner
            instead of woken (see owe-drain.lua)   ARGV[14] the lane's lease (ms)
-  ARGV[15..] per bucket (KEYS[12..]): capacity, then refill per ms
+  ARGV[15] the run's timeout (ms; '' = never begin here)   ARGV[16] its activity's TTL (ms)
+  ARGV[17] the generation a session's first writer claim follows (see begin.lua)
+  ARGV[18..] per bucket (KEYS[13..]): capacity, then refill per ms
 
-  Returns {outcome, woke}: outcome is duplicate | rate_limited | queued | steered | collected | interrupted;
-  woke 1 when this step put the session on the lane's ready list (a drain was not owed before), or the
-  lane's head item when it claimed the session for this process (ARGV[13]).
+  Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
+  rate_limited | queued | steered | collected | interrupted; woke 1 when this step put the session on the
+  lane's ready list (a drain was not owed before), or the lane's head item when it claimed the session
+  for this process (ARGV[13]). A run (kind "run") claimed so with ARGV[15] given is also begun in this
+  step, as begin.lua would begin it (record running, attempt 1, the session's running run and writer
+  claim): the four values after woke are begin.lua's, for the runner that starts it here.
 ]]
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
   return {'duplicate', 0}
@@ -41,9 +47,9 @@ end
 -- Flood limits, after dedupe (a redelivery spends no token) and before any write (a refused message
 -- leaves no mark, like the separate take script that shares these buckets).
 local now = tonumber(ARGV[3])
-for i = 12, #KEYS do
-  local capacity = tonumber(ARGV[15 + (i - 12) * 2])
-  local rate = tonumber(ARGV[16 + (i - 12) * 2])
+for i = 13, #KEYS do
+  local capacity = tonumber(ARGV[18 + (i - 13) * 2])
+  local rate = tonumber(ARGV[19 + (i - 13) * 2])
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
@@ -55,20 +61,37 @@ local function enqueue(item)
     tonumber(ARGV[14]), head)
 end
 
-if ARGV[8] == 'context' then
-  redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
-else
-  redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'queued',
-    'attempt', 0, 'startedAt', ARGV[3])
+local function record(...)
+  redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'startedAt', ARGV[3], ...)
   redis.call('EXPIRE', KEYS[2], ARGV[5])
 end
-if ARGV[8] ~= 'run' then return {'queued', enqueue(ARGV[9])} end
 
-local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil')
-local active = running[1]
-if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
+if ARGV[8] == 'context' then
+  redis.call('SET', KEYS[1], 'accepted', 'EX', ARGV[4])
   return {'queued', enqueue(ARGV[9])}
 end
+if ARGV[8] ~= 'run' then
+  record('status', 'queued', 'attempt', 0)
+  return {'queued', enqueue(ARGV[9])}
+end
+
+local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil', 'runId', 'generation', 'touched')
+local active = running[1]
+if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
+  local woke = enqueue(ARGV[9])
+  if type(woke) ~= 'string' or ARGV[15] == '' then
+    record('status', 'queued', 'attempt', 0)
+    return {'queued', woke}
+  end
+  -- Claimed for this process's runner, which starts it at once: begun here (begin.lua's writes).
+  record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[15])
+  redis.call('SADD', KEYS[12], ARGV[1])
+  local generation = (tonumber(running[4]) or tonumber(ARGV[17])) + 1
+  redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'generation', generation, 'active', ARGV[1],
+    'activeUntil', now + tonumber(ARGV[16]))
+  return {'queued', woke, 1, generation, running[3] or '', running[5] or ''}
+end
+record('status', 'queued', 'attempt', 0)
 local mode = redis.call('GET', KEYS[4]) or ARGV[7]
 -- The running run's record: a steer or a stop is marked there, read with the rest of it (settle.lua, begin.lua).
 local activeRecord = ARGV[12] .. ':run:' .. active
