@@ -153,8 +153,15 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
    * in order, and the ack of its last item (id `<group>#<tag>$<total>`, see `groupEndId`) settles it,
    * in the ack's own step: its counts are kept `ttlSeconds` for `groupStatus` and published on
    * `groupChannel`. Only failures are counted on the way (given up, or `countAsFailed`), once each.
+   * `waiterHere` names a listener of this process waiting for a group: its settlement is then handed to
+   * it from the ack's answer instead of published (nobody else waits for a reply its own run waits for).
    */
-  groups?: { ttlSeconds: number } | undefined;
+  groups?:
+    | {
+        ttlSeconds: number;
+        waiterHere?: ((group: string) => ((status: GroupStatus) => void) | undefined) | undefined;
+      }
+    | undefined;
 }
 
 /** An ordered mailbox's options with every default applied. */
@@ -803,7 +810,8 @@ export class OrderedMailbox<T> {
     // Only a failed segment or a group's last item touches the group's records.
     const counted = group && ((failed && group.segment) || group.total !== undefined);
     if (counted) keys.push(this.#k("g", group.group));
-    const next = (await runScript(this.#redis, ACK_NEXT, keys, [
+    const waiter = counted && group.total !== undefined ? groups?.waiterHere?.(group.group) : undefined;
+    const answer = (await runScript(this.#redis, ACK_NEXT, keys, [
       token,
       id,
       key,
@@ -816,8 +824,17 @@ export class OrderedMailbox<T> {
       yieldSlot ? 1 : 0,
       this.#o.graceMs,
       counted ? (group.total ?? "") : "",
-    ])) as string | number | null;
+      waiter ? 1 : 0,
+    ])) as string | number | null | [string | number, string];
     if (renewMs > 0) lease.confirm(sentAt);
+    // Settled by this ack for a waiter of this process: {result ('' for none left), counts}.
+    let next = answer;
+    if (Array.isArray(answer)) {
+      const [result, counts] = answer;
+      const [total, delivered, failedCount] = counts.split(SEP).map(Number) as [number, number, number];
+      waiter?.({ total, delivered, failed: failedCount, settled: true });
+      next = result === "" ? null : result;
+    }
     if (next === 0) failpoint("mailbox.after-yield");
     // The next item is handed out for the first time by this step (see commands/claim-next.lua);
     // 0: the key was handed back behind waiting keys (it yielded), null: it is empty.

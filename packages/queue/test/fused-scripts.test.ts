@@ -32,7 +32,14 @@ function box() {
   const ackNext = (
     token: string,
     id: string,
-    options: { group?: boolean; failed?: boolean; total?: number; renew?: number; yieldSlot?: boolean } = {},
+    options: {
+      group?: boolean;
+      failed?: boolean;
+      total?: number;
+      renew?: number;
+      yieldSlot?: boolean;
+      heardHere?: boolean;
+    } = {},
   ) =>
     runScript(
       redis,
@@ -51,8 +58,9 @@ function box() {
         options.yieldSlot ? 1 : 0,
         1000,
         options.total ?? "",
+        options.heardHere ? 1 : 0,
       ],
-    ) as Promise<string | number | null>;
+    ) as Promise<string | number | null | [string | number, string]>;
   return {
     k,
     push: (...items: string[]) =>
@@ -277,6 +285,39 @@ describe("fused mailbox scripts", () => {
       expect(await redis.get(b.k.group)).toBe("2|2|0");
       await new Promise((r) => setTimeout(r, 50));
       expect(heard).toEqual(["r1|2|2|0"]);
+    } finally {
+      sub.disconnect();
+    }
+  });
+
+  it("a group settled for a waiter of the acking process returns its counts with the next result, unpublished", async () => {
+    const b = box();
+    const sub = new Redis(REDIS_URL);
+    const heard: string[] = [];
+    sub.on("message", (_c: string, m: string) => heard.push(m));
+    await sub.subscribe(b.k.channel);
+    try {
+      await b.push("r1#0$1|a", "x|b");
+      await b.claim("t");
+      expect(await b.ackNext("t", "r1#0$1", { group: true, total: 1, heardHere: true })).toEqual([
+        "x|b",
+        "1|1|0",
+      ]);
+      expect(await b.ackNext("t", "x")).toBeNull();
+      await b.push("r2#0$1|c");
+      await b.claim("t");
+      // None left: '' for the empty result (the key is finished as usual).
+      const b2 = await runScript(
+        redis,
+        ACK_NEXT,
+        [b.k.own, b.k.q, b.k.sched, b.k.att, b.k.ready, `${b.k.group.slice(0, -2)}r2`],
+        ["t", "r2#0$1", "k", 5000, Date.now(), "ok", 60, b.k.channel, "r2", 0, 1000, 1, 1],
+      );
+      expect(b2).toEqual(["", "1|1|0"]);
+      expect(await redis.exists(b.k.own)).toBe(0);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(heard).toEqual([]);
+      expect(await redis.get(b.k.group)).toBe("1|1|0");
     } finally {
       sub.disconnect();
     }

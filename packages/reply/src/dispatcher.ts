@@ -112,7 +112,8 @@ export class ReplyDispatcher implements ReplySink {
       logFields: segmentLogFields,
       // A reply's last item (`<replyId>#<index or close or end>$<total>`) settles it when acked; failed segments
       // (`<replyId>#<index>`) are counted on the way; previews (`#p<n>`) count nowhere.
-      groups: { ttlSeconds: REPLY_TTL_SECONDS },
+      // A reply its own run waits for in this process is settled to that waiter, not published.
+      groups: { ttlSeconds: REPLY_TTL_SECONDS, waiterHere: (replyId) => this.#wakerOf(replyId) },
       onFailed: async (item, error) => {
         // A preview that could not be shown is not a segment of the reply: nothing to keep.
         if (item.data.kind !== undefined) return;
@@ -206,18 +207,23 @@ export class ReplyDispatcher implements ReplySink {
     }
   }
 
+  // Wakes every waiter of this process for a reply's settlement, if any waits.
+  #wakerOf(replyId: string): ((status: ReplySettlement) => void) | undefined {
+    const set = this.#waiters.get(replyId);
+    if (!set) return undefined;
+    return ({ total, delivered, failed }) => {
+      if (this.#waiters.get(replyId) === set) this.#waiters.delete(replyId);
+      for (const wake of set) wake({ total, delivered, failed });
+    };
+  }
+
   async #subscribe(): Promise<void> {
     this.#subscribed ??= (async () => {
       const subscriber = createRedis(this.#o.redisUrl);
       this.#subscriber = subscriber;
       subscriber.on("message", (_channel: string, message: string) => {
         const announced = OrderedMailbox.parseGroupSettled(message);
-        if (!announced) return;
-        const set = this.#waiters.get(announced.group);
-        if (!set) return;
-        this.#waiters.delete(announced.group);
-        const { total, delivered, failed } = announced.status;
-        for (const wake of set) wake({ total, delivered, failed });
+        if (announced) this.#wakerOf(announced.group)?.(announced.status);
       });
       await subscriber.subscribe(this.#mailbox.groupChannel);
     })();

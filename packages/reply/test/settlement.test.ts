@@ -94,4 +94,44 @@ describe("reply settlement", () => {
     await reply.push("refused", undefined, { last: true });
     expect(await reply.settled()).toEqual({ total: 1, delivered: 0, failed: 1 });
   });
+
+  it("a reply waited for in the process that delivers it is settled to that waiter, unpublished; another process's waiter hears it", async () => {
+    deliver();
+    // Every PUBLISH Redis runs, seen by Redis itself.
+    const monitor = await new Redis(REDIS_URL).monitor();
+    const published: string[] = [];
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (String(args[0]).toLowerCase() === "publish" && String(args[1]).startsWith(prefix))
+        published.push(String(args[2]));
+    });
+    const elsewhere = new ReplyDispatcher({
+      redisUrl: REDIS_URL,
+      prefix,
+      logger: createLogger({ level: "silent" }),
+      capabilitiesOf: () => ({
+        textLimit: 200,
+        markdown: "plain",
+        threads: false,
+        typing: false,
+        edit: false,
+      }),
+    });
+    try {
+      const here = replies.open("r-here", targetOf("here"));
+      await here.push("mine", undefined, { last: true });
+      expect(await here.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
+      // Pushed and waited for in another process (as `hub send` does), delivered here: published for it.
+      const there = elsewhere.open("r-there", targetOf("there"));
+      await there.push("theirs", undefined, { last: true });
+      expect(await there.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
+      await new Promise((r) => setTimeout(r, 100));
+      expect(published.filter((m) => m.startsWith("r-here|"))).toEqual([]);
+      expect(published.filter((m) => m.startsWith("r-there|"))).toEqual(["r-there|1|1|0"]);
+      // The counts are kept for anyone who asks later either way.
+      expect(await replies.status("r-here")).toEqual({ total: 1, delivered: 1, failed: 0, settled: true });
+    } finally {
+      monitor.disconnect();
+      await elsewhere.close();
+    }
+  });
 });

@@ -1,6 +1,6 @@
 --[[
   ackNext(own, q, sched, att, ready[, group]; token, itemId, key, renewMs, now, outcome,
-  groupTtl, channel, groupName, yield, graceMs, groupTotal) -> one of
+  groupTtl, channel, groupName, yield, graceMs, groupTotal, heardHere) -> one of
   - the next head item (ack and peek fused; the caller hands it out as its attempt 1, see
     claim-next.lua);
   - false when the list is empty: the lease is released with the key's attempts record (one DEL)
@@ -17,7 +17,9 @@
   failed items (absent: none; `outcome` 'failed' adds one, TTL groupTtl s from the first). The settling
   ack turns it into "<total>|<delivered>|<failed>" (TTL groupTtl s) for anyone who asks later (one SET NX
   when nothing failed), and publishes "<groupName>|<total>|<delivered>|<failed>" on `channel`; a group
-  settles once (a second end item keeps the first counts and announces nothing).
+  settles once (a second end item keeps the first counts and announces nothing). With `heardHere` '1'
+  (the caller's process is the one waiting for the group) the counts are not published but returned:
+  {the result above, '' for false, counts}.
 ]]
 -- A group's failed item counted, unless the group is settled already (its counts hold a '|').
 local function count_failure(key, ttl)
@@ -39,6 +41,13 @@ local function settle_group(key, total, failedNow, ttl)
   return counts
 end
 
+-- Counts of a group settled by this ack for the caller's own waiter (not published), see the header.
+local settledHere
+local function reply(result)
+  if not settledHere then return result end
+  return {result or '', settledHere}
+end
+
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('LOST') end
 local popped = redis.call('LPOP', KEYS[2])
 if popped then
@@ -51,7 +60,11 @@ if popped then
     else
       -- Settled once: an end queued again (its first push's answer was lost) keeps the first counts.
       local counts = settle_group(KEYS[6], tonumber(ARGV[12]), ARGV[6] == 'failed', ARGV[7])
-      if counts then redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts) end
+      if counts and ARGV[13] == '1' then
+        settledHere = counts
+      elseif counts then
+        redis.call('PUBLISH', ARGV[8], ARGV[9] .. '|' .. counts)
+      end
     end
   end
 end
@@ -59,7 +72,7 @@ local head = redis.call('LINDEX', KEYS[2], 0)
 if not head then
   redis.call('DEL', KEYS[1], KEYS[4])
   redis.call('ZREM', KEYS[3], ARGV[3])
-  return false
+  return reply(false)
 end
 if ARGV[10] == '1' then
   local waiting = redis.call('LLEN', KEYS[5])
@@ -70,7 +83,7 @@ if ARGV[10] == '1' then
     redis.call('DEL', KEYS[1], KEYS[4])
     redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[5]) + tonumber(ARGV[11]), ARGV[3])
     if not queued then redis.call('RPUSH', KEYS[5], ARGV[3]) end
-    return 0
+    return reply(0)
   end
 end
 local renew = tonumber(ARGV[4])
@@ -78,4 +91,4 @@ if renew > 0 then
   redis.call('PEXPIRE', KEYS[1], renew)
   redis.call('ZADD', KEYS[3], 'XX', tonumber(ARGV[5]) + renew, ARGV[3])
 end
-return head
+return reply(head)
