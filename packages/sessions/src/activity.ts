@@ -112,13 +112,14 @@ export class SessionActivity {
   }
 
   /** The session's queue mode (its own, or the configured default). */
+  // Kept in the session's writer hash (field queueMode), which admission reads anyway.
   async queueMode(sessionKey: string): Promise<QueueMode> {
-    const mode = QueueModeSchema.safeParse(await this.redis.get(this.#k("queue-mode", sessionKey)));
+    const mode = QueueModeSchema.safeParse(await this.redis.hget(writerKey(this.prefix, sessionKey), "queueMode"));
     return mode.success ? mode.data : this.defaultMode;
   }
 
   async setQueueMode(sessionKey: string, mode: QueueMode): Promise<void> {
-    await this.redis.set(this.#k("queue-mode", sessionKey), mode);
+    await this.redis.hset(writerKey(this.prefix, sessionKey), "queueMode", mode);
   }
 
   async usage(sessionKey: string): Promise<{ inputTokens: number; outputTokens: number }> {

@@ -95,7 +95,6 @@ export class SessionAdmission {
         dedupe.key,
         k("run", runId),
         writerKey(this.prefix, sessionKey),
-        k("queue-mode", sessionKey),
         lane.list,
         lane.sched,
         lane.ready,

@@ -57,3 +57,20 @@ describe("SessionActivity.end", () => {
     expect(await steer("m3")).toBe("queued");
   });
 });
+
+describe("a session's own queue mode", () => {
+  it("is what admission applies, read in its step, instead of the default", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const key = "agent:main:telegram:direct:1";
+    await new RunRecords(redis, prefix).start("run-q", key, 60_000);
+    await activity.begin(key, "run-q", 60_000);
+    expect(await activity.queueMode(key)).toBe("steer");
+    await activity.setQueueMode(key, "followup");
+    expect(await activity.queueMode(key)).toBe("followup");
+    // Mid-run: followup queues the message as its own run instead of steering it in.
+    expect(await steer("q1")).toBe("queued");
+    await activity.setQueueMode(key, "collect");
+    expect(await steer("q2")).toBe("collected");
+    await activity.end(key, "run-q", async () => {});
+  });
+});

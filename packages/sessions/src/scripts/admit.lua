@@ -6,17 +6,17 @@
   KEYS[1] dedupe mark of the platform message (string; written for a context-only message, which has no
           run record: a run's record, kept longer than the mark, is its mark)
   KEYS[2] run record run:<runId> (hash); its existence means "already admitted"
-  KEYS[3] the session's writer hash: its running run is field active, until field activeUntil (ms)
-  KEYS[4] the session's queue mode (queue-mode:<sessionKey>)
-  KEYS[5] the session lane's list (mb:runs:q:<sessionKey>)
-  KEYS[6] the session lane's schedule (mb:runs:sched, zset)
-  KEYS[7] the session lane's ready list (mb:runs:ready): a session owed a drain from now on is put
+  KEYS[3] the session's writer hash: its running run is field active, until field activeUntil (ms), and
+          its queue mode field queueMode
+  KEYS[4] the session lane's list (mb:runs:q:<sessionKey>)
+  KEYS[5] the session lane's schedule (mb:runs:sched, zset)
+  KEYS[6] the session lane's ready list (mb:runs:ready): a session owed a drain from now on is put
           there in this step (the wake-up fused, as in @hub/queue's push.lua)
-  KEYS[8] the session's collected batch (collect:<sessionKey>)
-  KEYS[9] the session's "collect run queued" flag (collect-pending:<sessionKey>)
-  KEYS[10] the session lane's lease (mb:runs:own:<sessionKey>)   KEYS[11] its head's attempts (mb:runs:att:<sessionKey>)
-  KEYS[12] the set of running runs (runs:active; written when the run is begun here, see ARGV[15])
-  KEYS[13..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
+  KEYS[7] the session's collected batch (collect:<sessionKey>)
+  KEYS[8] the session's "collect run queued" flag (collect-pending:<sessionKey>)
+  KEYS[9] the session lane's lease (mb:runs:own:<sessionKey>)   KEYS[10] its head's attempts (mb:runs:att:<sessionKey>)
+  KEYS[11] the set of running runs (runs:active; written when the run is begun here, see ARGV[15])
+  KEYS[12..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
            @hub/queue's token-bucket.lua, is prepended to this script, and owe_drain, from owe-drain.lua)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
@@ -31,7 +31,7 @@
            instead of woken (see owe-drain.lua)   ARGV[14] the lane's lease (ms)
   ARGV[15] the run's timeout (ms; '' = never begin here)   ARGV[16] its activity's TTL (ms)
   ARGV[17] the generation a session's first writer claim follows (see begin.lua)
-  ARGV[18..] per bucket (KEYS[13..]): capacity, then refill per ms
+  ARGV[18..] per bucket (KEYS[12..]): capacity, then refill per ms
 
   Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
   rate_limited | queued | steered | collected | interrupted; woke 1 when this step put the session on the
@@ -47,17 +47,17 @@ end
 -- Flood limits, after dedupe (a redelivery spends no token) and before any write (a refused message
 -- leaves no mark, like the separate take script that shares these buckets).
 local now = tonumber(ARGV[3])
-for i = 13, #KEYS do
-  local capacity = tonumber(ARGV[18 + (i - 13) * 2])
-  local rate = tonumber(ARGV[19 + (i - 13) * 2])
+for i = 12, #KEYS do
+  local capacity = tonumber(ARGV[18 + (i - 12) * 2])
+  local rate = tonumber(ARGV[19 + (i - 12) * 2])
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
 -- Owed already (the session is in sched: a drainer or a wake-up will take the item) or owed from now on.
 local function enqueue(item)
   -- The lane held nothing before: this item is its head.
-  local head = redis.call('RPUSH', KEYS[5], item) == 1 and item or nil
-  return owe_drain(KEYS[5], KEYS[6], KEYS[7], KEYS[10], KEYS[11], now, tonumber(ARGV[6]), ARGV[2], ARGV[13],
+  local head = redis.call('RPUSH', KEYS[4], item) == 1 and item or nil
+  return owe_drain(KEYS[4], KEYS[5], KEYS[6], KEYS[9], KEYS[10], now, tonumber(ARGV[6]), ARGV[2], ARGV[13],
     tonumber(ARGV[14]), head)
 end
 
@@ -75,7 +75,7 @@ if ARGV[8] ~= 'run' then
   return {'queued', enqueue(ARGV[9])}
 end
 
-local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil', 'runId', 'generation', 'touched')
+local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil', 'runId', 'generation', 'touched', 'queueMode')
 local active = running[1]
 if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   local woke = enqueue(ARGV[9])
@@ -85,14 +85,14 @@ if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   end
   -- Claimed for this process's runner, which starts it at once: begun here (begin.lua's writes).
   record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[15])
-  redis.call('SADD', KEYS[12], ARGV[1])
+  redis.call('SADD', KEYS[11], ARGV[1])
   local generation = (tonumber(running[4]) or tonumber(ARGV[17])) + 1
   redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'generation', generation, 'active', ARGV[1],
     'activeUntil', now + tonumber(ARGV[16]))
   return {'queued', woke, 1, generation, running[3] or '', running[5] or ''}
 end
 record('status', 'queued', 'attempt', 0)
-local mode = redis.call('GET', KEYS[4]) or ARGV[7]
+local mode = running[6] or ARGV[7]
 -- The running run's record: a steer or a stop is marked there, read with the rest of it (settle.lua, begin.lua).
 local activeRecord = ARGV[12] .. ':run:' .. active
 if (mode == 'steer' or mode == 'interrupt') and redis.call('EXISTS', activeRecord) == 0 then
@@ -106,9 +106,9 @@ if mode == 'steer' then
   redis.call('HSET', activeRecord, 'steered', 1)
   return {'steered', 0}
 elseif mode == 'collect' then
-  redis.call('RPUSH', KEYS[8], ARGV[11])
-  redis.call('EXPIRE', KEYS[8], 86400)
-  if redis.call('SET', KEYS[9], '1', 'NX', 'EX', 86400) then return {'collected', enqueue(ARGV[10])} end
+  redis.call('RPUSH', KEYS[7], ARGV[11])
+  redis.call('EXPIRE', KEYS[7], 86400)
+  if redis.call('SET', KEYS[8], '1', 'NX', 'EX', 86400) then return {'collected', enqueue(ARGV[10])} end
   return {'collected', 0}
 elseif mode == 'interrupt' then
   redis.call('HSET', activeRecord, 'stop', 'aborted')
