@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { recoverInterruptedRuns } from "@hub/agent";
-import { createLogger } from "@hub/core";
+import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
 import { FileSessionStore, RunRecords, SessionLane, SessionWriters } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -152,7 +152,7 @@ describe("restart recovery with real processes", () => {
 });
 
 describe("restart recovery scan", () => {
-  it("finalizes only the stale generation; a fresh run of the same session and its claim survive", async () => {
+  it("finalizes only the stale run by its runId; a newer claim of its session and another session's fresh run survive", async () => {
     const prefix = testPrefix("scan");
     const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));
     const logger = createLogger({ level: "silent" });
@@ -161,18 +161,25 @@ describe("restart recovery scan", () => {
     const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
     const writers = new SessionWriters(redis, prefix);
     try {
-      const key = "agent:main:webchat:direct:gen";
+      // A run in flight is the head of its session's lane (no process drains these lanes here).
+      const stale = webchatRequest("old-gen", "gen");
+      const key = stale.ctx.sessionKey;
+      await lane.enqueue(stale);
+      await lane.enqueue(webchatRequest("new-gen", "gen"));
       const session = await sessions.resolve(key);
       await runs.start("old-gen", key, 600_000);
       await redis.hset(`${prefix}:run:old-gen`, "startedAt", Date.now() - 6 * 3600_000);
       await writers.claim(key, session.sessionId, "old-gen");
-      await runs.start("new-gen", key, 600_000);
+      // A newer claim of the same session (as a superseding run takes it) must survive the finalizing.
       const fresh = await writers.claim(key, session.sessionId, "new-gen");
+      const other = webchatRequest("other-run", "other");
+      await lane.enqueue(other);
+      await runs.start("other-run", other.ctx.sessionKey, 600_000);
       const result = await recoverInterruptedRuns({ runs, sessions, lane, runTimeoutMs: 600_000, logger });
       expect(result.finalized).toEqual(["old-gen"]);
-      expect(result.resumable).toEqual(["new-gen"]);
+      expect(result.resumable).toEqual(["other-run"]);
       expect(await runs.get("old-gen")).toMatchObject({ status: "interrupted" });
-      expect(await runs.get("new-gen")).toMatchObject({ status: "running" });
+      expect(await runs.get("other-run")).toMatchObject({ status: "running" });
       await writers.assertCurrent(fresh.claim);
     } finally {
       await lane.close();
@@ -181,3 +188,15 @@ describe("restart recovery scan", () => {
     }
   });
 });
+
+// A web chat run request from `peer` (its own session).
+function webchatRequest(runId: string, peer: string): RunRequest {
+  const inbound = { channel: "webchat", messageId: runId, chat: { type: "direct" as const, id: peer } };
+  return {
+    runId,
+    ctx: finalizeInboundContext(
+      { ...inbound, sender: { id: peer }, body: runId, timestamp: 1 },
+      { agent: { id: "main", dmScope: "per-channel-peer" } },
+    ),
+  };
+}

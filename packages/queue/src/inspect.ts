@@ -34,6 +34,27 @@ export interface MailboxView {
 }
 
 /**
+ * The head item's id of every key owed a drain (in the schedule), e.g. the session lane's runs in flight.
+ * One ZRANGE and one pipelined LINDEX per key; for periodic reads (recovery, status, metrics).
+ */
+export async function mailboxHeads(
+  redis: Redis,
+  prefix: string,
+  name: string,
+): Promise<Array<{ key: string; id: string }>> {
+  const base = mailboxBase(prefix, name);
+  const keys = await redis.zrange(`${base}:sched`, 0, -1);
+  if (keys.length === 0) return [];
+  const pipeline = redis.pipeline();
+  for (const key of keys) pipeline.lindex(mailboxKeyName(base, "q", key), 0);
+  const heads = (await pipeline.exec()) ?? [];
+  return keys.flatMap((key, i) => {
+    const head = heads[i]?.[1];
+    return typeof head === "string" ? [{ key, id: head.slice(0, head.indexOf(SEP)) }] : [];
+  });
+}
+
+/**
  * Reads a mailbox's state for the operator's queue view (`/admin/queues`):
  * each key with items, its depth, its drainer, its delay and its first items.
  * Read-only; SCAN-based, so it never blocks Redis on a large installation.

@@ -114,7 +114,9 @@ export class SessionActivity {
   /** The session's queue mode (its own, or the configured default). */
   // Kept in the session's writer hash (field queueMode), which admission reads anyway.
   async queueMode(sessionKey: string): Promise<QueueMode> {
-    const mode = QueueModeSchema.safeParse(await this.redis.hget(writerKey(this.prefix, sessionKey), "queueMode"));
+    const mode = QueueModeSchema.safeParse(
+      await this.redis.hget(writerKey(this.prefix, sessionKey), "queueMode"),
+    );
     return mode.success ? mode.data : this.defaultMode;
   }
 

@@ -102,8 +102,6 @@ export class SessionAdmission {
         k("collect-pending", sessionKey),
         lane.own,
         lane.att,
-        // The set of running runs (see RunRecords), written only when the run is begun here.
-        k("runs", "active"),
         ...buckets.map((b) => b.key),
       ],
       [

@@ -1,6 +1,7 @@
 import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
 import { type DrainHereSlot, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { SESSION_LANE_NAME } from "./run-records.js";
 
 /** Options of the session lane. */
 export interface SessionLaneOptions extends MailboxTuning {
@@ -25,7 +26,7 @@ export class SessionLane {
 
   constructor(options: SessionLaneOptions) {
     this.#mailbox = new OrderedMailbox<RunRequest>({
-      name: "runs",
+      name: SESSION_LANE_NAME,
       redisUrl: options.redisUrl,
       redis: options.redis,
       prefix: options.prefix,

@@ -1,5 +1,5 @@
 import type { HashNote } from "@hub/core";
-import { loadScript, runScript } from "@hub/queue";
+import { loadScript, mailboxHeads, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 
@@ -58,6 +58,9 @@ export async function withRetries<T>(step: () => Promise<T>): Promise<T> {
 
 /** How long a run record (also the `chat.send` idempotency record) is kept after admission wrote it (or its first start). */
 export const RUN_RECORD_TTL_SECONDS = 7 * 24 * 3600;
+
+/** The name of the session lane's mailbox (see `SessionLane`), whose head items are the runs in flight. */
+export const SESSION_LANE_NAME = "runs";
 const RECORD_TTL_SECONDS = RUN_RECORD_TTL_SECONDS;
 
 const START = loadScript(new URL("./scripts/start.lua", import.meta.url));
@@ -91,13 +94,9 @@ export class RunRecords {
     return `${this.prefix}:run:${runId}`;
   }
 
-  get #active(): string {
-    return `${this.prefix}:runs:active`;
-  }
-
-  /** The Redis keys of a run's record and of the set of running runs (for scripts that fuse steps). */
-  keysOf(runId: string): { record: string; running: string } {
-    return { record: this.#key(runId), running: this.#active };
+  /** The Redis key of a run's record (for scripts that fuse steps). */
+  keyOf(runId: string): string {
+    return this.#key(runId);
   }
 
   /** The fields `finish` writes for an outcome. */
@@ -114,7 +113,7 @@ export class RunRecords {
     const attempt = (await runScript(
       this.redis,
       START,
-      [this.#key(runId), this.#active],
+      [this.#key(runId)],
       [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS],
     )) as number;
     if (attempt > 0) this.noteStarted({ runId, sessionKey, channel });
@@ -151,10 +150,14 @@ export class RunRecords {
     return (await runScript(this.redis, MARK_STOP, [this.#key(runId)], [status])) === 1;
   }
 
-  /** Records of every run still marked running (for restart recovery). */
+  /**
+   * Records of every run still marked running (for restart recovery, status and metrics). A run in
+   * flight is the head item of its session's lane until it has settled (the lane acks it after), so
+   * these are read off the lanes' heads: no index of running runs is written per message.
+   */
   async running(): Promise<RunRecord[]> {
-    const ids = await this.redis.smembers(this.#active);
-    const records = await Promise.all(ids.map((id) => this.get(id)));
+    const heads = await mailboxHeads(this.redis, this.prefix, SESSION_LANE_NAME);
+    const records = await Promise.all(heads.map((head) => this.get(head.id)));
     return records.filter((r): r is RunRecord => r?.status === "running");
   }
 
@@ -170,7 +173,7 @@ export class RunRecords {
       (await runScript(
         this.redis,
         RECORD_LOST,
-        [this.#key(runId), this.#active],
+        [this.#key(runId)],
         [runId, sessionKey, RECORD_TTL_SECONDS, now, ...fields],
       )) === 1
     );
@@ -190,7 +193,7 @@ export class RunRecords {
     const fields = RunRecords.outcomeFields(outcome);
     const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
     const decided = await withRetries(
-      async () => (await runScript(this.redis, FINISH, [this.#key(runId), this.#active], args)) === 1,
+      async () => (await runScript(this.redis, FINISH, [this.#key(runId)], args)) === 1,
     );
     if (decided) await this.noteFinished(runId, outcome.status);
     return decided;

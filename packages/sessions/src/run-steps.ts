@@ -91,13 +91,7 @@ export class RunSteps {
       return here;
     }
     const { runId, sessionKey } = run;
-    const records = this.runs.keysOf(runId);
-    const keys = [
-      records.record,
-      records.running,
-      this.activity.keysOf(sessionKey, runId).active,
-      this.writers.keyOf(sessionKey),
-    ];
+    const keys = [this.runs.keyOf(runId), this.writers.keyOf(sessionKey)];
     const args = [
       runId,
       sessionKey,
@@ -141,16 +135,8 @@ export class RunSteps {
     requeue: (request: RunRequest) => Promise<void>,
   ): Promise<{ decided: boolean; released: boolean }> {
     const { runId, sessionKey } = claim;
-    const records = this.runs.keysOf(runId);
     const activity = this.activity.keysOf(sessionKey, runId);
-    const keys = [
-      records.record,
-      records.running,
-      this.writers.keyOf(sessionKey),
-      activity.active,
-      activity.steer,
-      activity.usage,
-    ];
+    const keys = [this.runs.keyOf(runId), this.writers.keyOf(sessionKey), activity.steer, activity.usage];
     const args = [
       runId,
       RUN_RECORD_TTL_SECONDS,

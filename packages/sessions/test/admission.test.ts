@@ -160,7 +160,8 @@ describe("SessionAdmission", () => {
         "1",
         "30000",
       ]);
-      expect(await redis.sismember(`${here}:runs:active`, "b-first")).toBe(1);
+      // A run in flight is its session lane's head: the runs read as running include it.
+      expect((await runs.running()).map((r) => r.runId)).toEqual(["b-first"]);
       const writer = await redis.hgetall(`${here}:writer:${session}`);
       expect(writer).toMatchObject({ runId: "b-first", active: "b-first", touched: "1" });
       await waitFor(() => firstBeginScripts >= 0, "the first run's begin");

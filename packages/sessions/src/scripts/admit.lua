@@ -15,8 +15,7 @@
   KEYS[7] the session's collected batch (collect:<sessionKey>)
   KEYS[8] the session's "collect run queued" flag (collect-pending:<sessionKey>)
   KEYS[9] the session lane's lease (mb:runs:own:<sessionKey>)   KEYS[10] its head's attempts (mb:runs:att:<sessionKey>)
-  KEYS[11] the set of running runs (runs:active; written when the run is begun here, see ARGV[15])
-  KEYS[12..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
+  KEYS[11..] token buckets to take one token from, in order, e.g. sender then chat (take_token, from
            @hub/queue's token-bucket.lua, is prepended to this script, and owe_drain, from owe-drain.lua)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
@@ -31,7 +30,7 @@
            instead of woken (see owe-drain.lua)   ARGV[14] the lane's lease (ms)
   ARGV[15] the run's timeout (ms; '' = never begin here)   ARGV[16] its activity's TTL (ms)
   ARGV[17] the generation a session's first writer claim follows (see begin.lua)
-  ARGV[18..] per bucket (KEYS[12..]): capacity, then refill per ms
+  ARGV[18..] per bucket (KEYS[11..]): capacity, then refill per ms
 
   Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
   rate_limited | queued | steered | collected | interrupted; woke 1 when this step put the session on the
@@ -47,9 +46,9 @@ end
 -- Flood limits, after dedupe (a redelivery spends no token) and before any write (a refused message
 -- leaves no mark, like the separate take script that shares these buckets).
 local now = tonumber(ARGV[3])
-for i = 12, #KEYS do
-  local capacity = tonumber(ARGV[18 + (i - 12) * 2])
-  local rate = tonumber(ARGV[19 + (i - 12) * 2])
+for i = 11, #KEYS do
+  local capacity = tonumber(ARGV[18 + (i - 11) * 2])
+  local rate = tonumber(ARGV[19 + (i - 11) * 2])
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
@@ -85,7 +84,6 @@ if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   end
   -- Claimed for this process's runner, which starts it at once: begun here (begin.lua's writes).
   record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[15])
-  redis.call('SADD', KEYS[11], ARGV[1])
   local generation = (tonumber(running[4]) or tonumber(ARGV[17])) + 1
   redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'generation', generation, 'active', ARGV[1],
     'activeUntil', now + tonumber(ARGV[16]))

@@ -1,13 +1,13 @@
 --[[
-  begin(record, activeRuns, active, writer;
+  begin(record, writer;
         runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, generationBase)
   A queued run's start in one step: run record "running" (attempt + 1; startedAt on the first), the
   session's running run (active, until now + activeTtlMs) and the writer claim (generation + 1), both in
   the session's writer hash, and the run's stop mark (the record's field `stop`, see mark-stop.lua).
 
-  KEYS[1] run record run:<runId>           KEYS[2] runs:active (set)
-  KEYS[3] (unused: the running run is in KEYS[4])
-  KEYS[4] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
+  KEYS[1] run record run:<runId>
+  KEYS[2] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
+  (The runs in flight are the heads of the session lanes: see RunRecords.running.)
 
   ARGV[7] the generation a session's first claim follows (random: after Redis lost its data, a session's
           generations never repeat the ones a process saw before).
@@ -31,9 +31,8 @@ else
 end
 -- Admission wrote the record with its TTL, which HSET keeps: only a record begun without one needs it.
 if not status then redis.call('EXPIRE', KEYS[1], ARGV[5]) end
-redis.call('SADD', KEYS[2], ARGV[1])
-local writer = redis.call('HMGET', KEYS[4], 'runId', 'generation', 'touched')
+local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'touched')
 local generation = (tonumber(writer[2]) or tonumber(ARGV[7])) + 1
-redis.call('HSET', KEYS[4], 'runId', ARGV[1], 'generation', generation,
+redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'generation', generation,
   'active', ARGV[1], 'activeUntil', tonumber(ARGV[3]) + tonumber(ARGV[6]))
 return {'started', attempt, generation, writer[1] or '', stop, writer[3] or ''}

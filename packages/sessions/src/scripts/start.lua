@@ -1,5 +1,5 @@
 --[[
-  start(record, active; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
+  start(record; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
   (a record admission wrote as "queued" starts here; startedAt is the first attempt's start)
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
@@ -11,5 +11,4 @@ else
   redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
-redis.call('SADD', KEYS[2], ARGV[1])
 return attempt
