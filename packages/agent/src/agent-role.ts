@@ -16,12 +16,17 @@ export class RunControl {
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
-    private readonly runs: Pick<RunRecords, "markStop">,
+    private readonly runs: Pick<RunRecords, "markStop" | "stopMark">,
   ) {}
 
   async stop(runId: string, status: "aborted" | "superseded"): Promise<void> {
     await this.runs.markStop(runId, status);
     await this.redis.publish(`${this.prefix}:run-stop`, JSON.stringify({ runId, status }));
+  }
+
+  /** The stop marked for a run, read from its record (for when an announcement may have been missed). */
+  async markedStop(runId: string): Promise<"aborted" | "superseded" | undefined> {
+    return this.runs.stopMark(runId);
   }
 }
 
@@ -38,6 +43,8 @@ class EarlyStops {
       if (now - stop.at < 60_000) break;
       this.#stops.delete(id);
     }
+    // Deleted first, so the map stays in time order (the pruning above stops at the first fresh one).
+    this.#stops.delete(runId);
     this.#stops.set(runId, { status, at: now });
   }
 
@@ -61,6 +68,15 @@ export async function startAgentRole(deps: {
   const active = new Map<string, AbortController>();
   const early = new EarlyStops();
   const subscriber = createRedis(deps.redisUrl);
+  // Announcements published while the subscriber was away are lost: until a while after it is back,
+  // a starting run reads its stop mark itself (begin does, except for a run admission began).
+  let heardSince = 0;
+  let connected = false;
+  subscriber.on("ready", () => {
+    if (connected) heardSince = Date.now();
+    connected = true;
+  });
+  const mayHaveMissed = () => subscriber.status !== "ready" || Date.now() - heardSince < 10_000;
   subscriber.on("message", (_channel: string, message: string) => {
     const parsed = StopMessageSchema.safeParse(JSON.parse(message));
     if (!parsed.success) return;
@@ -80,7 +96,9 @@ export async function startAgentRole(deps: {
       active.set(request.runId, controller);
       // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
       // a run admission began itself (its runner starts it at once): a stop announced just before is here.
-      const stoppedEarly = early.take(request.runId);
+      const stoppedEarly =
+        early.take(request.runId) ??
+        (mayHaveMissed() ? await deps.control.markedStop(request.runId) : undefined);
       if (stoppedEarly) controller.abort(new RunStopError(stoppedEarly));
       try {
         await deps.runner.run(request, controller.signal);

@@ -24,7 +24,11 @@ export async function answerDirectly(
   options: { detachSettlement?: boolean } = {},
 ): Promise<void> {
   const { runId, ctx } = request;
-  if ((await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs, ctx.channel)) === 0) return;
+  // Not a lane head when answered at admission: recovery finds it through the runs outside the lanes.
+  const started = await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs, ctx.channel, {
+    outsideLane: true,
+  });
+  if (started === 0) return;
   const reply = o.replies.open(runId, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
   await reply.push(text, undefined, { last: true });
   await o.runs.finish(runId, { status: "completed", text });

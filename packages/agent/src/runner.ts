@@ -606,7 +606,16 @@ export class AgentRunner {
   async #absorbed(request: RunRequest, intoRunId: string): Promise<void> {
     const text = `(answered in run ${intoRunId})`;
     const { ctx } = request;
-    if ((await this.o.runs.start(request.runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel)) === 0)
+    const outsideLane = { outsideLane: true };
+    if (
+      (await this.o.runs.start(
+        request.runId,
+        ctx.sessionKey,
+        this.o.runTimeoutMs,
+        ctx.channel,
+        outsideLane,
+      )) === 0
+    )
       return;
     await this.o.runs.finish(request.runId, { status: "completed", text });
     await this.o.events.publish({

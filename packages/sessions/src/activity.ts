@@ -1,5 +1,5 @@
 import { type QueueMode, QueueModeSchema, type RunRequest, RunRequestSchema } from "@hub/core";
-import { loadScript, runScript } from "@hub/queue";
+import { loadScript, runScript, scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { writerKey } from "./writer.js";
 
@@ -122,6 +122,22 @@ export class SessionActivity {
 
   async setQueueMode(sessionKey: string, mode: QueueMode): Promise<void> {
     await this.redis.hset(writerKey(this.prefix, sessionKey), "queueMode", mode);
+  }
+
+  /**
+   * Moves queue modes set before they lived in the writer hash (keys `queue-mode:<sessionKey>`) into
+   * it, once at start; a mode set since (the field) wins. Returns how many were moved.
+   */
+  async adoptOldQueueModes(): Promise<number> {
+    const keyPrefix = `${this.prefix}:queue-mode:`;
+    const keys = await scanKeys(this.redis, `${keyPrefix}*`);
+    for (const key of keys) {
+      const mode = await this.redis.get(key);
+      if (mode !== null)
+        await this.redis.hsetnx(writerKey(this.prefix, key.slice(keyPrefix.length)), "queueMode", mode);
+      await this.redis.del(key);
+    }
+    return keys.length;
   }
 
   async usage(sessionKey: string): Promise<{ inputTokens: number; outputTokens: number }> {

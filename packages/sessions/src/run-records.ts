@@ -94,6 +94,11 @@ export class RunRecords {
     return `${this.prefix}:run:${runId}`;
   }
 
+  // Runs in flight that are not their session lane's head (see start.lua); every other run is one.
+  get #outsideLane(): string {
+    return `${this.prefix}:runs:outside-lane`;
+  }
+
   /** The Redis key of a run's record (for scripts that fuse steps). */
   keyOf(runId: string): string {
     return this.#key(runId);
@@ -108,12 +113,22 @@ export class RunRecords {
     return fields;
   }
 
-  /** Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over. */
-  async start(runId: string, sessionKey: string, timeoutMs: number, channel?: string): Promise<number> {
+  /**
+   * Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over.
+   * `outsideLane`: the run is not its session lane's head (a command answered at admission, a message
+   * absorbed by another run), so `running` finds it through a small set instead.
+   */
+  async start(
+    runId: string,
+    sessionKey: string,
+    timeoutMs: number,
+    channel?: string,
+    options: { outsideLane?: boolean } = {},
+  ): Promise<number> {
     const attempt = (await runScript(
       this.redis,
       START,
-      [this.#key(runId)],
+      options.outsideLane ? [this.#key(runId), this.#outsideLane] : [this.#key(runId)],
       [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS],
     )) as number;
     if (attempt > 0) this.noteStarted({ runId, sessionKey, channel });
@@ -150,14 +165,23 @@ export class RunRecords {
     return (await runScript(this.redis, MARK_STOP, [this.#key(runId)], [status])) === 1;
   }
 
+  /** The stop asked for a run (its record's mark, see `markStop`), if any. */
+  async stopMark(runId: string): Promise<"aborted" | "superseded" | undefined> {
+    const mark = await this.redis.hget(this.#key(runId), "stop");
+    return mark === "aborted" || mark === "superseded" ? mark : undefined;
+  }
+
   /**
    * Records of every run still marked running (for restart recovery, status and metrics). A run in
    * flight is the head item of its session's lane until it has settled (the lane acks it after), so
-   * these are read off the lanes' heads: no index of running runs is written per message.
+   * these are read off the lanes' heads: no index of running runs is written per message. The few runs
+   * outside any lane (see `start`) are in a set of their own.
    */
   async running(): Promise<RunRecord[]> {
     const heads = await mailboxHeads(this.redis, this.prefix, SESSION_LANE_NAME);
-    const records = await Promise.all(heads.map((head) => this.get(head.id)));
+    const outside = await this.redis.smembers(this.#outsideLane);
+    const ids = new Set([...heads.map((head) => head.id), ...outside]);
+    const records = await Promise.all([...ids].map((id) => this.get(id)));
     return records.filter((r): r is RunRecord => r?.status === "running");
   }
 
@@ -173,7 +197,7 @@ export class RunRecords {
       (await runScript(
         this.redis,
         RECORD_LOST,
-        [this.#key(runId)],
+        [this.#key(runId), this.#outsideLane],
         [runId, sessionKey, RECORD_TTL_SECONDS, now, ...fields],
       )) === 1
     );
@@ -193,7 +217,7 @@ export class RunRecords {
     const fields = RunRecords.outcomeFields(outcome);
     const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
     const decided = await withRetries(
-      async () => (await runScript(this.redis, FINISH, [this.#key(runId)], args)) === 1,
+      async () => (await runScript(this.redis, FINISH, [this.#key(runId), this.#outsideLane], args)) === 1,
     );
     if (decided) await this.noteFinished(runId, outcome.status);
     return decided;

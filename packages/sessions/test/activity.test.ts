@@ -73,4 +73,16 @@ describe("a session's own queue mode", () => {
     expect(await steer("q2")).toBe("collected");
     await activity.end(key, "run-q", async () => {});
   });
+
+  it("set before it lived in the writer hash (queue-mode:<sessionKey>) is adopted once at start; a newer mode wins", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer");
+    await redis.set(`${prefix}:queue-mode:agent:main:telegram:direct:old1`, "collect");
+    await redis.set(`${prefix}:queue-mode:agent:main:telegram:direct:old2`, "followup");
+    await activity.setQueueMode("agent:main:telegram:direct:old2", "interrupt");
+    expect(await activity.adoptOldQueueModes()).toBe(2);
+    expect(await activity.queueMode("agent:main:telegram:direct:old1")).toBe("collect");
+    expect(await activity.queueMode("agent:main:telegram:direct:old2")).toBe("interrupt");
+    expect(await redis.exists(`${prefix}:queue-mode:agent:main:telegram:direct:old1`)).toBe(0);
+    expect(await activity.adoptOldQueueModes()).toBe(0);
+  });
 });

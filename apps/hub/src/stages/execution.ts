@@ -84,6 +84,8 @@ export async function startExecution(
       // Our dead predecessor's sessions are free at once, so recovery can resume them now.
       await s.lane.reclaimDeadPredecessors();
       const { runs, sessions, lane, activity } = s;
+      const adopted = await activity.adoptOldQueueModes();
+      if (adopted > 0) agentLog.info({ adopted }, "moved sessions' queue modes into their writer records");
       return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
     },
   });

@@ -1,6 +1,8 @@
 --[[
-  start(record; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is already over
-  (a record admission wrote as "queued" starts here; startedAt is the first attempt's start)
+  start(record[, outsideLane]; runId, sessionKey, now, timeoutMs, ttl) -> attempt, or 0 if the run is
+  already over (a record admission wrote as "queued" starts here; startedAt is the first attempt's start).
+  KEYS[2], given for a run that is not its session lane's head (a command answered at admission, a
+  message absorbed by another run), is the set of such runs in flight (see RunRecords.running).
 ]]
 local status = redis.call('HGET', KEYS[1], 'status')
 if status and status ~= 'running' and status ~= 'queued' then return 0 end
@@ -11,4 +13,5 @@ else
   redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'status', 'running', 'timeoutMs', ARGV[4])
 end
 redis.call('EXPIRE', KEYS[1], ARGV[5])
+if KEYS[2] then redis.call('SADD', KEYS[2], ARGV[1]) end
 return attempt

@@ -1,0 +1,36 @@
+import { createLogger } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { RunRecords, SessionLane } from "../src/index.js";
+import { directRequest } from "./requests.js";
+
+const redis = new Redis(REDIS_URL);
+const prefix = testPrefix("running-runs");
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+const runs = new RunRecords(redis, prefix);
+afterAll(async () => {
+  await lane.close();
+  await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+const runningIds = async () => (await runs.running()).map((r) => r.runId).sort();
+
+describe("RunRecords.running", () => {
+  it("finds the runs at their session lanes' heads and the runs started outside any lane, until they end", async () => {
+    // Two sessions' lanes (no runner here): their heads are the runs in flight once started.
+    const a = directRequest("lane-a", "1");
+    await lane.enqueue(a);
+    await lane.enqueue(directRequest("lane-a2", "1"));
+    await lane.enqueue(directRequest("lane-b", "2"));
+    await runs.start("lane-a", a.ctx.sessionKey, 60_000);
+    // lane-a2 waits behind lane-a in its session's lane; lane-b's record was never started.
+    // A command answered at admission: no lane item of its own.
+    await runs.start("direct", a.ctx.sessionKey, 60_000, "telegram", { outsideLane: true });
+    expect(await runningIds()).toEqual(["direct", "lane-a"]);
+    expect(await runs.finish("direct", { status: "completed", text: "done" })).toBe(true);
+    expect(await runningIds()).toEqual(["lane-a"]);
+    expect(await redis.scard(`${prefix}:runs:outside-lane`)).toBe(0);
+  });
+});
