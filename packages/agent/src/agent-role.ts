@@ -55,6 +55,61 @@ class EarlyStops {
   }
 }
 
+/**
+ * The stops this process hears (Redis pub/sub): a run in flight here is aborted at once, a stop for a run
+ * not started here yet is kept for its start (see EarlyStops).
+ */
+class StopListener {
+  readonly #active = new Map<string, AbortController>();
+  readonly #early = new EarlyStops();
+  readonly #subscriber: ReturnType<typeof createRedis>;
+  // Announcements published while the subscriber was away are lost: until a while after it is back,
+  // a starting run reads its stop mark itself (begin does, except for a run admission began).
+  #heardSince = 0;
+  #connected = false;
+
+  constructor(redisUrl: string) {
+    this.#subscriber = createRedis(redisUrl);
+    this.#subscriber.on("ready", () => {
+      if (this.#connected) this.#heardSince = Date.now();
+      this.#connected = true;
+    });
+    this.#subscriber.on("message", (_channel: string, message: string) => {
+      const parsed = StopMessageSchema.safeParse(JSON.parse(message));
+      if (!parsed.success) return;
+      const { runId, status } = parsed.data;
+      const running = this.#active.get(runId);
+      if (running) running.abort(new RunStopError(status));
+      else this.#early.note(runId, status);
+    });
+  }
+
+  async listen(prefix: string): Promise<void> {
+    await this.#subscriber.subscribe(`${prefix}:run-stop`);
+  }
+
+  /**
+   * A starting run's controller, aborted already when a stop for it was heard before, or (while
+   * announcements may have been missed) is marked in its record.
+   */
+  async starting(runId: string, control: RunControl): Promise<AbortController> {
+    const controller = new AbortController();
+    this.#active.set(runId, controller);
+    const missed = this.#subscriber.status !== "ready" || Date.now() - this.#heardSince < 10_000;
+    const stop = this.#early.take(runId) ?? (missed ? await control.markedStop(runId) : undefined);
+    if (stop) controller.abort(new RunStopError(stop));
+    return controller;
+  }
+
+  ended(runId: string): void {
+    this.#active.delete(runId);
+  }
+
+  close(): void {
+    this.#subscriber.disconnect();
+  }
+}
+
 /** Starts the agent role: recovery, then the session-lane runner with stop control. */
 export async function startAgentRole(deps: {
   runner: AgentRunner;
@@ -65,45 +120,22 @@ export async function startAgentRole(deps: {
   maxConcurrentRuns: number;
   recover: () => Promise<unknown>;
 }): Promise<{ worker: MailboxWorker; close: () => Promise<void> }> {
-  const active = new Map<string, AbortController>();
-  const early = new EarlyStops();
-  const subscriber = createRedis(deps.redisUrl);
-  // Announcements published while the subscriber was away are lost: until a while after it is back,
-  // a starting run reads its stop mark itself (begin does, except for a run admission began).
-  let heardSince = 0;
-  let connected = false;
-  subscriber.on("ready", () => {
-    if (connected) heardSince = Date.now();
-    connected = true;
-  });
-  const mayHaveMissed = () => subscriber.status !== "ready" || Date.now() - heardSince < 10_000;
-  subscriber.on("message", (_channel: string, message: string) => {
-    const parsed = StopMessageSchema.safeParse(JSON.parse(message));
-    if (!parsed.success) return;
-    const { runId, status } = parsed.data;
-    const running = active.get(runId);
-    if (running) running.abort(new RunStopError(status));
-    else early.note(runId, status);
-  });
-  await subscriber.subscribe(`${deps.prefix}:run-stop`);
+  const stops = new StopListener(deps.redisUrl);
+  await stops.listen(deps.prefix);
   await deps.recover();
   const worker = deps.lane.startRunner(
     async (request: RunRequest, laneSignal: AbortSignal) => {
-      const controller = new AbortController();
+      // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
+      // a run admission began itself (its runner starts it at once): a stop announced just before is here.
+      const controller = await stops.starting(request.runId, deps.control);
       // A lost lane lease means another process now runs this session: stop writing.
       const onLane = () => controller.abort(new LeaseLostError());
       laneSignal.addEventListener("abort", onLane);
-      active.set(request.runId, controller);
-      // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
-      // a run admission began itself (its runner starts it at once): a stop announced just before is here.
-      const stoppedEarly =
-        early.take(request.runId) ??
-        (mayHaveMissed() ? await deps.control.markedStop(request.runId) : undefined);
-      if (stoppedEarly) controller.abort(new RunStopError(stoppedEarly));
+      if (laneSignal.aborted) onLane();
       try {
         await deps.runner.run(request, controller.signal);
       } finally {
-        active.delete(request.runId);
+        stops.ended(request.runId);
         laneSignal.removeEventListener("abort", onLane);
       }
     },
@@ -112,7 +144,7 @@ export async function startAgentRole(deps: {
   return {
     worker,
     close: async () => {
-      subscriber.disconnect();
+      stops.close();
     },
   };
 }

@@ -1,8 +1,9 @@
-import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
+import { createLogger, type RunRequest } from "@hub/core";
 import { RunRecords, SessionLane } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { directRequest } from "../../sessions/test/requests.js";
 import { RunControl, startAgentRole } from "../src/agent-role.js";
 import type { AgentRunner } from "../src/runner.js";
 
@@ -13,20 +14,7 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-const request = (runId: string, peer: string): RunRequest => ({
-  runId,
-  ctx: finalizeInboundContext(
-    {
-      channel: "telegram",
-      messageId: runId,
-      chat: { type: "direct", id: peer },
-      sender: { id: peer },
-      body: runId,
-      timestamp: 1,
-    },
-    { agent: { id: "main", dmScope: "per-channel-peer" } },
-  ),
-});
+const request = directRequest;
 
 describe("the agent role's stop control", () => {
   it("a stop announced before this process's runner started the run stops it as it starts", async () => {

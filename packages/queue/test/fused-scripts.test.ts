@@ -13,6 +13,15 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+// What a subscriber hears on a channel (disconnect `sub` when done).
+async function listen(channel: string): Promise<{ sub: Redis; heard: string[] }> {
+  const sub = new Redis(REDIS_URL);
+  const heard: string[] = [];
+  sub.on("message", (_c: string, m: string) => heard.push(m));
+  await sub.subscribe(channel);
+  return { sub, heard };
+}
+
 let n = 0;
 function box() {
   const base = `${prefix}:mb:${n++}`;
@@ -232,10 +241,7 @@ describe("fused mailbox scripts", () => {
 
   it("a group's last ack settles it: failures counted once each on the way, the counts kept and announced", async () => {
     const b = box();
-    const sub = new Redis(REDIS_URL);
-    const heard: string[] = [];
-    sub.on("message", (_c: string, m: string) => heard.push(m));
-    await sub.subscribe(b.k.channel);
+    const { sub, heard } = await listen(b.k.channel);
     try {
       await b.push("r1#0|a", "r1#1|b", "r1#2$3|c");
       await b.claim("t");
@@ -273,10 +279,7 @@ describe("fused mailbox scripts", () => {
 
   it("a group nothing failed in settles with its counts, announced once", async () => {
     const b = box();
-    const sub = new Redis(REDIS_URL);
-    const heard: string[] = [];
-    sub.on("message", (_c: string, m: string) => heard.push(m));
-    await sub.subscribe(b.k.channel);
+    const { sub, heard } = await listen(b.k.channel);
     try {
       await b.push("r1#0|a", "r1#1$2|b");
       await b.claim("t");
@@ -292,10 +295,7 @@ describe("fused mailbox scripts", () => {
 
   it("a group settled for a waiter of the acking process returns its counts with the next result, unpublished", async () => {
     const b = box();
-    const sub = new Redis(REDIS_URL);
-    const heard: string[] = [];
-    sub.on("message", (_c: string, m: string) => heard.push(m));
-    await sub.subscribe(b.k.channel);
+    const { sub, heard } = await listen(b.k.channel);
     try {
       await b.push("r1#0$1|a", "x|b");
       await b.claim("t");

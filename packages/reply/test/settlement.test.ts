@@ -14,6 +14,8 @@ import { ReplyDispatcher } from "../src/index.js";
 // total (no end step of its own), and an end with nothing left to carry it queues a marker that is not sent.
 const prefix = testPrefix("settlement");
 const redis = new Redis(REDIS_URL);
+const capabilitiesOf = () =>
+  ({ textLimit: 200, markdown: "plain", threads: false, typing: false, edit: false }) as const;
 const cleanups: Array<() => Promise<void>> = [];
 let platform: FakeChatPlatform;
 let replies: ReplyDispatcher;
@@ -23,7 +25,7 @@ beforeAll(async () => {
     redisUrl: REDIS_URL,
     prefix,
     logger: createLogger({ level: "silent" }),
-    capabilitiesOf: () => ({ textLimit: 200, markdown: "plain", threads: false, typing: false, edit: false }),
+    capabilitiesOf,
     sweepIntervalMs: 100,
     graceMs: 500,
   });
@@ -108,13 +110,7 @@ describe("reply settlement", () => {
       redisUrl: REDIS_URL,
       prefix,
       logger: createLogger({ level: "silent" }),
-      capabilitiesOf: () => ({
-        textLimit: 200,
-        markdown: "plain",
-        threads: false,
-        typing: false,
-        edit: false,
-      }),
+      capabilitiesOf,
     });
     try {
       const here = replies.open("r-here", targetOf("here"));

@@ -81,11 +81,11 @@ export async function startExecution(
     prefix: config.redis.prefix,
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
     recover: async () => {
-      // Our dead predecessor's sessions are free at once, so recovery can resume them now.
-      await s.lane.reclaimDeadPredecessors();
       const { runs, sessions, lane, activity } = s;
       const adopted = await activity.adoptOldQueueModes();
       if (adopted > 0) agentLog.info({ adopted }, "moved sessions' queue modes into their writer records");
+      // Our dead predecessor's sessions are free at once, so recovery can resume them now.
+      await lane.reclaimDeadPredecessors();
       return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
     },
   });
