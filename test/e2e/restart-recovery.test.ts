@@ -152,6 +152,44 @@ describe("restart recovery with real processes", () => {
 });
 
 describe("restart recovery scan", () => {
+  it("ends a run outside any session lane (a command's answer) left running by a dead process, a minute after its start", async () => {
+    const prefix = testPrefix("scan-outside");
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));
+    const logger = createLogger({ level: "silent" });
+    const runs = new RunRecords(redis, prefix);
+    const sessions = new FileSessionStore(stateDir, logger);
+    const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
+    try {
+      const key = webchatRequest("cmd-old", "cmd").ctx.sessionKey;
+      await runs.start("cmd-old", key, 600_000, "webchat", { outsideLane: true });
+      await redis.hset(`${prefix}:run:cmd-old`, "startedAt", Date.now() - 120_000);
+      await runs.start("cmd-new", key, 600_000, "webchat", { outsideLane: true });
+      const startedAt = Number(await redis.hget(`${prefix}:run:cmd-new`, "startedAt"));
+      // Seen at 59.8 s after the young one's start: ended 0.2 s later, not at once.
+      const scanTime = startedAt + 59_800;
+      const result = await recoverInterruptedRuns({
+        runs,
+        sessions,
+        lane,
+        runTimeoutMs: 600_000,
+        logger,
+        scanTime,
+      });
+      expect(result.finalized).toEqual(["cmd-old"]);
+      expect(await runs.get("cmd-new")).toMatchObject({ status: "running" });
+      await waitFor(
+        async () => (await runs.get("cmd-new"))?.status === "interrupted",
+        "the young run ended",
+        3000,
+      );
+      expect((await runs.running()).map((r) => r.runId)).toEqual([]);
+    } finally {
+      await lane.close();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+    }
+  });
+
   it("finalizes only the stale run by its runId; a newer claim of its session and another session's fresh run survive", async () => {
     const prefix = testPrefix("scan");
     const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));

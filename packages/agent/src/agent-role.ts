@@ -68,10 +68,16 @@ class StopListener {
   #heardSince = 0;
   #connected = false;
 
-  constructor(redisUrl: string) {
+  constructor(
+    redisUrl: string,
+    private readonly control: RunControl,
+  ) {
     this.#subscriber = createRedis(redisUrl);
     this.#subscriber.on("ready", () => {
-      if (this.#connected) this.#heardSince = Date.now();
+      if (this.#connected) {
+        this.#heardSince = Date.now();
+        void this.#recheckActive();
+      }
       this.#connected = true;
     });
     this.#subscriber.on("message", (_channel: string, message: string) => {
@@ -92,17 +98,30 @@ class StopListener {
    * A starting run's controller, aborted already when a stop for it was heard before, or (while
    * announcements may have been missed) is marked in its record.
    */
-  async starting(runId: string, control: RunControl): Promise<AbortController> {
+  async starting(runId: string): Promise<AbortController> {
     const controller = new AbortController();
     this.#active.set(runId, controller);
     const missed = this.#subscriber.status !== "ready" || Date.now() - this.#heardSince < 10_000;
-    const stop = this.#early.take(runId) ?? (missed ? await control.markedStop(runId) : undefined);
+    const stop = this.#early.take(runId) ?? (missed ? await this.#markedStop(runId) : undefined);
     if (stop) controller.abort(new RunStopError(stop));
     return controller;
   }
 
-  ended(runId: string): void {
-    this.#active.delete(runId);
+  ended(runId: string, controller: AbortController): void {
+    if (this.#active.get(runId) === controller) this.#active.delete(runId);
+  }
+
+  // Back after an outage: the runs in flight here read their stop marks (announcements were lost).
+  async #recheckActive(): Promise<void> {
+    for (const [runId, controller] of this.#active) {
+      const stop = await this.#markedStop(runId);
+      if (stop) controller.abort(new RunStopError(stop));
+    }
+  }
+
+  // Redis failing here is no stop (a run not begun in admission reads its mark in begin anyway).
+  async #markedStop(runId: string): Promise<"aborted" | "superseded" | undefined> {
+    return this.control.markedStop(runId).catch(() => undefined);
   }
 
   close(): void {
@@ -120,22 +139,21 @@ export async function startAgentRole(deps: {
   maxConcurrentRuns: number;
   recover: () => Promise<unknown>;
 }): Promise<{ worker: MailboxWorker; close: () => Promise<void> }> {
-  const stops = new StopListener(deps.redisUrl);
+  const stops = new StopListener(deps.redisUrl, deps.control);
   await stops.listen(deps.prefix);
   await deps.recover();
   const worker = deps.lane.startRunner(
     async (request: RunRequest, laneSignal: AbortSignal) => {
       // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
       // a run admission began itself (its runner starts it at once): a stop announced just before is here.
-      const controller = await stops.starting(request.runId, deps.control);
-      // A lost lane lease means another process now runs this session: stop writing.
+      const controller = await stops.starting(request.runId);
+      // A lost lane lease means another process now runs this session: stop writing (or never start).
       const onLane = () => controller.abort(new LeaseLostError());
       laneSignal.addEventListener("abort", onLane);
-      if (laneSignal.aborted) onLane();
       try {
-        await deps.runner.run(request, controller.signal);
+        if (!laneSignal.aborted) await deps.runner.run(request, controller.signal);
       } finally {
-        stops.ended(request.runId);
+        stops.ended(request.runId, controller);
         laneSignal.removeEventListener("abort", onLane);
       }
     },

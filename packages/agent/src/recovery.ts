@@ -8,6 +8,9 @@ import {
 } from "@hub/sessions";
 import { finalizeInterrupted } from "./interrupted.js";
 
+/** How long a run outside any session lane may stay running before recovery ends it as interrupted. */
+const OUTSIDE_LANE_STALE_MS = 60_000;
+
 /**
  * Restart recovery, once at start with one frozen scan time: every run still
  * marked running whose session has no live runner is either finalized as
@@ -29,11 +32,23 @@ export async function recoverInterruptedRuns(deps: {
   const scanTime = deps.scanTime ?? Date.now();
   const finalized: string[] = [];
   const resumable: string[] = [];
+  const requeue = (left: RunRequest) => deps.lane.enqueue(left);
+  const outside = await deps.runs.runningOutsideLanes();
   for (const record of await deps.runs.running()) {
-    if (await deps.lane.isBusy(record.sessionKey)) continue;
     const log = deps.logger.child({ runId: record.runId, sessionKey: record.sessionKey });
+    if (outside.has(record.runId)) {
+      // No lane resumes it (a command's answer, an absorbed message: each takes milliseconds), so one
+      // still running a minute after its start was left by a dead process: it is ended then, here.
+      const finalize = async () => {
+        if (await finalizeInterrupted({ ...deps, requeue }, record, log)) finalized.push(record.runId);
+      };
+      const dueInMs = record.startedAt + OUTSIDE_LANE_STALE_MS - scanTime;
+      if (dueInMs <= 0) await finalize();
+      else setTimeout(() => void finalize().catch(() => {}), dueInMs).unref();
+      continue;
+    }
+    if (await deps.lane.isBusy(record.sessionKey)) continue;
     if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
-      const requeue = (left: RunRequest) => deps.lane.enqueue(left);
       if (await finalizeInterrupted({ ...deps, requeue }, record, log)) finalized.push(record.runId);
     } else {
       resumable.push(record.runId);

@@ -126,9 +126,12 @@ export class SessionActivity {
 
   /**
    * Moves queue modes set before they lived in the writer hash (keys `queue-mode:<sessionKey>`) into
-   * it, once at start; a mode set since (the field) wins. Returns how many were moved.
+   * it; a mode set since (the field) wins. Once per installation (a marker key says it is done), so a
+   * start does not scan the keyspace again. Returns how many were moved.
    */
   async adoptOldQueueModes(): Promise<number> {
+    const done = `${this.prefix}:adopted:queue-modes`;
+    if ((await this.redis.exists(done)) === 1) return 0;
     const keyPrefix = `${this.prefix}:queue-mode:`;
     const keys = await scanKeys(this.redis, `${keyPrefix}*`);
     for (const key of keys) {
@@ -137,6 +140,7 @@ export class SessionActivity {
         await this.redis.hsetnx(writerKey(this.prefix, key.slice(keyPrefix.length)), "queueMode", mode);
       await this.redis.del(key);
     }
+    await this.redis.set(done, String(Date.now()));
     return keys.length;
   }
 

@@ -179,10 +179,23 @@ export class RunRecords {
    */
   async running(): Promise<RunRecord[]> {
     const heads = await mailboxHeads(this.redis, this.prefix, SESSION_LANE_NAME);
-    const outside = await this.redis.smembers(this.#outsideLane);
+    const outside = await this.runningOutsideLanes();
     const ids = new Set([...heads.map((head) => head.id), ...outside]);
     const records = await Promise.all([...ids].map((id) => this.get(id)));
     return records.filter((r): r is RunRecord => r?.status === "running");
+  }
+
+  /**
+   * The runs in flight outside any session lane (see `start`); members whose record is gone or no
+   * longer running (their process died between the end and the set's update, or the record expired)
+   * are dropped from the set on the way.
+   */
+  async runningOutsideLanes(): Promise<Set<string>> {
+    const ids = await this.redis.smembers(this.#outsideLane);
+    const records = await Promise.all(ids.map((id) => this.get(id)));
+    const gone = ids.filter((_, i) => records[i]?.status !== "running");
+    if (gone.length > 0) await this.redis.srem(this.#outsideLane, ...gone);
+    return new Set(ids.filter((_, i) => records[i]?.status === "running"));
   }
 
   /** Records the outcome of a run whose record Redis may have lost with its data (written whole again). */

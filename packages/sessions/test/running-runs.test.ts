@@ -33,4 +33,16 @@ describe("RunRecords.running", () => {
     expect(await runningIds()).toEqual(["lane-a"]);
     expect(await redis.scard(`${prefix}:runs:outside-lane`)).toBe(0);
   });
+
+  it("drops members of the outside-lane set whose record is gone or no longer running", async () => {
+    const key = `${prefix}:runs:outside-lane`;
+    await runs.start("outside-live", "agent:main:telegram:direct:9", 60_000, "telegram", {
+      outsideLane: true,
+    });
+    // A record that expired (or a process that died between the end and the set's update).
+    await redis.sadd(key, "outside-gone");
+    expect([...(await runs.runningOutsideLanes())]).toEqual(["outside-live"]);
+    expect((await redis.smembers(key)).sort()).toEqual(["outside-live"]);
+    await runs.finish("outside-live", { status: "completed", text: "ok" });
+  });
 });

@@ -82,8 +82,20 @@ export async function startExecution(
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
     recover: async () => {
       const { runs, sessions, lane, activity } = s;
-      const adopted = await activity.adoptOldQueueModes();
-      if (adopted > 0) agentLog.info({ adopted }, "moved sessions' queue modes into their writer records");
+      // Not worth holding the start for: a failure is said and tried again at the next start.
+      await activity
+        .adoptOldQueueModes()
+        .then(
+          (adopted) =>
+            adopted > 0 &&
+            agentLog.info({ adopted }, "moved sessions' queue modes into their writer records"),
+        )
+        .catch((error) =>
+          agentLog.warn(
+            { err: error },
+            "could not move sessions' queue modes; tried again at the next start",
+          ),
+        );
       // Our dead predecessor's sessions are free at once, so recovery can resume them now.
       await lane.reclaimDeadPredecessors();
       return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
