@@ -6,6 +6,7 @@ import {
   sessionStatus,
   startAgentRole,
 } from "@hub/agent";
+import type { HubLogger } from "@hub/core";
 import type { ReplyDispatcher } from "@hub/reply";
 import { liveFeatures } from "../live-features.js";
 import { buildMediaPreparer, startMediaStore } from "../media.js";
@@ -80,27 +81,22 @@ export async function startExecution(
     redisUrl: config.redis.url,
     prefix: config.redis.prefix,
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
-    recover: async () => {
-      const { runs, sessions, lane, activity } = s;
-      // Not worth holding the start for: a failure is said and tried again at the next start.
-      await activity
-        .adoptOldQueueModes()
-        .then(
-          (adopted) =>
-            adopted > 0 &&
-            agentLog.info({ adopted }, "moved sessions' queue modes into their writer records"),
-        )
-        .catch((error) =>
-          agentLog.warn(
-            { err: error },
-            "could not move sessions' queue modes; tried again at the next start",
-          ),
-        );
-      // Our dead predecessor's sessions are free at once, so recovery can resume them now.
-      await lane.reclaimDeadPredecessors();
-      return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: agentLog });
-    },
+    recover: () => recoverAtStart(s, runTimeoutMs, agentLog),
   });
   base.shutdown.workers.push(role.worker);
   base.shutdown.rest.push(role.close);
+}
+
+// Before the runner starts: queue modes of the earlier layout moved (once per installation; a failure is
+// said and tried again at the next start), the dead predecessor's sessions freed at once, then recovery.
+async function recoverAtStart(s: SessionStage, runTimeoutMs: number, log: HubLogger) {
+  const { runs, sessions, lane, activity } = s;
+  try {
+    const adopted = await activity.adoptOldQueueModes();
+    if (adopted > 0) log.info({ adopted }, "moved sessions' queue modes into their writer records");
+  } catch (error) {
+    log.warn({ err: error }, "could not move sessions' queue modes; tried again at the next start");
+  }
+  await lane.reclaimDeadPredecessors();
+  return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: log });
 }
