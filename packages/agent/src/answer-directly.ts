@@ -24,7 +24,8 @@ export async function answerDirectly(
   options: { detachSettlement?: boolean } = {},
 ): Promise<void> {
   const { runId, ctx } = request;
-  // Not a lane head when answered at admission: recovery finds it through the runs outside the lanes.
+  // A command answered at admission is no lane's head: recovery finds it among the runs outside the lanes
+  // (`/new`, answered in its lane, is in both; its finish clears the mark either way).
   const started = await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs, ctx.channel, {
     outsideLane: true,
   });

@@ -33,8 +33,9 @@ export async function recoverInterruptedRuns(deps: {
   const finalized: string[] = [];
   const resumable: string[] = [];
   const requeue = (left: RunRequest) => deps.lane.enqueue(left);
-  const outside = await deps.runs.runningOutsideLanes();
-  for (const record of await deps.runs.running()) {
+  const { inLanes, outsideLanes } = await deps.runs.runningByPlace();
+  const outside = new Set(outsideLanes.map((r) => r.runId));
+  for (const record of [...inLanes, ...outsideLanes]) {
     const log = deps.logger.child({ runId: record.runId, sessionKey: record.sessionKey });
     if (outside.has(record.runId)) {
       // No lane resumes it (a command's answer, an absorbed message: each takes milliseconds), so one

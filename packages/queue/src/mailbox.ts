@@ -185,6 +185,12 @@ export const SEP = "|";
  */
 export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g";
 
+// A settled group's counts as its record, its announcement and a settling ack give them: "<total>|<delivered>|<failed>".
+function settledCounts(counts: string): GroupStatus {
+  const [total, delivered, failed] = counts.split(SEP).map(Number) as [number, number, number];
+  return { total, delivered, failed, settled: true };
+}
+
 /** Where everything of one mailbox lives in Redis: `<prefix>:mb:<name>`. */
 export function mailboxBase(prefix: string, name: string): string {
   return `${prefix}:mb:${name}`;
@@ -831,8 +837,7 @@ export class OrderedMailbox<T> {
     let next = answer;
     if (Array.isArray(answer)) {
       const [result, counts] = answer;
-      const [total, delivered, failedCount] = counts.split(SEP).map(Number) as [number, number, number];
-      waiter?.({ total, delivered, failed: failedCount, settled: true });
+      waiter?.(settledCounts(counts));
       next = result === "" ? null : result;
     }
     if (next === 0) failpoint("mailbox.after-yield");
@@ -850,19 +855,15 @@ export class OrderedMailbox<T> {
   static parseGroupSettled(message: string): { group: string; status: GroupStatus } | undefined {
     const parts = message.split(SEP);
     if (parts.length < 4) return undefined;
-    const [total, delivered, failed] = parts.slice(-3).map(Number) as [number, number, number];
     const group = parts.slice(0, -3).join(SEP);
-    return { group, status: { total, delivered, failed, settled: true } };
+    return { group, status: settledCounts(parts.slice(-3).join(SEP)) };
   }
 
   /** How far a group is acked, from any process: its counts once settled, else its failures so far. */
   async groupStatus(group: string): Promise<GroupStatus> {
     // Open: the count of its failed items (or nothing); settled: "<total>|<delivered>|<failed>".
     const record = await this.#redis.get(this.#k("g", group));
-    if (record?.includes(SEP)) {
-      const [total, delivered, failed] = record.split(SEP).map(Number) as [number, number, number];
-      return { total, delivered, failed, settled: true };
-    }
+    if (record?.includes(SEP)) return settledCounts(record);
     return { total: 0, delivered: 0, failed: Number(record ?? 0), settled: false };
   }
 

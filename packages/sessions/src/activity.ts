@@ -27,12 +27,11 @@ export class SessionActivity {
   }
 
   /**
-   * The Redis keys of a session's running run (fields `active` and `activeUntil` of its writer hash), a
-   * run's steered messages and the usage totals (for fused scripts).
+   * The Redis keys of a run's steered messages and of the session's usage totals (for fused scripts; the
+   * session's running run is fields `active` and `activeUntil` of its writer hash, see SessionWriters).
    */
-  keysOf(sessionKey: string, runId: string): { active: string; steer: string; usage: string } {
+  keysOf(sessionKey: string, runId: string): { steer: string; usage: string } {
     return {
-      active: writerKey(this.prefix, sessionKey),
       steer: this.#k("steer", runId),
       usage: this.#k("usage", sessionKey),
     };

@@ -178,24 +178,25 @@ export class RunRecords {
    * outside any lane (see `start`) are in a set of their own.
    */
   async running(): Promise<RunRecord[]> {
-    const heads = await mailboxHeads(this.redis, this.prefix, SESSION_LANE_NAME);
-    const outside = await this.runningOutsideLanes();
-    const ids = new Set([...heads.map((head) => head.id), ...outside]);
-    const records = await Promise.all([...ids].map((id) => this.get(id)));
-    return records.filter((r): r is RunRecord => r?.status === "running");
+    const { inLanes, outsideLanes } = await this.runningByPlace();
+    return [...inLanes, ...outsideLanes];
   }
 
   /**
-   * The runs in flight outside any session lane (see `start`); members whose record is gone or no
-   * longer running (their process died between the end and the set's update, or the record expired)
-   * are dropped from the set on the way.
+   * The running runs, split by where they are: at their session lanes' heads, or outside any lane (see
+   * `start`). Members of the outside set whose record is gone or no longer running (their process died
+   * between the end and the set's update, or the record expired) are dropped from it on the way.
    */
-  async runningOutsideLanes(): Promise<Set<string>> {
-    const ids = await this.redis.smembers(this.#outsideLane);
-    const records = await Promise.all(ids.map((id) => this.get(id)));
-    const gone = ids.filter((_, i) => records[i]?.status !== "running");
+  async runningByPlace(): Promise<{ inLanes: RunRecord[]; outsideLanes: RunRecord[] }> {
+    const heads = await mailboxHeads(this.redis, this.prefix, SESSION_LANE_NAME);
+    const outside = await this.redis.smembers(this.#outsideLane);
+    const isRunning = (r: RunRecord | undefined): r is RunRecord => r?.status === "running";
+    const outsideRecords = await Promise.all(outside.map((id) => this.get(id)));
+    const gone = outside.filter((_, i) => !isRunning(outsideRecords[i]));
     if (gone.length > 0) await this.redis.srem(this.#outsideLane, ...gone);
-    return new Set(ids.filter((_, i) => records[i]?.status === "running"));
+    const elsewhere = new Set(outside);
+    const inLanes = await Promise.all(heads.filter((h) => !elsewhere.has(h.id)).map((h) => this.get(h.id)));
+    return { inLanes: inLanes.filter(isRunning), outsideLanes: outsideRecords.filter(isRunning) };
   }
 
   /** Records the outcome of a run whose record Redis may have lost with its data (written whole again). */

@@ -41,7 +41,7 @@ describe("RunRecords.running", () => {
     });
     // A record that expired (or a process that died between the end and the set's update).
     await redis.sadd(key, "outside-gone");
-    expect([...(await runs.runningOutsideLanes())]).toEqual(["outside-live"]);
+    expect((await runs.runningByPlace()).outsideLanes.map((r) => r.runId)).toEqual(["outside-live"]);
     expect((await redis.smembers(key)).sort()).toEqual(["outside-live"]);
     await runs.finish("outside-live", { status: "completed", text: "ok" });
   });
