@@ -14,6 +14,22 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+// Runs the worker process (test/support/yield-worker.ts) with a kill at `failpoint`; resolves when it is gone.
+async function runWorkerUntilKilled(
+  prefix: string,
+  failpoint: string,
+  ...args: string[]
+): Promise<{ exit: NodeJS.Signals | null; stderr: string }> {
+  const child = spawn(process.execPath, ["--import", "tsx", WORKER, REDIS_URL, prefix, ...args], {
+    env: { ...process.env, HUB_FAILPOINTS: `${failpoint}=kill` },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => (stderr += d));
+  const exit = await new Promise<NodeJS.Signals | null>((resolve) => child.on("exit", (_c, s) => resolve(s)));
+  return { exit, stderr };
+}
+
 describe("a drainer killed right after it yielded its slot", () => {
   it("loses nothing and repeats nothing: the next worker drains both keys in order", async () => {
     const mailbox = new OrderedMailbox<{ n: number }>({
@@ -33,17 +49,9 @@ describe("a drainer killed right after it yielded its slot", () => {
       Array.from({ length: 6 }, (_, n) => ({ id: `b${n}`, data: { n } })),
     );
     await mailbox.push("other", [{ id: "o0", data: { n: 0 } }]);
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, REDIS_URL, prefix], {
-      env: { ...process.env, HUB_FAILPOINTS: "mailbox.after-yield=kill" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (d) => (stderr += d));
-    const exit = await new Promise<NodeJS.Signals | null>((resolve) =>
-      child.on("exit", (_c, s) => resolve(s)),
-    );
-    expect(exit).toBe("SIGKILL");
-    expect(stderr).toContain("failpoint mailbox.after-yield: kill");
+    const killed = await runWorkerUntilKilled(prefix, "mailbox.after-yield");
+    expect(killed.exit).toBe("SIGKILL");
+    expect(killed.stderr).toContain("failpoint mailbox.after-yield: kill");
     const seen = () => redis.lrange(`${prefix}:seen`, 0, -1);
     expect(await seen()).toEqual(["busy0", "busy1"]);
     const worker = mailbox.startWorker(
@@ -80,17 +88,9 @@ describe("a drainer killed right after it yielded its slot", () => {
       sweepIntervalMs: 100,
       graceMs: 500,
     });
-    const child = spawn(process.execPath, ["--import", "tsx", WORKER, REDIS_URL, prefix, "push-here"], {
-      env: { ...process.env, HUB_FAILPOINTS: "mailbox.after-claim-here=kill" },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let stderr = "";
-    child.stderr.on("data", (d) => (stderr += d));
-    const exit = await new Promise<NodeJS.Signals | null>((resolve) =>
-      child.on("exit", (_c, s) => resolve(s)),
-    );
-    expect(exit).toBe("SIGKILL");
-    expect(stderr).toContain("failpoint mailbox.after-claim-here: kill");
+    const killed = await runWorkerUntilKilled(prefix, "mailbox.after-claim-here", "push-here");
+    expect(killed.exit).toBe("SIGKILL");
+    expect(killed.stderr).toContain("failpoint mailbox.after-claim-here: kill");
     // Claimed by the dead process (its lease), nothing handled yet, nothing on the ready list.
     expect(await redis.exists(`${prefix}:mb:m:own:here`)).toBe(1);
     const seen = () => redis.lrange(`${prefix}:seen`, 0, -1);
