@@ -30,18 +30,23 @@ async function runWorkerUntilKilled(
   return { exit, stderr };
 }
 
+// The mailbox the worker process uses ("m" under this test's prefix), for this process's side.
+function testMailbox(tuning: { burst?: number } = {}): OrderedMailbox<{ n: number }> {
+  return new OrderedMailbox<{ n: number }>({
+    name: "m",
+    redisUrl: REDIS_URL,
+    prefix,
+    logger: createLogger({ level: "silent" }),
+    parse: (raw) => raw as { n: number },
+    sweepIntervalMs: 100,
+    graceMs: 500,
+    ...tuning,
+  });
+}
+
 describe("a drainer killed right after it yielded its slot", () => {
   it("loses nothing and repeats nothing: the next worker drains both keys in order", async () => {
-    const mailbox = new OrderedMailbox<{ n: number }>({
-      name: "m",
-      redisUrl: REDIS_URL,
-      prefix,
-      logger: createLogger({ level: "silent" }),
-      parse: (raw) => raw as { n: number },
-      sweepIntervalMs: 100,
-      graceMs: 500,
-      burst: 2,
-    });
+    const mailbox = testMailbox({ burst: 2 });
     // "busy" first on the ready list, "other" behind it: the worker's one slot takes busy, which yields
     // after two items because other waits; the process is SIGKILLed right after that step.
     await mailbox.push(
@@ -79,15 +84,7 @@ describe("a drainer killed right after it yielded its slot", () => {
   }, 30_000);
 
   it("a process killed right after its push claimed the key for itself: the items run once, in order, after the lease", async () => {
-    const mailbox = new OrderedMailbox<{ n: number }>({
-      name: "m",
-      redisUrl: REDIS_URL,
-      prefix,
-      logger: createLogger({ level: "silent" }),
-      parse: (raw) => raw as { n: number },
-      sweepIntervalMs: 100,
-      graceMs: 500,
-    });
+    const mailbox = testMailbox();
     const killed = await runWorkerUntilKilled(prefix, "mailbox.after-claim-here", "push-here");
     expect(killed.exit).toBe("SIGKILL");
     expect(killed.stderr).toContain("failpoint mailbox.after-claim-here: kill");
