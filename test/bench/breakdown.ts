@@ -12,11 +12,15 @@ import { startBenchRedis } from "./meter.js";
 import { startBenchHub } from "./telegram.js";
 import { driveChats } from "./telegram-load.js";
 
-// Every Lua file of the repository by its SHA1, alone and behind a shared function (token bucket, owe-drain).
+// Every Lua file of the repository by its SHA1, alone and behind any of the shared functions (scriptWith's order).
 function scriptNames(root: string): Map<string, string> {
   const names = new Map<string, string>();
-  const bucket = readFileSync(join(root, "packages/queue/src/commands/token-bucket.lua"), "utf8");
-  const owe = readFileSync(join(root, "packages/queue/src/commands/owe-drain.lua"), "utf8");
+  const shared = ["token-bucket", "owe-drain", "ack-next"].map((name) =>
+    readFileSync(join(root, `packages/queue/src/commands/${name}.lua`), "utf8"),
+  );
+  // Every ordered subset of the shared functions, as scriptWith joins them.
+  const prefixes: string[][] = [[]];
+  for (const fn of shared) for (const set of [...prefixes]) prefixes.push([...set, fn]);
   const walk = (dir: string) => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
       if (entry.name === "node_modules" || entry.name.startsWith(".")) continue;
@@ -25,8 +29,13 @@ function scriptNames(root: string): Map<string, string> {
       else if (entry.name.endsWith(".lua")) {
         const text = readFileSync(path, "utf8");
         const name = path.slice(root.length + 1).replace(/\/src\//, ":");
-        for (const body of [text, `${bucket}\n${text}`, `${owe}\n${text}`, `${bucket}\n${owe}\n${text}`])
-          names.set(createHash("sha1").update(body).digest("hex"), name);
+        for (const prefix of prefixes)
+          names.set(
+            createHash("sha1")
+              .update([...prefix, text].join("\n"))
+              .digest("hex"),
+            name,
+          );
       }
     }
   };

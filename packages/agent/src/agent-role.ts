@@ -1,6 +1,6 @@
 import type { RunRequest } from "@hub/core";
 import { createRedis, type MailboxWorker } from "@hub/queue";
-import type { RunRecords, SessionLane } from "@hub/sessions";
+import type { LaneHandOut, RunRecords, SessionLane } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
 import { LeaseLostError, RunStopError } from "./run-errors.js";
@@ -143,7 +143,8 @@ export async function startAgentRole(deps: {
   await stops.listen(deps.prefix);
   await deps.recover();
   const worker = deps.lane.startRunner(
-    async (request: RunRequest, laneSignal: AbortSignal) => {
+    async (request: RunRequest, handOut: LaneHandOut) => {
+      const laneSignal = handOut.signal;
       // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
       // a run admission began itself (its runner starts it at once): a stop announced just before is here.
       const controller = await stops.starting(request.runId);
@@ -151,7 +152,7 @@ export async function startAgentRole(deps: {
       const onLane = () => controller.abort(new LeaseLostError());
       laneSignal.addEventListener("abort", onLane);
       try {
-        if (!laneSignal.aborted) await deps.runner.run(request, controller.signal);
+        if (!laneSignal.aborted) await deps.runner.run(request, controller.signal, handOut);
       } finally {
         stops.ended(request.runId, controller);
         laneSignal.removeEventListener("abort", onLane);

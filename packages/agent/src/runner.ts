@@ -15,6 +15,7 @@ import {
   type ClaimSeen,
   type HeldSession,
   HeldSessions,
+  type LaneHandOut,
   type RunRecords,
   type RunSteps,
   recoveryDecision,
@@ -127,7 +128,12 @@ interface ClaimedRun {
   writeChecked: (entries: TranscriptEntry[], options?: { check: boolean }) => Promise<void>;
   startedAt: number;
   log: HubLogger;
+  /** How the session lane handed the run out (absent for a run started outside it). */
+  lane: RunHandOut | undefined;
 }
+
+/** What the runner uses of the session lane's hand-out (see `LaneHandOut`). */
+export type RunHandOut = Pick<LaneHandOut, "attempt" | "ackStep">;
 
 /** The transcript line of a run's terminal outcome. */
 function outcomeEntry(runId: string, end: RunEnd): TranscriptEntry {
@@ -171,7 +177,7 @@ export class AgentRunner {
   }
 
   /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
-  async run(request: RunRequest, stopSignal: AbortSignal): Promise<void> {
+  async run(request: RunRequest, stopSignal: AbortSignal, lane?: RunHandOut): Promise<void> {
     const { ctx, runId } = request;
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
     if (request.command === "new") return this.#startNewSession(request);
@@ -182,7 +188,7 @@ export class AgentRunner {
       log.debug("recorded group message as context");
       return;
     }
-    const run = await this.#claim(request, log);
+    const run = await this.#claim(request, log, lane);
     if (!run) return;
     const turn = await this.#runTurn(run, stopSignal);
     await this.#settle(run, turn);
@@ -205,7 +211,11 @@ export class AgentRunner {
   }
 
   // Phase 1: decide whether this run executes (not over, not to be finalized), start it, claim the session.
-  async #claim(request: RunRequest, log: HubLogger): Promise<ClaimedRun | undefined> {
+  async #claim(
+    request: RunRequest,
+    log: HubLogger,
+    lane: RunHandOut | undefined,
+  ): Promise<ClaimedRun | undefined> {
     const { ctx, runId } = request;
     const startedAt = Date.now();
     // Collect mode: one turn answers every message collected while the session was busy.
@@ -216,6 +226,7 @@ export class AgentRunner {
       { runId, sessionKey: ctx.sessionKey, channel: ctx.channel },
       this.o.runTimeoutMs,
       runActivityTtlMs(this.o.runTimeoutMs),
+      lane?.attempt,
     );
     if (begun.kind === "over") {
       log.info({ status: begun.status }, "run already finished; not running it again");
@@ -255,6 +266,7 @@ export class AgentRunner {
       startedAt,
       log,
       shown,
+      lane,
     };
   }
 
@@ -525,10 +537,18 @@ export class AgentRunner {
     const outcome = { status: end.status, ...kept, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
     // last batch boundary were never seen by this run: they run next.
+    // The run's lane item is acked in the same step, and the session's next run begun there for this slot.
+    const { runTimeoutMs } = this.o;
+    const lane = run.lane && {
+      ack: run.lane.ackStep(),
+      timeoutMs: runTimeoutMs,
+      activeTtlMs: runActivityTtlMs(runTimeoutMs),
+    };
     const { decided, released } = await this.o.steps.settle(
       claim,
       { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },
       this.o.requeue,
+      lane,
     );
     // Released by this settle: nothing else wrote the session under this claim, so the next run here may
     // start from this copy (if its claim proves nothing happened in between).

@@ -38,6 +38,24 @@ export interface DrainContext {
    * returns: it is acked all the same (not retried), e.g. an item deliberately not handled.
    */
   countAsFailed(): void;
+  /**
+   * This item's ack, for a handler that runs it inside a Lua step of its own (the `ack_next` function
+   * of commands/ack-next.lua, see `scriptWith`), so its last write and the ack are one step. The
+   * handler reports what the step answered; the worker then goes on from there instead of acking.
+   * Call it last (after `countAsFailed`), right before the step.
+   */
+  ackStep(): AckStep;
+}
+
+/** An item's ack for a handler's own step (see `DrainContext.ackStep`). */
+export interface AckStep {
+  /** `ack_next`'s keys and arguments (see commands/ack-next.lua). */
+  keys: string[];
+  args: Array<string | number>;
+  /** The step ran the ack: what `ack_next` returned. */
+  acked(answer: unknown): void;
+  /** The step found the lease taken (`ack_next`'s LOST): another drainer has the key. */
+  lost(): void;
 }
 
 /** The drainer's lease may have passed to another drainer: it must not write anything more. */
@@ -219,6 +237,15 @@ export interface DrainHereSlot {
   start(key: string, head: string, claimedAt: number): void;
   /** Frees the slot when the step claimed nothing (no effect after `start`). */
   cancel(): void;
+}
+
+/** An item handed to its handler: its context, and what the handler did with the item. */
+interface HandOut {
+  ctx: DrainContext;
+  /** Counted as failed (see `DrainContext.countAsFailed`). */
+  failed: boolean;
+  /** Acked in the handler's own step (see `DrainContext.ackStep`): the next item, or the lease lost. */
+  acked: { next: [string, number] | null } | "lost" | undefined;
 }
 
 /** A drainer's hold on one key: lost when renewal fails, confirmed up to a time by each renewal. */
@@ -659,17 +686,10 @@ export class OrderedMailbox<T> {
         );
         continue;
       }
-      let failed = false;
+      const yieldSlot = (handled + 1) % burst === 0;
+      const handOut = this.#handOut(item, attempt, { key, own, token, lease }, yieldSlot);
       try {
-        await handler(item, {
-          key,
-          attempt,
-          signal: lease.lost.signal,
-          assertLease: lease.assert,
-          countAsFailed: () => {
-            failed = true;
-          },
-        });
+        await handler(item, handOut.ctx);
       } catch (error) {
         if (error instanceof LeaseExpiredError)
           this.#o.logger.warn(
@@ -683,8 +703,45 @@ export class OrderedMailbox<T> {
         continue;
       }
       handled++;
-      next = await this.#ackNext(own, key, token, item.id, lease, failed, handled % burst === 0);
+      const { failed, acked } = handOut;
+      if (acked === "lost") throw new Error("LOST: the lease was taken while the handler acked its item");
+      next = acked ? acked.next : await this.#ackNext(own, key, token, item.id, lease, failed, yieldSlot);
     }
+  }
+
+  // An item's context for its handler, and what the handler did with it: counted it as failed, or acked
+  // it in a step of its own (see `DrainContext.ackStep`).
+  #handOut(
+    item: MailboxItem<T>,
+    attempt: number,
+    drain: { key: string; own: string; token: string; lease: DrainLease },
+    yieldSlot: boolean,
+  ): HandOut {
+    const { key, own, token, lease } = drain;
+    const state: Omit<HandOut, "ctx"> = { failed: false, acked: undefined };
+    const ctx: DrainContext = {
+      key,
+      attempt,
+      signal: lease.lost.signal,
+      assertLease: lease.assert,
+      countAsFailed: () => {
+        state.failed = true;
+      },
+      ackStep: () => {
+        const call = this.#ackCall(own, key, token, item.id, lease, state.failed, yieldSlot);
+        return {
+          keys: call.keys,
+          args: call.args,
+          acked: (answer) => {
+            state.acked = { next: call.answered(answer) };
+          },
+          lost: () => {
+            state.acked = "lost";
+          },
+        };
+      },
+    };
+    return Object.assign(state, { ctx });
   }
 
   #logFields(item: MailboxItem<T>): Record<string, unknown> {
@@ -798,7 +855,7 @@ export class OrderedMailbox<T> {
   }
 
   // Acks the item (counting it toward its group) and takes the next one in the same step, or finishes
-  // the key when none is left. The lease is renewed here only when the heartbeat has fallen behind.
+  // the key when none is left.
   async #ackNext(
     own: string,
     key: string,
@@ -808,6 +865,21 @@ export class OrderedMailbox<T> {
     failed = false,
     yieldSlot = false,
   ): Promise<[string, number] | null> {
+    const { keys, args, answered } = this.#ackCall(own, key, token, id, lease, failed, yieldSlot);
+    return answered(await runScript(this.#redis, ACK_NEXT, keys, args));
+  }
+
+  // An ack's keys and arguments (see commands/ack-next.lua), and what to make of its answer. The lease is
+  // renewed by the ack only when the heartbeat has fallen behind.
+  #ackCall(
+    own: string,
+    key: string,
+    token: string,
+    id: string,
+    lease: DrainLease,
+    failed: boolean,
+    yieldSlot: boolean,
+  ): { keys: string[]; args: Array<string | number>; answered(answer: unknown): [string, number] | null } {
     const { leaseMs, groups } = this.#o;
     const sentAt = Date.now();
     const renewMs = sentAt + (2 * leaseMs) / 3 > lease.confirmedUntil ? leaseMs : 0;
@@ -817,7 +889,7 @@ export class OrderedMailbox<T> {
     const counted = group && ((failed && group.segment) || group.total !== undefined);
     if (counted) keys.push(this.#k("g", group.group));
     const waiter = counted && group.total !== undefined ? groups?.waiterHere?.(group.group) : undefined;
-    const answer = (await runScript(this.#redis, ACK_NEXT, keys, [
+    const args = [
       token,
       id,
       key,
@@ -831,18 +903,24 @@ export class OrderedMailbox<T> {
       this.#o.graceMs,
       counted ? (group.total ?? "") : "",
       waiter ? 1 : 0,
-    ])) as string | number | null | [string | number, string];
-    if (renewMs > 0) lease.confirm(sentAt);
-    // Settled by this ack for a waiter of this process: {result ('' for none left), counts}.
-    let next = answer;
-    if (Array.isArray(answer)) {
-      const [result, counts] = answer;
-      waiter?.(settledCounts(counts));
-      next = result === "" ? null : result;
-    }
+    ];
+    const answered = (answer: unknown) => {
+      if (renewMs > 0) lease.confirm(sentAt);
+      // Settled by this ack for a waiter of this process: {result ('' for none left), counts}.
+      if (Array.isArray(answer)) {
+        const [result, counts] = answer as [string | number, string];
+        waiter?.(settledCounts(counts));
+        return this.#nextAfterAck(result === "" ? null : result);
+      }
+      return this.#nextAfterAck(answer);
+    };
+    return { keys, args, answered };
+  }
+
+  // The next item is handed out for the first time by the ack (see commands/claim-next.lua);
+  // 0: the key was handed back behind waiting keys (it yielded), null: it is empty.
+  #nextAfterAck(next: unknown): [string, number] | null {
     if (next === 0) failpoint("mailbox.after-yield");
-    // The next item is handed out for the first time by this step (see commands/claim-next.lua);
-    // 0: the key was handed back behind waiting keys (it yielded), null: it is empty.
     return typeof next === "string" ? [next, 1] : null;
   }
 

@@ -40,7 +40,7 @@ export const DELAY = load("delay");
 export const SWEEP = load("sweep");
 /** See commands/claim-next.lua. */
 export const CLAIM_NEXT = load("claim-next");
-/** See commands/ack-next.lua. */
-export const ACK_NEXT = load("ack-next");
+/** See commands/ack-next.lua (the ack's function, which other scripts may run in their own step). */
+export const ACK_NEXT = scriptWith(new URL("./commands/ack.lua", import.meta.url), "ack-next");
 /** See commands/promote.lua. */
 export const PROMOTE = load("promote");

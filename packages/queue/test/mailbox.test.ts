@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
@@ -10,8 +11,9 @@ import {
   mailboxKeyName,
   OrderedMailbox,
   runScript,
+  scriptWith,
 } from "../src/index.js";
-import { PUSH } from "../src/scripts.js";
+import { ACK_NEXT, PUSH } from "../src/scripts.js";
 
 const logger = createLogger({ level: "silent" });
 const cleanups: Array<() => Promise<void>> = [];
@@ -306,6 +308,56 @@ describe("OrderedMailbox", () => {
     ]);
     await waitFor(() => woken.length === 1, "the one wake-up seen");
     expect(woken).toEqual(["there"]);
+  });
+
+  it("a handler may ack its item in a step of its own: the worker goes on from that step's answer", async () => {
+    const { mailbox, workers, prefix } = setup("ack-step", { burst: 2 });
+    const markAndAck = scriptWith(new URL("./fixtures/mark-and-ack.lua", import.meta.url), "ack-next");
+    const ackSha = createHash("sha1").update(ACK_NEXT).digest("hex");
+    // Every ack script Redis runs, seen by Redis itself: the worker runs none of its own.
+    const monitor = await new Redis(REDIS_URL).monitor();
+    cleanups.push(async () => void monitor.disconnect());
+    let workerAcks = 0;
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (String(args[0]).toLowerCase() === "evalsha" && args[1] === ackSha) workerAcks++;
+    });
+    const commands = new Redis(REDIS_URL);
+    cleanups.push(async () => void commands.disconnect());
+    const list = mailboxKeyName(mailboxBase(prefix, "m"), "q", "k");
+    const seen: Array<[number, number, string[]]> = [];
+    workers.push(
+      mailbox.startWorker(
+        async (item, ctx) => {
+          const step = ctx.ackStep();
+          const mark = `${prefix}:mark`;
+          step.acked(
+            await runScript(commands, markAndAck, [mark, ...step.keys], [item.data.n, ...step.args]),
+          );
+          // The item is gone from the list with the step that wrote the mark.
+          const left = await commands.lrange(list, 0, -1);
+          seen.push([
+            item.data.n,
+            Number(await commands.get(mark)),
+            left.map((entry) => entry.split("|")[0] ?? ""),
+          ]);
+        },
+        { concurrency: 1 },
+      ),
+    );
+    await mailbox.push(
+      "k",
+      [1, 2, 3].map((n) => ({ id: `i${n}`, data: { n } })),
+    );
+    await waitFor(() => seen.length === 3, "three items handled");
+    expect(seen).toEqual([
+      [1, 1, ["i2", "i3"]],
+      [2, 2, ["i3"]],
+      [3, 3, []],
+    ]);
+    // Drained to the end from the handler's answers: the key is finished (no lease, not owed).
+    expect(await commands.exists(mailboxKeyName(mailboxBase(prefix, "m"), "own", "k"))).toBe(0);
+    expect(await commands.zscore(`${mailboxBase(prefix, "m")}:sched`, "k")).toBeNull();
+    expect(workerAcks).toBe(0);
   });
 
   it("keys claimed by this process's pushes and keys from the ready list never exceed the worker's slots", async () => {

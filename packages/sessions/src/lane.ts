@@ -1,5 +1,11 @@
 import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
-import { type DrainHereSlot, type MailboxTuning, type MailboxWorker, OrderedMailbox } from "@hub/queue";
+import {
+  type AckStep,
+  type DrainHereSlot,
+  type MailboxTuning,
+  type MailboxWorker,
+  OrderedMailbox,
+} from "@hub/queue";
 import type { Redis } from "ioredis";
 import { SESSION_LANE_NAME } from "./run-records.js";
 
@@ -12,6 +18,16 @@ export interface SessionLaneOptions extends MailboxTuning {
   logger: HubLogger;
   /** A request the lane gave up on (its runner kept crashing): record its outcome so nobody waits forever. */
   onFailed?: (request: RunRequest) => Promise<void>;
+}
+
+/** How the lane handed a request to its runner. */
+export interface LaneHandOut {
+  /** 1 the first time the request is handed out (a start made for it in the hand-out's step holds). */
+  attempt: number;
+  /** Aborted when this process lost the session's lane: another process runs the session now. */
+  signal: AbortSignal;
+  /** The request's ack, for the runner's last step (see `DrainContext.ackStep`, `RunSteps.settle`). */
+  ackStep(): AckStep;
 }
 
 /**
@@ -66,10 +82,10 @@ export class SessionLane {
 
   /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
   startRunner(
-    run: (request: RunRequest, signal: AbortSignal) => Promise<void>,
+    run: (request: RunRequest, handOut: LaneHandOut) => Promise<void>,
     options: { maxConcurrentRuns: number },
   ): MailboxWorker {
-    return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx.signal), {
+    return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx), {
       concurrency: options.maxConcurrentRuns,
     });
   }

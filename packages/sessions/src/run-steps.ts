@@ -1,5 +1,5 @@
 import { type RunRequest, RunRequestSchema } from "@hub/core";
-import { loadScript, runScript } from "@hub/queue";
+import { type AckStep, loadScript, runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
 import {
@@ -12,7 +12,7 @@ import {
 import { generationBase, type SessionWriters, type WriterClaim } from "./writer.js";
 
 const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
-const SETTLE = loadScript(new URL("./scripts/settle.lua", import.meta.url));
+const SETTLE = scriptWith(new URL("./scripts/settle.lua", import.meta.url), "ack-next");
 
 /** How long a run's session counts as running it (its timeout and a minute of slack for its end). */
 export function runActivityTtlMs(runTimeoutMs: number): number {
@@ -67,9 +67,9 @@ export class RunSteps {
     private readonly activity: SessionActivity,
   ) {}
 
-  // Runs admission began in its own step for this process's runner (see `SessionAdmission`), by runId,
-  // until the runner starts them (it does at once: admission hands the lane's head to a reserved slot).
-  readonly #begunHere = new Map<string, Extract<RunBegin, { kind: "started" }>>();
+  // Runs begun for this process's runner in the step that handed them to it (admission's, or the previous
+  // run's settle), by runId, as begin.lua's reply, until the runner starts them (at once, in that slot).
+  readonly #begunHere = new Map<string, Array<string | number>>();
 
   /**
    * Notes a run admission began in its step (admit.lua's {attempt, generation, previous writer,
@@ -77,18 +77,18 @@ export class RunSteps {
    */
   begunInAdmission(run: StartedRun, begun: Array<string | number>): void {
     const [attempt = 1, generation = 0, previous = "", touched = ""] = begun;
-    this.#begunHere.set(
-      run.runId,
-      this.#started(run, ["started", attempt, generation, previous, "", touched]),
-    );
+    this.#begunHere.set(run.runId, ["started", attempt, generation, previous, "", touched]);
   }
 
-  /** Starts a queued run and claims its session for it (see begin.lua). */
-  async begin(run: StartedRun, timeoutMs: number, activeTtlMs: number): Promise<RunBegin> {
+  /**
+   * Starts a queued run and claims its session for it (see begin.lua). `laneAttempt` is the lane's
+   * hand-out: a start made in the step that handed the run out holds only for its first.
+   */
+  async begin(run: StartedRun, timeoutMs: number, activeTtlMs: number, laneAttempt = 1): Promise<RunBegin> {
     const here = this.#begunHere.get(run.runId);
     if (here) {
       this.#begunHere.delete(run.runId);
-      return here;
+      if (laneAttempt === 1) return this.#started(run, here);
     }
     const { runId, sessionKey } = run;
     const keys = [this.runs.keyOf(runId), this.writers.keyOf(sessionKey)];
@@ -127,29 +127,41 @@ export class RunSteps {
    * its claim, adds its usage and ends its activity, in one step retried until
    * Redis has it. Messages steered in that the run never took go to
    * `requeue`, in order, before the activity ends. `released` is false when a newer claim held the
-   * session by then.
+   * session by then. Given the run's lane `ack`, the lane item is acked in the same step, and the next
+   * run it hands to this process is begun there (see settle.lua) for `begin` to take.
    */
   async settle(
     claim: WriterClaim,
     end: { outcome: RunOutcome; attempt: number; usage?: { inputTokens: number; outputTokens: number } },
     requeue: (request: RunRequest) => Promise<void>,
+    lane?: { ack: AckStep; timeoutMs: number; activeTtlMs: number },
   ): Promise<{ decided: boolean; released: boolean }> {
     const { runId, sessionKey } = claim;
     const activity = this.activity.keysOf(sessionKey, runId);
     const keys = [this.runs.keyOf(runId), this.writers.keyOf(sessionKey), activity.steer, activity.usage];
+    const outcome = RunRecords.outcomeFields(end.outcome);
     const args = [
       runId,
-      RUN_RECORD_TTL_SECONDS,
       end.attempt,
       claim.generation,
       end.usage?.inputTokens ?? 0,
       end.usage?.outputTokens ?? 0,
-      ...RunRecords.outcomeFields(end.outcome),
+      outcome.length,
+      ...outcome,
     ];
-    const [decided, released, steered, startedAt] = await withRetries(
-      async () =>
-        (await runScript(this.redis, SETTLE, keys, args)) as [number, number, string[], string | null],
+    if (lane) {
+      keys.push(...lane.ack.keys);
+      args.push(...lane.ack.args, lane.timeoutMs, lane.activeTtlMs, this.runs.keyOf(""));
+    }
+    const [decided, released, steered, startedAt, acked, answer, begun] = await withRetries(
+      async () => (await runScript(this.redis, SETTLE, keys, args)) as SettleReply,
     );
+    if (acked === "lost") lane?.ack.lost();
+    else if (acked === "acked") lane?.ack.acked(answer);
+    if (begun) {
+      const [next, ...values] = begun;
+      this.#begunHere.set(String(next), ["started", ...values]);
+    }
     if (decided === 1)
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
@@ -159,3 +171,14 @@ export class RunSteps {
     return { decided: decided === 1, released: released === 1 };
   }
 }
+
+// settle.lua's reply: {decided, released, steered, startedAt[, 'lost' | 'acked', ack answer, begun]}.
+type SettleReply = [
+  number,
+  number,
+  string[],
+  string | null,
+  ("lost" | "acked")?,
+  unknown?,
+  Array<string | number>?,
+];

@@ -1,44 +1,95 @@
 --[[
-  settle(record, writer, steer, usage;
-         runId, ttl, attempt, generation, inputTokens, outputTokens, field, value, ...)
+  settle(record, writer, steer, usage[, the lane's ack keys];
+         runId, attempt, generation, inputTokens, outputTokens, n, field, value, ...[, ack args, begin args])
   A run's end in one step: its terminal outcome decided once (as finish.lua), its writer claim
   released unless a newer claim holds it (as release.lua), its token usage added to the session's,
-  and its activity ended when nothing was steered in late (as end-if-idle.lua).
+  and its activity ended when nothing was steered in late (as end-if-idle.lua). Given the session
+  lane's ack (ack_next, from @hub/queue's ack-next.lua, is prepended to this script), the run's lane
+  item is acked in the same step, and the next run it hands out is begun there, as begin.lua would
+  begin it, for the runner that starts it next.
 
   KEYS[1] run record run:<runId>
   KEYS[2] writer:<sessionKey> (also the running run: fields active, activeUntil)
   KEYS[3] steer:<runId>               KEYS[4] usage:<sessionKey> (hash input, output)
+  KEYS[5..] the lane item's ack keys (see ack-next.lua), if any
 
-  ARGV[2] unused (the record keeps its TTL); ARGV[3] attempt that must still be current ('' = any);
-  ARGV[7..] the record's outcome fields.
+  ARGV[2] attempt that must still be current ('' = any); ARGV[6] n, how many ARGV after it are the
+  record's outcome fields and values; then, with ack keys, the 13 ack arguments (see ack-next.lua),
+  then the next run's timeout (ms), its activity's TTL (ms) and the prefix of run record keys (the next
+  run's is <prefix><runId>).
 
   Returns {decided 1|0, released 1|0, steered requests the run never took (taken: the caller
-  queues them again, and the run stays active until it has), the record's startedAt or false}.
+  queues them again, and the run stays active until it has), the record's startedAt or false},
+  and with ack keys also: 'lost' (the lane's lease is not ours: nothing acked), or 'acked', ack_next's
+  answer, and when the next run was begun here {its runId, attempt, generation, previous writer or '',
+  stop mark or '', touched}, as begin.lua's values.
 ]]
 local decided = 0
+local n = tonumber(ARGV[6])
 local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt', 'steered')
-if (state[1] == 'running' or state[1] == 'queued') and (ARGV[3] == '' or state[2] == ARGV[3]) then
+if (state[1] == 'running' or state[1] == 'queued') and (ARGV[2] == '' or state[2] == ARGV[2]) then
   -- The record keeps the TTL admission (or its first start) gave it.
-  if #ARGV >= 8 then redis.call('HSET', KEYS[1], unpack(ARGV, 7)) end
+  if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
   decided = 1
 end
-local released = 0
-local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active')
+local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
 -- Only a run that had a message steered in (admit.lua marks its record) can have any left.
 local steered = state[4] and redis.call('LRANGE', KEYS[3], 0, -1) or {}
+if tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[4]) end
+if tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[5]) end
+if #steered > 0 then redis.call('DEL', KEYS[3]) end
+local mine = writer[1] == ARGV[1] and writer[2] == ARGV[3]
+local settled = {decided, mine and 1 or 0, steered, state[3]}
+
+-- The lane's ack, and the next run begun when this run's claim was released to it with nothing left over.
+local begun
+if KEYS[5] then
+  local first = 7 + n
+  local ack = ack_next({KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]}, {unpack(ARGV, first, first + 12)})
+  if type(ack) == 'table' and ack.err then
+    table.insert(settled, 'lost')
+  else
+    table.insert(settled, 'acked')
+    table.insert(settled, ack)
+    if type(ack) == 'string' and mine and #steered == 0 then
+      -- The lane's item is "<runId>|<request JSON>". Only a plain run is begun here: the runner begins it
+      -- first thing, where a command, a context-only message or a collected batch may end before.
+      local cut = string.find(ack, '|', 1, true)
+      local runId = string.sub(ack, 1, cut - 1)
+      local request = cjson.decode(string.sub(ack, cut + 1))
+      local plain = not (request.command or request.contextOnly or request.collect)
+      local record = ARGV[first + 15] .. runId
+      local next = plain and redis.call('HMGET', record, 'status', 'attempt', 'stop') or {}
+      if next[1] == 'queued' then
+        local now = tonumber(ARGV[first + 4])
+        local attempt = (tonumber(next[2]) or 0) + 1
+        local fields = {'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[first + 13]}
+        -- A first start is the run's start (begin.lua's startedAt).
+        if attempt == 1 then fields[7], fields[8] = 'startedAt', now end
+        redis.call('HSET', record, unpack(fields))
+        begun = {runId, attempt, tonumber(writer[2]) + 1, '', next[3] or '', writer[4] or ''}
+        table.insert(settled, begun)
+      end
+    end
+  end
+end
+
+-- The writer hash: the claim released (or handed to the next run), the activity ended or handed on.
+if begun then
+  redis.call('HSET', KEYS[2], 'runId', begun[1], 'generation', begun[3], 'active', begun[1],
+    'activeUntil', tonumber(ARGV[7 + n + 4]) + tonumber(ARGV[7 + n + 14]))
+  if writer[5] then redis.call('HDEL', KEYS[2], 'sessionId') end
+  return settled
+end
 -- The run's activity ends with it unless messages were steered in late (the caller queues them first).
 local ending = #steered == 0 and writer[3] == ARGV[1]
-if writer[1] == ARGV[1] and writer[2] == ARGV[4] then
+if mine then
   if ending then
     redis.call('HDEL', KEYS[2], 'runId', 'sessionId', 'active', 'activeUntil')
   else
     redis.call('HDEL', KEYS[2], 'runId', 'sessionId')
   end
-  released = 1
 elseif ending then
   redis.call('HDEL', KEYS[2], 'active', 'activeUntil')
 end
-if tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[5]) end
-if tonumber(ARGV[6]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[6]) end
-if #steered > 0 then redis.call('DEL', KEYS[3]) end
-return {decided, released, steered, state[3]}
+return settled

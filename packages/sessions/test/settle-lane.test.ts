@@ -1,0 +1,176 @@
+import { createLogger, type RunRequest } from "@hub/core";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import {
+  type LaneHandOut,
+  type RunBegin,
+  RunRecords,
+  RunSteps,
+  SessionActivity,
+  SessionAdmission,
+  SessionLane,
+  SessionWriters,
+} from "../src/index.js";
+import { directRequest } from "./requests.js";
+
+const redis = new Redis(REDIS_URL);
+const prefixes: string[] = [];
+afterAll(async () => {
+  for (const prefix of prefixes) await dropPrefix(prefix);
+  redis.disconnect();
+});
+
+const SESSION = "agent:main:telegram:direct:5";
+const outcome = { status: "completed" as const, stopReason: "end_turn" };
+
+/** A session lane with its run steps, one runner slot, and three messages queued in one session. */
+async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
+  const prefix = testPrefix(name);
+  prefixes.push(prefix);
+  const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+  const runs = new RunRecords(redis, prefix);
+  const writers = new SessionWriters(redis, prefix);
+  const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
+  const admission = new SessionAdmission(redis, prefix, lane, "followup");
+  for (const request of requests)
+    expect(await admission.admit(request, { key: `${prefix}:dedupe:${request.runId}`, ttlSeconds: 60 })).toBe(
+      "queued",
+    );
+  const begin = (runId: string, handOut: Pick<LaneHandOut, "attempt">) =>
+    steps.begin({ runId, sessionKey: SESSION, channel: "telegram" }, 30_000, 90_000, handOut.attempt);
+  // The lane's ack with the next run's timings, as the runner hands them to settle.
+  const laneOf = (handOut: Pick<LaneHandOut, "ackStep">) => ({
+    ack: handOut.ackStep(),
+    timeoutMs: 30_000,
+    activeTtlMs: 90_000,
+  });
+  return { prefix, lane, runs, steps, begin, laneOf, list: lane.pushKeys(SESSION).list };
+}
+
+describe("RunSteps.settle with the session lane's ack", () => {
+  it("acks the run's lane item and begins the session's next plain run in the same step", async () => {
+    const command: RunRequest = { ...directRequest("s-3", "5"), command: "new" };
+    const t = await laneWithQueuedRuns("settle-lane", [
+      directRequest("s-1", "5"),
+      directRequest("s-2", "5"),
+      command,
+    ]);
+    const begun = new Map<string, RunBegin>();
+    const handedOut: string[] = [];
+    const seen = new Map<
+      string,
+      { list: string[]; next: Record<string, string>; writer: Record<string, string> }
+    >();
+    const runner = t.lane.startRunner(
+      async (request, handOut) => {
+        handedOut.push(request.runId);
+        if (request.command) return;
+        const started = await t.begin(request.runId, handOut);
+        begun.set(request.runId, started);
+        if (started.kind !== "started") return;
+        await t.steps.settle(
+          started.claim,
+          { outcome, attempt: started.attempt },
+          async () => {},
+          t.laneOf(handOut),
+        );
+        // Right after the step, before this handler returns: what the step left.
+        const nextId = request.runId === "s-1" ? "s-2" : "s-3";
+        seen.set(request.runId, {
+          list: (await redis.lrange(t.list, 0, -1)).map((item) => item.split("|")[0] ?? ""),
+          next: await redis.hgetall(t.runs.keyOf(nextId)),
+          writer: await redis.hgetall(`${t.prefix}:writer:${SESSION}`),
+        });
+      },
+      { maxConcurrentRuns: 1 },
+    );
+    try {
+      await waitFor(() => handedOut.includes("s-3"), "the command's hand-out");
+      expect(handedOut).toEqual(["s-1", "s-2", "s-3"]);
+      const first = begun.get("s-1");
+      if (first?.kind !== "started") throw new Error(`s-1 did not start: ${JSON.stringify(first)}`);
+      // s-1's item is acked by its settle: s-2 is the lane's head, already running under a claim of its own.
+      expect(seen.get("s-1")?.list).toEqual(["s-2", "s-3"]);
+      expect(seen.get("s-1")?.next).toMatchObject({ status: "running", attempt: "1", timeoutMs: "30000" });
+      const generation = first.claim.generation + 1;
+      expect(seen.get("s-1")?.writer).toMatchObject({
+        runId: "s-2",
+        active: "s-2",
+        generation: String(generation),
+      });
+      // Its runner's begin is that start (begin.lua on a running record would answer "running").
+      expect(begun.get("s-2")).toMatchObject({
+        kind: "started",
+        attempt: 1,
+        claim: { runId: "s-2", generation },
+        seen: { generation, previousReleased: true },
+      });
+      // A command is not begun by a settle (its runner never begins it): queued, the claim released.
+      expect(seen.get("s-2")?.list).toEqual(["s-3"]);
+      expect(seen.get("s-2")?.next).toMatchObject({ status: "queued", attempt: "0" });
+      expect(seen.get("s-2")?.writer.runId).toBeUndefined();
+      expect(seen.get("s-2")?.writer.active).toBeUndefined();
+      await waitFor(async () => (await redis.llen(t.list)) === 0, "the command's ack");
+    } finally {
+      await runner.close();
+      await t.lane.close();
+    }
+  });
+
+  it("a start made in a hand-out's step holds only for the lane's first hand-out of that run", async () => {
+    const t = await laneWithQueuedRuns("settle-lane-again", [
+      directRequest("r-1", "5"),
+      directRequest("r-2", "5"),
+    ]);
+    const begun = new Map<string, RunBegin>();
+    const runner = t.lane.startRunner(
+      async (request, handOut) => {
+        const started = await t.begin(request.runId, handOut);
+        begun.set(request.runId, started);
+        if (started.kind !== "started" || request.runId !== "r-1") return;
+        await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
+        // As if the lane handed r-2 out again (a drainer lost it first): the start made here is not taken.
+        begun.set("r-2 again", await t.begin("r-2", { attempt: 2 }));
+      },
+      { maxConcurrentRuns: 1 },
+    );
+    try {
+      await waitFor(() => begun.has("r-2"), "r-2's hand-out");
+      expect(begun.get("r-2 again")).toEqual({ kind: "running", stop: undefined });
+      expect(begun.get("r-2")).toEqual({ kind: "running", stop: undefined });
+    } finally {
+      await runner.close();
+      await t.lane.close();
+    }
+  });
+
+  it("a lane lease taken meanwhile: the outcome is decided, nothing is acked and no next run begun", async () => {
+    const t = await laneWithQueuedRuns("settle-lane-lost", [
+      directRequest("l-1", "5"),
+      directRequest("l-2", "5"),
+    ]);
+    let decided: boolean | undefined;
+    const runner = t.lane.startRunner(
+      async (request, handOut) => {
+        const started = await t.begin(request.runId, handOut);
+        if (started.kind !== "started" || request.runId !== "l-1") return;
+        // Another process took the session's lane (this one was frozen past its lease).
+        await redis.set(`${t.prefix}:mb:runs:own:${SESSION}`, "another-process");
+        const lane = t.laneOf(handOut);
+        ({ decided } = await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, lane));
+      },
+      { maxConcurrentRuns: 1 },
+    );
+    try {
+      await waitFor(() => decided !== undefined, "l-1's settle");
+      expect(decided).toBe(true);
+      expect(await redis.hget(t.runs.keyOf("l-1"), "status")).toBe("completed");
+      expect((await redis.lrange(t.list, 0, -1)).map((item) => item.split("|")[0])).toEqual(["l-1", "l-2"]);
+      expect(await redis.hget(t.runs.keyOf("l-2"), "status")).toBe("queued");
+    } finally {
+      await runner.close();
+      await t.lane.close();
+    }
+  });
+});
