@@ -11,6 +11,7 @@ import {
 import type { Redis } from "ioredis";
 import { createRedis, runScript } from "./redis.js";
 import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
+import { type WaitingKey, WaitingKeys } from "./waiting-keys.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -138,6 +139,12 @@ export interface MailboxTuning {
    */
   burst?: number | undefined;
   /**
+   * How long a key this process's step claimed while every slot of its worker was busy waits for a
+   * slot before it goes back to the ready list for any process (default 1 s, at most a third of the
+   * lease; 0: a step claims only into a free slot). As many keys as the worker has slots may wait.
+   */
+  slotWaitMs?: number | undefined;
+  /**
    * The hub installation (state directory) this process belongs to. Lease tokens
    * carry it with the pid, so a restart can end its dead predecessor's leases at once.
    */
@@ -227,6 +234,10 @@ interface LocalWorker<T> {
   closing(): boolean;
   /** Keys wait on the ready list for this worker's slots: they go first (no claims here meanwhile). */
   readyFirst: boolean;
+  /** Keys claimed here while every slot was busy: they take the slots that free up first. */
+  waiting: WaitingKeys;
+  /** How long a drain holds a slot, recently (a moving average, ms; unknown before one ended): how soon slots free up. */
+  drainMs: number | undefined;
 }
 
 /** A drain slot held for a step that may claim a key for this process (see `reserveDrainHere`). */
@@ -237,6 +248,8 @@ export interface DrainHereSlot {
   start(key: string, head: string, claimedAt: number): void;
   /** Frees the slot when the step claimed nothing (no effect after `start`). */
   cancel(): void;
+  /** Every slot is busy: a key the step claims waits for one (see `MailboxTuning.slotWaitMs`). */
+  waits: boolean;
 }
 
 /** An item handed to its handler: its context, and what the handler did with the item. */
@@ -302,6 +315,7 @@ export class OrderedMailbox<T> {
       sweepIntervalMs: options.sweepIntervalMs ?? 1_000,
       burst: options.burst ?? 32,
       maxAttempts: options.maxAttempts ?? 8,
+      slotWaitMs: options.slotWaitMs ?? 1_000,
       instanceId: options.instanceId ?? "hub",
     };
     this.#base = mailboxBase(options.prefix, options.name);
@@ -371,11 +385,34 @@ export class OrderedMailbox<T> {
    * A drain slot of one of this process's workers, held for a step that may claim a key for this
    * process (a push with `drainHere`, or admission's own step; see owe-drain.lua): pass its `token`
    * to the step, then `start` the drain with the head item the step claimed, or `cancel` (a no-op
-   * after `start`). Undefined when no worker of this process has a free slot.
+   * after `start`). With every slot busy, a place among the keys waiting for one (`waits`; see
+   * `slotWaitMs`). Undefined when there is neither, or keys wait on the ready list for this process.
    */
   reserveDrainHere(): DrainHereSlot | undefined {
     const worker = this.#freeWorker();
-    if (!worker) return undefined;
+    if (worker) return this.#reserveSlot(worker);
+    const open = [...this.#locals].filter((w) => !w.closing() && !w.readyFirst);
+    const roomy = open.find((w) => this.#slotSoon(w));
+    // No room at all: the step wakes the key through the ready list, whose keys then go first here.
+    if (!roomy) {
+      for (const w of open) w.readyFirst = true;
+      return undefined;
+    }
+    const release = roomy.waiting.reserve();
+    const token = this.#tokenFor();
+    return {
+      token,
+      waits: true,
+      start: (key, head, claimedAt) => {
+        release();
+        this.#waitOrDrain(roomy, { key, token, claimedAt, head });
+      },
+      cancel: release,
+    };
+  }
+
+  // A free slot of `worker`, held until the step starts a drain in it or claimed nothing.
+  #reserveSlot(worker: LocalWorker<T>): DrainHereSlot {
     // Held in the worker's slots until started or cancelled, so no two steps count on one slot.
     let free: () => void = () => {};
     const held = new Promise<void>((resolve) => {
@@ -389,11 +426,15 @@ export class OrderedMailbox<T> {
     const token = this.#tokenFor();
     return {
       token,
+      waits: false,
       start: (key, head, claimedAt) => {
         release();
-        this.#drainClaimedHere(worker, key, token, claimedAt, head);
+        this.#drainClaimedHere(worker, { key, token, claimedAt, head });
       },
-      cancel: release,
+      cancel: () => {
+        release();
+        this.#fillFromWaiting(worker);
+      },
     };
   }
 
@@ -404,16 +445,47 @@ export class OrderedMailbox<T> {
     return undefined;
   }
 
+  // Whether a key claimed now would get a slot of `local` well within `slotWaitMs`, at the rate its slots
+  // have been freeing up: under load from short drains, yes; behind slow ones (a model's turn), no, and
+  // the key goes to the ready list, where another process with a free slot may take it at once.
+  #slotSoon(local: LocalWorker<T>): boolean {
+    const { slotWaitMs } = this.#o;
+    if (local.drainMs === undefined || slotWaitMs <= 0 || local.waiting.size >= 4 * local.concurrency)
+      return false;
+    return ((local.waiting.size + 1) * local.drainMs) / local.concurrency <= slotWaitMs / 2;
+  }
+
+  // A key claimed to wait for a slot: drained at once if one freed up meanwhile, else it waits.
+  #waitOrDrain(local: LocalWorker<T>, waiting: WaitingKey): void {
+    if (!local.closing() && local.active.size < local.concurrency) this.#drainClaimedHere(local, waiting);
+    else if (local.closing()) this.#handBack(waiting);
+    else local.waiting.add(waiting);
+  }
+
+  // Slots that freed up go to the keys claimed here that wait for one, longest waiting first.
+  #fillFromWaiting(local: LocalWorker<T>): void {
+    while (!local.closing() && local.active.size < local.concurrency) {
+      const waiting = local.waiting.next();
+      if (!waiting) return;
+      this.#drainClaimedHere(local, waiting);
+    }
+  }
+
   // A key a step claimed for this process: drained by that worker, or handed back to the ready list for any
   // worker when that worker began closing in between.
-  #drainClaimedHere(local: LocalWorker<T>, key: string, token: string, at: number, head: string) {
+  #drainClaimedHere(local: LocalWorker<T>, waiting: WaitingKey) {
+    const { key, token, claimedAt, head } = waiting;
+    if (local.closing()) return this.#handBack(waiting);
     const own = this.#k("own", key);
-    if (local.closing()) {
-      const handBack = [own, `${this.#base}:sched`, `${this.#base}:ready`];
-      runScript(this.#redis, RECLAIM, handBack, [token, Date.now(), key]).catch(() => {});
-      return;
-    }
-    this.#track(local.active, key, () => this.#drainClaimed(key, own, token, at, [head, 1], local.handler));
+    this.#track(local, key, () => this.#drainClaimed(key, own, token, claimedAt, [head, 1], local.handler));
+  }
+
+  // A key claimed here and never handed to a handler goes back to the ready list, its claim undone (the
+  // head's attempt with it). If this fails, the lease runs out and the sweep wakes the key.
+  #handBack(waiting: WaitingKey): void {
+    const { key, token } = waiting;
+    const keys = [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`, this.#k("att", key)];
+    runScript(this.#redis, RECLAIM, keys, [token, Date.now(), key]).catch(() => {});
   }
 
   /**
@@ -494,6 +566,14 @@ export class OrderedMailbox<T> {
       handler,
       closing: () => closing,
       readyFirst: false,
+      // Unknown until a drain has ended here: no key waits for a slot before.
+      drainMs: undefined,
+      // Within a third of the lease, so a key that waited still holds its lease when it starts.
+      waiting: new WaitingKeys(Math.min(this.#o.slotWaitMs, this.#o.leaseMs / 3), (waiting) => {
+        // Handed back to the ready list: keys wait there for this worker now, so they go first.
+        local.readyFirst = true;
+        this.#handBack(waiting);
+      }),
     };
     this.#locals.add(local);
     const loop = this.#takeReady(blocking, local);
@@ -507,6 +587,7 @@ export class OrderedMailbox<T> {
       close: async () => {
         closing = true;
         this.#locals.delete(local);
+        local.waiting.handBackAll();
         clearInterval(sweep);
         blocking.disconnect();
         await loop;
@@ -543,7 +624,7 @@ export class OrderedMailbox<T> {
       // ahead of keys waiting there.
       const keys = taken?.[1] ?? [];
       const room = Math.max(0, concurrency - active.size);
-      for (const key of keys.slice(0, room)) this.#track(active, key, () => this.#drain(key, handler));
+      for (const key of keys.slice(0, room)) this.#track(local, key, () => this.#drain(key, handler));
       local.readyFirst = keys.length > room || (local.readyFirst && keys.length >= asked);
       if (keys.length > room)
         await this.#redis.lpush(ready, ...keys.slice(room).reverse()).catch((error: unknown) => {
@@ -553,12 +634,19 @@ export class OrderedMailbox<T> {
   }
 
   // A drain counted in its worker's slots until it ends.
-  #track(active: Set<Promise<void>>, key: string, run: () => Promise<void>): void {
+  #track(local: LocalWorker<T>, key: string, run: () => Promise<void>): void {
+    const { active } = local;
+    const startedAt = Date.now();
     const drain: Promise<void> = run()
       .catch((error) =>
         this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
       )
-      .finally(() => active.delete(drain));
+      .finally(() => {
+        const took = Date.now() - startedAt;
+        local.drainMs = local.drainMs === undefined ? took : 0.9 * local.drainMs + 0.1 * took;
+        active.delete(drain);
+        this.#fillFromWaiting(local);
+      });
     active.add(drain);
   }
 

@@ -38,6 +38,7 @@ function setup(
     onFailed?: (id: string) => void;
     groups?: boolean;
     burst?: number;
+    slotWaitMs?: number;
   } = {},
 ) {
   const prefix = testPrefix(name);
@@ -50,6 +51,7 @@ function setup(
     onFailed: async (item) => extra.onFailed?.(item.id),
     ...(extra.groups ? { groups: { ttlSeconds: 60 } } : {}),
     ...(extra.burst ? { burst: extra.burst } : {}),
+    ...(extra.slotWaitMs ? { slotWaitMs: extra.slotWaitMs } : {}),
   });
   const workers: MailboxWorker[] = [];
   cleanups.push(async () => {
@@ -390,16 +392,107 @@ describe("OrderedMailbox", () => {
     for (const order of seen.values()) expect(order).toEqual([0, 1, 2]);
   });
 
+  it("a key claimed while every slot is busy waits here for one, and goes back to the ready list after slotWaitMs", async () => {
+    const { mailbox, workers, prefix } = setup("slot-wait", { leaseMs: 3000, slotWaitMs: 300 });
+    const ready = `${mailboxBase(prefix, "m")}:ready`;
+    // Every write to the ready list, seen by Redis itself.
+    const monitor = await new Redis(REDIS_URL).monitor();
+    cleanups.push(async () => void monitor.disconnect());
+    const woken: string[] = [];
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args[0]?.toLowerCase() === "rpush" && args[1] === ready) woken.push(String(args[2]));
+    });
+    const gates = new Map<string, () => void>();
+    const handled: Array<[string, number]> = [];
+    workers.push(
+      mailbox.startWorker(
+        async (_item, ctx) => {
+          handled.push([ctx.key, ctx.attempt]);
+          if (ctx.key.startsWith("busy")) await new Promise<void>((r) => gates.set(ctx.key, r));
+        },
+        { concurrency: 1 },
+      ),
+    );
+    const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+    // A quick drain first: how soon slots free up here is known only from drains that ended.
+    await push("quick");
+    await waitFor(() => handled.length === 1, "the quick key handled");
+    // Its drain ended (acked, lease gone, slot free) before anything else is pushed.
+    await waitFor(async () => (await mailbox.hasDrainer("quick")) === false, "the quick drain's end");
+    await new Promise((r) => setTimeout(r, 50));
+    handled.length = 0;
+    // The one slot is busy: the next key is claimed to wait for it, and takes it as soon as it frees up.
+    await push("busy-1");
+    await waitFor(() => gates.has("busy-1"), "busy-1 running");
+    await push("waits");
+    await new Promise((r) => setTimeout(r, 100));
+    gates.get("busy-1")?.();
+    await waitFor(() => handled.length === 2, "the waiting key handled");
+    expect(handled).toEqual([
+      ["busy-1", 1],
+      ["waits", 1],
+    ]);
+    expect(woken).toEqual([]);
+    // A key that waits longer than slotWaitMs goes back to the ready list, its claim undone.
+    await push("busy-2");
+    await waitFor(() => gates.has("busy-2"), "busy-2 running");
+    await push("handed-back");
+    await waitFor(() => woken.length === 1, "the hand-back", 2_000);
+    expect(woken).toEqual(["handed-back"]);
+    gates.get("busy-2")?.();
+    await waitFor(() => handled.length === 4, "the handed-back key handled");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(handled.slice(2)).toEqual([
+      ["busy-2", 1],
+      ["handed-back", 1],
+    ]);
+  });
+
+  it("behind slow drains a key is not claimed to wait for a slot: it goes to the ready list for any process", async () => {
+    const { mailbox, workers } = setup("slot-wait-slow", { leaseMs: 3000, slotWaitMs: 300 });
+    const gates = new Map<string, () => void>();
+    const handled: string[] = [];
+    workers.push(
+      mailbox.startWorker(
+        async (_item, ctx) => {
+          handled.push(ctx.key);
+          if (ctx.key === "slow") await new Promise((r) => setTimeout(r, 200));
+          if (ctx.key === "busy") await new Promise<void>((r) => gates.set(ctx.key, r));
+        },
+        { concurrency: 1 },
+      ),
+    );
+    const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+    // A drain of 200 ms: a slot here frees up later than half of slotWaitMs.
+    await push("slow");
+    await waitFor(
+      async () => handled.length === 1 && !(await mailbox.hasDrainer("slow")),
+      "the slow drain's end",
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    await push("busy");
+    await waitFor(() => gates.has("busy"), "busy running");
+    const slot = mailbox.reserveDrainHere();
+    slot?.cancel();
+    expect(slot).toBeUndefined();
+    gates.get("busy")?.();
+  });
+
   it("a key claimed for a worker that began closing goes back to the ready list for another", async () => {
     const { mailbox, workers, prefix } = setup("drain-here-closing", { leaseMs: 5000 });
     const first = mailbox.startWorker(async () => {}, { concurrency: 1 });
     const slot = mailbox.reserveDrainHere();
-    expect(slot).toBeDefined();
-    // The slot is held: no second claim counts on it, and the closing worker waits for it.
+    expect(slot?.waits).toBe(false);
+    // The slot is held: no second claim counts on it (nor waits for it: no drain has shown how soon slots
+    // free up here), and the closing worker waits for it.
     expect(mailbox.reserveDrainHere()).toBeUndefined();
     const closed = first.close();
-    const handled: number[] = [];
-    workers.push(mailbox.startWorker(async (item) => void handled.push(item.data.n), { concurrency: 1 }));
+    const handled: Array<[number, number]> = [];
+    workers.push(
+      mailbox.startWorker(async (item, ctx) => void handled.push([item.data.n, ctx.attempt]), {
+        concurrency: 1,
+      }),
+    );
     // The idle key claimed with the slot's token, as a push's step does, then handed to the closing worker.
     const base = mailboxBase(prefix, "m");
     const redis = new Redis(REDIS_URL);
@@ -417,7 +510,8 @@ describe("OrderedMailbox", () => {
     await closed;
     // Handed back at once, not after the 5 s lease the claim took.
     await waitFor(() => handled.length === 1, "handled by the other worker", 2_000);
-    expect(handled).toEqual([7]);
+    // Its first hand-out: the claim that never reached a handler was undone with its attempt.
+    expect(handled).toEqual([[7, 1]]);
   });
 
   it("reads which group an item id counts toward", () => {

@@ -62,6 +62,8 @@ export class SessionAdmission {
         kind,
         now,
         token: here?.token ?? "",
+        // A session claimed to wait for a runner slot is begun by its runner when it starts.
+        begin: here !== undefined && !here.waits,
       });
       const { runId, ctx } = request;
       if (begun.length > 0) {
@@ -80,14 +82,14 @@ export class SessionAdmission {
     request: RunRequest,
     dedupe: { key: string; ttlSeconds: number },
     buckets: AdmissionBucket[],
-    step: { kind: string; now: number; token: string },
+    step: { kind: string; now: number; token: string; begin: boolean },
   ): Promise<[AdmitOutcome, number | string, ...Array<string | number>]> {
     const { runId, ctx } = request;
     const sessionKey = ctx.sessionKey;
     const k = (kind: string, id: string) => `${this.prefix}:${kind}:${id}`;
     const lane = this.lane.pushKeys(sessionKey);
     // Begun here only by a claim for this process's runner (the step decides whether it claims).
-    const begin = this.beginHere && step.token !== "" && step.kind === "run" ? this.beginHere : undefined;
+    const begin = this.beginHere && step.begin && step.kind === "run" ? this.beginHere : undefined;
     return (await runScript(
       this.redis,
       ADMIT,

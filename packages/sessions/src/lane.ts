@@ -56,6 +56,7 @@ export class SessionLane {
       leaseMs: options.leaseMs,
       sweepIntervalMs: options.sweepIntervalMs,
       graceMs: options.graceMs,
+      slotWaitMs: options.slotWaitMs,
       instanceId: options.instanceId,
     });
   }

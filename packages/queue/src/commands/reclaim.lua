@@ -1,10 +1,16 @@
 --[[
-  reclaim(own, sched, ready; token, now, key) -> 1 when the lease was that token's: it is ended and
+  reclaim(own, sched, ready[, att]; token, now, key) -> 1 when the lease was that token's: it is ended and
   the key put on `ready` in this step (wake-up fused), 0 otherwise. Ends the lease of a drainer known
-  to be dead (a predecessor process).
+  to be dead (a predecessor process), or hands back a key this process claimed and never handed to a
+  handler: then `att`, the head's attempts record its claim wrote, is removed with the lease (the next
+  claim hands the head out as attempt 1 again).
 ]]
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1])
+if KEYS[4] then
+  redis.call('DEL', KEYS[1], KEYS[4])
+else
+  redis.call('DEL', KEYS[1])
+end
 redis.call('ZADD', KEYS[2], tonumber(ARGV[2]), ARGV[3])
 redis.call('RPUSH', KEYS[3], ARGV[3])
 return 1
