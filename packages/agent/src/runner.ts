@@ -537,13 +537,13 @@ export class AgentRunner {
     const outcome = { status: end.status, ...kept, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
     // last batch boundary were never seen by this run: they run next.
-    // The run's lane item is acked in the same step, and the session's next run begun there for this slot.
+    // The run's lane item is acked in the same step, and the session's next run begun there for this slot,
+    // when its reply is queued whole: the session's next reply can then never be queued before its end.
     const { runTimeoutMs } = this.o;
-    const lane = run.lane && {
-      ack: run.lane.ackStep(),
-      timeoutMs: runTimeoutMs,
-      activeTtlMs: runActivityTtlMs(runTimeoutMs),
-    };
+    const lane =
+      run.lane && reply.ended
+        ? { ack: run.lane.ackStep(), timeoutMs: runTimeoutMs, activeTtlMs: runActivityTtlMs(runTimeoutMs) }
+        : undefined;
     const { decided, released } = await this.o.steps.settle(
       claim,
       { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },

@@ -47,6 +47,8 @@ export interface ReplyStream {
   pushFile?(file: import("./outbox.js").OutboxFile, caption?: string): Promise<void>;
   /** No more blocks; returns how many segments the reply has. */
   end(): Promise<number>;
+  /** True once the reply is ended (by its last block's push, or `end`): nothing more is queued for it. */
+  readonly ended?: boolean;
   /** Resolves when every segment is delivered or failed for good. */
   settled(): Promise<ReplySettlement>;
   /**

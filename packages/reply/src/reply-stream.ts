@@ -93,6 +93,10 @@ export class OpenReply implements ReplyStream {
     await this.#queue(items, { fence: this.options.fence }, false);
   }
 
+  get ended(): boolean {
+    return this.#settlement !== undefined;
+  }
+
   async end(): Promise<number> {
     // Ended already by the push of its last block.
     if (this.#settlement) return this.#next;
