@@ -116,8 +116,6 @@ export class SessionAdmission {
         this.defaultMode,
         step.kind,
         this.lane.encode(request),
-        this.lane.encode({ runId, ctx, collect: true }),
-        JSON.stringify(request),
         this.prefix,
         step.token,
         lane.leaseMs,

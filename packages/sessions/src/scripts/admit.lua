@@ -22,20 +22,19 @@
   ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s) ARGV[6] lane grace (ms)
   ARGV[7] default queue mode
   ARGV[8] kind: "run" (queue mode applies), "queued" (always its own lane item), "context" (no run record)
-  ARGV[9] the lane item ("<runId>|<request JSON>")
-  ARGV[10] the collect run's lane item (the request with collect = true)
-  ARGV[11] the request JSON (what steering and collecting store)
-  ARGV[12] key prefix (for the running run's record, where a steer or a stop is marked, and its steer list)
-  ARGV[13] a claim token ('' none): a session nobody owes a drain is claimed for this process's runner
-           instead of woken (see owe-drain.lua)   ARGV[14] the lane's lease (ms)
-  ARGV[15] the run's timeout (ms; '' = never begin here)   ARGV[16] its activity's TTL (ms)
-  ARGV[17] the generation a session's first writer claim follows (see begin.lua)
-  ARGV[18..] per bucket (KEYS[11..]): capacity, then refill per ms
+  ARGV[9] the lane item ("<runId>|<request JSON>"; what steering and collecting store is its JSON, and the
+          collect run's item is it with collect = true)
+  ARGV[10] key prefix (for the running run's record, where a steer or a stop is marked, and its steer list)
+  ARGV[11] a claim token ('' none): a session nobody owes a drain is claimed for this process's runner
+           instead of woken (see owe-drain.lua)   ARGV[12] the lane's lease (ms)
+  ARGV[13] the run's timeout (ms; '' = never begin here)   ARGV[14] its activity's TTL (ms)
+  ARGV[15] the generation a session's first writer claim follows (see begin.lua)
+  ARGV[16..] per bucket (KEYS[11..]): capacity, then refill per ms
 
   Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
   rate_limited | queued | steered | collected | interrupted; woke 1 when this step put the session on the
   lane's ready list (a drain was not owed before), or the lane's head item when it claimed the session
-  for this process (ARGV[13]). A run (kind "run") claimed so with ARGV[15] given is also begun in this
+  for this process (ARGV[11]). A run (kind "run") claimed so with ARGV[13] given is also begun in this
   step, as begin.lua would begin it (record running, attempt 1, the session's running run and writer
   claim): the four values after woke are begin.lua's, for the runner that starts it here.
 ]]
@@ -47,8 +46,8 @@ end
 -- leaves no mark, like the separate take script that shares these buckets).
 local now = tonumber(ARGV[3])
 for i = 11, #KEYS do
-  local capacity = tonumber(ARGV[18 + (i - 11) * 2])
-  local rate = tonumber(ARGV[19 + (i - 11) * 2])
+  local capacity = tonumber(ARGV[16 + (i - 11) * 2])
+  local rate = tonumber(ARGV[17 + (i - 11) * 2])
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
@@ -56,8 +55,13 @@ end
 local function enqueue(item)
   -- The lane held nothing before: this item is its head.
   local head = redis.call('RPUSH', KEYS[4], item) == 1 and item or nil
-  return owe_drain(KEYS[4], KEYS[5], KEYS[6], KEYS[9], KEYS[10], now, tonumber(ARGV[6]), ARGV[2], ARGV[13],
-    tonumber(ARGV[14]), head)
+  return owe_drain(KEYS[4], KEYS[5], KEYS[6], KEYS[9], KEYS[10], now, tonumber(ARGV[6]), ARGV[2], ARGV[11],
+    tonumber(ARGV[12]), head)
+end
+
+-- What steering and collecting store: the request's JSON, from the lane item.
+local function request_json()
+  return string.sub(ARGV[9], #ARGV[1] + 2)
 end
 
 local function record(...)
@@ -78,39 +82,42 @@ local running = redis.call('HMGET', KEYS[3], 'active', 'activeUntil', 'runId', '
 local active = running[1]
 if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   local woke = enqueue(ARGV[9])
-  if type(woke) ~= 'string' or ARGV[15] == '' then
+  if type(woke) ~= 'string' or ARGV[13] == '' then
     record('status', 'queued', 'attempt', 0)
     return {'queued', woke}
   end
   -- Claimed for this process's runner, which starts it at once: begun here (begin.lua's writes).
-  record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[15])
-  local generation = (tonumber(running[4]) or tonumber(ARGV[17])) + 1
+  record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[13])
+  local generation = (tonumber(running[4]) or tonumber(ARGV[15])) + 1
   redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'generation', generation, 'active', ARGV[1],
-    'activeUntil', now + tonumber(ARGV[16]))
+    'activeUntil', now + tonumber(ARGV[14]))
   return {'queued', woke, 1, generation, running[3] or '', running[5] or ''}
 end
 record('status', 'queued', 'attempt', 0)
 local mode = running[6] or ARGV[7]
 -- The running run's record: a steer or a stop is marked there, read with the rest of it (settle.lua, begin.lua).
-local activeRecord = ARGV[12] .. ':run:' .. active
+local activeRecord = ARGV[10] .. ':run:' .. active
 if (mode == 'steer' or mode == 'interrupt') and redis.call('EXISTS', activeRecord) == 0 then
   -- No record to mark (it expired): the message runs after it, as in queue mode.
   return {'queued', enqueue(ARGV[9])}
 end
 if mode == 'steer' then
-  local steer = ARGV[12] .. ':steer:' .. active
-  redis.call('RPUSH', steer, ARGV[11])
+  local steer = ARGV[10] .. ':steer:' .. active
+  redis.call('RPUSH', steer, request_json())
   redis.call('EXPIRE', steer, 86400)
   redis.call('HSET', activeRecord, 'steered', 1)
   return {'steered', 0}
 elseif mode == 'collect' then
-  redis.call('RPUSH', KEYS[7], ARGV[11])
+  redis.call('RPUSH', KEYS[7], request_json())
   redis.call('EXPIRE', KEYS[7], 86400)
-  if redis.call('SET', KEYS[8], '1', 'NX', 'EX', 86400) then return {'collected', enqueue(ARGV[10])} end
+  if redis.call('SET', KEYS[8], '1', 'NX', 'EX', 86400) then
+    -- The collect run's item: the request with collect = true (the later key wins where it is read).
+    return {'collected', enqueue(string.sub(ARGV[9], 1, -2) .. ',"collect":true}')}
+  end
   return {'collected', 0}
 elseif mode == 'interrupt' then
   redis.call('HSET', activeRecord, 'stop', 'aborted')
-  redis.call('PUBLISH', ARGV[12] .. ':run-stop', cjson.encode({runId = active, status = 'aborted'}))
+  redis.call('PUBLISH', ARGV[10] .. ':run-stop', cjson.encode({runId = active, status = 'aborted'}))
   return {'interrupted', enqueue(ARGV[9])}
 end
 return {'queued', enqueue(ARGV[9])}
