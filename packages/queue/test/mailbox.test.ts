@@ -69,6 +69,18 @@ function otherProcess(prefix: string): OrderedMailbox<{ n: number }> {
   return mailbox;
 }
 
+/** Every key written to the test mailbox's ready list (a wake-up), seen by Redis itself (MONITOR). */
+async function readyWrites(prefix: string): Promise<string[]> {
+  const ready = `${mailboxBase(prefix, "m")}:ready`;
+  const monitor = await new Redis(REDIS_URL).monitor();
+  cleanups.push(async () => void monitor.disconnect());
+  const woken: string[] = [];
+  monitor.on("monitor", (_time: string, args: string[]) => {
+    if (args[0]?.toLowerCase() === "rpush" && args[1] === ready) woken.push(String(args[2]));
+  });
+  return woken;
+}
+
 describe("OrderedMailbox", () => {
   it("handles every item of each key once and in order, keys in parallel", async () => {
     const { mailbox, workers } = setup("order");
@@ -276,14 +288,7 @@ describe("OrderedMailbox", () => {
 
   it("a push may drain its key here: an idle key is claimed in the push's step, no wake-up", async () => {
     const { mailbox, workers, prefix } = setup("drain-here");
-    const ready = `${mailboxBase(prefix, "m")}:ready`;
-    // Every write to the ready list, seen by Redis itself.
-    const monitor = await new Redis(REDIS_URL).monitor();
-    cleanups.push(async () => void monitor.disconnect());
-    const woken: string[] = [];
-    monitor.on("monitor", (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === "rpush" && args[1] === ready) woken.push(String(args[2]));
-    });
+    const woken = await readyWrites(prefix);
     const seen: Array<[string, number, number]> = [];
     workers.push(
       mailbox.startWorker(async (item, ctx) => void seen.push([ctx.key, item.data.n, ctx.attempt]), {
@@ -394,14 +399,7 @@ describe("OrderedMailbox", () => {
 
   it("a key claimed while every slot is busy waits here for one, and goes back to the ready list after slotWaitMs", async () => {
     const { mailbox, workers, prefix } = setup("slot-wait", { leaseMs: 3000, slotWaitMs: 300 });
-    const ready = `${mailboxBase(prefix, "m")}:ready`;
-    // Every write to the ready list, seen by Redis itself.
-    const monitor = await new Redis(REDIS_URL).monitor();
-    cleanups.push(async () => void monitor.disconnect());
-    const woken: string[] = [];
-    monitor.on("monitor", (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === "rpush" && args[1] === ready) woken.push(String(args[2]));
-    });
+    const woken = await readyWrites(prefix);
     const gates = new Map<string, () => void>();
     const handled: Array<[string, number]> = [];
     workers.push(
