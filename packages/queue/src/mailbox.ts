@@ -140,8 +140,9 @@ export interface MailboxTuning {
   burst?: number | undefined;
   /**
    * How long a key this process's step claimed while every slot of its worker was busy waits for a
-   * slot before it goes back to the ready list for any process (default 1 s, at most a third of the
-   * lease; 0: a step claims only into a free slot). As many keys as the worker has slots may wait.
+   * slot before it goes back to the ready list for any process (default 1 s, at most a sixth of the
+   * lease; 0: a step claims only into a free slot). A key is claimed so only while slots have been
+   * freeing up fast enough for its turn to come within half of that, and at most four per slot wait.
    */
   slotWaitMs?: number | undefined;
   /**
@@ -238,6 +239,8 @@ interface LocalWorker<T> {
   waiting: WaitingKeys;
   /** How long a drain holds a slot, recently (a moving average, ms; unknown before one ended): how soon slots free up. */
   drainMs: number | undefined;
+  /** When each drain in flight started. */
+  started: Map<Promise<void>, number>;
 }
 
 /** A drain slot held for a step that may claim a key for this process (see `reserveDrainHere`). */
@@ -303,6 +306,9 @@ export class OrderedMailbox<T> {
   /** Whether `#redis` is ours to close (not a shared connection). */
   readonly #ownsRedis: boolean;
   readonly #base: string;
+  // How long a key claimed here waits for a slot: within a sixth of the lease, so a key that waited still
+  // holds its lease, with a third of it to spare, until its drain's first renewal.
+  readonly #slotWaitMs: number;
   readonly #timers = new Set<NodeJS.Timeout>();
   /** This process's running workers, which a push may hand its key to (see `push`'s `drainHere`). */
   readonly #locals = new Set<LocalWorker<T>>();
@@ -319,6 +325,7 @@ export class OrderedMailbox<T> {
       instanceId: options.instanceId ?? "hub",
     };
     this.#base = mailboxBase(options.prefix, options.name);
+    this.#slotWaitMs = Math.min(this.#o.slotWaitMs, this.#o.leaseMs / 6);
     this.#ownsRedis = options.redis === undefined;
     this.#redis = options.redis ?? createRedis(options.redisUrl);
   }
@@ -372,6 +379,7 @@ export class OrderedMailbox<T> {
             throw error;
           })
         : runScript(this.#redis, PUSH, keys, [...owe, ...encoded]));
+      if (pushed === 1) this.wokeOnReady();
       if (typeof pushed === "string" && here) {
         failpoint("mailbox.after-claim-here");
         here.start(key, pushed, now);
@@ -387,17 +395,14 @@ export class OrderedMailbox<T> {
    * to the step, then `start` the drain with the head item the step claimed, or `cancel` (a no-op
    * after `start`). With every slot busy, a place among the keys waiting for one (`waits`; see
    * `slotWaitMs`). Undefined when there is neither, or keys wait on the ready list for this process.
+   * A step that then woke its key through the ready list says so (`wokeOnReady`).
    */
   reserveDrainHere(): DrainHereSlot | undefined {
     const worker = this.#freeWorker();
     if (worker) return this.#reserveSlot(worker);
-    const open = [...this.#locals].filter((w) => !w.closing() && !w.readyFirst);
-    const roomy = open.find((w) => this.#slotSoon(w));
-    // No room at all: the step wakes the key through the ready list, whose keys then go first here.
-    if (!roomy) {
-      for (const w of open) w.readyFirst = true;
-      return undefined;
-    }
+    const roomy = [...this.#locals].find((w) => !w.closing() && !w.readyFirst && this.#slotSoon(w));
+    // No room at all: the step wakes the key through the ready list (see `wokeOnReady`).
+    if (!roomy) return undefined;
     const release = roomy.waiting.reserve();
     const token = this.#tokenFor();
     return {
@@ -445,14 +450,27 @@ export class OrderedMailbox<T> {
     return undefined;
   }
 
-  // Whether a key claimed now would get a slot of `local` well within `slotWaitMs`, at the rate its slots
+  // Whether a key claimed now would get a slot of `local` well within the slot wait, at the rate its slots
   // have been freeing up: under load from short drains, yes; behind slow ones (a model's turn), no, and
-  // the key goes to the ready list, where another process with a free slot may take it at once.
+  // the key goes to the ready list, where another process with a free slot may take it at once. Only
+  // drains not much older than the recent ones count as freeing slots (one far older may be a long turn).
   #slotSoon(local: LocalWorker<T>): boolean {
-    const { slotWaitMs } = this.#o;
-    if (local.drainMs === undefined || slotWaitMs <= 0 || local.waiting.size >= 4 * local.concurrency)
-      return false;
-    return ((local.waiting.size + 1) * local.drainMs) / local.concurrency <= slotWaitMs / 2;
+    const wait = this.#slotWaitMs;
+    const { drainMs, waiting, concurrency } = local;
+    if (drainMs === undefined || wait <= 0 || waiting.size >= 4 * concurrency) return false;
+    const now = Date.now();
+    let moving = 0;
+    for (const at of local.started.values()) if (now - at < 3 * drainMs) moving++;
+    return moving > 0 && ((waiting.size + 1) * drainMs) / moving <= wait / 2;
+  }
+
+  /**
+   * A step of this process put a key on the ready list (a wake-up, where it could not claim the key
+   * here): this process's workers take ready keys before they claim more here, so no key claimed here
+   * later goes before it.
+   */
+  wokeOnReady(): void {
+    for (const local of this.#locals) local.readyFirst = true;
   }
 
   // A key claimed to wait for a slot: drained at once if one freed up meanwhile, else it waits.
@@ -477,13 +495,17 @@ export class OrderedMailbox<T> {
     const { key, token, claimedAt, head } = waiting;
     if (local.closing()) return this.#handBack(waiting);
     const own = this.#k("own", key);
-    this.#track(local, key, () => this.#drainClaimed(key, own, token, claimedAt, [head, 1], local.handler));
+    this.#track(local, key, async () => {
+      await this.#drainClaimed(key, own, token, claimedAt, [head, 1], local.handler);
+      return true;
+    });
   }
 
   // A key claimed here and never handed to a handler goes back to the ready list, its claim undone (the
   // head's attempt with it). If this fails, the lease runs out and the sweep wakes the key.
   #handBack(waiting: WaitingKey): void {
     const { key, token } = waiting;
+    this.wokeOnReady();
     const keys = [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`, this.#k("att", key)];
     runScript(this.#redis, RECLAIM, keys, [token, Date.now(), key]).catch(() => {});
   }
@@ -542,12 +564,13 @@ export class OrderedMailbox<T> {
   }
 
   async #promote(): Promise<void> {
-    await runScript(
+    const moved = await runScript(
       this.#redis,
       PROMOTE,
       [`${this.#base}:delayed`, `${this.#base}:ready`],
       [Date.now(), 100],
     );
+    if (Number(moved) > 0) this.wokeOnReady();
   }
 
   /**
@@ -568,12 +591,8 @@ export class OrderedMailbox<T> {
       readyFirst: false,
       // Unknown until a drain has ended here: no key waits for a slot before.
       drainMs: undefined,
-      // Within a third of the lease, so a key that waited still holds its lease when it starts.
-      waiting: new WaitingKeys(Math.min(this.#o.slotWaitMs, this.#o.leaseMs / 3), (waiting) => {
-        // Handed back to the ready list: keys wait there for this worker now, so they go first.
-        local.readyFirst = true;
-        this.#handBack(waiting);
-      }),
+      started: new Map(),
+      waiting: new WaitingKeys(this.#slotWaitMs, (waiting) => this.#handBack(waiting)),
     };
     this.#locals.add(local);
     const loop = this.#takeReady(blocking, local);
@@ -634,20 +653,26 @@ export class OrderedMailbox<T> {
   }
 
   // A drain counted in its worker's slots until it ends.
-  #track(local: LocalWorker<T>, key: string, run: () => Promise<void>): void {
-    const { active } = local;
+  #track(local: LocalWorker<T>, key: string, run: () => Promise<boolean>): void {
+    const { active, started } = local;
     const startedAt = Date.now();
     const drain: Promise<void> = run()
+      .then((drained) => {
+        // A wake-up whose key another drainer had, or that was empty, says nothing about how long drains take.
+        if (!drained) return;
+        const took = Date.now() - startedAt;
+        local.drainMs = local.drainMs === undefined ? took : 0.9 * local.drainMs + 0.1 * took;
+      })
       .catch((error) =>
         this.#o.logger.error({ err: error, mailbox: this.#o.name, key }, "mailbox drain failed"),
       )
       .finally(() => {
-        const took = Date.now() - startedAt;
-        local.drainMs = local.drainMs === undefined ? took : 0.9 * local.drainMs + 0.1 * took;
         active.delete(drain);
+        started.delete(drain);
         this.#fillFromWaiting(local);
       });
     active.add(drain);
+    started.set(drain, startedAt);
   }
 
   async #sweep(): Promise<void> {
@@ -660,6 +685,7 @@ export class OrderedMailbox<T> {
     )) as string[];
     for (const key of woken)
       this.#o.logger.warn({ mailbox: this.#o.name, key }, "mailbox key had no live drainer; waking it");
+    if (woken.length > 0) this.wokeOnReady();
     await this.#promote();
   }
 
@@ -667,7 +693,8 @@ export class OrderedMailbox<T> {
     return [this.#o.instanceId, process.pid, BOOT_ID, randomUUID().slice(0, 12)].join("~");
   }
 
-  async #drain(key: string, handler: MailboxHandler<T>): Promise<void> {
+  // Claims a woken key and drains it; false when there was nothing to drain (see claim-next.lua).
+  async #drain(key: string, handler: MailboxHandler<T>): Promise<boolean> {
     const token = this.#tokenFor();
     const own = this.#k("own", key);
     const claimedAt = Date.now();
@@ -678,8 +705,9 @@ export class OrderedMailbox<T> {
       [token, this.#o.leaseMs, claimedAt, key],
     )) as [string, number] | number;
     // Another live drainer will see our items; a delayed key has its own wake-up; an empty key is done.
-    if (typeof claimed === "number") return;
+    if (typeof claimed === "number") return false;
     await this.#drainClaimed(key, own, token, claimedAt, claimed, handler);
+    return true;
   }
 
   // Drains a key this process claimed (by claim-next, or by its own push), from its first item on.
@@ -779,16 +807,17 @@ export class OrderedMailbox<T> {
       try {
         await handler(item, handOut.ctx);
       } catch (error) {
-        if (error instanceof LeaseExpiredError)
-          this.#o.logger.warn(
-            { ...this.#logFields(item), mailbox: this.#o.name, key, itemId: item.id },
-            "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
-          );
-        if (lease.lost.signal.aborted) return;
-        const after = await this.#handleFailure(item, error, attempt, key, own, token, lease);
-        if (after === "delayed") return;
-        next = after;
-        continue;
+        if (handOut.acked === undefined) {
+          const after = await this.#afterThrow(item, error, attempt, { key, own, token, lease });
+          if (after === "stop") return;
+          next = after;
+          continue;
+        }
+        // The handler's own step acked the item before it failed: the item is done; go on from that step.
+        this.#o.logger.error(
+          { ...this.#logFields(item), err: error, mailbox: this.#o.name, key, itemId: item.id },
+          "mailbox item handler failed after acking its item",
+        );
       }
       handled++;
       const { failed, acked } = handOut;
@@ -848,6 +877,24 @@ export class OrderedMailbox<T> {
       );
       return undefined;
     }
+  }
+
+  // After a handler threw for an item it did not ack: the next item, or "stop" draining this key.
+  async #afterThrow(
+    item: MailboxItem<T>,
+    error: unknown,
+    attempt: number,
+    drain: { key: string; own: string; token: string; lease: DrainLease },
+  ): Promise<[string, number] | null | "stop"> {
+    const { key, own, token, lease } = drain;
+    if (error instanceof LeaseExpiredError)
+      this.#o.logger.warn(
+        { ...this.#logFields(item), mailbox: this.#o.name, key, itemId: item.id },
+        "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
+      );
+    if (lease.lost.signal.aborted) return "stop";
+    const after = await this.#handleFailure(item, error, attempt, key, own, token, lease);
+    return after === "delayed" ? "stop" : after;
   }
 
   // After a failed item: the next item (this one given up), or "delayed" to stop draining.
@@ -919,7 +966,9 @@ export class OrderedMailbox<T> {
         [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`],
         [owner, Date.now(), key],
       );
-      if (woken === 1) reclaimed.push(key);
+      if (woken !== 1) continue;
+      reclaimed.push(key);
+      this.wokeOnReady();
     }
     if (reclaimed.length)
       this.#o.logger.warn(
@@ -1008,7 +1057,10 @@ export class OrderedMailbox<T> {
   // The next item is handed out for the first time by the ack (see commands/claim-next.lua);
   // 0: the key was handed back behind waiting keys (it yielded), null: it is empty.
   #nextAfterAck(next: unknown): [string, number] | null {
-    if (next === 0) failpoint("mailbox.after-yield");
+    if (next === 0) {
+      this.wokeOnReady();
+      failpoint("mailbox.after-yield");
+    }
     return typeof next === "string" ? [next, 1] : null;
   }
 

@@ -367,6 +367,40 @@ describe("OrderedMailbox", () => {
     expect(workerAcks).toBe(0);
   });
 
+  it("a handler that fails after acking its item in its own step: the item is done, the next goes on", async () => {
+    const failedFor: string[] = [];
+    const { mailbox, workers, prefix } = setup("ack-step-throw", { onFailed: (id) => failedFor.push(id) });
+    const markAndAck = scriptWith(new URL("./fixtures/mark-and-ack.lua", import.meta.url), "ack-next");
+    const commands = new Redis(REDIS_URL);
+    cleanups.push(async () => void commands.disconnect());
+    const handled: Array<[number, number]> = [];
+    workers.push(
+      mailbox.startWorker(
+        async (item, ctx) => {
+          handled.push([item.data.n, ctx.attempt]);
+          const step = ctx.ackStep();
+          step.acked(
+            await runScript(commands, markAndAck, [`${prefix}:mark`, ...step.keys], [1, ...step.args]),
+          );
+          if (item.data.n === 1) throw new Error("failed after its ack");
+        },
+        { concurrency: 1 },
+      ),
+    );
+    await mailbox.push(
+      "k",
+      [1, 2].map((n) => ({ id: `i${n}`, data: { n } })),
+    );
+    await waitFor(() => handled.length === 2, "both items handled");
+    await new Promise((r) => setTimeout(r, 300));
+    // Neither retried nor given up: the first was acked by its own step, the second handed out by it.
+    expect(handled).toEqual([
+      [1, 1],
+      [2, 1],
+    ]);
+    expect(failedFor).toEqual([]);
+  });
+
   it("keys claimed by this process's pushes and keys from the ready list never exceed the worker's slots", async () => {
     const { mailbox, workers, prefix } = setup("drain-here-slots");
     const elsewhere = otherProcess(prefix);
@@ -406,25 +440,25 @@ describe("OrderedMailbox", () => {
       mailbox.startWorker(
         async (_item, ctx) => {
           handled.push([ctx.key, ctx.attempt]);
-          if (ctx.key.startsWith("busy")) await new Promise<void>((r) => gates.set(ctx.key, r));
+          // Drains of 100 ms: a slot frees up well within half of slotWaitMs.
+          if (ctx.key === "quick" || ctx.key === "busy-1") await new Promise((r) => setTimeout(r, 100));
+          if (ctx.key === "busy-2") await new Promise<void>((r) => gates.set(ctx.key, r));
         },
         { concurrency: 1 },
       ),
     );
     const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
-    // A quick drain first: how soon slots free up here is known only from drains that ended.
+    // A drain first: how soon slots free up here is known only from drains that ended.
     await push("quick");
-    await waitFor(() => handled.length === 1, "the quick key handled");
-    // Its drain ended (acked, lease gone, slot free) before anything else is pushed.
-    await waitFor(async () => (await mailbox.hasDrainer("quick")) === false, "the quick drain's end");
+    await waitFor(
+      async () => handled.length === 1 && !(await mailbox.hasDrainer("quick")),
+      "the first drain's end",
+    );
     await new Promise((r) => setTimeout(r, 50));
     handled.length = 0;
     // The one slot is busy: the next key is claimed to wait for it, and takes it as soon as it frees up.
     await push("busy-1");
-    await waitFor(() => gates.has("busy-1"), "busy-1 running");
     await push("waits");
-    await new Promise((r) => setTimeout(r, 100));
-    gates.get("busy-1")?.();
     await waitFor(() => handled.length === 2, "the waiting key handled");
     expect(handled).toEqual([
       ["busy-1", 1],
@@ -474,6 +508,46 @@ describe("OrderedMailbox", () => {
     slot?.cancel();
     expect(slot).toBeUndefined();
     gates.get("busy")?.();
+  });
+
+  it("behind a drain far older than the recent ones (a long turn) a key is not claimed to wait either", async () => {
+    const { mailbox, workers } = setup("slot-wait-long", { leaseMs: 3000, slotWaitMs: 300 });
+    const gates = new Map<string, () => void>();
+    const handled: string[] = [];
+    workers.push(
+      mailbox.startWorker(
+        async (_item, ctx) => {
+          handled.push(ctx.key);
+          if (ctx.key === "short") await new Promise((r) => setTimeout(r, 40));
+          if (ctx.key === "long") await new Promise<void>((r) => gates.set(ctx.key, r));
+        },
+        { concurrency: 1 },
+      ),
+    );
+    const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+    // Short drains first: slots here have been freeing up fast.
+    await push("short");
+    await waitFor(
+      async () => handled.length === 1 && !(await mailbox.hasDrainer("short")),
+      "the short drain's end",
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    await push("long");
+    try {
+      // Young, the long drain may still end as fast as the others (40 ms): a key may wait for its slot.
+      const early = mailbox.reserveDrainHere();
+      early?.cancel();
+      expect(early?.waits).toBe(true);
+      await waitFor(() => gates.has("long"), "the long drain running");
+      // Far older than the recent drains: no slot is expected soon, the key goes to the ready list.
+      await new Promise((r) => setTimeout(r, 200));
+      const late = mailbox.reserveDrainHere();
+      late?.cancel();
+      expect(late).toBeUndefined();
+    } finally {
+      await waitFor(() => gates.has("long"), "the long drain running");
+      gates.get("long")?.();
+    }
   });
 
   it("a key claimed for a worker that began closing goes back to the ready list for another", async () => {

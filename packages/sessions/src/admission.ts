@@ -71,6 +71,7 @@ export class SessionAdmission {
         this.beginHere?.steps.begunInAdmission(run, begun);
       }
       if (typeof woke === "string") here?.start(ctx.sessionKey, woke, now);
+      else if (woke === 1) this.lane.wokeOnReady();
       return outcome;
     } finally {
       here?.cancel();

@@ -76,6 +76,11 @@ export class SessionLane {
     return this.#mailbox.reserveDrainHere();
   }
 
+  /** Admission's step woke a session through the ready list (see `OrderedMailbox.wokeOnReady`). */
+  wokeOnReady(): void {
+    this.#mailbox.wokeOnReady();
+  }
+
   /** A request as the lane stores it. */
   encode(request: RunRequest): string {
     return this.#mailbox.encode({ id: request.runId, data: request });

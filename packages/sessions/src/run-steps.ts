@@ -69,7 +69,18 @@ export class RunSteps {
 
   // Runs begun for this process's runner in the step that handed them to it (admission's, or the previous
   // run's settle), by runId, as begin.lua's reply, until the runner starts them (at once, in that slot).
-  readonly #begunHere = new Map<string, Array<string | number>>();
+  // One that another process took over meanwhile (this one lost the lane) is dropped after a while.
+  readonly #begunHere = new Map<string, { at: number; reply: Array<string | number> }>();
+
+  #noteBegunHere(runId: string, reply: Array<string | number>): void {
+    const now = Date.now();
+    for (const [id, begun] of this.#begunHere) {
+      if (now - begun.at < 600_000) break;
+      this.#begunHere.delete(id);
+    }
+    this.#begunHere.delete(runId);
+    this.#begunHere.set(runId, { at: now, reply });
+  }
 
   /**
    * Notes a run admission began in its step (admit.lua's {attempt, generation, previous writer,
@@ -77,7 +88,7 @@ export class RunSteps {
    */
   begunInAdmission(run: StartedRun, begun: Array<string | number>): void {
     const [attempt = 1, generation = 0, previous = "", touched = ""] = begun;
-    this.#begunHere.set(run.runId, ["started", attempt, generation, previous, "", touched]);
+    this.#noteBegunHere(run.runId, ["started", attempt, generation, previous, "", touched]);
   }
 
   /**
@@ -88,7 +99,7 @@ export class RunSteps {
     const here = this.#begunHere.get(run.runId);
     if (here) {
       this.#begunHere.delete(run.runId);
-      if (laneAttempt === 1) return this.#started(run, here);
+      if (laneAttempt === 1) return this.#started(run, here.reply);
     }
     const { runId, sessionKey } = run;
     const keys = [this.runs.keyOf(runId), this.writers.keyOf(sessionKey)];
@@ -160,7 +171,7 @@ export class RunSteps {
     else if (acked === "acked") lane?.ack.acked(answer);
     if (begun) {
       const [next, ...values] = begun;
-      this.#begunHere.set(String(next), ["started", ...values]);
+      this.#noteBegunHere(String(next), ["started", ...values]);
     }
     if (decided === 1)
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);

@@ -118,6 +118,41 @@ describe("RunSteps.settle with the session lane's ack", () => {
     }
   });
 
+  it("a next request Redis cannot read as JSON (a lone surrogate) is left to its runner; usage counts once", async () => {
+    const cut = directRequest("u-2", "5");
+    const surrogate: RunRequest = { ...cut, ctx: { ...cut.ctx, body: "half an emoji: \ud83d" } };
+    const t = await laneWithQueuedRuns("settle-lane-surrogate", [directRequest("u-1", "5"), surrogate]);
+    const begun = new Map<string, RunBegin>();
+    const runner = t.lane.startRunner(
+      async (request, handOut) => {
+        const started = await t.begin(request.runId, handOut);
+        begun.set(request.runId, started);
+        if (started.kind !== "started" || request.runId !== "u-1") return;
+        const usage = { inputTokens: 3, outputTokens: 4 };
+        await t.steps.settle(
+          started.claim,
+          { outcome, attempt: 1, usage },
+          async () => {},
+          t.laneOf(handOut),
+        );
+      },
+      { maxConcurrentRuns: 1 },
+    );
+    try {
+      await waitFor(() => begun.has("u-2"), "u-2's hand-out");
+      // Not begun by the settle, so its runner's begin started it itself.
+      expect(begun.get("u-2")).toMatchObject({
+        kind: "started",
+        attempt: 1,
+        seen: { previousReleased: true },
+      });
+      expect(await redis.hgetall(`${t.prefix}:usage:${SESSION}`)).toEqual({ input: "3", output: "4" });
+    } finally {
+      await runner.close();
+      await t.lane.close();
+    }
+  });
+
   it("a start made in a hand-out's step holds only for the lane's first hand-out of that run", async () => {
     const t = await laneWithQueuedRuns("settle-lane-again", [
       directRequest("r-1", "5"),

@@ -2,7 +2,8 @@
   settle(record, writer, steer, usage[, the lane's ack keys];
          runId, attempt, generation, inputTokens, outputTokens, n, field, value, ...[, ack args, begin args])
   A run's end in one step: its terminal outcome decided once (as finish.lua), its writer claim
-  released unless a newer claim holds it (as release.lua), its token usage added to the session's,
+  released unless a newer claim holds it (as release.lua), its token usage added to the session's
+  with the outcome (not again by a retry, nor for an outcome decided elsewhere),
   and its activity ended when nothing was steered in late (as end-if-idle.lua). Given the session
   lane's ack (ack_next, from @hub/queue's ack-next.lua, is prepended to this script), the run's lane
   item is acked in the same step, and the next run it hands out is begun there, as begin.lua would
@@ -35,8 +36,9 @@ end
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
 -- Only a run that had a message steered in (admit.lua marks its record) can have any left.
 local steered = state[4] and redis.call('LRANGE', KEYS[3], 0, -1) or {}
-if tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[4]) end
-if tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[5]) end
+-- Counted with the outcome it belongs to, once: a retried step (its answer lost) adds nothing again.
+if decided == 1 and tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[4]) end
+if decided == 1 and tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[5]) end
 if #steered > 0 then redis.call('DEL', KEYS[3]) end
 local mine = writer[1] == ARGV[1] and writer[2] == ARGV[3]
 local settled = {decided, mine and 1 or 0, steered, state[3]}
@@ -56,8 +58,9 @@ if KEYS[5] then
       -- first thing, where a command, a context-only message or a collected batch may end before.
       local cut = string.find(ack, '|', 1, true)
       local runId = string.sub(ack, 1, cut - 1)
-      local request = cjson.decode(string.sub(ack, cut + 1))
-      local plain = not (request.command or request.contextOnly or request.collect)
+      -- JSON cjson cannot read (a lone surrogate escape) is left to the runner: no error after the writes above.
+      local read, request = pcall(cjson.decode, string.sub(ack, cut + 1))
+      local plain = read and type(request) == 'table' and not (request.command or request.contextOnly or request.collect)
       local record = ARGV[first + 15] .. runId
       local next = plain and redis.call('HMGET', record, 'status', 'attempt', 'stop') or {}
       if next[1] == 'queued' then
