@@ -31,7 +31,9 @@ async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
   const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
   const runs = new RunRecords(redis, prefix);
   const writers = new SessionWriters(redis, prefix);
-  const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
+  // Run steps as a process has them (each its own record of starts made for its runner).
+  const newSteps = () => new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
+  const steps = newSteps();
   const admission = new SessionAdmission(redis, prefix, lane, "followup");
   for (const request of requests)
     expect(await admission.admit(request, { key: `${prefix}:dedupe:${request.runId}`, ttlSeconds: 60 })).toBe(
@@ -45,7 +47,7 @@ async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
     timeoutMs: 30_000,
     activeTtlMs: 90_000,
   });
-  return { prefix, lane, runs, steps, begin, laneOf, list: lane.pushKeys(SESSION).list };
+  return { prefix, lane, runs, steps, newSteps, begin, laneOf, list: lane.pushKeys(SESSION).list };
 }
 
 describe("RunSteps.settle with the session lane's ack", () => {
@@ -174,6 +176,44 @@ describe("RunSteps.settle with the session lane's ack", () => {
       await waitFor(() => begun.has("r-2"), "r-2's hand-out");
       expect(begun.get("r-2 again")).toEqual({ kind: "running", stop: undefined });
       expect(begun.get("r-2")).toEqual({ kind: "running", stop: undefined });
+    } finally {
+      await runner.close();
+      await t.lane.close();
+    }
+  });
+
+  it("a settle retried after its first answer was lost tells the next run's start again", async () => {
+    const t = await laneWithQueuedRuns("settle-lane-retry", [
+      directRequest("t-1", "5"),
+      directRequest("t-2", "5"),
+    ]);
+    // The process as it is once the first answer was lost: it never heard of the start that step made.
+    const unaware = t.newSteps();
+    const begun = new Map<string, RunBegin>();
+    const runner = t.lane.startRunner(
+      async (request, handOut) => {
+        const steps = request.runId === "t-1" ? t.steps : unaware;
+        const run = { runId: request.runId, sessionKey: SESSION, channel: "telegram" };
+        const started = await steps.begin(run, 30_000, 90_000, handOut.attempt);
+        begun.set(request.runId, started);
+        if (started.kind !== "started" || request.runId !== "t-1") return;
+        await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
+        // The same step again, as withRetries sends it when the first answer was lost.
+        await unaware.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
+      },
+      { maxConcurrentRuns: 1 },
+    );
+    try {
+      await waitFor(() => begun.has("t-2"), "t-2's hand-out");
+      const first = begun.get("t-1");
+      if (first?.kind !== "started") throw new Error("t-1 did not start");
+      // Started as begun by the first execution: attempt 1 under the next generation, not a resume.
+      expect(begun.get("t-2")).toMatchObject({
+        kind: "started",
+        attempt: 1,
+        claim: { runId: "t-2", generation: first.claim.generation + 1 },
+      });
+      expect(await redis.hmget(t.runs.keyOf("t-2"), "status", "attempt")).toEqual(["running", "1"]);
     } finally {
       await runner.close();
       await t.lane.close();

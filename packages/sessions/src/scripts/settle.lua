@@ -43,8 +43,39 @@ if #steered > 0 then redis.call('DEL', KEYS[3]) end
 local mine = writer[1] == ARGV[1] and writer[2] == ARGV[3]
 local settled = {decided, mine and 1 or 0, steered, state[3]}
 
--- The lane's ack, and the next run begun when this run's claim was released to it with nothing left over.
-local begun
+-- The next run the lane's ack handed out ("<runId>|<request JSON>"), begun here as begin.lua would begin
+-- it when this run's claim was released to it with nothing steered in late: {begin.lua's values} and
+-- true, or nil. Only a plain run (the runner begins it first thing, where a command, a context-only
+-- message or a collected batch may end before); JSON cjson cannot read (a lone surrogate escape) is left
+-- to the runner, with no error after this step's writes. A retry of this step (its first answer lost)
+-- finds that run begun by its first execution (only the lane's lease holder, which ack_next checked,
+-- hands it out) and tells its start again: the values and false.
+local function begin_next(head, first)
+  local cut = string.find(head, '|', 1, true)
+  local runId = string.sub(head, 1, cut - 1)
+  local again = not mine and writer[1] == runId and writer[3] == runId
+  if not (mine or again) or #steered > 0 then return nil end
+  local read, request = pcall(cjson.decode, string.sub(head, cut + 1))
+  if not read or type(request) ~= 'table' or request.command or request.contextOnly or request.collect then
+    return nil
+  end
+  local record = ARGV[first + 15] .. runId
+  local next = redis.call('HMGET', record, 'status', 'attempt', 'stop')
+  if again then
+    if next[1] ~= 'running' or next[2] ~= '1' then return nil end
+    return {runId, 1, tonumber(writer[2]), '', next[3] or '', writer[4] or ''}, false
+  end
+  if next[1] ~= 'queued' then return nil end
+  local attempt = (tonumber(next[2]) or 0) + 1
+  local fields = {'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[first + 13]}
+  -- A first start is the run's start (begin.lua's startedAt).
+  if attempt == 1 then fields[7], fields[8] = 'startedAt', tonumber(ARGV[first + 4]) end
+  redis.call('HSET', record, unpack(fields))
+  return {runId, attempt, tonumber(writer[2]) + 1, '', next[3] or '', writer[4] or ''}, true
+end
+
+-- The lane's ack, and the next run begun in the same step.
+local begun, wrote = nil, false
 if KEYS[5] then
   local first = 7 + n
   local ack = ack_next({KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]}, {unpack(ARGV, first, first + 12)})
@@ -53,32 +84,13 @@ if KEYS[5] then
   else
     table.insert(settled, 'acked')
     table.insert(settled, ack)
-    if type(ack) == 'string' and mine and #steered == 0 then
-      -- The lane's item is "<runId>|<request JSON>". Only a plain run is begun here: the runner begins it
-      -- first thing, where a command, a context-only message or a collected batch may end before.
-      local cut = string.find(ack, '|', 1, true)
-      local runId = string.sub(ack, 1, cut - 1)
-      -- JSON cjson cannot read (a lone surrogate escape) is left to the runner: no error after the writes above.
-      local read, request = pcall(cjson.decode, string.sub(ack, cut + 1))
-      local plain = read and type(request) == 'table' and not (request.command or request.contextOnly or request.collect)
-      local record = ARGV[first + 15] .. runId
-      local next = plain and redis.call('HMGET', record, 'status', 'attempt', 'stop') or {}
-      if next[1] == 'queued' then
-        local now = tonumber(ARGV[first + 4])
-        local attempt = (tonumber(next[2]) or 0) + 1
-        local fields = {'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[first + 13]}
-        -- A first start is the run's start (begin.lua's startedAt).
-        if attempt == 1 then fields[7], fields[8] = 'startedAt', now end
-        redis.call('HSET', record, unpack(fields))
-        begun = {runId, attempt, tonumber(writer[2]) + 1, '', next[3] or '', writer[4] or ''}
-        table.insert(settled, begun)
-      end
-    end
+    if type(ack) == 'string' then begun, wrote = begin_next(ack, first) end
+    if begun then table.insert(settled, begun) end
   end
 end
 
 -- The writer hash: the claim released (or handed to the next run), the activity ended or handed on.
-if begun then
+if wrote then
   redis.call('HSET', KEYS[2], 'runId', begun[1], 'generation', begun[3], 'active', begun[1],
     'activeUntil', tonumber(ARGV[7 + n + 4]) + tonumber(ARGV[7 + n + 14]))
   if writer[5] then redis.call('HDEL', KEYS[2], 'sessionId') end
