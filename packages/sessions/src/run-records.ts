@@ -42,6 +42,8 @@ export interface RunOutcome {
   text?: string;
   error?: string;
   stopReason?: string;
+  /** When it was decided (ms; default: when its fields are built). A retried step sends the same time. */
+  endedAt?: number;
 }
 
 /** Retries `step` (up to 10 tries, backing off), for steps nothing may go on without (a run's outcome). */
@@ -106,7 +108,12 @@ export class RunRecords {
 
   /** The fields `finish` writes for an outcome. */
   static outcomeFields(outcome: RunOutcome): Array<string | number> {
-    const fields: Array<string | number> = ["status", outcome.status, "endedAt", Date.now()];
+    const fields: Array<string | number> = [
+      "status",
+      outcome.status,
+      "endedAt",
+      outcome.endedAt ?? Date.now(),
+    ];
     if (outcome.text !== undefined) fields.push("text", outcome.text);
     if (outcome.error !== undefined) fields.push("error", outcome.error);
     if (outcome.stopReason !== undefined) fields.push("stopReason", outcome.stopReason);

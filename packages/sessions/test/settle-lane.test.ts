@@ -190,6 +190,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
     // The process as it is once the first answer was lost: it never heard of the start that step made.
     const unaware = t.newSteps();
     const begun = new Map<string, RunBegin>();
+    let retried: { decided: boolean } | undefined;
     const runner = t.lane.startRunner(
       async (request, handOut) => {
         const steps = request.runId === "t-1" ? t.steps : unaware;
@@ -197,9 +198,14 @@ describe("RunSteps.settle with the session lane's ack", () => {
         const started = await steps.begin(run, 30_000, 90_000, handOut.attempt);
         begun.set(request.runId, started);
         if (started.kind !== "started" || request.runId !== "t-1") return;
-        await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
-        // The same step again, as withRetries sends it when the first answer was lost.
-        await unaware.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
+        // One outcome (its endedAt fixed), as withRetries sends the same step again when an answer was lost.
+        const end = {
+          outcome: { ...outcome, endedAt: Date.now() },
+          attempt: 1,
+          usage: { inputTokens: 2, outputTokens: 5 },
+        };
+        await t.steps.settle(started.claim, end, async () => {}, t.laneOf(handOut));
+        retried = await unaware.settle(started.claim, end, async () => {}, t.laneOf(handOut));
       },
       { maxConcurrentRuns: 1 },
     );
@@ -214,6 +220,9 @@ describe("RunSteps.settle with the session lane's ack", () => {
         claim: { runId: "t-2", generation: first.claim.generation + 1 },
       });
       expect(await redis.hmget(t.runs.keyOf("t-2"), "status", "attempt")).toEqual(["running", "1"]);
+      // The retry says the outcome was decided (its end is announced) and adds the usage no second time.
+      expect(retried?.decided).toBe(true);
+      expect(await redis.hgetall(`${t.prefix}:usage:${SESSION}`)).toEqual({ input: "2", output: "5" });
     } finally {
       await runner.close();
       await t.lane.close();

@@ -19,7 +19,7 @@
   then the next run's timeout (ms), its activity's TTL (ms) and the prefix of run record keys (the next
   run's is <prefix><runId>).
 
-  Returns {decided 1|0, released 1|0, steered requests the run never took (taken: the caller
+  Returns {decided 1|0 (1 also to a retry of the step that decided it: same status and endedAt), released 1|0, steered requests the run never took (taken: the caller
   queues them again, and the run stays active until it has), the record's startedAt or false},
   and with ack keys also: 'lost' (the lane's lease is not ours: nothing acked), or 'acked', ack_next's
   answer, and when the next run was begun here {its runId, attempt, generation, previous writer or '',
@@ -27,18 +27,29 @@
 ]]
 local decided = 0
 local n = tonumber(ARGV[6])
-local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt', 'steered')
-if (state[1] == 'running' or state[1] == 'queued') and (ARGV[2] == '' or state[2] == ARGV[2]) then
+-- One of this step's outcome fields (ARGV[7..6+n], field/value pairs), or nil.
+local function outcome(field)
+  for i = 7, 5 + n, 2 do
+    if ARGV[i] == field then return ARGV[i + 1] end
+  end
+end
+
+local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt', 'steered', 'endedAt')
+local writes = (state[1] == 'running' or state[1] == 'queued') and (ARGV[2] == '' or state[2] == ARGV[2])
+if writes then
   -- The record keeps the TTL admission (or its first start) gave it.
   if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
+  decided = 1
+elseif state[5] and state[1] == outcome('status') and state[5] == outcome('endedAt') then
+  -- A retry of this step (its first answer lost): that execution decided the outcome.
   decided = 1
 end
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
 -- Only a run that had a message steered in (admit.lua marks its record) can have any left.
 local steered = state[4] and redis.call('LRANGE', KEYS[3], 0, -1) or {}
--- Counted with the outcome it belongs to, once: a retried step (its answer lost) adds nothing again.
-if decided == 1 and tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[4]) end
-if decided == 1 and tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[5]) end
+-- Counted with the outcome it belongs to, once: a retried step adds nothing again.
+if writes and tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[4]) end
+if writes and tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[5]) end
 if #steered > 0 then redis.call('DEL', KEYS[3]) end
 local mine = writer[1] == ARGV[1] and writer[2] == ARGV[3]
 local settled = {decided, mine and 1 or 0, steered, state[3]}
