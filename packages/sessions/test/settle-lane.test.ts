@@ -229,6 +229,45 @@ describe("RunSteps.settle with the session lane's ack", () => {
     }
   });
 
+  it("a settle retried after its first answer was lost hands on the messages steered in late again", async () => {
+    const prefix = testPrefix("settle-steered-retry");
+    prefixes.push(prefix);
+    const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+    const runs = new RunRecords(redis, prefix);
+    const writers = new SessionWriters(redis, prefix);
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const admission = new SessionAdmission(redis, prefix, lane, "steer");
+    const admit = (runId: string) =>
+      admission.admit(directRequest(runId, "5"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+    try {
+      expect(await admit("r-1")).toBe("queued");
+      const steps = new RunSteps(redis, runs, writers, activity);
+      const started = await steps.begin({ runId: "r-1", sessionKey: SESSION }, 30_000, 90_000);
+      if (started.kind !== "started") throw new Error("r-1 did not start");
+      // Steered in after the run's last boundary: the settle hands it on to run next.
+      expect(await admit("r-2")).toBe("steered");
+      const end = { outcome: { ...outcome, endedAt: Date.now() }, attempt: 1 };
+      // The first execution's answer never arrives (here: its caller stops at the first requeue).
+      const lost = steps.settle(started.claim, end, async () => {
+        throw new Error("the answer was lost");
+      });
+      await expect(lost).rejects.toThrow("the answer was lost");
+      // The step again, as withRetries sends it, from a process that never heard the first answer.
+      const requeued: string[] = [];
+      const retried = await new RunSteps(redis, runs, writers, activity).settle(
+        started.claim,
+        end,
+        async (r) => {
+          requeued.push(r.runId);
+        },
+      );
+      expect(retried.decided).toBe(true);
+      expect(requeued).toEqual(["r-2"]);
+    } finally {
+      await lane.close();
+    }
+  });
+
   it("a lane lease taken meanwhile: the outcome is decided, nothing is acked and no next run begun", async () => {
     const t = await laneWithQueuedRuns("settle-lane-lost", [
       directRequest("l-1", "5"),

@@ -11,7 +11,8 @@
 
   KEYS[1] run record run:<runId>
   KEYS[2] writer:<sessionKey> (also the running run: fields active, activeUntil)
-  KEYS[3] steer:<runId>               KEYS[4] usage:<sessionKey> (hash input, output)
+  KEYS[3] steer:<runId> (and steer:<runId>:settled, what settle took from it)
+  KEYS[4] usage:<sessionKey> (hash input, output)
   KEYS[5..] the lane item's ack keys (see ack-next.lua), if any
 
   ARGV[2] attempt that must still be current ('' = any); ARGV[6] n, how many ARGV after it are the
@@ -36,21 +37,32 @@ end
 
 local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt', 'steered', 'endedAt')
 local writes = (state[1] == 'running' or state[1] == 'queued') and (ARGV[2] == '' or state[2] == ARGV[2])
+-- A retry of this step (its first answer lost): that execution decided the outcome.
+local retried = not writes and state[5] and state[1] == outcome('status') and state[5] == outcome('endedAt')
 if writes then
   -- The record keeps the TTL admission (or its first start) gave it.
   if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
   decided = 1
-elseif state[5] and state[1] == outcome('status') and state[5] == outcome('endedAt') then
-  -- A retry of this step (its first answer lost): that execution decided the outcome.
+elseif retried then
   decided = 1
 end
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
--- Only a run that had a message steered in (admit.lua marks its record) can have any left.
-local steered = state[4] and redis.call('LRANGE', KEYS[3], 0, -1) or {}
+-- Only a run that had a message steered in (admit.lua marks its record) can have any left. They move to
+-- <steer>:settled (kept a day), where a retry of this step finds them again, after any steered since.
+local steered = {}
+if state[4] then
+  local stash = KEYS[3] .. ':settled'
+  steered = redis.call('LRANGE', KEYS[3], 0, -1)
+  if #steered > 0 then
+    redis.call('RPUSH', stash, unpack(steered))
+    redis.call('EXPIRE', stash, 86400)
+    redis.call('DEL', KEYS[3])
+  end
+  if retried then steered = redis.call('LRANGE', stash, 0, -1) end
+end
 -- Counted with the outcome it belongs to, once: a retried step adds nothing again.
 if writes and tonumber(ARGV[4]) > 0 then redis.call('HINCRBY', KEYS[4], 'input', ARGV[4]) end
 if writes and tonumber(ARGV[5]) > 0 then redis.call('HINCRBY', KEYS[4], 'output', ARGV[5]) end
-if #steered > 0 then redis.call('DEL', KEYS[3]) end
 local mine = writer[1] == ARGV[1] and writer[2] == ARGV[3]
 local settled = {decided, mine and 1 or 0, steered, state[3]}
 
