@@ -81,6 +81,39 @@ async function readyWrites(prefix: string): Promise<string[]> {
   return woken;
 }
 
+/**
+ * A one-slot worker for the slot-wait tests: each key's drain takes its `timings` ms, or (for "gate")
+ * until the test opens its gate. `drainEnded(key)`: that key's drain has ended (lease gone, slot free);
+ * `woken`: every key written to the ready list.
+ */
+async function oneSlotWorker(name: string, timings: Record<string, number | "gate">) {
+  const { mailbox, workers, prefix } = setup(name, { leaseMs: 3000, slotWaitMs: 300 });
+  // Watched before the worker's first command (a MONITOR started amid traffic may lose its first reply).
+  const woken = await readyWrites(prefix);
+  const gates = new Map<string, () => void>();
+  const handled: Array<[string, number]> = [];
+  workers.push(
+    mailbox.startWorker(
+      async (_item, ctx) => {
+        handled.push([ctx.key, ctx.attempt]);
+        const timing = timings[ctx.key];
+        if (timing === "gate") await new Promise<void>((r) => gates.set(ctx.key, r));
+        else if (timing) await new Promise((r) => setTimeout(r, timing));
+      },
+      { concurrency: 1 },
+    ),
+  );
+  const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+  const drainEnded = async (key: string) => {
+    await waitFor(
+      async () => handled.some(([k]) => k === key) && !(await mailbox.hasDrainer(key)),
+      `${key}'s end`,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+  };
+  return { mailbox, woken, gates, handled, push, drainEnded };
+}
+
 describe("OrderedMailbox", () => {
   it("handles every item of each key once and in order, keys in parallel", async () => {
     const { mailbox, workers } = setup("order");
@@ -432,29 +465,12 @@ describe("OrderedMailbox", () => {
   });
 
   it("a key claimed while every slot is busy waits here for one, and goes back to the ready list after slotWaitMs", async () => {
-    const { mailbox, workers, prefix } = setup("slot-wait", { leaseMs: 3000, slotWaitMs: 300 });
-    const woken = await readyWrites(prefix);
-    const gates = new Map<string, () => void>();
-    const handled: Array<[string, number]> = [];
-    workers.push(
-      mailbox.startWorker(
-        async (_item, ctx) => {
-          handled.push([ctx.key, ctx.attempt]);
-          // Drains of 100 ms: a slot frees up well within half of slotWaitMs.
-          if (ctx.key === "quick" || ctx.key === "busy-1") await new Promise((r) => setTimeout(r, 100));
-          if (ctx.key === "busy-2") await new Promise<void>((r) => gates.set(ctx.key, r));
-        },
-        { concurrency: 1 },
-      ),
-    );
-    const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+    // Drains of 100 ms: a slot frees up well within half of slotWaitMs.
+    const t = await oneSlotWorker("slot-wait", { quick: 100, "busy-1": 100, "busy-2": "gate" });
+    const { gates, handled, push, woken } = t;
     // A drain first: how soon slots free up here is known only from drains that ended.
     await push("quick");
-    await waitFor(
-      async () => handled.length === 1 && !(await mailbox.hasDrainer("quick")),
-      "the first drain's end",
-    );
-    await new Promise((r) => setTimeout(r, 50));
+    await t.drainEnded("quick");
     handled.length = 0;
     // The one slot is busy: the next key is claimed to wait for it, and takes it as soon as it frees up.
     await push("busy-1");
@@ -481,27 +497,13 @@ describe("OrderedMailbox", () => {
   });
 
   it("behind slow drains a key is not claimed to wait for a slot: it goes to the ready list for any process", async () => {
-    const { mailbox, workers } = setup("slot-wait-slow", { leaseMs: 3000, slotWaitMs: 300 });
-    const gates = new Map<string, () => void>();
-    const handled: string[] = [];
-    workers.push(
-      mailbox.startWorker(
-        async (_item, ctx) => {
-          handled.push(ctx.key);
-          if (ctx.key === "slow") await new Promise((r) => setTimeout(r, 200));
-          if (ctx.key === "busy") await new Promise<void>((r) => gates.set(ctx.key, r));
-        },
-        { concurrency: 1 },
-      ),
-    );
-    const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+    const { mailbox, gates, push, drainEnded } = await oneSlotWorker("slot-wait-slow", {
+      slow: 200,
+      busy: "gate",
+    });
     // A drain of 200 ms: a slot here frees up later than half of slotWaitMs.
     await push("slow");
-    await waitFor(
-      async () => handled.length === 1 && !(await mailbox.hasDrainer("slow")),
-      "the slow drain's end",
-    );
-    await new Promise((r) => setTimeout(r, 50));
+    await drainEnded("slow");
     await push("busy");
     await waitFor(() => gates.has("busy"), "busy running");
     const slot = mailbox.reserveDrainHere();
@@ -511,27 +513,13 @@ describe("OrderedMailbox", () => {
   });
 
   it("behind a drain far older than the recent ones (a long turn) a key is not claimed to wait either", async () => {
-    const { mailbox, workers } = setup("slot-wait-long", { leaseMs: 3000, slotWaitMs: 300 });
-    const gates = new Map<string, () => void>();
-    const handled: string[] = [];
-    workers.push(
-      mailbox.startWorker(
-        async (_item, ctx) => {
-          handled.push(ctx.key);
-          if (ctx.key === "short") await new Promise((r) => setTimeout(r, 40));
-          if (ctx.key === "long") await new Promise<void>((r) => gates.set(ctx.key, r));
-        },
-        { concurrency: 1 },
-      ),
-    );
-    const push = (key: string) => mailbox.push(key, [{ id: "a", data: { n: 1 } }], { drainHere: true });
+    const { mailbox, gates, push, drainEnded } = await oneSlotWorker("slot-wait-long", {
+      short: 40,
+      long: "gate",
+    });
     // Short drains first: slots here have been freeing up fast.
     await push("short");
-    await waitFor(
-      async () => handled.length === 1 && !(await mailbox.hasDrainer("short")),
-      "the short drain's end",
-    );
-    await new Promise((r) => setTimeout(r, 50));
+    await drainEnded("short");
     await push("long");
     try {
       // Young, the long drain may still end as fast as the others (40 ms): a key may wait for its slot.
