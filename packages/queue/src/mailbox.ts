@@ -473,10 +473,10 @@ export class OrderedMailbox<T> {
     for (const local of this.#locals) local.readyFirst = true;
   }
 
-  // A key claimed to wait for a slot: drained at once if one freed up meanwhile, else it waits.
+  // A key claimed to wait for a slot: drained at once if one freed up meanwhile (or handed back if the
+  // worker began closing: see #drainClaimedHere), else it waits.
   #waitOrDrain(local: LocalWorker<T>, waiting: WaitingKey): void {
-    if (!local.closing() && local.active.size < local.concurrency) this.#drainClaimedHere(local, waiting);
-    else if (local.closing()) this.#handBack(waiting);
+    if (local.closing() || local.active.size < local.concurrency) this.#drainClaimedHere(local, waiting);
     else local.waiting.add(waiting);
   }
 
@@ -781,6 +781,7 @@ export class OrderedMailbox<T> {
     first: [string, number],
   ): Promise<void> {
     const { maxAttempts, burst } = this.#o;
+    const drain = { key, own, token, lease };
     let next: [string, number] | null = first;
     let handled = 0;
     while (next !== null) {
@@ -803,12 +804,12 @@ export class OrderedMailbox<T> {
         continue;
       }
       const yieldSlot = (handled + 1) % burst === 0;
-      const handOut = this.#handOut(item, attempt, { key, own, token, lease }, yieldSlot);
+      const handOut = this.#handOut(item, attempt, drain, yieldSlot);
       try {
         await handler(item, handOut.ctx);
       } catch (error) {
         if (handOut.acked === undefined) {
-          const after = await this.#afterThrow(item, error, attempt, { key, own, token, lease });
+          const after = await this.#afterThrow(item, error, attempt, drain);
           if (after === "stop") return;
           next = after;
           continue;
@@ -966,15 +967,15 @@ export class OrderedMailbox<T> {
         [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`],
         [owner, Date.now(), key],
       );
-      if (woken !== 1) continue;
-      reclaimed.push(key);
-      this.wokeOnReady();
+      if (woken === 1) reclaimed.push(key);
     }
-    if (reclaimed.length)
+    if (reclaimed.length) {
+      this.wokeOnReady();
       this.#o.logger.warn(
         { mailbox: this.#o.name, keys: reclaimed.length },
         "took over keys whose drainer died with this hub's previous process",
       );
+    }
     return reclaimed;
   }
 

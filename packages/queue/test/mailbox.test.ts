@@ -84,7 +84,7 @@ async function readyWrites(prefix: string): Promise<string[]> {
 /**
  * A one-slot worker for the slot-wait tests: each key's drain takes its `timings` ms, or (for "gate")
  * until the test opens its gate. `drainEnded(key)`: that key's drain has ended (lease gone, slot free);
- * `woken`: every key written to the ready list.
+ * `woken`: every key written to the ready list; `slotNow()`: what a step would be given now.
  */
 async function oneSlotWorker(name: string, timings: Record<string, number | "gate">) {
   const { mailbox, workers, prefix } = setup(name, { leaseMs: 3000, slotWaitMs: 300 });
@@ -111,7 +111,13 @@ async function oneSlotWorker(name: string, timings: Record<string, number | "gat
     );
     await new Promise((r) => setTimeout(r, 50));
   };
-  return { mailbox, woken, gates, handled, push, drainEnded };
+  // What a step would be given now (its reservation given back at once).
+  const slotNow = () => {
+    const slot = mailbox.reserveDrainHere();
+    slot?.cancel();
+    return slot;
+  };
+  return { mailbox, woken, gates, handled, push, drainEnded, slotNow };
 }
 
 describe("OrderedMailbox", () => {
@@ -497,7 +503,7 @@ describe("OrderedMailbox", () => {
   });
 
   it("behind slow drains a key is not claimed to wait for a slot: it goes to the ready list for any process", async () => {
-    const { mailbox, gates, push, drainEnded } = await oneSlotWorker("slot-wait-slow", {
+    const { gates, push, drainEnded, slotNow } = await oneSlotWorker("slot-wait-slow", {
       slow: 200,
       busy: "gate",
     });
@@ -506,14 +512,12 @@ describe("OrderedMailbox", () => {
     await drainEnded("slow");
     await push("busy");
     await waitFor(() => gates.has("busy"), "busy running");
-    const slot = mailbox.reserveDrainHere();
-    slot?.cancel();
-    expect(slot).toBeUndefined();
+    expect(slotNow()).toBeUndefined();
     gates.get("busy")?.();
   });
 
   it("behind a drain far older than the recent ones (a long turn) a key is not claimed to wait either", async () => {
-    const { mailbox, gates, push, drainEnded } = await oneSlotWorker("slot-wait-long", {
+    const { gates, push, drainEnded, slotNow } = await oneSlotWorker("slot-wait-long", {
       short: 40,
       long: "gate",
     });
@@ -523,15 +527,11 @@ describe("OrderedMailbox", () => {
     await push("long");
     try {
       // Young, the long drain may still end as fast as the others (40 ms): a key may wait for its slot.
-      const early = mailbox.reserveDrainHere();
-      early?.cancel();
-      expect(early?.waits).toBe(true);
+      expect(slotNow()?.waits).toBe(true);
       await waitFor(() => gates.has("long"), "the long drain running");
       // Far older than the recent drains: no slot is expected soon, the key goes to the ready list.
       await new Promise((r) => setTimeout(r, 200));
-      const late = mailbox.reserveDrainHere();
-      late?.cancel();
-      expect(late).toBeUndefined();
+      expect(slotNow()).toBeUndefined();
     } finally {
       await waitFor(() => gates.has("long"), "the long drain running");
       gates.get("long")?.();

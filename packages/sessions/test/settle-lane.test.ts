@@ -1,6 +1,6 @@
 import { createLogger, type RunRequest } from "@hub/core";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
 import {
   type LaneHandOut,
@@ -16,6 +16,11 @@ import { directRequest } from "./requests.js";
 
 const redis = new Redis(REDIS_URL);
 const prefixes: string[] = [];
+// Runners and lanes a test started, closed after it (last started first).
+const cleanups: Array<() => Promise<void>> = [];
+afterEach(async () => {
+  for (const close of cleanups.splice(0).reverse()) await close();
+});
 afterAll(async () => {
   for (const prefix of prefixes) await dropPrefix(prefix);
   redis.disconnect();
@@ -29,6 +34,7 @@ async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
   const prefix = testPrefix(name);
   prefixes.push(prefix);
   const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+  cleanups.push(() => lane.close());
   const runs = new RunRecords(redis, prefix);
   const writers = new SessionWriters(redis, prefix);
   // Run steps as a process has them (each its own record of starts made for its runner).
@@ -47,7 +53,12 @@ async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
     timeoutMs: 30_000,
     activeTtlMs: 90_000,
   });
-  return { prefix, lane, runs, steps, newSteps, begin, laneOf, list: lane.pushKeys(SESSION).list };
+  // The lane's runner, one slot, closed after the test.
+  const run = (handler: Parameters<SessionLane["startRunner"]>[0]) => {
+    const runner = lane.startRunner(handler, { maxConcurrentRuns: 1 });
+    cleanups.push(() => runner.close());
+  };
+  return { prefix, runs, steps, newSteps, begin, laneOf, run, list: lane.pushKeys(SESSION).list };
 }
 
 describe("RunSteps.settle with the session lane's ack", () => {
@@ -64,60 +75,52 @@ describe("RunSteps.settle with the session lane's ack", () => {
       string,
       { list: string[]; next: Record<string, string>; writer: Record<string, string> }
     >();
-    const runner = t.lane.startRunner(
-      async (request, handOut) => {
-        handedOut.push(request.runId);
-        if (request.command) return;
-        const started = await t.begin(request.runId, handOut);
-        begun.set(request.runId, started);
-        if (started.kind !== "started") return;
-        await t.steps.settle(
-          started.claim,
-          { outcome, attempt: started.attempt },
-          async () => {},
-          t.laneOf(handOut),
-        );
-        // Right after the step, before this handler returns: what the step left.
-        const nextId = request.runId === "s-1" ? "s-2" : "s-3";
-        seen.set(request.runId, {
-          list: (await redis.lrange(t.list, 0, -1)).map((item) => item.split("|")[0] ?? ""),
-          next: await redis.hgetall(t.runs.keyOf(nextId)),
-          writer: await redis.hgetall(`${t.prefix}:writer:${SESSION}`),
-        });
-      },
-      { maxConcurrentRuns: 1 },
-    );
-    try {
-      await waitFor(() => handedOut.includes("s-3"), "the command's hand-out");
-      expect(handedOut).toEqual(["s-1", "s-2", "s-3"]);
-      const first = begun.get("s-1");
-      if (first?.kind !== "started") throw new Error(`s-1 did not start: ${JSON.stringify(first)}`);
-      // s-1's item is acked by its settle: s-2 is the lane's head, already running under a claim of its own.
-      expect(seen.get("s-1")?.list).toEqual(["s-2", "s-3"]);
-      expect(seen.get("s-1")?.next).toMatchObject({ status: "running", attempt: "1", timeoutMs: "30000" });
-      const generation = first.claim.generation + 1;
-      expect(seen.get("s-1")?.writer).toMatchObject({
-        runId: "s-2",
-        active: "s-2",
-        generation: String(generation),
+    t.run(async (request, handOut) => {
+      handedOut.push(request.runId);
+      if (request.command) return;
+      const started = await t.begin(request.runId, handOut);
+      begun.set(request.runId, started);
+      if (started.kind !== "started") return;
+      await t.steps.settle(
+        started.claim,
+        { outcome, attempt: started.attempt },
+        async () => {},
+        t.laneOf(handOut),
+      );
+      // Right after the step, before this handler returns: what the step left.
+      const nextId = request.runId === "s-1" ? "s-2" : "s-3";
+      seen.set(request.runId, {
+        list: (await redis.lrange(t.list, 0, -1)).map((item) => item.split("|")[0] ?? ""),
+        next: await redis.hgetall(t.runs.keyOf(nextId)),
+        writer: await redis.hgetall(`${t.prefix}:writer:${SESSION}`),
       });
-      // Its runner's begin is that start (begin.lua on a running record would answer "running").
-      expect(begun.get("s-2")).toMatchObject({
-        kind: "started",
-        attempt: 1,
-        claim: { runId: "s-2", generation },
-        seen: { generation, previousReleased: true },
-      });
-      // A command is not begun by a settle (its runner never begins it): queued, the claim released.
-      expect(seen.get("s-2")?.list).toEqual(["s-3"]);
-      expect(seen.get("s-2")?.next).toMatchObject({ status: "queued", attempt: "0" });
-      expect(seen.get("s-2")?.writer.runId).toBeUndefined();
-      expect(seen.get("s-2")?.writer.active).toBeUndefined();
-      await waitFor(async () => (await redis.llen(t.list)) === 0, "the command's ack");
-    } finally {
-      await runner.close();
-      await t.lane.close();
-    }
+    });
+    await waitFor(() => handedOut.includes("s-3"), "the command's hand-out");
+    expect(handedOut).toEqual(["s-1", "s-2", "s-3"]);
+    const first = begun.get("s-1");
+    if (first?.kind !== "started") throw new Error(`s-1 did not start: ${JSON.stringify(first)}`);
+    // s-1's item is acked by its settle: s-2 is the lane's head, already running under a claim of its own.
+    expect(seen.get("s-1")?.list).toEqual(["s-2", "s-3"]);
+    expect(seen.get("s-1")?.next).toMatchObject({ status: "running", attempt: "1", timeoutMs: "30000" });
+    const generation = first.claim.generation + 1;
+    expect(seen.get("s-1")?.writer).toMatchObject({
+      runId: "s-2",
+      active: "s-2",
+      generation: String(generation),
+    });
+    // Its runner's begin is that start (begin.lua on a running record would answer "running").
+    expect(begun.get("s-2")).toMatchObject({
+      kind: "started",
+      attempt: 1,
+      claim: { runId: "s-2", generation },
+      seen: { generation, previousReleased: true },
+    });
+    // A command is not begun by a settle (its runner never begins it): queued, the claim released.
+    expect(seen.get("s-2")?.list).toEqual(["s-3"]);
+    expect(seen.get("s-2")?.next).toMatchObject({ status: "queued", attempt: "0" });
+    expect(seen.get("s-2")?.writer.runId).toBeUndefined();
+    expect(seen.get("s-2")?.writer.active).toBeUndefined();
+    await waitFor(async () => (await redis.llen(t.list)) === 0, "the command's ack");
   });
 
   it("a next request Redis cannot read as JSON (a lone surrogate) is left to its runner; usage counts once", async () => {
@@ -125,34 +128,21 @@ describe("RunSteps.settle with the session lane's ack", () => {
     const surrogate: RunRequest = { ...cut, ctx: { ...cut.ctx, body: "half an emoji: \ud83d" } };
     const t = await laneWithQueuedRuns("settle-lane-surrogate", [directRequest("u-1", "5"), surrogate]);
     const begun = new Map<string, RunBegin>();
-    const runner = t.lane.startRunner(
-      async (request, handOut) => {
-        const started = await t.begin(request.runId, handOut);
-        begun.set(request.runId, started);
-        if (started.kind !== "started" || request.runId !== "u-1") return;
-        const usage = { inputTokens: 3, outputTokens: 4 };
-        await t.steps.settle(
-          started.claim,
-          { outcome, attempt: 1, usage },
-          async () => {},
-          t.laneOf(handOut),
-        );
-      },
-      { maxConcurrentRuns: 1 },
-    );
-    try {
-      await waitFor(() => begun.has("u-2"), "u-2's hand-out");
-      // Not begun by the settle, so its runner's begin started it itself.
-      expect(begun.get("u-2")).toMatchObject({
-        kind: "started",
-        attempt: 1,
-        seen: { previousReleased: true },
-      });
-      expect(await redis.hgetall(`${t.prefix}:usage:${SESSION}`)).toEqual({ input: "3", output: "4" });
-    } finally {
-      await runner.close();
-      await t.lane.close();
-    }
+    t.run(async (request, handOut) => {
+      const started = await t.begin(request.runId, handOut);
+      begun.set(request.runId, started);
+      if (started.kind !== "started" || request.runId !== "u-1") return;
+      const usage = { inputTokens: 3, outputTokens: 4 };
+      await t.steps.settle(started.claim, { outcome, attempt: 1, usage }, async () => {}, t.laneOf(handOut));
+    });
+    await waitFor(() => begun.has("u-2"), "u-2's hand-out");
+    // Not begun by the settle, so its runner's begin started it itself.
+    expect(begun.get("u-2")).toMatchObject({
+      kind: "started",
+      attempt: 1,
+      seen: { previousReleased: true },
+    });
+    expect(await redis.hgetall(`${t.prefix}:usage:${SESSION}`)).toEqual({ input: "3", output: "4" });
   });
 
   it("a start made in a hand-out's step holds only for the lane's first hand-out of that run", async () => {
@@ -161,25 +151,17 @@ describe("RunSteps.settle with the session lane's ack", () => {
       directRequest("r-2", "5"),
     ]);
     const begun = new Map<string, RunBegin>();
-    const runner = t.lane.startRunner(
-      async (request, handOut) => {
-        const started = await t.begin(request.runId, handOut);
-        begun.set(request.runId, started);
-        if (started.kind !== "started" || request.runId !== "r-1") return;
-        await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
-        // As if the lane handed r-2 out again (a drainer lost it first): the start made here is not taken.
-        begun.set("r-2 again", await t.begin("r-2", { attempt: 2 }));
-      },
-      { maxConcurrentRuns: 1 },
-    );
-    try {
-      await waitFor(() => begun.has("r-2"), "r-2's hand-out");
-      expect(begun.get("r-2 again")).toEqual({ kind: "running", stop: undefined });
-      expect(begun.get("r-2")).toEqual({ kind: "running", stop: undefined });
-    } finally {
-      await runner.close();
-      await t.lane.close();
-    }
+    t.run(async (request, handOut) => {
+      const started = await t.begin(request.runId, handOut);
+      begun.set(request.runId, started);
+      if (started.kind !== "started" || request.runId !== "r-1") return;
+      await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
+      // As if the lane handed r-2 out again (a drainer lost it first): the start made here is not taken.
+      begun.set("r-2 again", await t.begin("r-2", { attempt: 2 }));
+    });
+    await waitFor(() => begun.has("r-2"), "r-2's hand-out");
+    expect(begun.get("r-2 again")).toEqual({ kind: "running", stop: undefined });
+    expect(begun.get("r-2")).toEqual({ kind: "running", stop: undefined });
   });
 
   it("a settle retried after its first answer was lost tells the next run's start again", async () => {
@@ -191,81 +173,70 @@ describe("RunSteps.settle with the session lane's ack", () => {
     const unaware = t.newSteps();
     const begun = new Map<string, RunBegin>();
     let retried: { decided: boolean } | undefined;
-    const runner = t.lane.startRunner(
-      async (request, handOut) => {
-        const steps = request.runId === "t-1" ? t.steps : unaware;
-        const run = { runId: request.runId, sessionKey: SESSION, channel: "telegram" };
-        const started = await steps.begin(run, 30_000, 90_000, handOut.attempt);
-        begun.set(request.runId, started);
-        if (started.kind !== "started" || request.runId !== "t-1") return;
-        // One outcome (its endedAt fixed), as withRetries sends the same step again when an answer was lost.
-        const end = {
-          outcome: { ...outcome, endedAt: Date.now() },
-          attempt: 1,
-          usage: { inputTokens: 2, outputTokens: 5 },
-        };
-        await t.steps.settle(started.claim, end, async () => {}, t.laneOf(handOut));
-        retried = await unaware.settle(started.claim, end, async () => {}, t.laneOf(handOut));
-      },
-      { maxConcurrentRuns: 1 },
-    );
-    try {
-      await waitFor(() => begun.has("t-2"), "t-2's hand-out");
-      const first = begun.get("t-1");
-      if (first?.kind !== "started") throw new Error("t-1 did not start");
-      // Started as begun by the first execution: attempt 1 under the next generation, not a resume.
-      expect(begun.get("t-2")).toMatchObject({
-        kind: "started",
+    t.run(async (request, handOut) => {
+      const steps = request.runId === "t-1" ? t.steps : unaware;
+      const run = { runId: request.runId, sessionKey: SESSION, channel: "telegram" };
+      const started = await steps.begin(run, 30_000, 90_000, handOut.attempt);
+      begun.set(request.runId, started);
+      if (started.kind !== "started" || request.runId !== "t-1") return;
+      // One outcome (its endedAt fixed), as withRetries sends the same step again when an answer was lost.
+      const end = {
+        outcome: { ...outcome, endedAt: Date.now() },
         attempt: 1,
-        claim: { runId: "t-2", generation: first.claim.generation + 1 },
-      });
-      expect(await redis.hmget(t.runs.keyOf("t-2"), "status", "attempt")).toEqual(["running", "1"]);
-      // The retry says the outcome was decided (its end is announced) and adds the usage no second time.
-      expect(retried?.decided).toBe(true);
-      expect(await redis.hgetall(`${t.prefix}:usage:${SESSION}`)).toEqual({ input: "2", output: "5" });
-    } finally {
-      await runner.close();
-      await t.lane.close();
-    }
+        usage: { inputTokens: 2, outputTokens: 5 },
+      };
+      await t.steps.settle(started.claim, end, async () => {}, t.laneOf(handOut));
+      retried = await unaware.settle(started.claim, end, async () => {}, t.laneOf(handOut));
+    });
+    await waitFor(() => begun.has("t-2"), "t-2's hand-out");
+    const first = begun.get("t-1");
+    if (first?.kind !== "started") throw new Error("t-1 did not start");
+    // Started as begun by the first execution: attempt 1 under the next generation, not a resume.
+    expect(begun.get("t-2")).toMatchObject({
+      kind: "started",
+      attempt: 1,
+      claim: { runId: "t-2", generation: first.claim.generation + 1 },
+    });
+    expect(await redis.hmget(t.runs.keyOf("t-2"), "status", "attempt")).toEqual(["running", "1"]);
+    // The retry says the outcome was decided (its end is announced) and adds the usage no second time.
+    expect(retried?.decided).toBe(true);
+    expect(await redis.hgetall(`${t.prefix}:usage:${SESSION}`)).toEqual({ input: "2", output: "5" });
   });
 
   it("a settle retried after its first answer was lost hands on the messages steered in late again", async () => {
     const prefix = testPrefix("settle-steered-retry");
     prefixes.push(prefix);
     const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+    cleanups.push(() => lane.close());
     const runs = new RunRecords(redis, prefix);
     const writers = new SessionWriters(redis, prefix);
     const activity = new SessionActivity(redis, prefix, "steer");
     const admission = new SessionAdmission(redis, prefix, lane, "steer");
     const admit = (runId: string) =>
       admission.admit(directRequest(runId, "5"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
-    try {
-      expect(await admit("r-1")).toBe("queued");
-      const steps = new RunSteps(redis, runs, writers, activity);
-      const started = await steps.begin({ runId: "r-1", sessionKey: SESSION }, 30_000, 90_000);
-      if (started.kind !== "started") throw new Error("r-1 did not start");
-      // Steered in after the run's last boundary: the settle hands it on to run next.
-      expect(await admit("r-2")).toBe("steered");
-      const end = { outcome: { ...outcome, endedAt: Date.now() }, attempt: 1 };
-      // The first execution's answer never arrives (here: its caller stops at the first requeue).
-      const lost = steps.settle(started.claim, end, async () => {
-        throw new Error("the answer was lost");
-      });
-      await expect(lost).rejects.toThrow("the answer was lost");
-      // The step again, as withRetries sends it, from a process that never heard the first answer.
-      const requeued: string[] = [];
-      const retried = await new RunSteps(redis, runs, writers, activity).settle(
-        started.claim,
-        end,
-        async (r) => {
-          requeued.push(r.runId);
-        },
-      );
-      expect(retried.decided).toBe(true);
-      expect(requeued).toEqual(["r-2"]);
-    } finally {
-      await lane.close();
-    }
+    expect(await admit("r-1")).toBe("queued");
+    const steps = new RunSteps(redis, runs, writers, activity);
+    const started = await steps.begin({ runId: "r-1", sessionKey: SESSION }, 30_000, 90_000);
+    if (started.kind !== "started") throw new Error("r-1 did not start");
+    // Steered in after the run's last boundary: the settle hands it on to run next.
+    expect(await admit("r-2")).toBe("steered");
+    const end = { outcome: { ...outcome, endedAt: Date.now() }, attempt: 1 };
+    // The first execution's answer never arrives (here: its caller stops at the first requeue).
+    const lost = steps.settle(started.claim, end, async () => {
+      throw new Error("the answer was lost");
+    });
+    await expect(lost).rejects.toThrow("the answer was lost");
+    // The step again, as withRetries sends it, from a process that never heard the first answer.
+    const requeued: string[] = [];
+    const retried = await new RunSteps(redis, runs, writers, activity).settle(
+      started.claim,
+      end,
+      async (r) => {
+        requeued.push(r.runId);
+      },
+    );
+    expect(retried.decided).toBe(true);
+    expect(requeued).toEqual(["r-2"]);
   });
 
   it("a lane lease taken meanwhile: the outcome is decided, nothing is acked and no next run begun", async () => {
@@ -274,26 +245,18 @@ describe("RunSteps.settle with the session lane's ack", () => {
       directRequest("l-2", "5"),
     ]);
     let decided: boolean | undefined;
-    const runner = t.lane.startRunner(
-      async (request, handOut) => {
-        const started = await t.begin(request.runId, handOut);
-        if (started.kind !== "started" || request.runId !== "l-1") return;
-        // Another process took the session's lane (this one was frozen past its lease).
-        await redis.set(`${t.prefix}:mb:runs:own:${SESSION}`, "another-process");
-        const lane = t.laneOf(handOut);
-        ({ decided } = await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, lane));
-      },
-      { maxConcurrentRuns: 1 },
-    );
-    try {
-      await waitFor(() => decided !== undefined, "l-1's settle");
-      expect(decided).toBe(true);
-      expect(await redis.hget(t.runs.keyOf("l-1"), "status")).toBe("completed");
-      expect((await redis.lrange(t.list, 0, -1)).map((item) => item.split("|")[0])).toEqual(["l-1", "l-2"]);
-      expect(await redis.hget(t.runs.keyOf("l-2"), "status")).toBe("queued");
-    } finally {
-      await runner.close();
-      await t.lane.close();
-    }
+    t.run(async (request, handOut) => {
+      const started = await t.begin(request.runId, handOut);
+      if (started.kind !== "started" || request.runId !== "l-1") return;
+      // Another process took the session's lane (this one was frozen past its lease).
+      await redis.set(`${t.prefix}:mb:runs:own:${SESSION}`, "another-process");
+      const lane = t.laneOf(handOut);
+      ({ decided } = await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, lane));
+    });
+    await waitFor(() => decided !== undefined, "l-1's settle");
+    expect(decided).toBe(true);
+    expect(await redis.hget(t.runs.keyOf("l-1"), "status")).toBe("completed");
+    expect((await redis.lrange(t.list, 0, -1)).map((item) => item.split("|")[0])).toEqual(["l-1", "l-2"]);
+    expect(await redis.hget(t.runs.keyOf("l-2"), "status")).toBe("queued");
   });
 });

@@ -20,14 +20,16 @@
   then the next run's timeout (ms), its activity's TTL (ms) and the prefix of run record keys (the next
   run's is <prefix><runId>).
 
-  Returns {decided 1|0 (1 also to a retry of the step that decided it: same status and endedAt), released 1|0, steered requests the run never took (taken: the caller
-  queues them again, and the run stays active until it has), the record's startedAt or false},
+  Returns {decided 1|0 (1 also to a retry of the step that decided it: same status and endedAt),
+  released 1|0, steered requests the run never took (taken: the caller queues them again, and the run
+  stays active until it has), the record's startedAt or false},
   and with ack keys also: 'lost' (the lane's lease is not ours: nothing acked), or 'acked', ack_next's
   answer, and when the next run was begun here {its runId, attempt, generation, previous writer or '',
   stop mark or '', touched}, as begin.lua's values.
 ]]
-local decided = 0
 local n = tonumber(ARGV[6])
+-- Where the lane's ack arguments start (with ack keys), then the next run's begin arguments.
+local first = 7 + n
 -- One of this step's outcome fields (ARGV[7..6+n], field/value pairs), or nil.
 local function outcome(field)
   for i = 7, 5 + n, 2 do
@@ -39,13 +41,9 @@ local state = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'startedAt', 'st
 local writes = (state[1] == 'running' or state[1] == 'queued') and (ARGV[2] == '' or state[2] == ARGV[2])
 -- A retry of this step (its first answer lost): that execution decided the outcome.
 local retried = not writes and state[5] and state[1] == outcome('status') and state[5] == outcome('endedAt')
-if writes then
-  -- The record keeps the TTL admission (or its first start) gave it.
-  if n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
-  decided = 1
-elseif retried then
-  decided = 1
-end
+-- The record keeps the TTL admission (or its first start) gave it.
+if writes and n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
+local decided = (writes or retried) and 1 or 0
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
 -- Only a run that had a message steered in (admit.lua marks its record) can have any left. They move to
 -- <steer>:settled (kept a day), where a retry of this step finds them again, after any steered since.
@@ -73,7 +71,7 @@ local settled = {decided, mine and 1 or 0, steered, state[3]}
 -- to the runner, with no error after this step's writes. A retry of this step (its first answer lost)
 -- finds that run begun by its first execution (only the lane's lease holder, which ack_next checked,
 -- hands it out) and tells its start again: the values and false.
-local function begin_next(head, first)
+local function begin_next(head)
   local cut = string.find(head, '|', 1, true)
   local runId = string.sub(head, 1, cut - 1)
   local again = not mine and writer[1] == runId and writer[3] == runId
@@ -83,31 +81,30 @@ local function begin_next(head, first)
     return nil
   end
   local record = ARGV[first + 15] .. runId
-  local next = redis.call('HMGET', record, 'status', 'attempt', 'stop')
+  local nextRun = redis.call('HMGET', record, 'status', 'attempt', 'stop')
   if again then
-    if next[1] ~= 'running' or next[2] ~= '1' then return nil end
-    return {runId, 1, tonumber(writer[2]), '', next[3] or '', writer[4] or ''}, false
+    if nextRun[1] ~= 'running' or nextRun[2] ~= '1' then return nil end
+    return {runId, 1, tonumber(writer[2]), '', nextRun[3] or '', writer[4] or ''}, false
   end
-  if next[1] ~= 'queued' then return nil end
-  local attempt = (tonumber(next[2]) or 0) + 1
+  if nextRun[1] ~= 'queued' then return nil end
+  local attempt = (tonumber(nextRun[2]) or 0) + 1
   local fields = {'status', 'running', 'attempt', attempt, 'timeoutMs', ARGV[first + 13]}
   -- A first start is the run's start (begin.lua's startedAt).
   if attempt == 1 then fields[7], fields[8] = 'startedAt', tonumber(ARGV[first + 4]) end
   redis.call('HSET', record, unpack(fields))
-  return {runId, attempt, tonumber(writer[2]) + 1, '', next[3] or '', writer[4] or ''}, true
+  return {runId, attempt, tonumber(writer[2]) + 1, '', nextRun[3] or '', writer[4] or ''}, true
 end
 
 -- The lane's ack, and the next run begun in the same step.
 local begun, wrote = nil, false
 if KEYS[5] then
-  local first = 7 + n
   local ack = ack_next({KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]}, {unpack(ARGV, first, first + 12)})
   if type(ack) == 'table' and ack.err then
     table.insert(settled, 'lost')
   else
     table.insert(settled, 'acked')
     table.insert(settled, ack)
-    if type(ack) == 'string' then begun, wrote = begin_next(ack, first) end
+    if type(ack) == 'string' then begun, wrote = begin_next(ack) end
     if begun then table.insert(settled, begun) end
   end
 end
@@ -115,7 +112,7 @@ end
 -- The writer hash: the claim released (or handed to the next run), the activity ended or handed on.
 if wrote then
   redis.call('HSET', KEYS[2], 'runId', begun[1], 'generation', begun[3], 'active', begun[1],
-    'activeUntil', tonumber(ARGV[7 + n + 4]) + tonumber(ARGV[7 + n + 14]))
+    'activeUntil', tonumber(ARGV[first + 4]) + tonumber(ARGV[first + 14]))
   if writer[5] then redis.call('HDEL', KEYS[2], 'sessionId') end
   return settled
 end
