@@ -23,10 +23,14 @@ const modelEnv = () => fakeModelEnv(model);
 const modelCallsWith = (text: string) =>
   model.requests.filter((r) => JSON.stringify(r.messages).includes(text)).length;
 
-function make(name: string, options: { env?: Record<string, string>; prefix?: string } = {}) {
+function make(
+  name: string,
+  options: { env?: Record<string, string>; prefix?: string; config?: Record<string, unknown> } = {},
+) {
   const inst = installation(name, {
     env: { ...modelEnv(), HUB_LANE_LEASE_MS: "1500", ...options.env },
     ...(options.prefix ? { prefix: options.prefix } : {}),
+    ...(options.config ? { config: options.config } : {}),
   });
   installs.push(inst);
   return inst;
@@ -115,6 +119,44 @@ describe("a run killed before its first transcript write", () => {
       ["user", "remember this question"],
       ["assistant", "The answer after the crash."],
     ]);
+  }, 60_000);
+});
+
+describe("a run killed right after its settle began the session's next run", () => {
+  it("the next run, begun but never started, runs once after the restart; both answered once, in order", async () => {
+    const inst = make("settle-crash", { config: { agent: { queueMode: "followup" } } });
+    model.script({ text: "First answer.", chunkSize: 4, delayMs: 100 }, { text: "Second answer." });
+    const a = await inst.start({ failpoints: "run.after-settle=kill@1" });
+    // The second message queues behind the first run (followup), so the first run's settle begins it.
+    a.client!.request("chat.send", { text: "first question", idempotencyKey: "settle-run-0001" }).catch(
+      () => {},
+    );
+    await waitFor(() => modelCallsWith("first question") === 1, "the first model call");
+    a.client!.request("chat.send", { text: "second question", idempotencyKey: "settle-run-0002" }).catch(
+      () => {},
+    );
+    await a.hub.waitForOutput(/failpoint run\.after-settle: kill/);
+    const redis = new Redis(REDIS_URL);
+    try {
+      // Killed with the second run begun in the settle's step: running, its attempt 1, no model call yet.
+      expect(await redis.hmget(`${inst.prefix}:run:settle-run-0002`, "status", "attempt")).toEqual([
+        "running",
+        "1",
+      ]);
+    } finally {
+      redis.disconnect();
+    }
+    expect(modelCallsWith("second question")).toBe(0);
+    const b = await inst.start();
+    await resumedRunCompleted(inst, "settle-run-0002");
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "first question"],
+      ["assistant", "First answer."],
+      ["user", "second question"],
+      ["assistant", "Second answer."],
+    ]);
+    expect(modelCallsWith("second question")).toBe(1);
   }, 60_000);
 });
 

@@ -550,6 +550,8 @@ export class AgentRunner {
       this.o.requeue,
       lane,
     );
+    // Settled (and, with the lane's ack, the session's next run begun) but nothing after it done yet.
+    failpoint("run.after-settle");
     // Released by this settle: nothing else wrote the session under this claim, so the next run here may
     // start from this copy (if its claim proves nothing happened in between).
     if (released) run.held.keep();

@@ -25,6 +25,7 @@ export type FailpointName =
   | "admission.before-admit"
   | "admission.after-admit"
   | "run.before-push"
+  | "run.after-settle"
   | "transcript.before-append"
   | "delivery.before-send"
   | "delivery.after-send"
