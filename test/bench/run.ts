@@ -3,10 +3,10 @@
 // assert behaviour). `npm run bench -- all` adds the web chat and Slack figures and the inbound fuzz.
 // Sizes: BENCH_CHATS x BENCH_MESSAGES (window BENCH_WINDOW), BENCH_TARGETS x BENCH_SEGMENTS,
 // BENCH_THROTTLE_RATE segments/s for BENCH_THROTTLE_SECONDS over BENCH_THROTTLE_TARGETS, BENCH_IDLE_SESSIONS.
-import { benchDeliveryPhase } from "./delivery-phase.js";
+import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { BENCH_RUNS, benchGrammyEcho, benchHubPaced, benchHubTelegram } from "./telegram.js";
+import { BENCH_RUNS, benchGrammyEcho, benchHubTelegram } from "./telegram.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
@@ -16,6 +16,20 @@ const shape = {
   timeoutMs: env("BENCH_TIMEOUT_MS", 120_000),
 };
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
+
+/**
+ * Runs a phase's own script (beside this one) in a fresh process on the same Redis: a phase run after
+ * the end-to-end loads in this process measured their garbage and grown heap too (its p99 and the
+ * delivery ratios moved by half between runs), not the phase.
+ */
+async function runPhase(script: string, env: Record<string, string>): Promise<void> {
+  const child = spawn(process.execPath, [...process.execArgv, new URL(script, import.meta.url).pathname], {
+    stdio: "inherit",
+    env: { ...process.env, ...env },
+  });
+  const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+  if (code !== 0) throw new Error(`bench phase ${script} exited with ${code}`);
+}
 
 const redis = await startBenchRedis();
 try {
@@ -42,9 +56,12 @@ try {
   }
 
   console.log("hub-added latency at half of the peak (target: p99 <= 25 ms)");
-  await benchHubPaced(redis.url, Math.max(10, hubRate / 2), env("BENCH_PACED_SECONDS", 5));
+  await runPhase("./paced-only.ts", {
+    BENCH_REDIS_URL: redis.url,
+    BENCH_RATE: String(Math.max(10, hubRate / 2)),
+  });
 
-  await benchDeliveryPhase(redis.url, { throttled: true });
+  await runPhase("./delivery-run.ts", { BENCH_REDIS_URL: redis.url });
   console.log("idle sessions (target at 100,000: hub RSS <= 300 MB, Redis <= 250 MB)");
   await benchIdleSessions(redis.url, env("BENCH_IDLE_SESSIONS", 2000));
 
