@@ -256,3 +256,48 @@ describe("Redis restarting empty", () => {
     expect(history.messages.at(-1)?.role).not.toBe("user");
   }, 60_000);
 });
+
+describe("a run killed while a message steered into it was being taken in", () => {
+  // The steered message was taken from the run's steering (its first tool batch's boundary) and then
+  // the hub was killed: before its user line was written, or after that but before its record said the
+  // run answered it. Either way the resumed run answers it, once, and its record says so.
+  it.each([
+    ["before its user line was written", "run.after-take-steering"],
+    ["after its user line was written", "run.after-steered-write"],
+  ])(
+    "killed %s: the resumed run answers it once",
+    async (_when, point) => {
+      const inst = make(`steer-crash-${point.slice(4, 14)}`);
+      model.script(
+        { toolCalls: [{ name: "current_time", arguments: "{}" }], delayMs: 400, chunkSize: 2 },
+        { text: "Answer with both." },
+      );
+      const a = await inst.start({ failpoints: `${point}=kill@1` });
+      a.client!.request("chat.send", { text: "first question", idempotencyKey: "steer-run-0001" }).catch(
+        () => {},
+      );
+      await waitFor(() => modelCallsWith("first question") === 1, "the first model call");
+      a.client!.request("chat.send", { text: "also this", idempotencyKey: "steer-run-0002" }).catch(() => {});
+      await a.hub.waitForOutput(new RegExp(`failpoint ${point.replace(".", "\\.")}: kill`));
+      expect(modelCallsWith("also this")).toBe(0);
+      const b = await inst.start();
+      await resumedRunCompleted(inst, "steer-run-0001");
+      // One model call after the restart, and it has the steered message.
+      expect(modelCallsWith("also this")).toBe(1);
+      const redis = new Redis(REDIS_URL);
+      try {
+        expect(await redis.hmget(`${inst.prefix}:run:steer-run-0002`, "status", "text")).toEqual([
+          "completed",
+          "(answered in run steer-run-0001)",
+        ]);
+      } finally {
+        redis.disconnect();
+      }
+      const history = (await b.client!.request("chat.history", {})).payload as History;
+      const users = history.messages.filter((m) => m.role === "user").map((m) => m.text);
+      expect(users.filter((t) => t === "also this")).toHaveLength(1);
+      expect(history.messages.at(-1)).toMatchObject({ role: "assistant", text: "Answer with both." });
+    },
+    60_000,
+  );
+});

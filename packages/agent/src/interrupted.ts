@@ -14,7 +14,7 @@ export interface InterruptedRunDeps {
  * Ends a run that a crash interrupted and that is not resumed (stale, or out
  * of attempts): `interrupted` by its exact runId and attempt, with no model
  * call and no message; the transcript gets its closing line, and messages
- * steered into it run as follow-ups. Returns false when something else decided
+ * steered into it (and those it took but never answered) run as follow-ups. Returns false when something else decided
  * the run meanwhile (a newer attempt, another process's recovery).
  */
 export async function finalizeInterrupted(
@@ -41,5 +41,9 @@ export async function finalizeInterrupted(
     );
   }
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
+  // Messages it took from its steering and never marked as answered by it: followed up too (a second
+  // hand-on finds the follow-up's record begun or over and does nothing).
+  for (const taken of (await deps.activity?.takenSteering(record.runId)) ?? [])
+    if ((await deps.runs.get(taken.runId))?.status === "queued") await deps.requeue(taken);
   return decided;
 }

@@ -292,9 +292,27 @@ export class AgentRunner {
     // runner started) never wrote the user's lines: the resume writes them and starts afresh.
     const afresh = resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId);
     if (afresh) await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
-    // What the turn sees of the past: everything before this run's own user lines.
-    const entries = held.entries().filter((e) => !(e.type === "user" && e.writer === writer));
+    if (resuming) await this.#recoverSteered(held, runId, writer);
+    // What the turn sees of the past: everything but the user lines of its batch this attempt wrote (the
+    // turn's own question; a message recovered from the run's steering stays in the past).
+    const own = new Set(batch.map((r) => r.runId));
+    const entries = held
+      .entries()
+      .filter(
+        (e) => !(e.type === "user" && e.writer === writer && e.runId !== undefined && own.has(e.runId)),
+      );
     return { held, entries, afresh };
+  }
+
+  // Messages the interrupted attempt took from its steering: those it was killed before writing are
+  // written now (the resumed turn answers them), and each one's record says this run answered it (an
+  // attempt killed between its write and that mark left it "queued").
+  async #recoverSteered(held: HeldSession, runId: string, writer: string): Promise<void> {
+    const taken = await this.o.activity.takenSteering(runId);
+    if (taken.length === 0) return;
+    const missing = unwritten(held.entries(), taken);
+    if (missing.length) await held.append(missing.map((r) => ({ ...userEntryOf(r), writer })));
+    for (const s of taken) await this.#absorbed(s, runId);
   }
 
   // A run still marked running was interrupted: resumed once more, or finalized without a model call.
@@ -425,8 +443,12 @@ export class AgentRunner {
       onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {
-        const steered = await this.o.activity.takeSteering(runId);
-        if (steered.length) await writeChecked(steered.map(userEntryOf));
+        // The step answers every message the run took so far; those written already were given to the model.
+        const steered = unwritten(run.held.entries(), await this.o.activity.takeSteering(runId));
+        if (steered.length === 0) return [];
+        failpoint("run.after-take-steering");
+        await writeChecked(steered.map(userEntryOf));
+        failpoint("run.after-steered-write");
         for (const s of steered) await this.#absorbed(s, runId);
         return steered.map((s) => withMediaNotes(s.ctx));
       },
@@ -667,4 +689,12 @@ export class AgentRunner {
       clearInterval(timer);
     };
   }
+}
+
+/** The requests whose user line is not in the transcript yet, in order. */
+function unwritten(entries: TranscriptEntry[], requests: RunRequest[]): RunRequest[] {
+  if (requests.length === 0) return requests;
+  const written = new Set<string>();
+  for (const e of entries) if (e.type === "user" && e.runId) written.add(e.runId);
+  return requests.filter((r) => !written.has(r.runId));
 }

@@ -26,6 +26,8 @@ export type FailpointName =
   | "admission.after-admit"
   | "run.before-push"
   | "run.after-settle"
+  | "run.after-take-steering"
+  | "run.after-steered-write"
   | "transcript.before-append"
   | "delivery.before-send"
   | "delivery.after-send"

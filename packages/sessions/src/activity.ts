@@ -1,10 +1,13 @@
 import { type QueueMode, QueueModeSchema, type RunRequest, RunRequestSchema } from "@hub/core";
 import { loadScript, runScript, scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { withRetries } from "./run-records.js";
 import { writerKey } from "./writer.js";
 
 const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
 const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
+const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
+const TAKEN_TTL_MS = 24 * 3600 * 1000;
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
 
 /**
@@ -73,7 +76,7 @@ export class SessionActivity {
     requeue: (request: RunRequest) => Promise<void>,
   ): Promise<void> {
     for (;;) {
-      for (const left of await this.takeSteering(runId)) await requeue(left);
+      for (const left of await this.#takeLeft(runId)) await requeue(left);
       const ended = await runScript(
         this.redis,
         END_IF_IDLE,
@@ -89,8 +92,28 @@ export class SessionActivity {
     return (await this.redis.llen(this.#k("steer", runId))) > 0;
   }
 
-  /** Takes every message steered into a run so far. */
+  /**
+   * Takes the messages steered into a run and answers every message the run took so far (these and
+   * earlier ones), in order: the caller writes those its transcript lacks. Retried when the answer is
+   * lost (the step can be repeated), and what it took stays readable (`takenSteering`) for a resumed
+   * attempt of a run killed before it wrote them.
+   */
   async takeSteering(runId: string): Promise<RunRequest[]> {
+    const keys = [this.#k("steer", runId), this.#k("steer", `${runId}:taken`)];
+    const all = (await withRetries(() =>
+      runScript(this.redis, TAKE_STEERED, keys, [TAKEN_TTL_MS]),
+    )) as string[];
+    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  }
+
+  /** The messages a run took from its steering so far (for its resumed attempt), in order. */
+  async takenSteering(runId: string): Promise<RunRequest[]> {
+    const all = await this.redis.lrange(this.#k("steer", `${runId}:taken`), 0, -1);
+    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  }
+
+  // The messages steered into a run it never took, for its end to hand on.
+  async #takeLeft(runId: string): Promise<RunRequest[]> {
     const all = (await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[];
     return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
   }

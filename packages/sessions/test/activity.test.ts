@@ -15,17 +15,17 @@ afterAll(async () => {
 });
 
 // A message admitted while run-a is the session's active run, in steer mode.
-const steer = (runId: string) =>
-  admission.admit(request(runId), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+const steer = (runId: string, chat = "1") =>
+  admission.admit(request(runId, chat), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
 
-const request = (runId: string): RunRequest => ({
+const request = (runId: string, chat = "1"): RunRequest => ({
   runId,
   ctx: finalizeInboundContext(
     {
       channel: "telegram",
       messageId: runId,
-      chat: { type: "direct", id: "1" },
-      sender: { id: "1" },
+      chat: { type: "direct", id: chat },
+      sender: { id: chat },
       body: runId,
       timestamp: 1,
     },
@@ -55,6 +55,29 @@ describe("SessionActivity.end", () => {
     expect(await activity.activeRun(key)).toBeUndefined();
     // Once the run has ended, a new message is queued as its own run.
     expect(await steer("m3")).toBe("queued");
+  });
+});
+
+describe("SessionActivity.takeSteering", () => {
+  it("answers every message taken so far, so a retry after a lost answer loses none; end hands on only untaken ones", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const key = "agent:main:telegram:direct:2";
+    await new RunRecords(redis, prefix).start("run-t", key, 60_000);
+    await activity.begin(key, "run-t", 60_000);
+    expect(await steer("t1", "2")).toBe("steered");
+    const ids = (requests: RunRequest[]) => requests.map((r) => r.runId);
+    expect(ids(await activity.takeSteering("run-t"))).toEqual(["t1"]);
+    // The same step again (its first answer lost): t1 again, and what was steered since after it.
+    expect(await steer("t2", "2")).toBe("steered");
+    expect(ids(await activity.takeSteering("run-t"))).toEqual(["t1", "t2"]);
+    expect(ids(await activity.takenSteering("run-t"))).toEqual(["t1", "t2"]);
+    expect(await activity.hasSteering("run-t")).toBe(false);
+    expect(await steer("t3", "2")).toBe("steered");
+    const requeued: string[] = [];
+    await activity.end(key, "run-t", async (left) => {
+      requeued.push(left.runId);
+    });
+    expect(requeued).toEqual(["t3"]);
   });
 });
 

@@ -1,0 +1,64 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
+import { FileSessionStore, RunRecords, SessionActivity, SessionAdmission, SessionLane } from "@hub/sessions";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { finalizeInterrupted } from "../src/index.js";
+
+const redis = new Redis(REDIS_URL);
+const prefix = testPrefix("interrupted");
+const logger = createLogger({ level: "silent" });
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
+const stateDir = mkdtempSync(join(tmpdir(), "hub-interrupted-"));
+afterAll(async () => {
+  await lane.close();
+  await dropPrefix(prefix);
+  redis.disconnect();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+const request = (runId: string): RunRequest => ({
+  runId,
+  ctx: finalizeInboundContext(
+    {
+      channel: "telegram",
+      messageId: runId,
+      chat: { type: "direct", id: "7" },
+      sender: { id: "7" },
+      body: runId,
+      timestamp: 1,
+    },
+    { agent: { id: "main", dmScope: "per-channel-peer" } },
+  ),
+});
+
+describe("finalizeInterrupted", () => {
+  it("hands on the messages the run took from its steering that no run answered, and those it never took", async () => {
+    const runs = new RunRecords(redis, prefix);
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const admission = new SessionAdmission(redis, prefix, lane, "steer");
+    const steer = (runId: string) =>
+      admission.admit(request(runId), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+    const key = request("run-x").ctx.sessionKey;
+    await runs.start("run-x", key, 60_000);
+    await activity.begin(key, "run-x", 60_000);
+    for (const id of ["s1", "s2"]) expect(await steer(id)).toBe("steered");
+    // The dead attempt took s1 and s2 in; its process marked s2 answered by it and died before s1.
+    await activity.takeSteering("run-x");
+    await runs.start("s2", key, 60_000, "telegram", { outsideLane: true });
+    await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
+    expect(await steer("s3")).toBe("steered");
+    const requeued: string[] = [];
+    const record = (await runs.get("run-x"))!;
+    const sessions = new FileSessionStore(stateDir, logger);
+    const requeue = async (r: RunRequest) => {
+      requeued.push(r.runId);
+    };
+    expect(await finalizeInterrupted({ runs, sessions, activity, requeue }, record, logger)).toBe(true);
+    expect(requeued).toEqual(["s3", "s1"]);
+    expect(await runs.get("run-x")).toMatchObject({ status: "interrupted" });
+  });
+});
