@@ -46,3 +46,18 @@ describe("RunRecords.running", () => {
     await runs.finish("outside-live", { status: "completed", text: "ok" });
   });
 });
+
+describe("RunRecords.finish", () => {
+  it("run again after its first answer was lost says it decided; another outcome or a later end is refused", async () => {
+    await runs.start("fin-1", "agent:main:telegram:direct:8", 60_000);
+    const outcome = { status: "failed" as const, error: "boom", endedAt: Date.now() };
+    expect(await runs.finish("fin-1", outcome)).toBe(true);
+    // The same step again (as a retry sends it: the same outcome and end time).
+    expect(await runs.finish("fin-1", outcome)).toBe(true);
+    expect(await runs.finish("fin-1", { ...outcome, endedAt: outcome.endedAt + 1 })).toBe(false);
+    expect(await runs.finish("fin-1", { status: "completed", text: "late", endedAt: outcome.endedAt })).toBe(
+      false,
+    );
+    expect(await runs.get("fin-1")).toMatchObject({ status: "failed", error: "boom" });
+  });
+});
