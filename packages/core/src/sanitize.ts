@@ -114,8 +114,19 @@ export function neutralizeRoleMarkers(text: string, label = "user wrote"): strin
     .join("\n");
 }
 
-/** Normalizes line endings to `\n` and strips NUL and other C0 control characters except tab and newline. */
+/**
+ * Normalizes line endings to `\n`, strips NUL and other C0 control characters except tab and newline,
+ * and replaces a lone UTF-16 surrogate (half an emoji, which a platform's JSON may carry as an escape)
+ * with U+FFFD: such a string is not valid UTF-8, and JSON decoders past the edge (Lua's cjson) reject it.
+ */
 export function normalizeText(text: string): string {
-  // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
-  return text.replace(/\r\n?/g, "\n").replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, "");
+  return (
+    text
+      .replace(/\r\n?/g, "\n")
+      // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+      .replace(/[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f]/g, "")
+      .replace(LONE_SURROGATE, "\ufffd")
+  );
 }
+
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;

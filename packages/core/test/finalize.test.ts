@@ -98,6 +98,14 @@ describe("finalizeInboundContext", () => {
     expect(out).not.toMatch(/\u200b|\u200d|\u202e/);
   });
 
+  it("replaces a lone surrogate (half an emoji) with U+FFFD and keeps whole emoji", () => {
+    const ctx = finalizeInboundContext(
+      { ...base, body: "cut \ud83d here, \ude00 there, whole \u{1f600}" },
+      config,
+    );
+    expect(ctx.body).toBe("cut \ufffd here, \ufffd there, whole \u{1f600}");
+  });
+
   it("leaves ordinary lines exactly as written (emoji sequences keep their joiners)", () => {
     const family = "family: \u{1f468}\u200d\u{1f469}\u200d\u{1f467} and systematic: fine";
     expect(neutralizeRoleMarkers(family)).toBe(family);
