@@ -282,8 +282,15 @@ describe("a run killed while a message steered into it was being taken in", () =
       expect(modelCallsWith("also this")).toBe(0);
       const b = await inst.start();
       await resumedRunCompleted(inst, "steer-run-0001");
-      // One model call after the restart, and it has the steered message.
+      // One model call after the restart: the question, then the message steered into it, then the note.
       expect(modelCallsWith("also this")).toBe(1);
+      const resumed = model.requests.at(-1)!.messages as Array<{ role: string; content: string }>;
+      expect(resumed.slice(-3).map((m) => [m.role, m.content.split(",")[0]])).toEqual([
+        ["user", "first question"],
+        ["user", "also this"],
+        ["system", "Note: the hub restarted while you were answering the user's last messages"],
+      ]);
+      expect(resumed.filter((m) => m.content === "also this")).toHaveLength(1);
       const redis = new Redis(REDIS_URL);
       try {
         expect(await redis.hmget(`${inst.prefix}:run:steer-run-0002`, "status", "text")).toEqual([

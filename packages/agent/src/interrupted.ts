@@ -40,10 +40,11 @@ export async function finalizeInterrupted(
       "interrupted run finalized without resuming",
     );
   }
-  await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
-  // Messages it took from its steering and never marked as answered by it: followed up too (a second
-  // hand-on finds the follow-up's record begun or over and does nothing).
-  for (const taken of (await deps.activity?.takenSteering(record.runId)) ?? [])
+  // Messages it took from its steering and never marked as answered by it are followed up first (they
+  // came before those it never took, and while it is still active nothing new is queued ahead of them; a
+  // second hand-on finds the follow-up's record begun or over and does nothing).
+  for (const taken of (await deps.activity?.readTaken(record.runId)) ?? [])
     if ((await deps.runs.get(taken.runId))?.status === "queued") await deps.requeue(taken);
+  await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
   return decided;
 }

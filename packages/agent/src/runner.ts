@@ -116,6 +116,8 @@ interface ClaimedRun {
   shown: ShownPrefix | undefined;
   /** The messages this turn answers (one, or a collected batch). */
   batch: RunRequest[];
+  /** On a resume: the messages the interrupted attempt took from its steering (answered after the batch). */
+  steered: RunRequest[];
   attempt: number;
   resuming: boolean;
   claim: WriterClaim;
@@ -247,7 +249,7 @@ export class AgentRunner {
       await this.o.supersede(started.superseded);
     }
     const seen = begun.kind === "started" ? begun.seen : undefined;
-    const { held, entries, afresh } = await this.#hold(request, batch, claim, seen, resuming);
+    const { held, entries, afresh, steered } = await this.#hold(request, batch, claim, seen, resuming);
     // Collected messages are answered by this run; their own records say so.
     for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
     const writeChecked = this.#checkedWriter(held, claim);
@@ -257,6 +259,7 @@ export class AgentRunner {
       held,
       entries,
       batch,
+      steered,
       attempt,
       // An interrupted attempt that wrote nothing (not even the question) left nothing to resume from.
       resuming: resuming && !afresh,
@@ -279,7 +282,7 @@ export class AgentRunner {
     claim: WriterClaim,
     seen: ClaimSeen | undefined,
     resuming: boolean,
-  ): Promise<{ held: HeldSession; entries: TranscriptEntry[]; afresh: boolean }> {
+  ): Promise<{ held: HeldSession; entries: TranscriptEntry[]; afresh: boolean; steered: RunRequest[] }> {
     const { runId, ctx } = request;
     const writer = `${runId}#${claim.generation}`;
     const users = resuming ? [] : batch.map((r) => ({ ...userEntryOf(r), writer }));
@@ -292,27 +295,29 @@ export class AgentRunner {
     // runner started) never wrote the user's lines: the resume writes them and starts afresh.
     const afresh = resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId);
     if (afresh) await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
-    if (resuming) await this.#recoverSteered(held, runId, writer);
-    // What the turn sees of the past: everything but the user lines of its batch this attempt wrote (the
-    // turn's own question; a message recovered from the run's steering stays in the past).
-    const own = new Set(batch.map((r) => r.runId));
-    const entries = held
-      .entries()
-      .filter(
-        (e) => !(e.type === "user" && e.writer === writer && e.runId !== undefined && own.has(e.runId)),
-      );
-    return { held, entries, afresh };
+    const steered = resuming ? await this.#recoverSteered(held, runId, writer) : [];
+    // What the turn sees of the past: the transcript without its own questions (the user lines of its
+    // batch this attempt wrote) and, on a resume, without the messages steered into it (they follow them).
+    const batchIds = new Set(batch.map((r) => r.runId));
+    const steeredIds = new Set(steered.map((r) => r.runId));
+    const ownQuestion = (e: TranscriptEntry) =>
+      e.type === "user" &&
+      e.runId !== undefined &&
+      ((e.writer === writer && batchIds.has(e.runId)) || steeredIds.has(e.runId));
+    const entries = held.entries().filter((e) => !ownQuestion(e));
+    return { held, entries, afresh, steered };
   }
 
   // Messages the interrupted attempt took from its steering: those it was killed before writing are
   // written now (the resumed turn answers them), and each one's record says this run answered it (an
   // attempt killed between its write and that mark left it "queued").
-  async #recoverSteered(held: HeldSession, runId: string, writer: string): Promise<void> {
-    const taken = await this.o.activity.takenSteering(runId);
-    if (taken.length === 0) return;
+  async #recoverSteered(held: HeldSession, runId: string, writer: string): Promise<RunRequest[]> {
+    const taken = await this.o.activity.readTaken(runId);
+    if (taken.length === 0) return taken;
     const missing = unwritten(held.entries(), taken);
     if (missing.length) await held.append(missing.map((r) => ({ ...userEntryOf(r), writer })));
     for (const s of taken) await this.#absorbed(s, runId);
+    return taken;
   }
 
   // A run still marked running was interrupted: resumed once more, or finalized without a model call.
@@ -411,6 +416,7 @@ export class AgentRunner {
       entries,
       history: historyMessages(entries, runId),
       userText: media.userText,
+      steered: run.steered.map((s) => withMediaNotes(s.ctx)),
       resuming: run.resuming,
       tools: policy.tools,
       provider,
@@ -444,7 +450,7 @@ export class AgentRunner {
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: async () => {
         // The step answers every message the run took so far; those written already were given to the model.
-        const steered = unwritten(run.held.entries(), await this.o.activity.takeSteering(runId));
+        const steered = unwritten(run.held.entries(), await this.o.activity.takeSteered(runId));
         if (steered.length === 0) return [];
         failpoint("run.after-take-steering");
         await writeChecked(steered.map(userEntryOf));

@@ -47,7 +47,7 @@ describe("finalizeInterrupted", () => {
     await activity.begin(key, "run-x", 60_000);
     for (const id of ["s1", "s2"]) expect(await steer(id)).toBe("steered");
     // The dead attempt took s1 and s2 in; its process marked s2 answered by it and died before s1.
-    await activity.takeSteering("run-x");
+    await activity.takeSteered("run-x");
     await runs.start("s2", key, 60_000, "telegram", { outsideLane: true });
     await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
     expect(await steer("s3")).toBe("steered");
@@ -58,7 +58,7 @@ describe("finalizeInterrupted", () => {
       requeued.push(r.runId);
     };
     expect(await finalizeInterrupted({ runs, sessions, activity, requeue }, record, logger)).toBe(true);
-    expect(requeued).toEqual(["s3", "s1"]);
+    expect(requeued).toEqual(["s1", "s3"]);
     expect(await runs.get("run-x")).toMatchObject({ status: "interrupted" });
   });
 });

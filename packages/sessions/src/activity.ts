@@ -7,8 +7,10 @@ import { writerKey } from "./writer.js";
 const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
 const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
-const TAKEN_TTL_MS = 24 * 3600 * 1000;
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
+
+/** How long the messages a run took from its steering stay readable after its last take (a day). */
+const TAKEN_TTL_MS = 24 * 3600 * 1000;
 
 /**
  * What is happening in a session right now, in Redis so every process sees
@@ -93,12 +95,12 @@ export class SessionActivity {
   }
 
   /**
-   * Takes the messages steered into a run and answers every message the run took so far (these and
+   * Takes the messages steered into a run and returns every message the run took so far (these and
    * earlier ones), in order: the caller writes those its transcript lacks. Retried when the answer is
-   * lost (the step can be repeated), and what it took stays readable (`takenSteering`) for a resumed
+   * lost (the step can be repeated), and what it took stays readable (`readTaken`) for a resumed
    * attempt of a run killed before it wrote them.
    */
-  async takeSteering(runId: string): Promise<RunRequest[]> {
+  async takeSteered(runId: string): Promise<RunRequest[]> {
     const keys = [this.#k("steer", runId), this.#k("steer", `${runId}:taken`)];
     const all = (await withRetries(() =>
       runScript(this.redis, TAKE_STEERED, keys, [TAKEN_TTL_MS]),
@@ -107,7 +109,7 @@ export class SessionActivity {
   }
 
   /** The messages a run took from its steering so far (for its resumed attempt), in order. */
-  async takenSteering(runId: string): Promise<RunRequest[]> {
+  async readTaken(runId: string): Promise<RunRequest[]> {
     const all = await this.redis.lrange(this.#k("steer", `${runId}:taken`), 0, -1);
     return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
   }

@@ -58,7 +58,7 @@ describe("SessionActivity.end", () => {
   });
 });
 
-describe("SessionActivity.takeSteering", () => {
+describe("SessionActivity.takeSteered", () => {
   it("answers every message taken so far, so a retry after a lost answer loses none; end hands on only untaken ones", async () => {
     const activity = new SessionActivity(redis, prefix, "steer");
     const key = "agent:main:telegram:direct:2";
@@ -66,11 +66,11 @@ describe("SessionActivity.takeSteering", () => {
     await activity.begin(key, "run-t", 60_000);
     expect(await steer("t1", "2")).toBe("steered");
     const ids = (requests: RunRequest[]) => requests.map((r) => r.runId);
-    expect(ids(await activity.takeSteering("run-t"))).toEqual(["t1"]);
+    expect(ids(await activity.takeSteered("run-t"))).toEqual(["t1"]);
     // The same step again (its first answer lost): t1 again, and what was steered since after it.
     expect(await steer("t2", "2")).toBe("steered");
-    expect(ids(await activity.takeSteering("run-t"))).toEqual(["t1", "t2"]);
-    expect(ids(await activity.takenSteering("run-t"))).toEqual(["t1", "t2"]);
+    expect(ids(await activity.takeSteered("run-t"))).toEqual(["t1", "t2"]);
+    expect(ids(await activity.readTaken("run-t"))).toEqual(["t1", "t2"]);
     expect(await activity.hasSteering("run-t")).toBe(false);
     expect(await steer("t3", "2")).toBe("steered");
     const requeued: string[] = [];

@@ -10,8 +10,11 @@ import { pruneToolResults } from "./prune.js";
 
 const DEFAULT_IDENTITY = "You are a helpful assistant reached through a chat hub. Answer concisely.";
 
-const RESUME_NOTE =
-  "Note: the hub restarted while you were answering the user's last message, so that answer was interrupted. Answer the last message now, in full.";
+// After a restart, the interrupted turn is asked again; with messages steered into it, they follow it.
+const resumeNote = (steered: number) =>
+  steered === 0
+    ? "Note: the hub restarted while you were answering the user's last message, so that answer was interrupted. Answer the last message now, in full."
+    : "Note: the hub restarted while you were answering the user's last messages, so that answer was interrupted. Answer them now, in full.";
 
 /** What goes into one turn's model context. */
 export interface ContextInput {
@@ -21,6 +24,8 @@ export interface ContextInput {
   entries: TranscriptEntry[];
   history: { messages: ChatMessage[]; indices: number[] };
   userText: string;
+  /** Messages steered into the turn before it was interrupted (a resume): asked after `userText`. */
+  steered?: string[];
   resuming: boolean;
   tools: AgentTool[];
   provider: ModelProvider;
@@ -55,11 +60,13 @@ export async function assembleContext(
 ): Promise<ChatMessage[]> {
   const system = await systemPromptFor(input, settings);
   const past = await compactIfNeeded(input, settings, system);
+  const steered = input.steered ?? [];
   return [
     { role: "system", content: system },
     ...pruneToolResults(trimHistory(past, settings.historyLimit ?? 200)),
     { role: "user", content: input.userText, ...(images.length ? { images } : {}) },
-    ...(input.resuming ? [{ role: "system" as const, content: RESUME_NOTE }] : []),
+    ...steered.map((content) => ({ role: "user" as const, content })),
+    ...(input.resuming ? [{ role: "system" as const, content: resumeNote(steered.length) }] : []),
   ];
 }
 
