@@ -12,6 +12,12 @@ const redis = await startBenchRedis();
 try {
   const load = await benchHubPaced(redis.url, env("BENCH_RATE", 200), env("BENCH_PACED_SECONDS", 5));
   const trace = process.env.BENCH_TRACE_FILE;
+  // BENCH_WINDOW_FILE: the load's start and end in monotonic µs (the clock of V8's CPU profiles).
+  if (process.env.BENCH_WINDOW_FILE) {
+    const origin = process.hrtime.bigint() / 1000n - BigInt(Math.round(performance.now() * 1000));
+    const from = origin + BigInt(Math.round((load.startedAt ?? 0) * 1000));
+    writeFileSync(process.env.BENCH_WINDOW_FILE, `${from} ${from + BigInt(Math.round(load.seconds * 1e6))}`);
+  }
   if (trace) writeFileSync(trace, (load.samples ?? []).map((s) => `${JSON.stringify(s)}\n`).join(""));
 } finally {
   await redis.stop();

@@ -27,6 +27,8 @@ export interface LoadResult {
   lost: number;
   /** Per answered message of an open-loop load: sent at (ms into the load), chat, n, latency (ms). */
   samples?: Array<{ at: number; chat: number; n: number; ms: number }>;
+  /** When the load started (performance.now()); samples' `at` count from it. */
+  startedAt?: number;
 }
 
 const REPLY = /bench (\d+) (\d+)\b/;
@@ -172,5 +174,6 @@ export async function drivePaced(fake: FakeTelegram, shape: PacedShape): Promise
     duplicates,
     lost: total - answered.size,
     samples,
+    startedAt: started,
   };
 }
