@@ -14,7 +14,7 @@ export interface InterruptedRunDeps {
  * Ends a run that a crash interrupted and that is not resumed (stale, or out
  * of attempts): `interrupted` by its exact runId and attempt, with no model
  * call and no message; the transcript gets its closing line, and messages
- * steered into it (and those it took but never answered) run as follow-ups. Returns false when something else decided
+ * steered into it that it never wrote to its transcript run as follow-ups. Returns false when something else decided
  * the run meanwhile (a newer attempt, another process's recovery).
  */
 export async function finalizeInterrupted(
@@ -40,11 +40,35 @@ export async function finalizeInterrupted(
       "interrupted run finalized without resuming",
     );
   }
-  // Messages it took from its steering and never marked as answered by it are followed up first (they
-  // came before those it never took, and while it is still active nothing new is queued ahead of them; a
-  // second hand-on finds the follow-up's record begun or over and does nothing).
-  for (const taken of (await deps.activity?.readTaken(record.runId)) ?? [])
-    if ((await deps.runs.get(taken.runId))?.status === "queued") await deps.requeue(taken);
+  await handOnTaken(deps, record);
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
   return decided;
+}
+
+/**
+ * The messages the run took from its steering and never marked as answered by it. One its transcript
+ * has (the dead attempt wrote it into its turn) is part of the interrupted turn and ends with it, as
+ * `interrupted`; one it never wrote is followed up, before the messages it never took (it came first,
+ * and while the run is still active nothing new is queued ahead of it). A second hand-on finds the
+ * follow-up's record begun or over and does nothing.
+ */
+async function handOnTaken(
+  deps: InterruptedRunDeps,
+  record: Pick<RunRecord, "runId" | "sessionKey">,
+): Promise<void> {
+  const taken = (await deps.activity?.readTaken(record.runId)) ?? [];
+  if (taken.length === 0) return;
+  const session = await deps.sessions.get(record.sessionKey);
+  const written = new Set<string | undefined>();
+  for (const e of session ? await deps.sessions.read(session.sessionId) : [])
+    if (e.type === "user") written.add(e.runId);
+  for (const message of taken) {
+    if ((await deps.runs.get(message.runId))?.status !== "queued") continue;
+    if (!written.has(message.runId)) await deps.requeue(message);
+    else
+      await deps.runs.finish(message.runId, {
+        status: "interrupted",
+        error: `interrupted with run ${record.runId}, into which it was steered; not resumed`,
+      });
+  }
 }

@@ -36,29 +36,37 @@ const request = (runId: string): RunRequest => ({
 });
 
 describe("finalizeInterrupted", () => {
-  it("hands on the messages the run took from its steering that no run answered, and those it never took", async () => {
+  it("follows up the taken messages it never wrote (before those it never took) and ends the written ones with it", async () => {
     const runs = new RunRecords(redis, prefix);
     const activity = new SessionActivity(redis, prefix, "steer");
     const admission = new SessionAdmission(redis, prefix, lane, "steer");
+    const sessions = new FileSessionStore(stateDir, logger);
     const steer = (runId: string) =>
       admission.admit(request(runId), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
     const key = request("run-x").ctx.sessionKey;
     await runs.start("run-x", key, 60_000);
     await activity.begin(key, "run-x", 60_000);
-    for (const id of ["s1", "s2"]) expect(await steer(id)).toBe("steered");
-    // The dead attempt took s1 and s2 in; its process marked s2 answered by it and died before s1.
+    for (const id of ["s1", "s2", "s4"]) expect(await steer(id)).toBe("steered");
+    // The dead attempt took s1, s2 and s4 in; it wrote s2 and s4 to its transcript, marked s2 answered by
+    // it and died before s4 (and before writing s1).
     await activity.takeSteered("run-x");
+    const session = await sessions.resolve(key);
+    await sessions.append(session.sessionId, [
+      { type: "user", runId: "s2", senderId: "7", text: "s2", at: 1 },
+      { type: "user", runId: "s4", senderId: "7", text: "s4", at: 1 },
+    ]);
     await runs.start("s2", key, 60_000, "telegram", { outsideLane: true });
     await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
     expect(await steer("s3")).toBe("steered");
     const requeued: string[] = [];
     const record = (await runs.get("run-x"))!;
-    const sessions = new FileSessionStore(stateDir, logger);
     const requeue = async (r: RunRequest) => {
       requeued.push(r.runId);
     };
     expect(await finalizeInterrupted({ runs, sessions, activity, requeue }, record, logger)).toBe(true);
     expect(requeued).toEqual(["s1", "s3"]);
     expect(await runs.get("run-x")).toMatchObject({ status: "interrupted" });
+    expect(await runs.get("s4")).toMatchObject({ status: "interrupted" });
+    expect(await runs.get("s2")).toMatchObject({ status: "completed" });
   });
 });
