@@ -308,3 +308,35 @@ describe("a run killed while a message steered into it was being taken in", () =
     60_000,
   );
 });
+
+describe("a run whose transcript write fails right after it took a steered message in", () => {
+  it("fails, and the steered message runs as its own turn: answered once", async () => {
+    const inst = make("steer-fail");
+    model.script(
+      { toolCalls: [{ name: "current_time", arguments: "{}" }], delayMs: 400, chunkSize: 2 },
+      { text: "Answer to the steered one." },
+    );
+    const a = await inst.start({ failpoints: "run.after-take-steering=throw@1" });
+    a.client!.request("chat.send", { text: "first question", idempotencyKey: "fail-run-0001" }).catch(
+      () => {},
+    );
+    await waitFor(() => modelCallsWith("first question") === 1, "the first model call");
+    await a.client!.request("chat.send", { text: "also this", idempotencyKey: "fail-run-0002" });
+    expect(await a.client!.terminal("fail-run-0002", 30_000)).toMatchObject({
+      state: "final",
+      text: "Answer to the steered one.",
+    });
+    const redis = new Redis(REDIS_URL);
+    try {
+      expect(await redis.hget(`${inst.prefix}:run:fail-run-0001`, "status")).toBe("failed");
+    } finally {
+      redis.disconnect();
+    }
+    // Its own turn: the steered message is the last user message of the one model call that has it.
+    expect(modelCallsWith("also this")).toBe(1);
+    const last = model.requests.at(-1)!.messages as Array<{ role: string; content: string }>;
+    expect(last.filter((m) => m.role === "user").at(-1)?.content).toBe("also this");
+    const history = (await a.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.filter((m) => m.text === "also this")).toHaveLength(1);
+  }, 60_000);
+});

@@ -1,5 +1,6 @@
 import type { HubLogger, RunRequest } from "@hub/core";
 import type { RunRecord, RunRecords, SessionActivity, SessionStore } from "@hub/sessions";
+import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 
 /** What finalizing an interrupted run touches. */
 export interface InterruptedRunDeps {
@@ -40,35 +41,17 @@ export async function finalizeInterrupted(
       "interrupted run finalized without resuming",
     );
   }
-  await handOnTaken(deps, record);
+  // Taken into its turn and not answered: before the messages it never took (they came first, and while
+  // the run is still active nothing new is queued ahead of them).
+  const taken = (await deps.activity?.readTaken(record.runId)) ?? [];
+  if (taken.length > 0) {
+    const session = await deps.sessions.get(record.sessionKey);
+    const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
+    await handOnTakenSteering(deps, taken, written, {
+      status: "interrupted",
+      error: `interrupted with run ${record.runId}, into which it was steered; not resumed`,
+    });
+  }
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
   return decided;
-}
-
-/**
- * The messages the run took from its steering and never marked as answered by it. One its transcript
- * has (the dead attempt wrote it into its turn) is part of the interrupted turn and ends with it, as
- * `interrupted`; one it never wrote is followed up, before the messages it never took (it came first,
- * and while the run is still active nothing new is queued ahead of it). A second hand-on finds the
- * follow-up's record begun or over and does nothing.
- */
-async function handOnTaken(
-  deps: InterruptedRunDeps,
-  record: Pick<RunRecord, "runId" | "sessionKey">,
-): Promise<void> {
-  const taken = (await deps.activity?.readTaken(record.runId)) ?? [];
-  if (taken.length === 0) return;
-  const session = await deps.sessions.get(record.sessionKey);
-  const written = new Set<string | undefined>();
-  for (const e of session ? await deps.sessions.read(session.sessionId) : [])
-    if (e.type === "user") written.add(e.runId);
-  for (const message of taken) {
-    if ((await deps.runs.get(message.runId))?.status !== "queued") continue;
-    if (!written.has(message.runId)) await deps.requeue(message);
-    else
-      await deps.runs.finish(message.runId, {
-        status: "interrupted",
-        error: `interrupted with run ${record.runId}, into which it was steered; not resumed`,
-      });
-  }
 }

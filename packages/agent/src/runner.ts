@@ -42,6 +42,7 @@ import { modelImageSender } from "./model-images.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import type { ShownPrefix } from "./shown-prefix.js";
+import { handOnTakenSteering } from "./taken-steering.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 import { runAgentTurn } from "./turn.js";
@@ -448,22 +449,40 @@ export class AgentRunner {
       ),
       onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
-      takeSteering: async () => {
-        // The step answers every message the run took so far; those written already were given to the model.
-        const steered = unwritten(run.held.entries(), await this.o.activity.takeSteered(runId));
-        if (steered.length === 0) return [];
-        failpoint("run.after-take-steering");
-        await writeChecked(steered.map(userEntryOf));
-        failpoint("run.after-steered-write");
-        for (const s of steered) await this.#absorbed(s, runId);
-        return steered.map((s) => withMediaNotes(s.ctx));
-      },
+      takeSteering: () => this.#takeSteered(run),
     });
     // The answer's last block ends the reply in its own push.
     await pusher.finish(streamer.flush());
     if (pusher.error !== undefined) throw pusher.error;
     // The usage is added to the session's totals when the run settles (one step with its outcome).
     return { text: result.text, stopReason: result.stopReason, usage: result.usage };
+  }
+
+  // Messages steered into the run, taken in at a tool-batch boundary: written to its transcript, then each
+  // one's record says this run answers it. The take returns every message the run took so far; those
+  // written already were given to the model before.
+  async #takeSteered(run: ClaimedRun): Promise<string[]> {
+    const { runId } = run.request;
+    const taken = await this.o.activity.takeSteered(runId, this.o.writers.fenceOf(run.claim));
+    const steered = unwritten(run.held.entries(), taken);
+    if (steered.length === 0) return [];
+    try {
+      failpoint("run.after-take-steering");
+      await run.writeChecked(steered.map(userEntryOf));
+    } catch (error) {
+      // The run fails here, and nobody resumes it (superseded or taken over, the attempt that took over
+      // found them at its start): they run as follow-ups.
+      const end = interruptedRun(error, false, undefined);
+      if (end.status === "failed" && !end.abandoned)
+        await handOnTakenSteering(this.o, steered, new Set(), {
+          status: "failed",
+          error: end.errorText ?? "failed",
+        });
+      throw error;
+    }
+    failpoint("run.after-steered-write");
+    for (const s of steered) await this.#absorbed(s, runId);
+    return steered.map((s) => withMediaNotes(s.ctx));
   }
 
   async #answeredByNotices(

@@ -2,7 +2,14 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
-import { FileSessionStore, RunRecords, SessionActivity, SessionAdmission, SessionLane } from "@hub/sessions";
+import {
+  FileSessionStore,
+  RunRecords,
+  SessionActivity,
+  SessionAdmission,
+  SessionLane,
+  SessionWriters,
+} from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
@@ -49,7 +56,9 @@ describe("finalizeInterrupted", () => {
     for (const id of ["s1", "s2", "s4"]) expect(await steer(id)).toBe("steered");
     // The dead attempt took s1, s2 and s4 in; it wrote s2 and s4 to its transcript, marked s2 answered by
     // it and died before s4 (and before writing s1).
-    await activity.takeSteered("run-x");
+    const writers = new SessionWriters(redis, prefix);
+    const { claim } = await writers.claim(key, "session-x", "run-x");
+    await activity.takeSteered("run-x", writers.fenceOf(claim));
     const session = await sessions.resolve(key);
     await sessions.append(session.sessionId, [
       { type: "user", runId: "s2", senderId: "7", text: "s2", at: 1 },

@@ -2,18 +2,19 @@
  * Fault injection at named steps, for crash tests with real processes: the
  * step between two Redis writes, inside a send. `HUB_FAILPOINTS` lists
  * `name=action[@n]` pairs, comma-separated; `action` is `kill` (SIGKILL this
- * process, like a crash) or `stop` (SIGSTOP it, like a frozen VM; the test
- * sends SIGCONT), taken on the n-th time the step is reached (default 1).
+ * process, like a crash), `stop` (SIGSTOP it, like a frozen VM; the test
+ * sends SIGCONT) or `throw` (the step fails with an error, like a full disk),
+ * taken on the n-th time the step is reached (default 1).
  * Unset (production), a failpoint costs one map lookup.
  */
-type FailAction = { action: "kill" | "stop"; at: number; hits: number };
+type FailAction = { action: "kill" | "stop" | "throw"; at: number; hits: number };
 
 function parse(spec: string | undefined): Map<string, FailAction> {
   const points = new Map<string, FailAction>();
   for (const part of (spec ?? "").split(",")) {
-    const match = /^\s*([\w.-]+)=(kill|stop)(?:@(\d+))?\s*$/.exec(part);
+    const match = /^\s*([\w.-]+)=(kill|stop|throw)(?:@(\d+))?\s*$/.exec(part);
     if (match)
-      points.set(match[1]!, { action: match[2] as "kill" | "stop", at: Number(match[3] ?? 1), hits: 0 });
+      points.set(match[1]!, { action: match[2] as FailAction["action"], at: Number(match[3] ?? 1), hits: 0 });
   }
   return points;
 }
@@ -36,12 +37,13 @@ export type FailpointName =
   | "mailbox.after-yield"
   | "mailbox.after-claim-here";
 
-/** Kills or freezes this process here if `HUB_FAILPOINTS` asks for it. */
+/** Kills or freezes this process here, or throws, if `HUB_FAILPOINTS` asks for it. */
 export function failpoint(name: FailpointName): void {
   const point = points.get(name);
   if (!point) return;
   point.hits += 1;
   if (point.hits !== point.at) return;
   process.stderr.write(`failpoint ${name}: ${point.action}\n`);
+  if (point.action === "throw") throw new Error(`failpoint ${name}: an injected failure`);
   process.kill(process.pid, point.action === "kill" ? "SIGKILL" : "SIGSTOP");
 }

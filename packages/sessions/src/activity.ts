@@ -1,4 +1,11 @@
-import { type QueueMode, QueueModeSchema, type RunRequest, RunRequestSchema } from "@hub/core";
+import {
+  type QueueMode,
+  QueueModeSchema,
+  type RunRequest,
+  RunRequestSchema,
+  type WriteFence,
+  WriteFencedError,
+} from "@hub/core";
 import { loadScript, runScript, scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { withRetries } from "./run-records.js";
@@ -98,14 +105,21 @@ export class SessionActivity {
    * Takes the messages steered into a run and returns every message the run took so far (these and
    * earlier ones), in order: the caller writes those its transcript lacks. Retried when the answer is
    * lost (the step can be repeated), and what it took stays readable (`readTaken`) for a resumed
-   * attempt of a run killed before it wrote them.
+   * attempt of a run killed before it wrote them. Throws `WriteFencedError` (nothing taken) once the
+   * run's writer claim (`fence`) is not the session's.
    */
-  async takeSteered(runId: string): Promise<RunRequest[]> {
-    const keys = [this.#k("steer", runId), this.#k("steer", `${runId}:taken`)];
-    const all = (await withRetries(() =>
-      runScript(this.redis, TAKE_STEERED, keys, [TAKEN_TTL_MS]),
-    )) as string[];
-    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  async takeSteered(runId: string, fence: WriteFence): Promise<RunRequest[]> {
+    const keys = [this.#k("steer", runId), this.#k("steer", `${runId}:taken`), fence.key];
+    const args = [TAKEN_TTL_MS, fence.field, fence.value];
+    // Retried, except when fenced: that answer is final.
+    const all = await withRetries(() =>
+      runScript(this.redis, TAKE_STEERED, keys, args).catch((error: unknown) => {
+        if (error instanceof Error && error.message.includes("FENCED")) return "fenced" as const;
+        throw error;
+      }),
+    );
+    if (all === "fenced") throw new WriteFencedError(`taking the messages steered into run ${runId}`);
+    return (all as string[]).map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
   }
 
   /** The messages a run took from its steering so far (for its resumed attempt), in order. */

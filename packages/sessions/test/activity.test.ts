@@ -1,8 +1,8 @@
-import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
+import { createLogger, finalizeInboundContext, type RunRequest, WriteFencedError } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { RunRecords, SessionActivity, SessionAdmission, SessionLane } from "../src/index.js";
+import { RunRecords, SessionActivity, SessionAdmission, SessionLane, SessionWriters } from "../src/index.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("activity");
@@ -64,12 +64,14 @@ describe("SessionActivity.takeSteered", () => {
     const key = "agent:main:telegram:direct:2";
     await new RunRecords(redis, prefix).start("run-t", key, 60_000);
     await activity.begin(key, "run-t", 60_000);
+    const writers = new SessionWriters(redis, prefix);
+    const fence = writers.fenceOf((await writers.claim(key, "session-t", "run-t")).claim);
     expect(await steer("t1", "2")).toBe("steered");
     const ids = (requests: RunRequest[]) => requests.map((r) => r.runId);
-    expect(ids(await activity.takeSteered("run-t"))).toEqual(["t1"]);
+    expect(ids(await activity.takeSteered("run-t", fence))).toEqual(["t1"]);
     // The same step again (its first answer lost): t1 again, and what was steered since after it.
     expect(await steer("t2", "2")).toBe("steered");
-    expect(ids(await activity.takeSteered("run-t"))).toEqual(["t1", "t2"]);
+    expect(ids(await activity.takeSteered("run-t", fence))).toEqual(["t1", "t2"]);
     expect(ids(await activity.readTaken("run-t"))).toEqual(["t1", "t2"]);
     expect(await activity.hasSteering("run-t")).toBe(false);
     expect(await steer("t3", "2")).toBe("steered");
@@ -78,6 +80,21 @@ describe("SessionActivity.takeSteered", () => {
       requeued.push(left.runId);
     });
     expect(requeued).toEqual(["t3"]);
+  });
+
+  it("takes nothing once the run's writer claim is superseded", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const key = "agent:main:telegram:direct:3";
+    await new RunRecords(redis, prefix).start("run-f", key, 60_000);
+    await activity.begin(key, "run-f", 60_000);
+    const writers = new SessionWriters(redis, prefix);
+    const fence = writers.fenceOf((await writers.claim(key, "session-f", "run-f")).claim);
+    expect(await steer("f1", "3")).toBe("steered");
+    // Another attempt of the run claims the session (it resumed elsewhere and read the taken list then).
+    await writers.claim(key, "session-f", "run-f");
+    await expect(activity.takeSteered("run-f", fence)).rejects.toBeInstanceOf(WriteFencedError);
+    expect(await activity.readTaken("run-f")).toEqual([]);
+    expect(await activity.hasSteering("run-f")).toBe(true);
   });
 });
 

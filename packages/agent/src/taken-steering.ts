@@ -1,0 +1,37 @@
+import type { RunRequest } from "@hub/core";
+import type { RunRecords, TerminalStatus } from "@hub/sessions";
+
+/** What handing on a run's taken steering touches. */
+export interface TakenSteeringDeps {
+  runs: RunRecords;
+  requeue: (request: RunRequest) => Promise<void>;
+}
+
+/**
+ * After a run ended without answering `taken`, the messages it took from its steering (it was finalized after a
+ * crash, or its turn failed between a take and the write): each one still "queued" that its transcript
+ * has (`written`: the user lines' runIds) was part of the ended turn and ends with it (`outcome`); one it
+ * never wrote is followed up as a run of its own, in order. A second hand-on finds the follow-up's record
+ * begun or over and does nothing.
+ */
+export async function handOnTakenSteering(
+  deps: TakenSteeringDeps,
+  taken: RunRequest[],
+  written: ReadonlySet<string | undefined>,
+  outcome: { status: TerminalStatus; error: string },
+): Promise<void> {
+  for (const message of taken) {
+    if ((await deps.runs.get(message.runId))?.status !== "queued") continue;
+    if (!written.has(message.runId)) await deps.requeue(message);
+    else await deps.runs.finish(message.runId, outcome);
+  }
+}
+
+/** The runIds of the user lines in transcript entries. */
+export function writtenUserRuns(
+  entries: ReadonlyArray<{ type: string; runId?: string | undefined }>,
+): Set<string | undefined> {
+  const written = new Set<string | undefined>();
+  for (const e of entries) if (e.type === "user") written.add(e.runId);
+  return written;
+}
