@@ -1,5 +1,5 @@
 import type { HubLogger, RunRequest } from "@hub/core";
-import type { RunRecord, RunRecords, SessionActivity, SessionStore } from "@hub/sessions";
+import type { RunRecord, RunRecords, SessionActivity, SessionStore, SessionWriters } from "@hub/sessions";
 import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 
 /** What finalizing an interrupted run touches. */
@@ -8,6 +8,8 @@ export interface InterruptedRunDeps {
   sessions: SessionStore;
   /** When given, messages steered into the dead run are handed on as follow-ups. */
   activity?: SessionActivity | undefined;
+  /** Taken over before messages the dead run took from its steering are handed on (see below). */
+  writers?: SessionWriters | undefined;
   requeue: (request: RunRequest) => Promise<void>;
 }
 
@@ -41,17 +43,27 @@ export async function finalizeInterrupted(
       "interrupted run finalized without resuming",
     );
   }
-  // Taken into its turn and not answered: before the messages it never took (they came first, and while
-  // the run is still active nothing new is queued ahead of them).
-  const taken = (await deps.activity?.readTaken(record.runId)) ?? [];
-  if (taken.length > 0) {
-    const session = await deps.sessions.get(record.sessionKey);
-    const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
-    await handOnTakenSteering(deps, taken, written, {
-      status: "interrupted",
-      error: `interrupted with run ${record.runId}, into which it was steered; not resumed`,
-    });
-  }
+  // Before the messages it never took: these came first, and while the run is still active nothing new
+  // is queued ahead of them.
+  await endTakenSteering(deps, record);
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
   return decided;
+}
+
+// The messages the dead run took from its steering and never answered (see handOnTakenSteering).
+async function endTakenSteering(
+  deps: InterruptedRunDeps,
+  record: Pick<RunRecord, "runId" | "sessionKey">,
+): Promise<void> {
+  if (!deps.activity || (await deps.activity.readTaken(record.runId)).length === 0) return;
+  const session = await deps.sessions.get(record.sessionKey);
+  // A frozen attempt of the run may still hold its writer claim: claimed here first, so that attempt's
+  // next take is fenced and its write and its marks of them as answered fail their claim checks.
+  if (session && deps.writers) await deps.writers.claim(record.sessionKey, session.sessionId, record.runId);
+  const taken = await deps.activity.readTaken(record.runId);
+  const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
+  await handOnTakenSteering(deps, taken, written, {
+    status: "interrupted",
+    error: `interrupted with run ${record.runId}, into which it was steered; not resumed`,
+  });
 }

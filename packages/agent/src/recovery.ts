@@ -5,6 +5,7 @@ import {
   type SessionActivity,
   type SessionLane,
   type SessionStore,
+  type SessionWriters,
 } from "@hub/sessions";
 import { finalizeInterrupted } from "./interrupted.js";
 
@@ -25,6 +26,8 @@ export async function recoverInterruptedRuns(deps: {
   lane: SessionLane;
   /** When given, messages steered into a finalized run are queued as follow-ups. */
   activity?: SessionActivity;
+  /** Taken over by a finalize that hands on messages its run took from its steering. */
+  writers?: SessionWriters;
   runTimeoutMs: number;
   logger: HubLogger;
   scanTime?: number;

@@ -8,6 +8,7 @@ import {
   type ReplySink,
   type ReplyStream,
   type RunRequest,
+  WriteFencedError,
 } from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
 import {
@@ -25,6 +26,7 @@ import {
   type SessionWriters,
   type TranscriptEntry,
   type WriterClaim,
+  WriterSupersededError,
   withRetries,
 } from "@hub/sessions";
 import { answerDirectly } from "./answer-directly.js";
@@ -42,7 +44,7 @@ import { modelImageSender } from "./model-images.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import type { ShownPrefix } from "./shown-prefix.js";
-import { handOnTakenSteering } from "./taken-steering.js";
+import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 import { runAgentTurn } from "./turn.js";
@@ -297,14 +299,12 @@ export class AgentRunner {
     const afresh = resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId);
     if (afresh) await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
     const steered = resuming ? await this.#recoverSteered(held, runId, writer) : [];
-    // What the turn sees of the past: the transcript without its own questions (the user lines of its
-    // batch this attempt wrote) and, on a resume, without the messages steered into it (they follow them).
+    // What the turn sees of the past: the transcript without its own questions (its batch's user lines, by
+    // this attempt or, on a resume, a dead one) and, on a resume, the messages steered into it (they follow).
     const batchIds = new Set(batch.map((r) => r.runId));
     const steeredIds = new Set(steered.map((r) => r.runId));
     const ownQuestion = (e: TranscriptEntry) =>
-      e.type === "user" &&
-      e.runId !== undefined &&
-      ((e.writer === writer && batchIds.has(e.runId)) || steeredIds.has(e.runId));
+      e.type === "user" && e.runId !== undefined && (batchIds.has(e.runId) || steeredIds.has(e.runId));
     const entries = held.entries().filter((e) => !ownQuestion(e));
     return { held, entries, afresh, steered };
   }
@@ -470,16 +470,21 @@ export class AgentRunner {
       failpoint("run.after-take-steering");
       await run.writeChecked(steered.map(userEntryOf));
     } catch (error) {
-      // The run fails here, and nobody resumes it (superseded or taken over, the attempt that took over
-      // found them at its start): they run as follow-ups.
-      const end = interruptedRun(error, false, undefined);
-      if (end.status === "failed" && !end.abandoned)
-        await handOnTakenSteering(this.o, steered, new Set(), {
+      // The run fails here. Superseded, it is the newer attempt's to answer them (the fenced take proves
+      // that attempt read them at its start); otherwise they run as follow-ups, except those whose line
+      // landed all the same (an append's failure does not say it wrote nothing), which fail with the run.
+      if (!(error instanceof WriterSupersededError || error instanceof WriteFencedError)) {
+        const written = await this.o.sessions.read(run.held.record.sessionId).catch(() => []);
+        await handOnTakenSteering(this.o, steered, writtenUserRuns(written), {
           status: "failed",
-          error: end.errorText ?? "failed",
+          error: error instanceof Error ? error.message : String(error),
         });
+      }
       throw error;
     }
+    // A finalize of this run elsewhere (its lease lost while this process was frozen) takes the writer
+    // claim before it hands these on: checked again right before they are marked as answered here.
+    await this.o.writers.assertCurrent(run.claim);
     failpoint("run.after-steered-write");
     for (const s of steered) await this.#absorbed(s, runId);
     return steered.map((s) => withMediaNotes(s.ctx));
@@ -719,7 +724,6 @@ export class AgentRunner {
 /** The requests whose user line is not in the transcript yet, in order. */
 function unwritten(entries: TranscriptEntry[], requests: RunRequest[]): RunRequest[] {
   if (requests.length === 0) return requests;
-  const written = new Set<string>();
-  for (const e of entries) if (e.type === "user" && e.runId) written.add(e.runId);
+  const written = writtenUserRuns(entries);
   return requests.filter((r) => !written.has(r.runId));
 }

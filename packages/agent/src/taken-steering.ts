@@ -1,5 +1,5 @@
 import type { RunRequest } from "@hub/core";
-import type { RunRecords, TerminalStatus } from "@hub/sessions";
+import type { RunRecords, TerminalStatus, TranscriptEntry } from "@hub/sessions";
 
 /** What handing on a run's taken steering touches. */
 export interface TakenSteeringDeps {
@@ -17,7 +17,7 @@ export interface TakenSteeringDeps {
 export async function handOnTakenSteering(
   deps: TakenSteeringDeps,
   taken: RunRequest[],
-  written: ReadonlySet<string | undefined>,
+  written: ReadonlySet<string>,
   outcome: { status: TerminalStatus; error: string },
 ): Promise<void> {
   for (const message of taken) {
@@ -28,10 +28,8 @@ export async function handOnTakenSteering(
 }
 
 /** The runIds of the user lines in transcript entries. */
-export function writtenUserRuns(
-  entries: ReadonlyArray<{ type: string; runId?: string | undefined }>,
-): Set<string | undefined> {
-  const written = new Set<string | undefined>();
-  for (const e of entries) if (e.type === "user") written.add(e.runId);
+export function writtenUserRuns(entries: readonly TranscriptEntry[]): Set<string> {
+  const written = new Set<string>();
+  for (const e of entries) if (e.type === "user" && e.runId !== undefined) written.add(e.runId);
   return written;
 }

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
+import { createLogger, finalizeInboundContext, type RunRequest, WriteFencedError } from "@hub/core";
 import {
   FileSessionStore,
   RunRecords,
@@ -9,6 +9,7 @@ import {
   SessionAdmission,
   SessionLane,
   SessionWriters,
+  WriterSupersededError,
 } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
@@ -72,7 +73,14 @@ describe("finalizeInterrupted", () => {
     const requeue = async (r: RunRequest) => {
       requeued.push(r.runId);
     };
-    expect(await finalizeInterrupted({ runs, sessions, activity, requeue }, record, logger)).toBe(true);
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
+      true,
+    );
+    // The dead attempt, if only frozen, can neither take more nor write nor mark what was handed on.
+    await expect(activity.takeSteered("run-x", writers.fenceOf(claim))).rejects.toBeInstanceOf(
+      WriteFencedError,
+    );
+    await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
     expect(requeued).toEqual(["s1", "s3"]);
     expect(await runs.get("run-x")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("s4")).toMatchObject({ status: "interrupted" });

@@ -1,3 +1,4 @@
+import { randomUUID } from "node:crypto";
 import type { HashNote } from "@hub/core";
 import { loadScript, mailboxHeads, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
@@ -236,7 +237,8 @@ export class RunRecords {
     attempt?: number,
   ): Promise<boolean> {
     const fields = RunRecords.outcomeFields(outcome);
-    const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", ...fields];
+    // Its retries (the first answer lost) recognise the outcome as theirs by this token.
+    const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", randomUUID(), ...fields];
     const decided = await withRetries(
       async () => (await runScript(this.redis, FINISH, [this.#key(runId), this.#outsideLane], args)) === 1,
     );

@@ -48,16 +48,26 @@ describe("RunRecords.running", () => {
 });
 
 describe("RunRecords.finish", () => {
-  it("run again after its first answer was lost says it decided; another outcome or a later end is refused", async () => {
+  it("retried after its first answer was lost says it decided; another call's outcome, even the same, is not its own", async () => {
     await runs.start("fin-1", "agent:main:telegram:direct:8", 60_000);
     const outcome = { status: "failed" as const, error: "boom", endedAt: Date.now() };
-    expect(await runs.finish("fin-1", outcome)).toBe(true);
-    // The same step again (as a retry sends it: the same outcome and end time).
-    expect(await runs.finish("fin-1", outcome)).toBe(true);
-    expect(await runs.finish("fin-1", { ...outcome, endedAt: outcome.endedAt + 1 })).toBe(false);
-    expect(await runs.finish("fin-1", { status: "completed", text: "late", endedAt: outcome.endedAt })).toBe(
-      false,
-    );
+    let answers = 0;
+    // The first answer lost on the way back: the step is sent again, as withRetries does.
+    const lost = new Redis(REDIS_URL);
+    const original = lost.evalsha.bind(lost);
+    lost.evalsha = (async (...args: Parameters<typeof original>) => {
+      const answer = await original(...args);
+      if (answers++ === 0) throw new Error("connection lost before the answer");
+      return answer;
+    }) as typeof lost.evalsha;
+    try {
+      expect(await new RunRecords(lost, prefix).finish("fin-1", outcome)).toBe(true);
+    } finally {
+      lost.disconnect();
+    }
+    expect(answers).toBe(2);
+    // Another caller with the very same outcome (two finalizers in one millisecond) did not decide it.
+    expect(await runs.finish("fin-1", outcome)).toBe(false);
     expect(await runs.get("fin-1")).toMatchObject({ status: "failed", error: "boom" });
   });
 });

@@ -90,7 +90,7 @@ export async function startExecution(
 // Before the runner starts: queue modes of the earlier layout moved (once per installation; a failure is
 // said and tried again at the next start), the dead predecessor's sessions freed at once, then recovery.
 async function recoverAtStart(s: SessionStage, runTimeoutMs: number, log: HubLogger) {
-  const { runs, sessions, lane, activity } = s;
+  const { runs, sessions, lane, activity, writers } = s;
   try {
     const adopted = await activity.adoptOldQueueModes();
     if (adopted > 0) log.info({ adopted }, "moved sessions' queue modes into their writer records");
@@ -98,5 +98,5 @@ async function recoverAtStart(s: SessionStage, runTimeoutMs: number, log: HubLog
     log.warn({ err: error }, "could not move sessions' queue modes; tried again at the next start");
   }
   await lane.reclaimDeadPredecessors();
-  return recoverInterruptedRuns({ runs, sessions, lane, activity, runTimeoutMs, logger: log });
+  return recoverInterruptedRuns({ runs, sessions, lane, activity, writers, runTimeoutMs, logger: log });
 }

@@ -1,0 +1,241 @@
+// Steering's races, on one runner with real Redis and a real session store: a transcript write that fails
+// after its line landed, and a frozen attempt (held at its claim check, as SIGSTOP would hold it) whose run
+// is finalized meanwhile.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  createLogger,
+  finalizeInboundContext,
+  type ReplySink,
+  type ReplyStream,
+  type RunRequest,
+} from "@hub/core";
+import {
+  ApprovalStore,
+  FileSessionStore,
+  RunRecords,
+  RunSteps,
+  SessionActivity,
+  SessionAdmission,
+  SessionLane,
+  type SessionStore,
+  SessionWriters,
+  type TranscriptEntry,
+} from "@hub/sessions";
+import { Redis } from "ioredis";
+import { afterAll, describe, expect, it } from "vitest";
+import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import {
+  AgentRunner,
+  type AgentTool,
+  finalizeInterrupted,
+  LeaseLostError,
+  type ModelEvent,
+  type ModelProvider,
+  type ModelRequest,
+} from "../src/index.js";
+
+const redis = new Redis(REDIS_URL);
+const prefix = testPrefix("steer-races");
+const logger = createLogger({ level: "silent" });
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
+const stateDir = mkdtempSync(join(tmpdir(), "hub-steer-races-"));
+afterAll(async () => {
+  await lane.close();
+  await dropPrefix(prefix);
+  redis.disconnect();
+  rmSync(stateDir, { recursive: true, force: true });
+});
+
+const request = (runId: string, body: string, chat: string): RunRequest => ({
+  runId,
+  ctx: finalizeInboundContext(
+    {
+      channel: "telegram",
+      messageId: runId,
+      chat: { type: "direct", id: chat },
+      sender: { id: chat },
+      body,
+      timestamp: 1,
+    },
+    { agent: { id: "main", dmScope: "per-channel-peer" } },
+  ),
+});
+
+// A reply sink that keeps every pushed block.
+function replies(): ReplySink & { blocks: string[] } {
+  const blocks: string[] = [];
+  return {
+    blocks,
+    open(replyId): ReplyStream {
+      let ended = false;
+      return {
+        replyId,
+        get ended() {
+          return ended;
+        },
+        async push(block) {
+          blocks.push(block);
+        },
+        async end() {
+          ended = true;
+          return 0;
+        },
+        async settled() {
+          return { delivered: 0, failed: 0 } as never;
+        },
+      };
+    },
+  };
+}
+
+// A model that calls `tool` once (first call), then answers with the last user message it was given.
+function model(calls: ModelRequest[]): ModelProvider {
+  return {
+    id: "fake",
+    async *stream(req: ModelRequest): AsyncIterable<ModelEvent> {
+      calls.push(req);
+      req.signal?.throwIfAborted();
+      if (calls.length === 1) {
+        yield { type: "tool_call", call: { id: "c1", name: "tool", arguments: "{}" } };
+        yield { type: "done", stopReason: "tool_calls" };
+        return;
+      }
+      const last = req.messages.filter((m) => m.role === "user").at(-1);
+      yield { type: "text", delta: `answer to: ${last?.content}` };
+      yield { type: "done", stopReason: "stop" };
+    },
+  };
+}
+
+function world(sessions: SessionStore, toolRun: () => Promise<void>) {
+  const runs = new RunRecords(redis, prefix);
+  const writers = new SessionWriters(redis, prefix);
+  const activity = new SessionActivity(redis, prefix, "steer");
+  const steps = new RunSteps(redis, runs, writers, activity);
+  const admission = new SessionAdmission(redis, prefix, lane, "steer");
+  const sink = replies();
+  const calls: ModelRequest[] = [];
+  const requeued: RunRequest[] = [];
+  const tool: AgentTool = {
+    spec: { name: "tool", description: "t", parameters: { type: "object", properties: {} } },
+    run: async () => {
+      await toolRun();
+      return "ok";
+    },
+  };
+  const o = {
+    agentId: "main",
+    sessions,
+    runs,
+    writers,
+    steps,
+    replies: sink,
+    events: { publish: async () => {} },
+    resolveModel: () => ({ provider: model(calls), model: "m" }),
+    modelRef: "fake/m",
+    toolsFor: () => ({ tools: [tool], approvals: {}, approvalTimeoutMs: 1000 }),
+    approvals: new ApprovalStore(redis, prefix),
+    runTimeoutMs: 60_000,
+    logger,
+    supersede: async () => {},
+    activity,
+    requeue: async (r: RunRequest) => {
+      requeued.push(r);
+    },
+    workspaceDir: stateDir,
+    bootstrapLimits: { perFileChars: 1000, totalChars: 1000 },
+    contextWindowTokens: 100_000,
+  };
+  const runner = new AgentRunner(o);
+  const steer = (r: RunRequest) => admission.admit(r, { key: `${prefix}:dedupe:${r.runId}`, ttlSeconds: 60 });
+  return { runner, runs, writers, activity, steps, sink, calls, requeued, steer, o };
+}
+
+const userLines = (entries: TranscriptEntry[], runId: string) =>
+  entries.filter((e) => e.type === "user" && e.runId === runId).length;
+
+describe("a steered message's write that fails after its line landed", () => {
+  it("ends the message with the failed run (its line is in the transcript once) instead of a follow-up", async () => {
+    const store = new FileSessionStore(join(stateDir, "a"), logger);
+    let failOnce = true;
+    // The append of the steered line reaches the disk, and then reports a failure (an unknown outcome:
+    // a timeout, a lost answer from Redis, an fsync error).
+    const sessions: SessionStore = {
+      get: (k) => store.get(k),
+      list: () => store.list(),
+      resolve: (k) => store.resolve(k),
+      reset: (k) => store.reset(k),
+      read: (id) => store.read(id),
+      append: async (id, entries) => {
+        await store.append(id, entries);
+        if (failOnce && entries.some((e) => e.type === "user" && e.runId === "a-s1")) {
+          failOnce = false;
+          throw new Error("append: connection reset after write");
+        }
+      },
+    };
+    const x = request("a-x", "first question", "a");
+    const w = world(sessions, async () => {
+      expect(await w.steer(request("a-s1", "also this", "a"))).toBe("steered");
+    });
+    await w.runner.run(x, new AbortController().signal);
+    expect(await w.runs.get("a-x")).toMatchObject({ status: "failed" });
+    expect(w.requeued).toEqual([]);
+    expect(await w.runs.get("a-s1")).toMatchObject({ status: "failed" });
+    const session = (await store.get(x.ctx.sessionKey))!;
+    expect(userLines(await store.read(session.sessionId), "a-s1")).toBe(1);
+  });
+});
+
+describe("a frozen attempt whose run is finalized meanwhile", () => {
+  it("cannot mark the message the finalize handed on as answered: the follow-up answers it", async () => {
+    const sessions = new FileSessionStore(join(stateDir, "b"), logger);
+    const x = request("b-x", "first question", "b");
+    const stop = new AbortController();
+    // The attempt freezes right after its take, before its write: held at its claim check until let go.
+    let release!: () => void;
+    const frozen = new Promise<void>((r) => {
+      release = r;
+    });
+    let reachedWrite!: () => void;
+    const atWrite = new Promise<void>((r) => {
+      reachedWrite = r;
+    });
+    const w = world(sessions, async () => {
+      expect(await w.steer(request("b-s1", "also this", "b"))).toBe("steered");
+    });
+    const assertCurrent = w.writers.assertCurrent.bind(w.writers);
+    let checks = 0;
+    w.writers.assertCurrent = async (claim) => {
+      checks += 1;
+      // 1: the tool batch's commit; 2: the steered line's write.
+      if (checks === 2) {
+        reachedWrite();
+        await frozen;
+      }
+      return assertCurrent(claim);
+    };
+    const a1 = w.runner.run(x, stop.signal);
+    await atWrite;
+    // Meanwhile, another process finalizes the run (stale, or out of attempts), as recovery does.
+    const record = (await w.runs.get("b-x"))!;
+    const requeued: RunRequest[] = [];
+    const requeue = async (r: RunRequest) => {
+      requeued.push(r);
+    };
+    const { runs, activity, writers } = w;
+    await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
+    expect(requeued.map((r) => r.runId)).toEqual(["b-s1"]);
+    expect(await w.runs.get("b-x")).toMatchObject({ status: "interrupted" });
+    // The frozen attempt wakes up before the follow-up begins; its process has lost the lane lease.
+    stop.abort(new LeaseLostError());
+    release();
+    await a1;
+    await w.runner.run(requeued[0]!, new AbortController().signal);
+    expect(await w.runs.get("b-s1")).toMatchObject({ status: "completed" });
+    expect((await w.runs.get("b-s1"))?.text).not.toBe("(answered in run b-x)");
+    expect(w.sink.blocks.some((b) => b.includes("answer to: also this"))).toBe(true);
+  });
+});
