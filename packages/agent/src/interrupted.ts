@@ -43,11 +43,22 @@ export async function finalizeInterrupted(
       "interrupted run finalized without resuming",
     );
   }
-  // Before the messages it never took: these came first, and while the run is still active nothing new
-  // is queued ahead of them.
+  await handOnSteering(deps, record);
+  return decided;
+}
+
+/**
+ * Hands on what was steered into a run that is over and answers nothing more: the messages it took and
+ * never answered (see below), then those it never took, and ends its activity. Repeatable (a crash
+ * between a run's outcome and this step is mended when the run is handed out again and found over).
+ */
+export async function handOnSteering(
+  deps: InterruptedRunDeps,
+  record: Pick<RunRecord, "runId" | "sessionKey">,
+): Promise<void> {
+  // The taken ones first: they came first, and while the run is still active nothing new is queued ahead.
   await endTakenSteering(deps, record);
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
-  return decided;
 }
 
 // The messages the dead run took from its steering and never answered (see handOnTakenSteering).
@@ -55,7 +66,11 @@ async function endTakenSteering(
   deps: InterruptedRunDeps,
   record: Pick<RunRecord, "runId" | "sessionKey">,
 ): Promise<void> {
-  if (!deps.activity || (await deps.activity.readTaken(record.runId)).length === 0) return;
+  if (!deps.activity) return;
+  let pending = false;
+  for (const message of await deps.activity.readTaken(record.runId))
+    if ((await deps.runs.get(message.runId))?.status === "queued") pending = true;
+  if (!pending) return;
   const session = await deps.sessions.get(record.sessionKey);
   // A frozen attempt of the run may still hold its writer claim: claimed here first, so that attempt's
   // next take is fenced and its write and its marks of them as answered fail their claim checks.

@@ -34,7 +34,7 @@ import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
 import { historyMessages, toEntry, userEntryOf } from "./history.js";
-import { finalizeInterrupted } from "./interrupted.js";
+import { finalizeInterrupted, handOnSteering } from "./interrupted.js";
 import { acknowledge, type LiveFeatures, LivePreviewFeed } from "./live.js";
 import type { MediaPreparer } from "./media/prepare.js";
 import { withMediaNotes } from "./media/prepare.js";
@@ -235,6 +235,8 @@ export class AgentRunner {
     );
     if (begun.kind === "over") {
       log.info({ status: begun.status }, "run already finished; not running it again");
+      // Its outcome may have been decided by a step that died before handing on what was steered into it.
+      await handOnSteering(this.o, { runId, sessionKey: ctx.sessionKey });
       return undefined;
     }
     const started = begun.kind === "started" ? begun : await this.#resume(request, log);

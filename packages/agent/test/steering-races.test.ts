@@ -239,3 +239,21 @@ describe("a frozen attempt whose run is finalized meanwhile", () => {
     expect(w.sink.blocks.some((b) => b.includes("answer to: also this"))).toBe(true);
   });
 });
+
+describe("a run handed out again and found over", () => {
+  it("hands on what was steered into it when the step that decided it died before doing so", async () => {
+    const sessions = new FileSessionStore(join(stateDir, "c"), logger);
+    const w = world(sessions, async () => {});
+    const x = request("c-x", "first question", "c");
+    const key = x.ctx.sessionKey;
+    await w.runs.start("c-x", key, 60_000);
+    await w.activity.begin(key, "c-x", 60_000);
+    expect(await w.steer(request("c-s1", "also this", "c"))).toBe("steered");
+    // A finalize decided the run's outcome and died before it handed on the steered message.
+    await w.runs.finish("c-x", { status: "interrupted", error: "interrupted by a restart; not resumed" });
+    await w.runner.run(x, new AbortController().signal);
+    expect(w.requeued.map((r) => r.runId)).toEqual(["c-s1"]);
+    expect(await w.activity.activeRun(key)).toBeUndefined();
+    expect(w.calls).toEqual([]);
+  });
+});
