@@ -1,4 +1,5 @@
-import { RunControl } from "@hub/agent";
+import { handOnSteering, RunControl } from "@hub/agent";
+import type { RunRequest } from "@hub/core";
 import {
   ApprovalStore,
   FileSessionStore,
@@ -40,6 +41,8 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const prefix = config.redis.prefix;
   const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
+  const writers = new SessionWriters(redis, prefix);
+  const sessions = sessionStoreOf(base);
   const lane: SessionLane = new SessionLane({
     redisUrl: config.redis.url,
     // One commands connection per process: a message's steps issued in one turn share a write.
@@ -54,16 +57,20 @@ export function buildSessionStage(base: HubBase): SessionStage {
         const { runId, ctx } = request;
         await events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
       }
-      await activity.end(request.ctx.sessionKey, request.runId, (left) => lane.enqueue(left));
+      // What was steered into it, taken or not, runs as follow-ups (those it wrote fail with it).
+      const requeue = (left: RunRequest) => lane.enqueue(left);
+      await handOnSteering(
+        { runs, sessions, activity, writers, requeue },
+        { runId: request.runId, sessionKey: request.ctx.sessionKey },
+      );
     },
   });
   base.shutdown.rest.push(() => lane.close());
   const decisionsKey = `${prefix}:model-decisions`;
-  const writers = new SessionWriters(redis, prefix);
   const control = new RunControl(redis, prefix, runs);
   return {
     lane,
-    sessions: sessionStoreOf(base),
+    sessions,
     runs,
     writers,
     steps: new RunSteps(redis, runs, writers, activity),
