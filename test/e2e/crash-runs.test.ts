@@ -340,3 +340,30 @@ describe("a run whose transcript write fails right after it took a steered messa
     expect(history.messages.filter((m) => m.text === "also this")).toHaveLength(1);
   }, 60_000);
 });
+
+describe("a run killed between its settle and the queueing of a message steered in too late", () => {
+  it("the message, moved aside by the settle, is answered after the restart, once", async () => {
+    const inst = make("late-steer-crash");
+    // A plain answer (no tool batch): a message steered in meanwhile is never taken; the settle moves it aside.
+    model.script({ text: "First answer.", chunkSize: 4, delayMs: 100 }, { text: "Late answer." });
+    const a = await inst.start({ failpoints: "run.before-late-requeue=kill@1" });
+    a.client!.request("chat.send", { text: "first question", idempotencyKey: "late-run-0001" }).catch(
+      () => {},
+    );
+    await waitFor(() => modelCallsWith("first question") === 1, "the first model call");
+    a.client!.request("chat.send", { text: "late message", idempotencyKey: "late-run-0002" }).catch(() => {});
+    // Killed between the settle's step and its queueing of the late message.
+    await a.hub.waitForOutput(/failpoint run\.before-late-requeue: kill/);
+    expect(modelCallsWith("late message")).toBe(0);
+    const b = await inst.start();
+    await resumedRunCompleted(inst, "late-run-0002");
+    expect(modelCallsWith("late message")).toBe(1);
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "first question"],
+      ["assistant", "First answer."],
+      ["user", "late message"],
+      ["assistant", "Late answer."],
+    ]);
+  }, 60_000);
+});

@@ -43,21 +43,26 @@ export async function finalizeInterrupted(
       "interrupted run finalized without resuming",
     );
   }
-  await handOnSteering(deps, record);
+  // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).
+  if (decided) await handOnSteering(deps, record);
   return decided;
 }
 
 /**
  * Hands on what was steered into a run that is over and answers nothing more: the messages it took and
- * never answered (see below), then those it never took, and ends its activity. Repeatable (a crash
+ * never answered (see below), those steered in after its last take that its settle moved aside, then
+ * those it never took, and ends its activity. Repeatable (a crash
  * between a run's outcome and this step is mended when the run is handed out again and found over).
  */
 export async function handOnSteering(
   deps: InterruptedRunDeps,
   record: Pick<RunRecord, "runId" | "sessionKey">,
 ): Promise<void> {
-  // The taken ones first: they came first, and while the run is still active nothing new is queued ahead.
+  // The taken ones first, then those its settle moved aside: they came first, and while the run is still
+  // active nothing new is queued ahead of them.
   await endTakenSteering(deps, record);
+  for (const late of (await deps.activity?.readSettled(record.runId)) ?? [])
+    if ((await deps.runs.get(late.runId))?.status === "queued") await deps.requeue(late);
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
 }
 
@@ -71,10 +76,11 @@ async function endTakenSteering(
   for (const message of await deps.activity.readTaken(record.runId))
     if ((await deps.runs.get(message.runId))?.status === "queued") pending = true;
   if (!pending) return;
+  // A frozen attempt of the run may still hold its writer claim: taken again here first (only if the
+  // run still holds it: a live run of the session must not lose it), so that attempt's next take is
+  // fenced and its write and its marks of them as answered fail their claim checks.
+  await deps.writers?.reclaimFor(record.sessionKey, record.runId);
   const session = await deps.sessions.get(record.sessionKey);
-  // A frozen attempt of the run may still hold its writer claim: claimed here first, so that attempt's
-  // next take is fenced and its write and its marks of them as answered fail their claim checks.
-  if (session && deps.writers) await deps.writers.claim(record.sessionKey, session.sessionId, record.runId);
   const taken = await deps.activity.readTaken(record.runId);
   const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
   await handOnTakenSteering(deps, taken, written, {

@@ -28,14 +28,14 @@ afterAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-const request = (runId: string): RunRequest => ({
+const request = (runId: string, chat = "7"): RunRequest => ({
   runId,
   ctx: finalizeInboundContext(
     {
       channel: "telegram",
       messageId: runId,
-      chat: { type: "direct", id: "7" },
-      sender: { id: "7" },
+      chat: { type: "direct", id: chat },
+      sender: { id: chat },
       body: runId,
       timestamp: 1,
     },
@@ -85,5 +85,34 @@ describe("finalizeInterrupted", () => {
     expect(await runs.get("run-x")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("s4")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("s2")).toMatchObject({ status: "completed" });
+  });
+
+  it("leaves the writer claim of another run that holds the session now", async () => {
+    const runs = new RunRecords(redis, prefix);
+    const activity = new SessionActivity(redis, prefix, "steer");
+    const admission = new SessionAdmission(redis, prefix, lane, "steer");
+    const sessions = new FileSessionStore(stateDir, logger);
+    const writers = new SessionWriters(redis, prefix);
+    const key = request("run-y", "8").ctx.sessionKey;
+    await runs.start("run-y", key, 60_000);
+    await activity.begin(key, "run-y", 60_000);
+    const session = await sessions.resolve(key);
+    const { claim } = await writers.claim(key, session.sessionId, "run-y");
+    expect(await admission.admit(request("y1", "8"), { key: `${prefix}:dedupe:y1`, ttlSeconds: 60 })).toBe(
+      "steered",
+    );
+    await activity.takeSteered("run-y", writers.fenceOf(claim));
+    // The session moved on: another run holds its writer claim now.
+    const live = (await writers.claim(key, session.sessionId, "run-live")).claim;
+    const requeued: string[] = [];
+    const requeue = async (r: RunRequest) => {
+      requeued.push(r.runId);
+    };
+    const record = (await runs.get("run-y"))!;
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
+      true,
+    );
+    expect(requeued).toEqual(["y1"]);
+    await writers.assertCurrent(live);
   });
 });

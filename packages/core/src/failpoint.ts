@@ -27,6 +27,7 @@ export type FailpointName =
   | "admission.after-admit"
   | "run.before-push"
   | "run.after-settle"
+  | "run.before-late-requeue"
   | "run.after-take-steering"
   | "run.after-steered-write"
   | "transcript.before-append"

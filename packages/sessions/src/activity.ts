@@ -128,6 +128,12 @@ export class SessionActivity {
     return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
   }
 
+  /** The messages steered into a run after its last take that its settle moved aside to queue (in order). */
+  async readSettled(runId: string): Promise<RunRequest[]> {
+    const all = await this.redis.lrange(this.#k("steer", `${runId}:settled`), 0, -1);
+    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+  }
+
   // The messages steered into a run it never took, for its end to hand on.
   async #takeLeft(runId: string): Promise<RunRequest[]> {
     const all = (await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[];

@@ -1,4 +1,4 @@
-import { type RunRequest, RunRequestSchema } from "@hub/core";
+import { failpoint, type RunRequest, RunRequestSchema } from "@hub/core";
 import { type AckStep, loadScript, runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
@@ -176,6 +176,7 @@ export class RunSteps {
     if (decided === 1)
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
+      failpoint("run.before-late-requeue");
       for (const raw of steered) await requeue(RunRequestSchema.parse(JSON.parse(raw)));
       await this.activity.end(sessionKey, runId, requeue);
     }

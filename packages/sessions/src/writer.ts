@@ -23,6 +23,7 @@ export class WriterSupersededError extends Error {
 }
 
 const CLAIM = loadScript(new URL("./scripts/claim.lua", import.meta.url));
+const RECLAIM_FOR = loadScript(new URL("./scripts/reclaim-for.lua", import.meta.url));
 
 /**
  * The Redis hash of a session's writer claim (runId, generation, touched) and of its running run
@@ -78,6 +79,14 @@ export class SessionWriters {
       claim: { sessionKey, runId, generation },
       superseded: previous && previous !== runId ? previous : undefined,
     };
+  }
+
+  /**
+   * Takes the claim again for the run that holds it (a new generation, so that run's earlier claim is
+   * superseded); false, touching nothing, when another run holds the session now.
+   */
+  async reclaimFor(sessionKey: string, runId: string): Promise<boolean> {
+    return (await runScript(this.redis, RECLAIM_FOR, [this.#key(sessionKey)], [runId])) === 1;
   }
 
   /** Throws `WriterSupersededError` unless the claim is still the session's current one (one HMGET: a read needs no script). */

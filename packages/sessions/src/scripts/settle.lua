@@ -23,8 +23,8 @@
   Returns {decided 1|0 (1 also to a retry of the step that decided it: same status and endedAt),
   released 1|0, steered requests the run never took (taken: the caller queues them again, and the run
   stays active until it has), the record's startedAt or false},
-  and with ack keys also: 'lost' (the lane's lease is not ours: nothing acked), or 'acked', ack_next's
-  answer, and when the next run was begun here {its runId, attempt, generation, previous writer or '',
+  and with ack keys (and nothing steered in late) also: 'lost' (the lane's lease is not ours: nothing
+  acked), or 'acked', ack_next's answer, and when the next run was begun here {its runId, attempt, generation, previous writer or '',
   stop mark or '', touched}, as begin.lua's values.
 ]]
 local n = tonumber(ARGV[6])
@@ -95,9 +95,11 @@ local function begin_next(head)
   return {runId, attempt, tonumber(writer[2]) + 1, '', nextRun[3] or '', writer[4] or ''}, true
 end
 
--- The lane's ack, and the next run begun in the same step.
+-- The lane's ack, and the next run begun in the same step; not with messages steered in late: the caller
+-- queues them first and the lane's worker acks after, so a crash in between leaves the run's lane item
+-- to be handed out again and found over, which hands them on from the stash.
 local begun, wrote = nil, false
-if KEYS[5] then
+if KEYS[5] and #steered == 0 then
   local ack = ack_next({KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]}, {unpack(ARGV, first, first + 12)})
   if type(ack) == 'table' and ack.err then
     table.insert(settled, 'lost')
