@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, finalizeInboundContext, type RunRequest, WriteFencedError } from "@hub/core";
+import { createLogger, type RunRequest, WriteFencedError } from "@hub/core";
 import {
   FileSessionStore,
   RunRecords,
@@ -14,6 +14,7 @@ import {
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { directRequest } from "../../sessions/test/requests.js";
 import { finalizeInterrupted } from "../src/index.js";
 
 const redis = new Redis(REDIS_URL);
@@ -28,20 +29,7 @@ afterAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-const request = (runId: string, chat = "7"): RunRequest => ({
-  runId,
-  ctx: finalizeInboundContext(
-    {
-      channel: "telegram",
-      messageId: runId,
-      chat: { type: "direct", id: chat },
-      sender: { id: chat },
-      body: runId,
-      timestamp: 1,
-    },
-    { agent: { id: "main", dmScope: "per-channel-peer" } },
-  ),
-});
+const request = (runId: string, chat = "7") => directRequest(runId, chat);
 
 describe("finalizeInterrupted", () => {
   it("follows up the taken messages it never wrote (before those it never took) and ends the written ones with it", async () => {

@@ -4,13 +4,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createLogger,
-  finalizeInboundContext,
-  type ReplySink,
-  type ReplyStream,
-  type RunRequest,
-} from "@hub/core";
+import { createLogger, type ReplySink, type ReplyStream, type RunRequest } from "@hub/core";
 import {
   ApprovalStore,
   FileSessionStore,
@@ -26,6 +20,7 @@ import {
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { directRequest } from "../../sessions/test/requests.js";
 import {
   AgentRunner,
   type AgentTool,
@@ -48,20 +43,7 @@ afterAll(async () => {
   rmSync(stateDir, { recursive: true, force: true });
 });
 
-const request = (runId: string, body: string, chat: string): RunRequest => ({
-  runId,
-  ctx: finalizeInboundContext(
-    {
-      channel: "telegram",
-      messageId: runId,
-      chat: { type: "direct", id: chat },
-      sender: { id: chat },
-      body,
-      timestamp: 1,
-    },
-    { agent: { id: "main", dmScope: "per-channel-peer" } },
-  ),
-});
+const request = (runId: string, body: string, chat: string) => directRequest(runId, chat, body);
 
 // A reply sink that keeps every pushed block.
 function replies(): ReplySink & { blocks: string[] } {

@@ -1,8 +1,9 @@
-import { createLogger, finalizeInboundContext, type RunRequest, WriteFencedError } from "@hub/core";
+import { createLogger, type RunRequest, WriteFencedError } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { RunRecords, SessionActivity, SessionAdmission, SessionLane, SessionWriters } from "../src/index.js";
+import { directRequest } from "./requests.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("activity");
@@ -18,20 +19,7 @@ afterAll(async () => {
 const steer = (runId: string, chat = "1") =>
   admission.admit(request(runId, chat), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
 
-const request = (runId: string, chat = "1"): RunRequest => ({
-  runId,
-  ctx: finalizeInboundContext(
-    {
-      channel: "telegram",
-      messageId: runId,
-      chat: { type: "direct", id: chat },
-      sender: { id: chat },
-      body: runId,
-      timestamp: 1,
-    },
-    { agent: { id: "main", dmScope: "per-channel-peer" } },
-  ),
-});
+const request = (runId: string, chat = "1") => directRequest(runId, chat);
 
 describe("SessionActivity.end", () => {
   it("hands on steered messages in order, including one that arrives during the hand-off", async () => {

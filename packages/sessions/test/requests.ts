@@ -1,7 +1,7 @@
 import { finalizeInboundContext, type RunRequest } from "@hub/core";
 
-/** A run request for a Telegram direct message from `peer` (the lane and admission tests). */
-export const directRequest = (runId: string, peer: string): RunRequest => ({
+/** A run request for a Telegram direct message from `peer` (the lane, admission and runner tests). */
+export const directRequest = (runId: string, peer: string, body = runId): RunRequest => ({
   runId,
   ctx: finalizeInboundContext(
     {
@@ -9,7 +9,7 @@ export const directRequest = (runId: string, peer: string): RunRequest => ({
       messageId: runId,
       chat: { type: "direct", id: peer },
       sender: { id: peer },
-      body: runId,
+      body,
       timestamp: 1,
     },
     { agent: { id: "main", dmScope: "per-channel-peer" } },
