@@ -87,7 +87,9 @@ async function readyWrites(prefix: string): Promise<string[]> {
  * `woken`: every key written to the ready list; `slotNow()`: what a step would be given now.
  */
 async function oneSlotWorker(name: string, timings: Record<string, number | "gate">) {
-  const { mailbox, workers, prefix } = setup(name, { leaseMs: 3000, slotWaitMs: 300 });
+  // slotWaitMs well above the tests' drain times (100 ms, 40 ms), so a loaded machine's slower timers
+  // do not change which side of half of it a drain falls on.
+  const { mailbox, workers, prefix } = setup(name, { leaseMs: 6000, slotWaitMs: 800 });
   // Watched before the worker's first command (a MONITOR started amid traffic may lose its first reply).
   const woken = await readyWrites(prefix);
   const gates = new Map<string, () => void>();
@@ -487,13 +489,18 @@ describe("OrderedMailbox", () => {
       ["waits", 1],
     ]);
     expect(woken).toEqual([]);
-    // A key that waits longer than slotWaitMs goes back to the ready list, its claim undone.
+    // A key that waits longer than slotWaitMs goes back to the ready list, its claim undone. (busy-2
+    // is pushed once the slot is free again, so it is claimed here, not woken through the ready list.)
+    await t.drainEnded("waits");
     await push("busy-2");
     await waitFor(() => gates.has("busy-2"), "busy-2 running");
-    await push("handed-back");
-    await waitFor(() => woken.length === 1, "the hand-back", 2_000);
-    expect(woken).toEqual(["handed-back"]);
-    gates.get("busy-2")?.();
+    try {
+      await push("handed-back");
+      await waitFor(() => woken.includes("handed-back"), "the hand-back", 5_000);
+      expect(woken).toEqual(["handed-back"]);
+    } finally {
+      gates.get("busy-2")?.();
+    }
     await waitFor(() => handled.length === 4, "the handed-back key handled");
     await new Promise((r) => setTimeout(r, 200));
     expect(handled.slice(2)).toEqual([
@@ -504,10 +511,10 @@ describe("OrderedMailbox", () => {
 
   it("behind slow drains a key is not claimed to wait for a slot: it goes to the ready list for any process", async () => {
     const { gates, push, drainEnded, slotNow } = await oneSlotWorker("slot-wait-slow", {
-      slow: 200,
+      slow: 700,
       busy: "gate",
     });
-    // A drain of 200 ms: a slot here frees up later than half of slotWaitMs.
+    // A drain of 700 ms: a slot here frees up later than half of slotWaitMs.
     await push("slow");
     await drainEnded("slow");
     await push("busy");
@@ -530,7 +537,7 @@ describe("OrderedMailbox", () => {
       expect(slotNow()?.waits).toBe(true);
       await waitFor(() => gates.has("long"), "the long drain running");
       // Far older than the recent drains: no slot is expected soon, the key goes to the ready list.
-      await new Promise((r) => setTimeout(r, 200));
+      await new Promise((r) => setTimeout(r, 400));
       expect(slotNow()).toBeUndefined();
     } finally {
       await waitFor(() => gates.has("long"), "the long drain running");
