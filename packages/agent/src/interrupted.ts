@@ -1,6 +1,6 @@
 import type { HubLogger, RunRequest } from "@hub/core";
 import type { RunRecord, RunRecords, SessionActivity, SessionStore, SessionWriters } from "@hub/sessions";
-import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
+import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steering.js";
 
 /** What finalizing an interrupted run touches. */
 export interface InterruptedRunDeps {
@@ -61,8 +61,8 @@ export async function handOnSteering(
   // The taken ones first, then those its settle moved aside: they came first, and while the run is still
   // active nothing new is queued ahead of them.
   await endTakenSteering(deps, record);
-  for (const late of (await deps.activity?.readSettled(record.runId)) ?? [])
-    if ((await deps.runs.get(late.runId))?.status === "queued") await deps.requeue(late);
+  const late = (await deps.activity?.readSettled(record.runId)) ?? [];
+  for (const message of await stillQueued(deps.runs, late)) await deps.requeue(message);
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
 }
 
@@ -72,10 +72,7 @@ async function endTakenSteering(
   record: Pick<RunRecord, "runId" | "sessionKey">,
 ): Promise<void> {
   if (!deps.activity) return;
-  let pending = false;
-  for (const message of await deps.activity.readTaken(record.runId))
-    if ((await deps.runs.get(message.runId))?.status === "queued") pending = true;
-  if (!pending) return;
+  if ((await stillQueued(deps.runs, await deps.activity.readTaken(record.runId))).length === 0) return;
   // A frozen attempt of the run may still hold its writer claim: taken again here first (only if the
   // run still holds it: a live run of the session must not lose it), so that attempt's next take is
   // fenced and its write and its marks of them as answered fail their claim checks.

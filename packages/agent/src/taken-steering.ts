@@ -20,11 +20,18 @@ export async function handOnTakenSteering(
   written: ReadonlySet<string>,
   outcome: { status: TerminalStatus; error: string },
 ): Promise<void> {
-  for (const message of taken) {
-    if ((await deps.runs.get(message.runId))?.status !== "queued") continue;
+  for (const message of await stillQueued(deps.runs, taken)) {
     if (!written.has(message.runId)) await deps.requeue(message);
     else await deps.runs.finish(message.runId, outcome);
   }
+}
+
+/** The requests whose record is still "queued": no run answered, ended or began them yet. */
+export async function stillQueued(runs: RunRecords, requests: RunRequest[]): Promise<RunRequest[]> {
+  const queued: RunRequest[] = [];
+  for (const request of requests)
+    if ((await runs.get(request.runId))?.status === "queued") queued.push(request);
+  return queued;
 }
 
 /** The runIds of the user lines in transcript entries. */

@@ -2,13 +2,13 @@ import {
   type QueueMode,
   QueueModeSchema,
   type RunRequest,
-  RunRequestSchema,
   type WriteFence,
   WriteFencedError,
 } from "@hub/core";
 import { loadScript, runScript, scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { withRetries } from "./run-records.js";
+import { requestsOf } from "./stored-requests.js";
 import { writerKey } from "./writer.js";
 
 const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
@@ -119,25 +119,22 @@ export class SessionActivity {
       }),
     );
     if (all === "fenced") throw new WriteFencedError(`taking the messages steered into run ${runId}`);
-    return (all as string[]).map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+    return requestsOf(all as string[]);
   }
 
   /** The messages a run took from its steering so far (for its resumed attempt), in order. */
   async readTaken(runId: string): Promise<RunRequest[]> {
-    const all = await this.redis.lrange(this.#k("steer", `${runId}:taken`), 0, -1);
-    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+    return requestsOf(await this.redis.lrange(this.#k("steer", `${runId}:taken`), 0, -1));
   }
 
   /** The messages steered into a run after its last take that its settle moved aside to queue (in order). */
   async readSettled(runId: string): Promise<RunRequest[]> {
-    const all = await this.redis.lrange(this.#k("steer", `${runId}:settled`), 0, -1);
-    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+    return requestsOf(await this.redis.lrange(this.#k("steer", `${runId}:settled`), 0, -1));
   }
 
   // The messages steered into a run it never took, for its end to hand on.
   async #takeLeft(runId: string): Promise<RunRequest[]> {
-    const all = (await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[];
-    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+    return requestsOf((await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[]);
   }
 
   /**
@@ -152,7 +149,7 @@ export class SessionActivity {
       [this.#k("collect", sessionKey), this.#k("collect-pending", sessionKey), this.#k("collected", runId)],
       [],
     )) as string[];
-    return all.map((raw) => RunRequestSchema.parse(JSON.parse(raw)));
+    return requestsOf(all);
   }
 
   /** The session's queue mode (its own, or the configured default). */

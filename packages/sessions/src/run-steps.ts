@@ -1,4 +1,4 @@
-import { failpoint, type RunRequest, RunRequestSchema } from "@hub/core";
+import { failpoint, type RunRequest } from "@hub/core";
 import { type AckStep, loadScript, runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
@@ -9,6 +9,7 @@ import {
   type StartedRun,
   withRetries,
 } from "./run-records.js";
+import { requestsOf } from "./stored-requests.js";
 import { generationBase, type SessionWriters, type WriterClaim } from "./writer.js";
 
 const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
@@ -177,7 +178,7 @@ export class RunSteps {
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
       failpoint("run.before-late-requeue");
-      for (const raw of steered) await requeue(RunRequestSchema.parse(JSON.parse(raw)));
+      for (const request of requestsOf(steered)) await requeue(request);
       await this.activity.end(sessionKey, runId, requeue);
     }
     return { decided: decided === 1, released: released === 1 };

@@ -46,14 +46,20 @@ describe("SessionActivity.end", () => {
   });
 });
 
+// A run in flight (its record started, the session's running run) holding the session's writer claim.
+async function runningWithClaim(key: string, runId: string) {
+  const activity = new SessionActivity(redis, prefix, "steer");
+  await new RunRecords(redis, prefix).start(runId, key, 60_000);
+  await activity.begin(key, runId, 60_000);
+  const writers = new SessionWriters(redis, prefix);
+  const fence = writers.fenceOf((await writers.claim(key, `session-${runId}`, runId)).claim);
+  return { activity, writers, fence };
+}
+
 describe("SessionActivity.takeSteered", () => {
   it("answers every message taken so far, so a retry after a lost answer loses none; end hands on only untaken ones", async () => {
-    const activity = new SessionActivity(redis, prefix, "steer");
     const key = "agent:main:telegram:direct:2";
-    await new RunRecords(redis, prefix).start("run-t", key, 60_000);
-    await activity.begin(key, "run-t", 60_000);
-    const writers = new SessionWriters(redis, prefix);
-    const fence = writers.fenceOf((await writers.claim(key, "session-t", "run-t")).claim);
+    const { activity, fence } = await runningWithClaim(key, "run-t");
     expect(await steer("t1", "2")).toBe("steered");
     const ids = (requests: RunRequest[]) => requests.map((r) => r.runId);
     expect(ids(await activity.takeSteered("run-t", fence))).toEqual(["t1"]);
@@ -71,15 +77,11 @@ describe("SessionActivity.takeSteered", () => {
   });
 
   it("takes nothing once the run's writer claim is superseded", async () => {
-    const activity = new SessionActivity(redis, prefix, "steer");
     const key = "agent:main:telegram:direct:3";
-    await new RunRecords(redis, prefix).start("run-f", key, 60_000);
-    await activity.begin(key, "run-f", 60_000);
-    const writers = new SessionWriters(redis, prefix);
-    const fence = writers.fenceOf((await writers.claim(key, "session-f", "run-f")).claim);
+    const { activity, writers, fence } = await runningWithClaim(key, "run-f");
     expect(await steer("f1", "3")).toBe("steered");
     // Another attempt of the run claims the session (it resumed elsewhere and read the taken list then).
-    await writers.claim(key, "session-f", "run-f");
+    await writers.claim(key, "session-run-f", "run-f");
     await expect(activity.takeSteered("run-f", fence)).rejects.toBeInstanceOf(WriteFencedError);
     expect(await activity.readTaken("run-f")).toEqual([]);
     expect(await activity.hasSteering("run-f")).toBe(true);
