@@ -37,11 +37,11 @@ describe("supervised channel lifecycle", () => {
         state: redisStateStore(redis, `${statePrefix}:${accountId}`),
         stateDir: "/tmp",
       });
-    const adapters = [
+    const adapters = await Promise.all([
       make("healthy", healthy.token, healthy.apiRoot),
       make("down", "2:DOWN", `http://127.0.0.1:${downPort}`),
       make("refused", "3:WRONG", healthy.apiRoot),
-    ];
+    ]);
     const started = Date.now();
     const hub = await startTestHub(
       {

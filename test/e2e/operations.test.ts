@@ -151,7 +151,10 @@ describe("readiness with a channel down, and metrics behind a token", () => {
         metrics: { access: "token", token: "scraper-token-0123456789" },
       },
       "ops-down",
-      [make("up", telegram.token, telegram.apiRoot), make("down", "2:DOWN", `http://127.0.0.1:${down}`)],
+      await Promise.all([
+        make("up", telegram.token, telegram.apiRoot),
+        make("down", "2:DOWN", `http://127.0.0.1:${down}`),
+      ]),
       logger,
     );
     try {

@@ -48,16 +48,18 @@ describe("channels.discord config", () => {
     );
   });
 
-  it("an account without a token is a clear error", () => {
+  it("an account without a token is a clear error", async () => {
     const config = DiscordConfigSchema.parse({});
-    expect(() =>
+    await expect(
       discordPlugin.create(config, {
         accountId: "work",
         logger: { child: () => ({}) } as never,
         state: { get: async () => undefined, set: async () => {} },
         stateDir: "/tmp",
       }),
-    ).toThrow(/channels\.discord\.accounts\.work has no bot token; set its token or DISCORD_BOT_TOKEN/);
+    ).rejects.toThrow(
+      /channels\.discord\.accounts\.work has no bot token; set its token or DISCORD_BOT_TOKEN/,
+    );
   });
 });
 

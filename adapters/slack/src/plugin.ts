@@ -1,17 +1,17 @@
 import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
-import { SlackAdapter } from "./adapter.js";
 import { SLACK_ENV, type SlackConfig, SlackConfigSchema } from "./config.js";
-import { diagnoseSlack } from "./diagnose.js";
 
-/** The Slack channel as the hub installs it (`channels.slack`). */
+/** The Slack channel as the hub installs it (`channels.slack`); Bolt is loaded only when an account is built or checked. */
 export const slackPlugin: ChannelPlugin<SlackConfig> = {
   name: "slack",
   configSchema: SlackConfigSchema,
   env: SLACK_ENV,
   secretKeys: ["botToken", "signingSecret", "appToken"],
-  diagnose: (config, deps, { signal }) =>
-    diagnoseSlack(config, accountConfigPath("slack", deps.accountId), signal),
-  create(config, deps) {
+  async diagnose(config, deps, { signal }) {
+    const { diagnoseSlack } = await import("./diagnose.js");
+    return diagnoseSlack(config, accountConfigPath("slack", deps.accountId), signal);
+  },
+  async create(config, deps) {
     if (!config.botToken) {
       const at = accountConfigPath("slack", deps.accountId);
       throw new HubError(
@@ -19,6 +19,7 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
         `${at} is configured without a bot token; set ${at}.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).`,
       );
     }
+    const { SlackAdapter } = await import("./adapter.js");
     return new SlackAdapter({
       botToken: config.botToken,
       mode: config.mode,

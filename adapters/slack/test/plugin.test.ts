@@ -41,7 +41,7 @@ describe("the Slack plugin", () => {
     expect(() => parse({ channels: { slack: { mode: "websocket" } } })).toThrow(/channels\.slack\.mode/);
   });
 
-  it("gives every account its own Events URL and names a missing token's key", () => {
+  it("gives every account its own Events URL and names a missing token's key", async () => {
     const config = parse({
       channels: {
         slack: {
@@ -51,12 +51,13 @@ describe("the Slack plugin", () => {
       },
     });
     const accounts = config.channels.slack?.accounts ?? {};
-    const paths = ["default", "acme"].map((id) => {
-      const adapter = slackPlugin.create(accounts[id] as never, deps(id)) as SlackAdapter;
-      return adapter.httpRoutes().map((r) => r.path);
-    });
+    const paths = [];
+    for (const id of ["default", "acme"]) {
+      const adapter = (await slackPlugin.create(accounts[id] as never, deps(id))) as SlackAdapter;
+      paths.push(adapter.httpRoutes().map((r) => r.path));
+    }
     expect(paths).toEqual([["/slack/events"], ["/slack/events/acme"]]);
-    expect(() => slackPlugin.create(accounts.bare as never, deps("bare"))).toThrow(
+    await expect(slackPlugin.create(accounts.bare as never, deps("bare"))).rejects.toThrow(
       "channels.slack.accounts.bare is configured without a bot token",
     );
   });

@@ -1,17 +1,20 @@
 import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
-import { TelegramAdapter } from "./adapter.js";
 import { type TelegramConfig, TelegramConfigSchema } from "./config.js";
-import { diagnoseTelegram } from "./diagnose.js";
 
-/** Telegram as a channel plugin: `channels.telegram` (or `.accounts.<id>`) builds one grammY bot per account. */
+/**
+ * Telegram as a channel plugin: `channels.telegram` (or `.accounts.<id>`) builds one grammY bot per account.
+ * grammY is loaded only when an account is built or checked.
+ */
 export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
   name: "telegram",
   configSchema: TelegramConfigSchema,
   env: { TELEGRAM_BOT_TOKEN: "botToken" },
   secretKeys: ["botToken", "webhookSecret"],
-  diagnose: (config, deps, { signal }) =>
-    diagnoseTelegram(config, accountConfigPath("telegram", deps.accountId), signal),
-  create(config, deps) {
+  async diagnose(config, deps, { signal }) {
+    const { diagnoseTelegram } = await import("./diagnose.js");
+    return diagnoseTelegram(config, accountConfigPath("telegram", deps.accountId), signal);
+  },
+  async create(config, deps) {
     const at = accountConfigPath("telegram", deps.accountId);
     if (!config.botToken) {
       throw new HubError(
@@ -19,6 +22,7 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
         `${at} is configured without a bot token; set ${at}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
       );
     }
+    const { TelegramAdapter } = await import("./adapter.js");
     return new TelegramAdapter({
       botToken: config.botToken,
       apiRoot: config.apiRoot,

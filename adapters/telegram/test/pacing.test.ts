@@ -13,15 +13,15 @@ const direct = { channel: "telegram", accountId: "default", chatId: "42" };
 const group = { ...direct, chatId: "-10042" };
 
 describe("channels.telegram.pacing", () => {
-  it("keeps Telegram's limits by default", () => {
-    const adapter = make({});
+  it("keeps Telegram's limits by default", async () => {
+    const adapter = await make({});
     expect(adapter.sendIntervalMs?.(direct)).toBe(1000);
     expect(adapter.sendIntervalMs?.(group)).toBe(3000);
     expect(adapter.capabilities.maxSendsPerSecond).toBe(30);
   });
 
-  it("overrides them key by key; 0 turns a limit off", () => {
-    const adapter = make({ pacing: { chatIntervalMs: 0, maxSendsPerSecond: 0 } });
+  it("overrides them key by key; 0 turns a limit off", async () => {
+    const adapter = await make({ pacing: { chatIntervalMs: 0, maxSendsPerSecond: 0 } });
     expect(adapter.sendIntervalMs?.(direct)).toBe(0);
     expect(adapter.sendIntervalMs?.(group)).toBe(3000);
     expect(adapter.capabilities.maxSendsPerSecond).toBe(0);

@@ -1,4 +1,5 @@
 export * from "./adapter.js";
+export * from "./auth-dir.js";
 export * from "./auth-state.js";
 export * from "./config.js";
 export * from "./connection.js";

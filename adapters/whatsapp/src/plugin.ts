@@ -9,12 +9,8 @@ import {
   describeHolder,
   HubError,
 } from "@hub/core";
-import { WhatsAppAdapter } from "./adapter.js";
-import { isLinked } from "./auth-state.js";
+import { authDirOf } from "./auth-dir.js";
 import { type WhatsAppConfig, WhatsAppConfigSchema } from "./config.js";
-import { publishLinkCode, readLinkCode } from "./link-code.js";
-import { linkDevice } from "./login.js";
-import { authDirOf, baileysConnector, openBaileysSocket } from "./socket.js";
 
 /** The Redis key of an account's lease (one hub process holds its socket). */
 export function leaseKey(prefix: string, accountId: string): string {
@@ -51,7 +47,8 @@ async function holdForLogin(lease: AccountLease | undefined, print: (text: strin
  * builds one linked device per account, its credentials in the state
  * directory (`whatsapp/<accountId>` unless `authDir` says otherwise) and its
  * socket held by one hub process at a time through a lease in the hub's Redis.
- * `hub channels login whatsapp` links the device (QR code, or `--phone`).
+ * `hub channels login whatsapp` links the device (QR code, or `--phone`). baileys is loaded only when an
+ * account is built, checked or linked.
  */
 export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
   name: "whatsapp",
@@ -60,6 +57,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
   async diagnose(config, deps) {
     const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
     const name = `${accountConfigPath("whatsapp", deps.accountId)}: linked device`;
+    const { isLinked } = await import("./auth-state.js");
     // WhatsApp has no way to check a linked device without connecting it; the credentials on disk are what the hub uses.
     if (await isLinked(authDir))
       return [{ name, status: "ok", detail: `linked (credentials in ${authDir})` }];
@@ -72,10 +70,15 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
       },
     ];
   },
-  create(config, deps) {
+  async create(config, deps) {
     const logger = deps.logger;
     const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
     const lease = leaseOf(config, deps);
+    const [{ WhatsAppAdapter }, { baileysConnector }, { readLinkCode }] = await Promise.all([
+      import("./adapter.js"),
+      import("./socket.js"),
+      import("./link-code.js"),
+    ]);
     return new WhatsAppAdapter({
       accountId: deps.accountId,
       connector: baileysConnector({ authDir, logger }),
@@ -93,6 +96,12 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
   },
   async login(config, deps, options: ChannelLoginOptions) {
     const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
+    const [{ isLinked }, { linkDevice }, { openBaileysSocket }, { publishLinkCode }] = await Promise.all([
+      import("./auth-state.js"),
+      import("./login.js"),
+      import("./socket.js"),
+      import("./link-code.js"),
+    ]);
     if (await isLinked(authDir)) {
       options.print(`WhatsApp account "${deps.accountId}" is linked already (${authDir}).`);
       options.print(

@@ -1,4 +1,3 @@
-import { join, resolve } from "node:path";
 import type { HubLogger } from "@hub/core";
 import makeWASocket, {
   type BaileysEventMap,
@@ -49,11 +48,6 @@ export interface WhatsAppConnector {
   forget(): Promise<void>;
   /** Starts downloading the media of a received message (images, documents...), decrypted, as a stream. */
   download?(message: WAMessage): Promise<AsyncIterable<Uint8Array>>;
-}
-
-/** Where an account's credentials live: `authDir` (relative to the state dir) or `whatsapp/<accountId>`. */
-export function authDirOf(stateDir: string, accountId: string, authDir?: string): string {
-  return resolve(stateDir, authDir ?? join("whatsapp", accountId));
 }
 
 /** Options of the production socket: the credentials folder and a logger for baileys (warnings and up). */

@@ -23,7 +23,7 @@ const parse = (raw: unknown, env: NodeJS.ProcessEnv = {}) =>
   parseConfig(raw, "hub.json5", env, channelPlugins);
 
 describe("the WhatsApp channel plugin", () => {
-  it("builds one linked device per enabled account", () => {
+  it("builds one linked device per enabled account", async () => {
     const config = parse({
       channels: {
         whatsapp: {
@@ -32,7 +32,7 @@ describe("the WhatsApp channel plugin", () => {
         },
       },
     });
-    const adapters = buildChannelAdapters(config, channelPlugins, { redis, prefix, logger, stateDir });
+    const adapters = await buildChannelAdapters(config, channelPlugins, { redis, prefix, logger, stateDir });
     expect(adapters.map((a) => [a.channel, a.accountId])).toEqual([
       ["whatsapp", "shop"],
       ["whatsapp", "home"],
@@ -70,7 +70,7 @@ describe("the WhatsApp channel plugin", () => {
   });
 
   it("an adapter without a link reports logged_out, holds no lease, and closes cleanly", async () => {
-    const adapter = whatsappPlugin.create(WhatsAppConfigSchema.parse({}), {
+    const adapter = await whatsappPlugin.create(WhatsAppConfigSchema.parse({}), {
       accountId: "solo",
       logger,
       state: { get: async () => undefined, set: async () => undefined },

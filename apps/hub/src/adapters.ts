@@ -41,13 +41,14 @@ export function channelLease(
 
 /**
  * Builds one adapter per enabled account of every configured channel (not
- * started), each by its channel's plugin. The web chat is built by the hub itself.
+ * started), each by its channel's plugin (which loads its platform SDK then).
+ * The web chat is built by the hub itself.
  */
-export function buildChannelAdapters(
+export async function buildChannelAdapters(
   config: HubConfig,
   plugins: ReadonlyArray<ChannelPlugin>,
   deps: { redis: Redis; prefix: string; logger: HubLogger; stateDir: string },
-): ChannelAdapter[] {
+): Promise<ChannelAdapter[]> {
   const adapters: ChannelAdapter[] = [];
   for (const [name, section] of Object.entries(config.channels)) {
     if (name === WEBCHAT_CHANNEL.name) continue;
@@ -61,7 +62,7 @@ export function buildChannelAdapters(
     for (const [accountId, account] of Object.entries(section.accounts)) {
       if (!account.enabled) continue;
       adapters.push(
-        plugin.create(account, {
+        await plugin.create(account, {
           accountId,
           logger: deps.logger,
           state: redisStateStore(deps.redis, deps.prefix),

@@ -50,7 +50,7 @@ export interface StartHubOptions {
  */
 export async function startHub(config: HubConfig, options: StartHubOptions): Promise<RunningHub> {
   const base = await connectBase(config, options);
-  const entry = buildEntry(base, options);
+  const entry = await buildEntry(base, options);
   const replies = await startSettlement(base, entry);
   const session = buildSessionStage(base);
   if (base.roles.has("agent")) await startExecution(base, entry, replies, session);

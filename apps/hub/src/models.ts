@@ -1,13 +1,13 @@
 import {
-  AnthropicProvider,
   type AuthProfile,
+  anthropicProvider,
   type FailoverDecision,
   FailoverProvider,
   type ModelCandidate,
   type ModelInputs,
   type ModelProvider,
   OfflineProvider,
-  OpenAIProvider,
+  openAIProvider,
 } from "@hub/agent";
 
 import { type HubConfig, HubError, type HubLogger } from "@hub/core";
@@ -42,7 +42,7 @@ function profilesOf(name: string, p: ProviderConfig): AuthProfile[] {
     const options = { id: name, ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}), ...(apiKey ? { apiKey } : {}) };
     return {
       id: `${name}#${i + 1}`,
-      provider: p.api === "anthropic" ? new AnthropicProvider(options) : new OpenAIProvider(options),
+      provider: p.api === "anthropic" ? anthropicProvider(options) : openAIProvider(options),
     };
   };
   // A keyless provider (a local Ollama, say) is one profile without a key.

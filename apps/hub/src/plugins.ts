@@ -1,8 +1,8 @@
 import type { ChannelPlugin } from "@hub/core";
-import { discordPlugin } from "@hub/discord";
-import { slackPlugin } from "@hub/slack";
-import { telegramPlugin } from "@hub/telegram";
-import { whatsappPlugin } from "@hub/whatsapp";
+import { discordPlugin } from "@hub/discord/plugin";
+import { slackPlugin } from "@hub/slack/plugin";
+import { telegramPlugin } from "@hub/telegram/plugin";
+import { whatsappPlugin } from "@hub/whatsapp/plugin";
 
 /**
  * The channel plugins this hub installs: they validate `channels.<name>`

@@ -11,7 +11,7 @@ const parse = (raw: unknown, env: NodeJS.ProcessEnv = {}) =>
   parseConfig(raw, "hub.json5", env, channelPlugins);
 
 describe("the hub's channel plugins", () => {
-  it("builds one Telegram adapter per enabled account, each with its accountId", () => {
+  it("builds one Telegram adapter per enabled account, each with its accountId", async () => {
     const config = parse({
       channels: {
         telegram: {
@@ -20,19 +20,21 @@ describe("the hub's channel plugins", () => {
         },
       },
     });
-    const adapters = buildChannelAdapters(config, channelPlugins, deps);
+    const adapters = await buildChannelAdapters(config, channelPlugins, deps);
     expect(adapters.map((a) => [a.channel, a.accountId])).toEqual([
       ["telegram", "work"],
       ["telegram", "home"],
     ]);
   });
 
-  it("takes TELEGRAM_BOT_TOKEN from the environment, and names the missing token's key otherwise", () => {
+  it("takes TELEGRAM_BOT_TOKEN from the environment, and names the missing token's key otherwise", async () => {
     const fromEnv = parse({}, { TELEGRAM_BOT_TOKEN: "9:ENV" });
     expect(fromEnv.channels.telegram?.accounts.default?.botToken).toBe("9:ENV");
-    expect(buildChannelAdapters(fromEnv, channelPlugins, deps).map((a) => a.accountId)).toEqual(["default"]);
+    expect((await buildChannelAdapters(fromEnv, channelPlugins, deps)).map((a) => a.accountId)).toEqual([
+      "default",
+    ]);
     const missing = parse({ channels: { telegram: { accounts: { work: {} } } } });
-    expect(() => buildChannelAdapters(missing, channelPlugins, deps)).toThrow(
+    await expect(buildChannelAdapters(missing, channelPlugins, deps)).rejects.toThrow(
       "channels.telegram.accounts.work is configured without a bot token; set channels.telegram.accounts.work.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
     );
   });

@@ -10,9 +10,11 @@ export * from "./media/store.js";
 export * from "./media/transcribe.js";
 export * from "./memory.js";
 export * from "./model.js";
-export * from "./providers/anthropic.js";
+// The provider classes are loaded at a provider's first call (`./providers/lazy.js`): their SDKs are heavy.
+export type { AnthropicProviderOptions } from "./providers/anthropic.js";
+export * from "./providers/lazy.js";
 export * from "./providers/offline.js";
-export * from "./providers/openai.js";
+export type { OpenAIProviderOptions } from "./providers/openai.js";
 export * from "./recovery.js";
 export * from "./runner.js";
 export * from "./send-file.js";

@@ -82,6 +82,8 @@ export interface ChannelPluginDeps {
  * its keys, which keys are secrets (redacted from every log line), and the
  * factory that builds one adapter per configured account. Adding a channel is
  * a new package exporting one of these plus one line in the hub's plugin list.
+ * The module that exports it should not import the platform SDK itself: the
+ * hub loads every installed plugin to read the config.
  */
 export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
   /** The channel name (`telegram`, `discord`, ...): the config key and every message's `channel`. */
@@ -92,8 +94,12 @@ export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
   readonly env?: Readonly<Record<string, string>>;
   /** Config keys whose values are secrets (tokens, signing secrets): never written to a log. */
   readonly secretKeys?: ReadonlyArray<string>;
-  /** Builds the adapter of one account (not started; the hub starts it). Throws a clear error on bad config. */
-  create(config: C, deps: ChannelPluginDeps): ChannelAdapter;
+  /**
+   * Builds the adapter of one account (not started; the hub starts it); rejects with a clear error on bad
+   * config. Asynchronous so that a plugin loads its platform SDK here, not when the hub loads the plugin:
+   * a hub that runs no Discord does not pay for discord.js (seconds of start-up, tens of megabytes).
+   */
+  create(config: C, deps: ChannelPluginDeps): Promise<ChannelAdapter>;
   /**
    * Links one account interactively (`hub channels login <name>`), for channels
    * that pair a device (a QR code or pairing code); resolves once linked.

@@ -15,18 +15,18 @@ export interface EntryStage {
 }
 
 /** Builds the adapters (not started: admission starts them under supervision). */
-export function buildEntry(
+export async function buildEntry(
   base: HubBase,
   options: { adapters?: ChannelAdapter[] | undefined; plugins?: ReadonlyArray<ChannelPlugin> | undefined },
-): EntryStage {
+): Promise<EntryStage> {
   const webchat = new WebChatAdapter(base.events);
   const channels =
     options.adapters ??
-    buildChannelAdapters(base.config, options.plugins ?? channelPlugins, {
+    (await buildChannelAdapters(base.config, options.plugins ?? channelPlugins, {
       redis: base.redis,
       prefix: base.config.redis.prefix,
       logger: base.logger,
       stateDir: base.stateDir,
-    });
+    }));
   return { webchat, channels, adapters: new AdapterRegistry([webchat, ...channels]) };
 }

@@ -1,5 +1,4 @@
 import { createReadStream } from "node:fs";
-import OpenAI, { toFile } from "openai";
 
 /** Turns a voice note or an audio file into text. */
 export type Transcriber = (
@@ -19,17 +18,24 @@ export interface OpenAITranscriberOptions {
 /**
  * Transcribes through an OpenAI-compatible `POST /audio/transcriptions`
  * (multipart: the file and the model, e.g. `whisper-1`), as OpenAI, Groq,
- * LocalAI and faster-whisper servers offer it.
+ * LocalAI and faster-whisper servers offer it. The OpenAI SDK is loaded at the first transcription.
  */
 export function openAITranscriber(o: OpenAITranscriberOptions): Transcriber {
-  const client = new OpenAI({
-    // The key is never sent to a server the operator did not name together with it.
-    apiKey: o.apiKey ?? (o.baseUrl ? "none" : process.env.OPENAI_API_KEY),
-    ...(o.baseUrl ? { baseURL: o.baseUrl } : {}),
-    timeout: o.timeoutMs ?? 120_000,
-    maxRetries: 0,
-  });
+  const loaded = async () => {
+    const { default: OpenAI, toFile } = await import("openai");
+    const client = new OpenAI({
+      // The key is never sent to a server the operator did not name together with it.
+      apiKey: o.apiKey ?? (o.baseUrl ? "none" : process.env.OPENAI_API_KEY),
+      ...(o.baseUrl ? { baseURL: o.baseUrl } : {}),
+      timeout: o.timeoutMs ?? 120_000,
+      maxRetries: 0,
+    });
+    return { client, toFile };
+  };
+  let sdk: ReturnType<typeof loaded> | undefined;
   return async (file, signal) => {
+    sdk ??= loaded();
+    const { client, toFile } = await sdk;
     const upload = await toFile(createReadStream(file.path), file.name, { type: file.mime });
     const result = await client.audio.transcriptions.create({ file: upload, model: o.model }, { signal });
     return result.text.trim();

@@ -1,0 +1,34 @@
+import type { ModelEvent, ModelProvider, ModelRequest } from "../model.js";
+import type { AnthropicProviderOptions } from "./anthropic.js";
+import type { OpenAIProviderOptions } from "./openai.js";
+
+/**
+ * A provider whose module (and the SDK it imports) is loaded at its first call, not when the hub starts:
+ * a hub on the offline model, or on one API, never loads the other SDKs.
+ */
+export function lazyProvider(id: string, load: () => Promise<ModelProvider>): ModelProvider {
+  let loaded: Promise<ModelProvider> | undefined;
+  return {
+    id,
+    async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+      loaded ??= load();
+      yield* (await loaded).stream(request);
+    },
+  };
+}
+
+/** An `OpenAIProvider` (Chat Completions and compatible servers), loaded at its first call. */
+export function openAIProvider(options: OpenAIProviderOptions): ModelProvider {
+  return lazyProvider(options.id ?? "openai", async () => {
+    const { OpenAIProvider } = await import("./openai.js");
+    return new OpenAIProvider(options);
+  });
+}
+
+/** An `AnthropicProvider` (the Messages API), loaded at its first call. */
+export function anthropicProvider(options: AnthropicProviderOptions): ModelProvider {
+  return lazyProvider(options.id ?? "anthropic", async () => {
+    const { AnthropicProvider } = await import("./anthropic.js");
+    return new AnthropicProvider(options);
+  });
+}
