@@ -115,7 +115,8 @@ interface Connection {
   log: HubLogger;
 }
 
-function isLoopback(host: string): boolean {
+/** True when `host` is a loopback address: only this machine can reach a gateway listening there. */
+export function isLoopbackHost(host: string): boolean {
   return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
 }
 
@@ -143,7 +144,7 @@ export class GatewayServer {
     private readonly deps: GatewayDeps,
     private readonly options: GatewayOptions,
   ) {
-    if (!isLoopback(options.host) && !options.token) {
+    if (!isLoopbackHost(options.host) && !options.token) {
       throw new HubError(
         "gateway_insecure",
         `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`,

@@ -1,4 +1,12 @@
-import { collectConfigSecrets, createLogger, HubError, loadConfig, resolveStateDir } from "@hub/core";
+import {
+  collectConfigSecrets,
+  createLogger,
+  type HubConfig,
+  HubError,
+  loadConfig,
+  resolveStateDir,
+} from "@hub/core";
+import { isLoopbackHost } from "@hub/gateway";
 import type { Command } from "commander";
 import { startHub } from "../hub.js";
 import { handleSignals } from "../lifecycle.js";
@@ -36,6 +44,7 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     ),
   );
   const logger = createLogger({ secrets });
+  refuseOpenGatewayWithoutToken(config);
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line));
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   secrets.add([token]);
@@ -62,6 +71,17 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     reload: () => hub.operations.reload(fromFile ? path : undefined, channelPlugins),
     afterStop: () => localRedis?.stop(),
   });
+}
+
+// A gateway others can reach needs a token its operator chose: a token generated into the state directory
+// (the loopback default) would be one nobody set on purpose, printed to a log.
+function refuseOpenGatewayWithoutToken(config: HubConfig): void {
+  if (!config.roles.includes("ingress") || isLoopbackHost(config.gateway.host) || config.gateway.token)
+    return;
+  throw new HubError(
+    "gateway_insecure",
+    `Refusing to listen on ${config.gateway.host} without a gateway token; set HUB_GATEWAY_TOKEN (or gateway.token) to a secret of at least 16 characters, e.g. the output of "openssl rand -hex 24", or listen on 127.0.0.1.`,
+  );
 }
 
 function unknownCommand(word: string, program: Command): HubError {
