@@ -1,7 +1,7 @@
 import { formatIssues } from "./errors.js";
 import { InboundRejectedError } from "./inbound.js";
 import { type AdapterFields, AdapterFieldsSchema, type MsgContext } from "./msg-context.js";
-import { neutralizeRoleMarkers, normalizeText } from "./sanitize.js";
+import { isBlankText, neutralizeRoleMarkers, normalizeText } from "./sanitize.js";
 import { type DmScope, deriveSessionKey } from "./session-key.js";
 
 /** The part of the hub config that finalizing reads. `HubConfig` satisfies it. */
@@ -50,7 +50,7 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
       `Inbound message rejected: the text is ${body.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
     );
   }
-  if (body.trim() === "" && f.media.length === 0) {
+  if (isBlankText(body) && f.media.length === 0) {
     throw new InboundRejectedError(
       "inbound_empty",
       "Inbound message rejected: it has neither text nor attachments.",

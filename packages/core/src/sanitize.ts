@@ -129,4 +129,14 @@ export function normalizeText(text: string): string {
   );
 }
 
+/**
+ * True when a text shows nothing: only whitespace and invisible characters (zero-width spaces and joiners,
+ * bidi marks, soft hyphens: Unicode's format class; and the Hangul and Braille fillers that render blank).
+ */
+export function isBlankText(text: string): boolean {
+  return BLANK.test(text);
+}
+
+const BLANK = /^[\s\p{Cf}\u115f\u1160\u2800\u3164\uffa0]*$/u;
+
 const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g;

@@ -111,6 +111,13 @@ describe("finalizeInboundContext", () => {
     expect(neutralizeRoleMarkers(family)).toBe(family);
   });
 
+  it("rejects a text that shows nothing (zero-width and format characters, fillers) as empty; keeps one that shows a character", () => {
+    for (const body of ["   \u200b  ", "\u200d\u200c\ufeff", "\u2060\u00ad\u200e", "\u3164 \u2800"])
+      expect(() => finalizeInboundContext({ ...base, body }, config)).toThrow(/neither text nor attachments/);
+    expect(finalizeInboundContext({ ...base, body: "\u200bhi\u200b" }, config).body).toBe("\u200bhi\u200b");
+    expect(finalizeInboundContext({ ...base, body: "\u{1f44d}\u200d" }, config).body).toBe("\u{1f44d}\u200d");
+  });
+
   it("rejects what it cannot finalize, with a clear reason", () => {
     expect(() => finalizeInboundContext({ ...base, body: "   " }, config)).toThrow(
       /neither text nor attachments/,
