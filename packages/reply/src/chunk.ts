@@ -76,6 +76,8 @@ interface Cut {
   readonly next: number;
   /** Fence left open at the cut: closed at the end of this segment, reopened at the start of the next. */
   readonly fence: OpenFence | null;
+  /** The kind of break (PARAGRAPH ... WORD) for a cut at one; none for a hard cut. */
+  readonly rank?: number;
 }
 
 /**
@@ -251,8 +253,15 @@ function step(
   partial = false,
 ): { segment: string | null; next: Cursor; starved?: boolean } {
   const li = lineAt(lines, cursor.pos, 0);
-  let cut =
-    findCut(text, lines, li, cursor, limit, partial) ?? hardCut(text, lines, li, cursor, limit, partial);
+  let cut = findCut(text, lines, li, cursor, limit, partial);
+  if (cut !== null && leavesShortHead(text, cursor, cut, limit)) {
+    // "You said: <a 4,000-character word>": a word break near the start would only make a tiny segment
+    // before the word is cut anyway. Whether the word outgrows a segment may not be known yet mid-stream.
+    const after = unbrokenRun(text, cut.next, limit - prefixLength(cursor), partial);
+    if (after === "unknown") return { segment: null, next: cursor, starved: true };
+    if (after === "longer") cut = hardCut(text, lines, li, cursor, limit, partial) ?? cut;
+  }
+  cut ??= hardCut(text, lines, li, cursor, limit, partial);
   if (cut === null) {
     const line = lines[li]!;
     const indented = skipWhitespace(text, cursor.pos);
@@ -301,7 +310,7 @@ function findCut(
     const size = end - pos + (fence ? fence.closer.length + 1 : 0);
     if (size > budget) return;
     if (line !== undefined && splitMakesFence(text, line, pos, end, next, fence, partial)) return;
-    best[rank] = { end, next, fence };
+    best[rank] = { end, next, fence, rank };
   };
 
   scan: for (let i = li; i < lines.length; i++) {
@@ -346,6 +355,28 @@ function findCut(
   }
   for (const cut of best) if (cut !== undefined) return cut;
   return null;
+}
+
+/** A sentence or word break that leaves less than half a segment before it. */
+function leavesShortHead(text: string, cursor: Cursor, cut: Cut, limit: number): boolean {
+  if (cut.rank === undefined || cut.rank < SENTENCE) return false;
+  return cut.end - cursor.pos < (limit - prefixLength(cursor)) / 2 && text.length - cut.next > 0;
+}
+
+/**
+ * Whether the text from `from` runs longer than `budget` without a space or line break ("longer"), breaks
+ * within it ("breaks"), or, in a partial text, has not arrived far enough to tell ("unknown").
+ */
+function unbrokenRun(
+  text: string,
+  from: number,
+  budget: number,
+  partial: boolean,
+): "longer" | "breaks" | "unknown" {
+  const to = Math.min(text.length, from + budget + 1);
+  for (let k = from; k < to; k++) if (isWhitespace(text.charCodeAt(k))) return "breaks";
+  if (to > from + budget) return "longer";
+  return partial ? "unknown" : "breaks";
 }
 
 /** No break fits: cut a text or code line as late as possible (e.g. a long URL or a minified code line). */

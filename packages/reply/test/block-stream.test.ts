@@ -91,6 +91,15 @@ describe("BlockStreamer", () => {
     expect(content(out.join("\n\n"))).toBe(content(text));
   });
 
+  it("streams a word longer than a block after a few words as full blocks, not a tiny one first", () => {
+    // The offline model echoing a 4,096-character word: "You said:" alone was a message of its own.
+    const text = `You said: ${"x".repeat(4096)}\n\nI am the offline model.`;
+    const byWord = stream(text, { maxChars: 3000 }, () => 7);
+    expect(byWord.map((b) => b.length)).toEqual([3000, 1106, 23]);
+    expect(byWord[0]?.startsWith("You said: xxx")).toBe(true);
+    expect(stream(text, { maxChars: 3000 }, () => text.length)).toEqual(byWord);
+  });
+
   it("closes and reopens a fence cut by maxChars, keeping its info string", () => {
     const code = Array.from({ length: 30 }, (_, i) => `let x${i} = ${i};`).join("\n");
     const text = `Code:\n\n\`\`\`ts\n${code}\n\`\`\`\n\nDone.`;

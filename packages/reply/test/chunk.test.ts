@@ -107,13 +107,22 @@ describe("chunkText", () => {
     expect(chunkText(text, 20)).toEqual(["one two three four", "five six seven eight", "nine ten eleven"]);
   });
 
-  it("hard-cuts a long URL-like token", () => {
+  it("hard-cuts a token longer than a segment, without a tiny segment in front of it", () => {
     const url = `https://example.com/${"a".repeat(200)}?q=${"b".repeat(60)}`;
     const segments = chunkText(`see ${url} now`, 50);
-    expect(segments[0]).toBe("see");
+    expect(segments[0]).toBe(`see ${url.slice(0, 46)}`);
     for (const s of segments) expect(s.length).toBeLessThanOrEqual(50);
-    expect(segments.slice(1, -1).every((s) => s.length === 50)).toBe(true);
+    expect(segments.slice(0, -1).every((s) => s.length === 50)).toBe(true);
     expect(segments.join("").replace(/\s/g, "")).toBe(`see${url}now`);
+  });
+
+  it("still breaks before a token that fits in a segment of its own", () => {
+    const token = "x".repeat(45);
+    expect(chunkText(`see ${token} ${token}`, 50)).toEqual([`see ${token}`, token]);
+    expect(chunkText(`see ${token}${token}`, 50)[0]).toBe(`see ${"x".repeat(46)}`);
+    expect(chunkText(`a long enough lead of words ${"y".repeat(80)}`, 50)[0]).toBe(
+      "a long enough lead of words",
+    );
   });
 
   it("keeps a 3,000-char code block whole in a 9,000-char text at limit 4096", () => {
