@@ -2,6 +2,7 @@ import { createHash } from "node:crypto";
 import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
+import { monitorRedis } from "../../../test/support/monitor.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
 import {
   groupEndId,
@@ -72,7 +73,7 @@ function otherProcess(prefix: string): OrderedMailbox<{ n: number }> {
 /** Every key written to the test mailbox's ready list (a wake-up), seen by Redis itself (MONITOR). */
 async function readyWrites(prefix: string): Promise<string[]> {
   const ready = `${mailboxBase(prefix, "m")}:ready`;
-  const monitor = await new Redis(REDIS_URL).monitor();
+  const monitor = await monitorRedis();
   cleanups.push(async () => void monitor.disconnect());
   const woken: string[] = [];
   monitor.on("monitor", (_time: string, args: string[]) => {
@@ -362,12 +363,14 @@ describe("OrderedMailbox", () => {
     const { mailbox, workers, prefix } = setup("ack-step", { burst: 2 });
     const markAndAck = scriptWith(new URL("./fixtures/mark-and-ack.lua", import.meta.url), "ack-next");
     const ackSha = createHash("sha1").update(ACK_NEXT).digest("hex");
-    // Every ack script Redis runs, seen by Redis itself: the worker runs none of its own.
-    const monitor = await new Redis(REDIS_URL).monitor();
+    // Every ack script Redis runs on this test's keys, seen by Redis itself (other test files ack theirs on
+    // the same Redis): the worker runs none of its own.
+    const monitor = await monitorRedis();
     cleanups.push(async () => void monitor.disconnect());
     let workerAcks = 0;
     monitor.on("monitor", (_time: string, args: string[]) => {
-      if (String(args[0]).toLowerCase() === "evalsha" && args[1] === ackSha) workerAcks++;
+      const ours = args.slice(3).some((arg) => arg.startsWith(prefix));
+      if (String(args[0]).toLowerCase() === "evalsha" && args[1] === ackSha && ours) workerAcks++;
     });
     const commands = new Redis(REDIS_URL);
     cleanups.push(async () => void commands.disconnect());

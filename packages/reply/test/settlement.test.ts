@@ -7,6 +7,7 @@ import {
   type FakeChatPlatform,
   startFakeChatPlatform,
 } from "../../../test/fakes/src/index.js";
+import { monitorRedis } from "../../../test/support/monitor.js";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { ReplyDispatcher } from "../src/index.js";
 
@@ -100,7 +101,7 @@ describe("reply settlement", () => {
   it("a reply waited for in the process that delivers it is settled to that waiter, unpublished; another process's waiter hears it", async () => {
     deliver();
     // Every PUBLISH Redis runs, seen by Redis itself.
-    const monitor = await new Redis(REDIS_URL).monitor();
+    const monitor = await monitorRedis();
     const published: string[] = [];
     monitor.on("monitor", (_time: string, args: string[]) => {
       if (String(args[0]).toLowerCase() === "publish" && String(args[1]).startsWith(prefix))
