@@ -37,8 +37,9 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
+import { describeClose } from "./close-reasons.js";
 import { type DiscordGuild, guildAccess } from "./config.js";
-import { describeClose, GatewayStatus } from "./gateway-status.js";
+import { GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
@@ -185,11 +186,7 @@ export class DiscordAdapter implements ChannelAdapter {
     c.on(Events.ShardDisconnect, (event) => current() && this.#status.disconnected(event.code));
     c.on(Events.ShardError, (error) => this.#log.warn({ err: error.message }, "discord gateway error"));
     c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
-    c.on(Events.Debug, (message) => {
-      this.#status.debug(message);
-      const close = /closed with an unexpected code (\d+)|Code: (\d+)/.exec(message);
-      if (close) this.#status.closed(Number(close[1] ?? close[2]));
-    });
+    c.on(Events.Debug, (message) => current() && this.#status.debug(message));
     c.on(Events.ClientReady, () => void this.#registerCommands());
     c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
       try {
