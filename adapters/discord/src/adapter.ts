@@ -51,6 +51,7 @@ import {
   CommandInteractionSchema,
   interactionFields,
   SLASH_COMMANDS,
+  unknownCommandAnswer,
 } from "./slash-commands.js";
 
 /** Options of the Discord adapter (from `channels.discord` plus wiring). */
@@ -485,17 +486,7 @@ export class DiscordAdapter implements ChannelAdapter {
       i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
     const fields = interactionFields(i, this.accountId, parentId);
     if (!fields) return;
-    const access = i.guild_id
-      ? guildAccess(this.#o.guilds ?? {}, i.guild_id, fields.chat.id, fields.sender.id)
-      : undefined;
-    if (access && "blocked" in access) {
-      this.#log.info(
-        { interactionId: i.id, reason: access.blocked },
-        "discord slash command not allowed here",
-      );
-      await this.#replies.editOriginal(record, "This command cannot be used here.").catch(() => {});
-      return;
-    }
+    if (await this.#answeredHere(i, fields, record)) return;
     const result = await this.#submit(fields, i.id);
     if (result.kind === "accepted" || result.kind === "duplicate") return;
     // Not taken: unless the hub answered it (a refusal notice), say so rather than leave "thinking…".
@@ -506,6 +497,34 @@ export class DiscordAdapter implements ChannelAdapter {
         ? "The hub could not take this command right now; try again in a moment."
         : "This command cannot be used here.",
     );
+  }
+
+  /**
+   * Answers a slash command the hub is not to take: one used where the guild
+   * rules block it, or one the hub does not have (a stale registration, never
+   * handed to the model as chat text). Returns whether it answered.
+   */
+  async #answeredHere(
+    i: CommandInteraction,
+    fields: AdapterFields,
+    record: InteractionRecord,
+  ): Promise<boolean> {
+    const access = i.guild_id
+      ? guildAccess(this.#o.guilds ?? {}, i.guild_id, fields.chat.id, fields.sender.id)
+      : undefined;
+    if (access && "blocked" in access) {
+      this.#log.info(
+        { interactionId: i.id, reason: access.blocked },
+        "discord slash command not allowed here",
+      );
+      await this.#replies.editOriginal(record, "This command cannot be used here.").catch(() => {});
+      return true;
+    }
+    const unknown = unknownCommandAnswer(i.data.name);
+    if (!unknown) return false;
+    this.#log.info({ interactionId: i.id, command: i.data.name }, "discord slash command unknown; answered");
+    await this.#replies.editOriginal(record, unknown).catch(() => {});
+    return true;
   }
 
   async send(

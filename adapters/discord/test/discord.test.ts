@@ -321,6 +321,22 @@ describe("discord adapter", () => {
     expect(fake.sent()).toEqual([]);
   });
 
+  it("an unknown slash command (a stale registration) is answered with the bot's commands, and no model runs", async () => {
+    const { fake, model } = await setup();
+    const i = fake.slashCommand("nonexistent", {
+      channelId: fake.dmChannelId,
+      args: [{ name: "text", value: "hello" }],
+    });
+    await waitFor(() => i.content !== undefined, "the answer to the unknown command", 3000);
+    expect(i.callbackType).toBe(5);
+    expect(i.content).toBe(
+      "/nonexistent is not a command of this bot. Its commands are /stop, /new, /status and /queue.",
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(model.requests).toEqual([]);
+    expect(fake.sent()).toEqual([]);
+  });
+
   it("a slash command the hub does not take (a stranger's DM) is answered, not left thinking; a refusal notice is kept", async () => {
     const { fake } = await setup();
     const stranger = {
