@@ -318,6 +318,12 @@ describe("discord adapter", () => {
     });
     await waitFor(() => queue.content !== undefined, "the /queue answer", 3000);
     expect(queue.content).toBe("Queue mode set to collect.");
+    const bogus = fake.slashCommand("queue", {
+      channelId: fake.dmChannelId,
+      args: [{ name: "mode", value: "bogus" }],
+    });
+    await waitFor(() => bogus.content !== undefined, "the /queue mode:bogus answer", 3000);
+    expect(bogus.content).toMatch(/^"bogus" is not a queue mode\. Queue mode is collect\./);
     expect(fake.sent()).toEqual([]);
   });
 

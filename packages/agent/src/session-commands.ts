@@ -51,6 +51,27 @@ export async function sessionStatus(
   ].join("\n");
 }
 
+/** The longest part of an unknown queue mode repeated in the answer. */
+const MODE_ECHO_CHARS = 40;
+
+/** `/queue [mode]`: sets a valid mode; otherwise says what is wrong (an unknown mode) and lists the modes. */
+async function queueCommand(
+  deps: Pick<CommandDeps, "activity">,
+  sessionKey: string,
+  args: string,
+): Promise<string> {
+  const mode = QueueModeSchema.safeParse(args.toLowerCase());
+  if (mode.success) {
+    await deps.activity.setQueueMode(sessionKey, mode.data);
+    return `Queue mode set to ${mode.data}.`;
+  }
+  const current = await deps.activity.queueMode(sessionKey);
+  const usage = `Queue mode is ${current}. Use /queue steer, /queue followup, /queue collect or /queue interrupt.`;
+  if (args === "") return usage;
+  const shown = args.length > MODE_ECHO_CHARS ? `${args.slice(0, MODE_ECHO_CHARS)}…` : args;
+  return `"${shown}" is not a queue mode. ${usage}`;
+}
+
 /**
  * Session commands, handled at admission in every channel: `/stop` aborts the
  * running run at once (never queued behind it), `/new` starts a new session
@@ -79,18 +100,8 @@ export function createCommandHandler(
         if (active) await deps.control.stop(active, "aborted");
         return answer(request, active ? "Stopped." : "Nothing is running.");
       }
-      case "queue": {
-        const mode = QueueModeSchema.safeParse(command.args.toLowerCase());
-        if (!mode.success) {
-          const current = await deps.activity.queueMode(sessionKey);
-          return answer(
-            request,
-            `Queue mode is ${current}. Use /queue steer, /queue followup, /queue collect or /queue interrupt.`,
-          );
-        }
-        await deps.activity.setQueueMode(sessionKey, mode.data);
-        return answer(request, `Queue mode set to ${mode.data}.`);
-      }
+      case "queue":
+        return answer(request, await queueCommand(deps, sessionKey, command.args));
       case "approve":
       case "deny": {
         const code = command.args.split(/\s+/)[0] ?? "";
