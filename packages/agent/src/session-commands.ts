@@ -4,6 +4,7 @@ import type { ApprovalStore, RunRecords, SessionActivity, SessionStore } from "@
 import type { RunControl } from "./agent-role.js";
 import { answerDirectly } from "./answer-directly.js";
 import type { ChatEventPublisher } from "./events.js";
+import { describeDecision } from "./failover-words.js";
 
 /** What the session commands act on. */
 export interface CommandDeps {
@@ -16,17 +17,8 @@ export interface CommandDeps {
   events: ChatEventPublisher;
   approvals: ApprovalStore;
   logger: HubLogger;
-  /** The latest model failover decision (JSON), if any. */
+  /** The latest model failover decision (JSON, any chat's: the model chain is the hub's), if any. */
   lastModelDecision: () => Promise<string | undefined>;
-}
-
-function describeDecision(raw: string): string {
-  try {
-    const d = JSON.parse(raw) as { at: number; ref: string; profile: string; kind: string; action: string };
-    return `${new Date(d.at).toISOString()} ${d.ref} (${d.profile}) failed with ${d.kind}; ${d.action.replace("_", " ")}`;
-  } catch {
-    return raw;
-  }
 }
 
 /** What `/status` and the `session_status` tool report about a session. */
@@ -34,20 +26,21 @@ export async function sessionStatus(
   deps: Pick<CommandDeps, "config" | "activity" | "sessions" | "lastModelDecision">,
   sessionKey: string,
 ): Promise<string> {
-  const [session, mode, usage, active, decision] = await Promise.all([
+  const [session, mode, usage, active, latest] = await Promise.all([
     deps.sessions.get(sessionKey),
     deps.activity.queueMode(sessionKey),
     deps.activity.usage(sessionKey),
     deps.activity.activeRun(sessionKey),
     deps.lastModelDecision(),
   ]);
+  const decision = latest ? describeDecision(latest) : undefined;
   return [
     `Model: ${deps.config.agent.model}`,
     `Session: ${sessionKey} (${session?.sessionId ?? "not started yet"})`,
     `Queue mode: ${mode}`,
     `Running: ${active ?? "nothing"}`,
     `Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out`,
-    ...(decision ? [`Last model failover: ${describeDecision(decision)}`] : []),
+    ...(decision ? [`Last model failover (any chat): ${decision}`] : []),
   ].join("\n");
 }
 
