@@ -108,6 +108,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #onInbound: InboundHandler | undefined;
   #login: Promise<string> | undefined;
   #stopped = false;
+  /** The last connection attempt failed: the next one keeps the status "reconnecting". */
+  #retrying = false;
   /** The lease loop (with a lease): connects while this process holds the gateway. */
   #holding: Promise<void> | undefined;
 
@@ -211,7 +213,11 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#stopped = false;
     this.#stopSignal = new AbortController();
     if (this.#o.lease) return this.#connectHolding(this.#o.lease);
-    await this.#connect();
+    await this.#connect().catch((error: unknown) => {
+      // The hub's supervisor retries and logs the failure; the status says why meanwhile.
+      if (!(error instanceof ChannelRefusedError)) this.#status.unreachable(describe(error));
+      throw error;
+    });
   }
 
   /**
@@ -254,7 +260,7 @@ export class DiscordAdapter implements ChannelAdapter {
         firstTry(error instanceof ChannelRefusedError ? error : undefined);
         if (error instanceof ChannelRefusedError) return;
         const wait = backoff.next();
-        this.#status.connecting(describe(error), Date.now() + wait);
+        this.#status.unreachable(describe(error), wait);
         await sleep(wait, held);
       }
     }
@@ -272,7 +278,8 @@ export class DiscordAdapter implements ChannelAdapter {
 
   /** One login and gateway connection (see `start`). */
   async #connect(): Promise<void> {
-    this.#status.connecting();
+    // After a failed attempt the status stays "reconnecting" (why, next try): one log line per attempt.
+    if (!this.#retrying) this.#status.connecting();
     const client = this.#client;
     const waitMs = this.#o.startWaitMs ?? 20_000;
     // One login at a time: a start that timed out leaves discord.js connecting, and the next start
@@ -303,16 +310,14 @@ export class DiscordAdapter implements ChannelAdapter {
         this.#status.failed(fatal);
         throw new ChannelRefusedError("discord_refused", fatal, { cause: error });
       }
-      const reason = `could not connect to Discord (${describe(error)})`;
-      this.#status.connecting(reason);
+      this.#retrying = true;
       throw new HubError(
         "discord_unreachable",
-        `${reason}; check channels.discord.restApi and the network.`,
-        {
-          cause: error,
-        },
+        `could not connect to Discord (${describe(error)}); check channels.discord.restApi and the network.`,
+        { cause: error },
       );
     }
+    this.#retrying = false;
     this.#log.info({ bot: client.user?.username }, "discord connected");
   }
 

@@ -7,10 +7,13 @@ export class GatewayStatus {
   readonly #cell: ChannelStatusCell;
   readonly #log: HubLogger;
   readonly #cause = new CloseCause();
+  /** Set while a change is logged by its caller (one line per failed attempt, not per change). */
+  #quiet = false;
 
   constructor(log: HubLogger) {
     this.#log = log;
     this.#cell = new ChannelStatusCell(({ state, reason }) => {
+      if (this.#quiet) return;
       const line = { state, ...(reason ? { reason } : {}) };
       if (state === "failed") log.error(line, "discord channel failed");
       else if (state === "reconnecting") log.warn(line, "discord gateway reconnecting");
@@ -41,6 +44,27 @@ export class GatewayStatus {
    */
   reconnecting(): void {
     queueMicrotask(() => this.#cell.set("reconnecting", { reason: this.#cause.take() }));
+  }
+
+  /**
+   * A connection attempt failed, logged as one line. With `retryInMs` this
+   * adapter tries again then (a warning); without, the hub's supervisor retries
+   * and logs the failure itself (debug here).
+   */
+  unreachable(reason: string, retryInMs?: number): void {
+    if (retryInMs === undefined) this.#log.debug({ reason }, "discord could not connect");
+    else
+      this.#log.warn(
+        { reason, retryInMs },
+        `discord could not connect; next try in ${Math.ceil(retryInMs / 1000)} s`,
+      );
+    this.#quiet = true;
+    try {
+      const next = retryInMs === undefined ? {} : { nextRetryAt: Date.now() + retryInMs };
+      this.#cell.set("reconnecting", { reason, ...next });
+    } finally {
+      this.#quiet = false;
+    }
   }
 
   failed(reason: string): void {
