@@ -110,6 +110,19 @@ describe("queue modes and session commands", () => {
     expect(await client.terminal(b)).toMatchObject({ text: "new answer" });
   });
 
+  it("/queue with an unknown mode says it is not a queue mode and lists the modes; the mode is kept", async () => {
+    const s = "agent:main:webchat:direct:queue-bogus";
+    const bogus = await client.terminal(await send(s, "/queue bogus"));
+    expect(bogus.text).toBe(
+      '"bogus" is not a queue mode. Queue mode is steer. Use /queue steer, /queue followup, /queue collect or /queue interrupt.',
+    );
+    const shown = await client.terminal(await send(s, "/queue"));
+    expect(shown.text).toBe(
+      "Queue mode is steer. Use /queue steer, /queue followup, /queue collect or /queue interrupt.",
+    );
+    expect(model.requests.filter((r) => JSON.stringify(r.messages).includes("/queue"))).toEqual([]);
+  });
+
   it("/stop is never stuck behind the running turn", async () => {
     const s = "agent:main:webchat:direct:stop";
     model.script({ text: "y ".repeat(300), chunkSize: 2, delayMs: 40 });

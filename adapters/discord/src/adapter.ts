@@ -37,8 +37,9 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
+import { describeClose } from "./close-reasons.js";
 import { type DiscordGuild, guildAccess } from "./config.js";
-import { describeClose, GatewayStatus } from "./gateway-status.js";
+import { GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
 import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
@@ -50,6 +51,7 @@ import {
   CommandInteractionSchema,
   interactionFields,
   SLASH_COMMANDS,
+  unknownCommandAnswer,
 } from "./slash-commands.js";
 
 /** Options of the Discord adapter (from `channels.discord` plus wiring). */
@@ -106,6 +108,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #onInbound: InboundHandler | undefined;
   #login: Promise<string> | undefined;
   #stopped = false;
+  /** The last connection attempt failed: the next one keeps the status "reconnecting". */
+  #retrying = false;
   /** The lease loop (with a lease): connects while this process holds the gateway. */
   #holding: Promise<void> | undefined;
 
@@ -185,11 +189,7 @@ export class DiscordAdapter implements ChannelAdapter {
     c.on(Events.ShardDisconnect, (event) => current() && this.#status.disconnected(event.code));
     c.on(Events.ShardError, (error) => this.#log.warn({ err: error.message }, "discord gateway error"));
     c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
-    c.on(Events.Debug, (message) => {
-      this.#status.debug(message);
-      const close = /closed with an unexpected code (\d+)|Code: (\d+)/.exec(message);
-      if (close) this.#status.closed(Number(close[1] ?? close[2]));
-    });
+    c.on(Events.Debug, (message) => current() && this.#status.debug(message));
     c.on(Events.ClientReady, () => void this.#registerCommands());
     c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
       try {
@@ -213,7 +213,11 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#stopped = false;
     this.#stopSignal = new AbortController();
     if (this.#o.lease) return this.#connectHolding(this.#o.lease);
-    await this.#connect();
+    await this.#connect().catch((error: unknown) => {
+      // The hub's supervisor retries and logs the failure; the status says why meanwhile.
+      if (!(error instanceof ChannelRefusedError)) this.#status.unreachable(describe(error));
+      throw error;
+    });
   }
 
   /**
@@ -256,7 +260,7 @@ export class DiscordAdapter implements ChannelAdapter {
         firstTry(error instanceof ChannelRefusedError ? error : undefined);
         if (error instanceof ChannelRefusedError) return;
         const wait = backoff.next();
-        this.#status.connecting(describe(error), Date.now() + wait);
+        this.#status.unreachable(describe(error), wait);
         await sleep(wait, held);
       }
     }
@@ -274,7 +278,8 @@ export class DiscordAdapter implements ChannelAdapter {
 
   /** One login and gateway connection (see `start`). */
   async #connect(): Promise<void> {
-    this.#status.connecting();
+    // After a failed attempt the status stays "reconnecting" (why, next try): one log line per attempt.
+    if (!this.#retrying) this.#status.connecting();
     const client = this.#client;
     const waitMs = this.#o.startWaitMs ?? 20_000;
     // One login at a time: a start that timed out leaves discord.js connecting, and the next start
@@ -305,16 +310,14 @@ export class DiscordAdapter implements ChannelAdapter {
         this.#status.failed(fatal);
         throw new ChannelRefusedError("discord_refused", fatal, { cause: error });
       }
-      const reason = `could not connect to Discord (${describe(error)})`;
-      this.#status.connecting(reason);
+      this.#retrying = true;
       throw new HubError(
         "discord_unreachable",
-        `${reason}; check channels.discord.restApi and the network.`,
-        {
-          cause: error,
-        },
+        `could not connect to Discord (${describe(error)}); check channels.discord.restApi and the network.`,
+        { cause: error },
       );
     }
+    this.#retrying = false;
     this.#log.info({ bot: client.user?.username }, "discord connected");
   }
 
@@ -488,17 +491,7 @@ export class DiscordAdapter implements ChannelAdapter {
       i.channel?.parent_id ?? (cached?.isThread() ? (cached.parentId ?? undefined) : undefined);
     const fields = interactionFields(i, this.accountId, parentId);
     if (!fields) return;
-    const access = i.guild_id
-      ? guildAccess(this.#o.guilds ?? {}, i.guild_id, fields.chat.id, fields.sender.id)
-      : undefined;
-    if (access && "blocked" in access) {
-      this.#log.info(
-        { interactionId: i.id, reason: access.blocked },
-        "discord slash command not allowed here",
-      );
-      await this.#replies.editOriginal(record, "This command cannot be used here.").catch(() => {});
-      return;
-    }
+    if (await this.#answeredHere(i, fields, record)) return;
     const result = await this.#submit(fields, i.id);
     if (result.kind === "accepted" || result.kind === "duplicate") return;
     // Not taken: unless the hub answered it (a refusal notice), say so rather than leave "thinking…".
@@ -509,6 +502,34 @@ export class DiscordAdapter implements ChannelAdapter {
         ? "The hub could not take this command right now; try again in a moment."
         : "This command cannot be used here.",
     );
+  }
+
+  /**
+   * Answers a slash command the hub is not to take: one used where the guild
+   * rules block it, or one the hub does not have (a stale registration, never
+   * handed to the model as chat text). Returns whether it answered.
+   */
+  async #answeredHere(
+    i: CommandInteraction,
+    fields: AdapterFields,
+    record: InteractionRecord,
+  ): Promise<boolean> {
+    const access = i.guild_id
+      ? guildAccess(this.#o.guilds ?? {}, i.guild_id, fields.chat.id, fields.sender.id)
+      : undefined;
+    if (access && "blocked" in access) {
+      this.#log.info(
+        { interactionId: i.id, reason: access.blocked },
+        "discord slash command not allowed here",
+      );
+      await this.#replies.editOriginal(record, "This command cannot be used here.").catch(() => {});
+      return true;
+    }
+    const unknown = unknownCommandAnswer(i.data.name);
+    if (!unknown) return false;
+    this.#log.info({ interactionId: i.id, command: i.data.name }, "discord slash command unknown; answered");
+    await this.#replies.editOriginal(record, unknown).catch(() => {});
+    return true;
   }
 
   async send(

@@ -1,36 +1,19 @@
 import { type ChannelStatus, ChannelStatusCell, type HubLogger } from "@hub/core";
-
-/** Close codes after which Discord will not let the bot back in until the operator fixes something. */
-const FATAL_CLOSES: Record<number, string> = {
-  4004: "Discord refused the bot token (close 4004); set a valid channels.discord.token or DISCORD_BOT_TOKEN",
-  4010: "Discord refused the shard settings (close 4010)",
-  4011: "Discord requires sharding for this bot (close 4011)",
-  4012: "Discord refused the gateway API version (close 4012)",
-  4013: "Discord refused the gateway intents as invalid (close 4013)",
-  4014: "Discord refused the Message Content intent (close 4014); enable it in the Developer Portal under Bot > Privileged Gateway Intents, then restart",
-};
-
-/** Why a gateway close happened, in words an operator can act on. */
-export function describeClose(code: number | undefined): string {
-  if (code === undefined) return "the gateway connection closed";
-  const fatal = FATAL_CLOSES[code];
-  if (fatal) return fatal;
-  if (code === 4200) return "the gateway stopped acknowledging heartbeats (a zombie connection); resuming";
-  if (code === 1006) return "the gateway connection dropped (close 1006); resuming";
-  if (code === 1005) return "the gateway closed without a status (close 1005); resuming";
-  if (code === 1000 || code === 1001)
-    return `the gateway closed the connection (close ${code}); identifying again`;
-  return `the gateway closed the connection (close ${code}); reconnecting`;
-}
+import { CloseCause } from "./close-cause.js";
+import { describeClose } from "./close-reasons.js";
 
 /** The connection state of one Discord account, as the shard events tell it. */
 export class GatewayStatus {
   readonly #cell: ChannelStatusCell;
-  #lastClose: number | undefined;
-  #zombie = false;
+  readonly #log: HubLogger;
+  readonly #cause = new CloseCause();
+  /** Set while a change is logged by its caller (one line per failed attempt, not per change). */
+  #quiet = false;
 
   constructor(log: HubLogger) {
+    this.#log = log;
     this.#cell = new ChannelStatusCell(({ state, reason }) => {
+      if (this.#quiet) return;
       const line = { state, ...(reason ? { reason } : {}) };
       if (state === "failed") log.error(line, "discord channel failed");
       else if (state === "reconnecting") log.warn(line, "discord gateway reconnecting");
@@ -43,25 +26,45 @@ export class GatewayStatus {
     return this.#cell.get();
   }
 
-  /** A close code seen on the shard (the last one explains the next reconnect). */
-  closed(code: number): void {
-    this.#lastClose = code;
-  }
-
-  /** discord.js's debug lines tell a zombie close (code 4200, "Zombie connection") from others. */
+  /** A discord.js debug line: @discordjs/ws says there why it closes a connection. */
   debug(message: string): void {
-    if (message.includes("Zombie connection")) this.#zombie = true;
+    const note = this.#cause.observe(message);
+    if (note) this.#log.info({ reason: note }, "discord gateway session invalidated");
   }
 
   ready(): void {
-    this.#zombie = false;
-    this.#lastClose = undefined;
+    this.#cause.reset();
     this.#cell.set("connected");
   }
 
+  /**
+   * The shard closed and reconnects. A close Discord sent is reported before
+   * @discordjs/ws logs its code (in the same call), so the reason is read once
+   * that call has finished.
+   */
   reconnecting(): void {
-    const reason = this.#zombie ? describeClose(4200) : describeClose(this.#lastClose);
-    this.#cell.set("reconnecting", { reason });
+    queueMicrotask(() => this.#cell.set("reconnecting", { reason: this.#cause.take() }));
+  }
+
+  /**
+   * A connection attempt failed, logged as one line. With `retryInMs` this
+   * adapter tries again then (a warning); without, the hub's supervisor retries
+   * and logs the failure itself (debug here).
+   */
+  unreachable(reason: string, retryInMs?: number): void {
+    if (retryInMs === undefined) this.#log.debug({ reason }, "discord could not connect");
+    else
+      this.#log.warn(
+        { reason, retryInMs },
+        `discord could not connect; next try in ${Math.ceil(retryInMs / 1000)} s`,
+      );
+    this.#quiet = true;
+    try {
+      const next = retryInMs === undefined ? {} : { nextRetryAt: Date.now() + retryInMs };
+      this.#cell.set("reconnecting", { reason, ...next });
+    } finally {
+      this.#quiet = false;
+    }
   }
 
   failed(reason: string): void {

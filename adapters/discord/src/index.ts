@@ -1,4 +1,5 @@
 export * from "./adapter.js";
+export * from "./close-reasons.js";
 export * from "./config.js";
 export * from "./gateway-status.js";
 export * from "./interaction-replies.js";

@@ -24,6 +24,19 @@ export const SLASH_COMMANDS = [
   },
 ] as const;
 
+const SLASH_NAMES: ReadonlySet<string> = new Set(SLASH_COMMANDS.map((c) => c.name));
+
+/**
+ * The answer to a slash command the hub does not have (one an older version
+ * registered, still in Discord's menu), naming the commands it has; undefined
+ * for the hub's own commands.
+ */
+export function unknownCommandAnswer(name: string): string | undefined {
+  if (SLASH_NAMES.has(name)) return undefined;
+  const names = SLASH_COMMANDS.map((c) => `/${c.name}`);
+  return `/${name} is not a command of this bot. Its commands are ${names.slice(0, -1).join(", ")} and ${names.at(-1)}.`;
+}
+
 const UserSchema = z.looseObject({ id: z.string(), username: z.string(), global_name: z.string().nullish() });
 
 /** The parts of an INTERACTION_CREATE (application command) the adapter reads. */

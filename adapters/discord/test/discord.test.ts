@@ -13,11 +13,25 @@ afterEach(async () => {
 
 const logger = () => createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
 
+/** A logger whose lines (parsed) the test reads. */
+function capturedLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const log = createLogger({
+    level: "info",
+    destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
+  });
+  return { log, lines };
+}
+
+/** The reasons of the "discord gateway reconnecting" log lines. */
+const reconnectReasons = (lines: Array<Record<string, unknown>>) =>
+  lines.filter((l) => l.msg === "discord gateway reconnecting").map((l) => String(l.reason));
+
 /** A hub with a Discord adapter (discord.js against the fake Discord) and a fake model. */
-async function setup(fakeOptions: FakeDiscordOptions = {}) {
+async function setup(fakeOptions: FakeDiscordOptions = {}, log = logger()) {
   const fake = await startFakeDiscord(fakeOptions);
   const model = await startFakeOpenAI();
-  const adapter = adapterFor(fake, logger());
+  const adapter = adapterFor(fake, log);
   const hub = await startTestHub(
     {
       agent: { model: "fake/m" },
@@ -149,15 +163,44 @@ describe("discord adapter", () => {
   });
 
   it.each([
-    ["close 1005 (no status)", (f: FakeDiscord) => f.gateway.close(1005)],
-    ["close 4000 (unknown error)", (f: FakeDiscord) => f.gateway.close(4000, "Unknown error")],
-    ["op 7 (reconnect request)", (f: FakeDiscord) => f.gateway.requestReconnect()],
-    ["op 9 (session invalid: identify again)", (f: FakeDiscord) => f.gateway.invalidateSessions(false)],
+    [
+      "close 1005 (no status)",
+      (f: FakeDiscord) => f.gateway.close(1005),
+      "with code 1005 (no status given); resuming",
+    ],
+    [
+      "close 1006 (dropped)",
+      (f: FakeDiscord) => f.gateway.close(1006),
+      "with code 1006 (the connection dropped without a close frame); resuming",
+    ],
+    [
+      "close 4000 (unknown error)",
+      (f: FakeDiscord) => f.gateway.close(4000, "Unknown error"),
+      "Discord closed the gateway connection with code 4000 (an unknown error); resuming",
+    ],
+    [
+      "close 1000 (normal)",
+      (f: FakeDiscord) => f.gateway.close(1000),
+      "with code 1000 (a normal close); identifying again",
+    ],
+    [
+      "op 7 (reconnect request)",
+      (f: FakeDiscord) => f.gateway.requestReconnect(),
+      "Discord asked the bot to reconnect (op 7); resuming",
+    ],
+    [
+      "op 9 (session invalid: identify again)",
+      (f: FakeDiscord) => f.gateway.invalidateSessions(false),
+      "Discord invalidated the session (op 9, not resumable); identifying again",
+    ],
   ])(
-    "after %s the gateway comes back and the next message is answered",
-    async (_name, fault) => {
-      const { fake, model, adapter } = await setup();
+    "after %s the gateway comes back, the log and status name the cause, and the next message is answered",
+    async (_name, fault, reason) => {
+      const { log, lines } = capturedLogger();
+      const { fake, model, adapter } = await setup({}, log);
       const before = fake.gateway.stats.connections;
+      const reasons: string[] = [];
+      const poll = setInterval(() => reasons.push(adapter.status().reason ?? ""), 2);
       fault(fake);
       await waitFor(() => fake.gateway.stats.connections > before, "a new connection", 15_000);
       await waitFor(
@@ -165,12 +208,33 @@ describe("discord adapter", () => {
         "connected again",
         15_000,
       );
+      clearInterval(poll);
+      expect(reconnectReasons(lines)).toEqual([expect.stringContaining(reason)]);
+      expect(reasons.filter((r) => r !== "")).toEqual(
+        expect.arrayContaining([expect.stringContaining(reason)]),
+      );
       model.script({ text: "Still here." });
       fake.userMessage({ channelId: fake.dmChannelId, content: "still there?" });
       await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 10_000);
     },
     30_000,
   );
+
+  it("op 9 with a resumable session is resumed on the same connection, and the log says why", async () => {
+    const { log, lines } = capturedLogger();
+    const { fake, model } = await setup({}, log);
+    const before = fake.gateway.stats.connections;
+    fake.gateway.invalidateSessions(true);
+    await waitFor(() => lines.some((l) => l.msg === "discord gateway resumed"), "the resume");
+    expect(lines.find((l) => l.msg === "discord gateway session invalidated")?.reason).toBe(
+      "Discord invalidated the session (op 9, resumable); resuming it",
+    );
+    expect(reconnectReasons(lines)).toEqual([]);
+    expect(fake.gateway.stats.connections).toBe(before);
+    model.script({ text: "Still here." });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "still there?" });
+    await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 10_000);
+  });
 
   it("a fatal close mid-session (4004) marks the channel failed with what to do, and the hub keeps running", async () => {
     const { fake, adapter, hub } = await setup();
@@ -182,7 +246,8 @@ describe("discord adapter", () => {
   });
 
   it("a zombie gateway (heartbeats not acknowledged) is closed (4200) and resumed; a message sent meanwhile is answered", async () => {
-    const { fake, model, adapter } = await setup({ heartbeatIntervalMs: 300 });
+    const { log, lines } = capturedLogger();
+    const { fake, model, adapter } = await setup({ heartbeatIntervalMs: 300 }, log);
     const reasons: string[] = [];
     const poll = setInterval(() => reasons.push(adapter.status().reason ?? ""), 5);
     fake.gateway.goSilent();
@@ -195,6 +260,9 @@ describe("discord adapter", () => {
     );
     clearInterval(poll);
     expect(reasons.some((r) => r.includes("zombie"))).toBe(true);
+    expect(reconnectReasons(lines)[0]).toBe(
+      "Discord stopped acknowledging the bot's heartbeats (a zombie connection), so the bot closed it; resuming",
+    );
     expect(fake.gateway.stats.clientCloses).toContain(4200);
     expect(fake.gateway.stats.resumes).toBeGreaterThanOrEqual(1);
     expect(adapter.status().state).toBe("connected");
@@ -250,6 +318,28 @@ describe("discord adapter", () => {
     });
     await waitFor(() => queue.content !== undefined, "the /queue answer", 3000);
     expect(queue.content).toBe("Queue mode set to collect.");
+    const bogus = fake.slashCommand("queue", {
+      channelId: fake.dmChannelId,
+      args: [{ name: "mode", value: "bogus" }],
+    });
+    await waitFor(() => bogus.content !== undefined, "the /queue mode:bogus answer", 3000);
+    expect(bogus.content).toMatch(/^"bogus" is not a queue mode\. Queue mode is collect\./);
+    expect(fake.sent()).toEqual([]);
+  });
+
+  it("an unknown slash command (a stale registration) is answered with the bot's commands, and no model runs", async () => {
+    const { fake, model } = await setup();
+    const i = fake.slashCommand("nonexistent", {
+      channelId: fake.dmChannelId,
+      args: [{ name: "text", value: "hello" }],
+    });
+    await waitFor(() => i.content !== undefined, "the answer to the unknown command", 3000);
+    expect(i.callbackType).toBe(5);
+    expect(i.content).toBe(
+      "/nonexistent is not a command of this bot. Its commands are /stop, /new, /status and /queue.",
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(model.requests).toEqual([]);
     expect(fake.sent()).toEqual([]);
   });
 

@@ -1,5 +1,5 @@
 import { createLogger } from "@hub/core";
-import { type FakeDiscord, startFakeDiscord } from "@hub/fakes";
+import { type FakeDiscord, freeLocalPort, startFakeDiscord } from "@hub/fakes";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
@@ -74,4 +74,33 @@ describe("discord gateway lease", () => {
     expect(fake.gateway.liveConnections).toBe(1);
     expect(most).toBe(1);
   }, 40_000);
+
+  it("an unreachable Discord logs one line per retry, with the restApi hint; the status says the same", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger({
+      level: "info",
+      destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
+    });
+    const adapter = adapterFor(fake, log, {
+      restApi: `http://127.0.0.1:${await freeLocalPort()}/api`, // nothing listens here
+      lease: redisLease(new Redis(REDIS_URL), `${prefix}:discord:lease:unreachable`, 900),
+      reconnect: { initialMs: 100, maxMs: 200 },
+    });
+    adapters.push(adapter);
+    await adapter.start(async () => ({ kind: "accepted" }));
+    const retries = () => lines.filter((l) => String(l.msg).startsWith("discord could not connect"));
+    await waitFor(() => retries().length >= 4, "four failed attempts", 10_000);
+    await adapter.stop();
+    const failed = retries();
+    for (const line of failed) {
+      expect(line).toMatchObject({
+        level: 40,
+        reason: expect.stringContaining("check channels.discord.restApi"),
+      });
+    }
+    // Besides the first "connecting" and the last "stopped", every line is one failed attempt.
+    const others = lines.filter((l) => !failed.includes(l) && l.msg !== "discord stopped");
+    expect(others.map((l) => l.msg)).toEqual(["discord connecting"]);
+    expect(adapter.status().lastError?.reason).toContain("check channels.discord.restApi");
+  }, 20_000);
 });

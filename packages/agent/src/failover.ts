@@ -22,7 +22,7 @@ export interface ModelCandidate {
   images?: boolean;
 }
 
-/** What failover decided after a failed call; logged and kept for `/status`. */
+/** What failover decided after a failed call; logged, and kept for `/status` when it is a failover (see `isFailover`). */
 export interface FailoverDecision {
   at: number;
   ref: string;
@@ -30,6 +30,11 @@ export interface FailoverDecision {
   kind: ModelErrorKind;
   action: "rotate_profile" | "next_model" | "surface";
   message: string;
+}
+
+/** Whether a decision moved the call to another auth profile or model (a bad request surfaced is not a failover). */
+export function isFailover(decision: Pick<FailoverDecision, "action">): boolean {
+  return decision.action !== "surface";
 }
 
 /** How long a profile rests after a failure of each kind (ms). */
@@ -82,9 +87,23 @@ export class FailoverProvider implements ModelProvider {
     return ready.length ? ready : [...candidate.profiles].sort((a, b) => until(a) - until(b)).slice(0, 1);
   }
 
-  /** Classifies a failed call, logs and records the decision, cools the profile down; returns the action. */
-  decide(candidate: ModelCandidate, profile: AuthProfile, error: unknown, streamed: boolean) {
+  /**
+   * Classifies a failed call, logs and records the decision, cools the profile
+   * down; returns the action. A call the run aborted (the user's /stop, the run's
+   * timeout, a newer run) did not fail: it is passed on as it is, not recorded.
+   */
+  decide(
+    candidate: ModelCandidate,
+    profile: AuthProfile,
+    error: unknown,
+    streamed: boolean,
+    aborted: boolean,
+  ) {
     const kind: ModelErrorKind = error instanceof ModelError ? error.kind : "unknown";
+    if (aborted || kind === "aborted") {
+      this.logger.debug({ ref: candidate.ref, profile: profile.id }, "model call stopped by its run");
+      return "surface";
+    }
     const action = streamed ? "surface" : failoverAction(kind);
     const decision: FailoverDecision = {
       at: Date.now(),
@@ -159,7 +178,8 @@ class FailoverCall implements AsyncIterator<ModelEvent> {
 
   readonly #onStreamFailure = (error: unknown): never => {
     this.#over = true;
-    this.provider.decide(this.#current(), this.#profiles[this.#profile] as AuthProfile, error, true);
+    const profile = this.#profiles[this.#profile] as AuthProfile;
+    this.provider.decide(this.#current(), profile, error, true, this.request.signal?.aborted === true);
     throw error;
   };
 
@@ -202,12 +222,9 @@ class FailoverCall implements AsyncIterator<ModelEvent> {
   #failed(error: unknown): void {
     this.#last = error;
     this.#inner = undefined;
-    const action = this.provider.decide(
-      this.#current(),
-      this.#profiles[this.#profile] as AuthProfile,
-      error,
-      false,
-    );
+    const profile = this.#profiles[this.#profile] as AuthProfile;
+    const aborted = this.request.signal?.aborted === true;
+    const action = this.provider.decide(this.#current(), profile, error, false, aborted);
     if (action === "surface") {
       this.#over = true;
       throw error;

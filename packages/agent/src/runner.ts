@@ -380,10 +380,7 @@ export class AgentRunner {
       return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
-      run.log[end.status === "failed" ? "error" : "warn"](
-        { err: error, status: end.status },
-        "run did not complete",
-      );
+      logInterrupted(run.log, end, error);
       streamer.flush();
       await pusher.drained();
       if (end.status === "failed" || end.status === "timed_out")
@@ -728,4 +725,15 @@ function unwritten(entries: TranscriptEntry[], requests: RunRequest[]): RunReque
   if (requests.length === 0) return requests;
   const written = writtenUserRuns(entries);
   return requests.filter((r) => !written.has(r.runId));
+}
+
+/** Logs how a run that threw ended: a stop someone asked for (/stop, chat.abort) is no failure. */
+function logInterrupted(log: HubLogger, end: RunEnd, error: unknown): void {
+  if (end.status === "aborted" && !end.abandoned)
+    log.info({ status: end.status, stopReason: end.stopReason }, "run stopped");
+  else
+    log[end.status === "failed" ? "error" : "warn"](
+      { err: error, status: end.status },
+      "run did not complete",
+    );
 }

@@ -4,6 +4,7 @@ import type { ApprovalStore, RunRecords, SessionActivity, SessionStore } from "@
 import type { RunControl } from "./agent-role.js";
 import { answerDirectly } from "./answer-directly.js";
 import type { ChatEventPublisher } from "./events.js";
+import { describeDecision } from "./failover-words.js";
 
 /** What the session commands act on. */
 export interface CommandDeps {
@@ -16,17 +17,8 @@ export interface CommandDeps {
   events: ChatEventPublisher;
   approvals: ApprovalStore;
   logger: HubLogger;
-  /** The latest model failover decision (JSON), if any. */
+  /** The latest model failover decision (JSON, any chat's: the model chain is the hub's), if any. */
   lastModelDecision: () => Promise<string | undefined>;
-}
-
-function describeDecision(raw: string): string {
-  try {
-    const d = JSON.parse(raw) as { at: number; ref: string; profile: string; kind: string; action: string };
-    return `${new Date(d.at).toISOString()} ${d.ref} (${d.profile}) failed with ${d.kind}; ${d.action.replace("_", " ")}`;
-  } catch {
-    return raw;
-  }
 }
 
 /** What `/status` and the `session_status` tool report about a session. */
@@ -34,21 +26,43 @@ export async function sessionStatus(
   deps: Pick<CommandDeps, "config" | "activity" | "sessions" | "lastModelDecision">,
   sessionKey: string,
 ): Promise<string> {
-  const [session, mode, usage, active, decision] = await Promise.all([
+  const [session, mode, usage, active, latest] = await Promise.all([
     deps.sessions.get(sessionKey),
     deps.activity.queueMode(sessionKey),
     deps.activity.usage(sessionKey),
     deps.activity.activeRun(sessionKey),
     deps.lastModelDecision(),
   ]);
+  const decision = latest ? describeDecision(latest) : undefined;
   return [
     `Model: ${deps.config.agent.model}`,
     `Session: ${sessionKey} (${session?.sessionId ?? "not started yet"})`,
     `Queue mode: ${mode}`,
     `Running: ${active ?? "nothing"}`,
     `Tokens used: ${usage.inputTokens} in, ${usage.outputTokens} out`,
-    ...(decision ? [`Last model failover: ${describeDecision(decision)}`] : []),
+    ...(decision ? [`Last model failover (any chat): ${decision}`] : []),
   ].join("\n");
+}
+
+/** The longest part of an unknown queue mode repeated in the answer. */
+const MODE_ECHO_CHARS = 40;
+
+/** `/queue [mode]`: sets a valid mode; otherwise says what is wrong (an unknown mode) and lists the modes. */
+async function queueCommand(
+  deps: Pick<CommandDeps, "activity">,
+  sessionKey: string,
+  args: string,
+): Promise<string> {
+  const mode = QueueModeSchema.safeParse(args.toLowerCase());
+  if (mode.success) {
+    await deps.activity.setQueueMode(sessionKey, mode.data);
+    return `Queue mode set to ${mode.data}.`;
+  }
+  const current = await deps.activity.queueMode(sessionKey);
+  const usage = `Queue mode is ${current}. Use /queue steer, /queue followup, /queue collect or /queue interrupt.`;
+  if (args === "") return usage;
+  const shown = args.length > MODE_ECHO_CHARS ? `${args.slice(0, MODE_ECHO_CHARS)}…` : args;
+  return `"${shown}" is not a queue mode. ${usage}`;
 }
 
 /**
@@ -79,18 +93,8 @@ export function createCommandHandler(
         if (active) await deps.control.stop(active, "aborted");
         return answer(request, active ? "Stopped." : "Nothing is running.");
       }
-      case "queue": {
-        const mode = QueueModeSchema.safeParse(command.args.toLowerCase());
-        if (!mode.success) {
-          const current = await deps.activity.queueMode(sessionKey);
-          return answer(
-            request,
-            `Queue mode is ${current}. Use /queue steer, /queue followup, /queue collect or /queue interrupt.`,
-          );
-        }
-        await deps.activity.setQueueMode(sessionKey, mode.data);
-        return answer(request, `Queue mode set to ${mode.data}.`);
-      }
+      case "queue":
+        return answer(request, await queueCommand(deps, sessionKey, command.args));
       case "approve":
       case "deny": {
         const code = command.args.split(/\s+/)[0] ?? "";

@@ -104,6 +104,31 @@ describe("FailoverProvider", () => {
     expect(decisions.map((d) => [d.kind, d.action])).toEqual([["overloaded", "surface"]]);
   });
 
+  it("a call its run aborted (a /stop) is no failure: passed on, neither recorded nor cooled down, nothing else tried", async () => {
+    const stopped = scripted(["half "], new ModelError("aborted", "model call aborted"));
+    const other = scripted(["never"]);
+    const { chain, decisions } = chainOf(
+      { ref: "main/big", providers: [stopped.provider] },
+      { ref: "backup/small", providers: [other.provider] },
+    );
+    await expect(collect(chain.stream(request))).rejects.toThrow("model call aborted");
+    // Aborted before the first event (the signal says so, whatever the provider threw).
+    const abort = new AbortController();
+    abort.abort();
+    const early = scripted([], new ModelError("network", "socket closed"));
+    const second = chainOf(
+      { ref: "main/big", providers: [early.provider] },
+      { ref: "backup/small", providers: [other.provider] },
+    );
+    await expect(collect(second.chain.stream({ ...request, signal: abort.signal }))).rejects.toThrow(
+      "socket closed",
+    );
+    expect([...decisions, ...second.decisions]).toEqual([]);
+    expect(other.calls).toEqual([]);
+    await collect(chain.stream(request)).catch(() => {});
+    expect(stopped.calls.length).toBe(2);
+  });
+
   it("throws the last failure when every candidate failed", async () => {
     const a = scripted([], new ModelError("network", "down"));
     const b = scripted([], new ModelError("rate_limit", "slow down"));

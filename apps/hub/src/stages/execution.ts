@@ -2,6 +2,7 @@ import { join } from "node:path";
 import {
   AgentRunner,
   createToolAccess,
+  isFailover,
   recoverInterruptedRuns,
   sessionStatus,
   startAgentRole,
@@ -46,7 +47,10 @@ export async function startExecution(
     replies,
     events: base.events,
     resolveModel: base.operations.metrics.meterModels(
-      createModelResolver(config, agentLog, s.recordModelDecision),
+      // /status shows the latest failover: an error surfaced to one chat is that chat's, not the hub's.
+      createModelResolver(config, agentLog, (decision) => {
+        if (isFailover(decision)) s.recordModelDecision(decision);
+      }),
     ),
     modelRef: config.agent.model,
     toolsFor: createToolAccess(config, {
