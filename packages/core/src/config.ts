@@ -14,6 +14,7 @@ import {
 import { HubError } from "./errors.js";
 import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 import { hashTaggedPrefix } from "./redis-keys.js";
+import { RedisNodeUrlSchema, RedisUrlSchema } from "./redis-url.js";
 
 const ProviderSchema = z
   .object({
@@ -185,19 +186,14 @@ const BaseConfigSchema = z
       .prefault({}),
     redis: z
       .object({
-        url: z
-          .string()
-          .regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"')
-          .default("redis://127.0.0.1:6379"),
+        url: RedisUrlSchema.default("redis://127.0.0.1:6379"),
         /**
          * Every key starts with it; a Redis Cluster hash tag is added when it has none
          * (`hub` -> `{hub}`), so every key of one installation lives in one slot.
          */
         prefix: z.string().min(1).default("hub"),
         /** Seed nodes of a Redis Cluster (`redis://host:port` each); when set, `url` is not used. */
-        cluster: z
-          .array(z.string().regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"'))
-          .optional(),
+        cluster: z.array(RedisNodeUrlSchema).optional(),
       })
       .strict()
       .prefault({}),

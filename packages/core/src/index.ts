@@ -20,6 +20,7 @@ export * from "./pacing.js";
 export * from "./plugin.js";
 export * from "./redact.js";
 export * from "./redis-keys.js";
+export * from "./redis-url.js";
 export * from "./sanitize.js";
 export * from "./secret.js";
 export * from "./session-key.js";

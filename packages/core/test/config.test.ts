@@ -45,3 +45,58 @@ describe("config", () => {
     );
   });
 });
+
+describe("config: Redis URLs", () => {
+  const messageOf = (env: Record<string, string>, raw: unknown = {}): string => {
+    try {
+      parseConfig(raw, "/x/hub.json5", env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(HubError);
+      return (error as Error).message;
+    }
+    return expect.unreachable();
+  };
+
+  it("refuses a URL ioredis cannot use, with a sentence naming REDIS_URL and no part of the URL", () => {
+    const bad: Array<[string, RegExp]> = [
+      ["redis://:SuperSecretRedisPw@127.0.0.1:99999", /port is not a number from 1 to 65535/],
+      ["redis://127.0.0.1:notaport", /port is not a number from 1 to 65535/],
+      ["redis://127.0.0.1:0", /port is not a number from 1 to 65535/],
+      ["redis://bad host:6379", /cannot be read as a URL/],
+      ["redis://127.0.0.1:6391/abc", /database .* is not a whole number/],
+      ["redis://127.0.0.1:6391?db=x", /database .* is not a whole number/],
+      ["http://127.0.0.1:6379", /does not start with "redis:\/\/"/],
+      [
+        "redis://:ClusterSecretPw99@127.0.0.1:7991,redis://:ClusterSecretPw99@127.0.0.1:notaport",
+        /port is not a number/,
+      ],
+    ];
+    for (const [url, problem] of bad) {
+      const message = messageOf({ REDIS_URL: url });
+      expect(message).toMatch(/redis\.url: must be written redis:\/\//);
+      expect(message).toMatch(problem);
+      expect(message).not.toMatch(/Secret|bad host|notaport|abc/);
+    }
+  });
+
+  it("names redis.url and redis.cluster of the file when the file set them", () => {
+    expect(messageOf({}, { redis: { url: "redis://h:99999" } })).toMatch(
+      /^The configuration in \/x\/hub\.json5 is not valid:\n {2}- redis\.url: must be written .* port/,
+    );
+    expect(messageOf({}, { redis: { cluster: ["redis://h:7000", "redis://:pw-pw-pw@h/x"] } })).toMatch(
+      /redis\.cluster\.1: must be written .* database/,
+    );
+  });
+
+  it("takes every form ioredis reads: TLS, IPv6, a database, user and password, a cluster's seed list", () => {
+    for (const url of [
+      "redis://127.0.0.1:6379",
+      "rediss://user:p%40ss@redis.example.com:6380/3",
+      "redis://[::1]:6379/0",
+      "redis://localhost/",
+      "redis://h?db=2",
+      "redis://:pw@10.0.0.1:7000,redis://:pw@10.0.0.2:7000",
+    ])
+      expect(parseConfig({}, "c", { REDIS_URL: url }).redis.url).toBe(url);
+  });
+});
