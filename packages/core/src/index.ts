@@ -2,6 +2,7 @@ export * from "./access.js";
 export * from "./channel.js";
 export * from "./channel-config.js";
 export * from "./config.js";
+export * from "./config-env.js";
 export * from "./config-secrets.js";
 export * from "./edge/index.js";
 export * from "./errors.js";

@@ -73,9 +73,12 @@ describe("config: Redis URLs", () => {
     ];
     for (const [url, problem] of bad) {
       const message = messageOf({ REDIS_URL: url });
-      expect(message).toMatch(/redis\.url: must be written redis:\/\//);
+      expect(message).toMatch(
+        /^These environment variables .*\n {2}- REDIS_URL: redis\.url must be written redis:\/\//,
+      );
       expect(message).toMatch(problem);
-      expect(message).not.toMatch(/Secret|bad host|notaport|abc/);
+      expect(message).toContain("correct REDIS_URL");
+      expect(message).not.toMatch(/Secret|bad host|notaport|abc|\/x\/hub\.json5/);
     }
   });
 
@@ -98,5 +101,52 @@ describe("config: Redis URLs", () => {
       "redis://:pw@10.0.0.1:7000,redis://:pw@10.0.0.2:7000",
     ])
       expect(parseConfig({}, "c", { REDIS_URL: url }).redis.url).toBe(url);
+  });
+});
+
+describe("config: values from the environment", () => {
+  const messageOf = (env: Record<string, string>, raw: unknown = {}): string => {
+    try {
+      parseConfig(raw, "/x/hub.json5", env);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return expect.unreachable();
+  };
+
+  it("names the variable that set the key (its value unless it is a secret) and does not blame the file", () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ HUB_GATEWAY_PORT: "abc" }, "HUB_GATEWAY_PORT=abc: gateway.port expects a number;"],
+      [
+        { HUB_GATEWAY_PORT: "99999" },
+        "HUB_GATEWAY_PORT=99999: gateway.port expects a number of at most 65535;",
+      ],
+      [
+        { HUB_GATEWAY_TOKEN: "short-secret" },
+        "HUB_GATEWAY_TOKEN: gateway.token must be at least 16 characters;",
+      ],
+      [
+        { HUB_ROLES: "ingress,agnet" },
+        'HUB_ROLES=ingress,agnet: roles.1 expects one of "ingress", "agent", "delivery";',
+      ],
+      [
+        { HUB_SESSIONS_STORE: "Redis" },
+        'HUB_SESSIONS_STORE=Redis: sessions.store expects one of "files", "redis";',
+      ],
+    ];
+    for (const [env, line] of cases) {
+      const message = messageOf(env);
+      expect(message).toContain(line);
+      expect(message).toContain(`correct ${Object.keys(env)[0]} or unset it.`);
+      expect(message).not.toContain("hub.json5");
+      expect(message).not.toContain("short-secret");
+    }
+  });
+
+  it("lists the environment's problems and the file's apart when both have some", () => {
+    const message = messageOf({ HUB_GATEWAY_PORT: "abc" }, { gateway: { prot: 1, port: 80 } });
+    expect(message).toMatch(
+      /^These environment variables .*\n {2}- HUB_GATEWAY_PORT=abc: gateway\.port .*\nThe configuration in \/x\/hub\.json5 is not valid:\n {2}- gateway \(unknown key "prot"\)/,
+    );
   });
 });
