@@ -64,3 +64,8 @@ export const RedisUrlSchema = z.string().superRefine((value, ctx) => {
     ctx.addIssue({ code: "custom", message: `must be written ${REDIS_URL_FORM}, but it is empty` });
   checkUrls(urls, ctx);
 });
+
+/** A URL (or comma-separated list of URLs) with user and password replaced by `***`, for messages. */
+export function redactUrl(url: string): string {
+  return url.replace(/\/\/[^@/]*@/g, "//***@");
+}
