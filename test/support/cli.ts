@@ -11,13 +11,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the real `hub` command line (a child process) with the given environment. */
-export function runCli(args: string[], env: Record<string, string>, timeoutMs = 20_000): Promise<CliResult> {
+/** Runs the real `hub` command line (a child process) with the given environment (as another user with `as`). */
+export function runCli(
+  args: string[],
+  env: Record<string, string>,
+  timeoutMs = 20_000,
+  as?: { uid: number; gid: number },
+): Promise<CliResult> {
   return new Promise((resolve) => {
     execFile(
       process.execPath,
       ["--import", "tsx", MAIN, ...args],
-      { env: { ...process.env, REDIS_URL, ...env }, timeout: timeoutMs },
+      { env: { ...process.env, REDIS_URL, ...env }, timeout: timeoutMs, ...as },
       (error, stdout, stderr) => {
         const code = error ? (typeof error.code === "number" ? error.code : 1) : 0;
         resolve({ code, stdout, stderr });

@@ -14,10 +14,16 @@ export interface OwnRedis {
   stop(): Promise<void>;
 }
 
-async function ping(port: number, timeoutMs = 10_000): Promise<void> {
+async function ping(port: number, password?: string, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const client = new Redis({ port, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+    const client = new Redis({
+      port,
+      ...(password ? { password } : {}),
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     client.on("error", () => {});
     try {
       await client.connect();
@@ -66,13 +72,17 @@ export function hasRedisServer(): boolean {
   return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
 }
 
-/** Starts a redis-server with AOF on (`appendfsync always`, so a kill loses nothing acknowledged). */
-export async function startOwnRedis(): Promise<OwnRedis> {
+/**
+ * Starts a redis-server with AOF on (`appendfsync always`, so a kill loses nothing acknowledged);
+ * with `password`, it refuses clients that do not give it (`requirepass`).
+ */
+export async function startOwnRedis(options: { password?: string } = {}): Promise<OwnRedis> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), "hub-redis-"));
   const args = ["--appendonly", "yes", "--appendfsync", "always"];
+  if (options.password) args.push("--requirepass", options.password);
   let child = spawnServer(port, dir, args);
-  await ping(port);
+  await ping(port, options.password);
   return {
     port,
     url: `redis://127.0.0.1:${port}`,
@@ -80,7 +90,7 @@ export async function startOwnRedis(): Promise<OwnRedis> {
       await kill(child);
       await new Promise((r) => setTimeout(r, downMs));
       child = spawnServer(port, dir, args);
-      await ping(port);
+      await ping(port, options.password);
     },
     async stop() {
       await kill(child);

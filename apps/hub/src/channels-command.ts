@@ -29,7 +29,8 @@ export async function loginChannel(
     );
   const stateDir = resolveStateDir();
   ensureStateDir(stateDir);
-  const logger = createLogger({ level: process.env.HUB_LOG_LEVEL ?? "warn" });
+  // HUB_LOG_LEVEL, when set, is checked by createLogger itself (an unknown level is a clear error).
+  const logger = createLogger(process.env.HUB_LOG_LEVEL ? {} : { level: "warn" });
   await plugin.login(
     configured ?? plugin.configSchema.parse({}),
     {

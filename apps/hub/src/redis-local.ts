@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { HubError } from "@hub/core";
+import { HubError, redactUrl } from "@hub/core";
 import { clusterSeeds, pingRedis } from "@hub/queue";
 
 /** A Redis the hub started for its own use; stop it on shutdown. */
@@ -13,63 +13,98 @@ function hasRedisServer(): boolean {
   return spawnSync("redis-server", ["--version"], { stdio: "ignore" }).status === 0;
 }
 
+async function pingError(url: string): Promise<Error | undefined> {
+  try {
+    await pingRedis(url);
+    return undefined;
+  } catch (error) {
+    return error as Error;
+  }
+}
+
+// Redis answered, and refused the password given (WRONGPASS; "ERR invalid password" before Redis 6) or wants one (NOAUTH).
+function authRefusal(error: Error, url: string, setting: string): HubError | undefined {
+  const reply = error.message.replace(/\.$/, "");
+  const at = `Redis at ${redactUrl(url)}`;
+  const form = "redis://:password@host:port, or redis://user:password@host:port for an ACL user";
+  if (/^NOAUTH\b/.test(reply))
+    return new HubError(
+      "redis_password_missing",
+      `${at} requires a password and none is set (${reply}); put it in ${setting} as ${form}, and start again.`,
+    );
+  if (/^WRONGPASS\b|^ERR invalid password/.test(reply))
+    return new HubError(
+      "redis_password_refused",
+      `${at} refused the password (${reply}); set the right one in ${setting} (${form}), and start again.`,
+    );
+  return undefined;
+}
+
 /**
- * Makes sure a Redis answers at `url`. If none does and the URL is local, a
- * `redis-server` is started for the hub's own use (AOF on, data in the state
- * dir) when the binary is installed; otherwise a HubError says how to get one.
+ * Makes sure a Redis answers at `url`. A Redis that refuses the password is
+ * a HubError naming `setting` (where the URL was set, e.g. `REDIS_URL`). When
+ * nothing listens (connection refused) at a local URL, a `redis-server` is
+ * started for the hub's own use (AOF on, data in the state dir) if the binary
+ * is installed; otherwise a HubError says how to get one. No message shows a
+ * password.
  */
 export async function ensureRedis(
   url: string,
   stateDir: string,
   log: (line: string) => void,
+  setting = "REDIS_URL (or redis.url)",
 ): Promise<LocalRedis | undefined> {
-  try {
-    await pingRedis(url);
-    return undefined;
-  } catch {
-    // fall through: no Redis answers
-  }
+  const error = await pingError(url);
+  if (!error) return undefined;
+  const refusal = authRefusal(error, url, setting);
+  if (refusal) throw refusal;
   // A Redis Cluster is the operator's to run: the hub starts none.
   if (clusterSeeds(url))
     throw new HubError(
       "redis_unavailable",
-      `No Redis Cluster node answers at ${url}: start the cluster, or fix redis.cluster / REDIS_URL.`,
+      `No Redis Cluster node answers at ${redactUrl(url)} (${error.message}): start the cluster, or fix ${setting}.`,
     );
   const parsed = new URL(url);
   const local = ["127.0.0.1", "localhost", "::1", "[::1]"].includes(parsed.hostname);
-  const howTo = `No Redis answers at ${url}: install and start Redis 7 (e.g. "apt-get install redis-server" or "docker compose up -d redis"), or set REDIS_URL.`;
-  if (!local || !hasRedisServer()) throw new HubError("redis_unavailable", howTo);
+  const howTo = `No Redis answers at ${redactUrl(url)} (${error.message}): install and start Redis 7 (e.g. "apt-get install redis-server" or "docker compose up -d redis"), or set ${setting}.`;
+  const nothingListens = (error as NodeJS.ErrnoException).code === "ECONNREFUSED";
+  if (!nothingListens || !local || !hasRedisServer()) throw new HubError("redis_unavailable", howTo);
+  return startLocalRedis(url, parsed.port || "6379", stateDir, log, howTo);
+}
+
+async function startLocalRedis(
+  url: string,
+  port: string,
+  stateDir: string,
+  log: (line: string) => void,
+  howTo: string,
+): Promise<LocalRedis> {
   const dir = join(stateDir, "redis");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const port = parsed.port || "6379";
-  const child: ChildProcess = spawn(
-    "redis-server",
-    [
-      "--port",
-      port,
-      "--bind",
-      "127.0.0.1",
-      "--dir",
-      dir,
-      "--appendonly",
-      "yes",
-      "--save",
-      "",
-      "--daemonize",
-      "no",
-    ],
-    { stdio: "ignore" },
-  );
-  log(`No Redis was running at ${url}; started redis-server for the hub (data in ${dir}).`);
+  const args = ["--port", port, "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--save", ""];
+  const child: ChildProcess = spawn("redis-server", [...args, "--daemonize", "no"], { stdio: "ignore" });
+  child.on("error", () => {});
   for (let i = 0; i < 50; i++) {
     await new Promise((r) => setTimeout(r, 100));
-    try {
-      await pingRedis(url);
+    if (!(await pingError(url))) {
+      log(`No Redis was running at ${redactUrl(url)}; started redis-server for the hub (data in ${dir}).`);
       return { stop: () => child.kill("SIGTERM") };
-    } catch {
-      if (child.exitCode !== null) break;
     }
+    if (child.exitCode !== null) break;
   }
   child.kill("SIGKILL");
   throw new HubError("redis_unavailable", howTo);
+}
+
+/**
+ * Where the hub's Redis is set, for messages: `redis.cluster` or `redis.url`
+ * in the configuration file `path`, or the `REDIS_URL` variable.
+ */
+export function redisSetting(
+  config: { redis: { cluster?: string[] | undefined } },
+  env: NodeJS.ProcessEnv,
+  path: string,
+): string {
+  if (config.redis.cluster?.length) return `redis.cluster in ${path}`;
+  return env.REDIS_URL ? "REDIS_URL" : `REDIS_URL (or redis.url in ${path})`;
 }

@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { type ChannelAccess, ChannelAccessSchema, DmPolicySchema } from "./access.js";
+import type { EnvSetting } from "./config-env.js";
 
 /** One account's validated config: the shared access settings plus the channel's own keys. */
 export type ChannelAccountConfig = ChannelAccess & { readonly [key: string]: unknown };
@@ -110,12 +111,16 @@ export function channelInputSchema(schema: z.ZodType): z.ZodType {
   return object.extend({ accounts: z.record(z.string(), object.partial()).optional() });
 }
 
-/** Sets the environment overrides of every plugin (`TELEGRAM_BOT_TOKEN` -> `channels.telegram.botToken`). */
+/**
+ * Sets the environment overrides of every plugin (`TELEGRAM_BOT_TOKEN` ->
+ * `channels.telegram.botToken`); returns what it set (values never shown: they are credentials).
+ */
 export function applyChannelEnv(
   merged: Json,
   sources: ReadonlyArray<ChannelConfigSource>,
   env: NodeJS.ProcessEnv,
-): void {
+): EnvSetting[] {
+  const applied: EnvSetting[] = [];
   for (const source of sources) {
     for (const [variable, key] of Object.entries(source.env ?? {})) {
       const value = env[variable];
@@ -126,10 +131,14 @@ export function applyChannelEnv(
       channels[source.name] = entry;
       // With accounts, the variable sets the `default` account's key when there is one, else the shared key.
       const accounts = entry.accounts;
-      const target = isObject(accounts) && isObject(accounts.default) ? accounts.default : entry;
+      const useDefault = isObject(accounts) && isObject(accounts.default);
+      const target = useDefault ? (accounts.default as Json) : entry;
       target[key] = value;
+      const path = ["channels", source.name, ...(useDefault ? ["accounts", "default"] : []), key];
+      applied.push({ variable, value, path, shown: false });
     }
   }
+  return applied;
 }
 
 /** The access settings of one channel account, or undefined when it is not configured. */

@@ -11,9 +11,12 @@ import {
   channelsSchema,
   WEBCHAT_CHANNEL,
 } from "./channel-config.js";
+import { applyEnvOverrides } from "./config-env.js";
+import { describeConfigIssues } from "./config-issues.js";
 import { HubError } from "./errors.js";
 import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 import { hashTaggedPrefix } from "./redis-keys.js";
+import { RedisNodeUrlSchema, RedisUrlSchema } from "./redis-url.js";
 
 const ProviderSchema = z
   .object({
@@ -185,19 +188,14 @@ const BaseConfigSchema = z
       .prefault({}),
     redis: z
       .object({
-        url: z
-          .string()
-          .regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"')
-          .default("redis://127.0.0.1:6379"),
+        url: RedisUrlSchema.default("redis://127.0.0.1:6379"),
         /**
          * Every key starts with it; a Redis Cluster hash tag is added when it has none
          * (`hub` -> `{hub}`), so every key of one installation lives in one slot.
          */
         prefix: z.string().min(1).default("hub"),
         /** Seed nodes of a Redis Cluster (`redis://host:port` each); when set, `url` is not used. */
-        cluster: z
-          .array(z.string().regex(/^rediss?:\/\//, 'must start with "redis://" or "rediss://"'))
-          .optional(),
+        cluster: z.array(RedisNodeUrlSchema).optional(),
       })
       .strict()
       .prefault({}),
@@ -275,38 +273,6 @@ export function resolveStateDir(env: NodeJS.ProcessEnv = process.env): string {
 
 type Json = { [key: string]: unknown };
 
-function setPath(target: Json, path: string[], value: unknown): void {
-  let node = target;
-  for (const key of path.slice(0, -1)) {
-    if (typeof node[key] !== "object" || node[key] === null) node[key] = {};
-    node = node[key] as Json;
-  }
-  node[path[path.length - 1] as string] = value;
-}
-
-/** Environment variables that override config keys (value parsers included). */
-const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown]> = [
-  ["HUB_GATEWAY_HOST", ["gateway", "host"], String],
-  ["HUB_GATEWAY_PORT", ["gateway", "port"], Number],
-  ["HUB_GATEWAY_TOKEN", ["gateway", "token"], String],
-  ["HUB_GATEWAY_PASSWORD", ["gateway", "password"], String],
-  ["HUB_MODEL", ["agent", "model"], String],
-  ["REDIS_URL", ["redis", "url"], String],
-  ["HUB_REDIS_PREFIX", ["redis", "prefix"], String],
-  ["HUB_SESSIONS_STORE", ["sessions", "store"], String],
-  ["OPENAI_BASE_URL", ["models", "providers", "openai", "baseUrl"], String],
-  ["OPENAI_API_KEY", ["models", "providers", "openai", "apiKey"], String],
-  ["HUB_ROLES", ["roles"], (v) => v.split(",").map((r) => r.trim())],
-  ["HUB_LANE_LEASE_MS", ["agent", "laneLeaseMs"], Number],
-];
-
-function fixFor(issue: z.core.$ZodIssue): string {
-  if (issue.code === "unrecognized_keys")
-    return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
-  if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
-  return "correct the value";
-}
-
 /**
  * The Redis the hub connects to, as every part of it reads it: `redis.url`
  * becomes the cluster's seed list (comma-separated; a list always ends up
@@ -321,7 +287,8 @@ function withRedisTarget(config: HubConfig): HubConfig {
 
 /**
  * Validates raw config (file contents plus env overrides). Unknown keys and
- * wrong types throw a `HubError` naming each path and how to fix it.
+ * wrong types throw a `HubError` naming each path (and the environment
+ * variable that set it, if one did) and how to fix it.
  */
 export function parseConfig(
   raw: unknown,
@@ -330,22 +297,10 @@ export function parseConfig(
   plugins?: ReadonlyArray<ChannelConfigSource>,
 ): HubConfig {
   const merged: Json = structuredClone((raw ?? {}) as Json);
-  for (const [name, path, parse] of ENV_OVERRIDES) {
-    const value = env[name];
-    if (value !== undefined && value !== "") setPath(merged, path, parse(value));
-  }
-  applyChannelEnv(merged, plugins ?? [], env);
+  const fromEnv = [...applyEnvOverrides(merged, env), ...applyChannelEnv(merged, plugins ?? [], env)];
   const result = hubConfigSchema(plugins).safeParse(merged);
   if (result.success) return withRedisTarget(result.data);
-  const lines = result.error.issues.map((issue) => {
-    const keys =
-      issue.code === "unrecognized_keys"
-        ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})`
-        : "";
-    const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
-    return `  - ${at}${keys}: ${issue.message}; ${fixFor(issue)}.`;
-  });
-  throw new HubError("config_invalid", `The configuration in ${source} is not valid:\n${lines.join("\n")}`);
+  throw new HubError("config_invalid", describeConfigIssues(result.error.issues, source, fromEnv));
 }
 
 /**

@@ -1,4 +1,5 @@
 import { type Logger, pino } from "pino";
+import { parseLogLevel } from "./log-level.js";
 import { redactLogFields, redactLogValue } from "./log-redaction.js";
 import type { SecretRedactor } from "./redact.js";
 
@@ -14,7 +15,8 @@ export interface LogDestination {
 
 /**
  * Creates the process's root logger. Level from `HUB_LOG_LEVEL` (default
- * `info`; tests: `silent`). With `secrets`, every finished line (message,
+ * `info`; tests: `silent`; a level pino does not know is a `HubError` listing
+ * the valid ones). With `secrets`, every finished line (message,
  * fields, error messages, causes and stacks alike) passes through the
  * redactor before it is written, so no configured secret reaches the log
  * whichever string carried it.
@@ -22,7 +24,10 @@ export interface LogDestination {
 export function createLogger(
   options: { level?: string; name?: string; destination?: LogDestination; secrets?: SecretRedactor } = {},
 ): HubLogger {
-  const level = options.level ?? process.env.HUB_LOG_LEVEL ?? (process.env.VITEST ? "silent" : "info");
+  const level =
+    options.level !== undefined
+      ? parseLogLevel(options.level)
+      : parseLogLevel(process.env.HUB_LOG_LEVEL || (process.env.VITEST ? "silent" : "info"), "HUB_LOG_LEVEL");
   // REDACTED_PATHS are censored by our own copy-on-write pass, not pino's `redact` option: that one
   // clones and walks every field of every line and every child logger's bindings (its wildcard paths
   // apply to all of them), where ours returns the object as it is when nothing in it is a secret.

@@ -45,3 +45,108 @@ describe("config", () => {
     );
   });
 });
+
+describe("config: Redis URLs", () => {
+  const messageOf = (env: Record<string, string>, raw: unknown = {}): string => {
+    try {
+      parseConfig(raw, "/x/hub.json5", env);
+    } catch (error) {
+      expect(error).toBeInstanceOf(HubError);
+      return (error as Error).message;
+    }
+    return expect.unreachable();
+  };
+
+  it("refuses a URL ioredis cannot use, with a sentence naming REDIS_URL and no part of the URL", () => {
+    const bad: Array<[string, RegExp]> = [
+      ["redis://:SuperSecretRedisPw@127.0.0.1:99999", /port is not a number from 1 to 65535/],
+      ["redis://127.0.0.1:notaport", /port is not a number from 1 to 65535/],
+      ["redis://127.0.0.1:0", /port is not a number from 1 to 65535/],
+      ["redis://bad host:6379", /cannot be read as a URL/],
+      ["redis://127.0.0.1:6391/abc", /database .* is not a whole number/],
+      ["redis://127.0.0.1:6391?db=x", /database .* is not a whole number/],
+      ["http://127.0.0.1:6379", /does not start with "redis:\/\/"/],
+      [
+        "redis://:ClusterSecretPw99@127.0.0.1:7991,redis://:ClusterSecretPw99@127.0.0.1:notaport",
+        /port is not a number/,
+      ],
+    ];
+    for (const [url, problem] of bad) {
+      const message = messageOf({ REDIS_URL: url });
+      expect(message).toMatch(
+        /^These environment variables .*\n {2}- REDIS_URL: redis\.url must be written redis:\/\//,
+      );
+      expect(message).toMatch(problem);
+      expect(message).toContain("correct REDIS_URL");
+      expect(message).not.toMatch(/Secret|bad host|notaport|abc|\/x\/hub\.json5/);
+    }
+  });
+
+  it("names redis.url and redis.cluster of the file when the file set them", () => {
+    expect(messageOf({}, { redis: { url: "redis://h:99999" } })).toMatch(
+      /^The configuration in \/x\/hub\.json5 is not valid:\n {2}- redis\.url: must be written .* port/,
+    );
+    expect(messageOf({}, { redis: { cluster: ["redis://h:7000", "redis://:pw-pw-pw@h/x"] } })).toMatch(
+      /redis\.cluster\.1: must be written .* database/,
+    );
+  });
+
+  it("takes every form ioredis reads: TLS, IPv6, a database, user and password, a cluster's seed list", () => {
+    for (const url of [
+      "redis://127.0.0.1:6379",
+      "rediss://user:p%40ss@redis.example.com:6380/3",
+      "redis://[::1]:6379/0",
+      "redis://localhost/",
+      "redis://h?db=2",
+      "redis://:pw@10.0.0.1:7000,redis://:pw@10.0.0.2:7000",
+    ])
+      expect(parseConfig({}, "c", { REDIS_URL: url }).redis.url).toBe(url);
+  });
+});
+
+describe("config: values from the environment", () => {
+  const messageOf = (env: Record<string, string>, raw: unknown = {}): string => {
+    try {
+      parseConfig(raw, "/x/hub.json5", env);
+    } catch (error) {
+      return (error as Error).message;
+    }
+    return expect.unreachable();
+  };
+
+  it("names the variable that set the key (its value unless it is a secret) and does not blame the file", () => {
+    const cases: Array<[Record<string, string>, string]> = [
+      [{ HUB_GATEWAY_PORT: "abc" }, "HUB_GATEWAY_PORT=abc: gateway.port expects a number;"],
+      [
+        { HUB_GATEWAY_PORT: "99999" },
+        "HUB_GATEWAY_PORT=99999: gateway.port expects a number of at most 65535;",
+      ],
+      [
+        { HUB_GATEWAY_TOKEN: "short-secret" },
+        "HUB_GATEWAY_TOKEN: gateway.token must be at least 16 characters;",
+      ],
+      [
+        { HUB_ROLES: "ingress,agnet" },
+        'HUB_ROLES=ingress,agnet: roles.1 expects one of "ingress", "agent", "delivery";',
+      ],
+      [
+        { HUB_SESSIONS_STORE: "Redis" },
+        'HUB_SESSIONS_STORE=Redis: sessions.store expects one of "files", "redis";',
+      ],
+    ];
+    for (const [env, line] of cases) {
+      const message = messageOf(env);
+      expect(message).toContain(line);
+      expect(message).toContain(`correct ${Object.keys(env)[0]} or unset it.`);
+      expect(message).not.toContain("hub.json5");
+      expect(message).not.toContain("short-secret");
+    }
+  });
+
+  it("lists the environment's problems and the file's apart when both have some", () => {
+    const message = messageOf({ HUB_GATEWAY_PORT: "abc" }, { gateway: { prot: 1, port: 80 } });
+    expect(message).toMatch(
+      /^These environment variables .*\n {2}- HUB_GATEWAY_PORT=abc: gateway\.port .*\nThe configuration in \/x\/hub\.json5 is not valid:\n {2}- gateway \(unknown key "prot"\)/,
+    );
+  });
+});

@@ -70,4 +70,18 @@ describe("collectConfigSecrets", () => {
       ].sort(),
     );
   });
+
+  it("finds the password of each URL of a comma-separated cluster list, and of a URL no parser reads", () => {
+    const found = (value: string) => collectConfigSecrets({ redis: { url: value } });
+    expect(found("redis://:ClusterSecretPw99@127.0.0.1:7991,redis://:OtherNodePw77@127.0.0.1:7992")).toEqual(
+      expect.arrayContaining(["ClusterSecretPw99", "OtherNodePw77"]),
+    );
+    expect(found("redis://:SuperSecretRedisPw@127.0.0.1:99999")).toContain("SuperSecretRedisPw");
+    expect(found("redis://user:BadHostPw123@bad host:6379")).toContain("BadHostPw123");
+    expect(found("redis://:Pct%25Pw123@h:notaport")).toEqual(
+      expect.arrayContaining(["Pct%25Pw123", "Pct%Pw123"]),
+    );
+    expect(found("redis://:has,comma-pw@127.0.0.1:6379")).toContain("has,comma-pw");
+    expect(found("redis://127.0.0.1:6379")).toEqual([]);
+  });
 });

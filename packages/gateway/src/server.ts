@@ -30,6 +30,7 @@ import {
   httpServerOptions,
 } from "./connection-limits.js";
 import { projectHistory } from "./history-projection.js";
+import { listenError } from "./listen-error.js";
 import {
   ChatAbortParamsSchema,
   ChatHistoryParamsSchema,
@@ -191,14 +192,7 @@ export class GatewayServer {
     );
     await new Promise<void>((resolve, reject) => {
       this.#http.once("error", (error: NodeJS.ErrnoException) =>
-        reject(
-          error.code === "EADDRINUSE"
-            ? new HubError(
-                "gateway_port_in_use",
-                `Port ${this.options.port} on ${this.options.host} is already in use; stop the other program or set HUB_GATEWAY_PORT (or gateway.port) to a free port.`,
-              )
-            : error,
-        ),
+        reject(listenError(error, this.options.host, this.options.port)),
       );
       this.#http.listen(this.options.port, this.options.host, () => resolve());
     });

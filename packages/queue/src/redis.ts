@@ -101,7 +101,11 @@ export async function scanKeys(redis: Redis, pattern: string, count = 500): Prom
   return found;
 }
 
-/** Resolves when Redis answers PING within `timeoutMs`, or rejects with a clear error. */
+/**
+ * Resolves when Redis answers PING within `timeoutMs`, or rejects with the
+ * connection's own error when it had one (`ECONNREFUSED`, or Redis's
+ * `WRONGPASS` / `NOAUTH` reply) rather than ioredis's "Connection is closed".
+ */
 export async function pingRedis(url: string, timeoutMs = 1500): Promise<void> {
   const client = new Redis(clusterSeeds(url)?.[0] ?? url, {
     lazyConnect: true,
@@ -109,10 +113,15 @@ export async function pingRedis(url: string, timeoutMs = 1500): Promise<void> {
     connectTimeout: timeoutMs,
     retryStrategy: () => null,
   });
-  client.on("error", () => {});
+  let cause: Error | undefined;
+  client.on("error", (error: Error) => {
+    cause ??= error;
+  });
   try {
     await client.connect();
     await client.ping();
+  } catch (error) {
+    throw cause ?? error;
   } finally {
     client.disconnect();
   }

@@ -5,6 +5,7 @@ import {
   type HubConfig,
   HubError,
   loadConfig,
+  redactUrl,
   resolveStateDir,
   SecretRedactor,
 } from "@hub/core";
@@ -100,11 +101,6 @@ export function output(command: Command, data: unknown, text: () => string): voi
 /** A line on stderr (so `--json` output stays clean) saying where the answer comes from: the gateway, Redis or the state dir. */
 export function via(source: string): void {
   console.error(`(from ${source})`);
-}
-
-/** A Redis URL without its password, for messages. */
-export function redactUrl(url: string): string {
-  return url.replace(/\/\/[^@/]*@/, "//***@");
 }
 
 /**

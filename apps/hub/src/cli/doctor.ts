@@ -1,11 +1,11 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type ChannelCheck, type HubConfig, resolveStateDir, WEBCHAT_CHANNEL } from "@hub/core";
+import { type ChannelCheck, type HubConfig, redactUrl, resolveStateDir, WEBCHAT_CHANNEL } from "@hub/core";
 import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import type { ChannelReport } from "../supervisor.js";
-import { configOf, gatewayAddress, output, redactUrl, via } from "./context.js";
+import { configOf, gatewayAddress, output, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
 import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
 

@@ -11,7 +11,7 @@ import type { Command } from "commander";
 import { startHub } from "../hub.js";
 import { handleSignals } from "../lifecycle.js";
 import { channelPlugins } from "../plugins.js";
-import { ensureRedis } from "../redis-local.js";
+import { ensureRedis, redisSetting } from "../redis-local.js";
 import { ensureStateDir, resolveGatewayToken } from "../state.js";
 import { optionsOf, secrets } from "./context.js";
 
@@ -45,7 +45,8 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
   );
   const logger = createLogger({ secrets });
   refuseOpenGatewayWithoutToken(config);
-  const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line));
+  const redisAt = redisSetting(config, env, path);
+  const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line), redisAt);
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   secrets.add([token]);
   const hub = await startHub(config, { stateDir, token, logger });

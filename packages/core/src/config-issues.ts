@@ -1,0 +1,66 @@
+import type { z } from "zod";
+import { type EnvSetting, envSettingAt } from "./config-env.js";
+
+function fixFor(issue: z.core.$ZodIssue): string {
+  if (issue.code === "unrecognized_keys")
+    return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
+  if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
+  return "correct the value";
+}
+
+function fileLine(issue: z.core.$ZodIssue): string {
+  const keys =
+    issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
+  const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
+  return `  - ${at}${keys}: ${issue.message}; ${fixFor(issue)}.`;
+}
+
+function bound(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string {
+  const small = issue.code === "too_small";
+  const limit = small ? issue.minimum : issue.maximum;
+  const word = issue.inclusive ? (small ? "of at least" : "of at most") : small ? "above" : "below";
+  return `expects a number ${word} ${String(limit)}`;
+}
+
+// What the key expects, as the rest of a sentence that starts with the key.
+function expects(issue: z.core.$ZodIssue): string {
+  if (/^must\b/.test(issue.message)) return issue.message;
+  if (issue.code === "invalid_type")
+    return `expects ${issue.expected === "int" ? "a whole number" : `a ${issue.expected}`}`;
+  if (issue.code === "invalid_value")
+    return `expects one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
+  if ((issue.code === "too_small" || issue.code === "too_big") && issue.origin === "number")
+    return bound(issue);
+  return `is not valid (${issue.message})`;
+}
+
+function envLine(issue: z.core.$ZodIssue, setting: EnvSetting): string {
+  const variable = setting.shown ? `${setting.variable}=${setting.value}` : setting.variable;
+  const at = issue.path.map(String).join(".");
+  return `  - ${variable}: ${at} ${expects(issue)}; correct ${setting.variable} or unset it.`;
+}
+
+/**
+ * The message of a configuration that does not validate: each problem with
+ * the key and how to fix it, under the file when the file set the key, or
+ * naming the environment variable that set it (its value only when it is no
+ * secret), so the file is not blamed for the environment.
+ */
+export function describeConfigIssues(
+  issues: ReadonlyArray<z.core.$ZodIssue>,
+  source: string,
+  envSettings: ReadonlyArray<EnvSetting>,
+): string {
+  const fromEnv: string[] = [];
+  const fromFile: string[] = [];
+  for (const issue of issues) {
+    const setting = envSettingAt(envSettings, issue.path);
+    if (setting) fromEnv.push(envLine(issue, setting));
+    else fromFile.push(fileLine(issue));
+  }
+  const parts: string[] = [];
+  if (fromEnv.length)
+    parts.push(`These environment variables hold values the hub cannot use:\n${fromEnv.join("\n")}`);
+  if (fromFile.length) parts.push(`The configuration in ${source} is not valid:\n${fromFile.join("\n")}`);
+  return parts.join("\n");
+}
