@@ -68,7 +68,7 @@ describe("supervised channel lifecycle", () => {
     expect(state("refused")).toMatchObject({
       state: "failed",
       reason:
-        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken (from @BotFather).",
+        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
     });
 
     // The gateway tells an operator tool the same.
@@ -169,10 +169,33 @@ describe("npm start with a channel that cannot connect", () => {
       await fake.close();
     });
     const line =
-      "telegram channel failed: Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.botToken (from @BotFather).";
+      "telegram channel failed: Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).";
     await waitFor(() => hub.output.join("").includes(line), "the failed line", 10_000);
     await new Promise((r) => setTimeout(r, 1500));
     expect(hub.output.join("").split(line).length - 1).toBe(1);
+    expect(hub.child.exitCode).toBeNull();
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
+  }, 30_000);
+
+  it("a channel without its bot token fails alone with the key to set; the web chat runs", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-lifecycle-"));
+    const prefix = testPrefix("lifecycle-no-token");
+    const config = join(stateDir, "hub.json5");
+    writeFileSync(config, `{ channels: { telegram: { allowFrom: ["1"] } } }`);
+    const port = await freePort();
+    const hub = await startHubProcess(
+      { HUB_STATE_DIR: stateDir, HUB_CONFIG: config, HUB_REDIS_PREFIX: prefix, TELEGRAM_BOT_TOKEN: "" },
+      port,
+    );
+    cleanups.push(async () => {
+      if (hub.child.exitCode === null) await hub.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+    });
+    const line =
+      "telegram channel failed: channels.telegram is configured without a bot token; set channels.telegram.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).";
+    await waitFor(() => hub.output.join("").includes(line), "the failed line", 10_000);
+    expect(hub.output.join("")).toContain("Open the web chat:");
     expect(hub.child.exitCode).toBeNull();
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
   }, 30_000);

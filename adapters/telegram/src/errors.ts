@@ -26,7 +26,7 @@ export function classifyStartError(error: unknown, configPath: string): Error {
     return new Error(`Telegram could not be reached (${describeTelegramError(error)})`);
   return new ChannelRefusedError(
     "telegram_token_refused",
-    `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${configPath}.botToken (from @BotFather).`,
+    `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${configPath}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
     { cause: error },
   );
 }

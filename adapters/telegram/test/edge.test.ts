@@ -118,7 +118,7 @@ describe("telegram polling edge", () => {
       logger: createLogger({ level: "silent" }),
     });
     await expect(refused.start(async () => ({ kind: "accepted" }))).rejects.toThrow(
-      "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.botToken (from @BotFather).",
+      "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
     );
     expect(refused.status()).toMatchObject({ state: "failed", reason: expect.stringContaining("botToken") });
   });

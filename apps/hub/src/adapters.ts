@@ -13,6 +13,7 @@ import {
 } from "@hub/core";
 import { RedisLeaseStore } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { unbuiltAdapter } from "./unbuilt-adapter.js";
 
 /** Adapter state in Redis, so any process of the ingress role resumes where another stopped. */
 export function redisStateStore(redis: Redis, prefix: string): AdapterStateStore {
@@ -42,7 +43,8 @@ export function channelLease(
 /**
  * Builds one adapter per enabled account of every configured channel (not
  * started), each by its channel's plugin (which loads its platform SDK then).
- * The web chat is built by the hub itself.
+ * An account whose config its plugin refuses gets a stand-in that starts as
+ * `failed` with the plugin's sentence. The web chat is built by the hub itself.
  */
 export async function buildChannelAdapters(
   config: HubConfig,
@@ -61,14 +63,19 @@ export async function buildChannelAdapters(
     }
     for (const [accountId, account] of Object.entries(section.accounts)) {
       if (!account.enabled) continue;
+      const built = plugin.create(account, {
+        accountId,
+        logger: deps.logger,
+        state: redisStateStore(deps.redis, deps.prefix),
+        stateDir: deps.stateDir,
+        redis: { url: config.redis.url, prefix: deps.prefix },
+        lease: channelLease({ url: config.redis.url, prefix: deps.prefix }, name, accountId, deps.logger),
+      });
+      // A config the plugin refuses (a missing token) fails this account only, like a refused token.
       adapters.push(
-        await plugin.create(account, {
-          accountId,
-          logger: deps.logger,
-          state: redisStateStore(deps.redis, deps.prefix),
-          stateDir: deps.stateDir,
-          redis: { url: config.redis.url, prefix: deps.prefix },
-          lease: channelLease({ url: config.redis.url, prefix: deps.prefix }, name, accountId, deps.logger),
+        await built.catch((error: unknown) => {
+          if (error instanceof HubError) return unbuiltAdapter(name, accountId, error);
+          throw error;
         }),
       );
     }

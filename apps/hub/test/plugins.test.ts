@@ -1,4 +1,4 @@
-import { configJsonSchema, createLogger, parseConfig } from "@hub/core";
+import { ChannelRefusedError, configJsonSchema, createLogger, parseConfig } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildChannelAdapters } from "../src/adapters.js";
@@ -33,10 +33,16 @@ describe("the hub's channel plugins", () => {
     expect((await buildChannelAdapters(fromEnv, channelPlugins, deps)).map((a) => a.accountId)).toEqual([
       "default",
     ]);
-    const missing = parse({ channels: { telegram: { accounts: { work: {} } } } });
-    await expect(buildChannelAdapters(missing, channelPlugins, deps)).rejects.toThrow(
+    // The account without a token fails alone, with the sentence naming its key; the other one is built.
+    const missing = parse({ channels: { telegram: { accounts: { work: {}, home: { botToken: "2:B" } } } } });
+    const [work, home] = await buildChannelAdapters(missing, channelPlugins, deps);
+    expect([work?.accountId, home?.accountId]).toEqual(["work", "home"]);
+    const refused = work?.start(async () => ({ kind: "accepted" }));
+    await expect(refused).rejects.toBeInstanceOf(ChannelRefusedError);
+    await expect(refused).rejects.toThrow(
       "channels.telegram.accounts.work is configured without a bot token; set channels.telegram.accounts.work.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
     );
+    expect(home?.constructor.name).toBe("TelegramAdapter");
   });
 
   it("stops on a misspelt Telegram key or channel name with the path and the fix", () => {
