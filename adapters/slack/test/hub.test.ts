@@ -8,6 +8,7 @@ import { appMentionEvent, messageEvent, SLACK_IDS, slackHarness } from "./harnes
 // The whole hub with the Slack plugin's adapter: events POSTed to the hub's own server, signed like Slack's.
 describe("slack through the hub", () => {
   const OPEN_CHANNEL = "C0OPEN0001";
+  const BROADCAST_CHANNEL = "C0BCAST001";
   let hub: TestHub;
   let model: FakeOpenAI;
   let fake: FakeSlack;
@@ -36,6 +37,7 @@ describe("slack through the hub", () => {
             channels: {
               [SLACK_IDS.group]: { requireMention: true },
               [OPEN_CHANNEL]: { requireMention: false },
+              [BROADCAST_CHANNEL]: { requireMention: false },
             },
           },
         },
@@ -96,6 +98,42 @@ describe("slack through the hub", () => {
     await waitFor(() => fake.posted(SLACK_IDS.directChat).length === before + 1, "the DM answer");
     const answer = fake.posted(SLACK_IDS.directChat).at(-1);
     expect([answer?.text, answer?.thread_ts]).toEqual(["Hi _there_.", undefined]);
+  });
+
+  it("answers a thread reply also sent to the channel (thread_broadcast) in its thread, once with its app_mention", async () => {
+    const broadcast = (channel: string, text: string) => {
+      const root = fake.userMessage(channel, SLACK_IDS.user, "a thread root");
+      const reply = fake.userMessage(channel, SLACK_IDS.user, text, root.ts);
+      // As Slack sends it (events/message/thread_broadcast): the thread's root rides along.
+      const rootCopy = { type: "message", user: root.user, text: root.text, ts: root.ts, thread_ts: root.ts };
+      return { root, reply, event: messageEvent(reply, { subtype: "thread_broadcast", root: rootCopy }) };
+    };
+    const answers = (channel: string, text: string) =>
+      fake
+        .posted(channel)
+        .filter((m) => m.text === text)
+        .map((m) => m.thread_ts);
+    model.script({ text: "Broadcast heard." });
+    const open = broadcast(BROADCAST_CHANNEL, "a broadcast reply, no mention");
+    await fake.deliver(fake.envelope(open.event));
+    await waitFor(
+      () => answers(BROADCAST_CHANNEL, "Broadcast heard.").length === 1,
+      "the answer in the thread",
+    );
+    expect(answers(BROADCAST_CHANNEL, "Broadcast heard.")).toEqual([open.root.ts]);
+    model.script({ text: "Mentioned broadcast." });
+    const mentioned = broadcast(SLACK_IDS.group, `<@${fake.botUserId}> a broadcast reply with a mention`);
+    await Promise.all([
+      fake.deliver(fake.envelope(mentioned.event)),
+      fake.deliver(fake.envelope(appMentionEvent(mentioned.reply))),
+    ]);
+    await waitFor(
+      () => answers(SLACK_IDS.group, "Mentioned broadcast.").length === 1,
+      "the mentioned answer",
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(answers(SLACK_IDS.group, "Mentioned broadcast.")).toEqual([mentioned.root.ts]);
+    expect(modelSaw("a broadcast reply with a mention")).toBe(1);
   });
 
   it("refuses a bad signature and a stale timestamp with 401 and runs nothing", async () => {
