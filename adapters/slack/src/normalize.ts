@@ -1,5 +1,6 @@
 import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
+import { richTextToMrkdwn } from "./rich-text.js";
 
 const FileSchema = z.looseObject({
   id: z.string().min(1),
@@ -26,6 +27,8 @@ export const SlackMessageEventSchema = z.looseObject({
     .optional(),
   parent_user_id: z.string().optional(),
   files: z.array(FileSchema).optional(),
+  /** The composer's rich_text (read when `text` is empty); any other shape counts as none. */
+  blocks: z.array(z.unknown()).optional().catch(undefined),
   /** `thread_broadcast`: the thread's root message (its author is whom the reply answers). */
   root: z
     .looseObject({ user: z.string().min(1).optional() })
@@ -168,7 +171,8 @@ export function normalizeSlackEvent(
   const threadId = event.thread_ts && event.thread_ts !== event.ts ? event.thread_ts : undefined;
   // A broadcast reply names its thread's author in `root`, a plain reply in `parent_user_id`.
   const parentUser = event.parent_user_id ?? event.root?.user;
-  const { text } = event;
+  // The composer's blocks carry the message when `text` is empty.
+  const text = event.text !== "" ? event.text : richTextToMrkdwn(event.blocks);
   const mentioned =
     type === "direct" ||
     raw.type === "app_mention" ||

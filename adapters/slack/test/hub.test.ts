@@ -136,6 +136,31 @@ describe("slack through the hub", () => {
     expect(modelSaw("a broadcast reply with a mention")).toBe(1);
   });
 
+  it("answers a DM whose text is only in rich_text blocks", async () => {
+    model.script({ text: "Read your blocks." });
+    const before = fake.posted(SLACK_IDS.directChat).length;
+    const m = fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "");
+    const blocks = [
+      {
+        type: "rich_text",
+        block_id: "Xq1",
+        elements: [
+          {
+            type: "rich_text_section",
+            elements: [
+              { type: "text", text: "only in " },
+              { type: "text", text: "blocks", style: { bold: true } },
+            ],
+          },
+        ],
+      },
+    ];
+    await fake.deliver(fake.envelope(messageEvent(m, { blocks })));
+    await waitFor(() => fake.posted(SLACK_IDS.directChat).length === before + 1, "the answer");
+    expect(fake.posted(SLACK_IDS.directChat).at(-1)?.text).toBe("Read your blocks.");
+    expect(modelSaw("only in blocks")).toBe(1);
+  });
+
   it("refuses a bad signature and a stale timestamp with 401 and runs nothing", async () => {
     const forged = fake.envelope(
       messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "forged one")),

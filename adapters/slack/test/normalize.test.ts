@@ -108,6 +108,38 @@ describe("normalizeSlackEvent", () => {
     ).toBe(true);
   });
 
+  it("reads the text of a message whose text is only in rich_text blocks, mentions included", () => {
+    const blocks = [
+      {
+        type: "rich_text",
+        block_id: "BVp",
+        elements: [
+          {
+            type: "rich_text_section",
+            elements: [
+              { type: "user", user_id: "UBOT0001" },
+              { type: "text", text: " what is " },
+              { type: "text", text: "2 < 3", style: { code: true } },
+              { type: "text", text: "? see " },
+              { type: "link", url: "https://e.com", text: "docs" },
+              { type: "text", text: " " },
+              { type: "emoji", name: "wave", unicode: "1f44b" },
+            ],
+          },
+        ],
+      },
+    ];
+    const f = fieldsOf(event({ text: "", blocks }));
+    expect([f.body, f.wasMentioned]).toEqual(["what is 2 < 3? see docs (https://e.com) 👋", true]);
+    // With text, the text is what counts (Slack sends both, saying the same).
+    expect(fieldsOf(event({ text: "hi there", blocks })).body).toBe("hi there");
+    // Blocks that are not rich_text, or not blocks at all, give no text (and never drop the event).
+    expect(
+      fieldsOf(event({ text: "", blocks: [{ type: "section", text: { type: "mrkdwn", text: "x" } }] })).body,
+    ).toBe("");
+    expect(fieldsOf(event({ text: "", blocks: "nonsense" })).body).toBe("");
+  });
+
   it("skips bots, the bot itself, subtypes and edits (unless edits are new messages)", () => {
     const skip = (fields: Record<string, unknown>, options = OPTIONS) =>
       "skip" in normalizeSlackEvent(event(fields), BOT, options);
