@@ -148,6 +148,50 @@ describe("slack events over HTTP", () => {
     expect((await fake.deliverRaw("{not json", { signature: `v0=${"0".repeat(64)}` })).status).toBe(401);
   });
 
+  it("says in the drop log line which event it was and what was wrong with it", async () => {
+    const { lines, logger } = capturedLogger();
+    const { fake, received } = await setup({ logger });
+    const base = messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "x"));
+    const { channel: _, ...noChannel } = base;
+    const broken = [
+      fake.envelope({ ...base, text: null }),
+      fake.envelope({ ...base, text: 42 }),
+      fake.envelope(noChannel),
+      fake.envelope({ ...base, ts: 1700000000.0001 }),
+      { ...fake.envelope(base), event: null },
+    ];
+    for (const envelope of broken) expect((await fake.deliver(envelope)).status).toBe(200);
+    expect(received).toEqual([]);
+    const drops = lines.filter((l) => l.msg === "slack event does not match Slack's event shape; dropped");
+    expect(drops.map((l) => [l.eventId, l.ts, l.chatId, l.reason])).toEqual([
+      [
+        broken[0]?.event_id,
+        base.ts,
+        SLACK_IDS.directChat,
+        "event.text: Invalid input: expected string, received null",
+      ],
+      [
+        broken[1]?.event_id,
+        base.ts,
+        SLACK_IDS.directChat,
+        "event.text: Invalid input: expected string, received number",
+      ],
+      [
+        broken[2]?.event_id,
+        base.ts,
+        undefined,
+        "event.channel: Invalid input: expected string, received undefined",
+      ],
+      [
+        broken[3]?.event_id,
+        1700000000.0001,
+        SLACK_IDS.directChat,
+        "event.ts: Invalid input: expected string, received number",
+      ],
+      [broken[4]?.event_id, undefined, undefined, "event: Invalid input: expected object, received null"],
+    ]);
+  });
+
   it("answers 503 when admission fails (Slack retries), 200 when the message is rejected for good", async () => {
     let answer: () => InboundResult = () => {
       throw new Error("redis is down");
