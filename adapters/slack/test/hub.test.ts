@@ -1,4 +1,4 @@
-import { type FakeOpenAI, type FakeSlack, startFakeOpenAI } from "@hub/fakes";
+import { type FakeOpenAI, type FakeSlack, type SlackCall, startFakeOpenAI } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHub, type TestHub } from "../../../test/support/hub.js";
 import { waitFor } from "../../../test/support/redis.js";
@@ -160,6 +160,31 @@ describe("slack through the hub", () => {
     expect(fake.posted(SLACK_IDS.directChat).at(-1)?.text).toBe("Read your blocks.");
     expect(modelSaw("only in blocks")).toBe(1);
   });
+
+  it("removes a DM's working reaction only after the answer is posted, also when the post first hit a 429", async () => {
+    for (const limited of [false, true]) {
+      const answer = limited ? "Answered after a wait." : "Answered at once.";
+      model.script({ text: answer });
+      if (limited) fake.failNext("chat.postMessage", { status: 429, retryAfter: 1 });
+      const from = fake.calls.length;
+      const ref = (await harness.direct(`react until answered (${limited})`)) as { event: { ts: string } };
+      const removal = (c: SlackCall) =>
+        c.method === "reactions.remove" && c.params.timestamp === ref.event.ts;
+      await waitFor(() => fake.calls.slice(from).some(removal), "the reaction removed", 15_000);
+      const calls = fake.calls.slice(from);
+      const posted = calls.findIndex(
+        (c) => c.method === "chat.postMessage" && c.error === undefined && c.params.text === answer,
+      );
+      expect(
+        posted,
+        `calls: ${calls.map((c) => `${c.method}${c.error ? `(${c.error})` : ""}`)}`,
+      ).toBeGreaterThan(-1);
+      // The answer's post was answered before the removal was asked for.
+      expect(calls.findIndex(removal)).toBeGreaterThan(posted);
+      if (limited)
+        expect(calls.some((c) => c.method === "chat.postMessage" && c.error === "ratelimited")).toBe(true);
+    }
+  }, 30_000);
 
   it("refuses a bad signature and a stale timestamp with 401 and runs nothing", async () => {
     const forged = fake.envelope(
