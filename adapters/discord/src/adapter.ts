@@ -10,6 +10,7 @@ import {
   type FetchedMedia,
   type FetchMediaOptions,
   fetchMediaUrl,
+  formatIssues,
   HubError,
   type HubLogger,
   type InboundHandler,
@@ -42,7 +43,7 @@ import { type DiscordGuild, guildAccess } from "./config.js";
 import { GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
-import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
+import { type DiscordBotIdentity, DiscordMessageSchema, messageIds, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
 import { fileMessageRequest } from "./send-file.js";
@@ -382,8 +383,8 @@ export class DiscordAdapter implements ChannelAdapter {
     const parsed = DiscordMessageSchema.safeParse(raw);
     if (!parsed.success) {
       this.#log.warn(
-        { issues: parsed.error.issues.length },
-        "dropping a Discord message that does not look like one",
+        { ...messageIds(raw), reason: formatIssues(parsed.error.issues.slice(0, 3)) },
+        "dropping a Discord message that does not match Discord's Message shape",
       );
       return;
     }

@@ -60,9 +60,10 @@ async function setup(fakeOptions: FakeDiscordOptions = {}, log = logger()) {
 /** An adapter against a fake Discord, without a hub (for sends). */
 async function bare(
   fakeOptions: FakeDiscordOptions = {},
+  log = logger(),
 ): Promise<{ fake: FakeDiscord; adapter: DiscordAdapter }> {
   const fake = await startFakeDiscord(fakeOptions);
-  const adapter = adapterFor(fake, logger());
+  const adapter = adapterFor(fake, log);
   cleanups.push(async () => {
     await adapter.stop();
     await fake.close();
@@ -440,6 +441,34 @@ describe("discord sends", () => {
     expect(error).toBeInstanceOf(RateLimitedError);
     expect((error as RateLimitedError).retryAfterMs).toBeGreaterThanOrEqual(2000);
     expect((error as Error).message).toContain("global");
+  });
+
+  it("says in the drop log line which message it was and what was wrong with it", async () => {
+    const lines: Array<Record<string, unknown>> = [];
+    const log = createLogger({
+      level: "debug",
+      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+    });
+    const { fake, adapter } = await bare({}, log);
+    const seen: string[] = [];
+    await adapter.start(async (fields) => {
+      seen.push(fields.body);
+      return { kind: "accepted" };
+    });
+    const valid = fake.messageCreatePayload({ channelId: fake.dmChannelId, content: "x" });
+    const { author: _, ...noAuthor } = valid;
+    fake.gateway.dispatch("MESSAGE_CREATE", noAuthor);
+    fake.gateway.dispatch("MESSAGE_CREATE", { ...valid, content: null });
+    fake.gateway.dispatch("MESSAGE_CREATE", { ...valid, id: 1234567890123 });
+    const drop = "dropping a Discord message that does not match Discord's Message shape";
+    const drops = () => lines.filter((l) => l.msg === drop);
+    await waitFor(() => drops().length === 3, "three drop lines");
+    expect(drops().map((l) => [l.level, l.messageId, l.channelId, l.reason])).toEqual([
+      [40, valid.id, fake.dmChannelId, "author: Invalid input: expected object, received undefined"],
+      [40, valid.id, fake.dmChannelId, "content: Invalid input: expected string, received null"],
+      [40, 1234567890123, fake.dmChannelId, "id: Invalid input: expected string, received number"],
+    ]);
+    expect(seen).toEqual([]);
   });
 
   it("a message the hub could not take yet (retry, or a throw) is handed over again; the gateway never redelivers", async () => {

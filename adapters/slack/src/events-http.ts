@@ -1,5 +1,5 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
-import { webhookRoute } from "@hub/core";
+import { formatIssues, webhookRoute } from "@hub/core";
 import { z } from "zod";
 import { verifySlackSignature } from "./signature.js";
 
@@ -62,7 +62,14 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
     },
     handle: async (body, { req }) => {
       const envelope = EnvelopeSchema.safeParse(body);
-      if (!envelope.success) return { kind: "rejected", reason: "not an Events API envelope" };
+      if (!envelope.success) {
+        // Signed by Slack, so a redelivery would be the same: acknowledged (200), never retried.
+        log.warn(
+          { reason: formatIssues(envelope.error.issues.slice(0, 3)) },
+          "slack request is not an Events API envelope; acknowledged and dropped",
+        );
+        return { kind: "rejected", reason: "not an Events API envelope" };
+      }
       if (envelope.data.type === "url_verification") return { kind: "accepted" };
       const retryNum = header(req.headers["x-slack-retry-num"]);
       const work = options.process({

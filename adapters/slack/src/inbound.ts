@@ -1,5 +1,6 @@
 import {
   describeError,
+  formatIssues,
   type HubLogger,
   type InboundHandler,
   type InboundResult,
@@ -49,6 +50,20 @@ const EventCallbackSchema = z.looseObject({
     subteam: Fields.optional(),
   }),
 });
+
+/**
+ * The message's `ts` and conversation (`channel`, logged as `chatId`: `channel` names the hub's channel)
+ * for a log line, where the unreadable event has them as plain values.
+ */
+function identifying(event: unknown): { ts?: unknown; chatId?: unknown } {
+  if (typeof event !== "object" || event === null) return {};
+  const plain = (v: unknown) => (typeof v === "string" || typeof v === "number" ? v : undefined);
+  const { ts, channel } = event as { ts?: unknown; channel?: unknown };
+  return {
+    ...(plain(ts) !== undefined ? { ts: plain(ts) } : {}),
+    ...(plain(channel) !== undefined ? { chatId: plain(channel) } : {}),
+  };
+}
 
 /** Where a listener leaves the hub's answer for the envelope it handled (Bolt's `customProperties`). */
 interface ResultSlot {
@@ -120,8 +135,12 @@ export class SlackInbound {
     }
     const readable = EventCallbackSchema.safeParse(envelope.body);
     if (!readable.success) {
-      log.warn({ eventId, issues: readable.error.issues.length }, "slack event unreadable; dropped");
-      return { kind: "rejected", reason: "unreadable event" };
+      const reason = formatIssues(readable.error.issues.slice(0, 3));
+      log.warn(
+        { eventId, ...identifying(envelope.body.event), reason },
+        "slack event does not match Slack's event shape; dropped",
+      );
+      return { kind: "rejected", reason: `unreadable event (${reason})` };
     }
     const slot: ResultSlot = {};
     try {

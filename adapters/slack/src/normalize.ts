@@ -1,5 +1,6 @@
 import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
+import { richTextToMrkdwn } from "./rich-text.js";
 
 const FileSchema = z.looseObject({
   id: z.string().min(1),
@@ -26,6 +27,13 @@ export const SlackMessageEventSchema = z.looseObject({
     .optional(),
   parent_user_id: z.string().optional(),
   files: z.array(FileSchema).optional(),
+  /** The composer's rich_text (read when `text` is empty); any other shape counts as none. */
+  blocks: z.array(z.unknown()).optional().catch(undefined),
+  /** `thread_broadcast`: the thread's root message (its author is whom the reply answers). */
+  root: z
+    .looseObject({ user: z.string().min(1).optional() })
+    .optional()
+    .catch(undefined),
   /** `message_changed`: the message as it is now. */
   message: z.record(z.string(), z.unknown()).optional(),
 });
@@ -103,6 +111,12 @@ function mentions(text: string, userId: string): boolean {
   return new RegExp(`<@${userId}(?:\\|[^>]*)?>`).test(text);
 }
 
+/**
+ * Subtypes that are a user's message: a file share (its files become media) and a thread reply also sent
+ * to the channel (`thread_broadcast`, a message in its thread). Every other subtype is not for the hub.
+ */
+const USER_SUBTYPES = new Set(["file_share", "thread_broadcast"]);
+
 const tsMillis = (ts: string): number => Math.floor(Number(ts) * 1000);
 
 /** Slack's DM channels start with `D`; `im`/`mpim` say so when the event carries a channel type. */
@@ -147,7 +161,7 @@ export function normalizeSlackEvent(
     const unwrapped = edited(raw, options);
     if ("skip" in unwrapped) return unwrapped;
     ({ event, messageId } = unwrapped);
-  } else if (raw.subtype !== undefined && raw.subtype !== "file_share") {
+  } else if (raw.subtype !== undefined && !USER_SUBTYPES.has(raw.subtype)) {
     return { skip: `message subtype ${raw.subtype}` };
   }
   if (event.bot_id || event.subtype === "bot_message") return { skip: "message from a bot" };
@@ -155,12 +169,16 @@ export function normalizeSlackEvent(
   if (event.user === bot.userId) return { skip: "the bot's own message" };
   const type = chatType(event);
   const threadId = event.thread_ts && event.thread_ts !== event.ts ? event.thread_ts : undefined;
+  // A broadcast reply names its thread's author in `root`, a plain reply in `parent_user_id`.
+  const parentUser = event.parent_user_id ?? event.root?.user;
+  // The composer's blocks carry the message when `text` is empty.
+  const text = event.text !== "" ? event.text : richTextToMrkdwn(event.blocks);
   const mentioned =
     type === "direct" ||
     raw.type === "app_mention" ||
-    mentions(event.text, bot.userId) ||
+    mentions(text, bot.userId) ||
     (threadId !== undefined &&
-      (event.parent_user_id === bot.userId || options.isBotThread?.(event.channel, threadId) === true));
+      (parentUser === bot.userId || options.isBotThread?.(event.channel, threadId) === true));
   const fields: AdapterFields = {
     channel: "slack",
     accountId: options.accountId,
@@ -173,11 +191,9 @@ export function normalizeSlackEvent(
       ...(names.username ? { username: names.username } : {}),
       isBot: false,
     },
-    body: slackTextToPlain(event.text, bot.userId),
+    body: slackTextToPlain(text, bot.userId),
     wasMentioned: mentioned,
-    ...(threadId && event.parent_user_id
-      ? { replyTo: { messageId: threadId, senderId: event.parent_user_id } }
-      : {}),
+    ...(threadId && parentUser ? { replyTo: { messageId: threadId, senderId: parentUser } } : {}),
     media: media(event.files),
     timestamp: tsMillis(event.ts),
     // The message we answer: a thread is started on it (channels), the working reaction goes on it.

@@ -58,6 +58,16 @@ async function setup(options: Partial<SlackAdapterOptions> & { handler?: Handler
   return { fake, adapter, received };
 }
 
+/** A logger that keeps its lines (parsed), for tests of what a drop says. */
+function capturedLogger() {
+  const lines: Array<Record<string, unknown>> = [];
+  const logger = createLogger({
+    level: "debug",
+    destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
+  });
+  return { lines, logger };
+}
+
 const dm = (fake: FakeSlack, text: string) =>
   fake.envelope(messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text)));
 
@@ -110,6 +120,75 @@ describe("slack events over HTTP", () => {
         body: "hello <there> site (https://example.com)",
         wasMentioned: true,
       }),
+    ]);
+  });
+
+  it("acknowledges a signed body that can never be read (not JSON, empty, a form, no envelope) with one log line each", async () => {
+    const { lines, logger } = capturedLogger();
+    const { fake, received } = await setup({ logger });
+    const statuses = [
+      (await fake.deliverRaw("{not json")).status,
+      (await fake.deliverRaw("")).status,
+      (await fake.deliverRaw("command=%2Fhub&text=hi", { contentType: "application/x-www-form-urlencoded" }))
+        .status,
+      (await fake.deliverRaw("null")).status,
+      (await fake.deliverRaw('{"no":"type"}')).status,
+    ];
+    // Slack retries anything but a 2xx, and a redelivery would carry the same bytes.
+    expect(statuses).toEqual([200, 200, 200, 200, 200]);
+    expect(received).toEqual([]);
+    const drops = lines.filter((l) => String(l.msg).includes("acknowledged and dropped"));
+    expect(drops.map((l) => [l.level, l.msg])).toEqual([
+      ...Array(3).fill([40, "webhook body is not JSON and can never be read; acknowledged and dropped"]),
+      ...Array(2).fill([40, "slack request is not an Events API envelope; acknowledged and dropped"]),
+    ]);
+    expect(drops[2]?.contentType).toBe("application/x-www-form-urlencoded");
+    expect(drops[4]?.reason).toBe("type: Invalid input: expected string, received undefined");
+    // A bad signature on the same garbage is still refused.
+    expect((await fake.deliverRaw("{not json", { signature: `v0=${"0".repeat(64)}` })).status).toBe(401);
+  });
+
+  it("says in the drop log line which event it was and what was wrong with it", async () => {
+    const { lines, logger } = capturedLogger();
+    const { fake, received } = await setup({ logger });
+    const base = messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "x"));
+    const { channel: _, ...noChannel } = base;
+    const broken = [
+      fake.envelope({ ...base, text: null }),
+      fake.envelope({ ...base, text: 42 }),
+      fake.envelope(noChannel),
+      fake.envelope({ ...base, ts: 1700000000.0001 }),
+      { ...fake.envelope(base), event: null },
+    ];
+    for (const envelope of broken) expect((await fake.deliver(envelope)).status).toBe(200);
+    expect(received).toEqual([]);
+    const drops = lines.filter((l) => l.msg === "slack event does not match Slack's event shape; dropped");
+    expect(drops.map((l) => [l.eventId, l.ts, l.chatId, l.reason])).toEqual([
+      [
+        broken[0]?.event_id,
+        base.ts,
+        SLACK_IDS.directChat,
+        "event.text: Invalid input: expected string, received null",
+      ],
+      [
+        broken[1]?.event_id,
+        base.ts,
+        SLACK_IDS.directChat,
+        "event.text: Invalid input: expected string, received number",
+      ],
+      [
+        broken[2]?.event_id,
+        base.ts,
+        undefined,
+        "event.channel: Invalid input: expected string, received undefined",
+      ],
+      [
+        broken[3]?.event_id,
+        1700000000.0001,
+        SLACK_IDS.directChat,
+        "event.ts: Invalid input: expected string, received number",
+      ],
+      [broken[4]?.event_id, undefined, undefined, "event: Invalid input: expected object, received null"],
     ]);
   });
 

@@ -1,4 +1,4 @@
-import { type FakeOpenAI, type FakeSlack, startFakeOpenAI } from "@hub/fakes";
+import { type FakeOpenAI, type FakeSlack, type SlackCall, startFakeOpenAI } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHub, type TestHub } from "../../../test/support/hub.js";
 import { waitFor } from "../../../test/support/redis.js";
@@ -8,6 +8,7 @@ import { appMentionEvent, messageEvent, SLACK_IDS, slackHarness } from "./harnes
 // The whole hub with the Slack plugin's adapter: events POSTed to the hub's own server, signed like Slack's.
 describe("slack through the hub", () => {
   const OPEN_CHANNEL = "C0OPEN0001";
+  const BROADCAST_CHANNEL = "C0BCAST001";
   let hub: TestHub;
   let model: FakeOpenAI;
   let fake: FakeSlack;
@@ -36,6 +37,7 @@ describe("slack through the hub", () => {
             channels: {
               [SLACK_IDS.group]: { requireMention: true },
               [OPEN_CHANNEL]: { requireMention: false },
+              [BROADCAST_CHANNEL]: { requireMention: false },
             },
           },
         },
@@ -97,6 +99,92 @@ describe("slack through the hub", () => {
     const answer = fake.posted(SLACK_IDS.directChat).at(-1);
     expect([answer?.text, answer?.thread_ts]).toEqual(["Hi _there_.", undefined]);
   });
+
+  it("answers a thread reply also sent to the channel (thread_broadcast) in its thread, once with its app_mention", async () => {
+    const broadcast = (channel: string, text: string) => {
+      const root = fake.userMessage(channel, SLACK_IDS.user, "a thread root");
+      const reply = fake.userMessage(channel, SLACK_IDS.user, text, root.ts);
+      // As Slack sends it (events/message/thread_broadcast): the thread's root rides along.
+      const rootCopy = { type: "message", user: root.user, text: root.text, ts: root.ts, thread_ts: root.ts };
+      return { root, reply, event: messageEvent(reply, { subtype: "thread_broadcast", root: rootCopy }) };
+    };
+    const answers = (channel: string, text: string) =>
+      fake
+        .posted(channel)
+        .filter((m) => m.text === text)
+        .map((m) => m.thread_ts);
+    model.script({ text: "Broadcast heard." });
+    const open = broadcast(BROADCAST_CHANNEL, "a broadcast reply, no mention");
+    await fake.deliver(fake.envelope(open.event));
+    await waitFor(
+      () => answers(BROADCAST_CHANNEL, "Broadcast heard.").length === 1,
+      "the answer in the thread",
+    );
+    expect(answers(BROADCAST_CHANNEL, "Broadcast heard.")).toEqual([open.root.ts]);
+    model.script({ text: "Mentioned broadcast." });
+    const mentioned = broadcast(SLACK_IDS.group, `<@${fake.botUserId}> a broadcast reply with a mention`);
+    await Promise.all([
+      fake.deliver(fake.envelope(mentioned.event)),
+      fake.deliver(fake.envelope(appMentionEvent(mentioned.reply))),
+    ]);
+    await waitFor(
+      () => answers(SLACK_IDS.group, "Mentioned broadcast.").length === 1,
+      "the mentioned answer",
+    );
+    await new Promise((r) => setTimeout(r, 500));
+    expect(answers(SLACK_IDS.group, "Mentioned broadcast.")).toEqual([mentioned.root.ts]);
+    expect(modelSaw("a broadcast reply with a mention")).toBe(1);
+  });
+
+  it("answers a DM whose text is only in rich_text blocks", async () => {
+    model.script({ text: "Read your blocks." });
+    const before = fake.posted(SLACK_IDS.directChat).length;
+    const m = fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "");
+    const blocks = [
+      {
+        type: "rich_text",
+        block_id: "Xq1",
+        elements: [
+          {
+            type: "rich_text_section",
+            elements: [
+              { type: "text", text: "only in " },
+              { type: "text", text: "blocks", style: { bold: true } },
+            ],
+          },
+        ],
+      },
+    ];
+    await fake.deliver(fake.envelope(messageEvent(m, { blocks })));
+    await waitFor(() => fake.posted(SLACK_IDS.directChat).length === before + 1, "the answer");
+    expect(fake.posted(SLACK_IDS.directChat).at(-1)?.text).toBe("Read your blocks.");
+    expect(modelSaw("only in blocks")).toBe(1);
+  });
+
+  it("removes a DM's working reaction only after the answer is posted, also when the post first hit a 429", async () => {
+    for (const limited of [false, true]) {
+      const answer = limited ? "Answered after a wait." : "Answered at once.";
+      model.script({ text: answer });
+      if (limited) fake.failNext("chat.postMessage", { status: 429, retryAfter: 1 });
+      const from = fake.calls.length;
+      const ref = (await harness.direct(`react until answered (${limited})`)) as { event: { ts: string } };
+      const removal = (c: SlackCall) =>
+        c.method === "reactions.remove" && c.params.timestamp === ref.event.ts;
+      await waitFor(() => fake.calls.slice(from).some(removal), "the reaction removed", 15_000);
+      const calls = fake.calls.slice(from);
+      const posted = calls.findIndex(
+        (c) => c.method === "chat.postMessage" && c.error === undefined && c.params.text === answer,
+      );
+      expect(
+        posted,
+        `calls: ${calls.map((c) => `${c.method}${c.error ? `(${c.error})` : ""}`)}`,
+      ).toBeGreaterThan(-1);
+      // The answer's post was answered before the removal was asked for.
+      expect(calls.findIndex(removal)).toBeGreaterThan(posted);
+      if (limited)
+        expect(calls.some((c) => c.method === "chat.postMessage" && c.error === "ratelimited")).toBe(true);
+    }
+  }, 30_000);
 
   it("refuses a bad signature and a stale timestamp with 401 and runs nothing", async () => {
     const forged = fake.envelope(

@@ -79,6 +79,67 @@ describe("normalizeSlackEvent", () => {
     expect(fieldsOf(event({ thread_ts: "1700000000.000100" })).threadId).toBeUndefined();
   });
 
+  it("handles a thread reply also sent to the channel (thread_broadcast) as a message in its thread", () => {
+    // Slack's example payload (events/message/thread_broadcast): the thread's author is in `root`.
+    const broadcast = event({
+      subtype: "thread_broadcast",
+      text: "broadcasting this reply",
+      ts: "1673464745.620769",
+      thread_ts: "1673464730.703009",
+      root: { type: "message", user: "UBOT0001", text: "the answer", ts: "1673464730.703009" },
+      client_msg_id: "123abc456",
+    });
+    expect(fieldsOf(broadcast)).toMatchObject({
+      messageId: "1673464745.620769",
+      threadId: "1673464730.703009",
+      body: "broadcasting this reply",
+      wasMentioned: true,
+      replyTo: { messageId: "1673464730.703009", senderId: "UBOT0001" },
+      replyToMessageId: "1673464745.620769",
+    });
+    // Its app_mention (same ts): the same message id, so one run.
+    const mention = event({ type: "app_mention", text: "<@UBOT0001> also", ts: "1673464745.620769" });
+    expect(fieldsOf(mention).messageId).toBe(fieldsOf(broadcast).messageId);
+    // A broadcast in a thread on someone else's message, without a mention, is not addressed to the bot.
+    const other = event({ subtype: "thread_broadcast", thread_ts: "1.000001", root: { user: "U0OTHER001" } });
+    expect(fieldsOf(other).wasMentioned).toBe(false);
+    expect(
+      "skip" in normalizeSlackEvent(event({ subtype: "thread_broadcast", user: "UBOT0001" }), BOT, OPTIONS),
+    ).toBe(true);
+  });
+
+  it("reads the text of a message whose text is only in rich_text blocks, mentions included", () => {
+    const blocks = [
+      {
+        type: "rich_text",
+        block_id: "BVp",
+        elements: [
+          {
+            type: "rich_text_section",
+            elements: [
+              { type: "user", user_id: "UBOT0001" },
+              { type: "text", text: " what is " },
+              { type: "text", text: "2 < 3", style: { code: true } },
+              { type: "text", text: "? see " },
+              { type: "link", url: "https://e.com", text: "docs" },
+              { type: "text", text: " " },
+              { type: "emoji", name: "wave", unicode: "1f44b" },
+            ],
+          },
+        ],
+      },
+    ];
+    const f = fieldsOf(event({ text: "", blocks }));
+    expect([f.body, f.wasMentioned]).toEqual(["what is 2 < 3? see docs (https://e.com) 👋", true]);
+    // With text, the text is what counts (Slack sends both, saying the same).
+    expect(fieldsOf(event({ text: "hi there", blocks })).body).toBe("hi there");
+    // Blocks that are not rich_text, or not blocks at all, give no text (and never drop the event).
+    expect(
+      fieldsOf(event({ text: "", blocks: [{ type: "section", text: { type: "mrkdwn", text: "x" } }] })).body,
+    ).toBe("");
+    expect(fieldsOf(event({ text: "", blocks: "nonsense" })).body).toBe("");
+  });
+
   it("skips bots, the bot itself, subtypes and edits (unless edits are new messages)", () => {
     const skip = (fields: Record<string, unknown>, options = OPTIONS) =>
       "skip" in normalizeSlackEvent(event(fields), BOT, options);

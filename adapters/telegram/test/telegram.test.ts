@@ -62,8 +62,8 @@ async function setup(options: { mode?: "webhook"; model?: boolean } = {}) {
 }
 
 describe("telegram adapter", () => {
-  it("webhook mode: sets the webhook with a secret; a wrong secret gets 401 and nothing else", async () => {
-    const { fake, hub, model } = await setup({ mode: "webhook" });
+  it("webhook mode: sets the webhook with a secret; a wrong secret gets 401, a non-JSON body 200 and one log line", async () => {
+    const { fake, hub, model, lines } = await setup({ mode: "webhook" });
     expect(fake.webhook).toMatchObject({ secret_token: "s3cret-s3cret-s3cret" });
     const url = `http://127.0.0.1:${hub.port}/telegram/webhook`;
     const update = privateText({ chatId: 4242, fromId: 4242, text: "via webhook" });
@@ -80,7 +80,11 @@ describe("telegram adapter", () => {
       headers: { "x-telegram-bot-api-secret-token": "s3cret-s3cret-s3cret" },
       body: "{not json",
     });
-    expect(garbage.status).toBe(400);
+    // Telegram retries a 4xx: an update that can never be read is acknowledged and dropped, said once.
+    expect(garbage.status).toBe(200);
+    expect(lines.filter((l) => l.includes("not JSON"))).toEqual([
+      expect.stringContaining("can never be read; acknowledged and dropped"),
+    ]);
     expect(model.requests).toHaveLength(0);
     model.script({ text: "Got it." });
     const ok = await fetch(url, {

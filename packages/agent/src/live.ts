@@ -51,16 +51,17 @@ export class LivePreviewFeed {
 
 /**
  * Puts the acknowledgement reaction on the message a run answers (without delaying the run) and returns
- * what removes it when the run ends, whatever way it ends. A reaction the platform refuses is logged and
- * never fails the run.
+ * what removes it (once, however often it is called), or undefined when the message gets no reaction. The
+ * runner removes it once the run's answer is delivered, whatever way the run ended. A reaction the
+ * platform refuses is logged and never fails the run.
  */
 export function acknowledge(
   live: LiveFeatures | undefined,
   ctx: MsgContext,
   log: HubLogger,
-): () => Promise<void> {
+): (() => Promise<void>) | undefined {
   const emoji = live?.ackReactionFor(ctx);
-  if (!live || emoji === undefined) return async () => {};
+  if (!live || emoji === undefined) return undefined;
   const failed = (what: string) => (error: unknown) =>
     log.debug({ err: error, messageId: ctx.messageId }, `acknowledgement reaction could not be ${what}`);
   let added = true;
@@ -68,8 +69,11 @@ export function acknowledge(
     added = false;
     failed("added")(error);
   });
-  return async () => {
-    await adding;
-    if (added) await live.react(ctx, null).catch(failed("removed"));
+  let removing: Promise<void> | undefined;
+  return () => {
+    removing ??= adding.then(async () => {
+      if (added) await live.react(ctx, null).catch(failed("removed"));
+    });
+    return removing;
   };
 }

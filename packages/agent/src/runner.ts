@@ -164,6 +164,8 @@ interface TurnResult {
   text: string;
   reply: ReplyStream;
   usage?: { inputTokens: number; outputTokens: number };
+  /** Removes the acknowledgement reaction (none: undefined); called once the answer is delivered. */
+  unacknowledge?: (() => Promise<void>) | undefined;
 }
 
 /**
@@ -196,7 +198,20 @@ export class AgentRunner {
     const run = await this.#claim(request, log, lane);
     if (!run) return;
     const turn = await this.#runTurn(run, stopSignal);
-    await this.#settle(run, turn);
+    try {
+      await this.#settle(run, turn);
+    } finally {
+      void this.#unacknowledgeAfterDelivery(turn);
+    }
+  }
+
+  // The acknowledgement reaction stays until the answer is on screen: it goes once the reply settles (every
+  // segment posted or given up; at the latest after the run timeout), at once when the reply was not ended
+  // here (the run was handed to another process, or Redis lost its data).
+  async #unacknowledgeAfterDelivery(turn: TurnResult): Promise<void> {
+    if (!turn.unacknowledge) return;
+    if (turn.reply.ended) await this.#settledWithin(turn.reply, this.o.runTimeoutMs).catch(() => undefined);
+    await turn.unacknowledge();
   }
 
   // Written outside any claim (after the write): every process's copy of the session is read again.
@@ -377,7 +392,7 @@ export class AgentRunner {
         interactive: caps?.interactive,
         preview,
       });
-      return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage };
+      return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage, unacknowledge };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
       logInterrupted(run.log, end, error);
@@ -387,11 +402,11 @@ export class AgentRunner {
         pusher.push([failureNotice(error, end.status)]);
       await pusher.drained();
       if (pusher.error) run.log.warn({ err: pusher.error }, "could not queue every block of the reply");
-      return { end, text: "", reply };
+      return { end, text: "", reply, unacknowledge };
     } finally {
-      // Whatever way the run ended, typing stops (and the reaction goes) before the outcome is announced.
+      // Whatever way the run ended, typing stops before the outcome is announced (the reaction goes once
+      // the answer is delivered: see run).
       stopTyping();
-      void unacknowledge();
       clearTimeout(timeout);
       stopSignal.removeEventListener("abort", onStop);
     }

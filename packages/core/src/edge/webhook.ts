@@ -63,8 +63,9 @@ function answer(res: ServerResponse, status: number, req: IncomingMessage): void
 /**
  * A webhook endpoint for the gateway, with what every platform's webhook needs
  * once: a capped body, the caller check, JSON parsing, and the status that
- * makes the platform retry only our transient failures. Bad JSON is 400 (no
- * platform sends it); an unreadable payload is acknowledged with 200.
+ * makes the platform retry only our transient failures. A verified body that
+ * is not JSON (empty, a form, garbage) or a payload that cannot be read is
+ * acknowledged with 200 and one log line: redelivering it would never help.
  */
 export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
   const maxBytes = options.maxBytes ?? 1024 * 1024;
@@ -100,8 +101,12 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
       try {
         body = JSON.parse(rawBody.toString("utf8"));
       } catch {
-        log.warn({ path: options.path }, "webhook body is not JSON; dropped");
-        return answer(res, 400, req);
+        // From the verified platform, yet unreadable: a retry would carry the same bytes, so it is acknowledged.
+        log.warn(
+          { path: options.path, bytes: rawBody.length, contentType: req.headers["content-type"] },
+          "webhook body is not JSON and can never be read; acknowledged and dropped",
+        );
+        return answer(res, 200, req);
       }
       let result: InboundResult;
       try {

@@ -265,7 +265,7 @@ class FakeSlackServer implements FakeSlack {
     const timestamp = String(o.timestamp ?? Math.floor(Date.now() / 1000));
     const hmac = createHmac("sha256", this.signingSecret).update(`v0:${timestamp}:${body}`).digest("hex");
     const headers: Record<string, string> = {
-      "content-type": "application/json",
+      "content-type": o.contentType ?? "application/json",
       "x-slack-request-timestamp": timestamp,
       "x-slack-signature": o.signature ?? `v0=${hmac}`,
       "user-agent": "Slackbot 1.0 (+https://api.slack.com/robots)",

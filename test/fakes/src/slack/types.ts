@@ -55,6 +55,8 @@ export interface DeliveryOptions {
   signature?: string;
   /** Sign with this Unix timestamp (seconds) instead of now. */
   timestamp?: number;
+  /** The request's Content-Type (Slack's events are `application/json`; its slash commands and interactivity post forms). */
+  contentType?: string;
 }
 
 /** A running fake Slack. */
