@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import JSON5 from "json5";
@@ -323,24 +323,36 @@ export function loadConfig(
   const env = options.env ?? process.env;
   const explicit = options.path ?? (env.HUB_CONFIG || undefined);
   const path = resolve(explicit ?? join(resolveStateDir(env), "hub.json5"));
-  let raw: unknown = {};
   const fromFile = existsSync(path);
-  if (fromFile) {
-    try {
-      raw = JSON5.parse(readFileSync(path, "utf8"));
-    } catch (error) {
-      throw new HubError(
-        "config_unreadable",
-        `The configuration file ${path} could not be read as JSON5 (${(error as Error).message}); fix the syntax and start again.`,
-      );
-    }
-  } else if (explicit) {
+  const named = !options.path && env.HUB_CONFIG ? "HUB_CONFIG" : "--config";
+  if (!fromFile && explicit) {
     throw new HubError(
       "config_missing",
-      `The configuration file ${path} does not exist; create it or drop --config to use the defaults.`,
+      `The configuration file ${path} does not exist; create it, or ${options.path ? "drop --config" : "unset HUB_CONFIG"} to use the defaults.`,
     );
   }
+  const raw = fromFile ? readConfigFile(path, named) : {};
   return { config: parseConfig(raw, path, env, options.plugins), path, fromFile };
+}
+
+// The file's JSON5 (an empty file is the defaults); a clear sentence for what cannot be read.
+function readConfigFile(path: string, named: string): unknown {
+  if (statSync(path).isDirectory()) {
+    throw new HubError(
+      "config_unreadable",
+      `${path} is a directory; point ${named} at a JSON5 file such as ${join(path, "hub.json5")}.`,
+    );
+  }
+  const text = readFileSync(path, "utf8");
+  if (text.trim() === "") return {};
+  try {
+    return JSON5.parse(text);
+  } catch (error) {
+    throw new HubError(
+      "config_unreadable",
+      `The configuration file ${path} could not be read as JSON5 (${(error as Error).message}); the hub reads JSON5 (JSON with comments), not YAML: fix the syntax and start again.`,
+    );
+  }
 }
 
 /** The JSON schema of the configuration file, generated from the zod schemas of the hub and every plugin. */
