@@ -1,4 +1,5 @@
 import type { ChannelAdapter } from "@hub/core";
+import { isUnbuilt } from "./unbuilt-adapter.js";
 
 /** The adapters of one hub process, found by channel and account. */
 export class AdapterRegistry {
@@ -14,7 +15,9 @@ export class AdapterRegistry {
     if (this.#byAccount.has(key))
       throw new Error(`two adapters for ${adapter.channel} account ${adapter.accountId ?? "default"}`);
     this.#byAccount.set(key, adapter);
-    if (!this.#byChannel.has(adapter.channel)) this.#byChannel.set(adapter.channel, adapter);
+    // The channel's capabilities come from a built adapter: a stand-in's (no token) are placeholders.
+    const known = this.#byChannel.get(adapter.channel);
+    if (!known || (isUnbuilt(known) && !isUnbuilt(adapter))) this.#byChannel.set(adapter.channel, adapter);
   }
 
   /** The adapter that sends for this account (a reply goes out through the bot it came in on). */

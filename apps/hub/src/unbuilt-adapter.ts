@@ -6,7 +6,7 @@ import { type ChannelAdapter, ChannelRefusedError, type HubError, PermanentSendE
  * channels run while the operator fixes the key the sentence names.
  */
 export function unbuiltAdapter(channel: string, accountId: string, error: HubError): ChannelAdapter {
-  return {
+  const adapter: ChannelAdapter = {
     channel,
     accountId,
     capabilities: { textLimit: 4096, markdown: "plain", threads: false, typing: false, edit: false },
@@ -19,4 +19,13 @@ export function unbuiltAdapter(channel: string, accountId: string, error: HubErr
     },
     sendTyping: async () => {},
   };
+  unbuilt.add(adapter);
+  return adapter;
+}
+
+const unbuilt = new WeakSet<ChannelAdapter>();
+
+/** Whether `adapter` is a stand-in: its capabilities are placeholders, not its channel's. */
+export function isUnbuilt(adapter: ChannelAdapter): boolean {
+  return unbuilt.has(adapter);
 }

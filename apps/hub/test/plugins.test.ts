@@ -1,6 +1,7 @@
 import { ChannelRefusedError, configJsonSchema, createLogger, parseConfig } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
+import { AdapterRegistry } from "../src/adapter-registry.js";
 import { buildChannelAdapters } from "../src/adapters.js";
 import { channelPlugins } from "../src/plugins.js";
 
@@ -43,6 +44,9 @@ describe("the hub's channel plugins", () => {
       "channels.telegram.accounts.work is configured without a bot token; set channels.telegram.accounts.work.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
     );
     expect(home?.constructor.name).toBe("TelegramAdapter");
+    // The channel's capabilities are the built account's, whichever comes first.
+    const registry = new AdapterRegistry([work, home].filter((a) => a !== undefined));
+    expect(registry.forChannel("telegram")).toBe(home);
   });
 
   it("stops on a misspelt Telegram key or channel name with the path and the fix", () => {

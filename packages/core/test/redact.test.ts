@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { collectConfigSecrets, createLogger, parseConfig, SecretRedactor } from "../src/index.js";
+import { collectConfigSecrets, createLogger, parseConfig, redactUrl, SecretRedactor } from "../src/index.js";
 
 const TOKEN = "987654:AAbot-secret-Zx9";
 
@@ -83,5 +83,16 @@ describe("collectConfigSecrets", () => {
     );
     expect(found("redis://:has,comma-pw@127.0.0.1:6379")).toContain("has,comma-pw");
     expect(found("redis://127.0.0.1:6379")).toEqual([]);
+  });
+});
+
+describe("redactUrl", () => {
+  it("hides the whole user and password, a raw '@' or '#' in the password too, of every URL of a list", () => {
+    expect(redactUrl("redis://:Secr3t@Part@127.0.0.1:6390")).toBe("redis://***@127.0.0.1:6390");
+    expect(redactUrl("redis://:p@ss#word@host:1/2")).toBe("redis://***@host:1/2");
+    expect(redactUrl("redis://:a@b@h1:1,redis://h2:2,rediss://u:c@d@h3:3")).toBe(
+      "redis://***@h1:1,redis://h2:2,rediss://***@h3:3",
+    );
+    expect(redactUrl("redis://127.0.0.1:6379/0")).toBe("redis://127.0.0.1:6379/0");
   });
 });
