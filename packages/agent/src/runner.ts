@@ -198,20 +198,15 @@ export class AgentRunner {
     const run = await this.#claim(request, log, lane);
     if (!run) return;
     const turn = await this.#runTurn(run, stopSignal);
+    // The acknowledgement reaction stays until the answer is on screen: the announce removes it once the
+    // reply settles (every segment posted or given up; at the latest after the run timeout); any other way
+    // out (the run handed to another process, Redis' data lost, a failure) removes it at once.
+    let announcing = false;
     try {
-      await this.#settle(run, turn);
+      announcing = await this.#settle(run, turn);
     } finally {
-      void this.#unacknowledgeAfterDelivery(turn);
+      if (!announcing) void turn.unacknowledge?.();
     }
-  }
-
-  // The acknowledgement reaction stays until the answer is on screen: it goes once the reply settles (every
-  // segment posted or given up; at the latest after the run timeout), at once when the reply was not ended
-  // here (the run was handed to another process, or Redis lost its data).
-  async #unacknowledgeAfterDelivery(turn: TurnResult): Promise<void> {
-    if (!turn.unacknowledge) return;
-    if (turn.reply.ended) await this.#settledWithin(turn.reply, this.o.runTimeoutMs).catch(() => undefined);
-    await turn.unacknowledge();
   }
 
   // Written outside any claim (after the write): every process's copy of the session is read again.
@@ -384,6 +379,7 @@ export class AgentRunner {
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
     const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
     const unacknowledge = acknowledge(this.o.live, ctx, run.log);
+    let handedOn = false; // the reaction's removal goes with the TurnResult
     try {
       const text = await this.#turn(run, {
         streamer,
@@ -392,6 +388,7 @@ export class AgentRunner {
         interactive: caps?.interactive,
         preview,
       });
+      handedOn = true;
       return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage, unacknowledge };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
@@ -402,11 +399,13 @@ export class AgentRunner {
         pusher.push([failureNotice(error, end.status)]);
       await pusher.drained();
       if (pusher.error) run.log.warn({ err: pusher.error }, "could not queue every block of the reply");
+      handedOn = true;
       return { end, text: "", reply, unacknowledge };
     } finally {
       // Whatever way the run ended, typing stops before the outcome is announced (the reaction goes once
-      // the answer is delivered: see run).
+      // the answer is delivered: see run; at once if this phase itself failed).
       stopTyping();
+      if (!handedOn) void unacknowledge?.();
       clearTimeout(timeout);
       stopSignal.removeEventListener("abort", onStop);
     }
@@ -577,17 +576,20 @@ export class AgentRunner {
   }
 
   // Phase 3: the terminal outcome first (transcript, if we still own it, and the run record), then settle, then tell.
-  async #settle(run: ClaimedRun, turn: TurnResult): Promise<void> {
+  // Resolves true when the end is announced (after delivery settles, see #announce).
+  async #settle(run: ClaimedRun, turn: TurnResult): Promise<boolean> {
     const { request, claim, attempt, log } = run;
     const { runId } = request;
     const { end, text, reply } = turn;
     // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
-    if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt)))
-      return this.#endAfterDataLoss(request, run.held.record.sessionId, log);
+    if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt))) {
+      await this.#endAfterDataLoss(request, run.held.record.sessionId, log);
+      return false;
+    }
     if (end.abandoned) {
       // Another process owns the session now and resumes this run; deciding its outcome here would cut that short.
       log.warn("lost the session lane; the run is left to the process that took it over");
-      return;
+      return false;
     }
     const error = end.errorText ? { error: end.errorText } : {};
     if (end.status !== "superseded") {
@@ -624,20 +626,24 @@ export class AgentRunner {
     const segments = await reply.end();
     if (!decided) {
       log.warn({ status: end.status }, "run outcome was already decided elsewhere; not announcing");
-      return;
+      return false;
     }
     // The reply is handed to delivery: the run's lane and concurrency slot are free now, and the end is
     // announced once delivery settles (the outcome is already persisted, so a crash here loses no run).
     void this.#announce(run, turn, segments).catch((error) =>
       log.warn({ err: error }, "could not announce the end of the run"),
     );
+    return true;
   }
 
   async #announce(run: ClaimedRun, turn: TurnResult, segments: number): Promise<void> {
     const { request, log } = run;
     const { ctx, runId } = request;
     const { end, text, reply } = turn;
+    // A reply not ended here (handed to another process) is not waited for by its reaction.
+    if (!reply.ended) void turn.unacknowledge?.();
     const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs);
+    if (reply.ended) void turn.unacknowledge?.();
     if (!settlement)
       log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
     log.info({ status: end.status, segments, ...(settlement ?? {}) }, "run finished");
