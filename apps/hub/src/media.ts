@@ -62,9 +62,12 @@ function transcriberOf(config: HubConfig): Transcriber | undefined {
       "transcription_model_unknown",
       `agent.transcriptionModel "${ref}" needs models.providers.${name} with an OpenAI-compatible API (api: "openai", baseUrl, apiKey).`,
     );
-  return openAITranscriber({
-    baseUrl: provider.baseUrl,
-    apiKey: provider.apiKey ?? provider.apiKeys[0],
-    model: ref.slice(slash + 1),
-  });
+  const apiKey = provider.apiKey ?? provider.apiKeys[0];
+  // The SDK is loaded at the first voice note: a missing key is said now, not on every note.
+  if (!apiKey && !provider.baseUrl && !process.env.OPENAI_API_KEY)
+    throw new HubError(
+      "transcription_key_missing",
+      `agent.transcriptionModel "${ref}" needs an API key; set models.providers.${name}.apiKey or OPENAI_API_KEY.`,
+    );
+  return openAITranscriber({ baseUrl: provider.baseUrl, apiKey, model: ref.slice(slash + 1) });
 }

@@ -42,6 +42,22 @@ describe("attachments from config", () => {
     );
     expect(() => parse({ agent: { transcriptionModel: "whisper" } })).toThrow(/provider\/model/);
   });
+
+  it("refuses at start a transcription model on OpenAI without a key (its SDK loads only at the first note)", () => {
+    const saved = process.env.OPENAI_API_KEY;
+    delete process.env.OPENAI_API_KEY;
+    try {
+      const keyless = parse({
+        agent: { transcriptionModel: "openai/whisper-1" },
+        models: { providers: { openai: { api: "openai" } } },
+      });
+      expect(() => buildMediaPreparer(keyless, "/tmp", new AdapterRegistry())).toThrow(
+        'agent.transcriptionModel "openai/whisper-1" needs an API key; set models.providers.openai.apiKey or OPENAI_API_KEY.',
+      );
+    } finally {
+      if (saved !== undefined) process.env.OPENAI_API_KEY = saved;
+    }
+  });
 });
 
 describe("downloaded attachments", () => {

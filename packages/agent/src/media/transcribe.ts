@@ -34,7 +34,11 @@ export function openAITranscriber(o: OpenAITranscriberOptions): Transcriber {
   };
   let sdk: ReturnType<typeof loaded> | undefined;
   return async (file, signal) => {
-    sdk ??= loaded();
+    // A failed load is tried again at the next file, not kept.
+    sdk ??= loaded().catch((error: unknown) => {
+      sdk = undefined;
+      throw error;
+    });
     const { client, toFile } = await sdk;
     const upload = await toFile(createReadStream(file.path), file.name, { type: file.mime });
     const result = await client.audio.transcriptions.create({ file: upload, model: o.model }, { signal });

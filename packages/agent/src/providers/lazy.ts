@@ -1,4 +1,4 @@
-import type { ModelEvent, ModelProvider, ModelRequest } from "../model.js";
+import { ModelError, type ModelEvent, type ModelProvider, type ModelRequest } from "../model.js";
 import type { AnthropicProviderOptions } from "./anthropic.js";
 import type { OpenAIProviderOptions } from "./openai.js";
 
@@ -8,11 +8,20 @@ import type { OpenAIProviderOptions } from "./openai.js";
  */
 export function lazyProvider(id: string, load: () => Promise<ModelProvider>): ModelProvider {
   let loaded: Promise<ModelProvider> | undefined;
+  const provider = (): Promise<ModelProvider> => {
+    // A failed load is tried again at the next call, not kept.
+    loaded ??= load().catch((error: unknown) => {
+      loaded = undefined;
+      throw new ModelError("unknown", `${id}: the provider could not be loaded (${String(error)})`, {
+        cause: error,
+      });
+    });
+    return loaded;
+  };
   return {
     id,
     async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-      loaded ??= load();
-      yield* (await loaded).stream(request);
+      yield* (await provider()).stream(request);
     },
   };
 }
