@@ -257,7 +257,8 @@ function step(
   if (cut !== null && leavesShortHead(text, cursor, cut, limit)) {
     // "You said: <a 4,000-character word>": a word break near the start would only make a tiny segment
     // before the word is cut anyway. Whether the word outgrows a segment may not be known yet mid-stream.
-    const after = unbrokenRun(text, cut.next, limit - prefixLength(cursor), partial);
+    const budget = limit - prefixLength(cursor);
+    const after = unbrokenRun(text, lastBreak(text, cut.next, cursor.pos + budget), budget, partial);
     if (after === "unknown") return { segment: null, next: cursor, starved: true };
     if (after === "longer") cut = hardCut(text, lines, li, cursor, limit, partial) ?? cut;
   }
@@ -363,9 +364,15 @@ function leavesShortHead(text: string, cursor: Cursor, cut: Cut, limit: number):
   return cut.end - cursor.pos < (limit - prefixLength(cursor)) / 2 && text.length - cut.next > 0;
 }
 
+/** Where the text after the last space, tab or line break in [from, to) starts (`from` when there is none). */
+function lastBreak(text: string, from: number, to: number): number {
+  for (let k = Math.min(to, text.length) - 1; k >= from; k--) if (isBreakAt(text, k)) return k + 1;
+  return from;
+}
+
 /**
- * Whether the text from `from` runs longer than `budget` without a space or line break ("longer"), breaks
- * within it ("breaks"), or, in a partial text, has not arrived far enough to tell ("unknown").
+ * Whether the text from `from` runs longer than `budget` without a space, tab or line break ("longer"),
+ * breaks within it ("breaks"), or, in a partial text, has not arrived far enough to tell ("unknown").
  */
 function unbrokenRun(
   text: string,
@@ -374,7 +381,7 @@ function unbrokenRun(
   partial: boolean,
 ): "longer" | "breaks" | "unknown" {
   const to = Math.min(text.length, from + budget + 1);
-  for (let k = from; k < to; k++) if (isWhitespace(text.charCodeAt(k))) return "breaks";
+  for (let k = from; k < to; k++) if (isBreakAt(text, k)) return "breaks";
   if (to > from + budget) return "longer";
   return partial ? "unknown" : "breaks";
 }
@@ -539,6 +546,12 @@ function skipWhitespace(text: string, pos: number): number {
   let p = pos;
   while (p < text.length && isWhitespace(text.charCodeAt(p))) p++;
   return p;
+}
+
+// The characters findCut breaks at: a space or tab (words) and a line break.
+function isBreakAt(text: string, k: number): boolean {
+  const c = text.charCodeAt(k);
+  return isBreakSpace(c) || c === 10;
 }
 
 function isBreakSpace(c: number): boolean {

@@ -123,6 +123,9 @@ describe("chunkText", () => {
     expect(chunkText(`a long enough lead of words ${"y".repeat(80)}`, 50)[0]).toBe(
       "a long enough lead of words",
     );
+    // An earlier sentence end does not make the tiny segment either; a no-break space is no break.
+    expect(chunkText(`Ok. So here: ${"x".repeat(120)}`, 50)[0]).toBe(`Ok. So here: ${"x".repeat(37)}`);
+    expect(chunkText(`You said:\u00a0${"x".repeat(120)}`, 50)[0]).toHaveLength(50);
   });
 
   it("keeps a 3,000-char code block whole in a 9,000-char text at limit 4096", () => {
