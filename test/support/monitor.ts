@@ -15,32 +15,42 @@ export interface RedisMonitor {
  * the same Redis) fails it with "Command queue state error".
  */
 export function monitorRedis(url = REDIS_URL): Promise<RedisMonitor> {
-  const { hostname, port, password } = new URL(url);
+  const { hostname, port, username, password } = new URL(url);
   const events = new EventEmitter();
   const socket = connect(Number(port || 6379), hostname || "127.0.0.1");
   const monitor = Object.assign(events, { disconnect: () => void socket.destroy() }) as RedisMonitor;
   return new Promise((resolve, reject) => {
     let buffer = "";
+    // The OKs before MONITOR's own: AUTH's, when the URL has a password.
+    let okToSkip = password ? 1 : 0;
     let confirmed = false;
     socket.setEncoding("utf8");
     socket.on("connect", () => {
-      if (password) socket.write(`AUTH ${decodeURIComponent(password)}\r\n`);
-      socket.write("MONITOR\r\n");
+      const auth = username ? [username, password] : [password];
+      if (password) socket.write(resp(["AUTH", ...auth.map(decodeURIComponent)]));
+      socket.write(resp(["MONITOR"]));
     });
     socket.on("error", reject);
+    socket.on("close", () => reject(new Error("the MONITOR connection closed before Redis confirmed it")));
     socket.on("data", (chunk: string) => {
       buffer += chunk;
       for (let nl = buffer.indexOf("\r\n"); nl >= 0; nl = buffer.indexOf("\r\n")) {
         const line = buffer.slice(0, nl);
         buffer = buffer.slice(nl + 2);
         if (line.startsWith("-")) reject(new Error(`MONITOR refused: ${line.slice(1)}`));
-        else if (line === "+OK") {
-          if (!confirmed) resolve(monitor);
+        else if (line === "+OK" && !confirmed) {
+          if (okToSkip-- > 0) continue;
           confirmed = true;
+          resolve(monitor);
         } else if (line.startsWith("+")) events.emit("monitor", ...parseMonitorLine(line.slice(1)));
       }
     });
   });
+}
+
+// A command as RESP (an array of bulk strings), so any argument passes whole.
+function resp(args: string[]): string {
+  return `*${args.length}\r\n${args.map((a) => `$${Buffer.byteLength(a)}\r\n${a}\r\n`).join("")}`;
 }
 
 // `1796135501.198380 [0 127.0.0.1:54790] "set" "k" "v"`: the time, then each argument quoted as Redis

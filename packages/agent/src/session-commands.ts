@@ -61,7 +61,9 @@ async function queueCommand(
   const current = await deps.activity.queueMode(sessionKey);
   const usage = `Queue mode is ${current}. Use /queue steer, /queue followup, /queue collect or /queue interrupt.`;
   if (args === "") return usage;
-  const shown = args.length > MODE_ECHO_CHARS ? `${args.slice(0, MODE_ECHO_CHARS)}…` : args;
+  // Cut by code points: a cut through an emoji would send half of it (a lone surrogate platforms refuse).
+  const points = Array.from(args);
+  const shown = points.length > MODE_ECHO_CHARS ? `${points.slice(0, MODE_ECHO_CHARS).join("")}…` : args;
   return `"${shown}" is not a queue mode. ${usage}`;
 }
 

@@ -118,7 +118,7 @@ interface Connection {
 
 /** True when `host` is a loopback address: only this machine can reach a gateway listening there. */
 export function isLoopbackHost(host: string): boolean {
-  return host === "127.0.0.1" || host === "::1" || host === "localhost" || host.startsWith("127.");
+  return host === "::1" || host === "localhost" || /^127(\.\d{1,3}){3}$/.test(host);
 }
 
 class RequestError extends Error {
