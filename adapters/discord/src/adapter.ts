@@ -16,6 +16,7 @@ import {
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
+  identifyingFields,
   isPermanentStatus,
   type Media,
   type OutboundSegment,
@@ -43,7 +44,7 @@ import { type DiscordGuild, guildAccess } from "./config.js";
 import { GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
-import { type DiscordBotIdentity, DiscordMessageSchema, messageIds, normalizeMessage } from "./normalize.js";
+import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
 import { fileMessageRequest } from "./send-file.js";
@@ -383,7 +384,10 @@ export class DiscordAdapter implements ChannelAdapter {
     const parsed = DiscordMessageSchema.safeParse(raw);
     if (!parsed.success) {
       this.#log.warn(
-        { ...messageIds(raw), reason: formatIssues(parsed.error.issues.slice(0, 3)) },
+        {
+          ...identifyingFields(raw, { id: "messageId", channel_id: "channelId" }),
+          reason: formatIssues(parsed.error.issues.slice(0, 3)),
+        },
         "dropping a Discord message that does not match Discord's Message shape",
       );
       return;

@@ -42,20 +42,6 @@ export const DiscordMessageSchema = BaseMessageSchema.extend({
 /** A validated MESSAGE_CREATE. */
 export type DiscordMessage = z.infer<typeof DiscordMessageSchema>;
 
-/**
- * The message id and channel id of a MESSAGE_CREATE that failed validation, for its drop log line:
- * each when the payload has it as a plain value (a string, or a number where a snowflake should be).
- */
-export function messageIds(raw: unknown): { messageId?: unknown; channelId?: unknown } {
-  if (typeof raw !== "object" || raw === null) return {};
-  const plain = (v: unknown) => (typeof v === "string" || typeof v === "number" ? v : undefined);
-  const { id, channel_id } = raw as { id?: unknown; channel_id?: unknown };
-  return {
-    ...(plain(id) !== undefined ? { messageId: plain(id) } : {}),
-    ...(plain(channel_id) !== undefined ? { channelId: plain(channel_id) } : {}),
-  };
-}
-
 /** Discord channel types the adapter tells apart (discord-api-types `ChannelType`). */
 export const THREAD_CHANNEL_TYPES: ReadonlySet<number> = new Set([10, 11, 12]);
 const DM_CHANNEL_TYPES: ReadonlySet<number> = new Set([1, 3]);

@@ -5,6 +5,7 @@ import {
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
+  identifyingFields,
 } from "@hub/core";
 import type { App } from "@slack/bolt";
 import { z } from "zod";
@@ -50,20 +51,6 @@ const EventCallbackSchema = z.looseObject({
     subteam: Fields.optional(),
   }),
 });
-
-/**
- * The message's `ts` and conversation (`channel`, logged as `chatId`: `channel` names the hub's channel)
- * for a log line, where the unreadable event has them as plain values.
- */
-function identifying(event: unknown): { ts?: unknown; chatId?: unknown } {
-  if (typeof event !== "object" || event === null) return {};
-  const plain = (v: unknown) => (typeof v === "string" || typeof v === "number" ? v : undefined);
-  const { ts, channel } = event as { ts?: unknown; channel?: unknown };
-  return {
-    ...(plain(ts) !== undefined ? { ts: plain(ts) } : {}),
-    ...(plain(channel) !== undefined ? { chatId: plain(channel) } : {}),
-  };
-}
 
 /** Where a listener leaves the hub's answer for the envelope it handled (Bolt's `customProperties`). */
 interface ResultSlot {
@@ -137,7 +124,7 @@ export class SlackInbound {
     if (!readable.success) {
       const reason = formatIssues(readable.error.issues.slice(0, 3));
       log.warn(
-        { eventId, ...identifying(envelope.body.event), reason },
+        { eventId, ...identifyingFields(envelope.body.event, { ts: "ts", channel: "chatId" }), reason },
         "slack event does not match Slack's event shape; dropped",
       );
       return { kind: "rejected", reason: `unreadable event (${reason})` };

@@ -1,5 +1,6 @@
 export * from "./errors.js";
 export * from "./lease.js";
+export * from "./log-fields.js";
 export * from "./sleep.js";
 export * from "./status.js";
 export * from "./webhook.js";
