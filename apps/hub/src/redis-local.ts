@@ -22,8 +22,11 @@ async function pingError(url: string): Promise<Error | undefined> {
   }
 }
 
-// Redis answered, and refused the password given (WRONGPASS; "ERR invalid password" before Redis 6) or wants one (NOAUTH).
-function authRefusal(error: Error, url: string, setting: string): HubError | undefined {
+/**
+ * The sentence for a Redis that answered and refused the password given (WRONGPASS; "ERR invalid password"
+ * before Redis 6) or wants one (NOAUTH); undefined for any other error.
+ */
+export function redisAuthRefusal(error: Error, url: string, setting: string): HubError | undefined {
   const reply = error.message.replace(/\.$/, "");
   const at = `Redis at ${redactUrl(url)}`;
   const form = "redis://:password@host:port, or redis://user:password@host:port for an ACL user";
@@ -56,7 +59,7 @@ export async function ensureRedis(
 ): Promise<LocalRedis | undefined> {
   const error = await pingError(url);
   if (!error) return undefined;
-  const refusal = authRefusal(error, url, setting);
+  const refusal = redisAuthRefusal(error, url, setting);
   if (refusal) throw refusal;
   // A Redis Cluster is the operator's to run: the hub starts none.
   if (clusterSeeds(url))

@@ -14,6 +14,7 @@ import { ReplyDispatcher } from "@hub/reply";
 import type { Command } from "commander";
 import type { Redis } from "ioredis";
 import { channelPlugins } from "../plugins.js";
+import { redisAuthRefusal } from "../redis-local.js";
 import type { GatewayAddress } from "./gateway-client.js";
 
 /** Every configured secret of this process: no log line and no error printed at exit may contain one. */
@@ -71,6 +72,12 @@ async function answers(redis: Redis, config: HubConfig): Promise<void> {
       }),
     ]);
   } catch (error) {
+    const refusal = redisAuthRefusal(
+      refused ?? (error as Error),
+      config.redis.url,
+      "REDIS_URL (or redis.url)",
+    );
+    if (refusal) throw refusal;
     throw new HubError(
       "redis_unreachable",
       `Redis at ${redactUrl(config.redis.url)} does not answer (${(refused ?? (error as Error)).message}); start it, or set REDIS_URL / redis.url to the hub's Redis ("hub doctor" checks it).`,

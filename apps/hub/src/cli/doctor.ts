@@ -4,6 +4,7 @@ import { type ChannelCheck, type HubConfig, redactUrl, resolveStateDir, WEBCHAT_
 import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
+import { redisAuthRefusal } from "../redis-local.js";
 import type { ChannelReport } from "../supervisor.js";
 import { configOf, gatewayAddress, output, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
@@ -130,12 +131,16 @@ async function redisChecks(config: HubConfig): Promise<DoctorCheck[]> {
     );
     return checks;
   } catch (error) {
+    const refusal = redisAuthRefusal(error as Error, config.redis.url, "REDIS_URL (or redis.url)");
     return [
       {
         name: "redis",
         status: "fail",
-        detail: `${redactUrl(config.redis.url)} does not answer (${(error as Error).message})`,
-        fix: "start Redis 7 (e.g. docker compose up -d redis) or set REDIS_URL / redis.url",
+        detail:
+          refusal?.message ?? `${redactUrl(config.redis.url)} does not answer (${(error as Error).message})`,
+        fix: refusal
+          ? "set the password in REDIS_URL / redis.url"
+          : "start Redis 7 (e.g. docker compose up -d redis) or set REDIS_URL / redis.url",
       },
     ];
   } finally {

@@ -98,6 +98,21 @@ describe("hub start against a Redis that wants a password", { timeout: 180_000 }
       }
     },
   );
+
+  it.runIf(hasRedisServer())("the other commands and hub doctor say the same, not 'start it'", async () => {
+    const wrong = { ...env, REDIS_URL: `redis://:WrongRedisPw456@127.0.0.1:${redis.port}` };
+    const refused = `Redis at redis://***@127.0.0.1:${redis.port} refused the password (WRONGPASS`;
+    const status = await runCli(["status"], wrong, 30_000);
+    expect(status.code).toBe(1);
+    expect(status.stderr).toContain(`hub: ${refused}`);
+    const doctor = await runCli(["doctor"], wrong, 30_000);
+    expect(doctor.code).toBe(1);
+    expect(doctor.stdout).toContain(`FAIL  redis: ${refused}`);
+    for (const run of [status, doctor]) {
+      expect(run.stdout + run.stderr).not.toContain("WrongRedisPw456");
+      expect(run.stdout + run.stderr).not.toContain("does not answer");
+    }
+  });
 });
 
 describe("hub start with other settings it cannot use", { timeout: 180_000 }, () => {
