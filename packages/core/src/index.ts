@@ -4,6 +4,7 @@ export * from "./channel-config.js";
 export * from "./config.js";
 export * from "./config-env.js";
 export * from "./config-secrets.js";
+export * from "./config-warnings.js";
 export * from "./edge/index.js";
 export * from "./errors.js";
 export * from "./events.js";

@@ -1,4 +1,4 @@
-import { configJsonSchema } from "@hub/core";
+import { configJsonSchema, configWarnings } from "@hub/core";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import { configOf, output } from "./context.js";
@@ -19,10 +19,14 @@ export function registerConfig(program: Command): void {
     .action((_opts, command: Command) => {
       const { path, fromFile, config: parsed } = configOf(command);
       const channels = Object.keys(parsed.channels);
-      output(command, { valid: true, path: fromFile ? path : null, channels }, () =>
-        fromFile
-          ? `${path} is valid (channels: ${channels.join(", ") || "none"}).`
-          : `No configuration file at ${path}; the defaults are valid.`,
+      const warnings = configWarnings(parsed);
+      output(command, { valid: true, path: fromFile ? path : null, channels, warnings }, () =>
+        [
+          fromFile
+            ? `${path} is valid (channels: ${channels.join(", ") || "none"}).`
+            : `No configuration file at ${path}; the defaults are valid.`,
+          ...warnings.map((w) => `Warning: ${w}`),
+        ].join("\n"),
       );
     });
 }

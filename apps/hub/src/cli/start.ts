@@ -1,5 +1,6 @@
 import {
   collectConfigSecrets,
+  configWarnings,
   createLogger,
   type HubConfig,
   HubError,
@@ -44,6 +45,7 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     ),
   );
   const logger = createLogger({ secrets });
+  for (const warning of configWarnings(config)) logger.warn(warning);
   refuseOpenGatewayWithoutToken(config);
   const redisAt = redisSetting(config, env, path);
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line), redisAt);

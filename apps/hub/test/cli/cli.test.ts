@@ -43,6 +43,17 @@ describe("hub config", { timeout: 120_000 }, () => {
     expect(no.stderr).toContain("lifecycle");
     expect(no.stderr).toContain("drainSecs");
     expect(no.stderr).toContain("metrics.access");
+    // Valid, but no direct message would be answered: said, exit 0.
+    const open = join(stateDir, "open.json5");
+    writeFileSync(
+      open,
+      "{ channels: { telegram: { botToken: '1:A', dmPolicy: 'open', allowFrom: ['5'] } } }",
+    );
+    const warned = await runCli(["--config", open, "config", "validate"], env);
+    expect(warned.code).toBe(0);
+    expect(warned.stdout).toContain(
+      'Warning: channels.telegram.dmPolicy is "open" but channels.telegram.allowFrom has no "*"',
+    );
   });
 });
 
