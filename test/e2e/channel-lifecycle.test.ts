@@ -68,7 +68,7 @@ describe("supervised channel lifecycle", () => {
     expect(state("refused")).toMatchObject({
       state: "failed",
       reason:
-        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken (from @BotFather).",
+        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
     });
 
     // The gateway tells an operator tool the same.

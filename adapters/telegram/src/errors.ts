@@ -24,11 +24,11 @@ export function classifyStartError(error: unknown, configPath: string): Error {
   if (!isTokenRefused(error))
     // No `cause`: the network error's own message quotes the URL, token included.
     return new Error(`Telegram could not be reached (${describeTelegramError(error)})`);
-  // TELEGRAM_BOT_TOKEN sets the default account's token; a named account's is its own key.
-  const orEnv = configPath.includes(".accounts.") ? "" : " or TELEGRAM_BOT_TOKEN";
+  // As the missing token's line: TELEGRAM_BOT_TOKEN may be where it came from (the default account's, or
+  // the shared key an account without its own inherits).
   return new ChannelRefusedError(
     "telegram_token_refused",
-    `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${configPath}.botToken${orEnv} (from @BotFather).`,
+    `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${configPath}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
     { cause: error },
   );
 }

@@ -31,7 +31,8 @@ export function describeDecision(raw: string): string | undefined {
   if (d.action === "surface" || d.kind === "aborted" || Number.isNaN(new Date(d.at).getTime()))
     return undefined;
   const when = `${new Date(d.at).toISOString().slice(0, 19).replace("T", " ")} UTC`;
-  const what = FAILED_BECAUSE[d.kind as ModelErrorKind] ?? `failed (${d.kind.replaceAll("_", " ")})`;
+  const known = Object.hasOwn(FAILED_BECAUSE, d.kind) ? FAILED_BECAUSE[d.kind as ModelErrorKind] : undefined;
+  const what = known ?? `failed (${d.kind.replaceAll("_", " ")})`;
   const next = d.action === "rotate_profile" ? "the provider's next API key" : "the next model";
   return `${d.ref} ${what} at ${when}, so the hub moved on to ${next}.`;
 }

@@ -640,10 +640,12 @@ export class AgentRunner {
     const { request, log } = run;
     const { ctx, runId } = request;
     const { end, text, reply } = turn;
-    // A reply not ended here (handed to another process) is not waited for by its reaction.
+    // A reply not ended here (handed to another process) is not waited for by its reaction; a wait that
+    // failed (Redis down) removes it too.
     if (!reply.ended) void turn.unacknowledge?.();
-    const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs);
-    if (reply.ended) void turn.unacknowledge?.();
+    const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs).finally(
+      () => void turn.unacknowledge?.(),
+    );
     if (!settlement)
       log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
     log.info({ status: end.status, segments, ...(settlement ?? {}) }, "run finished");

@@ -47,8 +47,10 @@ export function collectConfigSecrets(config: unknown, extraKeys: Iterable<string
 // The password of a URL that `new URL` reads; the raw and the decoded form (both may reach a line).
 function parsedPassword(url: string): string[] | undefined {
   try {
-    const password = new URL(url).password;
-    return password ? [password, safeDecode(password)] : [];
+    const parsed = new URL(url);
+    // ioredis also takes a password from the query string.
+    const passwords = [parsed.password, parsed.searchParams.get("password") ?? ""].filter((p) => p !== "");
+    return passwords.flatMap((password) => [password, safeDecode(password)]);
   } catch {
     return undefined;
   }
@@ -74,11 +76,11 @@ function writtenPassword(url: string): string[] {
 
 /**
  * The passwords inside `value` when it is a URL with credentials
- * (`redis://:pw@host`), or a comma-separated list of them (a Redis Cluster's
+ * (`redis://:pw@host`, or `?password=pw` as ioredis also reads), or a comma-separated list of them (a Redis Cluster's
  * seeds), whether or not each URL is valid.
  */
 export function urlPasswords(value: string): string[] {
-  if (!/^[a-z][a-z0-9+.-]*:\/\/.*@/is.test(value)) return [];
+  if (!/^[a-z][a-z0-9+.-]*:\/\/.*(@|[?&]password=)/is.test(value)) return [];
   // The whole value too: a "," may be part of one URL's password.
   const urls = value.includes(",") ? [value, ...value.split(",").map((url) => url.trim())] : [value];
   return [...new Set(urls.flatMap((url) => parsedPassword(url) ?? writtenPassword(url)))];

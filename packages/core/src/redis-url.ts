@@ -68,5 +68,6 @@ export const RedisUrlSchema = z.string().superRefine((value, ctx) => {
 /** A URL (or comma-separated list of URLs) with user and password replaced by `***`, for messages. */
 export function redactUrl(url: string): string {
   // Up to the last "@" before the path: a password may hold a raw "@" (the URL parser splits at the last).
-  return url.replace(/\/\/[^/]*@/g, "//***@");
+  // ioredis also reads a password (and username) from the query string.
+  return url.replace(/\/\/[^/]*@/g, "//***@").replace(/([?&](?:password|username)=)[^&#,]*/gi, "$1***");
 }

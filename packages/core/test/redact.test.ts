@@ -83,6 +83,7 @@ describe("collectConfigSecrets", () => {
     );
     expect(found("redis://:has,comma-pw@127.0.0.1:6379")).toContain("has,comma-pw");
     expect(found("redis://127.0.0.1:6379")).toEqual([]);
+    expect(found("redis://127.0.0.1:6379?password=QuerySecretPw1")).toContain("QuerySecretPw1");
   });
 });
 
@@ -94,5 +95,8 @@ describe("redactUrl", () => {
       "redis://***@h1:1,redis://h2:2,rediss://***@h3:3",
     );
     expect(redactUrl("redis://127.0.0.1:6379/0")).toBe("redis://127.0.0.1:6379/0");
+    expect(redactUrl("redis://h:6379?password=s3cret&db=2,redis://h2:1?username=u")).toBe(
+      "redis://h:6379?password=***&db=2,redis://h2:1?username=***",
+    );
   });
 });

@@ -29,6 +29,8 @@ export function lazyProvider(id: string, load: () => Promise<ModelProvider>): Mo
 /** An `OpenAIProvider` (Chat Completions and compatible servers), loaded at its first call. */
 export function openAIProvider(options: OpenAIProviderOptions): ModelProvider {
   return lazyProvider(options.id ?? "openai", async () => {
+    // The SDK first: Node keeps a module's failed load, so ./openai.js must not be the one that fails.
+    await import("openai");
     const { OpenAIProvider } = await import("./openai.js");
     return new OpenAIProvider(options);
   });
@@ -37,6 +39,7 @@ export function openAIProvider(options: OpenAIProviderOptions): ModelProvider {
 /** An `AnthropicProvider` (the Messages API), loaded at its first call. */
 export function anthropicProvider(options: AnthropicProviderOptions): ModelProvider {
   return lazyProvider(options.id ?? "anthropic", async () => {
+    await import("@anthropic-ai/sdk"); // the SDK first (see openAIProvider)
     const { AnthropicProvider } = await import("./anthropic.js");
     return new AnthropicProvider(options);
   });
