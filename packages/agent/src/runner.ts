@@ -659,15 +659,20 @@ export class AgentRunner {
   }
 
   // Delivery retries with backoff can take long; the session is not held hostage by it forever.
+  // Past the timeout the wait is given up, so its reply's status is no longer read.
   async #settledWithin(reply: ReplyStream, ms: number) {
     let timer: NodeJS.Timeout | undefined;
+    const giveUp = new AbortController();
     const timedOut = new Promise<undefined>((resolve) => {
       timer = setTimeout(() => resolve(undefined), ms);
     });
+    const settled = reply.settled(giveUp.signal);
+    settled.catch(() => {}); // rejects once given up, after the race is decided
     try {
-      return await Promise.race([reply.settled(), timedOut]);
+      return await Promise.race([settled, timedOut]);
     } finally {
       clearTimeout(timer);
+      giveUp.abort();
     }
   }
 

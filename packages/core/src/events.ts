@@ -49,8 +49,11 @@ export interface ReplyStream {
   end(): Promise<number>;
   /** True once the reply is ended (by its last block's push, or `end`): nothing more is queued for it. */
   readonly ended?: boolean;
-  /** Resolves when every segment is delivered or failed for good. */
-  settled(): Promise<ReplySettlement>;
+  /**
+   * Resolves when every segment is delivered or failed for good. `signal` gives the wait up (it rejects
+   * with the signal's reason and stops reading the reply's status).
+   */
+  settled(signal?: AbortSignal): Promise<ReplySettlement>;
   /**
    * Shows `text` (the answer so far, not yet pushed as blocks) as the reply's live preview: one
    * message edited in place, in order with the blocks; the next block pushed becomes that message.

@@ -138,8 +138,8 @@ export class ReplyDispatcher implements ReplySink {
         });
       },
       waiter: () => this.#waiter(replyId),
-      until: (waiter) => this.#until(replyId, waiter),
-      settled: () => this.settled(replyId),
+      until: (waiter, signal) => this.#until(replyId, waiter, signal),
+      settled: (signal) => this.settled(replyId, signal),
     });
   }
 
@@ -156,15 +156,15 @@ export class ReplyDispatcher implements ReplySink {
     return this.#mailbox.groupStatus(replyId);
   }
 
-  /** Resolves when the reply has ended and every segment is delivered or failed for good. */
-  async settled(replyId: string): Promise<ReplySettlement> {
+  /** Resolves when the reply has ended and every segment is delivered or failed for good (`signal`: see `ReplyStream.settled`). */
+  async settled(replyId: string, signal?: AbortSignal): Promise<ReplySettlement> {
     // Registered before checking, so a settle that lands in between still wakes us.
     const waiter = await this.#waiter(replyId);
     const s = await this.status(replyId).catch((error: unknown) => {
       waiter.cancel();
       throw error;
     });
-    if (!s.settled) return this.#until(replyId, waiter);
+    if (!s.settled) return this.#until(replyId, waiter, signal);
     waiter.cancel();
     return { total: s.total, delivered: s.delivered, failed: s.failed };
   }
@@ -188,17 +188,26 @@ export class ReplyDispatcher implements ReplySink {
 
   // Belt and braces: a lost announcement only delays us (the status is read after a while, backing
   // off, so a slow delivery is not polled hard).
-  async #until(replyId: string, waiter: SettleWaiter): Promise<ReplySettlement> {
+  async #until(replyId: string, waiter: SettleWaiter, signal?: AbortSignal): Promise<ReplySettlement> {
     for (let fallbackMs = 2_000; ; fallbackMs = Math.min(fallbackMs * 2, 10_000)) {
       let timer: NodeJS.Timeout | undefined;
+      let onAbort = () => {};
       const announced = await Promise.race([
         waiter.woke,
         new Promise<undefined>((resolve) => {
           timer = setTimeout(() => resolve(undefined), fallbackMs).unref();
+          onAbort = () => resolve(undefined);
+          signal?.addEventListener("abort", onAbort, { once: true });
         }),
       ]);
       clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
       if (announced) return announced;
+      // Given up: no more status reads for a reply nobody waits for.
+      if (signal?.aborted) {
+        waiter.cancel();
+        throw signal.reason;
+      }
       const s = await this.status(replyId);
       if (s.settled) {
         waiter.cancel();

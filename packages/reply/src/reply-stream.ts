@@ -34,9 +34,9 @@ export interface OpenReplyDeps {
   /** Registers a wait for the reply's settlement (before the step that may settle it). */
   waiter(): Promise<SettleWaiter>;
   /** The settlement, from a registered wait (or from Redis if its announcement was missed). */
-  until(waiter: SettleWaiter): Promise<ReplySettlement>;
+  until(waiter: SettleWaiter, signal?: AbortSignal): Promise<ReplySettlement>;
   /** The settlement of a reply whose end this stream did not queue. */
-  settled(): Promise<ReplySettlement>;
+  settled(signal?: AbortSignal): Promise<ReplySettlement>;
 }
 
 /**
@@ -106,8 +106,8 @@ export class OpenReply implements ReplyStream {
     return this.#next;
   }
 
-  async settled(): Promise<ReplySettlement> {
-    return this.#settlement ? this.deps.until(this.#settlement) : this.deps.settled();
+  async settled(signal?: AbortSignal): Promise<ReplySettlement> {
+    return this.#settlement ? this.deps.until(this.#settlement, signal) : this.deps.settled(signal);
   }
 
   async #showPreview(text: string): Promise<void> {

@@ -8,7 +8,7 @@ import {
   startFakeChatPlatform,
 } from "../../../test/fakes/src/index.js";
 import { monitorRedis } from "../../../test/support/monitor.js";
-import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
 import { ReplyDispatcher } from "../src/index.js";
 
 // A reply settles when the ack of its last item settles its group: the last block's push names the reply's
@@ -129,6 +129,36 @@ describe("reply settlement", () => {
     } finally {
       monitor.disconnect();
       await elsewhere.close();
+    }
+  });
+});
+
+describe("a settlement wait given up", () => {
+  it("rejects with the signal's reason and reads the reply's status no more", {
+    timeout: 20_000,
+  }, async () => {
+    // Nothing delivers to this target: the reply never settles.
+    const reply = replies.open("r-given-up", { ...targetOf("nobody"), channel: "nochannel" });
+    await reply.push("never sent", undefined, { last: true });
+    const giveUp = new AbortController();
+    const waiting = reply.settled(giveUp.signal);
+    const reads: string[] = [];
+    const monitor = await monitorRedis();
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      // The wait's status read (a GET of the reply's group record), not a delivery worker's look at its item.
+      if (String(args[0]).toLowerCase() === "get" && String(args[1]).endsWith(":g:r-given-up"))
+        reads.push(args.join(" "));
+    });
+    try {
+      // One fallback read (after 2 s) proves the wait polls; then it is given up.
+      await waitFor(() => reads.length > 0, "the wait's fallback status read", 5_000);
+      giveUp.abort(new Error("run timed out"));
+      await expect(waiting).rejects.toThrow("run timed out");
+      const after = reads.length;
+      await new Promise((r) => setTimeout(r, 4_500)); // past the next fallback (4 s)
+      expect(reads.slice(after)).toEqual([]);
+    } finally {
+      monitor.disconnect();
     }
   });
 });
