@@ -13,6 +13,8 @@ import type { ChannelReport } from "./supervisor.js";
 export class HubOperations {
   readonly metrics: HubMetrics;
   #draining = false;
+  /** The channels this process was started with: only they have adapters. */
+  readonly #startedWith: ReadonlySet<string>;
 
   constructor(
     private readonly config: HubConfig,
@@ -20,6 +22,7 @@ export class HubOperations {
     private readonly logger: HubLogger,
   ) {
     this.metrics = new HubMetrics(redis, config.redis.prefix);
+    this.#startedWith = new Set(Object.keys(config.channels));
   }
 
   /** True once draining started: intake answers "retry later" and readiness fails. */
@@ -93,9 +96,16 @@ export class HubOperations {
     try {
       const next = loadConfig({ path, plugins }).config;
       const channels = this.config.channels as Record<string, unknown>;
+      // A channel or account the hub was not started with has no adapter: it needs a restart to connect.
+      const added = Object.keys(next.channels).filter((name) => !this.#startedWith.has(name));
       for (const name of Object.keys(channels)) if (!(name in next.channels)) delete channels[name];
       Object.assign(channels, next.channels);
       this.logger.info({ channels: Object.keys(next.channels) }, "reloaded channel allowlists and policies");
+      if (added.length > 0)
+        this.logger.warn(
+          { added },
+          `channels added to the config (${added.join(", ")}) connect only after a restart; the reload applies access settings`,
+        );
       return true;
     } catch (error) {
       this.logger.error(

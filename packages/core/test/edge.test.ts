@@ -62,6 +62,31 @@ describe("webhookRoute", () => {
     expect(seen).toEqual([]);
   });
 
+  it("logs a refused call once, with the why its verify gave", async () => {
+    const lines: string[] = [];
+    const route = webhookRoute({
+      path: "/why",
+      verify: () => "not signed by the platform: stale timestamp",
+      handle: async () => ({ kind: "accepted" }),
+      logger: createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } }),
+    });
+    const refusing = createServer((req, res) => void route.handle(req, res));
+    await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", () => r()));
+    try {
+      const port = (refusing.address() as AddressInfo).port;
+      const res = await fetch(`http://127.0.0.1:${port}/why`, { method: "POST", body: "{}" });
+      expect(res.status).toBe(401);
+      expect(lines.map((l) => JSON.parse(l) as { msg: string; why?: string })).toEqual([
+        expect.objectContaining({
+          msg: "webhook call failed verification; refused",
+          why: "not signed by the platform: stale timestamp",
+        }),
+      ]);
+    } finally {
+      await new Promise<void>((r) => refusing.close(() => r()));
+    }
+  });
+
   it("acknowledges accepted, duplicate, ignored and rejected with 200; only retry (or a throw) is 503", async () => {
     const statuses: number[] = [];
     for (const result of [

@@ -25,9 +25,10 @@ export interface WebhookRouteOptions {
   maxBytes?: number;
   /**
    * Checks the caller (a secret header compared with `sameSecret`, or an HMAC
-   * signature with `sameHmacSha256`); false answers 401 and nothing else happens.
+   * signature with `sameHmacSha256`); false, or a sentence saying why, answers
+   * 401 and nothing else happens (one log line, with the why).
    */
-  verify(request: WebhookRequest): boolean;
+  verify(request: WebhookRequest): boolean | string;
   /**
    * Handles one parsed JSON body. The answer decides the status: `retry` is
    * 503 (the platform redelivers), everything else 200 — a payload that can
@@ -90,9 +91,11 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
         return answer(res, 400, req);
       }
       const request = { req, rawBody };
-      if (!options.verify(request)) {
+      const verified = options.verify(request);
+      if (verified !== true) {
+        const why = typeof verified === "string" ? { why: verified } : {};
         log.warn(
-          { path: options.path, remote: req.socket.remoteAddress },
+          { path: options.path, remote: req.socket.remoteAddress, ...why },
           "webhook call failed verification; refused",
         );
         return answer(res, 401, req);
