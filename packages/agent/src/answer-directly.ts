@@ -35,7 +35,14 @@ export async function answerDirectly(
   await o.runs.finish(runId, { status: "completed", text });
   const segments = await reply.end();
   const announce = async () => {
-    await reply.settled();
+    // As a run's end: announced once delivered, or anyway past the run timeout (the wait is then given up).
+    await reply.settled(AbortSignal.timeout(o.runTimeoutMs)).catch((error: unknown) => {
+      if (!(error instanceof DOMException && error.name === "TimeoutError")) throw error;
+      o.logger.warn(
+        { runId, sessionKey: ctx.sessionKey },
+        "command answer not settled within the run timeout",
+      );
+    });
     await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
   };
   if (!options.detachSettlement) return announce();
