@@ -1,6 +1,7 @@
 import type { HubLogger, ReplySink, RunRequest } from "@hub/core";
 import type { RunRecords } from "@hub/sessions";
 import type { ChatEventPublisher } from "./events.js";
+import { settledWithin } from "./settled-within.js";
 
 /** What a direct answer needs. */
 export interface DirectAnswerDeps {
@@ -35,14 +36,12 @@ export async function answerDirectly(
   await o.runs.finish(runId, { status: "completed", text });
   const segments = await reply.end();
   const announce = async () => {
-    // As a run's end: announced once delivered, or anyway past the run timeout (the wait is then given up).
-    await reply.settled(AbortSignal.timeout(o.runTimeoutMs)).catch((error: unknown) => {
-      if (!(error instanceof DOMException && error.name === "TimeoutError")) throw error;
+    // As a run's end: announced once delivered, or anyway past the run timeout.
+    if (!(await settledWithin(reply, o.runTimeoutMs)))
       o.logger.warn(
         { runId, sessionKey: ctx.sessionKey },
         "command answer not settled within the run timeout",
       );
-    });
     await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
   };
   if (!options.detachSettlement) return announce();

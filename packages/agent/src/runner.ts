@@ -43,6 +43,7 @@ import type { ModelProvider } from "./model.js";
 import { modelImageSender } from "./model-images.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
+import { settledWithin } from "./settled-within.js";
 import type { ShownPrefix } from "./shown-prefix.js";
 import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
@@ -643,7 +644,7 @@ export class AgentRunner {
     // A reply not ended here (handed to another process) is not waited for by its reaction; a wait that
     // failed (Redis down) removes it too.
     if (!reply.ended) void turn.unacknowledge?.();
-    const settlement = await this.#settledWithin(reply, this.o.runTimeoutMs).finally(
+    const settlement = await settledWithin(reply, this.o.runTimeoutMs).finally(
       () => void turn.unacknowledge?.(),
     );
     if (!settlement)
@@ -656,24 +657,6 @@ export class AgentRunner {
       state: terminalState(end.status),
       text: end.status === "completed" ? text : (end.errorText ?? end.status),
     });
-  }
-
-  // Delivery retries with backoff can take long; the session is not held hostage by it forever.
-  // Past the timeout the wait is given up, so its reply's status is no longer read.
-  async #settledWithin(reply: ReplyStream, ms: number) {
-    let timer: NodeJS.Timeout | undefined;
-    const giveUp = new AbortController();
-    const timedOut = new Promise<undefined>((resolve) => {
-      timer = setTimeout(() => resolve(undefined), ms);
-    });
-    const settled = reply.settled(giveUp.signal);
-    settled.catch(() => {}); // rejects once given up, after the race is decided
-    try {
-      return await Promise.race([settled, timedOut]);
-    } finally {
-      clearTimeout(timer);
-      giveUp.abort();
-    }
   }
 
   // Redis lost its data mid-run: record the outcome again, close the transcript's turn and tell the user, unfenced

@@ -51,15 +51,20 @@ function checkUrls(urls: string[], ctx: z.core.$RefinementCtx<string>): void {
 /** One Redis URL (a single node: a cluster seed, or a single Redis). */
 export const RedisNodeUrlSchema = z.string().superRefine((url, ctx) => checkUrls([url], ctx));
 
+/** The URLs of a comma-separated list (a Redis Cluster's seed nodes), trimmed, empty ones left out. */
+export function redisUrlsOf(value: string): string[] {
+  return value
+    .split(",")
+    .map((u) => u.trim())
+    .filter((u) => u.length > 0);
+}
+
 /**
  * `redis.url` / `REDIS_URL`: one Redis URL, or a comma-separated list of them
  * (the seed nodes of a Redis Cluster); each must be one `redisUrlProblem` accepts.
  */
 export const RedisUrlSchema = z.string().superRefine((value, ctx) => {
-  const urls = value
-    .split(",")
-    .map((u) => u.trim())
-    .filter((u) => u.length > 0);
+  const urls = redisUrlsOf(value);
   if (urls.length === 0)
     ctx.addIssue({ code: "custom", message: `must be written ${REDIS_URL_FORM}, but it is empty` });
   checkUrls(urls, ctx);

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { redisUrlsOf } from "@hub/core";
 import { Cluster, Redis } from "ioredis";
 
 /** Our Redis client type (ioredis). */
@@ -21,11 +22,7 @@ export interface CreateRedisOptions {
  * list `redis.cluster` gives) is a cluster.
  */
 export function clusterSeeds(url: string): string[] | undefined {
-  if (!url.includes(",")) return undefined;
-  return url
-    .split(",")
-    .map((u) => u.trim())
-    .filter((u) => u.length > 0);
+  return url.includes(",") ? redisUrlsOf(url) : undefined;
 }
 
 // Where the connection errors of every client `createRedis` opens go (see `onRedisConnectionError`).

@@ -72,15 +72,12 @@ async function answers(redis: Redis, config: HubConfig): Promise<void> {
       }),
     ]);
   } catch (error) {
-    const refusal = redisAuthRefusal(
-      refused ?? (error as Error),
-      config.redis.url,
-      "REDIS_URL (or redis.url)",
-    );
+    const cause = refused ?? (error as Error);
+    const refusal = redisAuthRefusal(cause, config.redis.url, "REDIS_URL (or redis.url)");
     if (refusal) throw refusal;
     throw new HubError(
       "redis_unreachable",
-      `Redis at ${redactUrl(config.redis.url)} does not answer (${(refused ?? (error as Error)).message}); start it, or set REDIS_URL / redis.url to the hub's Redis ("hub doctor" checks it).`,
+      `Redis at ${redactUrl(config.redis.url)} does not answer (${cause.message}); start it, or set REDIS_URL / redis.url to the hub's Redis ("hub doctor" checks it).`,
       { cause: error },
     );
   } finally {

@@ -1,4 +1,5 @@
 import { createReadStream } from "node:fs";
+import { loadOnce } from "../load-once.js";
 
 /** Turns a voice note or an audio file into text. */
 export type Transcriber = (
@@ -21,7 +22,8 @@ export interface OpenAITranscriberOptions {
  * LocalAI and faster-whisper servers offer it. The OpenAI SDK is loaded at the first transcription.
  */
 export function openAITranscriber(o: OpenAITranscriberOptions): Transcriber {
-  const loaded = async () => {
+  // A failed load is tried again at the next file.
+  const sdk = loadOnce(async () => {
     const { default: OpenAI, toFile } = await import("openai");
     const client = new OpenAI({
       // The key is never sent to a server the operator did not name together with it.
@@ -31,15 +33,9 @@ export function openAITranscriber(o: OpenAITranscriberOptions): Transcriber {
       maxRetries: 0,
     });
     return { client, toFile };
-  };
-  let sdk: ReturnType<typeof loaded> | undefined;
+  });
   return async (file, signal) => {
-    // A failed load is tried again at the next file, not kept.
-    sdk ??= loaded().catch((error: unknown) => {
-      sdk = undefined;
-      throw error;
-    });
-    const { client, toFile } = await sdk;
+    const { client, toFile } = await sdk();
     const upload = await toFile(createReadStream(file.path), file.name, { type: file.mime });
     const result = await client.audio.transcriptions.create({ file: upload, model: o.model }, { signal });
     return result.text.trim();

@@ -1,3 +1,4 @@
+import { loadOnce } from "../load-once.js";
 import { ModelError, type ModelEvent, type ModelProvider, type ModelRequest } from "../model.js";
 import type { AnthropicProviderOptions } from "./anthropic.js";
 import type { OpenAIProviderOptions } from "./openai.js";
@@ -7,17 +8,14 @@ import type { OpenAIProviderOptions } from "./openai.js";
  * a hub on the offline model, or on one API, never loads the other SDKs.
  */
 export function lazyProvider(id: string, load: () => Promise<ModelProvider>): ModelProvider {
-  let loaded: Promise<ModelProvider> | undefined;
-  const provider = (): Promise<ModelProvider> => {
-    // A failed load is tried again at the next call, not kept.
-    loaded ??= load().catch((error: unknown) => {
-      loaded = undefined;
+  // A failed load is tried again at the next call.
+  const provider = loadOnce(() =>
+    load().catch((error: unknown) => {
       throw new ModelError("unknown", `${id}: the provider could not be loaded (${String(error)})`, {
         cause: error,
       });
-    });
-    return loaded;
-  };
+    }),
+  );
   return {
     id,
     async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {

@@ -1,0 +1,22 @@
+import type { ReplySettlement, ReplyStream } from "@hub/core";
+
+/**
+ * The reply's settlement, or undefined once `ms` passed first: delivery retries with backoff can take long,
+ * and a run or command is not held by it forever. Past the time the wait is given up, so the reply's status
+ * is no longer read. Rejects when reading the settlement failed (Redis down).
+ */
+export async function settledWithin(reply: ReplyStream, ms: number): Promise<ReplySettlement | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const giveUp = new AbortController();
+  const timedOut = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ms);
+  });
+  const settled = reply.settled(giveUp.signal);
+  settled.catch(() => {}); // rejects once given up, after the race is decided
+  try {
+    return await Promise.race([settled, timedOut]);
+  } finally {
+    clearTimeout(timer);
+    giveUp.abort();
+  }
+}
