@@ -1,0 +1,49 @@
+import type { ReplySettlement, ReplyStream } from "@hub/core";
+import { describe, expect, it } from "vitest";
+import { settledWithin } from "../src/settled-within.js";
+
+// A reply as settledWithin sees it: only its settlement, which `settle` decides; a wait given up rejects
+// with the signal's reason, as the ReplyDispatcher's does.
+function replyOf(settle: Promise<ReplySettlement> | undefined): {
+  reply: ReplyStream;
+  signals: AbortSignal[];
+} {
+  const signals: AbortSignal[] = [];
+  const reply = {
+    replyId: "r-1",
+    push: async () => {},
+    end: async () => 1,
+    settled: (signal?: AbortSignal) => {
+      if (signal) signals.push(signal);
+      return new Promise<ReplySettlement>((resolve, reject) => {
+        signal?.addEventListener("abort", () => reject(signal.reason), { once: true });
+        settle?.then(resolve, reject);
+      });
+    },
+  } satisfies ReplyStream;
+  return { reply, signals };
+}
+
+describe("settledWithin", () => {
+  it("returns the settlement and leaves a finished wait alone", async () => {
+    const settlement = { total: 2, delivered: 2, failed: 0 };
+    const { reply, signals } = replyOf(Promise.resolve(settlement));
+    expect(await settledWithin(reply, 5_000)).toEqual(settlement);
+    expect(signals).toHaveLength(1);
+    // Nothing to give up: aborting anyway built an error with a stack on every reply.
+    expect(signals[0]?.aborted).toBe(false);
+  });
+
+  it("gives up a wait still running once the time has passed", async () => {
+    const { reply, signals } = replyOf(undefined);
+    const started = Date.now();
+    expect(await settledWithin(reply, 200)).toBeUndefined();
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
+    expect(signals[0]?.aborted).toBe(true);
+  });
+
+  it("passes on a failed read of the settlement", async () => {
+    const { reply } = replyOf(Promise.reject(new Error("Redis is down")));
+    await expect(settledWithin(reply, 5_000)).rejects.toThrow("Redis is down");
+  });
+});
