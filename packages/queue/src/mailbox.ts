@@ -158,9 +158,9 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
   name: string;
   redisUrl: string;
   /**
-   * A commands connection to share (left open by `close`): commands that several parts of a process
-   * issue in one event-loop turn then leave in one auto-pipelined write. Without it, the mailbox opens
-   * its own. Its blocking wait for ready keys always gets a connection of its own.
+   * A commands connection to share (left open by `close`): a process's parts then pipeline their
+   * commands on one connection instead of holding one each. Without it, the mailbox opens its own. Its
+   * blocking wait for ready keys always gets a connection of its own.
    */
   redis?: Redis | undefined;
   /** Key prefix of everything this mailbox stores (tests use their own). */
