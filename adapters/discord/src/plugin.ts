@@ -1,6 +1,13 @@
 import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { type DiscordConfig, DiscordConfigSchema } from "./config.js";
 
+// A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
+const tokenMissing = (accountId: string) =>
+  new HubError(
+    "discord_token_missing",
+    `${accountConfigPath("discord", accountId)} has no bot token; set its token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
+  );
+
 /**
  * The Discord channel plugin: `channels.discord` (or `channels.discord.accounts.<id>`),
  * `DISCORD_BOT_TOKEN` for the default account's token. discord.js is loaded only when an account is
@@ -15,13 +22,9 @@ export const discordPlugin: ChannelPlugin<DiscordConfig> = {
     const { diagnoseDiscord } = await import("./diagnose.js");
     return diagnoseDiscord(config, accountConfigPath("discord", deps.accountId), signal);
   },
+  configProblems: (config, accountId) => (config.token ? [] : [tokenMissing(accountId)]),
   async create(config, deps) {
-    if (!config.token) {
-      throw new HubError(
-        "discord_token_missing",
-        `${accountConfigPath("discord", deps.accountId)} has no bot token; set its token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
-      );
-    }
+    if (!config.token) throw tokenMissing(deps.accountId);
     const { DiscordAdapter } = await import("./adapter.js");
     return new DiscordAdapter({
       token: config.token,

@@ -22,7 +22,7 @@ import {
 import { App, type Receiver } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
 import { boltLogger } from "./bolt-logger.js";
-import { SLACK_API_URL } from "./config.js";
+import { missingModeKey, SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
 import { slackEventsRoute } from "./events-http.js";
 import { fetchSlackFile } from "./files.js";
@@ -198,12 +198,7 @@ export class SlackAdapter implements ChannelAdapter {
     this.#status.set("connecting");
     const mode = this.#o.mode ?? "http";
     const at = accountConfigPath("slack", this.accountId);
-    const missing =
-      mode === "http" && !this.#o.signingSecret
-        ? `Slack HTTP mode needs ${at}.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.`
-        : mode === "socket" && !this.#o.appToken?.startsWith("xapp-")
-          ? `Slack socket mode needs ${at}.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.`
-          : undefined;
+    const missing = missingModeKey(this.#o, at);
     if (missing) this.#refuse(new ChannelRefusedError("slack_config", missing));
     try {
       await this.#identify(at);

@@ -42,3 +42,24 @@ export const SLACK_ENV: Readonly<Record<string, string>> = {
   SLACK_SIGNING_SECRET: "signingSecret",
   SLACK_APP_TOKEN: "appToken",
 };
+
+/**
+ * The key a Slack account's mode needs and lacks, as a sentence naming it (`at`: the account's config
+ * path), or undefined: HTTP mode verifies each request with the signing secret, socket mode connects
+ * with an app-level token.
+ */
+export function missingModeKey(
+  config: {
+    mode?: "http" | "socket" | undefined;
+    signingSecret?: string | undefined;
+    appToken?: string | undefined;
+  },
+  at: string,
+): string | undefined {
+  const mode = config.mode ?? "http";
+  if (mode === "http" && !config.signingSecret)
+    return `Slack HTTP mode needs ${at}.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.`;
+  if (mode === "socket" && !config.appToken?.startsWith("xapp-"))
+    return `Slack socket mode needs ${at}.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.`;
+  return undefined;
+}

@@ -1,5 +1,14 @@
 import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
-import { SLACK_ENV, type SlackConfig, SlackConfigSchema } from "./config.js";
+import { missingModeKey, SLACK_ENV, type SlackConfig, SlackConfigSchema } from "./config.js";
+
+// A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
+const tokenMissing = (accountId: string) => {
+  const at = accountConfigPath("slack", accountId);
+  return new HubError(
+    "slack_token_missing",
+    `${at} is configured without a bot token; set ${at}.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).`,
+  );
+};
 
 /** The Slack channel as the hub installs it (`channels.slack`); Bolt is loaded only when an account is built or checked. */
 export const slackPlugin: ChannelPlugin<SlackConfig> = {
@@ -11,14 +20,15 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
     const { diagnoseSlack } = await import("./diagnose.js");
     return diagnoseSlack(config, accountConfigPath("slack", deps.accountId), signal);
   },
+  configProblems(config, accountId) {
+    const missing = missingModeKey(config, accountConfigPath("slack", accountId));
+    return [
+      ...(config.botToken ? [] : [tokenMissing(accountId)]),
+      ...(missing ? [new HubError("slack_config", missing)] : []),
+    ];
+  },
   async create(config, deps) {
-    if (!config.botToken) {
-      const at = accountConfigPath("slack", deps.accountId);
-      throw new HubError(
-        "slack_token_missing",
-        `${at} is configured without a bot token; set ${at}.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).`,
-      );
-    }
+    if (!config.botToken) throw tokenMissing(deps.accountId);
     const { SlackAdapter } = await import("./adapter.js");
     return new SlackAdapter({
       botToken: config.botToken,

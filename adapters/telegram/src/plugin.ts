@@ -1,6 +1,15 @@
 import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { type TelegramConfig, TelegramConfigSchema } from "./config.js";
 
+// A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
+const tokenMissing = (accountId: string) => {
+  const at = accountConfigPath("telegram", accountId);
+  return new HubError(
+    "telegram_token_missing",
+    `${at} is configured without a bot token; set ${at}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
+  );
+};
+
 /**
  * Telegram as a channel plugin: `channels.telegram` (or `.accounts.<id>`) builds one grammY bot per account.
  * grammY is loaded only when an account is built or checked.
@@ -14,14 +23,9 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
     const { diagnoseTelegram } = await import("./diagnose.js");
     return diagnoseTelegram(config, accountConfigPath("telegram", deps.accountId), signal);
   },
+  configProblems: (config, accountId) => (config.botToken ? [] : [tokenMissing(accountId)]),
   async create(config, deps) {
-    const at = accountConfigPath("telegram", deps.accountId);
-    if (!config.botToken) {
-      throw new HubError(
-        "telegram_token_missing",
-        `${at} is configured without a bot token; set ${at}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
-      );
-    }
+    if (!config.botToken) throw tokenMissing(deps.accountId);
     const { TelegramAdapter } = await import("./adapter.js");
     return new TelegramAdapter({
       botToken: config.botToken,

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { ChannelAccess } from "./access.js";
 import type { AdapterStateStore, ChannelAdapter } from "./channel.js";
 import type { AccountLease } from "./edge/lease.js";
+import type { HubError } from "./errors.js";
 import type { HubLogger } from "./logger.js";
 
 /**
@@ -100,6 +101,12 @@ export interface ChannelPlugin<C extends ChannelAccess = ChannelAccess> {
    * a hub that runs no Discord does not pay for discord.js (seconds of start-up, tens of megabytes).
    */
   create(config: C, deps: ChannelPluginDeps): Promise<ChannelAdapter>;
+  /**
+   * What keeps one account from being built that its config alone shows (no bot token, say), each a
+   * sentence naming the key to set; none when it can be built. `create` refuses the first, and `hub
+   * config validate` lists them all, so an operator learns it before starting the hub.
+   */
+  configProblems?(config: C, accountId: string): HubError[];
   /**
    * Links one account interactively (`hub channels login <name>`), for channels
    * that pair a device (a QR code or pairing code); resolves once linked.

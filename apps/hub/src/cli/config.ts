@@ -1,4 +1,4 @@
-import { configJsonSchema, configWarnings } from "@hub/core";
+import { configJsonSchema, configWarnings, type HubConfig, HubError, WEBCHAT_CHANNEL } from "@hub/core";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import { configOf, output } from "./context.js";
@@ -18,6 +18,12 @@ export function registerConfig(program: Command): void {
     .option("--json", "print JSON")
     .action((_opts, command: Command) => {
       const { path, fromFile, config: parsed } = configOf(command);
+      const problems = accountProblems(parsed);
+      if (problems.length > 0)
+        throw new HubError(
+          "config_invalid",
+          `${fromFile ? path : "The configuration"} cannot start every channel:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+        );
       const channels = Object.keys(parsed.channels);
       const warnings = configWarnings(parsed);
       output(command, { valid: true, path: fromFile ? path : null, channels, warnings }, () =>
@@ -29,4 +35,22 @@ export function registerConfig(program: Command): void {
         ].join("\n"),
       );
     });
+}
+
+/**
+ * What keeps an enabled channel account from being built, from its config alone (a missing token): the
+ * hub would start without that channel (failed), so validate says it first.
+ */
+function accountProblems(config: HubConfig): string[] {
+  const problems: string[] = [];
+  for (const [name, section] of Object.entries(config.channels)) {
+    const plugin = channelPlugins.find((p) => p.name === name);
+    if (name === WEBCHAT_CHANNEL.name || !plugin?.configProblems) continue;
+    for (const [accountId, account] of Object.entries(section.accounts)) {
+      if (!account.enabled) continue;
+      const parsed = plugin.configSchema.parse(account);
+      for (const problem of plugin.configProblems(parsed, accountId)) problems.push(problem.message);
+    }
+  }
+  return problems;
 }

@@ -55,6 +55,33 @@ describe("hub config", { timeout: 120_000 }, () => {
       'Warning: channels.telegram.dmPolicy is "open" but channels.telegram.allowFrom has no "*"',
     );
   });
+
+  it("validate: 1 naming each account the hub could not start (a missing token, a mode's missing key)", async () => {
+    const file = join(stateDir, "tokenless.json5");
+    writeFileSync(
+      file,
+      `{ channels: {
+          telegram: { dmPolicy: 'open', allowFrom: ['*'] },
+          slack: { botToken: 'xoxb-1', mode: 'socket' },
+          discord: { accounts: { main: { token: 'x' }, spare: { enabled: false } } },
+        } }`,
+    );
+    // The variables that would set the default accounts' keys are not this test's.
+    const unset = { TELEGRAM_BOT_TOKEN: "", SLACK_BOT_TOKEN: "", SLACK_APP_TOKEN: "", DISCORD_BOT_TOKEN: "" };
+    const r = await runCli(["--config", file, "config", "validate"], { ...env, ...unset });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      "channels.telegram is configured without a bot token; set channels.telegram.botToken",
+    );
+    expect(r.stderr).toContain("Slack socket mode needs channels.slack.appToken");
+    // A disabled account is not started, so it is no problem; one with its token is none either.
+    expect(r.stderr).not.toContain("discord");
+    writeFileSync(
+      file,
+      "{ channels: { telegram: { botToken: '1:A', dmPolicy: 'open', allowFrom: ['*'] } } }",
+    );
+    expect((await runCli(["--config", file, "config", "validate"], { ...env, ...unset })).code).toBe(0);
+  });
 });
 
 describe("hub doctor", { timeout: 120_000 }, () => {
