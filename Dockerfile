@@ -30,7 +30,7 @@ VOLUME /state
 EXPOSE 18789
 # Ready = Redis answers and every configured channel is connected (503 with the reasons otherwise).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
-  CMD ["node", "-e", "fetch('http://127.0.0.1:'+(process.env.HUB_GATEWAY_PORT||18789)+'/readyz').then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
+  CMD ["node", "apps/hub/src/healthcheck.js"]
 # node is PID 1 and handles SIGTERM itself: drain (lifecycle.drainSeconds), then exit 0.
 STOPSIGNAL SIGTERM
 CMD ["node", "apps/hub/src/main.js", "start"]

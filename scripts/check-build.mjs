@@ -1,9 +1,11 @@
 #!/usr/bin/env node
 // What the Docker image does, without Docker: compile (scripts/build.mjs), install
 // production dependencies only, start the compiled hub with plain node (no tsx),
-// wait for /readyz, SIGTERM it and expect exit code 0. Needs Redis at REDIS_URL.
+// wait for /readyz, run the image's HEALTHCHECK (apps/hub/src/healthcheck.js: 0 while the hub is
+// ready, 1 once it stopped; the port comes from the config file, as an operator may set it), SIGTERM
+// the hub and expect exit code 0. Needs Redis at REDIS_URL.
 import { spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,28 +29,39 @@ step(process.execPath, [join(root, "scripts/build.mjs"), out], root);
 step("corepack", ["pnpm", "install", "--prod", "--frozen-lockfile", "--offline"], out);
 
 const port = 20000 + Math.floor(Math.random() * 20000);
-const hub = spawn(process.execPath, ["apps/hub/src/main.js", "start"], {
+const stateDir = join(work, "state");
+mkdirSync(stateDir, { mode: 0o700 });
+const configFile = join(stateDir, "hub.json5");
+writeFileSync(configFile, `{ gateway: { port: ${port} } }\n`);
+const { HUB_GATEWAY_PORT: _unset, ...inherited } = process.env;
+const env = { ...inherited, HUB_STATE_DIR: stateDir };
+const hub = spawn(process.execPath, ["apps/hub/src/main.js", "--config", configFile, "start"], {
   cwd: out,
   stdio: "inherit",
   env: {
-    ...process.env,
-    HUB_STATE_DIR: join(work, "state"),
+    ...env,
     HUB_REDIS_PREFIX: `check-build-${process.pid}`,
-    HUB_GATEWAY_PORT: String(port),
     HUB_GATEWAY_TOKEN: "check-build-token-0123456789",
   },
 });
+const healthcheck = () =>
+  spawnSync(process.execPath, ["apps/hub/src/healthcheck.js"], { cwd: out, env }).status;
 const exited = new Promise((r) => hub.once("exit", (code) => r(code)));
 let ready = false;
 for (let i = 0; i < 100 && !ready; i++) {
   await new Promise((r) => setTimeout(r, 200));
   ready = (await fetch(`http://127.0.0.1:${port}/readyz`).catch(() => undefined))?.status === 200;
 }
+const healthyWhileReady = ready ? healthcheck() : undefined;
 hub.kill("SIGTERM");
 const code = await exited;
+const healthyAfterStop = healthcheck();
 rmSync(work, { recursive: true, force: true });
 if (!ready) fail("the compiled hub never answered /readyz with 200");
+if (healthyWhileReady !== 0)
+  fail(`the health check exited with ${healthyWhileReady} while the hub was ready`);
 if (code !== 0) fail(`the compiled hub exited with ${code} after SIGTERM`);
+if (healthyAfterStop !== 1) fail(`the health check exited with ${healthyAfterStop} after the hub stopped`);
 console.log(
-  "check-build: the compiled hub started with node alone, was ready, and drained to exit 0 on SIGTERM",
+  "check-build: the compiled hub started with node alone, was ready (its health check said so), and drained to exit 0 on SIGTERM",
 );

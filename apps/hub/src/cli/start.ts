@@ -9,6 +9,7 @@ import {
 } from "@hub/core";
 import { isLoopbackHost } from "@hub/gateway";
 import type { Command } from "commander";
+import { writeGatewayAddress } from "../gateway-address.js";
 import { startHub } from "../hub.js";
 import { handleSignals } from "../lifecycle.js";
 import { channelPlugins } from "../plugins.js";
@@ -57,6 +58,7 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     "hub started",
   );
   if (hub.port) {
+    writeGatewayAddress(stateDir, { host: config.gateway.host, port: hub.port });
     const host = config.gateway.host.includes(":") ? `[${config.gateway.host}]` : config.gateway.host;
     const url = `http://${host}:${hub.port}/`;
     if (generated) {

@@ -1,0 +1,53 @@
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { freePort, startHubProcess } from "../../../test/support/hub-process.js";
+import { dropPrefix, testPrefix } from "../../../test/support/redis.js";
+
+// The Docker image's HEALTHCHECK: it cannot read the config file, so it asks where `hub start` recorded
+// its gateway in the state directory.
+const HEALTHCHECK = fileURLToPath(new URL("../src/healthcheck.ts", import.meta.url));
+const stateDir = mkdtempSync(join(tmpdir(), "hub-health-"));
+const prefix = testPrefix("health");
+afterAll(async () => {
+  rmSync(stateDir, { recursive: true, force: true });
+  await dropPrefix(prefix);
+});
+
+function healthcheck(): number | null {
+  const { HUB_GATEWAY_PORT: _unset, ...env } = process.env;
+  return spawnSync(process.execPath, ["--import", "tsx", HEALTHCHECK], {
+    env: { ...env, HUB_STATE_DIR: stateDir },
+    timeout: 30_000,
+  }).status;
+}
+
+describe("the health check", { timeout: 120_000 }, () => {
+  it("finds a gateway port set in the config file: 0 while the hub is ready, 1 once it stopped", async () => {
+    const port = await freePort();
+    const config = join(stateDir, "hub.json5");
+    writeFileSync(config, JSON.stringify({ gateway: { port } }));
+    // (startHubProcess also sets HUB_GATEWAY_PORT for the hub; the health check runs without it.)
+    const hub = await startHubProcess(
+      {
+        HUB_STATE_DIR: stateDir,
+        HUB_CONFIG: config,
+        HUB_REDIS_PREFIX: prefix,
+        HUB_GATEWAY_PORT: String(port),
+      },
+      port,
+    );
+    try {
+      await expect
+        .poll(() => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status), { timeout: 30_000 })
+        .toBe(200);
+      expect(healthcheck()).toBe(0);
+    } finally {
+      await hub.stop();
+    }
+    expect(healthcheck()).toBe(1);
+  });
+});
