@@ -1,5 +1,6 @@
 import {
   type ChannelCapabilities,
+  describeError,
   failpoint,
   type HubLogger,
   type MsgContext,
@@ -742,9 +743,8 @@ function unwritten(entries: TranscriptEntry[], requests: RunRequest[]): RunReque
 function logInterrupted(log: HubLogger, end: RunEnd, error: unknown): void {
   if (end.status === "aborted" && !end.abandoned)
     log.info({ status: end.status, stopReason: end.stopReason }, "run stopped");
-  else
-    log[end.status === "failed" ? "error" : "warn"](
-      { err: error, status: end.status },
-      "run did not complete",
-    );
+  else if (end.status === "failed") log.error({ err: error, status: end.status }, "run did not complete");
+  // A timeout, a newer writer or a lost lane is the hub working as designed, not a fault in it: the
+  // reason in words, without a stack.
+  else log.warn({ status: end.status, reason: describeError(error) }, "run did not complete");
 }
