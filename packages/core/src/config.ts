@@ -188,7 +188,8 @@ const BaseConfigSchema = z
       .prefault({}),
     redis: z
       .object({
-        url: RedisUrlSchema.default("redis://127.0.0.1:6379"),
+        /** Checked below, only when it is used (no `cluster`). */
+        url: z.string().default("redis://127.0.0.1:6379"),
         /**
          * Every key starts with it; a Redis Cluster hash tag is added when it has none
          * (`hub` -> `{hub}`), so every key of one installation lives in one slot.
@@ -198,6 +199,13 @@ const BaseConfigSchema = z
         cluster: z.array(RedisNodeUrlSchema).optional(),
       })
       .strict()
+      .superRefine((redis, ctx) => {
+        // With cluster seeds the URL is not used: a wrong REDIS_URL left in the environment must not stop the start.
+        if (redis.cluster?.length) return;
+        const checked = RedisUrlSchema.safeParse(redis.url);
+        for (const issue of checked.error?.issues ?? [])
+          ctx.addIssue({ code: "custom", message: issue.message, path: ["url", ...issue.path] });
+      })
       .prefault({}),
     /** Where transcripts and session indexes live: files in the state dir, or Redis (no shared disk needed). */
     sessions: z

@@ -91,6 +91,17 @@ describe("config: Redis URLs", () => {
     );
   });
 
+  it("does not check a REDIS_URL that redis.cluster leaves unused", () => {
+    const config = parseConfig({ redis: { cluster: ["redis://h:7000"] } }, "/x/hub.json5", {
+      REDIS_URL: "redis://127.0.0.1:notaport",
+    });
+    expect(config.redis.url).toBe("redis://h:7000,");
+    // Without the cluster, the same variable is refused.
+    expect(messageOf({ REDIS_URL: "redis://127.0.0.1:notaport" })).toMatch(
+      /REDIS_URL: redis\.url must be written/,
+    );
+  });
+
   it("takes every form ioredis reads: TLS, IPv6, a database, user and password, a cluster's seed list", () => {
     for (const url of [
       "redis://127.0.0.1:6379",
