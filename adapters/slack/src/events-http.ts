@@ -1,6 +1,7 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
 import { formatIssues, webhookRoute } from "@hub/core";
 import { z } from "zod";
+import { readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
 import { verifySlackSignature } from "./signature.js";
 
 /** Largest Events API body accepted (Slack's events are a few KB). */
@@ -59,7 +60,16 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       );
       return why === undefined ? true : `not signed by Slack: ${why}`;
     },
+    parseBody: ({ req, rawBody }) => readSlackBody(req, rawBody),
     handle: async (body, { req }) => {
+      if (body instanceof SlackForm) {
+        // A slash command or an interaction sent here: signed, so acknowledged (a retry would be the same).
+        log.warn(
+          { command: body.command, interaction: body.fields.payload !== undefined },
+          "slack form request (a slash command or interactivity URL set to the Events URL) is not handled; acknowledged",
+        );
+        return { kind: "rejected", reason: "a form request" };
+      }
       const envelope = EnvelopeSchema.safeParse(body);
       if (!envelope.success) {
         // Signed by Slack, so a redelivery would be the same: acknowledged (200), never retried.
@@ -86,6 +96,7 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       });
     },
     respond: (body) => {
+      if (body instanceof SlackForm) return body.command ? slashCommandAnswer(body.command) : undefined;
       const envelope = EnvelopeSchema.safeParse(body);
       if (!envelope.success || envelope.data.type !== "url_verification") return undefined;
       return {

@@ -137,13 +137,32 @@ describe("slack events over HTTP", () => {
     // Slack retries anything but a 2xx, and a redelivery would carry the same bytes.
     expect(statuses).toEqual([200, 200, 200, 200, 200]);
     expect(received).toEqual([]);
-    const drops = lines.filter((l) => String(l.msg).includes("acknowledged and dropped"));
+    const drops = lines.filter((l) => String(l.msg).includes("acknowledged"));
     expect(drops.map((l) => [l.level, l.msg])).toEqual([
-      ...Array(3).fill([40, "webhook body is not JSON and can never be read; acknowledged and dropped"]),
+      ...Array(2).fill([40, "webhook body cannot be read; acknowledged and dropped"]),
+      [
+        40,
+        "slack form request (a slash command or interactivity URL set to the Events URL) is not handled; acknowledged",
+      ],
       ...Array(2).fill([40, "slack request is not an Events API envelope; acknowledged and dropped"]),
     ]);
-    expect(drops[2]?.contentType).toBe("application/x-www-form-urlencoded");
+    expect(drops[2]?.command).toBe("/hub");
     expect(drops[4]?.reason).toBe("type: Invalid input: expected string, received undefined");
+    // A slash command pointed at the Events URL: its user reads why nothing happens (only they see it).
+    const slash = await fake.deliverRaw("command=%2Fask&text=hi&user_id=U1&response_url=x", {
+      contentType: "application/x-www-form-urlencoded",
+    });
+    expect(slash.status).toBe(200);
+    expect(JSON.parse(slash.body)).toEqual({
+      response_type: "ephemeral",
+      text: "This app does not take slash commands like /ask: mention it in a channel or send it a direct message.",
+    });
+    // A button's interaction (`payload` holds its JSON) is acknowledged with nothing to show.
+    const click = await fake.deliverRaw(`payload=${encodeURIComponent('{"type":"block_actions"}')}`, {
+      contentType: "application/x-www-form-urlencoded",
+    });
+    expect([click.status, click.body]).toEqual([200, ""]);
+    expect(received).toEqual([]);
     // A bad signature on the same garbage is still refused.
     expect((await fake.deliverRaw("{not json", { signature: `v0=${"0".repeat(64)}` })).status).toBe(401);
   });

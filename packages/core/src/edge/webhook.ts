@@ -30,6 +30,11 @@ export interface WebhookRouteOptions {
    */
   verify(request: WebhookRequest): boolean | string;
   /**
+   * Reads a verified body (JSON by default); throwing means it can never be read (acknowledged, one log
+   * line). For a platform that also posts forms to the same URL.
+   */
+  parseBody?(request: WebhookRequest): unknown;
+  /**
    * Handles one parsed JSON body. The answer decides the status: `retry` is
    * 503 (the platform redelivers), everything else 200 — a payload that can
    * never be accepted is acknowledged, never retried forever. Throwing counts as `retry`.
@@ -102,12 +107,12 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
       }
       let body: unknown;
       try {
-        body = JSON.parse(rawBody.toString("utf8"));
+        body = options.parseBody ? options.parseBody(request) : JSON.parse(rawBody.toString("utf8"));
       } catch {
         // From the verified platform, yet unreadable: a retry would carry the same bytes, so it is acknowledged.
         log.warn(
           { path: options.path, bytes: rawBody.length, contentType: req.headers["content-type"] },
-          "webhook body is not JSON and can never be read; acknowledged and dropped",
+          "webhook body cannot be read; acknowledged and dropped",
         );
         return answer(res, 200, req);
       }

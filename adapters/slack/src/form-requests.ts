@@ -1,0 +1,34 @@
+import type { IncomingMessage } from "node:http";
+
+/**
+ * A signed form Slack posts to the Events URL when an app's slash command or interactivity Request URL
+ * points there (a slash command's fields, or `payload` holding an interaction's JSON). The hub answers
+ * messages, not these: a slash command gets a sentence only its user sees, an interaction is acknowledged.
+ */
+export class SlackForm {
+  constructor(readonly fields: Readonly<Record<string, string>>) {}
+
+  /** The slash command, e.g. `/hub`, when this form is one. */
+  get command(): string | undefined {
+    return this.fields.command;
+  }
+}
+
+/** Reads a verified Events URL body: a form when Slack says so, else JSON (throws when it is neither). */
+export function readSlackBody(req: IncomingMessage, rawBody: Buffer): unknown {
+  const text = rawBody.toString("utf8");
+  if (String(req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded"))
+    return new SlackForm(Object.fromEntries(new URLSearchParams(text)));
+  return JSON.parse(text);
+}
+
+/** What a user who ran a slash command pointed at the hub reads (ephemeral: only they see it). */
+export function slashCommandAnswer(command: string): { contentType: string; body: string } {
+  return {
+    contentType: "application/json",
+    body: JSON.stringify({
+      response_type: "ephemeral",
+      text: `This app does not take slash commands like ${command}: mention it in a channel or send it a direct message.`,
+    }),
+  };
+}
