@@ -143,7 +143,13 @@ export class FileSessionStore implements SessionStore {
       names.map(async (n) => {
         const text = await readFile(join(this.#indexDir, n), "utf8");
         // Empty: a crash while a new session's index was created (or one being created right now).
-        return text === "" ? undefined : SessionRecordSchema.safeParse(JSON.parse(text));
+        if (text === "") return undefined;
+        try {
+          return SessionRecordSchema.safeParse(JSON.parse(text));
+        } catch {
+          // A torn write of another kind: one unreadable index does not hide every other session.
+          return undefined;
+        }
       }),
     );
     return records.flatMap((r) => (r?.success ? [r.data] : [])).sort((a, b) => b.updatedAt - a.updatedAt);

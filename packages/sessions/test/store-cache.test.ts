@@ -80,13 +80,15 @@ describe("SessionStore's in-memory copies", () => {
     expect(fromDisk.map((e) => e.type)).toEqual(["session", "user", "user"]);
   });
 
-  it("an index left empty by a crash does not break the operator's list of sessions", async () => {
-    const dir = stateDir();
-    const store = new FileSessionStore(dir, logger);
-    await store.resolve("agent:main:ok");
-    await store.resolve("agent:main:torn");
-    const [torn] = readdirSync(join(dir, "sessions"));
-    writeFileSync(join(dir, "sessions", torn!), "");
-    expect(await new FileSessionStore(dir, logger).list()).toHaveLength(1);
+  it("an index left empty or cut short by a crash does not break the operator's list of sessions", async () => {
+    for (const torn of ["", '{"sessionKey":"agent:ma']) {
+      const dir = stateDir();
+      const store = new FileSessionStore(dir, logger);
+      await store.resolve("agent:main:ok");
+      await store.resolve("agent:main:torn");
+      const [first] = readdirSync(join(dir, "sessions"));
+      writeFileSync(join(dir, "sessions", first!), torn);
+      expect(await new FileSessionStore(dir, logger).list()).toHaveLength(1);
+    }
   });
 });
