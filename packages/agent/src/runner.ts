@@ -687,22 +687,12 @@ export class AgentRunner {
     return answerDirectly(this.o, request, text);
   }
 
-  // A steered message is answered by the run it joined; its own run record says so.
+  // A steered message is answered by the run it joined; its own run record (queued since admission) says
+  // so in one step: a start and then a finish left it running across a crash in between, for restart
+  // recovery to end as interrupted. Not decided: it was over already (a retry of this same step included).
   async #absorbed(request: RunRequest, intoRunId: string): Promise<void> {
     const text = `(answered in run ${intoRunId})`;
-    const { ctx } = request;
-    const outsideLane = { outsideLane: true };
-    if (
-      (await this.o.runs.start(
-        request.runId,
-        ctx.sessionKey,
-        this.o.runTimeoutMs,
-        ctx.channel,
-        outsideLane,
-      )) === 0
-    )
-      return;
-    await this.o.runs.finish(request.runId, { status: "completed", text });
+    if (!(await this.o.runs.finish(request.runId, { status: "completed", text }))) return;
     await this.o.events.publish({
       runId: request.runId,
       sessionKey: request.ctx.sessionKey,
