@@ -57,7 +57,9 @@ export async function startBenchHub(redisUrl: string, runs = BENCH_RUNS): Promis
   const config = parseConfig(
     {
       gateway: { port: 0 },
-      redis: { url: redisUrl, prefix: `bench-${process.pid}-${Date.now()}` },
+      // Unique per hub (BENCH_REDIS_URL may be a shared Redis), and about as short as an installation's own
+      // (`hub` by default): every key of every command carries it.
+      redis: { url: redisUrl, prefix: `b${Date.now().toString(36)}` },
       agent: {
         offlineTokenDelayMs: 0,
         queueMode: "followup",

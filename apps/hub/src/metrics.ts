@@ -156,8 +156,10 @@ export class HubMetrics {
   }
 
   #meter(adapter: ChannelAdapter): ChannelAdapter {
+    // The channel's histogram child, bound once: prom-client otherwise hashes the labels on every send.
+    const timed = this.delivery.labels({ channel: adapter.channel });
     const send: ChannelAdapter["send"] = async (segment, target, options) => {
-      const end = this.delivery.startTimer({ channel: adapter.channel });
+      const end = timed.startTimer();
       try {
         const result = await adapter.send(segment, target, options);
         end();
