@@ -8,6 +8,7 @@ import { channelPlugins } from "../src/plugins.js";
 const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { lazyConnect: true });
 afterAll(() => redis.disconnect());
 const deps = { redis, prefix: "plugins-test", logger: createLogger({ level: "silent" }), stateDir: "/tmp" };
+const noState = { get: async () => undefined, set: async () => undefined };
 const parse = (raw: unknown, env: NodeJS.ProcessEnv = {}) =>
   parseConfig(raw, "hub.json5", env, channelPlugins);
 
@@ -47,6 +48,26 @@ describe("the hub's channel plugins", () => {
     // The channel's capabilities are the built account's, whichever comes first.
     const registry = new AdapterRegistry([work, home].filter((a) => a !== undefined));
     expect(registry.forChannel("telegram")).toBe(home);
+  });
+
+  it("every plugin refuses to build an account with the first problem its configProblems lists", async () => {
+    const checked = channelPlugins.filter((p) => p.configProblems);
+    expect(checked.map((p) => p.name)).toEqual(expect.arrayContaining(["telegram", "discord", "slack"]));
+    for (const plugin of checked) {
+      // An account with nothing set: no token, so each of these has at least one problem.
+      const account = plugin.configSchema.parse({});
+      const problems = plugin.configProblems?.(account, "default") ?? [];
+      expect(problems.length, plugin.name).toBeGreaterThan(0);
+      await expect(
+        plugin.create(account, {
+          accountId: "default",
+          logger: deps.logger,
+          state: noState,
+          stateDir: "/tmp",
+        }),
+        plugin.name,
+      ).rejects.toThrow(problems[0]?.message ?? "");
+    }
   });
 
   it("stops on a misspelt Telegram key or channel name with the path and the fix", () => {
