@@ -18,6 +18,7 @@ import {
   InboundSequencer,
   identifyingFields,
   isPermanentStatus,
+  KeyedChain,
   type Media,
   type OutboundSegment,
   OwnReactions,
@@ -98,7 +99,7 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #log: HubLogger;
   readonly #status: GatewayStatus;
   #client: Client;
-  readonly #chains = new Map<string, Promise<void>>();
+  readonly #chains = new KeyedChain();
   readonly #sequencer = new InboundSequencer();
   readonly #pending = new Set<Promise<InboundResult>>();
   #stopSignal = new AbortController();
@@ -337,7 +338,7 @@ export class DiscordAdapter implements ChannelAdapter {
       this.#log.warn("discord client did not close within 2 s; stopping anyway");
     await this.#holding;
     await this.#o.lease?.close?.().catch(() => undefined);
-    await Promise.allSettled([...this.#chains.values()]);
+    await this.#chains.idle();
     await Promise.allSettled([...this.#pending]);
     this.#status.stopped();
   }
@@ -362,13 +363,8 @@ export class DiscordAdapter implements ChannelAdapter {
 
   /** Runs inbound work in order per Discord channel, never blocking the gateway's event loop. */
   #enqueue(key: string, work: () => Promise<void>): void {
-    const previous = this.#chains.get(key) ?? Promise.resolve();
-    const next = previous.then(work).catch((error: unknown) => {
+    void this.#chains.run(key, work).catch((error: unknown) => {
       this.#log.error({ err: describe(error) }, "discord inbound handling failed");
-    });
-    this.#chains.set(key, next);
-    void next.finally(() => {
-      if (this.#chains.get(key) === next) this.#chains.delete(key);
     });
   }
 

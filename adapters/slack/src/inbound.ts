@@ -6,6 +6,8 @@ import {
   type InboundResult,
   InboundSequencer,
   identifyingFields,
+  isUrgentCommand,
+  KeyedChain,
 } from "@hub/core";
 import type { App } from "@slack/bolt";
 import { z } from "zod";
@@ -78,6 +80,7 @@ export interface SlackInboundOptions {
 export class SlackInbound {
   readonly #o: SlackInboundOptions;
   readonly #sequencer = new InboundSequencer();
+  readonly #arrivals = new KeyedChain();
   readonly #inflight = new Set<Promise<unknown>>();
   #handler: InboundHandler | undefined;
 
@@ -161,27 +164,40 @@ export class SlackInbound {
     const identity = this.#o.identity();
     const handler = this.#handler;
     if (!identity || !handler) return { kind: "retry", reason: "the Slack adapter is not started" };
-    const names = event.user ? await this.#o.directory.names(event.user, event.channel) : {};
-    const normalized = normalizeSlackEvent(
-      event,
-      identity,
-      {
-        accountId: this.#o.accountId,
-        editedMessages: this.#o.editedMessages,
-        isBotThread: this.#o.isBotThread,
-      },
-      names,
-    );
-    if ("skip" in normalized) {
-      this.#o.logger.debug({ ts: event.ts, reason: normalized.skip }, "slack event not for us");
-      return { kind: "ignored", reason: normalized.skip };
+    // The names are looked up (up to a second) and the message handed to the sequencer in the order the
+    // chat's events arrived: a slow lookup let a later message overtake an earlier one. `/stop` waits for
+    // no lookup of another message.
+    const inOrder = (work: () => Promise<Submitted>) =>
+      isUrgentCommand(event.text ?? "") ? work() : this.#arrivals.run(event.channel, work);
+    const submitted = await inOrder(async () => {
+      const names = event.user ? await this.#o.directory.names(event.user, event.channel) : {};
+      const normalized = normalizeSlackEvent(
+        event,
+        identity,
+        {
+          accountId: this.#o.accountId,
+          editedMessages: this.#o.editedMessages,
+          isBotThread: this.#o.isBotThread,
+        },
+        names,
+      );
+      return "skip" in normalized
+        ? { skip: normalized.skip }
+        : { admitted: this.#sequencer.submit(normalized.fields, handler) };
+    });
+    if ("skip" in submitted) {
+      this.#o.logger.debug({ ts: event.ts, reason: submitted.skip }, "slack event not for us");
+      return { kind: "ignored", reason: submitted.skip };
     }
-    const result = await this.#sequencer
-      .submit(normalized.fields, handler)
-      .catch((error: unknown): InboundResult => ({ kind: "retry", reason: describeError(error) }));
+    const result = await submitted.admitted.catch(
+      (error: unknown): InboundResult => ({ kind: "retry", reason: describeError(error) }),
+    );
     if (result.kind === "rejected") {
       this.#o.logger.warn({ ts: event.ts, reason: result.reason }, "slack message rejected");
     }
     return result;
   }
 }
+
+/** A Slack event after its lookup: not a message for the hub, or handed to the sequencer (its admission). */
+type Submitted = { skip: string } | { admitted: Promise<InboundResult> };

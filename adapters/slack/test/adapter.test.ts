@@ -123,6 +123,18 @@ describe("slack events over HTTP", () => {
     ]);
   });
 
+  it("admits a chat's messages in arrival order when an earlier one's sender lookup is slow", async () => {
+    const { fake, received } = await setup();
+    // The first message's users.info takes 800 ms (a busy workspace); the second arrives 100 ms later.
+    fake.slowNext("users.info", 800);
+    const first = fake.deliver(dm(fake, "first: what is 2+2?"));
+    await new Promise((r) => setTimeout(r, 100));
+    const second = fake.deliver(dm(fake, "second: and times 3?"));
+    expect([(await first).status, (await second).status]).toEqual([200, 200]);
+    await waitFor(() => received.length === 2, "both messages admitted");
+    expect(received.map((f) => f.body)).toEqual(["first: what is 2+2?", "second: and times 3?"]);
+  });
+
   it("acknowledges a signed body that can never be read (not JSON, empty, a form, no envelope) with one log line each", async () => {
     const { lines, logger } = capturedLogger();
     const { fake, received } = await setup({ logger });

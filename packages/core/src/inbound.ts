@@ -1,4 +1,5 @@
 import { HubError } from "./errors.js";
+import { KeyedChain } from "./keyed-chain.js";
 import type { AdapterFields } from "./msg-context.js";
 import type { InboundResult } from "./plugin.js";
 
@@ -29,7 +30,7 @@ export function isUrgentCommand(body: string): boolean {
  * decision of what is urgent is the core's, not each adapter's.
  */
 export class InboundSequencer {
-  readonly #tails = new Map<string, Promise<unknown>>();
+  readonly #chats = new KeyedChain();
 
   /** Runs `handle(fields)` after the earlier messages of the same chat/thread (urgent ones at once). */
   submit(
@@ -38,14 +39,7 @@ export class InboundSequencer {
   ): Promise<InboundResult> {
     if (isUrgentCommand(fields.body)) return handle(fields);
     const key = `${fields.accountId ?? "default"}\u0000${fields.chat.id}\u0000${fields.threadId ?? ""}`;
-    const previous = this.#tails.get(key) ?? Promise.resolve();
-    const run = previous.then(() => handle(fields));
-    const tail = run.catch(() => undefined);
-    this.#tails.set(key, tail);
-    void tail.then(() => {
-      if (this.#tails.get(key) === tail) this.#tails.delete(key);
-    });
-    return run;
+    return this.#chats.run(key, () => handle(fields));
   }
 }
 
