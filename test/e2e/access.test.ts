@@ -215,6 +215,9 @@ describe("floods and limits", () => {
     expect(results.filter((r) => r.status === "rate_limited").length).toBeGreaterThanOrEqual(990);
     await waitFor(() => inChat("1").some((t) => t.includes("faster than I can answer")), "one flood notice");
     expect(inChat("1").filter((t) => t.includes("faster than I can answer"))).toHaveLength(1);
+    // Still limited, the flooding sender can stop what is answering them; other commands wait their turn.
+    expect((await dm("1", "/stop")).status).toBe("command");
+    expect((await dm("1", "/status")).status).toBe("rate_limited");
     const other = await dm("77", "I am not flooding");
     expect(other.status).toBe("accepted");
     await waitFor(() => modelSaw("I am not flooding") === 1, "the other sender answered", 20_000);

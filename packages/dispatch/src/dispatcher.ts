@@ -227,9 +227,13 @@ export class InboundDispatcher {
       await this.#markDecided(ctx);
       return { status: "dropped", reason, sessionKey: ctx.sessionKey };
     }
-    // Access first: a refused message never spends a sender's or a chat's tokens.
-    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
-    if (command && !commandAuthorized(ctx, access, d.paired)) return this.#refuseCommand(command, ctx, log);
+    // Access first: a refused message never spends a sender's or a chat's tokens. An authorized /stop is
+    // never held back by the flood limit: a sender who sent too much needs it most.
+    const authorized = command !== undefined && commandAuthorized(ctx, access, d.paired);
+    const stopping = authorized && command?.name === "stop";
+    if (!stopping && !(await this.#withinLimits(ctx, log)))
+      return { status: "rate_limited", sessionKey: ctx.sessionKey };
+    if (command && !authorized) return this.#refuseCommand(command, ctx, log);
     if (!command) throw new Error("unreachable: a message without a command is admitted at once");
     return this.#command(command, { runId, ctx }, log);
   }
