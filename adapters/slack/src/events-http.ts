@@ -1,7 +1,7 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
 import { formatIssues, webhookRoute } from "@hub/core";
 import { z } from "zod";
-import { readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
+import { isSslCheck, readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
 import { verifySlackSignature } from "./signature.js";
 
 /** Largest Events API body accepted (Slack's events are a few KB). */
@@ -50,6 +50,7 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
     maxBytes: MAX_EVENT_BYTES,
     logger: log,
     verify: ({ req, rawBody }) => {
+      if (isSslCheck(req, rawBody)) return true;
       const why = verifySlackSignature(
         options.signingSecret,
         {
@@ -62,6 +63,7 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
     },
     parseBody: ({ req, rawBody }) => readSlackBody(req, rawBody),
     handle: async (body, { req }) => {
+      if (body instanceof SlackForm && body.fields.ssl_check === "1") return { kind: "accepted" };
       if (body instanceof SlackForm) {
         // A slash command or an interaction sent here: signed, so acknowledged (a retry would be the same).
         log.warn(

@@ -14,12 +14,24 @@ export class SlackForm {
   }
 }
 
+const isForm = (req: IncomingMessage) =>
+  String(req.headers["content-type"] ?? "")
+    .toLowerCase()
+    .startsWith("application/x-www-form-urlencoded");
+
 /** Reads a verified Events URL body: a form when Slack says so, else JSON (throws when it is neither). */
 export function readSlackBody(req: IncomingMessage, rawBody: Buffer): unknown {
   const text = rawBody.toString("utf8");
-  if (String(req.headers["content-type"] ?? "").startsWith("application/x-www-form-urlencoded"))
-    return new SlackForm(Object.fromEntries(new URLSearchParams(text)));
+  if (isForm(req)) return new SlackForm(Object.fromEntries(new URLSearchParams(text)));
   return JSON.parse(text);
+}
+
+/**
+ * Slack's certificate check of a slash command's URL (`ssl_check=1`): sent unsigned, answered 200 and
+ * otherwise ignored (as Bolt does). It does nothing here, so passing it unsigned risks nothing.
+ */
+export function isSslCheck(req: IncomingMessage, rawBody: Buffer): boolean {
+  return isForm(req) && new URLSearchParams(rawBody.toString("utf8")).get("ssl_check") === "1";
 }
 
 /** What a user who ran a slash command pointed at the hub reads (ephemeral: only they see it). */

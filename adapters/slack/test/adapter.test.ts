@@ -174,6 +174,14 @@ describe("slack events over HTTP", () => {
       contentType: "application/x-www-form-urlencoded",
     });
     expect([click.status, click.body]).toEqual([200, ""]);
+    // Slack's certificate check of a slash command URL comes unsigned: 200, nothing done, nothing logged.
+    const check = await fetch(fake.eventsUrl ?? "", {
+      method: "POST",
+      headers: { "content-type": "Application/X-WWW-Form-Urlencoded; charset=utf-8" },
+      body: "ssl_check=1&token=legacy",
+    });
+    expect(check.status).toBe(200);
+    expect(lines.filter((l) => String(l.msg).includes("verification"))).toEqual([]);
     expect(received).toEqual([]);
     // A bad signature on the same garbage is still refused.
     expect((await fake.deliverRaw("{not json", { signature: `v0=${"0".repeat(64)}` })).status).toBe(401);

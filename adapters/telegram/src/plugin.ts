@@ -23,7 +23,21 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
     const { diagnoseTelegram } = await import("./diagnose.js");
     return diagnoseTelegram(config, accountConfigPath("telegram", deps.accountId), signal);
   },
-  configProblems: (config, accountId) => (config.botToken ? [] : [tokenMissing(accountId)]),
+  configProblems(config, accountId) {
+    const at = accountConfigPath("telegram", accountId);
+    const webhookIncomplete = config.mode === "webhook" && (!config.webhookUrl || !config.webhookSecret);
+    return [
+      ...(config.botToken ? [] : [tokenMissing(accountId)]),
+      ...(webhookIncomplete
+        ? [
+            new HubError(
+              "telegram_webhook_config",
+              `Telegram webhook mode needs ${at}.webhookUrl and ${at}.webhookSecret.`,
+            ),
+          ]
+        : []),
+    ];
+  },
   async create(config, deps) {
     if (!config.botToken) throw tokenMissing(deps.accountId);
     const { TelegramAdapter } = await import("./adapter.js");

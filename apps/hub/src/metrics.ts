@@ -228,7 +228,10 @@ export class MeteredRunRecords extends RunRecords {
   }
 
   override async noteFinished(runId: string, status: TerminalStatus, startedAt?: number): Promise<void> {
-    const started = startedAt ?? (await this.get(runId).catch(() => undefined))?.startedAt;
+    const record = startedAt === undefined ? await this.get(runId).catch(() => undefined) : undefined;
+    // A message answered inside another run was never started itself: it has no run duration (its
+    // startedAt is its admission, and the time since is how long it waited).
+    const started = startedAt ?? (record && record.attempt > 0 ? record.startedAt : undefined);
     this.metrics.runFinished(runId, status, started);
   }
 }

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -49,5 +49,21 @@ describe("the health check", { timeout: 120_000 }, () => {
       await hub.stop();
     }
     expect(healthcheck()).toBe(1);
+  });
+
+  it("a state directory where the address cannot be written is a warning, not a stop", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hub-health-ro-"));
+    mkdirSync(join(dir, "gateway-address")); // a directory where the file would go: the write fails
+    const port = await freePort();
+    const hub = await startHubProcess({ HUB_STATE_DIR: dir, HUB_REDIS_PREFIX: prefix }, port);
+    try {
+      await hub.waitForOutput(/could not record the gateway's address for the health check/);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(hub.child.exitCode).toBeNull();
+      expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
+    } finally {
+      await hub.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

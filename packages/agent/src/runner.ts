@@ -394,7 +394,8 @@ export class AgentRunner {
       return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage, unacknowledge };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
-      logInterrupted(run.log, end, error);
+      // Why it stopped: the abort's reason (a timeout, a newer writer), not the abort error the turn threw.
+      logInterrupted(run.log, end, abort.signal.aborted ? abort.signal.reason : error);
       streamer.flush();
       await pusher.drained();
       if (end.status === "failed" || end.status === "timed_out")

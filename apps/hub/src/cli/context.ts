@@ -36,6 +36,13 @@ export function configOf(command: Command): { config: HubConfig; path: string; f
   return loadConfig({ path: optionsOf(command).config, plugins: channelPlugins });
 }
 
+/** The setting that names the hub's Redis, for a message that asks to fix it: the cluster's seeds when set. */
+export function redisSettingOf(config: HubConfig): { name: string; short: string } {
+  return config.redis.cluster?.length
+    ? { name: "redis.cluster", short: "redis.cluster" }
+    : { name: "REDIS_URL (or redis.url)", short: "REDIS_URL / redis.url" };
+}
+
 /** How long a command waits for Redis to answer before it says so. */
 const REDIS_ANSWER_MS = 3000;
 
@@ -73,11 +80,12 @@ async function answers(redis: Redis, config: HubConfig): Promise<void> {
     ]);
   } catch (error) {
     const cause = refused ?? (error as Error);
-    const refusal = redisAuthRefusal(cause, config.redis.url, "REDIS_URL (or redis.url)");
+    const setting = redisSettingOf(config);
+    const refusal = redisAuthRefusal(cause, config.redis.url, setting.name);
     if (refusal) throw refusal;
     throw new HubError(
       "redis_unreachable",
-      `Redis at ${redactUrl(config.redis.url)} does not answer (${cause.message}); start it, or set REDIS_URL / redis.url to the hub's Redis ("hub doctor" checks it).`,
+      `Redis at ${redactUrl(config.redis.url)} does not answer (${cause.message}); start it, or set ${setting.short} to the hub's Redis ("hub doctor" checks it).`,
       { cause: error },
     );
   } finally {

@@ -6,7 +6,7 @@ import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import { redisAuthRefusal } from "../redis-local.js";
 import type { ChannelReport } from "../supervisor.js";
-import { configOf, gatewayAddress, output, via } from "./context.js";
+import { configOf, gatewayAddress, output, redisSettingOf, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
 import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
 
@@ -131,7 +131,8 @@ async function redisChecks(config: HubConfig): Promise<DoctorCheck[]> {
     );
     return checks;
   } catch (error) {
-    const refusal = redisAuthRefusal(error as Error, config.redis.url, "REDIS_URL (or redis.url)");
+    const setting = redisSettingOf(config);
+    const refusal = redisAuthRefusal(error as Error, config.redis.url, setting.name);
     return [
       {
         name: "redis",
@@ -139,8 +140,8 @@ async function redisChecks(config: HubConfig): Promise<DoctorCheck[]> {
         detail:
           refusal?.message ?? `${redactUrl(config.redis.url)} does not answer (${(error as Error).message})`,
         fix: refusal
-          ? "set the password in REDIS_URL / redis.url"
-          : "start Redis 7 (e.g. docker compose up -d redis) or set REDIS_URL / redis.url",
+          ? `set the password in ${setting.short}`
+          : `start Redis 7 (e.g. docker compose up -d redis) or set ${setting.short}`,
       },
     ];
   } finally {

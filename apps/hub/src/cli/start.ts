@@ -2,6 +2,7 @@ import {
   collectConfigSecrets,
   configWarnings,
   createLogger,
+  describeError,
   type HubConfig,
   HubError,
   loadConfig,
@@ -58,7 +59,15 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     "hub started",
   );
   if (hub.port) {
-    writeGatewayAddress(stateDir, { host: config.gateway.host, port: hub.port });
+    // Only the health check reads it: a file this user cannot write is a warning, never a stop.
+    try {
+      writeGatewayAddress(stateDir, { host: config.gateway.host, port: hub.port });
+    } catch (error) {
+      logger.warn(
+        { err: describeError(error) },
+        "could not record the gateway's address for the health check; it will look on HUB_GATEWAY_PORT or 18789",
+      );
+    }
     const host = config.gateway.host.includes(":") ? `[${config.gateway.host}]` : config.gateway.host;
     const url = `http://${host}:${hub.port}/`;
     if (generated) {

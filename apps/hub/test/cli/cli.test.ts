@@ -61,7 +61,7 @@ describe("hub config", { timeout: 120_000 }, () => {
     writeFileSync(
       file,
       `{ channels: {
-          telegram: { dmPolicy: 'open', allowFrom: ['*'] },
+          telegram: { dmPolicy: 'open', allowFrom: ['*'], mode: 'webhook' },
           slack: { botToken: 'xoxb-1', mode: 'socket' },
           discord: { accounts: { main: { token: 'x' }, spare: { enabled: false } } },
         } }`,
@@ -74,6 +74,7 @@ describe("hub config", { timeout: 120_000 }, () => {
       "channels.telegram is configured without a bot token; set channels.telegram.botToken",
     );
     expect(r.stderr).toContain("Slack socket mode needs channels.slack.appToken");
+    expect(r.stderr).toContain("Telegram webhook mode needs channels.telegram.webhookUrl");
     // A disabled account is not started, so it is no problem; one with its token is none either.
     expect(r.stderr).not.toContain("discord");
     writeFileSync(
@@ -274,6 +275,17 @@ describe("commands that need Redis", { timeout: 120_000 }, () => {
     for (const r of runs) {
       expect(r.code).toBe(1);
       expect(r.stderr).toMatch(/hub: Redis at redis:\/\/127\.0\.0\.1:\d+ does not answer \(.+\); start it/);
+      expect(r.stderr).toContain("set REDIS_URL / redis.url to the hub's Redis");
     }
+    // With a cluster's seeds the URL is not used: the fix names redis.cluster, not REDIS_URL.
+    const file = join(stateDir, "cluster.json5");
+    writeFileSync(file, `{ redis: { cluster: ['redis://127.0.0.1:${await freePort()}'] } }`);
+    const cluster = await runCli(
+      ["--config", file, "status"],
+      { ...env, REDIS_URL: "http://not-used" },
+      30_000,
+    );
+    expect(cluster.code).toBe(1);
+    expect(cluster.stderr).toContain("set redis.cluster to the hub's Redis");
   });
 });
