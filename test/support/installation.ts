@@ -37,7 +37,8 @@ export interface ProcessOptions {
 export interface Installation {
   prefix: string;
   stateDir: string;
-  start(options?: ProcessOptions): Promise<{ hub: HubProcess; client: GatewayClient | undefined }>;
+  /** Starts a process; `port` is its gateway's (webhooks such as Slack's Events URL are served there). */
+  start(options?: ProcessOptions): Promise<{ hub: HubProcess; client: GatewayClient | undefined; port: number }>;
   dispose(): Promise<void>;
 }
 
@@ -68,10 +69,10 @@ export function installation(name: string, options: InstallationOptions = {}): I
         ...(p.wait === false ? { wait: false } : {}),
       });
       processes.push(hub);
-      if (!gateway || p.wait === false) return { hub, client: undefined };
+      if (!gateway || p.wait === false) return { hub, client: undefined, port };
       const client = await GatewayClient.open(port, INSTALLATION_TOKEN);
       clients.push(client);
-      return { hub, client };
+      return { hub, client, port };
     },
     async dispose() {
       for (const c of clients) c.close();

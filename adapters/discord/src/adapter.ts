@@ -617,8 +617,13 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   /** Sets or removes the bot's reaction on a message; removing takes off the emoji this process set. */
-  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
-    await this.#reactions.react(`${channelOf(target)}/${messageId}`, { target, messageId }, emoji);
+  async react(
+    target: ReplyTarget,
+    messageId: string,
+    emoji: string | null,
+    previous?: string,
+  ): Promise<void> {
+    await this.#reactions.react(`${channelOf(target)}/${messageId}`, { target, messageId }, emoji, previous);
   }
 }
 

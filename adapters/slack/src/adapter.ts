@@ -345,7 +345,12 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   /** Sets or removes the bot's reaction (reactions.add/remove; emoji as a character or a Slack name). */
-  async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
-    await this.#reactions.react(`${target.chatId}/${messageId}`, { target, messageId }, emoji);
+  async react(
+    target: ReplyTarget,
+    messageId: string,
+    emoji: string | null,
+    previous?: string,
+  ): Promise<void> {
+    await this.#reactions.react(`${target.chatId}/${messageId}`, { target, messageId }, emoji, previous);
   }
 }

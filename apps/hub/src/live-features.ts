@@ -25,10 +25,10 @@ export function liveFeatures(config: HubConfig, adapters: AdapterRegistry): Live
       if (ctx.chat.type !== "direct" && s?.ackReactionScope !== "all") return undefined;
       return adapters.forAccount(ctx.channel, ctx.accountId)?.react ? emoji : undefined;
     },
-    react: async (ctx, emoji) => {
+    react: async (ctx, emoji, previous) => {
       const adapter = adapters.forAccount(ctx.channel, ctx.accountId);
       const { replyToMessageId: _answered, ...chat } = ctx.replyTarget;
-      await adapter?.react?.(chat, ctx.messageId, emoji);
+      await adapter?.react?.(chat, ctx.messageId, emoji, previous);
     },
   };
 }

@@ -11,10 +11,27 @@ export interface LiveFeatures {
   previewFor(ctx: MsgContext): boolean;
   /** The reaction that acknowledges this message while its run works, or undefined (off, a group, no reactions). */
   ackReactionFor(ctx: MsgContext): string | undefined;
-  /** Sets (`emoji`) or removes (`null`) the bot's reaction on the message. */
-  react(ctx: MsgContext, emoji: string | null): Promise<void>;
+  /**
+   * Sets (`emoji`) or removes (`null`) the bot's reaction on the message; `previous` names the reaction to
+   * remove when this process did not set it (see `ChannelAdapter.react`).
+   */
+  react(message: ReactedMessage, emoji: string | null, previous?: string): Promise<void>;
+  /**
+   * Where a reaction that is on a message is remembered until it is removed, so one a crash left behind
+   * (the run ended, its answer was still being delivered) is removed after the restart.
+   */
+  ledger?: AckLedger;
   /** Least time between two preview updates of one answer (default 1000 ms). */
   previewIntervalMs?: number;
+}
+
+/** The message a reaction is on: what removing it takes, also in another process after a crash. */
+export type ReactedMessage = Pick<MsgContext, "channel" | "accountId" | "replyTarget" | "messageId">;
+
+/** Acknowledgement reactions on messages, by the run that answers them, until each is removed. */
+export interface AckLedger {
+  remember(runId: string, message: ReactedMessage, emoji: string): Promise<void>;
+  forget(runId: string): Promise<void>;
 }
 
 /**
@@ -59,20 +76,34 @@ export function acknowledge(
   live: LiveFeatures | undefined,
   ctx: MsgContext,
   log: HubLogger,
+  runId: string,
 ): (() => Promise<void>) | undefined {
   const emoji = live?.ackReactionFor(ctx);
   if (!live || emoji === undefined) return undefined;
   const failed = (what: string) => (error: unknown) =>
     log.debug({ err: error, messageId: ctx.messageId }, `acknowledgement reaction could not be ${what}`);
-  let added = true;
-  const adding = live.react(ctx, emoji).catch((error) => {
-    added = false;
-    failed("added")(error);
-  });
+  const message: ReactedMessage = {
+    channel: ctx.channel,
+    accountId: ctx.accountId,
+    replyTarget: ctx.replyTarget,
+    messageId: ctx.messageId,
+  };
+  // Remembered before it is put on, so a crash at any point after leaves it to be removed.
+  const adding = (async () => {
+    await live.ledger?.remember(runId, message, emoji).catch(failed("remembered"));
+    return live.react(message, emoji).then(
+      () => true,
+      (error) => {
+        failed("added")(error);
+        return false;
+      },
+    );
+  })();
   let removing: Promise<void> | undefined;
   return () => {
-    removing ??= adding.then(async () => {
-      if (added) await live.react(ctx, null).catch(failed("removed"));
+    removing ??= adding.then(async (added) => {
+      if (added) await live.react(message, null).catch(failed("removed"));
+      await live.ledger?.forget(runId).catch(failed("forgotten"));
     });
     return removing;
   };

@@ -380,7 +380,7 @@ export class AgentRunner {
     else if (run.stop) abort.abort(new RunStopError(run.stop));
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
     const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
-    const unacknowledge = acknowledge(this.o.live, ctx, run.log);
+    const unacknowledge = acknowledge(this.o.live, ctx, run.log, run.request.runId);
     let handedOn = false; // the reaction's removal goes with the TurnResult
     try {
       const text = await this.#turn(run, {

@@ -160,9 +160,11 @@ export interface ChannelAdapter {
   deleteMessage?(target: ReplyTarget, messageId: string): Promise<void>;
   /**
    * Sets this bot's reaction on a message in the target chat (`emoji`, e.g. "👀"),
-   * or removes it (`null`). The acknowledgement reaction of a run uses it.
+   * or removes it (`null`). The acknowledgement reaction of a run uses it. `previous` is the
+   * reaction the bot set, for a platform that removes one by naming it, when this process did
+   * not set it (a reaction a crash left, removed after the restart).
    */
-  react?(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void>;
+  react?(target: ReplyTarget, messageId: string, emoji: string | null, previous?: string): Promise<void>;
   /** Least time between two sends to this target, when it differs by chat (e.g. groups are slower). */
   sendIntervalMs?(target: ReplyTarget): number;
   /**

@@ -12,9 +12,11 @@ export class OwnReactions<At> {
     private readonly max = 1000,
   ) {}
 
-  /** Sets `emoji` on the message `key` (found on the platform by `at`), or removes the bot's reaction (`null`). */
-  async react(key: string, at: At, emoji: string | null): Promise<void> {
-    const previous = this.#set.get(key);
+  /**
+   * Sets `emoji` on the message `key` (found on the platform by `at`), or removes the bot's reaction
+   * (`null`). `previous` names the bot's reaction when this process did not set it (after a restart).
+   */
+  async react(key: string, at: At, emoji: string | null, previous = this.#set.get(key)): Promise<void> {
     if (previous !== undefined && previous !== emoji) await this.apply(at, previous, false);
     this.#set.delete(key);
     if (emoji === null) return;

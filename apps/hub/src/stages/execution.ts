@@ -9,6 +9,7 @@ import {
 } from "@hub/agent";
 import type { HubLogger } from "@hub/core";
 import type { ReplyDispatcher } from "@hub/reply";
+import { RedisAckLedger, removeLeftReactions } from "../ack-ledger.js";
 import { liveFeatures } from "../live-features.js";
 import { buildMediaPreparer, startMediaStore } from "../media.js";
 import { createModelResolver } from "../models.js";
@@ -38,6 +39,8 @@ export async function startExecution(
       { config, activity: s.activity, sessions: s.sessions, lastModelDecision: s.lastModelDecision },
       sessionKey,
     );
+  const ledger = new RedisAckLedger(base.redis, config.redis.prefix);
+  const live = { ...liveFeatures(config, entry.adapters), ledger };
   const runner = new AgentRunner({
     agentId: config.agent.id,
     sessions: s.sessions,
@@ -76,7 +79,7 @@ export async function startExecution(
     media: buildMediaPreparer(config, base.stateDir, entry.adapters, startMediaStore(base)),
     outbox: hubOutbox(base),
     maxAttachmentBytes: config.limits.maxAttachmentBytes,
-    live: liveFeatures(config, entry.adapters),
+    live,
   });
   const role = await startAgentRole({
     runner,
@@ -85,7 +88,22 @@ export async function startExecution(
     redisUrl: config.redis.url,
     prefix: config.redis.prefix,
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
-    recover: () => recoverAtStart(s, runTimeoutMs, agentLog),
+    recover: async () => {
+      const recovered = await recoverAtStart(s, runTimeoutMs, agentLog);
+      // After recovery decided which runs resume (those put their reaction on again and take it off),
+      // in the background: a left reaction waits for its run's answer to be delivered.
+      void removeLeftReactions({
+        ledger,
+        live,
+        runs: s.runs,
+        settled: (replyId, signal) => replies.settled(replyId, signal),
+        runTimeoutMs,
+        logger: agentLog,
+      }).catch((error: unknown) =>
+        agentLog.warn({ err: error }, "could not look for reactions left by a crash"),
+      );
+      return recovered;
+    },
   });
   base.shutdown.workers.push(role.worker);
   base.shutdown.rest.push(role.close);
