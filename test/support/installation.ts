@@ -38,7 +38,9 @@ export interface Installation {
   prefix: string;
   stateDir: string;
   /** Starts a process; `port` is its gateway's (webhooks such as Slack's Events URL are served there). */
-  start(options?: ProcessOptions): Promise<{ hub: HubProcess; client: GatewayClient | undefined; port: number }>;
+  start(
+    options?: ProcessOptions,
+  ): Promise<{ hub: HubProcess; client: GatewayClient | undefined; port: number }>;
   dispose(): Promise<void>;
 }
 
