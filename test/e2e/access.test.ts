@@ -207,6 +207,22 @@ describe("floods and limits", () => {
     expect(world.model.requests.length).toBe(calls);
   });
 
+  it("a text over 32,000 characters: the sender is told once and no model runs; a stranger's stays refused", async () => {
+    const calls = world.model.requests.length;
+    const long = "a".repeat(32_001);
+    const told = await dm("1", long, { messageId: "long-1" });
+    expect(told).toMatchObject({ status: "dropped", reason: "text too long" });
+    // The platform's redelivery of the same message is no second notice.
+    expect((await dm("1", long, { messageId: "long-1" })).status).toBe("duplicate");
+    const notice =
+      "Your message is 32,001 characters long; I can read at most 32,000. Please send it in parts, or as a file.";
+    await waitFor(() => inChat("1").includes(notice), "the notice");
+    expect(inChat("1").filter((t) => t === notice)).toHaveLength(1);
+    await expect(dm("4242", long)).rejects.toThrow("the limit is 32000");
+    expect(inChat("4242")).toEqual([]);
+    expect(world.model.requests.length).toBe(calls);
+  });
+
   it("1,000 messages from one sender in a second: bounded work, one notice, others still answered", async () => {
     const before = world.model.requests.length;
     const results = await Promise.all(Array.from({ length: 1000 }, (_, i) => dm("1", `flood ${i}`)));

@@ -7,6 +7,8 @@ import {
   finalizeInboundContext,
   type HubConfig,
   type HubLogger,
+  InboundRejectedError,
+  MAX_INBOUND_TEXT,
   type MsgContext,
   type RunRequest,
   runIdForMessage,
@@ -150,7 +152,14 @@ export class InboundDispatcher {
     fields: AdapterFields,
     options: { runId?: string } = {},
   ): Promise<DispatchResult> {
-    const ctx = finalizeInboundContext(fields, this.o.config);
+    let ctx: MsgContext;
+    try {
+      ctx = finalizeInboundContext(fields, this.o.config);
+    } catch (error) {
+      if (error instanceof InboundRejectedError && error.code === "inbound_too_large")
+        return this.#tooLong(fields, error, options.runId);
+      throw error;
+    }
     const log = this.o.logger.child({
       sessionKey: ctx.sessionKey,
       channel: ctx.channel,
@@ -191,6 +200,37 @@ export class InboundDispatcher {
     log.debug({ runId, decision: decision.kind, outcome }, "inbound message accepted");
     if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
     return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
+  }
+
+  // A text over the limit from someone the hub would answer: they are told (once per message, within the
+  // flood limits) instead of hearing nothing. From anyone else it stays the rejection it was.
+  async #tooLong(
+    fields: AdapterFields,
+    rejection: InboundRejectedError,
+    id?: string,
+  ): Promise<DispatchResult> {
+    const cut = fields.body.slice(0, MAX_INBOUND_TEXT).replace(/[\uD800-\uDBFF]$/, "");
+    const ctx = finalizeInboundContext({ ...fields, body: cut }, this.o.config);
+    const access = this.#access(ctx.channel, ctx.accountId);
+    const decision = this.#decide(ctx, access, await this.#paired(ctx, access, false));
+    if (decision.kind !== "run" || !access) throw rejection;
+    const log = this.o.logger.child({
+      sessionKey: ctx.sessionKey,
+      channel: ctx.channel,
+      dedupeKey: ctx.dedupeKey,
+    });
+    const runId = id ?? runIdForMessage(ctx.dedupeKey);
+    if (await this.#known(ctx, runId)) return { status: "duplicate", dedupeKey: ctx.dedupeKey };
+    if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
+    await this.#markDecided(ctx);
+    const length = fields.body.length.toLocaleString("en-US");
+    log.info({ length: fields.body.length }, "inbound message too long; the sender is told");
+    await this.#notify(
+      ctx,
+      `Your message is ${length} characters long; I can read at most ${MAX_INBOUND_TEXT.toLocaleString("en-US")}. Please send it in parts, or as a file.`,
+      log,
+    );
+    return { status: "dropped", reason: "text too long", sessionKey: ctx.sessionKey };
   }
 
   // Whether a direct sender is paired, asked of Redis only when the answer can change the decision:
