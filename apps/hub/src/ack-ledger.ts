@@ -107,3 +107,20 @@ export async function removeLeftReactions(deps: LeftReactionDeps): Promise<numbe
   if (removed > 0) deps.logger.info({ removed }, "removed acknowledgement reactions left by a crash");
   return removed;
 }
+
+/**
+ * `live` with its reactions remembered in Redis, and what removes those a crash left (in the background,
+ * logging a failure; call it after restart recovery decided which runs resume).
+ */
+export function withAckLedger(
+  live: LiveFeatures,
+  deps: Omit<LeftReactionDeps, "ledger" | "live"> & { redis: Redis; prefix: string },
+): { live: LiveFeatures; removeLeft: () => void } {
+  const ledger = new RedisAckLedger(deps.redis, deps.prefix);
+  const remembered = { ...live, ledger };
+  const removeLeft = () =>
+    void removeLeftReactions({ ...deps, ledger, live: remembered }).catch((error: unknown) =>
+      deps.logger.warn({ err: error }, "could not look for reactions left by a crash"),
+    );
+  return { live: remembered, removeLeft };
+}

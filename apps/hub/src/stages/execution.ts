@@ -9,7 +9,7 @@ import {
 } from "@hub/agent";
 import type { HubLogger } from "@hub/core";
 import type { ReplyDispatcher } from "@hub/reply";
-import { RedisAckLedger, removeLeftReactions } from "../ack-ledger.js";
+import { withAckLedger } from "../ack-ledger.js";
 import { liveFeatures } from "../live-features.js";
 import { buildMediaPreparer, startMediaStore } from "../media.js";
 import { createModelResolver } from "../models.js";
@@ -39,8 +39,14 @@ export async function startExecution(
       { config, activity: s.activity, sessions: s.sessions, lastModelDecision: s.lastModelDecision },
       sessionKey,
     );
-  const ledger = new RedisAckLedger(base.redis, config.redis.prefix);
-  const live = { ...liveFeatures(config, entry.adapters), ledger };
+  const reactions = withAckLedger(liveFeatures(config, entry.adapters), {
+    redis: base.redis,
+    prefix: config.redis.prefix,
+    runs: s.runs,
+    settled: (replyId, signal) => replies.settled(replyId, signal),
+    runTimeoutMs,
+    logger: agentLog,
+  });
   const runner = new AgentRunner({
     agentId: config.agent.id,
     sessions: s.sessions,
@@ -79,7 +85,7 @@ export async function startExecution(
     media: buildMediaPreparer(config, base.stateDir, entry.adapters, startMediaStore(base)),
     outbox: hubOutbox(base),
     maxAttachmentBytes: config.limits.maxAttachmentBytes,
-    live,
+    live: reactions.live,
   });
   const role = await startAgentRole({
     runner,
@@ -90,18 +96,8 @@ export async function startExecution(
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
     recover: async () => {
       const recovered = await recoverAtStart(s, runTimeoutMs, agentLog);
-      // After recovery decided which runs resume (those put their reaction on again and take it off),
-      // in the background: a left reaction waits for its run's answer to be delivered.
-      void removeLeftReactions({
-        ledger,
-        live,
-        runs: s.runs,
-        settled: (replyId, signal) => replies.settled(replyId, signal),
-        runTimeoutMs,
-        logger: agentLog,
-      }).catch((error: unknown) =>
-        agentLog.warn({ err: error }, "could not look for reactions left by a crash"),
-      );
+      // After recovery decided which runs resume (those put their reaction on again and take it off).
+      reactions.removeLeft();
       return recovered;
     },
   });
