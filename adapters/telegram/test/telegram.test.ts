@@ -82,8 +82,8 @@ describe("telegram adapter", () => {
     });
     // Telegram retries a 4xx: an update that can never be read is acknowledged and dropped, said once.
     expect(garbage.status).toBe(200);
-    expect(lines.filter((l) => l.includes("not JSON"))).toEqual([
-      expect.stringContaining("can never be read; acknowledged and dropped"),
+    expect(lines.filter((l) => l.includes("cannot be read"))).toEqual([
+      expect.stringContaining("webhook body cannot be read; acknowledged and dropped"),
     ]);
     expect(model.requests).toHaveLength(0);
     model.script({ text: "Got it." });
