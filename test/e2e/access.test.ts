@@ -218,9 +218,19 @@ describe("floods and limits", () => {
       "Your message is 32,001 characters long; I can read at most 32,000. Please send it in parts, or as a file.";
     await waitFor(() => inChat("1").includes(notice), "the notice");
     expect(inChat("1").filter((t) => t === notice)).toHaveLength(1);
+    // A pasted chat log: its role-marker lines grow when neutralized; the limit is on what was written.
+    const log = Array.from({ length: 800 }, (_, i) => (i % 2 ? "Assistant: ok" : "User: hello there")).join(
+      "\n",
+    );
+    expect(log.length).toBeLessThan(32_000);
+    expect((await dm("1", `${log}\n${"b".repeat(31_999 - log.length)}`)).status).toBe("accepted");
+    const longLog = `${log}\n${"c".repeat(32_000 - log.length)}`;
+    expect(await dm("1", longLog, { messageId: "long-log" })).toMatchObject({ status: "dropped" });
     await expect(dm("4242", long)).rejects.toThrow("the limit is 32000");
     expect(inChat("4242")).toEqual([]);
-    expect(world.model.requests.length).toBe(calls);
+    // One model run: the pasted log under the limit; none for the texts over it.
+    await waitFor(() => world.model.requests.length === calls + 1, "the log's run");
+    expect(world.model.requests.length).toBe(calls + 1);
   });
 
   it("1,000 messages from one sender in a second: bounded work, one notice, others still answered", async () => {

@@ -164,13 +164,11 @@ export class SlackInbound {
     const identity = this.#o.identity();
     const handler = this.#handler;
     if (!identity || !handler) return { kind: "retry", reason: "the Slack adapter is not started" };
-    // The names are looked up (up to a second) and the message handed to the sequencer in the order the
-    // chat's events arrived: a slow lookup let a later message overtake an earlier one. `/stop` waits for
-    // no lookup of another message.
-    const inOrder = (work: () => Promise<Submitted>) =>
-      isUrgentCommand(event.text ?? "") ? work() : this.#arrivals.run(event.channel, work);
-    const submitted = await inOrder(async () => {
-      const names = event.user ? await this.#o.directory.names(event.user, event.channel) : {};
+    // The names are looked up at once (up to a second each, side by side), and each message is handed to
+    // the sequencer in the order its chat's events arrived: a slow lookup let a later message overtake an
+    // earlier one. `/stop` waits for nothing.
+    const lookup = event.user ? this.#o.directory.names(event.user, event.channel) : Promise.resolve({});
+    const handOff = async (): Promise<Submitted> => {
       const normalized = normalizeSlackEvent(
         event,
         identity,
@@ -179,12 +177,16 @@ export class SlackInbound {
           editedMessages: this.#o.editedMessages,
           isBotThread: this.#o.isBotThread,
         },
-        names,
+        await lookup,
       );
       return "skip" in normalized
         ? { skip: normalized.skip }
         : { admitted: this.#sequencer.submit(normalized.fields, handler) };
-    });
+    };
+    const urgent = isUrgentCommand((event.text ?? "").replace(LEADING_MENTIONS, ""));
+    const submitted = await (urgent
+      ? handOff()
+      : this.#arrivals.run(`${event.channel}/${event.thread_ts ?? ""}`, handOff));
     if ("skip" in submitted) {
       this.#o.logger.debug({ ts: event.ts, reason: submitted.skip }, "slack event not for us");
       return { kind: "ignored", reason: submitted.skip };
@@ -201,3 +203,6 @@ export class SlackInbound {
 
 /** A Slack event after its lookup: not a message for the hub, or handed to the sequencer (its admission). */
 type Submitted = { skip: string } | { admitted: Promise<InboundResult> };
+
+// `<@U123> /stop` in a channel is a `/stop` too.
+const LEADING_MENTIONS = /^(\s*<@[A-Z0-9]+>\s*)+/;

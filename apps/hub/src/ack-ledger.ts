@@ -84,7 +84,7 @@ export async function removeLeftReactions(deps: LeftReactionDeps): Promise<numbe
   const left = await deps.ledger.entries();
   let removed = 0;
   await Promise.all(
-    left.map(async ({ runId, message, emoji }) => {
+    left.map(async ({ runId, at, message, emoji }) => {
       const run = await deps.runs.get(runId).catch(() => undefined);
       if (run && (run.status === "running" || run.status === "queued")) return;
       if (run) {
@@ -97,15 +97,32 @@ export async function removeLeftReactions(deps: LeftReactionDeps): Promise<numbe
         // Not settled and not timed out: Redis went away (the hub stops); the next start looks again.
         if (!waited) return;
       }
-      await deps.live.react(message, null, emoji).catch((error: unknown) => {
-        deps.logger.debug({ err: error, runId }, "a reaction left by a crash could not be removed");
-      });
+      // A channel still connecting (WhatsApp) cannot remove it yet: tried again a little later, and kept
+      // for the next start if that fails too, for at most a day (a message deleted meanwhile never can).
+      if (!(await removal(deps, message, emoji, runId)) && Date.now() - at < KEEP_UNREMOVED_MS) return;
       await deps.ledger.forget(runId);
       removed++;
     }),
   );
   if (removed > 0) deps.logger.info({ removed }, "removed acknowledgement reactions left by a crash");
   return removed;
+}
+
+const KEEP_UNREMOVED_MS = 24 * 3600_000;
+const RETRY_REMOVAL_MS = 30_000;
+
+// Whether the reaction came off, trying a second time after a while.
+async function removal(deps: LeftReactionDeps, message: ReactedMessage, emoji: string, runId: string) {
+  for (const wait of [0, RETRY_REMOVAL_MS]) {
+    if (wait) await new Promise((r) => setTimeout(r, wait).unref());
+    try {
+      await deps.live.react(message, null, emoji);
+      return true;
+    } catch (error) {
+      deps.logger.debug({ err: error, runId }, "a reaction left by a crash could not be removed yet");
+    }
+  }
+  return false;
 }
 
 /**

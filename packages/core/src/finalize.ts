@@ -43,13 +43,15 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
     );
   }
   const f = parsed.data;
-  const body = neutralizeRoleMarkers(normalizeText(f.body));
-  if (body.length > MAX_INBOUND_TEXT) {
+  // The limit is on what the sender wrote: neutralizing role markers lengthens some lines afterwards.
+  const text = normalizeText(f.body);
+  if (text.length > MAX_INBOUND_TEXT) {
     throw new InboundRejectedError(
       "inbound_too_large",
-      `Inbound message rejected: the text is ${body.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
+      `Inbound message rejected: the text is ${text.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
     );
   }
+  const body = neutralizeRoleMarkers(text);
   if (isBlankText(body) && f.media.length === 0) {
     throw new InboundRejectedError(
       "inbound_empty",

@@ -209,8 +209,9 @@ export class InboundDispatcher {
     rejection: InboundRejectedError,
     id?: string,
   ): Promise<DispatchResult> {
-    const cut = fields.body.slice(0, MAX_INBOUND_TEXT).replace(/[\uD800-\uDBFF]$/, "");
-    const ctx = finalizeInboundContext({ ...fields, body: cut }, this.o.config);
+    // Its start stands in for it (who may be answered does not depend on the rest, a mention included).
+    const start = fields.body.slice(0, 1000).replace(/[\uD800-\uDBFF]$/, "");
+    const ctx = finalizeInboundContext({ ...fields, body: start }, this.o.config);
     const access = this.#access(ctx.channel, ctx.accountId);
     const decision = this.#decide(ctx, access, await this.#paired(ctx, access, false));
     if (decision.kind !== "run" || !access) throw rejection;
