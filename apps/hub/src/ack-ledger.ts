@@ -43,16 +43,20 @@ export class RedisAckLedger implements AckLedger {
     const raw = await this.redis.hgetall(this.#key);
     const entries: LedgerEntry[] = [];
     for (const [runId, text] of Object.entries(raw)) {
-      let parsed: z.ZodSafeParseResult<z.infer<typeof EntrySchema>>;
-      try {
-        parsed = EntrySchema.safeParse(JSON.parse(text));
-      } catch {
-        parsed = EntrySchema.safeParse(undefined);
-      }
-      if (parsed.success) entries.push({ runId, ...parsed.data });
+      const entry = readEntry(text);
+      if (entry) entries.push({ runId, ...entry });
       else await this.forget(runId);
     }
     return entries;
+  }
+}
+
+// One stored entry, or undefined when it is not JSON or not an entry's shape.
+function readEntry(text: string): z.infer<typeof EntrySchema> | undefined {
+  try {
+    return EntrySchema.parse(JSON.parse(text));
+  } catch {
+    return undefined;
   }
 }
 

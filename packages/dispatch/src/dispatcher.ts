@@ -160,11 +160,7 @@ export class InboundDispatcher {
         return this.#tooLong(fields, error, options.runId);
       throw error;
     }
-    const log = this.o.logger.child({
-      sessionKey: ctx.sessionKey,
-      channel: ctx.channel,
-      dedupeKey: ctx.dedupeKey,
-    });
+    const log = this.#logFor(ctx);
     const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
     const access = this.#access(ctx.channel, ctx.accountId);
     const parsed = this.o.commands ? parseCommand(ctx.body) : undefined;
@@ -202,6 +198,15 @@ export class InboundDispatcher {
     return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
   }
 
+  // Every line about one inbound message carries its session, channel and dedupe key.
+  #logFor(ctx: MsgContext): HubLogger {
+    return this.o.logger.child({
+      sessionKey: ctx.sessionKey,
+      channel: ctx.channel,
+      dedupeKey: ctx.dedupeKey,
+    });
+  }
+
   // A text over the limit from someone the hub would answer: they are told (once per message, within the
   // flood limits) instead of hearing nothing. From anyone else it stays the rejection it was.
   async #tooLong(
@@ -215,11 +220,7 @@ export class InboundDispatcher {
     const access = this.#access(ctx.channel, ctx.accountId);
     const decision = this.#decide(ctx, access, await this.#paired(ctx, access, false));
     if (decision.kind !== "run" || !access) throw rejection;
-    const log = this.o.logger.child({
-      sessionKey: ctx.sessionKey,
-      channel: ctx.channel,
-      dedupeKey: ctx.dedupeKey,
-    });
+    const log = this.#logFor(ctx);
     const runId = id ?? runIdForMessage(ctx.dedupeKey);
     if (await this.#known(ctx, runId)) return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
