@@ -12,7 +12,9 @@ export function offlineAnswer(text: string): string {
 
 /**
  * A deterministic model that needs no network and no keys: it echoes the last
- * user message, streamed word by word, so the hub works out of the box.
+ * user message, streamed word by word, so the hub works out of the box. With no
+ * delay between words the whole answer is one delta: nobody could see the words
+ * arrive, and each delta costs the run a turn of its stream.
  */
 export class OfflineProvider implements ModelProvider {
   readonly id = "offline";
@@ -21,7 +23,7 @@ export class OfflineProvider implements ModelProvider {
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const last = [...request.messages].reverse().find((m) => m.role === "user");
     const answer = offlineAnswer(last?.content.trim() ?? "");
-    const words = answer.match(/\S+\s*/g) ?? [];
+    const words = this.tokenDelayMs > 0 ? (answer.match(/\S+\s*/g) ?? []) : [answer];
     for (const word of words) {
       if (request.signal?.aborted) throw new ModelError("aborted", "the offline model call was aborted");
       if (this.tokenDelayMs > 0) await new Promise((r) => setTimeout(r, this.tokenDelayMs));
