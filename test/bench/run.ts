@@ -2,11 +2,12 @@
 // its baselines, in one run on a private Redis. Prints numbers and ratios; asserts nothing (tests
 // assert behaviour). `npm run bench -- all` adds the web chat and Slack figures and the inbound fuzz.
 // Sizes: BENCH_CHATS x BENCH_MESSAGES (window BENCH_WINDOW), BENCH_TARGETS x BENCH_SEGMENTS,
-// BENCH_THROTTLE_RATE segments/s for BENCH_THROTTLE_SECONDS over BENCH_THROTTLE_TARGETS, BENCH_IDLE_SESSIONS.
+// BENCH_THROTTLE_RATE segments/s for BENCH_THROTTLE_SECONDS over BENCH_THROTTLE_TARGETS, BENCH_IDLE_SESSIONS;
+// BENCH_PAIRS (3) pairs of end-to-end loads, the hub's and the bare grammY bot's one right after the other.
 import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { BENCH_RUNS, benchGrammyEcho, benchHubTelegram } from "./telegram.js";
+import { BENCH_RUNS, benchHubTelegram, benchTelegramPairs, rateOf, type SideResult } from "./telegram.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
@@ -37,20 +38,22 @@ try {
     `end to end: fake Telegram (polling) -> ... -> fake Telegram; ${shape.chats} chats x ${shape.messages} messages, ` +
       `${shape.window} unanswered per chat at most; Redis ${redis.private ? "private" : "shared"}`,
   );
-  const echo = await benchGrammyEcho(redis.url, shape);
-  const hub = await benchHubTelegram(redis.url, shape);
+  const pairs = await benchTelegramPairs(redis.url, shape, env("BENCH_PAIRS", 3));
   console.log("  (targets per message: <= 40 Redis commands, <= 8 round trips, <= 1.5 ms node CPU)");
-  const hubRate = hub.load.answered / hub.load.seconds;
-  const echoRate = echo.load.answered / echo.load.seconds;
+  const hubRate = pairs.hubRate;
+  const echoRate = hubRate / pairs.medianRatio;
+  const perMessage = (side: SideResult) => side.cost.nodeCpuMs / Math.max(1, side.load.answered);
+  const rates = pairs.hub.map((hub, i) => ratio(rateOf(hub), rateOf(pairs.echo[i] ?? hub)));
+  const cpu = pairs.hub.map((hub, i) => ratio(perMessage(hub), perMessage(pairs.echo[i] ?? hub)));
   console.log(
-    `  ratio hub / bare grammY: ${ratio(hubRate, echoRate)} (messages/s); node CPU per message ` +
-      `${ratio(hub.cost.nodeCpuMs / hub.load.answered, echo.cost.nodeCpuMs / echo.load.answered)}x`,
+    `  ratio hub / bare grammY: ${pairs.medianRatio.toFixed(2)} (messages/s, the median of the pairs' ` +
+      `${rates.join(", ")}); node CPU per message ${cpu.join(", ")}x`,
   );
   if (BENCH_RUNS !== 8) {
     // The hub's default concurrency, for comparison: sized for model calls that take seconds.
     const atDefault = await benchHubTelegram(redis.url, shape, 8);
     console.log(
-      `  ratio hub (maxConcurrentRuns 8) / bare grammY: ` +
+      `  ratio hub (maxConcurrentRuns 8) / bare grammY (its median rate above): ` +
         `${ratio(atDefault.load.answered / atDefault.load.seconds, echoRate)} (messages/s)`,
     );
   }

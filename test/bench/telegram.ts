@@ -149,22 +149,74 @@ export async function startBenchGrammy(): Promise<{ fake: FakeTelegram; stop(): 
   };
 }
 
-/** A bare grammY echo bot on the same fake and load: the baseline. */
-export async function benchGrammyEcho(redisUrl: string, shape: LoadShape): Promise<SideResult> {
+/** One side's load and cost in each pair of `benchTelegramPairs`, and the median of the pairs' ratios. */
+export interface PairedResult {
+  hub: SideResult[];
+  echo: SideResult[];
+  /** The median of the pairs' hub ÷ bare grammY messages/s. */
+  medianRatio: number;
+  /** The hub's median messages/s. */
+  hubRate: number;
+}
+
+/** A side's messages per second. */
+export const rateOf = (side: SideResult) => side.load.answered / Math.max(side.load.seconds, 1e-9);
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+/**
+ * The hub (every guarantee on) and the bare grammY echo bot, each on its own fake, both started and
+ * warmed up first, then measured in `pairs` pairs one right after the other (the hub, then the bot),
+ * each load on new chats. The speed of a shared 2-core machine drifts by a third within a minute: one
+ * load of each, a minute apart, put the ratio anywhere from 0.32 to 0.50 for the same code. A pair's
+ * two loads are a few seconds apart, and the median of the pairs' ratios is what is reported.
+ */
+export async function benchTelegramPairs(
+  redisUrl: string,
+  shape: LoadShape,
+  pairs: number,
+): Promise<PairedResult> {
   const bot = await startBenchGrammy();
+  const bench = await startBenchHub(redisUrl);
   const meter = new PhaseMeter(redisUrl);
+  const result: PairedResult = { hub: [], echo: [], medianRatio: 0, hubRate: 0 };
   try {
     await warmUp(bot.fake);
-    await meter.start();
-    const load = await driveChats(bot.fake, shape);
-    const cost = await meter.stop();
-    printLoad("bare grammY echo", load);
-    printCost(cost, load.answered, "message");
-    return { load, cost };
+    await warmUp(bench.fake);
+    for (let pair = 1; pair <= pairs; pair++) {
+      const chats = { ...shape, firstChat: pair * 1_000_000 };
+      console.log(`  pair ${pair} of ${pairs}:`);
+      const linesBefore = bench.logLines();
+      const hub = await measured(meter, bench.fake, chats, `hub (maxConcurrentRuns ${BENCH_RUNS})`);
+      const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
+      console.log(`  log lines per message: ${lines.toFixed(2)}`);
+      result.hub.push(hub);
+      result.echo.push(await measured(meter, bot.fake, chats, "bare grammY echo"));
+      console.log(
+        `  ratio hub / bare grammY: ${(rateOf(hub) / rateOf(result.echo.at(-1) ?? hub)).toFixed(2)}`,
+      );
+    }
   } finally {
     meter.close();
+    await bench.stop();
     await bot.stop();
   }
+  result.medianRatio = median(result.hub.map((hub, i) => rateOf(hub) / rateOf(result.echo[i]!)));
+  result.hubRate = median(result.hub.map(rateOf));
+  return result;
+}
+
+async function measured(
+  meter: PhaseMeter,
+  fake: FakeTelegram,
+  shape: LoadShape,
+  name: string,
+): Promise<SideResult> {
+  await meter.start();
+  const load = await driveChats(fake, shape);
+  const cost = await meter.stop();
+  printLoad(name, load);
+  printCost(cost, load.answered, "message");
+  return { load, cost };
 }
 
 /**
