@@ -173,7 +173,7 @@ const BaseConfigSchema = z
           .string()
           .regex(/^[a-z0-9_-]+\/.+$/, 'must be "provider/model", for example "openai/whisper-1"')
           .optional(),
-        /** Delay between tokens of the offline model, so streaming is visible. */
+        /** Delay between words of the offline model, so streaming is visible (0: the answer in one delta). */
         offlineTokenDelayMs: z.number().int().nonnegative().default(15),
       })
       .strict()

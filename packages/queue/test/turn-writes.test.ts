@@ -1,6 +1,6 @@
 import type { Socket } from "node:net";
 import type { Cluster, Redis } from "ioredis";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { REDIS_URL } from "../../../test/support/redis.js";
 import { type OwnRedisCluster, startRedisCluster } from "../../../test/support/redis-server.js";
 import { createRedis } from "../src/redis.js";
@@ -43,12 +43,25 @@ describe("a turn's Redis writes", () => {
     expect(handleWrites()).toBe(2);
   });
 
+  it("still leave under a test's fake timers (the flush is not a timer the test controls)", async () => {
+    const redis = createRedis(REDIS_URL);
+    clients.push(redis);
+    await redis.ping();
+    vi.useFakeTimers();
+    try {
+      expect(await redis.echo("under fake timers")).toBe("under fake timers");
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(await redis.echo("after")).toBe("after");
+  });
+
   it("leave in one system call per node of a cluster", async () => {
     cluster = await startRedisCluster();
     const redis = createRedis(cluster.url) as unknown as Cluster;
     clients.push(redis);
     await redis.set("{turn}:warm", "1");
-    // The node that holds the key: connected, its socket wrapped when the cluster opened it.
+    // A connected master: its socket was wrapped when the cluster opened it.
     const [node] = redis.nodes("master").filter((n) => n.status === "ready");
     expect(node).toBeDefined();
     const handleWrites = countHandleWrites(node!.stream as Socket);

@@ -23,11 +23,12 @@ export class OfflineProvider implements ModelProvider {
   async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
     const last = [...request.messages].reverse().find((m) => m.role === "user");
     const answer = offlineAnswer(last?.content.trim() ?? "");
-    const words = this.tokenDelayMs > 0 ? (answer.match(/\S+\s*/g) ?? []) : [answer];
-    for (const word of words) {
+    const words = answer.match(/\S+\s*/g) ?? [];
+    const deltas = this.tokenDelayMs > 0 ? words : [answer];
+    for (const delta of deltas) {
       if (request.signal?.aborted) throw new ModelError("aborted", "the offline model call was aborted");
       if (this.tokenDelayMs > 0) await new Promise((r) => setTimeout(r, this.tokenDelayMs));
-      yield { type: "text", delta: word };
+      yield { type: "text", delta };
     }
     yield { type: "done", stopReason: "stop", usage: { inputTokens: 0, outputTokens: words.length } };
   }
