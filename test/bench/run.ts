@@ -41,10 +41,15 @@ try {
   const pairs = await benchTelegramPairs(redis.url, shape, env("BENCH_PAIRS", 3));
   console.log("  (targets per message: <= 40 Redis commands, <= 8 round trips, <= 1.5 ms node CPU)");
   const hubRate = pairs.hubRate;
-  const echoRate = hubRate / pairs.medianRatio;
+  const { echoRate } = pairs;
   const perMessage = (side: SideResult) => side.cost.nodeCpuMs / Math.max(1, side.load.answered);
-  const rates = pairs.hub.map((hub, i) => ratio(rateOf(hub), rateOf(pairs.echo[i] ?? hub)));
-  const cpu = pairs.hub.map((hub, i) => ratio(perMessage(hub), perMessage(pairs.echo[i] ?? hub)));
+  const paired = (of: (side: SideResult) => number) =>
+    pairs.hub.map((hub, i) => {
+      const echo = pairs.echo[i];
+      return echo ? ratio(of(hub), of(echo)) : "-";
+    });
+  const rates = paired(rateOf);
+  const cpu = paired(perMessage);
   console.log(
     `  ratio hub / bare grammY: ${pairs.medianRatio.toFixed(2)} (messages/s, the median of the pairs' ` +
       `${rates.join(", ")}); node CPU per message ${cpu.join(", ")}x`,
@@ -53,7 +58,7 @@ try {
     // The hub's default concurrency, for comparison: sized for model calls that take seconds.
     const atDefault = await benchHubTelegram(redis.url, shape, 8);
     console.log(
-      `  ratio hub (maxConcurrentRuns 8) / bare grammY (its median rate above): ` +
+      `  ratio hub (maxConcurrentRuns 8) / bare grammY (its median, ${echoRate.toFixed(0)} messages/s): ` +
         `${ratio(atDefault.load.answered / atDefault.load.seconds, echoRate)} (messages/s)`,
     );
   }

@@ -3,6 +3,7 @@
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
 import { run, sequentialize } from "@grammyjs/runner";
 import { offlineAnswer } from "@hub/agent";
 import { createLogger, parseConfig } from "@hub/core";
@@ -149,7 +150,7 @@ export async function startBenchGrammy(): Promise<{ fake: FakeTelegram; stop(): 
   };
 }
 
-/** One side's load and cost in each pair of `benchTelegramPairs`, and the median of the pairs' ratios. */
+/** One side's load and cost in each pair of `benchTelegramPairs`, and the medians. */
 export interface PairedResult {
   hub: SideResult[];
   echo: SideResult[];
@@ -157,52 +158,79 @@ export interface PairedResult {
   medianRatio: number;
   /** The hub's median messages/s. */
   hubRate: number;
+  /** The bare bot's median messages/s. */
+  echoRate: number;
 }
 
 /** A side's messages per second. */
 export const rateOf = (side: SideResult) => side.load.answered / Math.max(side.load.seconds, 1e-9);
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+
+/** The median (of an even count, the mean of the middle two). */
+export function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  if (sorted.length % 2 === 1) return sorted[mid] ?? 0;
+  return ((sorted[mid - 1] ?? 0) + (sorted[mid] ?? 0)) / 2;
+}
+
+// Before a measured load: the other side's last load is over (its settles and acks would otherwise be
+// charged to this one).
+const QUIET_MS = 1_000;
 
 /**
  * The hub (every guarantee on) and the bare grammY echo bot, each on its own fake, both started and
- * warmed up first, then measured in `pairs` pairs one right after the other (the hub, then the bot),
- * each load on new chats. The speed of a shared 2-core machine drifts by a third within a minute: one
- * load of each, a minute apart, put the ratio anywhere from 0.32 to 0.50 for the same code. A pair's
- * two loads are a few seconds apart, and the median of the pairs' ratios is what is reported.
+ * warmed up first, then measured in `pairs` pairs, each load on new chats after a second of quiet and
+ * a full collection. The speed of a shared 2-core machine drifts by a third within a minute: one load
+ * of each, a minute apart, put the ratio anywhere from 0.32 to 0.50 for the same code. A pair's two
+ * loads are seconds apart, and the median of the pairs' ratios is what is reported. The bot goes
+ * first in every pair: measured right after the hub in this process, its loads stalled (p50 15 ms
+ * but p99 0.9-1 s, 1,900-2,100 messages/s against 2,600-3,200 first), even after 3 s of quiet and a
+ * full collection, which flattered the hub's ratio by half (0.52 against 0.30-0.38); the hub
+ * measured second was as fast as first.
  */
 export async function benchTelegramPairs(
   redisUrl: string,
   shape: LoadShape,
   pairs: number,
 ): Promise<PairedResult> {
+  if (!(pairs >= 1)) throw new Error(`BENCH_PAIRS must be 1 or more, not ${pairs}`);
   const bot = await startBenchGrammy();
   const bench = await startBenchHub(redisUrl);
   const meter = new PhaseMeter(redisUrl);
-  const result: PairedResult = { hub: [], echo: [], medianRatio: 0, hubRate: 0 };
+  const hubs: SideResult[] = [];
+  const echoes: SideResult[] = [];
   try {
     await warmUp(bot.fake);
     await warmUp(bench.fake);
     for (let pair = 1; pair <= pairs; pair++) {
       const chats = { ...shape, firstChat: pair * 1_000_000 };
       console.log(`  pair ${pair} of ${pairs}:`);
+      echoes.push(await measured(meter, bot.fake, chats, "bare grammY echo"));
       const linesBefore = bench.logLines();
       const hub = await measured(meter, bench.fake, chats, `hub (maxConcurrentRuns ${BENCH_RUNS})`);
       const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
       console.log(`  log lines per message: ${lines.toFixed(2)}`);
-      result.hub.push(hub);
-      result.echo.push(await measured(meter, bot.fake, chats, "bare grammY echo"));
-      console.log(
-        `  ratio hub / bare grammY: ${(rateOf(hub) / rateOf(result.echo.at(-1) ?? hub)).toFixed(2)}`,
-      );
+      hubs.push(hub);
+      console.log(`  ratio hub / bare grammY: ${ratioOf(hub, echoes.at(-1)).toFixed(2)}`);
     }
   } finally {
     meter.close();
     await bench.stop();
     await bot.stop();
   }
-  result.medianRatio = median(result.hub.map((hub, i) => rateOf(hub) / rateOf(result.echo[i]!)));
-  result.hubRate = median(result.hub.map(rateOf));
-  return result;
+  return {
+    hub: hubs,
+    echo: echoes,
+    medianRatio: median(hubs.map((hub, i) => ratioOf(hub, echoes[i]))),
+    hubRate: median(hubs.map(rateOf)),
+    echoRate: median(echoes.map(rateOf)),
+  };
+}
+
+// A side that answered nothing has no rate to compare: NaN, printed as such.
+function ratioOf(hub: SideResult | undefined, echo: SideResult | undefined): number {
+  if (!hub || !echo || hub.load.answered === 0 || echo.load.answered === 0) return Number.NaN;
+  return rateOf(hub) / rateOf(echo);
 }
 
 async function measured(
@@ -211,6 +239,11 @@ async function measured(
   shape: LoadShape,
   name: string,
 ): Promise<SideResult> {
+  await sleep(QUIET_MS);
+  // A full collection first (`--expose-gc`, as `npm run bench` runs): in one process, the side measured
+  // second otherwise paid for the first one's garbage (the bot after the hub: 2,464 messages/s and a
+  // p99 of 753 ms; before it, in the same run, 4,812 and 103 ms).
+  (globalThis as { gc?: () => void }).gc?.();
   await meter.start();
   const load = await driveChats(fake, shape);
   const cost = await meter.stop();
