@@ -49,8 +49,7 @@ const scripts = {
   start: [process.execPath, [...hubArgs, "start"]],
   hub: [process.execPath, hubArgs],
   test: [pm, [...pmArgs, "run", "test:all"]],
-  // --expose-gc: each measured load of the end-to-end pairs starts after a full collection.
-  bench: [pm, [...pmArgs, "exec", "tsx", "--expose-gc", "test/bench/run.ts"]],
+  bench: [pm, [...pmArgs, "exec", "tsx", "test/bench/run.ts"]],
   "bench:faults": [pm, [...pmArgs, "exec", "tsx", "test/bench/faults.ts"]],
 };
 const script = scripts[command];

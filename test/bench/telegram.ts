@@ -179,14 +179,16 @@ const QUIET_MS = 1_000;
 
 /**
  * The hub (every guarantee on) and the bare grammY echo bot, each on its own fake, both started and
- * warmed up first, then measured in `pairs` pairs, each load on new chats after a second of quiet and
- * a full collection. The speed of a shared 2-core machine drifts by a third within a minute: one load
+ * warmed up first, then measured in `pairs` pairs, each load on new chats after a second of quiet.
+ * The speed of a shared 2-core machine drifts by a third within a minute: one load
  * of each, a minute apart, put the ratio anywhere from 0.32 to 0.50 for the same code. A pair's two
  * loads are seconds apart, and the median of the pairs' ratios is what is reported. The bot goes
  * first in every pair: measured right after the hub in this process, its loads stalled (p50 15 ms
  * but p99 0.9-1 s, 1,900-2,100 messages/s against 2,600-3,200 first), even after 3 s of quiet and a
  * full collection, which flattered the hub's ratio by half (0.52 against 0.30-0.38); the hub
- * measured second was as fast as first.
+ * measured second was as fast as first. (A full collection before each load left the ratio as it
+ * was and only charged the hub's loads for growing the heap again: 1.33-1.46 ms of CPU per message
+ * against 1.01-1.37 without.)
  */
 export async function benchTelegramPairs(
   redisUrl: string,
@@ -240,10 +242,6 @@ async function measured(
   name: string,
 ): Promise<SideResult> {
   await sleep(QUIET_MS);
-  // A full collection first (`--expose-gc`, as `npm run bench` runs): in one process, the side measured
-  // second otherwise paid for the first one's garbage (the bot after the hub: 2,464 messages/s and a
-  // p99 of 753 ms; before it, in the same run, 4,812 and 103 ms).
-  (globalThis as { gc?: () => void }).gc?.();
   await meter.start();
   const load = await driveChats(fake, shape);
   const cost = await meter.stop();
