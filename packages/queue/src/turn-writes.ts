@@ -18,9 +18,9 @@ const wrapped = new WeakSet<Socket>();
  * system calls per message, and 15-20% more messages per second. A write waits at most for the
  * turn's other callbacks (one written from a check-phase callback, for the next turn's), and the
  * order of commands on the connection is unchanged. `end()` (ioredis's `disconnect`) sends what is
- * corked first; a socket destroyed with writes corked is one ioredis resends unanswered commands of
- * after it reconnects. A cluster's node connections are wrapped as the cluster opens them; a
- * `duplicate()` of the client (the hub makes none) is not.
+ * corked first; when a socket is destroyed with writes still corked, ioredis resends its unanswered
+ * commands after it reconnects, as for any lost connection. A cluster's node connections are wrapped
+ * as the cluster opens them; a `duplicate()` of the client (the hub makes none) is not.
  */
 export function sendWritesPerTurn(client: Redis | Cluster): void {
   if (client instanceof Cluster) {
