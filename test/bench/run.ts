@@ -3,11 +3,11 @@
 // assert behaviour). `npm run bench -- all` adds the web chat and Slack figures and the inbound fuzz.
 // Sizes: BENCH_CHATS x BENCH_MESSAGES (window BENCH_WINDOW), BENCH_TARGETS x BENCH_SEGMENTS,
 // BENCH_THROTTLE_RATE segments/s for BENCH_THROTTLE_SECONDS over BENCH_THROTTLE_TARGETS, BENCH_IDLE_SESSIONS;
-// BENCH_PAIRS (3) pairs of end-to-end loads, the hub's and the bare grammY bot's one right after the other.
+// BENCH_PAIRS (3) pairs of end-to-end loads, the bare grammY bot's and the hub's right after it.
 import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { BENCH_RUNS, benchHubTelegram, benchTelegramPairs, rateOf, type SideResult } from "./telegram.js";
+import { BENCH_RUNS, benchHubTelegram, benchTelegramPairs, type SideResult } from "./telegram.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
@@ -40,19 +40,15 @@ try {
   );
   const pairs = await benchTelegramPairs(redis.url, shape, env("BENCH_PAIRS", 3));
   console.log("  (targets per message: <= 40 Redis commands, <= 8 round trips, <= 1.5 ms node CPU)");
-  const hubRate = pairs.hubRate;
-  const { echoRate } = pairs;
+  const { hubRate, echoRate } = pairs;
   const perMessage = (side: SideResult) => side.cost.nodeCpuMs / Math.max(1, side.load.answered);
-  const paired = (of: (side: SideResult) => number) =>
-    pairs.hub.map((hub, i) => {
-      const echo = pairs.echo[i];
-      return echo ? ratio(of(hub), of(echo)) : "-";
-    });
-  const rates = paired(rateOf);
-  const cpu = paired(perMessage);
+  const cpu = pairs.hub.map((hub, i) => {
+    const echo = pairs.echo[i];
+    return echo ? ratio(perMessage(hub), perMessage(echo)) : "-";
+  });
   console.log(
     `  ratio hub / bare grammY: ${pairs.medianRatio.toFixed(2)} (messages/s, the median of the pairs' ` +
-      `${rates.join(", ")}); node CPU per message ${cpu.join(", ")}x`,
+      `${pairs.ratios.map((r) => r.toFixed(2)).join(", ")}); node CPU per message ${cpu.join(", ")}x`,
   );
   if (BENCH_RUNS !== 8) {
     // The hub's default concurrency, for comparison: sized for model calls that take seconds.

@@ -117,16 +117,7 @@ export async function benchHubTelegram(
   const meter = new PhaseMeter(redisUrl);
   try {
     await warmUp(bench.fake);
-    await meter.start();
-    const linesBefore = bench.logLines();
-    const load = await driveChats(bench.fake, shape);
-    const cost = await meter.stop();
-    printLoad(`hub (maxConcurrentRuns ${runs})`, load);
-    printCost(cost, load.answered, "message");
-    console.log(
-      `  log lines per message: ${((bench.logLines() - linesBefore) / Math.max(1, load.answered)).toFixed(2)}`,
-    );
-    return { load, cost };
+    return await measuredHub(meter, bench, shape, runs);
   } finally {
     meter.close();
     await bench.stop();
@@ -154,7 +145,9 @@ export async function startBenchGrammy(): Promise<{ fake: FakeTelegram; stop(): 
 export interface PairedResult {
   hub: SideResult[];
   echo: SideResult[];
-  /** The median of the pairs' hub ÷ bare grammY messages/s. */
+  /** Each pair's hub ÷ bare grammY messages/s. */
+  ratios: number[];
+  /** The median of `ratios`. */
   medianRatio: number;
   /** The hub's median messages/s. */
   hubRate: number;
@@ -162,11 +155,11 @@ export interface PairedResult {
   echoRate: number;
 }
 
-/** A side's messages per second. */
-export const rateOf = (side: SideResult) => side.load.answered / Math.max(side.load.seconds, 1e-9);
+// A side's messages per second.
+const rateOf = (side: SideResult) => side.load.answered / Math.max(side.load.seconds, 1e-9);
 
-/** The median (of an even count, the mean of the middle two). */
-export function median(values: number[]): number {
+// The median (of an even count, the mean of the middle two).
+function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
   if (sorted.length % 2 === 1) return sorted[mid] ?? 0;
@@ -201,19 +194,19 @@ export async function benchTelegramPairs(
   const meter = new PhaseMeter(redisUrl);
   const hubs: SideResult[] = [];
   const echoes: SideResult[] = [];
+  const ratios: number[] = [];
   try {
     await warmUp(bot.fake);
     await warmUp(bench.fake);
     for (let pair = 1; pair <= pairs; pair++) {
       const chats = { ...shape, firstChat: pair * 1_000_000 };
       console.log(`  pair ${pair} of ${pairs}:`);
-      echoes.push(await measured(meter, bot.fake, chats, "bare grammY echo"));
-      const linesBefore = bench.logLines();
-      const hub = await measured(meter, bench.fake, chats, `hub (maxConcurrentRuns ${BENCH_RUNS})`);
-      const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
-      console.log(`  log lines per message: ${lines.toFixed(2)}`);
+      const echo = await measured(meter, bot.fake, chats, "bare grammY echo");
+      const hub = await measuredHub(meter, bench, chats, BENCH_RUNS);
+      echoes.push(echo);
       hubs.push(hub);
-      console.log(`  ratio hub / bare grammY: ${ratioOf(hub, echoes.at(-1)).toFixed(2)}`);
+      ratios.push(ratioOf(hub, echo));
+      console.log(`  ratio hub / bare grammY: ${ratios.at(-1)?.toFixed(2)}`);
     }
   } finally {
     meter.close();
@@ -223,16 +216,31 @@ export async function benchTelegramPairs(
   return {
     hub: hubs,
     echo: echoes,
-    medianRatio: median(hubs.map((hub, i) => ratioOf(hub, echoes[i]))),
+    ratios,
+    medianRatio: median(ratios),
     hubRate: median(hubs.map(rateOf)),
     echoRate: median(echoes.map(rateOf)),
   };
 }
 
 // A side that answered nothing has no rate to compare: NaN, printed as such.
-function ratioOf(hub: SideResult | undefined, echo: SideResult | undefined): number {
-  if (!hub || !echo || hub.load.answered === 0 || echo.load.answered === 0) return Number.NaN;
+function ratioOf(hub: SideResult, echo: SideResult): number {
+  if (hub.load.answered === 0 || echo.load.answered === 0) return Number.NaN;
   return rateOf(hub) / rateOf(echo);
+}
+
+// One measured load of the hub, and the log lines it wrote per message.
+async function measuredHub(
+  meter: PhaseMeter,
+  bench: BenchHub,
+  shape: LoadShape,
+  runs: number,
+): Promise<SideResult> {
+  const linesBefore = bench.logLines();
+  const hub = await measured(meter, bench.fake, shape, `hub (maxConcurrentRuns ${runs})`);
+  const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
+  console.log(`  log lines per message: ${lines.toFixed(2)}`);
+  return hub;
 }
 
 async function measured(
