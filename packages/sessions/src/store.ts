@@ -131,9 +131,27 @@ export class FileSessionStore implements SessionStore {
     // Only a crash while a new session's index was being created leaves it empty: that session has
     // nothing but its header yet, so it starts again.
     if (text === "") return undefined;
-    const record = SessionRecordSchema.parse(JSON.parse(text));
-    remember(this.#indexes, sessionKey, { ino: found.ino, record });
+    const record = this.#parseIndex(sessionKey, path, text);
+    if (record) remember(this.#indexes, sessionKey, { ino: found.ino, record });
     return record;
+  }
+
+  /**
+   * An index record, or undefined when the file cannot be one. Every index but a key's first is replaced
+   * whole by a rename; the first is written in place, so a failed write (a full disk) can cut it short.
+   * Its session then holds nothing but its header (the index is written before any run's lines), so the
+   * key starts a new one, as from an empty index, instead of failing every message of the chat for good.
+   */
+  #parseIndex(sessionKey: string, path: string, text: string): SessionRecord | undefined {
+    try {
+      return SessionRecordSchema.parse(JSON.parse(text));
+    } catch {
+      this.logger.warn(
+        { sessionKey, path },
+        "session index is unreadable (cut short by a failed write?); the key starts a new session",
+      );
+      return undefined;
+    }
   }
 
   /** Every session's index record, most recently updated first (for the operator). */

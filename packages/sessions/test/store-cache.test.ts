@@ -69,6 +69,29 @@ describe("SessionStore's in-memory copies", () => {
     expect(readdirSync(join(dir, "sessions"))).toEqual([index]);
   });
 
+  it("an index cut short by a failed write reads as no session with a warning, and the key starts one", async () => {
+    const dir = stateDir();
+    await new FileSessionStore(dir, logger).resolve("agent:main:cut");
+    const [index] = readdirSync(join(dir, "sessions"));
+    // A key's first index is written in place: a full disk can leave part of it.
+    writeFileSync(join(dir, "sessions", index!), '{"sessionKey":"agent:main:cut","sessionI');
+    const lines: string[] = [];
+    const watched = createLogger({
+      level: "warn",
+      destination: { write: (line: string) => lines.push(line) },
+    });
+    const fresh = new FileSessionStore(dir, watched);
+    expect(await fresh.get("agent:main:cut")).toBeUndefined();
+    expect(lines.map((l) => JSON.parse(l))).toEqual([
+      expect.objectContaining({ sessionKey: "agent:main:cut", msg: expect.stringContaining("unreadable") }),
+    ]);
+    const started = await fresh.resolve("agent:main:cut");
+    expect((await new FileSessionStore(dir, logger).get("agent:main:cut"))?.sessionId).toBe(
+      started.sessionId,
+    );
+    expect(readdirSync(join(dir, "sessions"))).toEqual([index]);
+  });
+
   it("a new session's transcript reads back the same from its creator's copy and from the disk", async () => {
     const dir = stateDir();
     const mine = new FileSessionStore(dir, logger);
