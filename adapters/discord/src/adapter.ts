@@ -5,6 +5,7 @@ import {
   Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
+  type ChannelPacing,
   ChannelRefusedError,
   type ChannelStatus,
   type FetchedMedia,
@@ -22,9 +23,12 @@ import {
   type Media,
   type OutboundSegment,
   OwnReactions,
+  type PacingLimits,
   PermanentSendError,
+  pacingCapabilities,
   RateLimitedError,
   type ReplyTarget,
+  resolvePacing,
   type SendResult,
   SingleHolder,
   sleep,
@@ -57,6 +61,12 @@ import {
   unknownCommandAnswer,
 } from "./slash-commands.js";
 
+/**
+ * Discord's send limits: a channel (a DM alike) takes about 5 messages per 5 s, and a bot about
+ * 50 requests per second in all, of which the sends get 40.
+ */
+const DISCORD_PACING: PacingLimits = { chatIntervalMs: 1000, groupIntervalMs: 1000, maxSendsPerSecond: 40 };
+
 /** Options of the Discord adapter (from `channels.discord` plus wiring). */
 export interface DiscordAdapterOptions {
   token: string;
@@ -67,6 +77,8 @@ export interface DiscordAdapterOptions {
   textLimit?: number;
   maxLinesPerMessage?: number;
   slashCommands?: boolean;
+  /** `channels.discord.pacing`: overrides of Discord's send limits. */
+  pacing?: ChannelPacing;
   /** Durable state shared by the hub's processes (interaction tokens for the delivery role). */
   state: AdapterStateStore;
   logger: HubLogger;
@@ -129,10 +141,8 @@ export class DiscordAdapter implements ChannelAdapter {
       typing: true,
       edit: true,
       files: true,
-      // A channel takes about 5 messages per 5 s.
-      minSendIntervalMs: 1000,
+      ...pacingCapabilities(resolvePacing(DISCORD_PACING, options.pacing)),
       streamMinChars: 1200,
-      maxSendsPerSecond: 40,
       // A gateway event is sent once: a message the hub did not take is never delivered again.
       redelivers: false,
       measure: measureWithLines(textLimit, options.maxLinesPerMessage ?? 17),

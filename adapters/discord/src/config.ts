@@ -1,4 +1,4 @@
-import { ChannelAccessSchema } from "@hub/core";
+import { ChannelAccessSchema, UniformPacingSchema } from "@hub/core";
 import { z } from "zod";
 
 const SnowflakeOrStar = z.string().regex(/^(\d{5,25}|\*)$/, 'must be a Discord id (digits) or "*"');
@@ -41,6 +41,8 @@ const DiscordObjectSchema = ChannelAccessSchema.extend({
   maxLinesPerMessage: z.number().int().min(10).max(200).default(17),
   /** Register /stop, /new, /status and /queue as slash commands (per configured guild, else global). */
   slashCommands: z.boolean().default(true),
+  /** Reply pacing; unset keys keep Discord's limits (1 message per second per channel, 40/s per bot). */
+  pacing: UniformPacingSchema.optional(),
   /**
    * The gateway connection is held by one hub process at a time through a lease in
    * Redis; another process takes over within this long after the holder dies.

@@ -34,6 +34,7 @@ export const discordPlugin: ChannelPlugin<DiscordConfig> = {
       textLimit: config.textLimit,
       maxLinesPerMessage: config.maxLinesPerMessage,
       slashCommands: config.slashCommands,
+      ...(config.pacing ? { pacing: config.pacing } : {}),
       state: deps.state,
       logger: deps.logger,
       ...(deps.lease ? { lease: deps.lease(config.leaseMs) } : {}),

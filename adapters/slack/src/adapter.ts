@@ -4,6 +4,7 @@ import {
   accountConfigPath,
   type ChannelAdapter,
   type ChannelCapabilities,
+  type ChannelPacing,
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStatusCell,
@@ -16,7 +17,10 @@ import {
   type Media,
   type OutboundSegment,
   OwnReactions,
+  type PacingLimits,
+  pacingCapabilities,
   type ReplyTarget,
+  resolvePacing,
   type SendResult,
 } from "@hub/core";
 import { App, type Receiver } from "@slack/bolt";
@@ -45,6 +49,8 @@ export interface SlackAdapterOptions {
   eventsPath?: string;
   accountId?: string;
   editedMessages?: "ignore" | "as-new";
+  /** `channels.slack.pacing`: overrides of Slack's send limits. */
+  pacing?: ChannelPacing;
   state: AdapterStateStore;
   logger: HubLogger;
   /** Wait after an uncertain post before looking for it (ms); Slack finishes a request well within it. */
@@ -54,6 +60,12 @@ export interface SlackAdapterOptions {
   /** Acknowledge an HTTP event after this long even if admission is still running (ms). */
   ackDeadlineMs?: number;
 }
+
+/**
+ * Slack's send limits: chat.postMessage takes about one message per second per channel (short bursts
+ * pass), and the hub keeps a workspace's sends to 20 per second.
+ */
+const SLACK_PACING: PacingLimits = { chatIntervalMs: 1000, groupIntervalMs: 1000, maxSendsPerSecond: 20 };
 
 /** How many answered threads a process remembers (follow-ups there need no mention). */
 const BOT_THREADS_MAX = 10_000;
@@ -81,19 +93,7 @@ class HubReceiver implements Receiver {
 export class SlackAdapter implements ChannelAdapter {
   readonly channel = "slack";
   readonly accountId: string;
-  readonly capabilities: ChannelCapabilities = {
-    textLimit: SLACK_TEXT_LIMIT,
-    markdown: "slack-mrkdwn",
-    threads: true,
-    typing: true,
-    edit: true,
-    files: true,
-    // chat.postMessage allows about one message per second per channel (short bursts pass).
-    minSendIntervalMs: 1000,
-    streamMinChars: 1500,
-    maxSendsPerSecond: 20,
-    measure: (markdown) => renderMrkdwn(markdown).length,
-  };
+  readonly capabilities: ChannelCapabilities;
   readonly #o: SlackAdapterOptions;
   readonly #log: HubLogger;
   readonly #app: App;
@@ -116,6 +116,17 @@ export class SlackAdapter implements ChannelAdapter {
   constructor(options: SlackAdapterOptions) {
     this.#o = options;
     this.accountId = options.accountId ?? "default";
+    this.capabilities = {
+      textLimit: SLACK_TEXT_LIMIT,
+      markdown: "slack-mrkdwn",
+      threads: true,
+      typing: true,
+      edit: true,
+      files: true,
+      ...pacingCapabilities(resolvePacing(SLACK_PACING, options.pacing)),
+      streamMinChars: 1500,
+      measure: (markdown) => renderMrkdwn(markdown).length,
+    };
     this.#log = options.logger.child({ channel: "slack", accountId: this.accountId });
     this.#status = new ChannelStatusCell((status) => {
       if (status.state === "connected") this.#log.info("slack connected");

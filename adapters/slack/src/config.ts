@@ -1,4 +1,4 @@
-import { ChannelAccessSchema, GroupConfigSchema } from "@hub/core";
+import { ChannelAccessSchema, GroupConfigSchema, UniformPacingSchema } from "@hub/core";
 import { z } from "zod";
 
 /** Slack's Web API root; Bolt posts `{apiUrl}{method}`. */
@@ -29,6 +29,8 @@ export const SlackConfigSchema = ChannelAccessSchema.extend({
   ackReaction: z.string().min(1).default("eyes"),
   /** What an edited message does: nothing (`ignore`) or a new turn (`as-new`). */
   editedMessages: z.enum(["ignore", "as-new"]).default("ignore"),
+  /** Reply pacing; unset keys keep Slack's limits (1 message per second per channel, 20/s per workspace). */
+  pacing: UniformPacingSchema.optional(),
 })
   .strict()
   .transform((c) => ({ ...c, groups: { ...c.channels, ...c.groups } }));

@@ -42,6 +42,7 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
         (deps.accountId === "default" ? "/slack/events" : `/slack/events/${deps.accountId}`),
       accountId: deps.accountId,
       editedMessages: config.editedMessages,
+      ...(config.pacing ? { pacing: config.pacing } : {}),
       state: deps.state,
       logger: deps.logger,
     });

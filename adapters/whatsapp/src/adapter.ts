@@ -4,6 +4,7 @@ import {
   type ChannelAdapter,
   type ChannelCapabilities,
   type ChannelLinkCode,
+  type ChannelPacing,
   type ChannelStatus,
   ChannelStatusCell,
   capBytes,
@@ -18,7 +19,10 @@ import {
   InboundSequencer,
   type Media,
   type OutboundSegment,
+  type PacingLimits,
+  pacingCapabilities,
   type ReplyTarget,
+  resolvePacing,
   type SendResult,
   sleep,
 } from "@hub/core";
@@ -45,6 +49,8 @@ export interface WhatsAppAdapterOptions {
   maxMessageAgeMs?: number;
   sendIntervalMs?: number;
   groupSendIntervalMs?: number;
+  /** `channels.whatsapp.pacing`: overrides of the two intervals above and of the 5 sends per second. */
+  pacing?: ChannelPacing;
   presence?: boolean;
   reconnect?: { initialMs: number; maxMs: number };
   /** How often a logged-out account checks whether it was linked again (ms). */
@@ -73,6 +79,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
   readonly capabilities: ChannelCapabilities;
   readonly accountId: string;
   readonly #o: WhatsAppAdapterOptions;
+  readonly #pacing: PacingLimits;
   readonly #log: HubLogger;
   readonly #status: ChannelStatusCell;
   readonly #stop = new AbortController();
@@ -97,6 +104,13 @@ export class WhatsAppAdapter implements ChannelAdapter {
       if (status.state === "failed" || status.state === "logged_out") this.#log.error(line);
       else this.#log.info({ reason: status.reason }, line);
     });
+    // WhatsApp publishes no limits; a linked device sending faster than people do risks a ban.
+    const platform = {
+      chatIntervalMs: options.sendIntervalMs ?? 1000,
+      groupIntervalMs: options.groupSendIntervalMs ?? 2500,
+      maxSendsPerSecond: 5,
+    };
+    this.#pacing = resolvePacing(platform, options.pacing);
     this.capabilities = {
       textLimit: options.textLimit ?? 4000,
       markdown: "whatsapp",
@@ -104,9 +118,8 @@ export class WhatsAppAdapter implements ChannelAdapter {
       typing: options.presence ?? true,
       edit: false,
       files: true,
-      minSendIntervalMs: options.sendIntervalMs ?? 1000,
+      ...pacingCapabilities(this.#pacing),
       streamMinChars: 1500,
-      maxSendsPerSecond: 5,
       // The socket delivers a message once: one the hub did not take is never delivered again.
       redelivers: false,
       measure: (markdown) => renderWhatsApp(markdown).length,
@@ -377,9 +390,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
   }
 
   sendIntervalMs(target: ReplyTarget): number {
-    return target.chatId.endsWith("@g.us")
-      ? (this.#o.groupSendIntervalMs ?? 2500)
-      : (this.#o.sendIntervalMs ?? 1000);
+    return target.chatId.endsWith("@g.us") ? this.#pacing.groupIntervalMs : this.#pacing.chatIntervalMs;
   }
 
   send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {

@@ -1,4 +1,4 @@
-import { ChannelAccessSchema } from "@hub/core";
+import { ChannelAccessSchema, ChannelPacingSchema } from "@hub/core";
 import { z } from "zod";
 
 /** One linked WhatsApp account's config (`channels.whatsapp`, or each `channels.whatsapp.accounts.<id>`). */
@@ -21,6 +21,11 @@ export const WhatsAppConfigSchema = ChannelAccessSchema.extend({
   sendIntervalMs: z.number().int().min(0).max(60_000).default(1000),
   /** Least time between two sends to one group (ms). */
   groupSendIntervalMs: z.number().int().min(0).max(60_000).default(2500),
+  /**
+   * Reply pacing, as every channel has it: `chatIntervalMs` and `groupIntervalMs` win over the two
+   * keys above, `maxSendsPerSecond` (default 5) caps the account.
+   */
+  pacing: ChannelPacingSchema.optional(),
   /** Show "typing…" (presence `composing`) while a run is active, `paused` after it. */
   presence: z.boolean().default(true),
   /** How long one hub process holds the account before another may take over when it dies (ms). */

@@ -88,6 +88,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
       maxMessageAgeMs: config.maxMessageAgeMs,
       sendIntervalMs: config.sendIntervalMs,
       groupSendIntervalMs: config.groupSendIntervalMs,
+      ...(config.pacing ? { pacing: config.pacing } : {}),
       presence: config.presence,
       reconnect: { initialMs: config.reconnectInitialMs, maxMs: config.reconnectMaxMs },
       pendingLink: () => readLinkCode(authDir),

@@ -20,6 +20,12 @@ export const ChannelPacingSchema = z
 /** A channel's configured pacing (see `ChannelPacingSchema`). */
 export type ChannelPacing = z.infer<typeof ChannelPacingSchema>;
 
+/**
+ * `channels.<name>.pacing` of a platform that limits every chat alike (Discord, Slack): no
+ * `groupIntervalMs`, which would be a key that changes nothing.
+ */
+export const UniformPacingSchema = ChannelPacingSchema.omit({ groupIntervalMs: true }).strict();
+
 /** The platform's own limits, overridden key by key by the configured pacing. */
 export interface PacingLimits {
   chatIntervalMs: number;
