@@ -180,6 +180,16 @@ describe("telegram adapter", () => {
     expect(fake.callsOf("sendChatAction").length).toBe(after);
   }, 30_000);
 
+  it("a quick answer shows no typing: typing waits about a second, so it is no second call per answer", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "quick answer" });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "hello" }));
+    await waitFor(() => fake.sent("4242").length === 1, "answer", 10_000);
+    // Past the typing delay: a typing call that was only late would show up now.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(fake.callsOf("sendChatAction")).toEqual([]);
+  }, 20_000);
+
   it("a 409 Conflict is reported once, without a retry storm, and polling resumes after it", async () => {
     const { fake, lines, model } = await setup();
     await fake.waitForCall("getUpdates");
