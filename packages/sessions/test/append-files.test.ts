@@ -1,0 +1,83 @@
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { AppendFiles } from "../src/append-files.js";
+
+const dirs: string[] = [];
+const files: AppendFiles[] = [];
+afterEach(() => {
+  for (const f of files.splice(0)) f.closeAll();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+const setup = (idleMs?: number, max?: number) => {
+  const dir = mkdtempSync(join(tmpdir(), "append-files-"));
+  dirs.push(dir);
+  const appender = new AppendFiles(idleMs, max);
+  files.push(appender);
+  return { dir, appender };
+};
+
+/** How many of this process's descriptors are open on `path` (Linux's /proc). */
+function openOn(path: string): number {
+  return readdirSync("/proc/self/fd").filter((fd) => {
+    try {
+      return readlinkSync(`/proc/self/fd/${fd}`) === path;
+    } catch {
+      return false; // the descriptor readdir itself used, closed by now
+    }
+  }).length;
+}
+
+const closed = async (path: string) => {
+  for (let i = 0; i < 100 && openOn(path) > 0; i++) await new Promise((r) => setTimeout(r, 20));
+  return openOn(path) === 0;
+};
+
+describe("AppendFiles (transcripts' kept-open files)", () => {
+  it("appends through one kept-open file, created with mode 0600, each append whole", async () => {
+    const { dir, appender } = setup();
+    const path = join(dir, "t.jsonl");
+    await Promise.all([appender.append(path, "one\n"), appender.append(path, "two\n")]);
+    await appender.append(path, "three\n");
+    expect(readFileSync(path, "utf8")).toBe("one\ntwo\nthree\n");
+    expect(openOn(path)).toBe(1);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it("closes a file unused for idleMs, and opens it again for the next append", async () => {
+    const { dir, appender } = setup(100);
+    const path = join(dir, "idle.jsonl");
+    await appender.append(path, "a\n");
+    expect(openOn(path)).toBe(1);
+    // The sweep runs every second at the least.
+    await new Promise((r) => setTimeout(r, 1300));
+    expect(await closed(path)).toBe(true);
+    await appender.append(path, "b\n");
+    expect(openOn(path)).toBe(1);
+    expect(readFileSync(path, "utf8")).toBe("a\nb\n");
+  });
+
+  it("keeps at most `max` files open, closing the least recently used first", async () => {
+    const { dir, appender } = setup(60_000, 2);
+    const [a, b, c] = ["a", "b", "c"].map((n) => join(dir, `${n}.jsonl`)) as [string, string, string];
+    await appender.append(a, "a1\n");
+    await appender.append(b, "b1\n");
+    await appender.append(a, "a2\n");
+    await appender.append(c, "c1\n");
+    // b was used least recently: it went; a (used again) stayed.
+    expect(await closed(b)).toBe(true);
+    expect([openOn(a), openOn(c)]).toEqual([1, 1]);
+    await appender.append(b, "b2\n");
+    expect(readFileSync(b, "utf8")).toBe("b1\nb2\n");
+    expect(readFileSync(a, "utf8")).toBe("a1\na2\n");
+  });
+
+  it("closeAll closes every file", async () => {
+    const { dir, appender } = setup();
+    const paths = ["x", "y"].map((n) => join(dir, `${n}.jsonl`));
+    for (const p of paths) await appender.append(p, "line\n");
+    appender.closeAll();
+    for (const p of paths) expect(await closed(p)).toBe(true);
+  });
+});
