@@ -74,7 +74,8 @@ async function bare(
 describe("discord adapter", () => {
   it("answers a thread message in the thread, replying to it, with typing shown while the run is active", async () => {
     const { fake, model } = await setup();
-    model.script({ text: "In the thread." });
+    // Slower than the second typing waits for.
+    model.script({ text: "In the thread.", chunkSize: 2, delayMs: 250 });
     const asked = fake.userMessage({
       channelId: fake.threadId,
       content: "thread question",
@@ -86,6 +87,16 @@ describe("discord adapter", () => {
     expect(answer?.body.message_reference).toEqual({ message_id: asked.id, fail_if_not_exists: false });
     expect(fake.sent(fake.channelId)).toEqual([]);
     expect(fake.typing).toContain(fake.threadId);
+  });
+
+  it("shows no typing for a quick answer: typing waits about a second, so it is no second call per answer", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "Quick." });
+    fake.userMessage({ channelId: fake.threadId, content: "quick question", mentionBot: true });
+    await waitFor(() => fake.sent(fake.threadId).length === 1, "the answer");
+    // Past the typing delay: a typing call that was only late would show up now.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(fake.typing).toEqual([]);
   });
 
   it("ignores bots (its own echoes included), webhooks and system messages", async () => {

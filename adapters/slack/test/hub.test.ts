@@ -100,6 +100,31 @@ describe("slack through the hub", () => {
     expect([answer?.text, answer?.thread_ts]).toEqual(["Hi _there_.", undefined]);
   });
 
+  it("shows the working status in a DM thread only for an answer slower than a second", async () => {
+    const root = fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "a thread to work in");
+    const statuses = () => fake.callsOf("assistant.threads.setStatus").map((c) => c.params.status);
+    const before = statuses().length;
+    const answered = (text: string) => fake.posted(SLACK_IDS.directChat).some((m) => m.text === text);
+    model.script({ text: "Quick." });
+    await fake.deliver(
+      fake.envelope(
+        messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "quick one", root.ts)),
+      ),
+    );
+    await waitFor(() => answered("Quick."), "the quick answer");
+    // Past the typing delay: a status that was only late would show up now.
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(statuses().slice(before)).toEqual([]);
+    model.script({ text: "A slower answer.", chunkSize: 2, delayMs: 250 });
+    await fake.deliver(
+      fake.envelope(
+        messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "slow one", root.ts)),
+      ),
+    );
+    await waitFor(() => answered("A slower answer."), "the slow answer");
+    expect(statuses().slice(before)).toContain("is thinking…");
+  }, 20_000);
+
   it("answers a thread reply also sent to the channel (thread_broadcast) in its thread, once with its app_mention", async () => {
     const broadcast = (channel: string, text: string) => {
       const root = fake.userMessage(channel, SLACK_IDS.user, "a thread root");
