@@ -5,8 +5,9 @@ import { type ChannelAdapter, createLogger, type ReplyTarget } from "@hub/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { channelPlugins } from "../src/plugins.js";
 
-// `channels.<name>.pacing` is one key for every channel: the platform's limits by default, each
-// overridable, 0 turning a limit off (a self-hosted or test platform that does not throttle).
+// What every channel plugin does alike for its sends: `channels.<name>.pacing` (the platform's limits
+// by default, each overridable, 0 turning a limit off for a self-hosted or test platform that does not
+// throttle), and typing only once a run has taken about a second.
 
 const stateDir = mkdtempSync(join(tmpdir(), "pacing-"));
 afterAll(() => rmSync(stateDir, { recursive: true, force: true }));
@@ -61,6 +62,14 @@ describe("channels.<name>.pacing", () => {
       expect(slower.capabilities.maxSendsPerSecond).toBe(3);
     });
   }
+
+  it("every channel shows typing only once a run has taken about a second (typing is a platform call)", async () => {
+    for (const name of Object.keys(CHANNELS)) {
+      const { capabilities } = await build(name);
+      expect(capabilities.typing, name).toBe(true);
+      expect(capabilities.typingDelayMs, name).toBeGreaterThanOrEqual(1000);
+    }
+  });
 
   it("refuses groupIntervalMs where the platform limits every chat alike, and unknown keys everywhere", () => {
     for (const plugin of channelPlugins) {
