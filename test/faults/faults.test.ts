@@ -43,9 +43,8 @@ describe("fault runs (CI-sized)", () => {
     expect(r.lost).toBe(0);
     expect(r.answered + r.answeredTwice + r.recordedFailures).toBe(r.messages);
     expect(r.answered).toBeGreaterThan(0);
-    // A second copy comes only from a send in flight at a kill (Telegram takes no idempotency key):
-    // at most one per chat (its sends go one at a time) per kill, and never a third copy.
-    expect(r.answeredTwice).toBeLessThanOrEqual(chats * kills);
-    expect(r.extraCopies).toBe(r.answeredTwice);
+    // An extra copy comes from a send in flight at a kill (Telegram takes no idempotency key), at most
+    // one per chat (its sends go one at a time) per kill, or from a timed-out send retried once.
+    expect(r.extraCopies).toBeLessThanOrEqual(chats * kills + r.unknownSendOutcomes);
   }, 240_000);
 });

@@ -34,6 +34,8 @@ export interface HubCrashResult {
   recordedFailures: number;
   /** Messages with neither: lost. */
   lost: number;
+  /** Sends that timed out with their outcome unknown (each is retried once: a second copy if it had landed). */
+  unknownSendOutcomes: number;
   kills: number;
   seconds: number;
 }
@@ -126,7 +128,9 @@ export async function hubCrashRun(options: HubCrashOptions): Promise<HubCrashRes
     // A little longer: a copy sent twice shows up now or never.
     await new Promise((r) => setTimeout(r, 1500));
     const result = await judge(telegram, redis, inst.prefix, sent);
-    return { messages: sent.length, ...result, kills: o.kills, seconds: (Date.now() - started) / 1000 };
+    const unknownSendOutcomes = Number((await redis.get(`${inst.prefix}:stats:unknown-send-outcomes`)) ?? 0);
+    const seconds = (Date.now() - started) / 1000;
+    return { messages: sent.length, ...result, unknownSendOutcomes, kills: o.kills, seconds };
   } finally {
     await inst.dispose();
     redis.disconnect();

@@ -137,21 +137,29 @@ export class FileSessionStore implements SessionStore {
   }
 
   /**
-   * An index record, or undefined when the file cannot be one. Every index but a key's first is replaced
+   * An index record, or undefined when the file is cut short. Every index but a key's first is replaced
    * whole by a rename; the first is written in place, so a failed write (a full disk) can cut it short.
    * Its session then holds nothing but its header (the index is written before any run's lines), so the
    * key starts a new one, as from an empty index, instead of failing every message of the chat for good.
+   * A whole record this version cannot read (a newer version's, an edit) is an error, not a torn write:
+   * starting over would hide the session's history.
    */
   #parseIndex(sessionKey: string, path: string, text: string): SessionRecord | undefined {
+    let json: unknown;
     try {
-      return SessionRecordSchema.parse(JSON.parse(text));
+      json = JSON.parse(text);
     } catch {
       this.logger.warn(
         { sessionKey, path },
-        "session index is unreadable (cut short by a failed write?); the key starts a new session",
+        "session index is cut short (a failed write?); the key starts a new session",
       );
       return undefined;
     }
+    const record = SessionRecordSchema.safeParse(json);
+    if (record.success) return record.data;
+    throw new Error(
+      `The session index ${path} (${sessionKey}) is not a record this version can read (${record.error.issues[0]?.message}); restore it, or remove it to start the session again.`,
+    );
   }
 
   /** Every session's index record, most recently updated first (for the operator). */

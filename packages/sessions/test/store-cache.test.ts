@@ -83,7 +83,7 @@ describe("SessionStore's in-memory copies", () => {
     const fresh = new FileSessionStore(dir, watched);
     expect(await fresh.get("agent:main:cut")).toBeUndefined();
     expect(lines.map((l) => JSON.parse(l))).toEqual([
-      expect.objectContaining({ sessionKey: "agent:main:cut", msg: expect.stringContaining("unreadable") }),
+      expect.objectContaining({ sessionKey: "agent:main:cut", msg: expect.stringContaining("cut short") }),
     ]);
     const started = await fresh.resolve("agent:main:cut");
     expect((await new FileSessionStore(dir, logger).get("agent:main:cut"))?.sessionId).toBe(
@@ -101,6 +101,20 @@ describe("SessionStore's in-memory copies", () => {
     const fromDisk = await new FileSessionStore(dir, logger).read(sessionId);
     expect(await mine.read(sessionId)).toEqual(fromDisk);
     expect(fromDisk.map((e) => e.type)).toEqual(["session", "user", "user"]);
+  });
+
+  it("a whole index this version cannot read is an error naming the file, not a new session", async () => {
+    const dir = stateDir();
+    const first = await new FileSessionStore(dir, logger).resolve("agent:main:newer");
+    const [index] = readdirSync(join(dir, "sessions"));
+    // A newer version's record (a field this one does not know): its history must not be left behind.
+    writeFileSync(join(dir, "sessions", index!), JSON.stringify({ ...first, origin: "v2" }));
+    const fresh = new FileSessionStore(dir, logger);
+    await expect(fresh.get("agent:main:newer")).rejects.toThrow(
+      `The session index ${join(dir, "sessions", index!)}`,
+    );
+    await expect(fresh.resolve("agent:main:newer")).rejects.toThrow("remove it to start the session again");
+    expect(readdirSync(join(dir, "sessions"))).toEqual([index]);
   });
 
   it("an index left empty or cut short by a crash does not break the operator's list of sessions", async () => {

@@ -66,6 +66,7 @@ export interface State {
   /** Messages by author and nonce, with when they were made (enforce_nonce looks back `nonceWindowMs`). */
   nonces: Map<string, { message: APIMessage; at: number }>;
   typing: string[];
+  typingAt: number[];
   commands: Map<string, Array<Record<string, unknown>>>;
   interactions: FakeInteraction[];
   holds: string[];

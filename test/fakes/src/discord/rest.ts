@@ -199,6 +199,7 @@ function route(s: State, method: string, path: string, body: unknown): Answer {
       if (channelTypeOf(s, parts[1]) === undefined)
         return json(404, { message: "Unknown Channel", code: 10003 });
       s.typing.push(parts[1]);
+      s.typingAt.push(Date.now());
       return json(204);
     }
   }

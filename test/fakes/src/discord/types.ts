@@ -97,6 +97,8 @@ export interface FakeDiscord {
   reactions(messageId: string): string[];
   /** Typing indicators the bot triggered, by channel id. */
   readonly typing: string[];
+  /** When each `typing` call came (epoch ms), in the same order. */
+  readonly typingAt: number[];
   /** Application commands registered, by scope (`global` or the guild id). */
   readonly commands: Map<string, Array<Record<string, unknown>>>;
   readonly interactions: FakeInteraction[];
