@@ -139,8 +139,6 @@ export class DiscordAdapter implements ChannelAdapter {
       markdown: "discord",
       threads: true,
       typing: true,
-      // Typing is a REST call: only an answer that takes longer than about a second shows it.
-      typingDelayMs: 1000,
       edit: true,
       files: true,
       ...pacingCapabilities(resolvePacing(DISCORD_PACING, options.pacing)),

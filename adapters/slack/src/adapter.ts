@@ -121,8 +121,6 @@ export class SlackAdapter implements ChannelAdapter {
       markdown: "slack-mrkdwn",
       threads: true,
       typing: true,
-      // The working status is two Web API calls (set, clear): only an answer slower than a second shows it.
-      typingDelayMs: 1000,
       edit: true,
       files: true,
       ...pacingCapabilities(resolvePacing(SLACK_PACING, options.pacing)),

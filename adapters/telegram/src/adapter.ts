@@ -102,8 +102,6 @@ export class TelegramAdapter implements ChannelAdapter {
       markdown: "telegram-html",
       threads: true,
       typing: true,
-      // sendChatAction is a Bot API call of its own: only an answer not there within a second shows it.
-      typingDelayMs: 1000,
       edit: true,
       files: true,
       ...pacingCapabilities(this.#pacing),

@@ -116,8 +116,6 @@ export class WhatsAppAdapter implements ChannelAdapter {
       markdown: "whatsapp",
       threads: false,
       typing: options.presence ?? true,
-      // `composing` and then `paused` are two messages to WhatsApp: only an answer slower than a second shows them.
-      typingDelayMs: 1000,
       edit: false,
       files: true,
       ...pacingCapabilities(this.#pacing),

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { type ChannelAdapter, createLogger, type ReplyTarget } from "@hub/core";
+import { type ChannelAdapter, createLogger, type ReplyTarget, typingDelayOf } from "@hub/core";
 import { afterAll, describe, expect, it } from "vitest";
 import { channelPlugins } from "../src/plugins.js";
 
@@ -67,7 +67,7 @@ describe("channels.<name>.pacing", () => {
     for (const name of Object.keys(CHANNELS)) {
       const { capabilities } = await build(name);
       expect(capabilities.typing, name).toBe(true);
-      expect(capabilities.typingDelayMs, name).toBeGreaterThanOrEqual(1000);
+      expect(typingDelayOf(capabilities), name).toBeGreaterThanOrEqual(1000);
     }
   });
 

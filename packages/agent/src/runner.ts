@@ -9,6 +9,7 @@ import {
   type ReplySink,
   type ReplyStream,
   type RunRequest,
+  typingDelayOf,
   WriteFencedError,
 } from "@hub/core";
 import { BlockStreamer } from "@hub/reply";
@@ -379,7 +380,7 @@ export class AgentRunner {
     if (stopSignal.aborted) onStop();
     else if (run.stop) abort.abort(new RunStopError(run.stop));
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
-    const stopTyping = this.#startTyping(ctx.replyTarget, run.log, caps?.typingDelayMs ?? 0);
+    const stopTyping = this.#startTyping(ctx.replyTarget, run.log, typingDelayOf(caps));
     const unacknowledge = acknowledge(this.o.live, ctx, run.log, run.request.runId);
     let handedOn = false; // the reaction's removal goes with the TurnResult
     try {
@@ -713,7 +714,7 @@ export class AgentRunner {
       send();
       timer = setInterval(send, this.o.typingIntervalMs ?? 4500);
     };
-    // A channel whose typing costs a platform call per answer (Telegram) shows it only when the answer is slow.
+    // Typing costs a platform call per answer: it is shown only when the answer is slow (`typingDelayOf`).
     const first = delayMs > 0 ? setTimeout(start, delayMs) : undefined;
     if (delayMs <= 0) start();
     return () => {

@@ -35,8 +35,8 @@ export interface ChannelCapabilities {
   /** Whether a person can answer in this channel (approvals); false makes `ask` tools deny rather than wait. */
   interactive?: boolean;
   /**
-   * How long a run may take before the typing indicator is shown (default 0: at once). Where
-   * typing is one more platform call per answer, about a second spares it for quick answers.
+   * How long a run may take before the typing indicator is shown (default `DEFAULT_TYPING_DELAY_MS`;
+   * 0: at once). See `typingDelayOf`.
    */
   typingDelayMs?: number;
   /** Most sends per second for one account across all its chats. */
@@ -54,6 +54,18 @@ export interface ChannelCapabilities {
    * HTML); chunking keeps this within `textLimit`. Defaults to the text length.
    */
   measure?: (markdown: string) => number;
+}
+
+/**
+ * How long a run may take before typing is shown unless the channel sets its own. Typing is a platform
+ * call on every channel (Telegram's sendChatAction, Discord's typing route, Slack's status set and
+ * cleared, WhatsApp's `composing` and `paused`): about a second spares it for quick answers.
+ */
+export const DEFAULT_TYPING_DELAY_MS = 1000;
+
+/** How long a run on a channel with these capabilities may take before typing is shown. */
+export function typingDelayOf(capabilities: Pick<ChannelCapabilities, "typingDelayMs"> | undefined): number {
+  return capabilities?.typingDelayMs ?? DEFAULT_TYPING_DELAY_MS;
 }
 
 /** One piece of a reply, small enough for the channel, in its place in the reply. */
