@@ -7,7 +7,7 @@
 import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { BENCH_RUNS, benchHubTelegram, benchTelegramPairs, type SideResult } from "./telegram.js";
+import { BENCH_RUNS, benchHubTelegram, benchTelegramPairs, printRatios } from "./telegram.js";
 
 const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const shape = {
@@ -41,15 +41,7 @@ try {
   const pairs = await benchTelegramPairs(redis.url, shape, env("BENCH_PAIRS", 3));
   console.log("  (targets per message: <= 40 Redis commands, <= 8 round trips, <= 1.5 ms node CPU)");
   const { hubRate, echoRate } = pairs;
-  const perMessage = (side: SideResult) => side.cost.nodeCpuMs / Math.max(1, side.load.answered);
-  const cpu = pairs.hub.map((hub, i) => {
-    const echo = pairs.echo[i];
-    return echo ? ratio(perMessage(hub), perMessage(echo)) : "-";
-  });
-  console.log(
-    `  ratio hub / bare grammY: ${pairs.medianRatio.toFixed(2)} (messages/s, the median of the pairs' ` +
-      `${pairs.ratios.map((r) => r.toFixed(2)).join(", ")}); node CPU per message ${cpu.join(", ")}x`,
-  );
+  printRatios("hub / bare grammY", pairs);
   if (BENCH_RUNS !== 8) {
     // The hub's default concurrency, for comparison: sized for model calls that take seconds.
     const atDefault = await benchHubTelegram(redis.url, shape, 8);
@@ -58,6 +50,9 @@ try {
         `${ratio(atDefault.load.answered / atDefault.load.seconds, echoRate)} (messages/s)`,
     );
   }
+
+  // The same pairs with the hub's agent role in a second process: how an operator uses a second core.
+  await runPhase("./split-roles.ts", { BENCH_REDIS_URL: redis.url });
 
   console.log("hub-added latency at half of the peak (target: p99 <= 25 ms)");
   await runPhase("./paced-only.ts", {

@@ -12,6 +12,7 @@ import { Bot } from "grammy";
 import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
+import { startAgentProcess } from "./agent-process.js";
 import { type PhaseCost, PhaseMeter, printCost } from "./meter.js";
 import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
@@ -26,6 +27,8 @@ export interface BenchHub {
   fake: FakeTelegram;
   /** Log lines written so far. */
   logLines(): number;
+  /** The CPU (user + system, ms) its agent process has used so far, when it has one. */
+  agentCpuMs?(): number;
   stop(): Promise<void>;
 }
 
@@ -38,8 +41,23 @@ export interface BenchHub {
  */
 export const BENCH_RUNS = Number(process.env.BENCH_RUNS ?? 64);
 
+/** How a bench hub is laid out: all in this process, or its agent role in a process of its own. */
+export interface BenchHubOptions {
+  /**
+   * Runs the agent role in a second process (`hub start` with a config file, roles `["agent"]`) beside
+   * this one's ingress and delivery, on the same Redis and state directory: how an operator uses a
+   * second core. The bare grammY bot it is compared with cannot: its updates are sequentialized in
+   * one process.
+   */
+  agentProcess?: boolean;
+}
+
 /** Starts the hub with every guarantee on, its Telegram channel polling a fresh fake, pacing off. */
-export async function startBenchHub(redisUrl: string, runs = BENCH_RUNS): Promise<BenchHub> {
+export async function startBenchHub(
+  redisUrl: string,
+  runs = BENCH_RUNS,
+  options: BenchHubOptions = {},
+): Promise<BenchHub> {
   const fake = await startFakeTelegram();
   // BENCH_STATE_DIR: where the state directory is made (default the OS temp dir).
   const stateDir = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
@@ -55,37 +73,52 @@ export async function startBenchHub(redisUrl: string, runs = BENCH_RUNS): Promis
       },
     },
   });
+  const settings = benchHubSettings(fake, redisUrl, runs);
+  const agent = options.agentProcess ? await startAgentProcess(settings, stateDir) : undefined;
+  const roles = agent ? ["ingress", "delivery"] : ["ingress", "agent", "delivery"];
   const config = parseConfig(
-    {
-      gateway: { port: 0 },
-      // Unique per hub (BENCH_REDIS_URL may be a shared Redis), and about as short as an installation's own
-      // (`hub` by default): every key of every command carries it.
-      redis: { url: redisUrl, prefix: `b${Date.now().toString(36)}` },
-      agent: {
-        offlineTokenDelayMs: 0,
-        queueMode: "followup",
-        maxConcurrentRuns: runs,
-      },
-      // Flood limits still taken on every message (the same Redis work), only wide enough that the
-      // open-loop phase's 12 or more messages per chat in 5 s are not refused (the default is a burst of 10).
-      limits: { senderBurst: 1000, chatBurst: 1000 },
-      channels: {
-        telegram: fakeTelegramChannel(fake, ["*"]),
-      },
-    },
+    { ...settings, gateway: { port: 0 }, roles },
     "bench config",
     {},
     channelPlugins,
   );
-  const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger });
+  // A hub that does not start leaves no agent process behind.
+  const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger }).catch(
+    async (error: unknown) => {
+      await agent?.stop();
+      throw error;
+    },
+  );
   await hub.channelsSettled();
   return {
     fake,
-    logLines: () => logLines,
+    logLines: () => logLines + (agent?.logLines() ?? 0),
+    ...(agent ? { agentCpuMs: agent.cpuMs } : {}),
     stop: async () => {
       await hub.stop();
+      await agent?.stop();
       await fake.close();
       rmSync(stateDir, { recursive: true, force: true });
+    },
+  };
+}
+
+// The bench hub's configuration (without gateway and roles), as a hub config file would hold it.
+function benchHubSettings(fake: FakeTelegram, redisUrl: string, runs: number): Record<string, unknown> {
+  return {
+    // Unique per hub (BENCH_REDIS_URL may be a shared Redis), and about as short as an installation's own
+    // (`hub` by default): every key of every command carries it.
+    redis: { url: redisUrl, prefix: `b${Date.now().toString(36)}` },
+    agent: {
+      offlineTokenDelayMs: 0,
+      queueMode: "followup",
+      maxConcurrentRuns: runs,
+    },
+    // Flood limits still taken on every message (the same Redis work), only wide enough that the
+    // open-loop phase's 12 or more messages per chat in 5 s are not refused (the default is a burst of 10).
+    limits: { senderBurst: 1000, chatBurst: 1000 },
+    channels: {
+      telegram: fakeTelegramChannel(fake, ["*"]),
     },
   };
 }
@@ -187,10 +220,11 @@ export async function benchTelegramPairs(
   redisUrl: string,
   shape: LoadShape,
   pairs: number,
+  layout: BenchHubOptions = {},
 ): Promise<PairedResult> {
   if (!(pairs >= 1)) throw new Error(`BENCH_PAIRS must be 1 or more, not ${pairs}`);
   const bot = await startBenchGrammy();
-  const bench = await startBenchHub(redisUrl);
+  const bench = await startBenchHub(redisUrl, BENCH_RUNS, layout);
   const meter = new PhaseMeter(redisUrl);
   const hubs: SideResult[] = [];
   const echoes: SideResult[] = [];
@@ -223,6 +257,19 @@ export async function benchTelegramPairs(
   };
 }
 
+/** Prints the median messages/s ratio of paired loads, each pair's, and each pair's node CPU per message ratio. */
+export function printRatios(name: string, pairs: PairedResult): void {
+  const perMessage = (side: SideResult) => side.cost.nodeCpuMs / Math.max(1, side.load.answered);
+  const cpu = pairs.hub.map((hub, i) => {
+    const echo = pairs.echo[i];
+    return echo ? (perMessage(hub) / perMessage(echo)).toFixed(2) : "-";
+  });
+  console.log(
+    `  ratio ${name}: ${pairs.medianRatio.toFixed(2)} (messages/s, the median of the pairs' ` +
+      `${pairs.ratios.map((r) => r.toFixed(2)).join(", ")}); node CPU per message ${cpu.join(", ")}x`,
+  );
+}
+
 // A side that answered nothing has no rate to compare: NaN, printed as such.
 function ratioOf(hub: SideResult, echo: SideResult): number {
   if (hub.load.answered === 0 || echo.load.answered === 0) return Number.NaN;
@@ -237,10 +284,17 @@ async function measuredHub(
   runs: number,
 ): Promise<SideResult> {
   const linesBefore = bench.logLines();
-  const hub = await measured(meter, bench.fake, shape, `hub (maxConcurrentRuns ${runs})`);
+  const agentBefore = bench.agentCpuMs?.() ?? 0;
+  const name = `hub (maxConcurrentRuns ${runs}${bench.agentCpuMs ? ", agent role in a second process" : ""})`;
+  const hub = await measured(meter, bench.fake, shape, name);
   const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
   console.log(`  log lines per message: ${lines.toFixed(2)}`);
-  return hub;
+  if (!bench.agentCpuMs) return hub;
+  // The node CPU printed above is this process's; the ratios count both (the agent's from /proc, in 10 ms ticks).
+  const agentCpuMs = bench.agentCpuMs() - agentBefore;
+  const perMessage = (agentCpuMs / Math.max(1, hub.load.answered)).toFixed(2);
+  console.log(`  and the agent process: ${perMessage} ms node CPU per message`);
+  return { ...hub, cost: { ...hub.cost, nodeCpuMs: hub.cost.nodeCpuMs + agentCpuMs } };
 }
 
 async function measured(
