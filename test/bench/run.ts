@@ -7,15 +7,16 @@
 import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
 import { startBenchRedis } from "./meter.js";
-import { BENCH_RUNS, benchHubTelegram, benchTelegramPairs, printRatios } from "./telegram.js";
+import {
+  BENCH_RUNS,
+  benchHubTelegram,
+  benchShape,
+  benchTelegramPairs,
+  benchEnv as env,
+  printRatios,
+} from "./telegram.js";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const shape = {
-  chats: env("BENCH_CHATS", 200),
-  messages: env("BENCH_MESSAGES", 10),
-  window: env("BENCH_WINDOW", 2),
-  timeoutMs: env("BENCH_TIMEOUT_MS", 120_000),
-};
+const shape = benchShape();
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
 
 /**

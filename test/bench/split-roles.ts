@@ -4,19 +4,14 @@
 // updates are sequentialized in one process), so this is a figure of its own, beside the one-process
 // ratio. Same sizes as `npm run bench` (BENCH_CHATS, BENCH_MESSAGES, BENCH_WINDOW, BENCH_PAIRS).
 import { startBenchRedis } from "./meter.js";
-import { benchTelegramPairs, printRatios } from "./telegram.js";
+import { benchEnv, benchShape, benchTelegramPairs, printRatios } from "./telegram.js";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
-const shape = {
-  chats: env("BENCH_CHATS", 200),
-  messages: env("BENCH_MESSAGES", 10),
-  window: env("BENCH_WINDOW", 2),
-  timeoutMs: env("BENCH_TIMEOUT_MS", 120_000),
-};
 const redis = await startBenchRedis();
 try {
   console.log("end to end, the hub's agent role in a second process (ingress and delivery in the first):");
-  const pairs = await benchTelegramPairs(redis.url, shape, env("BENCH_PAIRS", 3), { agentProcess: true });
+  const pairs = await benchTelegramPairs(redis.url, benchShape(), benchEnv("BENCH_PAIRS", 3), {
+    agentProcess: true,
+  });
   printRatios("hub (two processes) / bare grammY", pairs);
 } finally {
   await redis.stop();

@@ -41,6 +41,19 @@ export interface BenchHub {
  */
 export const BENCH_RUNS = Number(process.env.BENCH_RUNS ?? 64);
 
+/** A number from the environment (a bench size), or `fallback`. */
+export const benchEnv = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
+
+/** The end-to-end load of `npm run bench`: BENCH_CHATS x BENCH_MESSAGES, BENCH_WINDOW unanswered per chat. */
+export function benchShape(): LoadShape {
+  return {
+    chats: benchEnv("BENCH_CHATS", 200),
+    messages: benchEnv("BENCH_MESSAGES", 10),
+    window: benchEnv("BENCH_WINDOW", 2),
+    timeoutMs: benchEnv("BENCH_TIMEOUT_MS", 120_000),
+  };
+}
+
 /** How a bench hub is laid out: all in this process, or its agent role in a process of its own. */
 export interface BenchHubOptions {
   /**
