@@ -7,7 +7,7 @@ import {
 } from "@hub/core";
 import { loadScript, runScript, scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
-import { withRetries } from "./run-records.js";
+import { RUN_RECORD_TTL_SECONDS, withRetries } from "./run-records.js";
 import { requestsOf } from "./stored-requests.js";
 import { writerKey } from "./writer.js";
 
@@ -16,8 +16,11 @@ const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
 
-/** How long the messages a run took from its steering stay readable after its last take (a day). */
-const TAKEN_TTL_MS = 24 * 3600 * 1000;
+/**
+ * How long the messages a run took from its steering stay readable after its last take: as long as their
+ * own run records, so a run resumed or finalized after an outage of days still finds them.
+ */
+const TAKEN_TTL_MS = RUN_RECORD_TTL_SECONDS * 1000;
 
 /**
  * What is happening in a session right now, in Redis so every process sees

@@ -76,6 +76,20 @@ describe("SessionActivity.takeSteered", () => {
     expect(requeued).toEqual(["t3"]);
   });
 
+  it("keeps steered messages, taken or not, as long as their own run records (a run resumed after days of outage)", async () => {
+    const key = "agent:main:telegram:direct:4";
+    const { activity, fence } = await runningWithClaim(key, "run-k");
+    expect(await steer("k1", "4")).toBe("steered");
+    const day = 24 * 3600;
+    const recordTtl = await redis.ttl(new RunRecords(redis, prefix).keyOf("k1"));
+    expect(recordTtl).toBeGreaterThan(6 * day);
+    // Untaken: the run's steer list lives as long as the message's record.
+    expect(await redis.ttl(`${prefix}:steer:run-k`)).toBeGreaterThanOrEqual(recordTtl - 5);
+    // Taken: the run's taken list too, counted from the take.
+    await activity.takeSteered("run-k", fence);
+    expect(await redis.pttl(`${prefix}:steer:run-k:taken`)).toBeGreaterThanOrEqual((recordTtl - 5) * 1000);
+  });
+
   it("takes nothing once the run's writer claim is superseded", async () => {
     const key = "agent:main:telegram:direct:3";
     const { activity, writers, fence } = await runningWithClaim(key, "run-f");

@@ -226,6 +226,8 @@ describe("RunSteps.settle with the session lane's ack", () => {
       throw new Error("the answer was lost");
     });
     await expect(lost).rejects.toThrow("the answer was lost");
+    // Set aside for the retry as long as the steer list kept it (r-2's record's TTL, days), not a day.
+    expect(await redis.ttl(`${prefix}:steer:r-1:settled`)).toBeGreaterThan(6 * 24 * 3600);
     // The step again, as withRetries sends it, from a process that never heard the first answer.
     const requeued: string[] = [];
     const retried = await new RunSteps(redis, runs, writers, activity).settle(

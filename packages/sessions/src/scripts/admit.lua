@@ -19,7 +19,7 @@
            @hub/queue's token-bucket.lua, is prepended to this script, and owe_drain, from owe-drain.lua)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
-  ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s) ARGV[6] lane grace (ms)
+  ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s; also a steered message's) ARGV[6] lane grace (ms)
   ARGV[7] default queue mode
   ARGV[8] kind: "run" (queue mode applies), "queued" (always its own lane item), "context" (no run record)
   ARGV[9] the lane item ("<runId>|<request JSON>"; what steering and collecting store is its JSON, and the
@@ -104,7 +104,8 @@ end
 if mode == 'steer' then
   local steer = ARGV[10] .. ':steer:' .. active
   redis.call('RPUSH', steer, request_json())
-  redis.call('EXPIRE', steer, 86400)
+  -- Kept as long as the message's own record: a run interrupted by a long outage still hands it on.
+  redis.call('EXPIRE', steer, ARGV[5])
   redis.call('HSET', activeRecord, 'steered', 1)
   return {'steered', 0}
 elseif mode == 'collect' then

@@ -46,14 +46,16 @@ if writes and n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
 local decided = (writes or retried) and 1 or 0
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
 -- Only a run that had a message steered in (admit.lua marks its record) can have any left. They move to
--- <steer>:settled (kept a day), where a retry of this step finds them again, after any steered since.
+-- <steer>:settled, where a retry of this step finds them again, after any steered since; kept as long as
+-- the steer list was (their own records' TTL, which admit.lua gave it).
 local steered = {}
 if state[4] then
   local stash = KEYS[3] .. ':settled'
+  local keep = redis.call('TTL', KEYS[3])
   steered = redis.call('LRANGE', KEYS[3], 0, -1)
   if #steered > 0 then
     redis.call('RPUSH', stash, unpack(steered))
-    redis.call('EXPIRE', stash, 86400)
+    redis.call('EXPIRE', stash, math.max(keep, 86400))
     redis.call('DEL', KEYS[3])
   end
   if retried then steered = redis.call('LRANGE', stash, 0, -1) end
