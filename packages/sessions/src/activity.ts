@@ -150,7 +150,7 @@ export class SessionActivity {
       this.redis,
       TAKE_COLLECTED,
       [this.#k("collect", sessionKey), this.#k("collect-pending", sessionKey), this.#k("collected", runId)],
-      [],
+      [RUN_RECORD_TTL_SECONDS],
     )) as string[];
     return requestsOf(all);
   }

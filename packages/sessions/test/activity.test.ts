@@ -90,6 +90,25 @@ describe("SessionActivity.takeSteered", () => {
     expect(await redis.pttl(`${prefix}:steer:run-k:taken`)).toBeGreaterThanOrEqual((recordTtl - 5) * 1000);
   });
 
+  it("keeps a collected batch and its flag as long as the messages' own run records, in the run's hands too", async () => {
+    const key = "agent:main:telegram:direct:6";
+    const { activity } = await runningWithClaim(key, "run-c");
+    const collecting = new SessionAdmission(redis, prefix, lane, "collect");
+    const collect = (runId: string) =>
+      collecting.admit(request(runId, "6"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+    expect(await collect("c1")).toBe("collected");
+    expect(await collect("c2")).toBe("collected");
+    const recordTtl = await redis.ttl(new RunRecords(redis, prefix).keyOf("c2"));
+    expect(recordTtl).toBeGreaterThan(6 * 24 * 3600);
+    expect(await redis.ttl(`${prefix}:collect:${key}`)).toBeGreaterThanOrEqual(recordTtl - 5);
+    expect(await redis.ttl(`${prefix}:collect-pending:${key}`)).toBeGreaterThanOrEqual(recordTtl - 5);
+    // The collect run takes the batch: kept as long under the run's own key, and the flag is cleared.
+    const batch = await activity.takeCollected(key, "c1");
+    expect(batch.map((r) => r.runId)).toEqual(["c1", "c2"]);
+    expect(await redis.ttl(`${prefix}:collected:c1`)).toBeGreaterThanOrEqual(recordTtl - 5);
+    expect(await redis.exists(`${prefix}:collect-pending:${key}`)).toBe(0);
+  });
+
   it("takes nothing once the run's writer claim is superseded", async () => {
     const key = "agent:main:telegram:direct:3";
     const { activity, writers, fence } = await runningWithClaim(key, "run-f");

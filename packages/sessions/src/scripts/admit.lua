@@ -19,7 +19,7 @@
            @hub/queue's token-bucket.lua, is prepended to this script, and owe_drain, from owe-drain.lua)
 
   ARGV[1] runId            ARGV[2] sessionKey         ARGV[3] now (ms)
-  ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s; also a steered message's) ARGV[6] lane grace (ms)
+  ARGV[4] dedupe TTL (s)   ARGV[5] run record TTL (s; also a steered or collected message's) ARGV[6] lane grace (ms)
   ARGV[7] default queue mode
   ARGV[8] kind: "run" (queue mode applies), "queued" (always its own lane item), "context" (no run record)
   ARGV[9] the lane item ("<runId>|<request JSON>"; what steering and collecting store is its JSON, and the
@@ -109,9 +109,10 @@ if mode == 'steer' then
   redis.call('HSET', activeRecord, 'steered', 1)
   return {'steered', 0}
 elseif mode == 'collect' then
+  -- The batch and its flag are kept as long as the messages' own records, as a steer list is.
   redis.call('RPUSH', KEYS[7], request_json())
-  redis.call('EXPIRE', KEYS[7], 86400)
-  if redis.call('SET', KEYS[8], '1', 'NX', 'EX', 86400) then
+  redis.call('EXPIRE', KEYS[7], ARGV[5])
+  if redis.call('SET', KEYS[8], '1', 'NX', 'EX', ARGV[5]) then
     -- The collect run's item: the request with collect = true (the later key wins where it is read).
     return {'collected', enqueue(string.sub(ARGV[9], 1, -2) .. ',"collect":true}')}
   end
