@@ -79,12 +79,16 @@ describe("SessionActivity.takeSteered", () => {
   it("keeps steered messages, taken or not, as long as their own run records (a run resumed after days of outage)", async () => {
     const key = "agent:main:telegram:direct:4";
     const { activity, fence } = await runningWithClaim(key, "run-k");
+    // The run was admitted days ago: its record has hours left.
+    await redis.expire(new RunRecords(redis, prefix).keyOf("run-k"), 3600);
     expect(await steer("k1", "4")).toBe("steered");
     const day = 24 * 3600;
     const recordTtl = await redis.ttl(new RunRecords(redis, prefix).keyOf("k1"));
     expect(recordTtl).toBeGreaterThan(6 * day);
-    // Untaken: the run's steer list lives as long as the message's record.
+    // Untaken: the run's steer list lives as long as the message's record, and so does the run's own
+    // record (its "steered" mark sends its settle to the list).
     expect(await redis.ttl(`${prefix}:steer:run-k`)).toBeGreaterThanOrEqual(recordTtl - 5);
+    expect(await redis.ttl(new RunRecords(redis, prefix).keyOf("run-k"))).toBeGreaterThanOrEqual(recordTtl - 5);
     // Taken: the run's taken list too, counted from the take.
     await activity.takeSteered("run-k", fence);
     expect(await redis.pttl(`${prefix}:steer:run-k:taken`)).toBeGreaterThanOrEqual((recordTtl - 5) * 1000);

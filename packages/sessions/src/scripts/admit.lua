@@ -104,9 +104,11 @@ end
 if mode == 'steer' then
   local steer = ARGV[10] .. ':steer:' .. active
   redis.call('RPUSH', steer, request_json())
-  -- Kept as long as the message's own record: a run interrupted by a long outage still hands it on.
+  -- Kept as long as the message's own record: a run interrupted by a long outage still hands it on. So
+  -- is the running run's record, whose mark makes its settle look at the list.
   redis.call('EXPIRE', steer, ARGV[5])
   redis.call('HSET', activeRecord, 'steered', 1)
+  redis.call('EXPIRE', activeRecord, ARGV[5])
   return {'steered', 0}
 elseif mode == 'collect' then
   -- The batch and its flag are kept as long as the messages' own records, as a steer list is.

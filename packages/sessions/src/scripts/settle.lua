@@ -51,9 +51,9 @@ local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'to
 local steered = {}
 if state[4] then
   local stash = KEYS[3] .. ':settled'
-  local keep = redis.call('TTL', KEYS[3])
   steered = redis.call('LRANGE', KEYS[3], 0, -1)
   if #steered > 0 then
+    local keep = redis.call('TTL', KEYS[3])
     redis.call('RPUSH', stash, unpack(steered))
     redis.call('EXPIRE', stash, math.max(keep, 86400))
     redis.call('DEL', KEYS[3])
