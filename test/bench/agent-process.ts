@@ -3,13 +3,17 @@
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 
 const MAIN = fileURLToPath(new URL("../../apps/hub/src/main.ts", import.meta.url));
 
+/** How long `hub start` may take to say it started (tsx's start-up takes seconds on a loaded machine). */
+const START_TIMEOUT_MS = 60_000;
+
 /** A running agent-only hub process. */
 export interface AgentProcess {
-  /** Its log lines so far (info level, as the bench hub's own). */
+  /** Its log lines so far (`BENCH_LOG_LEVEL`, info by default, as the bench hub's own). */
   logLines(): number;
   /** The CPU (user + system, ms) it has used so far, from /proc. */
   cpuMs(): number;
@@ -20,7 +24,9 @@ export interface AgentProcess {
 /**
  * Starts `hub start` with `settings` and roles `["agent"]` (no gateway: it has no ingress role) and
  * waits for its "hub started" line. Its log lines go to a pipe this process counts, as a hub's go
- * to its supervisor.
+ * to its supervisor. Its environment holds nothing but its config file, state directory and log level:
+ * a variable of this process's (`REDIS_URL`, `HUB_ROLES`, ...) would win over the file. If this process
+ * exits first, the agent process is killed with it.
  */
 export async function startAgentProcess(
   settings: Record<string, unknown>,
@@ -29,38 +35,53 @@ export async function startAgentProcess(
   const configFile = join(stateDir, "agent-process.json5");
   writeFileSync(configFile, JSON.stringify({ ...settings, roles: ["agent"] }), { mode: 0o600 });
   const child = spawn(process.execPath, ["--import", "tsx", MAIN, "start"], {
-    env: { ...process.env, HUB_CONFIG: configFile, HUB_STATE_DIR: stateDir, HUB_LOG_LEVEL: "info" },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOME: process.env.HOME ?? stateDir,
+      HUB_CONFIG: configFile,
+      HUB_STATE_DIR: stateDir,
+      HUB_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? "info",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  const killOnExit = () => child.kill("SIGKILL");
+  process.once("exit", killOnExit);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let lines = 0;
-  let started: () => void = () => {};
-  const ready = new Promise<void>((resolve) => {
-    started = resolve;
+  const started = new Promise<void>((resolve, reject) => {
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      lines++;
+      if (line.includes('"msg":"hub started"')) resolve();
+    });
+    child.once("error", reject);
+    void exited.then(() => reject(new Error("the bench's agent process exited before it started")));
+    setTimeout(
+      () => reject(new Error(`the bench's agent process did not start within ${START_TIMEOUT_MS / 1000} s`)),
+      START_TIMEOUT_MS,
+    ).unref();
   });
-  child.stdout.on("data", (chunk: Buffer) => {
-    const text = chunk.toString();
-    for (let at = text.indexOf("\n"); at !== -1; at = text.indexOf("\n", at + 1)) lines++;
-    if (text.includes('"msg":"hub started"')) started();
-  });
-  const early = exited.then(() => {
-    throw new Error("the bench's agent process exited before it started; see its output above");
-  });
-  await Promise.race([ready, early]);
-  early.catch(() => {});
-  return {
-    logLines: () => lines,
-    cpuMs: () => processCpuMs(child.pid ?? 0),
-    stop: async () => {
-      if (child.exitCode === null) child.kill("SIGTERM");
-      await exited;
-    },
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+    await exited;
+    process.off("exit", killOnExit);
   };
+  await started.catch(async (error: unknown) => {
+    child.kill("SIGKILL");
+    await stop();
+    throw error;
+  });
+  return { logLines: () => lines, cpuMs: () => processCpuMs(child.pid ?? 0), stop };
 }
 
-// utime + stime of a process (fields 14 and 15 of /proc/<pid>/stat, in clock ticks of 10 ms).
+// utime + stime of a process (fields 14 and 15 of /proc/<pid>/stat), in clock ticks of 10 ms (Linux's
+// USER_HZ, 100 on every architecture the hub runs on).
 function processCpuMs(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    throw new Error(`the bench's agent process (pid ${pid}) is gone; see its output above`);
+  }
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }

@@ -87,14 +87,14 @@ export async function startBenchHub(
     },
   });
   const settings = benchHubSettings(fake, redisUrl, runs);
-  const agent = options.agentProcess ? await startAgentProcess(settings, stateDir) : undefined;
-  const roles = agent ? ["ingress", "delivery"] : ["ingress", "agent", "delivery"];
+  const roles = options.agentProcess ? ["ingress", "delivery"] : ["ingress", "agent", "delivery"];
   const config = parseConfig(
     { ...settings, gateway: { port: 0 }, roles },
     "bench config",
     {},
     channelPlugins,
   );
+  const agent = options.agentProcess ? await startAgentProcess(settings, stateDir) : undefined;
   // A hub that does not start leaves no agent process behind.
   const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger }).catch(
     async (error: unknown) => {
@@ -108,10 +108,13 @@ export async function startBenchHub(
     logLines: () => logLines + (agent?.logLines() ?? 0),
     ...(agent ? { agentCpuMs: agent.cpuMs } : {}),
     stop: async () => {
-      await hub.stop();
-      await agent?.stop();
-      await fake.close();
-      rmSync(stateDir, { recursive: true, force: true });
+      try {
+        await hub.stop();
+      } finally {
+        await agent?.stop();
+        await fake.close();
+        rmSync(stateDir, { recursive: true, force: true });
+      }
     },
   };
 }
@@ -275,7 +278,8 @@ export function printRatios(name: string, pairs: PairedResult): void {
   const perMessage = (side: SideResult) => side.cost.nodeCpuMs / Math.max(1, side.load.answered);
   const cpu = pairs.hub.map((hub, i) => {
     const echo = pairs.echo[i];
-    return echo ? (perMessage(hub) / perMessage(echo)).toFixed(2) : "-";
+    const times = echo ? perMessage(hub) / perMessage(echo) : Number.NaN;
+    return Number.isFinite(times) ? times.toFixed(2) : "-";
   });
   console.log(
     `  ratio ${name}: ${pairs.medianRatio.toFixed(2)} (messages/s, the median of the pairs' ` +
@@ -297,32 +301,36 @@ async function measuredHub(
   runs: number,
 ): Promise<SideResult> {
   const linesBefore = bench.logLines();
-  const agentBefore = bench.agentCpuMs?.() ?? 0;
   const name = `hub (maxConcurrentRuns ${runs}${bench.agentCpuMs ? ", agent role in a second process" : ""})`;
-  const hub = await measured(meter, bench.fake, shape, name);
+  const hub = await measured(meter, bench.fake, shape, name, bench.agentCpuMs);
   const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
   console.log(`  log lines per message: ${lines.toFixed(2)}`);
-  if (!bench.agentCpuMs) return hub;
-  // The node CPU printed above is this process's; the ratios count both (the agent's from /proc, in 10 ms ticks).
-  const agentCpuMs = bench.agentCpuMs() - agentBefore;
-  const perMessage = (agentCpuMs / Math.max(1, hub.load.answered)).toFixed(2);
-  console.log(`  and the agent process: ${perMessage} ms node CPU per message`);
-  return { ...hub, cost: { ...hub.cost, nodeCpuMs: hub.cost.nodeCpuMs + agentCpuMs } };
+  return hub;
 }
 
+// One measured load; `otherCpuMs` reads the CPU of another process of the same side (the hub's agent
+// process), counted over the same window as this process's and added to the cost.
 async function measured(
   meter: PhaseMeter,
   fake: FakeTelegram,
   shape: LoadShape,
   name: string,
+  otherCpuMs?: () => number,
 ): Promise<SideResult> {
   await sleep(QUIET_MS);
   await meter.start();
+  const otherBefore = otherCpuMs?.() ?? 0;
   const load = await driveChats(fake, shape);
+  const otherMs = (otherCpuMs?.() ?? 0) - otherBefore;
   const cost = await meter.stop();
   printLoad(name, load);
   printCost(cost, load.answered, "message");
-  return { load, cost };
+  if (!otherCpuMs) return { load, cost };
+  // The node CPU printed above is this process's; the ratios count both (the other's from /proc, in 10 ms ticks).
+  console.log(
+    `  and the agent process: ${(otherMs / Math.max(1, load.answered)).toFixed(2)} ms node CPU per message`,
+  );
+  return { load, cost: { ...cost, nodeCpuMs: cost.nodeCpuMs + otherMs } };
 }
 
 /**

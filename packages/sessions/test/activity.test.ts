@@ -88,7 +88,9 @@ describe("SessionActivity.takeSteered", () => {
     // Untaken: the run's steer list lives as long as the message's record, and so does the run's own
     // record (its "steered" mark sends its settle to the list).
     expect(await redis.ttl(`${prefix}:steer:run-k`)).toBeGreaterThanOrEqual(recordTtl - 5);
-    expect(await redis.ttl(new RunRecords(redis, prefix).keyOf("run-k"))).toBeGreaterThanOrEqual(recordTtl - 5);
+    expect(await redis.ttl(new RunRecords(redis, prefix).keyOf("run-k"))).toBeGreaterThanOrEqual(
+      recordTtl - 5,
+    );
     // Taken: the run's taken list too, counted from the take.
     await activity.takeSteered("run-k", fence);
     expect(await redis.pttl(`${prefix}:steer:run-k:taken`)).toBeGreaterThanOrEqual((recordTtl - 5) * 1000);
