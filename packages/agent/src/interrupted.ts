@@ -17,7 +17,7 @@ export interface InterruptedRunDeps {
  * Ends a run that a crash interrupted and that is not resumed (stale, or out
  * of attempts): `interrupted` by its exact runId and attempt, with no model
  * call and no message; the transcript gets its closing line, and messages
- * steered into it that it never wrote to its transcript run as follow-ups. Returns false when something else decided
+ * steered into it (or collected into its batch) that it never wrote to its transcript run as follow-ups. Returns false when something else decided
  * the run meanwhile (a newer attempt, another process's recovery).
  */
 export async function finalizeInterrupted(
@@ -44,8 +44,26 @@ export async function finalizeInterrupted(
     );
   }
   // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).
+  if (decided) await endCollectedBatch(deps, record);
   if (decided) await handOnSteering(deps, record);
   return decided;
+}
+
+// A collect run's batch: the other messages it took and never marked as answered (it died between its
+// take and those marks) end with it where it wrote them, and run as follow-ups where it did not, as the
+// messages a run took from its steering do.
+async function endCollectedBatch(deps: InterruptedRunDeps, record: Pick<RunRecord, "runId" | "sessionKey">) {
+  if (!deps.activity) return;
+  const others = (await deps.activity.readCollected(record.runId)).filter((r) => r.runId !== record.runId);
+  if ((await stillQueued(deps.runs, others)).length === 0) return;
+  // As for its taken steering: a frozen attempt of the run can then no longer write or mark them.
+  await deps.writers?.reclaimFor(record.sessionKey, record.runId);
+  const session = await deps.sessions.get(record.sessionKey);
+  const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
+  await handOnTakenSteering(deps, others, written, {
+    status: "interrupted",
+    error: `interrupted with run ${record.runId}, which collected it; not resumed`,
+  });
 }
 
 /**

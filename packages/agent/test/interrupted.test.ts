@@ -75,6 +75,43 @@ describe("finalizeInterrupted", () => {
     expect(await runs.get("s2")).toMatchObject({ status: "completed" });
   });
 
+  it("ends a collect run's batch with it: written messages interrupted, unwritten ones followed up", async () => {
+    const runs = new RunRecords(redis, prefix);
+    const activity = new SessionActivity(redis, prefix, "collect");
+    const admission = new SessionAdmission(redis, prefix, lane, "collect");
+    const sessions = new FileSessionStore(stateDir, logger);
+    const writers = new SessionWriters(redis, prefix);
+    const collect = (runId: string) =>
+      admission.admit(request(runId, "9"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+    const key = request("run-busy", "9").ctx.sessionKey;
+    // c1, c2 and c3 are collected while run-busy runs; c1's item is the collect run.
+    await runs.start("run-busy", key, 60_000);
+    await activity.begin(key, "run-busy", 60_000);
+    for (const id of ["c1", "c2", "c3"]) expect(await collect(id)).toBe("collected");
+    // The collect run took the batch, wrote c1's and c2's lines and died before marking c2 and c3 answered.
+    expect((await activity.takeCollected(key, "c1")).map((r) => r.runId)).toEqual(["c1", "c2", "c3"]);
+    await runs.start("c1", key, 60_000);
+    const { claim } = await writers.claim(key, "session-c", "c1");
+    const session = await sessions.resolve(key);
+    await sessions.append(session.sessionId, [
+      { type: "user", runId: "c1", senderId: "9", text: "c1", at: 1 },
+      { type: "user", runId: "c2", senderId: "9", text: "c2", at: 1 },
+    ]);
+    const requeued: string[] = [];
+    const requeue = async (r: RunRequest) => {
+      requeued.push(r.runId);
+    };
+    const record = (await runs.get("c1"))!;
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
+      true,
+    );
+    expect(await runs.get("c1")).toMatchObject({ status: "interrupted" });
+    expect(await runs.get("c2")).toMatchObject({ status: "interrupted" });
+    expect(requeued).toEqual(["c3"]);
+    // A frozen attempt of the collect run can no longer write.
+    await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
+  });
+
   it("leaves the writer claim of another run that holds the session now", async () => {
     const runs = new RunRecords(redis, prefix);
     const activity = new SessionActivity(redis, prefix, "steer");

@@ -155,6 +155,11 @@ export class SessionActivity {
     return requestsOf(all);
   }
 
+  /** The batch a collect run took (see `takeCollected`), without taking anything: for a finalize of that run. */
+  async readCollected(runId: string): Promise<RunRequest[]> {
+    return requestsOf(await this.redis.lrange(this.#k("collected", runId), 0, -1));
+  }
+
   /** The session's queue mode (its own, or the configured default). */
   // Kept in the session's writer hash (field queueMode), which admission reads anyway.
   async queueMode(sessionKey: string): Promise<QueueMode> {
