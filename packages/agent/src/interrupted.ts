@@ -44,7 +44,6 @@ export async function finalizeInterrupted(
     );
   }
   // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).
-  if (decided) await endCollectedBatch(deps, record);
   if (decided) await handOnSteering(deps, record);
   return decided;
 }
@@ -67,17 +66,19 @@ async function endCollectedBatch(deps: InterruptedRunDeps, record: Pick<RunRecor
 }
 
 /**
- * Hands on what was steered into a run that is over and answers nothing more: the messages it took and
- * never answered (see below), those steered in after its last take that its settle moved aside, then
- * those it never took, and ends its activity. Repeatable (a crash
- * between a run's outcome and this step is mended when the run is handed out again and found over).
+ * Hands on what a run that is over and answers nothing more leaves unanswered: the other messages of its
+ * collected batch it never marked as answered, the messages it took from its steering and never answered
+ * (see below), those steered in after its last take that its settle moved aside, then those it never
+ * took, and ends its activity. Repeatable (a crash between a run's outcome and this step is mended when
+ * the run is handed out again and found over).
  */
 export async function handOnSteering(
   deps: InterruptedRunDeps,
   record: Pick<RunRecord, "runId" | "sessionKey">,
 ): Promise<void> {
-  // The taken ones first, then those its settle moved aside: they came first, and while the run is still
-  // active nothing new is queued ahead of them.
+  // Its batch first (collected before it started), then the taken ones, then those its settle moved aside:
+  // they came in that order, and while the run is still active nothing new is queued ahead of them.
+  await endCollectedBatch(deps, record);
   await endTakenSteering(deps, record);
   const late = (await deps.activity?.readSettled(record.runId)) ?? [];
   for (const message of await stillQueued(deps.runs, late)) await deps.requeue(message);

@@ -228,6 +228,23 @@ export class AgentRunner {
     );
   }
 
+  // Collected messages are answered by this run; their own records say so. Checked first: a finalize of
+  // this run elsewhere (its lease lost while this process was frozen) takes the writer claim before it
+  // hands them on, and a follow-up of one of them must not be marked as answered here. False: superseded,
+  // this attempt stops (the newer attempt, or the finalize's follow-ups, answer them).
+  async #markBatchAnswered(batch: RunRequest[], claim: WriterClaim, log: HubLogger): Promise<boolean> {
+    if (batch.length < 2) return true;
+    try {
+      await this.o.writers.assertCurrent(claim);
+    } catch (error) {
+      if (!(error instanceof WriterSupersededError)) throw error;
+      log.warn("superseded before its collected messages were marked as answered; stopping this attempt");
+      return false;
+    }
+    for (const other of batch) if (other.runId !== claim.runId) await this.#absorbed(other, claim.runId);
+    return true;
+  }
+
   // Phase 1: decide whether this run executes (not over, not to be finalized), start it, claim the session.
   async #claim(
     request: RunRequest,
@@ -268,8 +285,7 @@ export class AgentRunner {
     }
     const seen = begun.kind === "started" ? begun.seen : undefined;
     const { held, entries, afresh, steered } = await this.#hold(request, batch, claim, seen, resuming);
-    // Collected messages are answered by this run; their own records say so.
-    for (const other of batch) if (other.runId !== runId) await this.#absorbed(other, runId);
+    if (!(await this.#markBatchAnswered(batch, claim, log))) return undefined;
     const writeChecked = this.#checkedWriter(held, claim);
     const stop = begun.stop;
     return {

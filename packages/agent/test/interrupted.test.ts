@@ -15,7 +15,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { directRequest } from "../../sessions/test/requests.js";
-import { finalizeInterrupted } from "../src/index.js";
+import { finalizeInterrupted, handOnSteering } from "../src/index.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("interrupted");
@@ -110,6 +110,33 @@ describe("finalizeInterrupted", () => {
     expect(requeued).toEqual(["c3"]);
     // A frozen attempt of the collect run can no longer write.
     await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
+  });
+
+  it("hands a collect run's batch on when the run is found over after a crash right after its outcome", async () => {
+    const runs = new RunRecords(redis, prefix);
+    const activity = new SessionActivity(redis, prefix, "collect");
+    const admission = new SessionAdmission(redis, prefix, lane, "collect");
+    const sessions = new FileSessionStore(stateDir, logger);
+    const collect = (runId: string) =>
+      admission.admit(request(runId, "10"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
+    const key = request("run-busy-2", "10").ctx.sessionKey;
+    await runs.start("run-busy-2", key, 60_000);
+    await activity.begin(key, "run-busy-2", 60_000);
+    for (const id of ["d1", "d2"]) expect(await collect(id)).toBe("collected");
+    await activity.takeCollected(key, "d1");
+    await runs.start("d1", key, 60_000);
+    // The finalize decided d1's outcome and died before handing anything on.
+    await runs.finish("d1", { status: "interrupted", error: "interrupted by a restart; not resumed" });
+    const requeued: string[] = [];
+    const requeue = async (r: RunRequest) => {
+      requeued.push(r.runId);
+    };
+    // d1's item, handed out again, is found over: the hand-on runs from there, and again does nothing more.
+    await handOnSteering({ runs, sessions, activity, requeue }, { runId: "d1", sessionKey: key });
+    expect(requeued).toEqual(["d2"]);
+    await runs.start("d2", key, 60_000);
+    await handOnSteering({ runs, sessions, activity, requeue }, { runId: "d1", sessionKey: key });
+    expect(requeued).toEqual(["d2"]);
   });
 
   it("leaves the writer claim of another run that holds the session now", async () => {

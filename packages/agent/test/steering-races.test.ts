@@ -222,6 +222,69 @@ describe("a frozen attempt whose run is finalized meanwhile", () => {
   });
 });
 
+describe("a frozen collect run whose run is finalized meanwhile", () => {
+  it("cannot mark a message of its batch that the finalize handed on as answered: the follow-up answers it", async () => {
+    const store = new FileSessionStore(join(stateDir, "e"), logger);
+    // The collect run freezes at its first write (its writer and user lines), as SIGSTOP would hold it.
+    let release!: () => void;
+    const frozen = new Promise<void>((r) => {
+      release = r;
+    });
+    let reachedWrite!: () => void;
+    const atWrite = new Promise<void>((r) => {
+      reachedWrite = r;
+    });
+    let holdOnce = true;
+    const sessions: SessionStore = {
+      get: (k) => store.get(k),
+      list: () => store.list(),
+      resolve: (k) => store.resolve(k),
+      reset: (k) => store.reset(k),
+      read: (id) => store.read(id),
+      append: async (id, entries) => {
+        if (holdOnce && entries.some((e) => e.type === "user" && e.runId === "e-c1")) {
+          holdOnce = false;
+          reachedWrite();
+          await frozen;
+        }
+        await store.append(id, entries);
+      },
+    };
+    const w = world(sessions, async () => {});
+    const collecting = new SessionAdmission(redis, prefix, lane, "collect");
+    const collect = (r: RunRequest) =>
+      collecting.admit(r, { key: `${prefix}:dedupe:${r.runId}`, ttlSeconds: 60 });
+    const busy = request("e-busy", "busy", "e");
+    const key = busy.ctx.sessionKey;
+    await w.runs.start("e-busy", key, 60_000);
+    await w.activity.begin(key, "e-busy", 60_000);
+    // Two messages collected while e-busy runs; e-c1's item (collect: true) is the collect run.
+    expect(await collect(request("e-c1", "first", "e"))).toBe("collected");
+    expect(await collect(request("e-c2", "second", "e"))).toBe("collected");
+    await w.runs.finish("e-busy", { status: "completed", text: "done" });
+    const stop = new AbortController();
+    const a1 = w.runner.run({ ...request("e-c1", "first", "e"), collect: true }, stop.signal);
+    await atWrite;
+    // Meanwhile, another process finalizes the collect run: nothing of its batch is written yet.
+    const record = (await w.runs.get("e-c1"))!;
+    const requeued: RunRequest[] = [];
+    const requeue = async (r: RunRequest) => {
+      requeued.push(r);
+    };
+    const { runs, activity, writers } = w;
+    await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
+    expect(requeued.map((r) => r.runId)).toEqual(["e-c2"]);
+    // The frozen attempt wakes before the follow-up begins; its process has lost the lane lease.
+    stop.abort(new LeaseLostError());
+    release();
+    await a1;
+    await w.runner.run(requeued[0]!, new AbortController().signal);
+    expect(await w.runs.get("e-c2")).toMatchObject({ status: "completed" });
+    expect((await w.runs.get("e-c2"))?.text).not.toBe("(answered in run e-c1)");
+    expect(w.sink.blocks.some((b) => b.includes("answer to: second"))).toBe(true);
+  });
+});
+
 describe("a run handed out again and found over", () => {
   it("hands on what was steered into it when the step that decided it died before doing so", async () => {
     const sessions = new FileSessionStore(join(stateDir, "c"), logger);
