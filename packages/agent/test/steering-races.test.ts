@@ -138,26 +138,70 @@ function world(sessions: SessionStore, toolRun: () => Promise<void>) {
 const userLines = (entries: TranscriptEntry[], runId: string) =>
   entries.filter((e) => e.type === "user" && e.runId === runId).length;
 
+// A store whose appends go through `append` (given the real store's), the rest straight to `store`.
+function withAppend(
+  store: SessionStore,
+  append: (id: string, entries: TranscriptEntry[], real: SessionStore["append"]) => Promise<void>,
+): SessionStore {
+  return {
+    get: (k) => store.get(k),
+    list: () => store.list(),
+    resolve: (k) => store.resolve(k),
+    reset: (k) => store.reset(k),
+    read: (id) => store.read(id),
+    append: (id, entries) => append(id, entries, (i, e) => store.append(i, e)),
+  };
+}
+
+// A step an attempt is held at until let go (as SIGSTOP would hold its process), and when it got there.
+function freezePoint(): { hold: () => Promise<void>; reached: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const released = new Promise<void>((r) => {
+    release = r;
+  });
+  let reach!: () => void;
+  const reached = new Promise<void>((r) => {
+    reach = r;
+  });
+  return {
+    hold: async () => {
+      reach();
+      await released;
+    },
+    reached,
+    release,
+  };
+}
+
+// Another process finalizes the run meanwhile (stale, or out of attempts), as recovery does: what it hands on.
+async function finalizeElsewhere(
+  w: ReturnType<typeof world>,
+  sessions: SessionStore,
+  runId: string,
+): Promise<RunRequest[]> {
+  const record = (await w.runs.get(runId))!;
+  const requeued: RunRequest[] = [];
+  const requeue = async (r: RunRequest) => {
+    requeued.push(r);
+  };
+  const { runs, activity, writers } = w;
+  await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
+  return requeued;
+}
+
 describe("a steered message's write that fails after its line landed", () => {
   it("ends the message with the failed run (its line is in the transcript once) instead of a follow-up", async () => {
     const store = new FileSessionStore(join(stateDir, "a"), logger);
     let failOnce = true;
     // The append of the steered line reaches the disk, and then reports a failure (an unknown outcome:
     // a timeout, a lost answer from Redis, an fsync error).
-    const sessions: SessionStore = {
-      get: (k) => store.get(k),
-      list: () => store.list(),
-      resolve: (k) => store.resolve(k),
-      reset: (k) => store.reset(k),
-      read: (id) => store.read(id),
-      append: async (id, entries) => {
-        await store.append(id, entries);
-        if (failOnce && entries.some((e) => e.type === "user" && e.runId === "a-s1")) {
-          failOnce = false;
-          throw new Error("append: connection reset after write");
-        }
-      },
-    };
+    const sessions = withAppend(store, async (id, entries, append) => {
+      await append(id, entries);
+      if (failOnce && entries.some((e) => e.type === "user" && e.runId === "a-s1")) {
+        failOnce = false;
+        throw new Error("append: connection reset after write");
+      }
+    });
     const x = request("a-x", "first question", "a");
     const w = world(sessions, async () => {
       expect(await w.steer(request("a-s1", "also this", "a"))).toBe("steered");
@@ -177,14 +221,7 @@ describe("a frozen attempt whose run is finalized meanwhile", () => {
     const x = request("b-x", "first question", "b");
     const stop = new AbortController();
     // The attempt freezes right after its take, before its write: held at its claim check until let go.
-    let release!: () => void;
-    const frozen = new Promise<void>((r) => {
-      release = r;
-    });
-    let reachedWrite!: () => void;
-    const atWrite = new Promise<void>((r) => {
-      reachedWrite = r;
-    });
+    const frozen = freezePoint();
     const w = world(sessions, async () => {
       expect(await w.steer(request("b-s1", "also this", "b"))).toBe("steered");
     });
@@ -193,27 +230,17 @@ describe("a frozen attempt whose run is finalized meanwhile", () => {
     w.writers.assertCurrent = async (claim) => {
       checks += 1;
       // 1: the tool batch's commit; 2: the steered line's write.
-      if (checks === 2) {
-        reachedWrite();
-        await frozen;
-      }
+      if (checks === 2) await frozen.hold();
       return assertCurrent(claim);
     };
     const a1 = w.runner.run(x, stop.signal);
-    await atWrite;
-    // Meanwhile, another process finalizes the run (stale, or out of attempts), as recovery does.
-    const record = (await w.runs.get("b-x"))!;
-    const requeued: RunRequest[] = [];
-    const requeue = async (r: RunRequest) => {
-      requeued.push(r);
-    };
-    const { runs, activity, writers } = w;
-    await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
+    await frozen.reached;
+    const requeued = await finalizeElsewhere(w, sessions, "b-x");
     expect(requeued.map((r) => r.runId)).toEqual(["b-s1"]);
     expect(await w.runs.get("b-x")).toMatchObject({ status: "interrupted" });
     // The frozen attempt wakes up before the follow-up begins; its process has lost the lane lease.
     stop.abort(new LeaseLostError());
-    release();
+    frozen.release();
     await a1;
     await w.runner.run(requeued[0]!, new AbortController().signal);
     expect(await w.runs.get("b-s1")).toMatchObject({ status: "completed" });
@@ -226,30 +253,15 @@ describe("a frozen collect run whose run is finalized meanwhile", () => {
   it("cannot mark a message of its batch that the finalize handed on as answered: the follow-up answers it", async () => {
     const store = new FileSessionStore(join(stateDir, "e"), logger);
     // The collect run freezes at its first write (its writer and user lines), as SIGSTOP would hold it.
-    let release!: () => void;
-    const frozen = new Promise<void>((r) => {
-      release = r;
-    });
-    let reachedWrite!: () => void;
-    const atWrite = new Promise<void>((r) => {
-      reachedWrite = r;
-    });
+    const frozen = freezePoint();
     let holdOnce = true;
-    const sessions: SessionStore = {
-      get: (k) => store.get(k),
-      list: () => store.list(),
-      resolve: (k) => store.resolve(k),
-      reset: (k) => store.reset(k),
-      read: (id) => store.read(id),
-      append: async (id, entries) => {
-        if (holdOnce && entries.some((e) => e.type === "user" && e.runId === "e-c1")) {
-          holdOnce = false;
-          reachedWrite();
-          await frozen;
-        }
-        await store.append(id, entries);
-      },
-    };
+    const sessions = withAppend(store, async (id, entries, append) => {
+      if (holdOnce && entries.some((e) => e.type === "user" && e.runId === "e-c1")) {
+        holdOnce = false;
+        await frozen.hold();
+      }
+      await append(id, entries);
+    });
     const w = world(sessions, async () => {});
     const collecting = new SessionAdmission(redis, prefix, lane, "collect");
     const collect = (r: RunRequest) =>
@@ -264,19 +276,13 @@ describe("a frozen collect run whose run is finalized meanwhile", () => {
     await w.runs.finish("e-busy", { status: "completed", text: "done" });
     const stop = new AbortController();
     const a1 = w.runner.run({ ...request("e-c1", "first", "e"), collect: true }, stop.signal);
-    await atWrite;
+    await frozen.reached;
     // Meanwhile, another process finalizes the collect run: nothing of its batch is written yet.
-    const record = (await w.runs.get("e-c1"))!;
-    const requeued: RunRequest[] = [];
-    const requeue = async (r: RunRequest) => {
-      requeued.push(r);
-    };
-    const { runs, activity, writers } = w;
-    await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
+    const requeued = await finalizeElsewhere(w, sessions, "e-c1");
     expect(requeued.map((r) => r.runId)).toEqual(["e-c2"]);
     // The frozen attempt wakes before the follow-up begins; its process has lost the lane lease.
     stop.abort(new LeaseLostError());
-    release();
+    frozen.release();
     await a1;
     await w.runner.run(requeued[0]!, new AbortController().signal);
     expect(await w.runs.get("e-c2")).toMatchObject({ status: "completed" });
