@@ -48,23 +48,6 @@ export async function finalizeInterrupted(
   return decided;
 }
 
-// A collect run's batch: the other messages it took and never marked as answered (it died between its
-// take and those marks) end with it where it wrote them, and run as follow-ups where it did not, as the
-// messages a run took from its steering do.
-async function endCollectedBatch(deps: InterruptedRunDeps, record: Pick<RunRecord, "runId" | "sessionKey">) {
-  if (!deps.activity) return;
-  const others = (await deps.activity.readCollected(record.runId)).filter((r) => r.runId !== record.runId);
-  if ((await stillQueued(deps.runs, others)).length === 0) return;
-  // As for its taken steering: a frozen attempt of the run can then no longer write or mark them.
-  await deps.writers?.reclaimFor(record.sessionKey, record.runId);
-  const session = await deps.sessions.get(record.sessionKey);
-  const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
-  await handOnTakenSteering(deps, others, written, {
-    status: "interrupted",
-    error: `interrupted with run ${record.runId}, which collected it; not resumed`,
-  });
-}
-
 /**
  * Hands on what a run that is over and answers nothing more leaves unanswered: the other messages of its
  * collected batch it never marked as answered, the messages it took from its steering and never answered
@@ -78,29 +61,36 @@ export async function handOnSteering(
 ): Promise<void> {
   // Its batch first (collected before it started), then the taken ones, then those its settle moved aside:
   // they came in that order, and while the run is still active nothing new is queued ahead of them.
-  await endCollectedBatch(deps, record);
-  await endTakenSteering(deps, record);
+  const activity = deps.activity;
+  if (activity) {
+    const batch = async () =>
+      (await activity.readCollected(record.runId)).filter((r) => r.runId !== record.runId);
+    await endTakenMessages(deps, record, batch, "which collected it");
+    await endTakenMessages(deps, record, () => activity.readTaken(record.runId), "into which it was steered");
+  }
   const late = (await deps.activity?.readSettled(record.runId)) ?? [];
   for (const message of await stillQueued(deps.runs, late)) await deps.requeue(message);
   await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
 }
 
-// The messages the dead run took from its steering and never answered (see handOnTakenSteering).
-async function endTakenSteering(
+// Messages the dead run took (from its steering, or as its collected batch: `read`) and never answered
+// (see handOnTakenSteering); `how` says how it took them.
+async function endTakenMessages(
   deps: InterruptedRunDeps,
   record: Pick<RunRecord, "runId" | "sessionKey">,
+  read: () => Promise<RunRequest[]>,
+  how: string,
 ): Promise<void> {
-  if (!deps.activity) return;
-  if ((await stillQueued(deps.runs, await deps.activity.readTaken(record.runId))).length === 0) return;
+  if ((await stillQueued(deps.runs, await read())).length === 0) return;
   // A frozen attempt of the run may still hold its writer claim: taken again here first (only if the
   // run still holds it: a live run of the session must not lose it), so that attempt's next take is
   // fenced and its write and its marks of them as answered fail their claim checks.
   await deps.writers?.reclaimFor(record.sessionKey, record.runId);
   const session = await deps.sessions.get(record.sessionKey);
-  const taken = await deps.activity.readTaken(record.runId);
+  const taken = await read();
   const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
   await handOnTakenSteering(deps, taken, written, {
     status: "interrupted",
-    error: `interrupted with run ${record.runId}, into which it was steered; not resumed`,
+    error: `interrupted with run ${record.runId}, ${how}; not resumed`,
   });
 }
