@@ -2,9 +2,9 @@
 // then one throttled target among many.
 import { benchBullmqSend, benchPlainHttp, benchRawBullmq } from "./baselines.js";
 import { benchDelivery } from "./delivery.js";
+import { benchEnv as env } from "./meter.js";
 import { benchThrottled } from "./throttled.js";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
 
 /** Ordered delivery of BENCH_TARGETS x BENCH_SEGMENTS against its baselines; then the throttled run unless told not to. */

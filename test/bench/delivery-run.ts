@@ -6,9 +6,8 @@
 import { writeFileSync } from "node:fs";
 import { benchDelivery } from "./delivery.js";
 import { benchDeliveryPhase } from "./delivery-phase.js";
-import { startBenchRedis } from "./meter.js";
+import { benchEnv as env, startBenchRedis } from "./meter.js";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const targets = env("BENCH_TARGETS", 200);
 const segments = env("BENCH_SEGMENTS", 10);
 

@@ -6,8 +6,7 @@
 // of the whole hub. A size of 0 skips that run.
 import { deliveryFaultRun } from "../faults/delivery.js";
 import { hubCrashRun } from "../faults/hub-crash.js";
-
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
+import { benchEnv as env } from "./meter.js";
 
 async function killedWorkers(chats: number): Promise<boolean> {
   console.log(`delivery workers SIGKILLed at random moments: ${chats} targets x 5 segments, 4 workers`);

@@ -167,6 +167,11 @@ export class PhaseMeter {
   }
 }
 
+/** A number from the environment (a bench size or rate), or `fallback`. */
+export function benchEnv(name: string, fallback: number): number {
+  return Number(process.env[name] ?? fallback);
+}
+
 /** The p-th percentile of sorted numbers, formatted. */
 export function pct(sorted: number[], p: number): string {
   if (sorted.length === 0) return "-";

@@ -4,10 +4,9 @@
 // BENCH_TRACE_FILE: every answered message's sent time, chat, number and latency, as JSON lines (which
 // messages make the tail: e.g. each chat's first, which creates its session).
 import { writeFileSync } from "node:fs";
-import { startBenchRedis } from "./meter.js";
+import { benchEnv as env, startBenchRedis } from "./meter.js";
 import { benchHubPaced } from "./telegram.js";
 
-const env = (name: string, fallback: number) => Number(process.env[name] ?? fallback);
 const redis = await startBenchRedis();
 try {
   const load = await benchHubPaced(redis.url, env("BENCH_RATE", 200), env("BENCH_PACED_SECONDS", 5));

@@ -6,15 +6,8 @@
 // BENCH_PAIRS (3) pairs of end-to-end loads, the bare grammY bot's and the hub's right after it.
 import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
-import { startBenchRedis } from "./meter.js";
-import {
-  BENCH_RUNS,
-  benchHubTelegram,
-  benchShape,
-  benchTelegramPairs,
-  benchEnv as env,
-  printRatios,
-} from "./telegram.js";
+import { benchEnv as env, startBenchRedis } from "./meter.js";
+import { BENCH_RUNS, benchHubTelegram, benchShape, benchTelegramPairs, printRatios } from "./telegram.js";
 
 const shape = benchShape();
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");

@@ -3,8 +3,8 @@
 // delivery in this one: how an operator uses a machine's second core. The bare grammY bot cannot (its
 // updates are sequentialized in one process), so this is a figure of its own, beside the one-process
 // ratio. Same sizes as `npm run bench` (BENCH_CHATS, BENCH_MESSAGES, BENCH_WINDOW, BENCH_PAIRS).
-import { startBenchRedis } from "./meter.js";
-import { benchEnv, benchShape, benchTelegramPairs, printRatios } from "./telegram.js";
+import { benchEnv, startBenchRedis } from "./meter.js";
+import { benchShape, benchTelegramPairs, printRatios } from "./telegram.js";
 
 const redis = await startBenchRedis();
 try {

@@ -13,7 +13,7 @@ import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
 import { startAgentProcess } from "./agent-process.js";
-import { type PhaseCost, PhaseMeter, printCost } from "./meter.js";
+import { benchEnv, type PhaseCost, PhaseMeter, printCost } from "./meter.js";
 import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
 /** The figures of one side of the comparison. */
@@ -40,9 +40,6 @@ export interface BenchHub {
  * figures at 8.
  */
 export const BENCH_RUNS = Number(process.env.BENCH_RUNS ?? 64);
-
-/** A number from the environment (a bench size), or `fallback`. */
-export const benchEnv = (name: string, fallback: number): number => Number(process.env[name] ?? fallback);
 
 /** The end-to-end load of `npm run bench`: BENCH_CHATS x BENCH_MESSAGES, BENCH_WINDOW unanswered per chat. */
 export function benchShape(): LoadShape {

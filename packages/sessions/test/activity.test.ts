@@ -9,6 +9,7 @@ const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("activity");
 const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
 const admission = new SessionAdmission(redis, prefix, lane, "steer");
+const records = new RunRecords(redis, prefix);
 afterAll(async () => {
   await lane.close();
   await dropPrefix(prefix);
@@ -80,17 +81,15 @@ describe("SessionActivity.takeSteered", () => {
     const key = "agent:main:telegram:direct:4";
     const { activity, fence } = await runningWithClaim(key, "run-k");
     // The run was admitted days ago: its record has hours left.
-    await redis.expire(new RunRecords(redis, prefix).keyOf("run-k"), 3600);
+    await redis.expire(records.keyOf("run-k"), 3600);
     expect(await steer("k1", "4")).toBe("steered");
     const day = 24 * 3600;
-    const recordTtl = await redis.ttl(new RunRecords(redis, prefix).keyOf("k1"));
+    const recordTtl = await redis.ttl(records.keyOf("k1"));
     expect(recordTtl).toBeGreaterThan(6 * day);
     // Untaken: the run's steer list lives as long as the message's record, and so does the run's own
     // record (its "steered" mark sends its settle to the list).
     expect(await redis.ttl(`${prefix}:steer:run-k`)).toBeGreaterThanOrEqual(recordTtl - 5);
-    expect(await redis.ttl(new RunRecords(redis, prefix).keyOf("run-k"))).toBeGreaterThanOrEqual(
-      recordTtl - 5,
-    );
+    expect(await redis.ttl(records.keyOf("run-k"))).toBeGreaterThanOrEqual(recordTtl - 5);
     // Taken: the run's taken list too, counted from the take.
     await activity.takeSteered("run-k", fence);
     expect(await redis.pttl(`${prefix}:steer:run-k:taken`)).toBeGreaterThanOrEqual((recordTtl - 5) * 1000);
@@ -104,7 +103,7 @@ describe("SessionActivity.takeSteered", () => {
       collecting.admit(request(runId, "6"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
     expect(await collect("c1")).toBe("collected");
     expect(await collect("c2")).toBe("collected");
-    const recordTtl = await redis.ttl(new RunRecords(redis, prefix).keyOf("c2"));
+    const recordTtl = await redis.ttl(records.keyOf("c2"));
     expect(recordTtl).toBeGreaterThan(6 * 24 * 3600);
     expect(await redis.ttl(`${prefix}:collect:${key}`)).toBeGreaterThanOrEqual(recordTtl - 5);
     expect(await redis.ttl(`${prefix}:collect-pending:${key}`)).toBeGreaterThanOrEqual(recordTtl - 5);
