@@ -7,11 +7,11 @@ const SWEEP_INTERVAL_MS = 15 * 60_000;
 
 /**
  * The outbox of this installation: `<state dir>/outbox`, files kept at least
- * a day and twice `delivery.maxAgeSeconds` (a segment older than that is never
+ * a day and twice `delivery.maxAge` (a segment older than that is never
  * sent, so its file is no longer needed).
  */
 export function hubOutbox(base: Pick<HubBase, "stateDir" | "config">): Outbox {
-  const retentionMs = Math.max(24 * 3600_000, 2 * base.config.delivery.maxAgeSeconds * 1000);
+  const retentionMs = Math.max(24 * 3600_000, 2 * base.config.delivery.maxAgeMs);
   return new Outbox(join(base.stateDir, "outbox"), retentionMs);
 }
 

@@ -13,6 +13,7 @@ import {
 } from "./channel-config.js";
 import { applyEnvOverrides } from "./config-env.js";
 import { describeConfigIssues } from "./config-issues.js";
+import { DurationSchema } from "./duration.js";
 import { HubError } from "./errors.js";
 import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 import { hashTaggedPrefix } from "./redis-keys.js";
@@ -219,9 +220,20 @@ const BaseConfigSchema = z
         sendTimeoutMs: z.number().int().positive().default(10_000),
         leaseMs: z.number().int().positive().default(30_000),
         /** A segment older than this when its turn to be sent comes (e.g. after a long outage) is not sent. */
-        maxAgeSeconds: z.number().int().positive().default(1800),
+        maxAge: DurationSchema.optional(),
+        /** The same limit in seconds (the older key); set one of the two. */
+        maxAgeSeconds: z.number().int().positive().optional(),
       })
       .strict()
+      .refine((d) => d.maxAge === undefined || d.maxAgeSeconds === undefined, {
+        message: "set either delivery.maxAge or delivery.maxAgeSeconds, not both",
+        path: ["maxAge"],
+      })
+      .transform(({ maxAge, maxAgeSeconds, ...rest }) => ({
+        ...rest,
+        /** `maxAge` or `maxAgeSeconds` in milliseconds; 30 minutes by default. */
+        maxAgeMs: maxAge ?? (maxAgeSeconds !== undefined ? maxAgeSeconds * 1000 : 30 * 60_000),
+      }))
       .prefault({}),
     /** Flood limits per sender and per chat (token buckets in Redis, across processes) and input sizes. */
     limits: z

@@ -25,6 +25,24 @@ describe("config", () => {
     }
   });
 
+  it("reads delivery.maxAge as a duration with a unit or milliseconds, and the older maxAgeSeconds", () => {
+    const maxAgeMs = (delivery: Record<string, unknown>) => parseConfig({ delivery }).delivery.maxAgeMs;
+    expect(maxAgeMs({})).toBe(30 * 60_000);
+    expect(maxAgeMs({ maxAge: "90s" })).toBe(90_000);
+    expect(maxAgeMs({ maxAge: "2h" })).toBe(7_200_000);
+    expect(maxAgeMs({ maxAge: "1.5m" })).toBe(90_000);
+    expect(maxAgeMs({ maxAge: "250ms" })).toBe(250);
+    expect(maxAgeMs({ maxAge: 5000 })).toBe(5000);
+    expect(maxAgeMs({ maxAgeSeconds: 60 })).toBe(60_000);
+    expect(() => parseConfig({ delivery: { maxAge: "soon" } }, "hub.json5")).toThrow(
+      /delivery\.maxAge: "soon" is not a duration: write it like "30m"/,
+    );
+    expect(() => parseConfig({ delivery: { maxAge: 0 } })).toThrow(/delivery\.maxAge: "0" is not a duration/);
+    expect(() => parseConfig({ delivery: { maxAge: "5m", maxAgeSeconds: 60 } })).toThrow(
+      /set either delivery\.maxAge or delivery\.maxAgeSeconds, not both/,
+    );
+  });
+
   it("applies environment overrides", () => {
     const config = parseConfig({}, "c", {
       HUB_GATEWAY_PORT: "1234",

@@ -21,7 +21,7 @@ const FailedDeliverySchema = z.object({
   target: ReplyTargetSchema,
   error: z.string(),
   at: z.number(),
-  /** `expired`: not sent because it was older than `delivery.maxAgeSeconds` when its turn came. */
+  /** `expired`: not sent because it was older than `delivery.maxAge` when its turn came. */
   kind: z.enum(["failed", "expired"]).optional(),
   /** A file segment's file (its bytes stay in the outbox until swept). */
   attachment: OutboxFileSchema.optional(),

@@ -19,7 +19,7 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
     maxAttempts: config.delivery.maxAttempts,
     sendTimeoutMs: config.delivery.sendTimeoutMs,
-    maxAgeMs: config.delivery.maxAgeSeconds * 1000,
+    maxAgeMs: config.delivery.maxAgeMs,
     leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
     outbox: hubOutbox(base),
     ...base.mailbox,

@@ -1,0 +1,25 @@
+import { z } from "zod";
+
+const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as const;
+const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
+
+/**
+ * A config duration: a string with a unit (`"500ms"`, `"90s"`, `"30m"`, `"2h"`, `"1d"`) or a
+ * number of milliseconds, as the `ms` package and Node's timers read a bare number. Parses to
+ * whole milliseconds.
+ */
+export const DurationSchema = z.union([z.number(), z.string()]).transform((value, ctx) => {
+  const ms = typeof value === "number" ? value : durationMs(value.trim());
+  if (ms !== undefined && Number.isFinite(ms) && ms >= 1) return Math.round(ms);
+  ctx.addIssue({
+    code: "custom",
+    message: `"${value}" is not a duration: write it like "30m", "90s" or "2h", or give a number of milliseconds (at least 1)`,
+  });
+  return z.NEVER;
+});
+
+function durationMs(text: string): number | undefined {
+  const match = DURATION.exec(text);
+  if (!match?.[1] || !match[2]) return undefined;
+  return Number(match[1]) * UNIT_MS[match[2] as keyof typeof UNIT_MS];
+}
