@@ -3,6 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/index.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 // `delivery.maxAge` (issue 16), read from the config file by real processes: answers that waited
 // longer than that for a delivery process are not sent when one starts; the chat is told once.
@@ -31,14 +32,7 @@ describe("delivery.maxAge from the config file", () => {
     const inst = installation("stale-delivery", {
       config: {
         delivery: { maxAge: "1s" },
-        channels: {
-          telegram: {
-            botToken: telegram.token,
-            apiRoot: telegram.apiRoot,
-            dmPolicy: "allowlist",
-            allowFrom: [String(USER)],
-          },
-        },
+        channels: { telegram: fakeTelegramChannel(telegram, [USER]) },
       },
     });
     installs.push(inst);
