@@ -43,21 +43,7 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
     );
   }
   const f = parsed.data;
-  // The limit is on what the sender wrote: neutralizing role markers lengthens some lines afterwards.
-  const text = normalizeText(f.body);
-  if (text.length > MAX_INBOUND_TEXT) {
-    throw new InboundRejectedError(
-      "inbound_too_large",
-      `Inbound message rejected: the text is ${text.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
-    );
-  }
-  const body = neutralizeRoleMarkers(text);
-  if (isBlankText(body) && f.media.length === 0) {
-    throw new InboundRejectedError(
-      "inbound_empty",
-      "Inbound message rejected: it has neither text nor attachments.",
-    );
-  }
+  const body = checkedBody(f);
   const sessionKey =
     f.sessionKey ??
     deriveSessionKey({
@@ -69,7 +55,10 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
       peerId: resolvePeer(f.channel, f.sender.id, config.agent.identityLinks),
       dmScope: config.agent.dmScope,
     });
-  const ctx: MsgContext = {
+  // Built field by field from the validated input (`MsgContextSchema` is the contract with every later
+  // stage, and finalize.test.ts checks that what is built here satisfies it): parsing it again would
+  // only copy it.
+  return {
     channel: f.channel,
     accountId: f.accountId,
     messageId: f.messageId,
@@ -99,8 +88,24 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
     dedupeKey: `${f.channel}:${f.accountId}:${f.chat.id}:${f.messageId}`,
     commandAuthorized: f.commandAuthorized,
   };
-  // Built field by field from the validated input (`MsgContextSchema` is the contract with every later
-  // stage, and finalize.test.ts checks that what is built here satisfies it): parsing it again would
-  // only copy it.
-  return ctx;
+}
+
+// The body as the model sees it, or the reason it is refused: too long, or empty with no attachment.
+function checkedBody(f: { body: string; media: ReadonlyArray<unknown> }): string {
+  // The limit is on what the sender wrote: neutralizing role markers lengthens some lines afterwards.
+  const text = normalizeText(f.body);
+  if (text.length > MAX_INBOUND_TEXT) {
+    throw new InboundRejectedError(
+      "inbound_too_large",
+      `Inbound message rejected: the text is ${text.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
+    );
+  }
+  const body = neutralizeRoleMarkers(text);
+  if (isBlankText(body) && f.media.length === 0) {
+    throw new InboundRejectedError(
+      "inbound_empty",
+      "Inbound message rejected: it has neither text nor attachments.",
+    );
+  }
+  return body;
 }

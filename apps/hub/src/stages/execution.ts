@@ -1,6 +1,7 @@
 import { join } from "node:path";
 import {
   AgentRunner,
+  type AgentRunnerOptions,
   createToolAccess,
   isFailover,
   recoverInterruptedRuns,
@@ -33,12 +34,6 @@ export async function startExecution(
   const { config, logger } = base;
   const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
   const agentLog = logger.child({ component: "agent" });
-  const workspace = config.agent.workspace ?? join(base.stateDir, "workspace");
-  const statusText = (sessionKey: string) =>
-    sessionStatus(
-      { config, activity: s.activity, sessions: s.sessions, lastModelDecision: s.lastModelDecision },
-      sessionKey,
-    );
   const reactions = withAckLedger(liveFeatures(config, entry.adapters), {
     redis: base.redis,
     prefix: config.redis.prefix,
@@ -47,44 +42,9 @@ export async function startExecution(
     runTimeoutMs,
     logger: agentLog,
   });
-  const runner = new AgentRunner({
-    agentId: config.agent.id,
-    sessions: s.sessions,
-    runs: s.runs,
-    writers: s.writers,
-    steps: s.steps,
-    replies,
-    events: base.events,
-    resolveModel: base.operations.metrics.meterModels(
-      // /status shows the latest failover: an error surfaced to one chat is that chat's, not the hub's.
-      createModelResolver(config, agentLog, (decision) => {
-        if (isFailover(decision)) s.recordModelDecision(decision);
-      }),
-    ),
-    modelRef: config.agent.model,
-    toolsFor: createToolAccess(config, {
-      workspace,
-      statusText,
-      replies,
-      outbox: hubOutbox(base),
-      maxAttachmentBytes: config.limits.maxAttachmentBytes,
-    }),
-    workspaceDir: workspace,
-    bootstrapLimits: config.agent.bootstrap,
-    contextWindowTokens: config.agent.contextWindowTokens,
-    approvals: s.approvals,
-    systemPrompt: config.agent.systemPrompt,
+  const runner = agentRunner(base, entry, replies, s, {
     runTimeoutMs,
     logger: agentLog,
-    supersede: (runId) => s.control.stop(runId, "superseded"),
-    activity: s.activity,
-    requeue: (request) => s.lane.enqueue(request),
-    dataLost: (since) => base.epoch.lostSince(since),
-    typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
-    capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
-    media: buildMediaPreparer(config, base.stateDir, entry.adapters, startMediaStore(base)),
-    outbox: hubOutbox(base),
-    maxAttachmentBytes: config.limits.maxAttachmentBytes,
     live: reactions.live,
   });
   const role = await startAgentRole({
@@ -103,6 +63,65 @@ export async function startExecution(
   });
   base.shutdown.workers.push(role.worker);
   base.shutdown.rest.push(role.close);
+}
+
+/** What the runner takes from the execution stage itself: the run timeout, its logger, live reactions. */
+type RunnerSettings = Pick<AgentRunnerOptions, "runTimeoutMs" | "logger" | "live">;
+
+// The runner, wired from config: sessions and runs from the session stage, models and tools from config,
+// typing and capabilities from the channel adapters.
+function agentRunner(
+  base: HubBase,
+  entry: EntryStage,
+  replies: ReplyDispatcher,
+  s: SessionStage,
+  settings: RunnerSettings,
+): AgentRunner {
+  const { config } = base;
+  const workspace = config.agent.workspace ?? join(base.stateDir, "workspace");
+  const statusText = (sessionKey: string) =>
+    sessionStatus(
+      { config, activity: s.activity, sessions: s.sessions, lastModelDecision: s.lastModelDecision },
+      sessionKey,
+    );
+  return new AgentRunner({
+    ...settings,
+    agentId: config.agent.id,
+    sessions: s.sessions,
+    runs: s.runs,
+    writers: s.writers,
+    steps: s.steps,
+    replies,
+    events: base.events,
+    resolveModel: base.operations.metrics.meterModels(
+      // /status shows the latest failover: an error surfaced to one chat is that chat's, not the hub's.
+      createModelResolver(config, settings.logger, (decision) => {
+        if (isFailover(decision)) s.recordModelDecision(decision);
+      }),
+    ),
+    modelRef: config.agent.model,
+    toolsFor: createToolAccess(config, {
+      workspace,
+      statusText,
+      replies,
+      outbox: hubOutbox(base),
+      maxAttachmentBytes: config.limits.maxAttachmentBytes,
+    }),
+    workspaceDir: workspace,
+    bootstrapLimits: config.agent.bootstrap,
+    contextWindowTokens: config.agent.contextWindowTokens,
+    approvals: s.approvals,
+    systemPrompt: config.agent.systemPrompt,
+    supersede: (runId) => s.control.stop(runId, "superseded"),
+    activity: s.activity,
+    requeue: (request) => s.lane.enqueue(request),
+    dataLost: (since) => base.epoch.lostSince(since),
+    typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
+    capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
+    media: buildMediaPreparer(config, base.stateDir, entry.adapters, startMediaStore(base)),
+    outbox: hubOutbox(base),
+    maxAttachmentBytes: config.limits.maxAttachmentBytes,
+  });
 }
 
 // Before the runner starts: queue modes of the earlier layout moved (once per installation; a failure is

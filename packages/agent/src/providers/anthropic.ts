@@ -2,6 +2,7 @@ import Anthropic, { APIConnectionError, APIError, APIUserAbortError } from "@ant
 import type {
   ContentBlockParam,
   MessageParam,
+  RawMessageStreamEvent,
   StopReason,
   Tool,
   ToolResultBlockParam,
@@ -103,58 +104,13 @@ export class AnthropicProvider implements ModelProvider {
 
     try {
       guard.arm();
-      const { system, messages } = toAnthropicMessages(request.messages);
-      const stream = await this.client.messages.create(
-        {
-          model: request.model,
-          max_tokens: this.maxTokens,
-          messages,
-          ...(system !== undefined ? { system } : {}),
-          ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toAnthropicTool) } : {}),
-          stream: true,
-        },
-        { signal: guard.controller.signal },
-      );
-
-      const calls = new ToolUseAssembler();
-      let stopReason: StopReason | null = null;
-      let usage: ModelUsage | undefined;
+      const stream = await this.#create(request, guard.controller.signal);
+      const message = new StreamedMessage(this.id);
       for await (const event of stream) {
         // Time spent by our consumer on a yielded delta is not the server's stall.
         guard.disarm();
-        switch (event.type) {
-          case "message_start":
-            usage = {
-              inputTokens: event.message.usage.input_tokens,
-              outputTokens: event.message.usage.output_tokens,
-            };
-            break;
-          case "content_block_start": {
-            const block = event.content_block;
-            if (block.type === "tool_use") calls.start(event.index, block.id, block.name);
-            // Text blocks open empty in practice, but nothing forbids initial text.
-            else if (block.type === "text" && block.text) yield { type: "text", delta: block.text };
-            break;
-          }
-          case "content_block_delta":
-            if (event.delta.type === "text_delta") {
-              if (event.delta.text) yield { type: "text", delta: event.delta.text };
-            } else if (event.delta.type === "input_json_delta") {
-              calls.append(event.index, event.delta.partial_json, this.id);
-            }
-            break;
-          case "message_delta":
-            if (event.delta.stop_reason) stopReason = event.delta.stop_reason;
-            // The counts here are cumulative; input_tokens is only sent by some API versions.
-            usage = {
-              inputTokens: event.usage.input_tokens ?? usage?.inputTokens ?? 0,
-              outputTokens: event.usage.output_tokens,
-            };
-            break;
-          default:
-            // content_block_stop and message_stop need nothing: tool calls are emitted at the end.
-            break;
-        }
+        const text = message.take(event);
+        if (text) yield { type: "text", delta: text };
         guard.arm();
       }
       guard.disarm();
@@ -162,13 +118,7 @@ export class AnthropicProvider implements ModelProvider {
       // The SDK ends the iteration silently when aborted mid-stream, so check why it ended.
       if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
       if (guard.timedOut) throw stalled(this.id, this.timeoutMs);
-      if (stopReason === null) {
-        // A cut connection can look like a clean end; without a stop_reason the reply is incomplete.
-        throw new ModelError("network", `${this.id}: stream ended without a stop_reason`);
-      }
-      const toolCalls = calls.finish();
-      for (const call of toolCalls) yield { type: "tool_call", call };
-      yield { type: "done", stopReason: toStopReason(stopReason, toolCalls.length > 0), usage };
+      yield* message.end();
     } catch (error) {
       throw toModelError(error, this.id, {
         aborted: signal?.aborted === true,
@@ -178,6 +128,80 @@ export class AnthropicProvider implements ModelProvider {
     } finally {
       guard.dispose();
     }
+  }
+
+  #create(request: ModelRequest, signal: AbortSignal) {
+    const { system, messages } = toAnthropicMessages(request.messages);
+    return this.client.messages.create(
+      {
+        model: request.model,
+        max_tokens: this.maxTokens,
+        messages,
+        ...(system !== undefined ? { system } : {}),
+        ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toAnthropicTool) } : {}),
+        stream: true,
+      },
+      { signal },
+    );
+  }
+}
+
+/** One streamed message as its events arrive: its tool calls, stop reason and token counts. */
+class StreamedMessage {
+  readonly #calls = new ToolUseAssembler();
+  #stopReason: StopReason | null = null;
+  #usage: ModelUsage | undefined;
+
+  constructor(private readonly providerId: string) {}
+
+  /** Takes one stream event; returns the text it adds, if any. */
+  take(event: RawMessageStreamEvent): string | undefined {
+    switch (event.type) {
+      case "message_start":
+        this.#usage = {
+          inputTokens: event.message.usage.input_tokens,
+          outputTokens: event.message.usage.output_tokens,
+        };
+        return undefined;
+      case "content_block_start": {
+        const block = event.content_block;
+        if (block.type === "tool_use") this.#calls.start(event.index, block.id, block.name);
+        // Text blocks open empty in practice, but nothing forbids initial text.
+        else if (block.type === "text") return block.text || undefined;
+        return undefined;
+      }
+      case "content_block_delta":
+        if (event.delta.type === "text_delta") return event.delta.text || undefined;
+        if (event.delta.type === "input_json_delta")
+          this.#calls.append(event.index, event.delta.partial_json, this.providerId);
+        return undefined;
+      case "message_delta":
+        if (event.delta.stop_reason) this.#stopReason = event.delta.stop_reason;
+        // The counts here are cumulative; input_tokens is only sent by some API versions.
+        this.#usage = {
+          inputTokens: event.usage.input_tokens ?? this.#usage?.inputTokens ?? 0,
+          outputTokens: event.usage.output_tokens,
+        };
+        return undefined;
+      default:
+        // content_block_stop and message_stop need nothing: tool calls are emitted at the end.
+        return undefined;
+    }
+  }
+
+  /** The assembled tool calls in block order, then `done`; a stream without a stop reason is cut short. */
+  *end(): Iterable<ModelEvent> {
+    if (this.#stopReason === null) {
+      // A cut connection can look like a clean end; without a stop_reason the reply is incomplete.
+      throw new ModelError("network", `${this.providerId}: stream ended without a stop_reason`);
+    }
+    const toolCalls = this.#calls.finish();
+    for (const call of toolCalls) yield { type: "tool_call", call };
+    yield {
+      type: "done",
+      stopReason: toStopReason(this.#stopReason, toolCalls.length > 0),
+      usage: this.#usage,
+    };
   }
 }
 
