@@ -46,11 +46,15 @@ async function restartedRedis(chats: number): Promise<boolean> {
   return r.lost > 0 || r.outOfOrder > 0 || r.redisRestarts !== 1;
 }
 
-async function crashedHub(hub: { chats: number; messagesPerChat: number; kills: number }): Promise<boolean> {
+async function crashedHub(
+  hub: { chats: number; messagesPerChat: number; kills: number },
+  sessionStore: "files" | "redis",
+): Promise<boolean> {
   console.log(
-    `the whole hub SIGKILLed mid-run and restarted: ${hub.chats} chats x ${hub.messagesPerChat} messages, ${hub.kills} kills`,
+    `the whole hub SIGKILLed mid-run and restarted, sessions in ${sessionStore}: ${hub.chats} chats x ` +
+      `${hub.messagesPerChat} messages, ${hub.kills} kills`,
   );
-  const r = await hubCrashRun({ ...hub, timeoutMs: 900_000 });
+  const r = await hubCrashRun({ ...hub, sessionStore, timeoutMs: 900_000 });
   console.log(
     `  ${r.messages} messages in ${r.seconds.toFixed(1)} s: answered once ${r.answered}, answered twice ` +
       `${r.answeredTwice} (${r.extraCopies} extra copies; ${r.twiceAfterResume} of them resumed runs, the rest ` +
@@ -67,5 +71,7 @@ const hub = {
 let bad = false;
 if (env("FAULTS_CHATS", 1000) > 0) bad = (await killedWorkers(env("FAULTS_CHATS", 1000))) || bad;
 if (env("FAULTS_REDIS_CHATS", 500) > 0) bad = (await restartedRedis(env("FAULTS_REDIS_CHATS", 500))) || bad;
-if (hub.chats > 0) bad = (await crashedHub(hub)) || bad;
+// Transcripts and indexes in the state dir's files (the default), then in Redis (`sessions.store`).
+if (hub.chats > 0)
+  for (const store of ["files", "redis"] as const) bad = (await crashedHub(hub, store)) || bad;
 process.exit(bad ? 1 : 0);

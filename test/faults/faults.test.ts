@@ -35,16 +35,23 @@ describe("fault runs (CI-sized)", () => {
     expect(r).toMatchObject({ segments: 150, lost: 0, outOfOrder: 0, failed: 0 });
   }, 240_000);
 
-  it("the whole hub SIGKILLed mid-run and restarted: every message answered or its failure recorded", async () => {
-    const chats = 6;
-    const kills = 1;
-    const r = await hubCrashRun({ chats, messagesPerChat: 3, kills });
-    console.log("hub killed:", r);
-    expect(r.lost).toBe(0);
-    expect(r.answered + r.answeredTwice + r.recordedFailures).toBe(r.messages);
-    expect(r.answered).toBeGreaterThan(0);
-    // An extra copy comes from a send in flight at a kill (Telegram takes no idempotency key), at most
-    // one per chat (its sends go one at a time) per kill, or from a timed-out send retried once.
-    expect(r.extraCopies).toBeLessThanOrEqual(chats * kills + r.unknownSendOutcomes);
-  }, 240_000);
+  it.each([
+    ["in files", "files"],
+    ["in Redis", "redis"],
+  ] as const)(
+    "the whole hub SIGKILLed mid-run and restarted, sessions %s: every message answered or its failure recorded",
+    async (_, sessionStore) => {
+      const chats = 6;
+      const kills = 1;
+      const r = await hubCrashRun({ chats, messagesPerChat: 3, kills, sessionStore });
+      console.log(`hub killed (sessions ${sessionStore}):`, r);
+      expect(r.lost).toBe(0);
+      expect(r.answered + r.answeredTwice + r.recordedFailures).toBe(r.messages);
+      expect(r.answered).toBeGreaterThan(0);
+      // An extra copy comes from a send in flight at a kill (Telegram takes no idempotency key), at most
+      // one per chat (its sends go one at a time) per kill, or from a timed-out send retried once.
+      expect(r.extraCopies).toBeLessThanOrEqual(chats * kills + r.unknownSendOutcomes);
+    },
+    240_000,
+  );
 });

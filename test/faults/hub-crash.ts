@@ -18,6 +18,8 @@ export interface HubCrashOptions {
   /** The offline model's pause per word (ms), so a kill lands inside runs. */
   tokenDelayMs?: number;
   timeoutMs?: number;
+  /** `sessions.store`: transcripts and indexes in the state dir's files (default) or in Redis. */
+  sessionStore?: "files" | "redis";
 }
 
 /** What became of every message. */
@@ -98,6 +100,7 @@ export async function hubCrashRun(options: HubCrashOptions): Promise<HubCrashRes
     config: {
       agent: { offlineTokenDelayMs: o.tokenDelayMs, queueMode: "followup" },
       delivery: { leaseMs: 2000, sendTimeoutMs: 1500 },
+      sessions: { store: o.sessionStore ?? "files" },
       channels: {
         telegram: fakeTelegramChannel(telegram, ["*"], { leaseMs: 2000 }),
       },
