@@ -59,6 +59,23 @@ describe("an answer cut by a crash, resumed after the restart", () => {
     for (let i = 0; i < 4; i++) expect(copiesOf(`Same paragraph ${i}.`), `paragraph ${i}`).toBe(1);
   }, 90_000);
 
+  it("killed again while resumed: the third attempt sends only what neither earlier one did", async () => {
+    const answer = paragraphs("Twice", 8);
+    const slow = { text: answer, chunkSize: 40, delayMs: 15 };
+    model.script(slow, slow, { text: answer, chunkSize: 40 });
+    const first = await inst.start({ failpoints: "run.before-push=kill@2" });
+    telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text: "tell me eight things" }));
+    await first.hub.exited;
+    // The resumed attempt drops the block the user has, pushes the next one, and dies before a third.
+    const second = await inst.start({ failpoints: "run.before-push=kill@2" });
+    await second.hub.exited;
+    await inst.start();
+    await waitFor(() => copiesOf("Twice paragraph 7.") === 1, "the answer's end", 40_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(model.requests).toHaveLength(3);
+    for (let i = 0; i < 8; i++) expect(copiesOf(`Twice paragraph ${i}.`), `paragraph ${i}`).toBe(1);
+  }, 90_000);
+
   it("sends the whole new answer when it differs: nothing is lost, the old first paragraph stays", async () => {
     model.script(
       { text: paragraphs("Old", 4), chunkSize: 40, delayMs: 15 },

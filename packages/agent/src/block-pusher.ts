@@ -1,5 +1,5 @@
 import { failpoint, type HashNote, type OutboxFile, type ReplyStream } from "@hub/core";
-import { type ShownPrefix, ShownPrefixFilter, ShownText } from "./shown-prefix.js";
+import { type DecidedBlock, passed, type ShownPrefix, ShownPrefixFilter, ShownText } from "./shown-prefix.js";
 
 /** Options of an `OrderedBlockPusher`. */
 export interface BlockPusherOptions {
@@ -30,25 +30,29 @@ export class OrderedBlockPusher {
     options: BlockPusherOptions = {},
   ) {
     this.#filter = options.shown ? new ShownPrefixFilter(options.shown) : undefined;
-    // Only a first account is kept: a resumed attempt compares itself with what the first one showed.
-    this.#noteOf = this.#filter ? undefined : options.noteOf;
+    this.#noteOf = options.noteOf;
   }
 
   /** Queues blocks behind every earlier one (a resumed attempt's repeat of what was shown is dropped). */
   push(blocks: string[]): void {
-    this.#queue(this.#filter ? this.#filter.take(blocks) : blocks);
+    this.#queue(this.#filter ? this.#filter.decide(blocks) : blocks.map(passed));
   }
 
-  // With `last`, the last of the blocks ends the reply in its own push.
-  #queue(blocks: string[], last = false): void {
-    const noteOf = this.#noteOf;
-    for (const [i, block] of blocks.entries()) {
-      const options = last && i === blocks.length - 1 ? { last } : undefined;
+  // With `last`, the last block pushed ends the reply in its own push. Every block counts toward what the
+  // reply has shown, those a resumed attempt drops too (an earlier attempt showed them): so the note is
+  // this attempt's whole account, and an attempt resumed after this one skips what this one pushed.
+  #queue(decided: DecidedBlock[], last = false): void {
+    const lastPush = last ? decided.findLastIndex((d) => d.push !== undefined) : -1;
+    for (const [i, { block, push }] of decided.entries()) {
+      const shown = this.#shown.add(block);
+      if (push === undefined) continue;
+      const note = this.#noteOf?.(shown);
+      const options = i === lastPush ? { last } : undefined;
       this.#pushing = this.#pushing
         .then(async () => {
           if (this.#error !== undefined) return;
           failpoint("run.before-push");
-          await this.reply.push(block, noteOf?.(this.#shown.add(block)), options);
+          await this.reply.push(push, note, options);
         })
         .catch((error) => {
           this.#error ??= error;
@@ -58,7 +62,7 @@ export class OrderedBlockPusher {
 
   // Held blocks go out before anything else does (a file, or the end of the stream).
   #release(): void {
-    if (this.#filter) this.#queue(this.#filter.release());
+    if (this.#filter) this.#queue(this.#filter.releaseDecided());
   }
 
   /** Queues a file (with its caption) behind every earlier block. */
@@ -98,7 +102,10 @@ export class OrderedBlockPusher {
    * at a failure). With no block left to push, the reply's `end` ends it.
    */
   async finish(blocks: string[]): Promise<void> {
-    this.#queue(this.#filter ? [...this.#filter.take(blocks), ...this.#filter.release()] : blocks, true);
+    const decided = this.#filter
+      ? [...this.#filter.decide(blocks), ...this.#filter.releaseDecided()]
+      : blocks.map(passed);
+    this.#queue(decided, true);
     await this.#pushing;
   }
 

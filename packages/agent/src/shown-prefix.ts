@@ -45,38 +45,63 @@ export class ShownPrefixFilter {
 
   /** The blocks to push now (none while the prefix is still undecided). */
   take(blocks: string[]): string[] {
-    if (this.#decided) return blocks;
+    return pushesOf(this.decide(blocks));
+  }
+
+  /** Ends the holding (the stream ended or paused for a tool): what is held passes unmatched. */
+  release(): string[] {
+    return pushesOf(this.releaseDecided());
+  }
+
+  /** As `take`, with each decided block beside what is pushed of it (nothing when the user has it). */
+  decide(blocks: string[]): DecidedBlock[] {
+    if (this.#decided) return blocks.map(passed);
     for (const block of blocks) {
       this.#held.push(block);
       this.#text += this.#text === "" ? block : `${JOIN}${block}`;
     }
     if (this.#text.length < this.shown.chars) return [];
-    return this.#decide();
+    return this.#match();
   }
 
-  /** Ends the holding (the stream ended or paused for a tool): what is held passes unmatched. */
-  release(): string[] {
+  /** As `release`, with each block beside what is pushed of it. */
+  releaseDecided(): DecidedBlock[] {
     if (this.#decided) return [];
     this.#decided = true;
     const held = this.#held;
     this.#held = [];
-    return held;
+    return held.map(passed);
   }
 
-  #decide(): string[] {
+  #match(): DecidedBlock[] {
     const { chars, sig } = this.shown;
-    if (sha1(this.#text.slice(0, chars)) !== sig) return this.release();
+    if (sha1(this.#text.slice(0, chars)) !== sig) return this.releaseDecided();
     const held = this.#held;
     this.#decided = true;
     this.#held = [];
     // Blocks inside the prefix are shown already; one that runs past its end keeps only what is new.
-    const out: string[] = [];
     let start = 0;
-    for (const block of held) {
+    return held.map((block) => {
       const end = start + block.length;
-      if (end > chars) out.push(start >= chars ? block : block.slice(chars - start).replace(/^\s+/, ""));
+      const rest =
+        end <= chars ? "" : start >= chars ? block : block.slice(chars - start).replace(/^\s+/, "");
       start = end + JOIN.length;
-    }
-    return out.filter((block) => block !== "");
+      return { block, push: rest === "" ? undefined : rest };
+    });
   }
+}
+
+/** One block of an answer, decided: what is pushed of it (`undefined`: the user has it already). */
+export interface DecidedBlock {
+  block: string;
+  push: string | undefined;
+}
+
+/** A block pushed whole. */
+export function passed(block: string): DecidedBlock {
+  return { block, push: block };
+}
+
+function pushesOf(decided: DecidedBlock[]): string[] {
+  return decided.flatMap((d) => (d.push === undefined ? [] : [d.push]));
 }

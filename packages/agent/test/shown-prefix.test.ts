@@ -75,8 +75,45 @@ describe("a resumed attempt does not repeat what the interrupted one showed", ()
     b.push(["Two.", "Three."]);
     await b.drained();
     expect(resumed.pushed).toEqual(["Three."]);
-    // A resumed attempt compares itself with the first account; it does not overwrite it.
-    expect(resumed.notes).toEqual([]);
+    // Its note counts the blocks it dropped too: the user has "One. Two. Three." now.
+    expect(resumed.notes.map((n) => n.fields)).toEqual([{ ...shownOf("One.", "Two.", "Three.") }]);
+  });
+
+  it("an attempt resumed a second time skips what the first resumed one pushed", async () => {
+    const noteOf = (shown: ShownPrefix): HashNote => ({ key: "run:1", fields: { ...shown } });
+    const lastNote = (reply: { notes: HashNote[] }): ShownPrefix => {
+      const { chars, sig } = reply.notes.at(-1)!.fields;
+      return { chars: Number(chars), sig: String(sig) };
+    };
+    // The first attempt showed "One."; the second repeated it, added "Two." and died.
+    const first = recordingReply();
+    const a = new OrderedBlockPusher(first, { noteOf });
+    a.push(["One."]);
+    await a.drained();
+    const second = recordingReply();
+    const b = new OrderedBlockPusher(second, { shown: lastNote(first), noteOf });
+    b.push(["One.", "Two."]);
+    await b.drained();
+    expect(second.pushed).toEqual(["Two."]);
+    // The third says the same and more: only the new part goes out.
+    const third = recordingReply();
+    const c = new OrderedBlockPusher(third, { shown: lastNote(second), noteOf });
+    await c.finish(["One.", "Two.", "Three."]);
+    expect(third.pushed).toEqual(["Three."]);
+    expect(third.lasts).toEqual(["Three."]);
+  });
+
+  it("a resumed attempt that answers differently pushes its answer whole, and its note is that answer's", async () => {
+    const noteOf = (shown: ShownPrefix): HashNote => ({ key: "run:1", fields: { ...shown } });
+    const reply = recordingReply();
+    const pusher = new OrderedBlockPusher(reply, { shown: shownOf("One.", "Two."), noteOf });
+    pusher.push(["Uno.", "Dos."]);
+    await pusher.drained();
+    expect(reply.pushed).toEqual(["Uno.", "Dos."]);
+    expect(reply.notes.map((n) => n.fields)).toEqual([
+      { ...shownOf("Uno.") },
+      { ...shownOf("Uno.", "Dos.") },
+    ]);
   });
 
   it("finish ends the reply with its last block, held blocks of a resumed attempt pushed first", async () => {
