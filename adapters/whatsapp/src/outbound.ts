@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import {
   describeError,
   type HubLogger,
@@ -28,6 +29,17 @@ export interface OutboundDeps {
 }
 
 /**
+ * The WhatsApp message id of a segment: a hash of its identity (reply + position), in the shape baileys
+ * gives its own ids (`3EB0` and 18 hex digits). A resend of the same segment (after a crash, a timeout,
+ * a retry) is then the same message, which WhatsApp shows once: its own apps resend an unacknowledged
+ * message under its id.
+ */
+export function messageIdOf(segment: Pick<OutboundSegment, "replyId" | "index">): string {
+  const hash = createHash("sha256").update(`${segment.replyId}\u0000${segment.index}`).digest("hex");
+  return `3EB0${hash.slice(0, 18).toUpperCase()}`;
+}
+
+/**
  * Sends answers and presence: rendered text, the triggering message quoted
  * on the first segment of a group answer, `composing` while a run refreshes
  * typing and `paused` after its last segment (or once the refreshes stop).
@@ -53,7 +65,7 @@ export class Outbound {
         segment.attachment
           ? await mediaContent(segment.attachment, segment.text)
           : { text: renderWhatsApp(segment.text) },
-        quoted ? { quoted } : undefined,
+        { messageId: messageIdOf(segment), ...(quoted ? { quoted } : {}) },
       );
     } catch (error) {
       throw classifySendError(error);

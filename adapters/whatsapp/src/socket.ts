@@ -31,7 +31,8 @@ export interface WhatsAppSocket {
     jid: string,
     /** A text or media message, or a reaction to the message `key` (`text: ""` removes the reaction). */
     content: import("./send-file.js").WhatsAppContent | { react: { text: string; key: WAMessageKey } },
-    options?: { quoted?: WAMessage },
+    /** `messageId` replaces the random id baileys would give the message. */
+    options?: { quoted?: WAMessage; messageId?: string },
   ): Promise<WAMessage | undefined>;
   sendPresenceUpdate(type: WAPresence, jid?: string): Promise<void>;
   /** Closes the socket (a `connection.update` close follows). */

@@ -283,6 +283,21 @@ describe("whatsapp outbound", () => {
     expect(second?.quoted).toBeUndefined();
   });
 
+  it("a segment sent again (after a crash or a timeout) carries the same message id: the chat shows it once", async () => {
+    const { adapter, wa } = await started();
+    const target = { channel: "whatsapp", accountId: "default", chatId: ALICE };
+    const first = await adapter.send(seg("part one", 0, false), target);
+    const again = await adapter.send(seg("part one", 0, false), target);
+    await adapter.send(seg("part two", 1), target);
+    await adapter.send({ replyId: "r2", index: 0, text: "part one", last: true }, target);
+    expect(first.messageId).toMatch(/^3EB0[0-9A-F]{18}$/);
+    expect(again.messageId).toBe(first.messageId);
+    expect(wa.resent).toEqual([first.messageId]);
+    const ids = wa.sentTo(ALICE).map((m) => m.id);
+    expect(wa.sentTo(ALICE).map((m) => m.text)).toEqual(["part one", "part two", "part one"]);
+    expect(new Set(ids).size).toBe(3);
+  });
+
   it("quotes by key when the triggering message is no longer remembered (after a restart)", async () => {
     const { adapter, wa } = await started();
     await adapter.send(seg("hi"), {

@@ -71,7 +71,7 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
   async sendMessage(
     jid: string,
     content: WhatsAppContent | { react: { text: string; key: proto.IMessageKey } },
-    options?: { quoted?: WAMessage },
+    options?: { quoted?: WAMessage; messageId?: string },
   ) {
     if (this.ended) throw closeError(428);
     // A scripted failure is for the next text message (the rate-limit cases count message sends).
@@ -79,9 +79,12 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
     const failure = this.#failNext;
     this.#failNext = undefined;
     if (failure) throw failure;
-    const id = `BOT${String(this.world.sent.length).padStart(6, "0")}`;
+    // As baileys: the given id, else one of its own.
+    const id = options?.messageId ?? `BOT${String(this.world.sent.length).padStart(6, "0")}`;
     const { text, file, message } = sentView(content);
-    this.world.sent.push({ jid, text, quoted: options?.quoted, id, file });
+    // A message resent under an id the chat already has is the same message: shown once.
+    if (this.world.sent.some((m) => m.jid === jid && m.id === id)) this.world.resent.push(id);
+    else this.world.sent.push({ jid, text, quoted: options?.quoted, id, file });
     return proto.WebMessageInfo.fromObject({
       key: { remoteJid: jid, fromMe: true, id },
       message,
@@ -128,6 +131,8 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
 export class FakeWhatsApp implements WhatsAppConnector {
   readonly sockets: FakeWhatsAppSocket[] = [];
   readonly sent: SentMessage[] = [];
+  /** Ids of messages sent again under an id their chat already had (not shown a second time). */
+  readonly resent: string[] = [];
   linked = true;
   forgotten = 0;
   /** Sockets open by themselves (set false to script each connection). */
