@@ -49,7 +49,12 @@ import { type DiscordGuild, guildAccess } from "./config.js";
 import { GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
-import { type DiscordBotIdentity, DiscordMessageSchema, normalizeMessage } from "./normalize.js";
+import {
+  type DiscordBotIdentity,
+  DiscordMessageSchema,
+  normalizeMessage,
+  UNKNOWN_THREAD_PARENT,
+} from "./normalize.js";
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
 import { fileMessageRequest } from "./send-file.js";
@@ -324,11 +329,7 @@ export class DiscordAdapter implements ChannelAdapter {
         throw new ChannelRefusedError("discord_refused", fatal, { cause: error });
       }
       this.#retrying = true;
-      throw new HubError(
-        "discord_unreachable",
-        `could not connect to Discord (${describe(error)}); check channels.discord.restApi and the network.`,
-        { cause: error },
-      );
+      throw new HubError("discord_unreachable", unreachableReason(error), { cause: error });
     }
     this.#retrying = false;
     this.#log.info({ bot: client.user?.username }, "discord connected");
@@ -411,7 +412,14 @@ export class DiscordAdapter implements ChannelAdapter {
         title: context.title,
       });
       if ("skip" in result) {
-        this.#log.debug({ messageId: msg.id, reason: result.skip }, "discord message not for us");
+        // Every other skip is a message meant for no one here; a thread that cannot be placed is a lost question.
+        const unplaced = result.skip === UNKNOWN_THREAD_PARENT;
+        this.#log[unplaced ? "warn" : "debug"](
+          { messageId: msg.id, channelId: msg.channel_id, reason: result.skip },
+          unplaced
+            ? "discord thread message not answered: its parent channel could not be read"
+            : "discord message not for us",
+        );
         return;
       }
       void this.#submit(result.fields, msg.id);
@@ -466,8 +474,10 @@ export class DiscordAdapter implements ChannelAdapter {
   ): Promise<{ parentId?: string | undefined; title?: string | undefined }> {
     if (!guildId) return {};
     let channel = this.#client.channels.cache.get(channelId);
-    if (!channel || channel.partial) {
-      channel = (await this.#client.channels.fetch(channelId).catch(() => null)) ?? undefined;
+    // A thread discord.js first saw in a message is cached from that message alone, without its parent.
+    if (!channel || channel.partial || (channel.isThread() && !channel.parentId)) {
+      channel =
+        (await this.#client.channels.fetch(channelId, { force: true }).catch(() => null)) ?? undefined;
     }
     if (!channel || !("guild" in channel)) return {};
     const parent = channel.isThread() ? (channel.parent ?? undefined) : undefined;
@@ -650,6 +660,15 @@ function fatalLoginReason(error: unknown): string | undefined {
   if (/authentication failed/i.test(message)) return describeClose(4004);
   if (/sharding is required/i.test(message)) return describeClose(4011);
   return undefined;
+}
+
+// Why a login that may work later failed, and what to do about it.
+function unreachableReason(error: unknown): string {
+  const cause = describe(error);
+  // discord.js refuses to identify when GET /gateway/bot says the daily session starts are spent.
+  if (/not enough sessions remaining/i.test(cause))
+    return `Discord's daily limit of gateway session starts for this bot is used up (${cause}); the hub tries again until it resets. Restarting the hub in a loop spends the next day's starts, so find what restarts it.`;
+  return `could not connect to Discord (${cause}); check channels.discord.restApi and the network.`;
 }
 
 function describe(error: unknown): string {

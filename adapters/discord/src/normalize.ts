@@ -28,6 +28,8 @@ const BaseMessageSchema = z.looseObject({
   webhook_id: z.string().optional(),
 });
 
+/** Why a thread message is skipped when its parent channel cannot be read (no chat to place it in). */
+export const UNKNOWN_THREAD_PARENT = "thread message whose parent channel is unknown";
 /** The parts of a MESSAGE_CREATE dispatch the adapter reads, validated at the edge. */
 export const DiscordMessageSchema = BaseMessageSchema.extend({
   guild_id: z.string().optional(),
@@ -137,7 +139,7 @@ export function normalizeMessage(
     !direct &&
     (THREAD_CHANNEL_TYPES.has(msg.channel_type ?? -1) ||
       (msg.channel_type === undefined && options.parentId !== undefined));
-  if (isThread && !options.parentId) return { skip: "thread message whose parent channel is unknown" };
+  if (isThread && !options.parentId) return { skip: UNKNOWN_THREAD_PARENT };
   const chatId = isThread ? (options.parentId as string) : msg.channel_id;
   let mentioned = direct || mentionsBot(msg, bot);
   if (!direct) {

@@ -89,6 +89,23 @@ describe("discord adapter", () => {
     expect(fake.typing).toContain(fake.threadId);
   });
 
+  it("answers in a thread the client has not cached: the thread is read from Discord, not guessed from the message", async () => {
+    const { fake, model, adapter } = await setup();
+    model.script({ text: "Found the thread." });
+    // The thread leaves discord.js's cache (a sweep, or a thread created while the client was away).
+    fake.gateway.dispatch("THREAD_DELETE", {
+      id: fake.threadId,
+      guild_id: fake.guildId,
+      parent_id: fake.channelId,
+      type: 11,
+    });
+    await waitFor(() => !adapter.client.channels.cache.has(fake.threadId), "the thread out of the cache");
+    fake.userMessage({ channelId: fake.threadId, content: "uncached thread question", mentionBot: true });
+    await waitFor(() => fake.sent(fake.threadId).length === 1, "the thread answer");
+    expect(fake.sent(fake.threadId)[0]?.message.content).toBe("Found the thread.");
+    expect(fake.calls.some((c) => c.method === "GET /channels/:id")).toBe(true);
+  });
+
   it("shows typing only once a run has taken about a second: a quick answer costs no typing call", async () => {
     const { fake, model } = await setup();
     model.script({ text: "Quick." });
@@ -565,6 +582,21 @@ describe("discord sends", () => {
     expect(fake.commands.get(fake.guildId)?.map((c) => c.name)).toEqual(["stop", "new", "status", "queue"]);
     expect(fake.commands.has("global")).toBe(false);
     expect(adapter.status().state).toBe("connected");
+  });
+
+  it("a spent daily session-start limit is said as such (not as a network problem), and tried again later", async () => {
+    const fake = await startFakeDiscord({ sessionStartsRemaining: 0 });
+    const adapter = adapterFor(fake, logger());
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
+    expect(error).not.toBeInstanceOf(ChannelRefusedError);
+    expect((error as Error).message).toMatch(/daily limit of gateway session starts for this bot is used up/);
+    expect((error as Error).message).not.toMatch(/restApi and the network/);
+    expect(adapter.status()).toMatchObject({ state: "reconnecting" });
+    expect(fake.gateway.stats.connections).toBe(0);
   });
 
   it("a gateway that never says HELLO holds neither start (a transient failure) nor stop", async () => {

@@ -182,7 +182,12 @@ function route(s: State, method: string, path: string, body: unknown): Answer {
     return json(200, {
       url: s.gateway.url(),
       shards: 1,
-      session_start_limit: { total: 1000, remaining: 999, reset_after: 86_400_000, max_concurrency: 1 },
+      session_start_limit: {
+        total: 1000,
+        remaining: s.o.sessionStartsRemaining,
+        reset_after: 86_400_000,
+        max_concurrency: 1,
+      },
     });
   if (method === "GET" && path === "/gateway") return json(200, { url: s.gateway.url() });
   // Clients may send `@me` percent-encoded (discord.js does: `/users/%40me`).

@@ -27,6 +27,7 @@ export async function startFakeDiscord(options: FakeDiscordOptions = {}): Promis
     interactionResponseMs: options.interactionResponseMs ?? 3000,
     hello: options.hello ?? true,
     nonceWindowMs: options.nonceWindowMs ?? 5 * 60_000,
+    sessionStartsRemaining: options.sessionStartsRemaining ?? 999,
   };
   const appId = snowflake();
   const bot = user(appId, "hub-test-bot", true);

@@ -13,6 +13,8 @@ export interface FakeDiscordOptions {
   interactionResponseMs?: number;
   /** How far back `enforce_nonce` finds an earlier message with the same nonce (ms; Discord: "a few minutes"). */
   nonceWindowMs?: number;
+  /** `session_start_limit.remaining` of GET /gateway/bot: identifies left today (default 999; 0: used up). */
+  sessionStartsRemaining?: number;
   /** Listen on this port (default: any free one), e.g. one an adapter was pointed at while the fake was down. */
   port?: number;
   /** False: the gateway accepts connections but never says HELLO (default true). */
