@@ -85,6 +85,9 @@ async function fetchBatch(
       // grammY types its signal with a polyfill's type; the runtime takes the standard one.
       deps.signal as unknown as Parameters<Api["getUpdates"]>[1],
     );
+    // The Bot API answers a list; anything else (a broken proxy, a self-hosted server) is a failed call.
+    if (!Array.isArray(updates))
+      throw new Error(`getUpdates answered ${typeof updates} where Telegram answers a list of updates`);
     backoff.reset();
     deps.status.set("connected");
     return updates;
@@ -109,7 +112,9 @@ async function fetchBatch(
       await sleep(deps.conflictBackoffMs, deps.signal);
       return undefined;
     }
-    const wait = backoff.next();
+    // A 429 says how long to wait (parameters.retry_after, seconds); never retry sooner.
+    const retryAfterMs = error instanceof GrammyError ? (error.parameters.retry_after ?? 0) * 1000 : 0;
+    const wait = Math.max(backoff.next(), retryAfterMs);
     const reason = describeTelegramError(error);
     deps.log.warn({ err: reason, backoffMs: wait }, "telegram getUpdates failed; retrying");
     deps.status.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });
@@ -124,6 +129,27 @@ async function fetchBatch(
  * (retried with backoff), and it is stored so a restart neither repeats nor skips.
  */
 export async function pollUpdates(deps: PollerDeps): Promise<void> {
+  // It ends when asked to (a stop, the lease lost, the token refused); whatever else it throws is said,
+  // shown in the status, and polling starts again after a pause: it never ends silently.
+  const restarts = new Backoff(1000, 30_000);
+  while (!deps.signal.aborted) {
+    try {
+      return await pollFromStored(deps);
+    } catch (error) {
+      if (deps.signal.aborted) return;
+      const wait = restarts.next();
+      const reason = `polling failed (${describeTelegramError(error)}); it starts again by itself`;
+      deps.log.error(
+        { err: describeTelegramError(error), backoffMs: wait },
+        "telegram polling failed; starting it again",
+      );
+      deps.status.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });
+      await sleep(wait, deps.signal);
+    }
+  }
+}
+
+async function pollFromStored(deps: PollerDeps): Promise<void> {
   const stored = await deps.state.get(deps.stateKey).catch(() => undefined);
   const offsets = new OffsetWriter(deps);
   try {
@@ -149,8 +175,18 @@ async function pollFrom(deps: PollerDeps, from: number | undefined, offsets: Off
       for (const id of settled) if (id < offset) settled.delete(id);
       offsets.store(offset);
     }
-    if (!outcome.retry) {
+    if (!outcome.retry && outcome.offset !== undefined) {
       retryBackoff.reset();
+      continue;
+    }
+    // Without a usable update_id in the batch the offset cannot move: wait as for a retry, not spin.
+    if (!outcome.retry) {
+      const wait = retryBackoff.next();
+      deps.log.warn(
+        { backoffMs: wait, offset },
+        "telegram sent updates without a usable update_id; asking again",
+      );
+      await sleep(wait, deps.signal);
       continue;
     }
     const wait = retryBackoff.next();

@@ -213,6 +213,53 @@ describe("telegram adapter", () => {
     await waitFor(() => fake.sent("4242").length === 1, "answer after the conflict", 10_000);
   }, 20_000);
 
+  it("a getUpdates answer that is not a list of updates is a failed call: polling backs off and goes on", async () => {
+    const { fake, lines, model, adapter } = await setup();
+    await fake.waitForCall("getUpdates");
+    fake.stub("getUpdates", () => ({ update_id: 5 }));
+    await waitFor(() => adapter.status().state === "reconnecting", "reconnecting", 10_000);
+    expect(adapter.status().reason).toMatch(/answered object where Telegram answers a list of updates/);
+    fake.unstub("getUpdates");
+    model.script({ text: "Still here." });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "are you there" }));
+    await waitFor(() => fake.sent("4242").length === 1, "the answer after the bad batch", 15_000);
+    expect(adapter.status().state).toBe("connected");
+    expect(lines.some((l) => l.includes("telegram polling stopped"))).toBe(false);
+  }, 30_000);
+
+  it("updates without a usable update_id make polling wait, not spin; the next real one clears them", async () => {
+    const { fake, model } = await setup();
+    await fake.waitForCall("getUpdates");
+    const before = fake.callsOf("getUpdates").length;
+    const message = privateText({ chatId: 4242, fromId: 4242, text: "string id" }).message;
+    fake.pushUpdate({ update_id: "900", message });
+    await new Promise((r) => setTimeout(r, 2000));
+    // Spinning asked thousands of times in this window; waiting with backoff asks a handful.
+    expect(fake.callsOf("getUpdates").length - before).toBeLessThan(10);
+    model.script({ text: "Answered." });
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "a real one" }));
+    await waitFor(() => fake.sent("4242").length === 1, "the real one's answer", 15_000);
+  }, 30_000);
+
+  it("a 429 on getUpdates waits its retry_after before asking again", async () => {
+    const { fake } = await setup();
+    await fake.waitForCall("getUpdates");
+    fake.failNext(
+      "getUpdates",
+      { error_code: 429, description: "Too Many Requests: retry after 3", retry_after: 3 },
+      1,
+    );
+    await waitFor(() => fake.callsOf("getUpdates").some((c) => c.error_code === 429), "the 429");
+    const limitedAt = fake.callsOf("getUpdates").find((c) => c.error_code === 429)!.at;
+    await waitFor(
+      () => fake.callsOf("getUpdates").some((c) => c.at > limitedAt),
+      "the next getUpdates",
+      10_000,
+    );
+    const next = fake.callsOf("getUpdates").find((c) => c.at > limitedAt)!;
+    expect(next.at - limitedAt).toBeGreaterThanOrEqual(2900);
+  }, 20_000);
+
   it("the polling offset survives a restart: nothing processed twice, nothing skipped", async () => {
     const fake = await startFakeTelegram();
     const state = memoryState();

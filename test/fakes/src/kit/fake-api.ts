@@ -100,6 +100,11 @@ export class FakeApi<C extends RecordedCall = RecordedCall, F = unknown> {
     this.#stubs.set(this.key(method), handler);
   }
 
+  /** Removes the stub of `method`: it answers as the fake implements it again. */
+  unstub(method: string): void {
+    this.#stubs.delete(this.key(method));
+  }
+
   /** The stub of `method`, if a test set one. */
   stubFor(method: string): ((params: Record<string, unknown>) => unknown) | undefined {
     return this.#stubs.get(this.key(method));

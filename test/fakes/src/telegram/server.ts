@@ -218,6 +218,7 @@ export async function startFakeTelegram(options: FakeTelegramOptions = {}): Prom
       store.files.set(fileId, typeof data === "string" ? Buffer.from(data, "utf8") : Buffer.from(data));
     },
     stub: (method, handler) => api.stub(method, handler),
+    unstub: (method) => api.unstub(method),
     close: async () => {
       if (closed) return;
       closed = true;

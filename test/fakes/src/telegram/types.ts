@@ -140,6 +140,8 @@ export interface FakeTelegram {
    * value becomes `result`; throw a `TelegramApiError` to answer with an error.
    */
   stub(method: string, handler: (params: Record<string, unknown>) => unknown): void;
+  /** Removes a `stub`: the method answers as the fake implements it again (or 404). */
+  unstub(method: string): void;
   /** Answers pending long polls with no updates and stops the server; safe to call twice. */
   close(): Promise<void>;
 }
