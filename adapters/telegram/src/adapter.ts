@@ -202,6 +202,12 @@ export class TelegramAdapter implements ChannelAdapter {
         allowed_updates: [...ALLOWED_UPDATES],
       });
     } catch (error) {
+      // A 400 is Telegram refusing the URL or the secret: retrying the same settings cannot help.
+      if (error instanceof GrammyError && error.error_code === 400) {
+        const reason = `Telegram refused the webhook (${describeTelegramError(error)}); fix ${at}.webhookUrl (a public https:// URL) or ${at}.webhookSecret (A-Z, a-z, 0-9, _ and -) and restart the hub.`;
+        this.#status.set("failed", { reason });
+        throw new ChannelRefusedError("telegram_webhook_refused", reason, { cause: error });
+      }
       this.#status.set("reconnecting", { reason: describeTelegramError(error) });
       throw classifyStartError(error, at);
     }

@@ -1,8 +1,10 @@
 import { ChannelRefusedError } from "@hub/core";
 import { GrammyError, HttpError } from "grammy";
 
-// The Bot API puts the token in the URL path, and fetch errors quote the URL.
-const TOKEN_IN_URL = /\/bot[^/\s]+\//g;
+// The Bot API puts the token in the URL path, and fetch errors quote the URL. The slash after a segment is
+// only looked at, not taken: an apiRoot whose own path starts with "bot" (`/botapi/bot<token>/getMe`)
+// leaves it for the token's segment.
+const TOKEN_IN_URL = /\/bot[^/\s]+(?=\/)/g;
 
 /** A one-line description of a Telegram failure; never the token (it is cut out of quoted URLs). */
 export function describeTelegramError(error: unknown): string {
@@ -11,7 +13,7 @@ export function describeTelegramError(error: unknown): string {
   else if (error instanceof HttpError)
     text = `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
   else text = error instanceof Error ? error.message : String(error);
-  return text.replace(TOKEN_IN_URL, "/bot<token>/");
+  return text.replace(TOKEN_IN_URL, "/bot<token>");
 }
 
 /** Whether Telegram refused the token itself (401 Unauthorized, or 404 for a malformed one). */

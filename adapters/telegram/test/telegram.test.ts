@@ -1,4 +1,4 @@
-import { createLogger } from "@hub/core";
+import { ChannelRefusedError, createLogger } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   privateText,
@@ -95,6 +95,29 @@ describe("telegram adapter", () => {
     expect(ok.status).toBe(200);
     await waitFor(() => fake.sent("4242").length === 1, "the webhook message answered");
     expect(outboundOf(fake.sent("4242")[0]!).text).toBe("Got it.");
+  });
+
+  it("a webhook Telegram refuses (400) fails the channel with the keys to fix, not a retry loop", async () => {
+    const fake = await startFakeTelegram();
+    const adapter = new TelegramAdapter({
+      botToken: fake.token,
+      apiRoot: fake.apiRoot,
+      state: memoryState(),
+      logger: createLogger({ level: "silent" }),
+      mode: "webhook",
+      webhookUrl: "http://127.0.0.1:1/telegram/webhook",
+      webhookSecret: "my webhook secret!!",
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelRefusedError);
+    expect((error as Error).message).toMatch(
+      /Telegram refused the webhook \(400 Bad Request: secret token contains unallowed characters\); fix channels\.telegram\.webhookUrl .* or channels\.telegram\.webhookSecret/,
+    );
+    expect(adapter.status()).toMatchObject({ state: "failed" });
   });
 
   it("while the hub drains, a webhook update gets 503 with Retry-After and is not taken", async () => {
@@ -293,6 +316,23 @@ describe("telegram adapter", () => {
     await fake.close();
     expect(seen).toEqual(["one", "two"]);
   }, 20_000);
+
+  it("no error or status quotes the bot token, even when apiRoot's own path starts with bot", async () => {
+    const token = "777777:AAHsecretSecretSecretSecret";
+    const adapter = new TelegramAdapter({
+      botToken: token,
+      // A proxy path starting with "bot", on a port nothing listens on: the fetch error quotes the URL.
+      apiRoot: "http://127.0.0.1:9/botapi",
+      state: memoryState(),
+      logger: createLogger({ level: "silent" }),
+    });
+    cleanups.push(() => adapter.stop());
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
+    expect((error as Error).message).toMatch(/could not be reached/);
+    expect((error as Error).message).toContain("/bot<token>/getMe");
+    for (const shown of [(error as Error).message, JSON.stringify(adapter.status())])
+      expect(shown).not.toContain("AAHsecret");
+  });
 
   it("a failing Telegram call is logged without the bot token", async () => {
     const { fake, lines, model, hub } = await setup();
