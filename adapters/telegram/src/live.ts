@@ -1,6 +1,7 @@
 import type { OutboundSegment } from "@hub/core";
 import { type Api, GrammyError } from "grammy";
 import type { ReactionTypeEmoji } from "grammy/types";
+import { platformMessageId } from "./normalize.js";
 import { plainTextFallback, renderTelegramHtml } from "./render.js";
 
 // Live previews and reactions on the Bot API: editMessageText, deleteMessage, setMessageReaction.
@@ -56,6 +57,8 @@ export async function setReaction(
   messageId: string,
   emoji: string | null,
 ): Promise<void> {
-  const reaction = emoji === null ? [] : [{ type: "emoji", emoji } as ReactionTypeEmoji];
-  await api.setMessageReaction(chatId, Number(messageId), reaction);
+  // Telegram lists its reaction emoji without the emoji presentation selector (U+FE0F): "❤", not "❤️".
+  const reaction =
+    emoji === null ? [] : [{ type: "emoji", emoji: emoji.replaceAll("\uFE0F", "") } as ReactionTypeEmoji];
+  await api.setMessageReaction(chatId, platformMessageId(messageId), reaction);
 }

@@ -30,7 +30,8 @@ const BaseMessageSchema = z.looseObject({
   message_thread_id: z.number().optional(),
   is_topic_message: z.boolean().optional(),
   from: UserSchema.optional(),
-  sender_chat: z.looseObject({ id: z.number() }).optional(),
+  sender_chat: z.looseObject({ id: z.number(), title: z.string().optional() }).optional(),
+  is_automatic_forward: z.boolean().optional(),
   date: z.number(),
   edit_date: z.number().optional(),
   chat: z.looseObject({
@@ -52,6 +53,13 @@ const BaseMessageSchema = z.looseObject({
   forum_topic_created: z.unknown().optional(),
 });
 
+// Between the message id and the edit date in the hub's id of an edited message taken as new.
+const EDIT_MARK = ":edit:";
+
+/** Telegram's message_id of a message the hub knows by `messageId` (an edit's id carries its date too). */
+export function platformMessageId(messageId: string): number {
+  return Number(messageId.split(EDIT_MARK)[0]);
+}
 /** The parts of a Telegram Message the adapter reads, validated at the edge. */
 export const TelegramMessageSchema = BaseMessageSchema.extend({
   reply_to_message: BaseMessageSchema.optional(),
@@ -155,13 +163,19 @@ export function normalizeMessage(
     return { skip: "edited message (editedMessages: ignore)" };
   if (msg.chat.type === "channel" && !options.channelPosts)
     return { skip: "channel post (channelPosts is off)" };
-  if (msg.from?.is_bot) return { skip: "message from a bot" };
-  const sender =
-    msg.from ??
-    (msg.sender_chat
-      ? { id: msg.sender_chat.id, is_bot: false, first_name: msg.chat.title ?? "channel" }
-      : undefined);
+  if (msg.is_automatic_forward && !options.channelPosts)
+    return { skip: "channel post forwarded to its discussion group (channelPosts is off)" };
+  // Sent on behalf of a chat (an anonymous group admin, a channel): `from` is then a stand-in user
+  // (GroupAnonymousBot, marked a bot) and the sender is the chat.
+  const sender = msg.sender_chat
+    ? {
+        id: msg.sender_chat.id,
+        is_bot: false,
+        first_name: msg.sender_chat.title ?? msg.chat.title ?? "channel",
+      }
+    : msg.from;
   if (!sender) return { skip: "message without a sender" };
+  if (sender.is_bot) return { skip: "message from a bot" };
 
   const text = msg.text ?? msg.caption ?? "";
   const addressed = addressing(text, msg.entities ?? msg.caption_entities ?? [], bot);
@@ -182,7 +196,7 @@ export function normalizeMessage(
     channel: "telegram",
     accountId: options.accountId,
     // An edit reuses the message id; as a new message it needs its own dedupe identity.
-    messageId: edited ? `${msg.message_id}:edit:${msg.edit_date}` : String(msg.message_id),
+    messageId: edited ? `${msg.message_id}${EDIT_MARK}${msg.edit_date}` : String(msg.message_id),
     chat: { type: chatType, id: String(msg.chat.id), ...(msg.chat.title ? { title: msg.chat.title } : {}) },
     ...(threadId ? { threadId } : {}),
     sender: {

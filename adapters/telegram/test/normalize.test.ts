@@ -124,6 +124,30 @@ describe("normalizeMessage", () => {
     expect(f.replyTo).toBeUndefined();
   });
 
+  it("a message sent on behalf of a chat (an anonymous admin) is from that chat, not from its stand-in bot user", () => {
+    // As Telegram sends it: `from` is the GroupAnonymousBot stand-in, `sender_chat` the group itself.
+    const anonymous = msg({
+      from: { id: 1087968824, is_bot: true, first_name: "Group", username: "GroupAnonymousBot" },
+      sender_chat: { id: group.id, title: "Team" },
+      chat: group,
+      text: "@hub_test_bot what now?",
+      entities: [{ type: "mention", offset: 0, length: 13 }],
+    });
+    const f = fields(anonymous);
+    expect(f.sender).toMatchObject({ id: String(group.id), name: "Team", isBot: false });
+    expect(f.wasMentioned).toBe(true);
+    // A linked channel's post mirrored into its discussion group is a channel post: off by default.
+    const mirrored = msg({
+      from: { id: 777000, is_bot: false, first_name: "Telegram" },
+      sender_chat: { id: -1009, title: "News" },
+      is_automatic_forward: true,
+      chat: group,
+      text: "@hub_test_bot news",
+      entities: [{ type: "mention", offset: 0, length: 13 }],
+    });
+    expect(skipped(mirrored)).toMatch(/forwarded to its discussion group/);
+  });
+
   it("ignores bots, channel posts (unless configured) and edits (unless configured)", () => {
     expect(skipped(msg({ from: { id: 5, is_bot: true, first_name: "Other" } }))).toMatch(/bot/);
     const post = msg({

@@ -283,6 +283,41 @@ describe("telegram adapter", () => {
     expect(next.at - limitedAt).toBeGreaterThanOrEqual(2900);
   }, 20_000);
 
+  it("an edited message taken as new gets its reaction on Telegram's message_id, not the hub's edit id", async () => {
+    const fake = await startFakeTelegram();
+    const seen: string[] = [];
+    const adapter = new TelegramAdapter({
+      botToken: fake.token,
+      apiRoot: fake.apiRoot,
+      state: memoryState(),
+      logger: createLogger({ level: "silent" }),
+      pollTimeoutSeconds: 1,
+      editedMessages: "as-new",
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async (f) => {
+      seen.push(f.messageId);
+      return { kind: "accepted" };
+    });
+    const original = privateText({ chatId: 77, fromId: 77, text: "first words", messageId: 501 });
+    fake.pushUpdate(original);
+    fake.pushUpdate({
+      edited_message: { ...original.message, text: "better words", edit_date: 1_700_000_500 },
+    });
+    await waitFor(() => seen.length === 2, "the message and its edit");
+    expect(seen[1]).toBe("501:edit:1700000500");
+    await adapter.react({ channel: "telegram", accountId: "default", chatId: "77" }, seen[1]!, "👀");
+    expect(fake.callsOf("setMessageReaction").map((c) => c.params.message_id)).toEqual([501]);
+    // "❤️" as typed (with U+FE0F) is Telegram's "❤".
+    await adapter.react({ channel: "telegram", accountId: "default", chatId: "77" }, "501", "\u2764\uFE0F");
+    expect(fake.callsOf("setMessageReaction").at(-1)?.params.reaction).toEqual([
+      { type: "emoji", emoji: "\u2764" },
+    ]);
+  }, 20_000);
+
   it("the polling offset survives a restart: nothing processed twice, nothing skipped", async () => {
     const fake = await startFakeTelegram();
     const state = memoryState();

@@ -80,8 +80,12 @@ export function acknowledge(
 ): (() => Promise<void>) | undefined {
   const emoji = live?.ackReactionFor(ctx);
   if (!live || emoji === undefined) return undefined;
+  // A warning: a refused reaction (an emoji the platform does not offer) fails on every message until fixed.
   const failed = (what: string) => (error: unknown) =>
-    log.debug({ err: error, messageId: ctx.messageId }, `acknowledgement reaction could not be ${what}`);
+    log.warn(
+      { err: error, messageId: ctx.messageId, emoji },
+      `acknowledgement reaction could not be ${what}`,
+    );
   const message: ReactedMessage = {
     channel: ctx.channel,
     accountId: ctx.accountId,
