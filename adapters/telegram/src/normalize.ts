@@ -178,6 +178,10 @@ export function normalizeMessage(
   if (sender.is_bot) return { skip: "message from a bot" };
 
   const text = msg.text ?? msg.caption ?? "";
+  const attached = media(msg);
+  // Service messages (a member joined, a pin, a topic created) and content with nothing to read.
+  if (text.trim() === "" && attached.length === 0)
+    return { skip: "no text, caption or file (a service message, a location, a poll)" };
   const addressed = addressing(text, msg.entities ?? msg.caption_entities ?? [], bot);
   if (addressed.otherBotCommand !== undefined)
     return { skip: `command for another bot (${addressed.otherBotCommand})` };
@@ -216,7 +220,7 @@ export function normalizeMessage(
           },
         }
       : {}),
-    media: media(msg),
+    media: attached,
     timestamp: (msg.edit_date ?? msg.date) * 1000,
     ...(chatType !== "direct" ? { replyToMessageId: String(msg.message_id) } : {}),
   };

@@ -148,6 +148,16 @@ describe("normalizeMessage", () => {
     expect(skipped(mirrored)).toMatch(/forwarded to its discussion group/);
   });
 
+  it("skips service messages and content with nothing to read, instead of rejecting them as empty", () => {
+    const joined = msg({
+      chat: group,
+      text: undefined,
+      new_chat_members: [user],
+    } as Partial<TelegramMessage>);
+    expect(skipped(joined)).toMatch(/no text, caption or file/);
+    expect(skipped(msg({ text: "   " }))).toMatch(/no text, caption or file/);
+  });
+
   it("ignores bots, channel posts (unless configured) and edits (unless configured)", () => {
     expect(skipped(msg({ from: { id: 5, is_bot: true, first_name: "Other" } }))).toMatch(/bot/);
     const post = msg({
