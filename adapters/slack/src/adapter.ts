@@ -28,7 +28,7 @@ import type { WebClientOptions } from "@slack/web-api";
 import { boltLogger } from "./bolt-logger.js";
 import { missingModeKey, SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
-import { slackEventsRoute } from "./events-http.js";
+import { type EventsRouteOptions, slackEventsRoute } from "./events-http.js";
 import { fetchSlackFile } from "./files.js";
 import { SlackInbound } from "./inbound.js";
 import { deletePost, reactionName, setReaction, updateText } from "./live.js";
@@ -59,6 +59,8 @@ export interface SlackAdapterOptions {
   workingIdleMs?: number;
   /** Acknowledge an HTTP event after this long even if admission is still running (ms). */
   ackDeadlineMs?: number;
+  /** How an HTTP event whose admission failed after its ack is tried again (see `EventsRouteOptions`). */
+  lateRetry?: EventsRouteOptions["lateRetry"];
 }
 
 /**
@@ -285,6 +287,7 @@ export class SlackAdapter implements ChannelAdapter {
         logger: this.#log,
         process: (envelope) => this.#inbound.process(envelope),
         ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
+        ...(this.#o.lateRetry ? { lateRetry: this.#o.lateRetry } : {}),
       }),
     ];
   }

@@ -1,5 +1,5 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
-import { formatIssues, webhookRoute } from "@hub/core";
+import { Backoff, formatIssues, sleep, webhookRoute } from "@hub/core";
 import { z } from "zod";
 import { isSslCheck, readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
 import { verifySlackSignature } from "./signature.js";
@@ -31,6 +31,8 @@ export interface EventsRouteOptions {
   /** Processes one event; `retry` makes Slack redeliver it. */
   process(envelope: SlackEnvelope): Promise<InboundResult>;
   ackDeadlineMs?: number;
+  /** Waits between tries of an event whose admission failed after its ack (default 1 s doubling to 30 s, 8 tries). */
+  lateRetry?: { initialMs: number; maxMs: number; tries: number };
 }
 
 const header = (value: string | string[] | undefined): string | undefined =>
@@ -41,7 +43,8 @@ const header = (value: string | string[] | undefined): string | undefined =>
  * the caller checks out, 503 only for our transient failures). The caller check is Slack's
  * signature over the raw body with a timestamp at most 5 minutes old; `url_verification` is
  * answered with its challenge; an event is acknowledged once admitted, or after `ackDeadlineMs`
- * at the latest (admission then finishes in the background), so Slack never times out on us.
+ * at the latest (admission then finishes in the background, tried again if it fails, since Slack
+ * does not resend what was acknowledged), so Slack never times out on us.
  */
 export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
   const log = options.logger;
@@ -83,18 +86,14 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       }
       if (envelope.data.type === "url_verification") return { kind: "accepted" };
       const retryNum = header(req.headers["x-slack-retry-num"]);
-      const work = options.process({
+      const delivery: SlackEnvelope = {
         body: envelope.data,
         retryNum: retryNum === undefined ? undefined : Number(retryNum),
         retryReason: header(req.headers["x-slack-retry-reason"]),
-      });
-      return withDeadline(work, options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
-        if (late.kind === "retry") {
-          log.error(
-            { eventId: envelope.data.event_id, reason: late.reason },
-            "slack event failed after its ack",
-          );
-        }
+      };
+      return withDeadline(options.process(delivery), options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
+        // Acknowledged already, so Slack will not resend it: this process tries again (admission is idempotent).
+        if (late.kind === "retry") void admitAfterAck(options, delivery, late.reason);
       });
     },
     respond: (body) => {
@@ -107,6 +106,38 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       };
     },
   });
+}
+
+// Tries an acknowledged event's admission again with backoff; said at each failure, and when it gives up.
+async function admitAfterAck(
+  options: EventsRouteOptions,
+  delivery: SlackEnvelope,
+  failure: string,
+): Promise<void> {
+  const { initialMs, maxMs, tries } = options.lateRetry ?? { initialMs: 1000, maxMs: 30_000, tries: 8 };
+  const backoff = new Backoff(initialMs, maxMs);
+  const eventId = delivery.body.event_id;
+  let reason = failure;
+  for (let attempt = 1; attempt <= tries; attempt++) {
+    const wait = backoff.next();
+    options.logger.warn(
+      { eventId, reason, retryInMs: wait },
+      "slack event not admitted after its ack; trying again",
+    );
+    await sleep(wait);
+    const result = await options.process(delivery).catch(
+      (error: unknown): InboundResult => ({
+        kind: "retry",
+        reason: error instanceof Error ? error.message : String(error),
+      }),
+    );
+    if (result.kind !== "retry") return;
+    reason = result.reason;
+  }
+  options.logger.error(
+    { eventId, reason, tries },
+    "slack event not answered: it could not be admitted after its ack",
+  );
 }
 
 /** Waits for `work` at most `ms`; past it, answers `accepted` (acknowledge now) and reports the late result. */

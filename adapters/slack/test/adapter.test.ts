@@ -260,6 +260,24 @@ describe("slack events over HTTP", () => {
     await waitFor(() => admitted, "the admission to finish");
   });
 
+  it("an event whose slow admission fails after its ack is admitted by trying again (Slack will not resend it)", async () => {
+    let tries = 0;
+    const { fake } = await setup({
+      ackDeadlineMs: 200,
+      lateRetry: { initialMs: 50, maxMs: 100, tries: 5 },
+      handler: async () => {
+        tries++;
+        if (tries > 2) return { kind: "accepted" };
+        await new Promise((r) => setTimeout(r, 400));
+        return { kind: "retry", reason: "redis is down" };
+      },
+    });
+    expect((await fake.deliver(dm(fake, "slow and failing"))).status).toBe(200);
+    await waitFor(() => tries === 3, "the admission tried again until it took");
+    await new Promise((r) => setTimeout(r, 300));
+    expect(tries).toBe(3);
+  });
+
   it("skips bot messages, its own messages, edits and joins; a file share carries its files as media", async () => {
     const { fake, received } = await setup();
     const m = (text: string, extra: Record<string, unknown>) =>
