@@ -148,6 +148,28 @@ function addressing(
   return { mentioned };
 }
 
+// Why a message of this kind is not answered under the account's settings, if it is not.
+function unwantedKind(
+  msg: TelegramMessage,
+  kind: "message" | "edited_message" | "channel_post",
+  options: NormalizeOptions,
+): string | undefined {
+  if (kind === "edited_message" && options.editedMessages === "ignore")
+    return "edited message (editedMessages: ignore)";
+  if (msg.chat.type === "channel" && !options.channelPosts) return "channel post (channelPosts is off)";
+  if (msg.is_automatic_forward && !options.channelPosts)
+    return "channel post forwarded to its discussion group (channelPosts is off)";
+  return undefined;
+}
+
+// Who sent it. On behalf of a chat (an anonymous group admin, a channel) `from` is a stand-in user
+// (GroupAnonymousBot, marked a bot) and the sender is the chat.
+function senderOf(msg: TelegramMessage) {
+  if (!msg.sender_chat) return msg.from;
+  const name = msg.sender_chat.title ?? msg.chat.title ?? "channel";
+  return { id: msg.sender_chat.id, is_bot: false, first_name: name };
+}
+
 /**
  * Turns a Telegram message into adapter fields: chat kind, forum topic,
  * mention detection (`@bot`, a text mention of the bot, a reply to the bot,
@@ -159,21 +181,9 @@ export function normalizeMessage(
   bot: BotIdentity,
   options: NormalizeOptions,
 ): NormalizeResult {
-  if (kind === "edited_message" && options.editedMessages === "ignore")
-    return { skip: "edited message (editedMessages: ignore)" };
-  if (msg.chat.type === "channel" && !options.channelPosts)
-    return { skip: "channel post (channelPosts is off)" };
-  if (msg.is_automatic_forward && !options.channelPosts)
-    return { skip: "channel post forwarded to its discussion group (channelPosts is off)" };
-  // Sent on behalf of a chat (an anonymous group admin, a channel): `from` is then a stand-in user
-  // (GroupAnonymousBot, marked a bot) and the sender is the chat.
-  const sender = msg.sender_chat
-    ? {
-        id: msg.sender_chat.id,
-        is_bot: false,
-        first_name: msg.sender_chat.title ?? msg.chat.title ?? "channel",
-      }
-    : msg.from;
+  const unwanted = unwantedKind(msg, kind, options);
+  if (unwanted) return { skip: unwanted };
+  const sender = senderOf(msg);
   if (!sender) return { skip: "message without a sender" };
   if (sender.is_bot) return { skip: "message from a bot" };
 

@@ -8,7 +8,7 @@ import {
 } from "../../../test/fakes/src/index.js";
 import { startTestHub, type TestHub } from "../../../test/support/hub.js";
 import { waitFor } from "../../../test/support/redis.js";
-import { TelegramAdapter } from "../src/index.js";
+import { TelegramAdapter, type TelegramAdapterOptions } from "../src/index.js";
 import { memoryState, outboundOf } from "./harness.js";
 
 const cleanups: Array<() => Promise<void>> = [];
@@ -61,6 +61,24 @@ async function setup(options: { mode?: "webhook"; model?: boolean } = {}) {
   return { fake, model, hub, lines, state, adapter };
 }
 
+/** A Telegram adapter (not started) polling its own fake Bot API, without a hub; both stopped after the test. */
+async function bareAdapter(options: Partial<TelegramAdapterOptions> = {}) {
+  const fake = await startFakeTelegram();
+  const adapter = new TelegramAdapter({
+    botToken: fake.token,
+    apiRoot: fake.apiRoot,
+    state: memoryState(),
+    logger: createLogger({ level: "silent" }),
+    pollTimeoutSeconds: 1,
+    ...options,
+  });
+  cleanups.push(async () => {
+    await adapter.stop();
+    await fake.close();
+  });
+  return { fake, adapter };
+}
+
 describe("telegram adapter", () => {
   it("webhook mode: sets the webhook with a secret; a wrong secret gets 401, a non-JSON body 200 and one log line", async () => {
     const { fake, hub, model, lines } = await setup({ mode: "webhook" });
@@ -98,19 +116,10 @@ describe("telegram adapter", () => {
   });
 
   it("a webhook Telegram refuses (400) fails the channel with the keys to fix, not a retry loop", async () => {
-    const fake = await startFakeTelegram();
-    const adapter = new TelegramAdapter({
-      botToken: fake.token,
-      apiRoot: fake.apiRoot,
-      state: memoryState(),
-      logger: createLogger({ level: "silent" }),
+    const { adapter } = await bareAdapter({
       mode: "webhook",
       webhookUrl: "http://127.0.0.1:1/telegram/webhook",
       webhookSecret: "my webhook secret!!",
-    });
-    cleanups.push(async () => {
-      await adapter.stop();
-      await fake.close();
     });
     const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ChannelRefusedError);
@@ -284,20 +293,8 @@ describe("telegram adapter", () => {
   }, 20_000);
 
   it("an edited message taken as new gets its reaction on Telegram's message_id, not the hub's edit id", async () => {
-    const fake = await startFakeTelegram();
+    const { fake, adapter } = await bareAdapter({ editedMessages: "as-new" });
     const seen: string[] = [];
-    const adapter = new TelegramAdapter({
-      botToken: fake.token,
-      apiRoot: fake.apiRoot,
-      state: memoryState(),
-      logger: createLogger({ level: "silent" }),
-      pollTimeoutSeconds: 1,
-      editedMessages: "as-new",
-    });
-    cleanups.push(async () => {
-      await adapter.stop();
-      await fake.close();
-    });
     await adapter.start(async (f) => {
       seen.push(f.messageId);
       return { kind: "accepted" };
