@@ -31,7 +31,7 @@ describe("delivery.maxAge from the config file", () => {
   it("answers older than maxAge when delivery starts are not sent, the chat is told once, and new answers go out", async () => {
     const inst = installation("stale-delivery", {
       config: {
-        delivery: { maxAge: "1s" },
+        delivery: { maxAge: "2s" },
         channels: { telegram: fakeTelegramChannel(telegram, [USER]) },
       },
     });
@@ -51,7 +51,7 @@ describe("delivery.maxAge from the config file", () => {
     } finally {
       redis.disconnect();
     }
-    await new Promise((r) => setTimeout(r, 2500));
+    await new Promise((r) => setTimeout(r, 3000));
     await inst.start({ roles: "delivery" });
     await waitFor(() => sentTexts().some((t) => NOTICE.test(t)), "the lost-answer notice", 20_000);
     telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text: "a fresh question" }));

@@ -39,6 +39,7 @@ import { plainTextFallback, telegramVisibleLength } from "./render.js";
 import { MeasuredRenders } from "./rendered.js";
 import { sendTelegramFile } from "./send-file.js";
 import { parseUpdate } from "./update.js";
+import { webhookProblems } from "./webhook-settings.js";
 
 /** Options of the Telegram adapter (from `channels.telegram` plus wiring). */
 export interface TelegramAdapterOptions {
@@ -191,10 +192,12 @@ export class TelegramAdapter implements ChannelAdapter {
   }
 
   async #setWebhook(at: string): Promise<void> {
-    if (!this.#o.webhookUrl || !this.#o.webhookSecret) {
-      const reason = `Telegram webhook mode needs ${at}.webhookUrl and ${at}.webhookSecret.`;
+    const [problem] = webhookProblems(this.#o, at);
+    if (problem || !this.#o.webhookUrl || !this.#o.webhookSecret) {
+      const reason =
+        problem?.message ?? `Telegram webhook mode needs ${at}.webhookUrl and ${at}.webhookSecret.`;
       this.#status.set("failed", { reason });
-      throw new ChannelRefusedError("telegram_webhook_config", reason);
+      throw new ChannelRefusedError(problem?.code ?? "telegram_webhook_config", reason);
     }
     try {
       await this.#bot.api.setWebhook(this.#o.webhookUrl, {
@@ -202,8 +205,13 @@ export class TelegramAdapter implements ChannelAdapter {
         allowed_updates: [...ALLOWED_UPDATES],
       });
     } catch (error) {
-      // A 400 is Telegram refusing the URL or the secret: retrying the same settings cannot help.
-      if (error instanceof GrammyError && error.error_code === 400) {
+      // A 400 is Telegram refusing the URL or the secret: retrying the same settings cannot help, unless
+      // it could not resolve the host yet (a DNS record still spreading).
+      if (
+        error instanceof GrammyError &&
+        error.error_code === 400 &&
+        !/resolve host/i.test(error.description)
+      ) {
         const reason = `Telegram refused the webhook (${describeTelegramError(error)}); fix ${at}.webhookUrl (a public https:// URL) or ${at}.webhookSecret (A-Z, a-z, 0-9, _ and -) and restart the hub.`;
         this.#status.set("failed", { reason });
         throw new ChannelRefusedError("telegram_webhook_refused", reason, { cause: error });

@@ -5,6 +5,8 @@ import { GrammyError, HttpError } from "grammy";
 // only looked at, not taken: an apiRoot whose own path starts with "bot" (`/botapi/bot<token>/getMe`)
 // leaves it for the token's segment.
 const TOKEN_IN_URL = /\/bot[^/\s]+(?=\/)/g;
+// A token anywhere else (a URL cut before its method, a query): Telegram's shape, `<bot id>:<secret>`.
+const TOKEN_SHAPED = /(?<!\d)\d{3,}:[A-Za-z0-9_-]{20,}/g;
 
 /** A one-line description of a Telegram failure; never the token (it is cut out of quoted URLs). */
 export function describeTelegramError(error: unknown): string {
@@ -13,7 +15,7 @@ export function describeTelegramError(error: unknown): string {
   else if (error instanceof HttpError)
     text = `network error: ${String(error.error instanceof Error ? error.error.message : error.error)}`;
   else text = error instanceof Error ? error.message : String(error);
-  return text.replace(TOKEN_IN_URL, "/bot<token>");
+  return text.replace(TOKEN_IN_URL, "/bot<token>").replace(TOKEN_SHAPED, "<token>");
 }
 
 /** Whether Telegram refused the token itself (401 Unauthorized, or 404 for a malformed one). */

@@ -157,8 +157,9 @@ function unwantedKind(
   if (kind === "edited_message" && options.editedMessages === "ignore")
     return "edited message (editedMessages: ignore)";
   if (msg.chat.type === "channel" && !options.channelPosts) return "channel post (channelPosts is off)";
-  if (msg.is_automatic_forward && !options.channelPosts)
-    return "channel post forwarded to its discussion group (channelPosts is off)";
+  // The channel's own post arrives as a channel_post (answered there when channelPosts is on): its
+  // mirror in the discussion group is not a second message.
+  if (msg.is_automatic_forward) return "a channel post mirrored into its discussion group";
   return undefined;
 }
 

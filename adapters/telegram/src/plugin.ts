@@ -1,5 +1,6 @@
 import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { type TelegramConfig, TelegramConfigSchema } from "./config.js";
+import { webhookProblems } from "./webhook-settings.js";
 
 // A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
 const tokenMissing = (accountId: string) => {
@@ -25,17 +26,9 @@ export const telegramPlugin: ChannelPlugin<TelegramConfig> = {
   },
   configProblems(config, accountId) {
     const at = accountConfigPath("telegram", accountId);
-    const webhookIncomplete = config.mode === "webhook" && (!config.webhookUrl || !config.webhookSecret);
     return [
       ...(config.botToken ? [] : [tokenMissing(accountId)]),
-      ...(webhookIncomplete
-        ? [
-            new HubError(
-              "telegram_webhook_config",
-              `Telegram webhook mode needs ${at}.webhookUrl and ${at}.webhookSecret.`,
-            ),
-          ]
-        : []),
+      ...(config.mode === "webhook" ? webhookProblems(config, at) : []),
     ];
   },
   async create(config, deps) {

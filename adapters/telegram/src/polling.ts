@@ -87,7 +87,9 @@ async function fetchBatch(
     );
     // The Bot API answers a list; anything else (a broken proxy, a self-hosted server) is a failed call.
     if (!Array.isArray(updates))
-      throw new Error(`getUpdates answered ${typeof updates} where Telegram answers a list of updates`);
+      throw new Error(
+        `getUpdates answered ${updates === null ? "null" : typeof updates} where Telegram answers a list of updates`,
+      );
     backoff.reset();
     deps.status.set("connected");
     return updates;
@@ -133,17 +135,20 @@ export async function pollUpdates(deps: PollerDeps): Promise<void> {
   // shown in the status, and polling starts again after a pause: it never ends silently.
   const restarts = new Backoff(1000, 30_000);
   while (!deps.signal.aborted) {
+    const startedAt = Date.now();
     try {
       return await pollFromStored(deps);
     } catch (error) {
       if (deps.signal.aborted) return;
+      // A failure after a good while of polling is a new one: its wait starts small again.
+      if (Date.now() - startedAt > 60_000) restarts.reset();
       const wait = restarts.next();
-      const reason = `polling failed (${describeTelegramError(error)}); it starts again by itself`;
-      deps.log.error(
-        { err: describeTelegramError(error), backoffMs: wait },
-        "telegram polling failed; starting it again",
-      );
-      deps.status.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });
+      const said = describeTelegramError(error);
+      deps.log.error({ err: said, backoffMs: wait }, "telegram polling failed; starting it again");
+      deps.status.set("reconnecting", {
+        reason: `polling failed (${said}); it starts again by itself`,
+        nextRetryAt: Date.now() + wait,
+      });
       await sleep(wait, deps.signal);
     }
   }

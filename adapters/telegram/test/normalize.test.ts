@@ -136,7 +136,7 @@ describe("normalizeMessage", () => {
     const f = fields(anonymous);
     expect(f.sender).toMatchObject({ id: String(group.id), name: "Team", isBot: false });
     expect(f.wasMentioned).toBe(true);
-    // A linked channel's post mirrored into its discussion group is a channel post: off by default.
+    // A linked channel's post mirrored into its discussion group is not a second message (its channel_post is).
     const mirrored = msg({
       from: { id: 777000, is_bot: false, first_name: "Telegram" },
       sender_chat: { id: -1009, title: "News" },
@@ -145,7 +145,10 @@ describe("normalizeMessage", () => {
       text: "@hub_test_bot news",
       entities: [{ type: "mention", offset: 0, length: 13 }],
     });
-    expect(skipped(mirrored)).toMatch(/forwarded to its discussion group/);
+    expect(skipped(mirrored)).toMatch(/mirrored into its discussion group/);
+    expect(normalizeMessage(mirrored, "message", bot, { ...options, channelPosts: true })).toEqual({
+      skip: "a channel post mirrored into its discussion group",
+    });
   });
 
   it("skips service messages and content with nothing to read, instead of rejecting them as empty", () => {

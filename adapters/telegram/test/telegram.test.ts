@@ -4,10 +4,12 @@ import {
   privateText,
   startFakeOpenAI,
   startFakeTelegram,
+  TelegramApiError,
   telegramErrors,
 } from "../../../test/fakes/src/index.js";
 import { startTestHub, type TestHub } from "../../../test/support/hub.js";
 import { waitFor } from "../../../test/support/redis.js";
+import { describeTelegramError } from "../src/errors.js";
 import { TelegramAdapter, type TelegramAdapterOptions } from "../src/index.js";
 import { memoryState, outboundOf } from "./harness.js";
 
@@ -116,17 +118,35 @@ describe("telegram adapter", () => {
   });
 
   it("a webhook Telegram refuses (400) fails the channel with the keys to fix, not a retry loop", async () => {
-    const { adapter } = await bareAdapter({
+    const { adapter, fake } = await bareAdapter({
+      mode: "webhook",
+      webhookUrl: "http://127.0.0.1:1/telegram/webhook",
+      webhookSecret: "Good_secret-0123456789",
+    });
+    fake.stub("setWebhook", () => {
+      throw new TelegramApiError({
+        error_code: 400,
+        description: "Bad Request: bad webhook: Webhook can be set up only on ports 80, 88, 443 or 8443",
+      });
+    });
+    const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ChannelRefusedError);
+    expect((error as Error).message).toMatch(
+      /Telegram refused the webhook \(400 Bad Request: bad webhook: .*\); fix channels\.telegram\.webhookUrl .* or channels\.telegram\.webhookSecret/,
+    );
+    expect(adapter.status()).toMatchObject({ state: "failed" });
+  });
+
+  it("a webhook secret Telegram would refuse fails the channel before any call, naming the key", async () => {
+    const { adapter, fake } = await bareAdapter({
       mode: "webhook",
       webhookUrl: "http://127.0.0.1:1/telegram/webhook",
       webhookSecret: "my webhook secret!!",
     });
     const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ChannelRefusedError);
-    expect((error as Error).message).toMatch(
-      /Telegram refused the webhook \(400 Bad Request: secret token contains unallowed characters\); fix channels\.telegram\.webhookUrl .* or channels\.telegram\.webhookSecret/,
-    );
-    expect(adapter.status()).toMatchObject({ state: "failed" });
+    expect((error as Error).message).toMatch(/channels\.telegram\.webhookSecret may hold only letters/);
+    expect(fake.callsOf("setWebhook")).toEqual([]);
   });
 
   it("while the hub drains, a webhook update gets 503 with Retry-After and is not taken", async () => {
@@ -364,6 +384,9 @@ describe("telegram adapter", () => {
     expect((error as Error).message).toContain("/bot<token>/getMe");
     for (const shown of [(error as Error).message, JSON.stringify(adapter.status())])
       expect(shown).not.toContain("AAHsecret");
+    // Quoted some other way (cut before the method, with a query): still not shown.
+    for (const quoted of [`https://h/bot${token}`, `https://h/bot${token}?x=1`, `token ${token}.`])
+      expect(describeTelegramError(new Error(quoted))).not.toContain("AAHsecret");
   });
 
   it("a failing Telegram call is logged without the bot token", async () => {

@@ -4,19 +4,21 @@ const UNIT_MS = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 } as co
 const DURATION = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)$/;
 
 /**
- * A config duration: a string with a unit (`"500ms"`, `"90s"`, `"30m"`, `"2h"`, `"1d"`) or a
- * number of milliseconds, as the `ms` package and Node's timers read a bare number. Parses to
- * whole milliseconds.
+ * A config duration: a string with its unit (`"500ms"`, `"90s"`, `"30m"`, `"2h"`, `"1d"`). Parses to
+ * whole milliseconds. A bare number is refused: some read it as seconds, others as milliseconds, and
+ * either misreading turns a limit into a thousandth or a thousandfold of itself.
  */
-export const DurationSchema = z.union([z.number(), z.string()]).transform((value, ctx) => {
-  const ms = typeof value === "number" ? value : durationMs(value.trim());
-  if (ms !== undefined && Number.isFinite(ms) && ms >= 1) return Math.round(ms);
-  ctx.addIssue({
-    code: "custom",
-    message: `"${value}" is not a duration: write it like "30m", "90s" or "2h", or give a number of milliseconds (at least 1)`,
+export const DurationSchema = z
+  .string({ error: 'write it as a duration with its unit, like "30m", "90s" or "2h"' })
+  .transform((value, ctx) => {
+    const ms = durationMs(value.trim());
+    if (ms !== undefined && Number.isFinite(ms) && ms >= 1) return Math.round(ms);
+    ctx.addIssue({
+      code: "custom",
+      message: `"${value}" is not a duration: write it with its unit, like "30m", "90s" or "2h"`,
+    });
+    return z.NEVER;
   });
-  return z.NEVER;
-});
 
 function durationMs(text: string): number | undefined {
   const match = DURATION.exec(text);

@@ -25,19 +25,25 @@ describe("config", () => {
     }
   });
 
-  it("reads delivery.maxAge as a duration with a unit or milliseconds, and the older maxAgeSeconds", () => {
+  it("reads delivery.maxAge as a duration with its unit, and the older maxAgeSeconds", () => {
     const maxAgeMs = (delivery: Record<string, unknown>) => parseConfig({ delivery }).delivery.maxAgeMs;
     expect(maxAgeMs({})).toBe(30 * 60_000);
     expect(maxAgeMs({ maxAge: "90s" })).toBe(90_000);
     expect(maxAgeMs({ maxAge: "2h" })).toBe(7_200_000);
     expect(maxAgeMs({ maxAge: "1.5m" })).toBe(90_000);
     expect(maxAgeMs({ maxAge: "250ms" })).toBe(250);
-    expect(maxAgeMs({ maxAge: 5000 })).toBe(5000);
+    expect(maxAgeMs({ maxAge: " 5 m " })).toBe(300_000);
     expect(maxAgeMs({ maxAgeSeconds: 60 })).toBe(60_000);
     expect(() => parseConfig({ delivery: { maxAge: "soon" } }, "hub.json5")).toThrow(
-      /delivery\.maxAge: "soon" is not a duration: write it like "30m"/,
+      /delivery\.maxAge: "soon" is not a duration: write it with its unit, like "30m"/,
     );
-    expect(() => parseConfig({ delivery: { maxAge: 0 } })).toThrow(/delivery\.maxAge: "0" is not a duration/);
+    // A bare number is refused, not guessed at (1800 read as milliseconds would expire every answer).
+    expect(() => parseConfig({ delivery: { maxAge: 1800 } }, "hub.json5")).toThrow(
+      /delivery\.maxAge: .*string/,
+    );
+    expect(() => parseConfig({ delivery: { maxAge: "0s" } })).toThrow(
+      /delivery\.maxAge: "0s" is not a duration/,
+    );
     expect(() => parseConfig({ delivery: { maxAge: "5m", maxAgeSeconds: 60 } })).toThrow(
       /set either delivery\.maxAge or delivery\.maxAgeSeconds, not both/,
     );

@@ -390,7 +390,9 @@ export class ReplyDispatcher implements ReplySink {
     // Kept with the failed deliveries: the operator sees what was dropped and can still send it.
     await new FailedDeliveries(this.#redis, this.#o.prefix).record(
       segment,
-      new Error(`expired: older than ${Math.round(maxAgeMs / 1000)} s when its turn came`),
+      new Error(
+        `expired: older than ${maxAgeMs < 1000 ? `${maxAgeMs} ms` : `${Math.round(maxAgeMs / 1000)} s`} when its turn came`,
+      ),
       "expired",
     );
     if (first !== "OK") return;
