@@ -1,3 +1,4 @@
+import { runIdForMessage } from "@hub/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { type FakeWorld, startFakeWorld } from "../support/hub.js";
@@ -136,6 +137,31 @@ describe("gateway scopes and sessions", () => {
     expect(mine.payload).toMatchObject({ sessionKey: "agent:main:webchat:direct:client%3Awriter" });
     expect(await writer.terminal("writer-key-12345")).toMatchObject({ state: "final" });
     owner.close();
+    writer.close();
+  });
+
+  it("a client cannot take a future platform message's runId as its key: that message is still answered", async () => {
+    const messageId = `future-${n++}`;
+    const future = runIdForMessage(`telegram:default:1:${messageId}`);
+    const writer = await GatewayClient.open(world.hub.port, WRITER);
+    for (const key of [future, future.toUpperCase()]) {
+      const taken = await writer.request("chat.send", { text: "claim it", idempotencyKey: key });
+      expect(taken.error?.code).toBe("bad_params");
+      expect(taken.error?.message).toMatch(/a version-8 UUID names a platform message's run here/);
+    }
+    world.model.script({ text: "Answered all the same." });
+    const before = telegramText("1").length;
+    const result = await world.hub.dispatcher!.dispatchInboundMessage({
+      channel: "telegram",
+      messageId,
+      chat: { type: "direct", id: "1" },
+      sender: { id: "1", name: "Tg User" },
+      body: "my next message",
+      timestamp: Date.now(),
+    });
+    expect(result).toMatchObject({ status: "accepted", runId: future });
+    await waitFor(() => telegramText("1").length > before, "the Telegram answer");
+    expect(telegramText("1").at(-1)?.text).toBe("Answered all the same.");
     writer.close();
   });
 

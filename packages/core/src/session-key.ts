@@ -54,8 +54,19 @@ export function replyTargetKey(t: {
  * The runId of a platform message, derived from its dedupe key: every
  * redelivery of one message gets the same runId, so everything keyed by it
  * (run record, reply, lane item) is idempotent across crashes and retries.
+ * It is a version-8 UUID (RFC 9562, "custom"), a shape the gateway refuses as
+ * an idempotency key: a client could otherwise take a future message's runId
+ * first and have that message dropped as a duplicate.
  */
 export function runIdForMessage(dedupeKey: string): string {
   const h = createHash("sha256").update(dedupeKey).digest("hex");
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+  const variant = ((Number.parseInt(h.charAt(16), 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+const MESSAGE_RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
+
+/** Whether `id` has the shape of a platform message's runId (`runIdForMessage`), in any letter case. */
+export function isMessageRunId(id: string): boolean {
+  return MESSAGE_RUN_ID.test(id);
 }

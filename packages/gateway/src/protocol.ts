@@ -1,3 +1,4 @@
+import { isMessageRunId } from "@hub/core";
 import { z } from "zod";
 
 /** Version of the gateway protocol, announced in the `connect` response. */
@@ -48,7 +49,11 @@ export const ChatSendParamsSchema = z
       .string()
       .min(8)
       .max(128)
-      .regex(/^[A-Za-z0-9_.-]+$/, "use letters, digits, '.', '_' or '-'"),
+      .regex(/^[A-Za-z0-9_.-]+$/, "use letters, digits, '.', '_' or '-'")
+      .refine(
+        (key) => !isMessageRunId(key),
+        "a version-8 UUID names a platform message's run here; use a random UUID (crypto.randomUUID()) or another key",
+      ),
   })
   .strict();
 
