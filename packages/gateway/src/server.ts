@@ -101,6 +101,10 @@ export interface GatewayOptions {
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
+/** Requests one connection may have in flight; more are answered `busy` at once (each holds memory until answered). */
+export const MAX_REQUESTS_IN_FLIGHT = 32;
+/** Unread bytes the hub keeps for one connection; a client that stops reading past this is cut off. */
+export const MAX_UNREAD_BYTES = 8 * 1024 * 1024;
 
 /** Handles one method call of an authenticated client. */
 type MethodHandler = (conn: Connection, principal: Principal, params: unknown) => Promise<unknown>;
@@ -114,6 +118,8 @@ interface Connection {
   seq: number;
   sessions: Set<string>;
   log: HubLogger;
+  /** Requests being answered now. */
+  inFlight: number;
 }
 
 /** True when `host` is a loopback address: only this machine can reach a gateway listening there. */
@@ -234,6 +240,7 @@ export class GatewayServer {
       seq: 0,
       sessions: new Set(),
       log: this.deps.logger.child({ remote: req.socket.remoteAddress }),
+      inFlight: 0,
     };
     this.#connections.add(conn);
     const timer = setTimeout(() => {
@@ -253,7 +260,17 @@ export class GatewayServer {
   }
 
   #send(conn: Connection, frame: ResponseFrame | EventFrame): void {
-    if (conn.ws.readyState === WebSocket.OPEN) conn.ws.send(JSON.stringify(frame));
+    if (conn.ws.readyState !== WebSocket.OPEN) return;
+    // A client that stops reading would make the hub hold every answer for it; it is cut off instead.
+    if (conn.ws.bufferedAmount > MAX_UNREAD_BYTES) {
+      conn.log.warn(
+        { unreadBytes: conn.ws.bufferedAmount },
+        "gateway client stopped reading; connection closed",
+      );
+      conn.ws.terminate();
+      return;
+    }
+    conn.ws.send(JSON.stringify(frame));
   }
 
   #error(conn: Connection, id: RequestFrame["id"] | null, code: string, message: string): void {
@@ -277,6 +294,15 @@ export class GatewayServer {
       return this.#error(conn, null, "bad_frame", message);
     }
     if (!conn.authed) return this.#connect(conn, frame);
+    if (conn.ws.readyState !== WebSocket.OPEN) return;
+    if (conn.inFlight >= MAX_REQUESTS_IN_FLIGHT)
+      return this.#error(
+        conn,
+        frame.id,
+        "busy",
+        `At most ${MAX_REQUESTS_IN_FLIGHT} requests per connection are answered at once; wait for answers before sending more.`,
+      );
+    conn.inFlight++;
     try {
       const payload = await this.#call(conn, frame);
       this.#send(conn, { type: "res", id: frame.id, ok: true, payload });
@@ -292,6 +318,8 @@ export class GatewayServer {
       }
       conn.log.error({ err: error, method: frame.method }, "request failed");
       this.#error(conn, frame.id, "internal", "The hub could not handle this request; see its log.");
+    } finally {
+      conn.inFlight--;
     }
   }
 
