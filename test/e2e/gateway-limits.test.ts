@@ -28,6 +28,15 @@ describe("gateway limits per connection", () => {
     client.close();
   });
 
+  it("names of the object's own properties (toString, __proto__) are unknown methods, not missing scopes", async () => {
+    const client = await GatewayClient.open(world.hub.port, world.hub.token);
+    for (const method of ["toString", "__proto__", "constructor"]) {
+      const res = await client.request(method, {});
+      expect(res.error?.code).toBe("unknown_method");
+    }
+    client.close();
+  });
+
   it("a client that stops reading is cut off instead of growing the hub's memory", async () => {
     world.model.script({ text: "x".repeat(30_000) });
     const client = await GatewayClient.open(world.hub.port, world.hub.token);

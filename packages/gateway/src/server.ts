@@ -382,7 +382,10 @@ export class GatewayServer {
     if (!principal) throw new RequestError("unauthorized", "Send a connect request with your token first.");
     if (frame.method === "connect")
       throw new RequestError("already_connected", "This connection is already authenticated.");
-    const needed = (METHOD_SCOPES as Record<string, Scope | undefined>)[frame.method];
+    // Own keys only: "toString" or "__proto__" are the object's, not methods.
+    const needed = Object.hasOwn(METHOD_SCOPES, frame.method)
+      ? (METHOD_SCOPES as Record<string, Scope | undefined>)[frame.method]
+      : undefined;
     if (!needed)
       throw new RequestError(
         "unknown_method",

@@ -1,4 +1,11 @@
-import { configJsonSchema, configWarnings, type HubConfig, HubError, WEBCHAT_CHANNEL } from "@hub/core";
+import {
+  configJsonSchema,
+  configWarnings,
+  type HubConfig,
+  HubError,
+  parseLogLevel,
+  WEBCHAT_CHANNEL,
+} from "@hub/core";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
 import { configOf, output } from "./context.js";
@@ -18,6 +25,8 @@ export function registerConfig(program: Command): void {
     .option("--json", "print JSON")
     .action((_opts, command: Command) => {
       const { path, fromFile, config: parsed } = configOf(command);
+      // The environment's other setting hub start reads before anything else.
+      if (process.env.HUB_LOG_LEVEL) parseLogLevel(process.env.HUB_LOG_LEVEL, "HUB_LOG_LEVEL");
       const problems = accountProblems(parsed);
       if (problems.length > 0)
         throw new HubError(

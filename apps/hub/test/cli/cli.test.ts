@@ -54,6 +54,10 @@ describe("hub config", { timeout: 120_000 }, () => {
     expect(warned.stdout).toContain(
       'Warning: channels.telegram.dmPolicy is "open" but channels.telegram.allowFrom has no "*"',
     );
+    // The environment too: a log level hub start would refuse.
+    const loud = await runCli(["--config", good, "config", "validate"], { ...env, HUB_LOG_LEVEL: "verbose" });
+    expect(loud.code).toBe(1);
+    expect(loud.stderr).toContain("HUB_LOG_LEVEL=verbose is not a log level");
   });
 
   it("validate: 1 naming each account the hub could not start (a missing token, a mode's missing key)", async () => {
