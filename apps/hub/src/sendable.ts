@@ -57,8 +57,12 @@ export async function retrySendable(
   config: HubConfig,
   ids?: ReadonlyArray<string>,
 ): Promise<RetryResult> {
-  const chosen = (await failed.list()).filter((f) => !ids || ids.includes(f.id));
-  const skipped: RetryResult["skipped"] = [];
+  const listed = await failed.list();
+  const chosen = listed.filter((f) => !ids || ids.includes(f.id));
+  // A named id that is not listed (a typo, or retried already) is said, not passed over in silence.
+  const skipped: RetryResult["skipped"] = (ids ?? [])
+    .filter((id) => !listed.some((f) => f.id === id))
+    .map((id) => ({ id, reason: 'no failed delivery has this id; "hub deliveries failed" lists them' }));
   const sendable = chosen.flatMap((f) => {
     const problem = unsendable(config, f.target.channel, f.target.accountId);
     if (!problem) return [f.id];

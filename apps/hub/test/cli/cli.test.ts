@@ -189,8 +189,10 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
     const entries = JSON.parse(list.stdout) as Array<{ id: string; text: string; error: string }>;
     expect(entries.map((e) => e.text)).toEqual(["second lost segment", "first lost segment"]);
     expect(entries[0]?.error).toContain("500");
-    const retry = await runCli(["deliveries", "retry", entries[1]!.id], withTelegram);
+    const retry = await runCli(["deliveries", "retry", entries[1]!.id, "deadbeef"], withTelegram);
     expect(retry.stdout).toContain(`Queued 1 segment(s) again: ${entries[1]!.id}`);
+    // A typo'd id is said, not passed over.
+    expect(retry.stderr).toContain("Not retried: deadbeef: no failed delivery has this id");
     expect(retry.stderr).toContain(`(from Redis ${prefix}:deliveries:failed`);
     expect((await failed.list()).map((e) => e.text)).toEqual(["second lost segment"]);
     const queued = await redis.lrange(`${prefix}:mb:reply:q:${replyTargetKey(target)}`, 0, -1);
