@@ -1,5 +1,5 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
-import { Backoff, formatIssues, sleep, webhookRoute } from "@hub/core";
+import { Backoff, formatIssues, webhookRoute } from "@hub/core";
 import { z } from "zod";
 import { isSslCheck, readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
 import { verifySlackSignature } from "./signature.js";
@@ -124,7 +124,8 @@ async function admitAfterAck(
       { eventId, reason, retryInMs: wait },
       "slack event not admitted after its ack; trying again",
     );
-    await sleep(wait);
+    // Unref'd: a hub that is stopping does not wait for these tries.
+    await new Promise((resolve) => setTimeout(resolve, wait).unref());
     const result = await options.process(delivery).catch(
       (error: unknown): InboundResult => ({
         kind: "retry",
