@@ -114,6 +114,24 @@ describe("SIGTERM drain", () => {
     const redis = new Redis(REDIS_URL);
     cleanups.push(() => redis.disconnect());
     expect(await redis.hget(`${prefix}:run:budget-run-1`, "status")).toBe("running");
+    expect(hub.output.join("")).toContain('"interrupted":1');
+  });
+
+  it("a run past the budget that ends while the hub stops is not counted as interrupted", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const { env, port } = await installation("budget-ends", model, 1);
+    const hub = await started(env, port);
+    // About 2 s of streaming: past the 1 s budget, within the stop's grace.
+    model.script({ text: "an answer that ends soon after the budget", chunkSize: 4, delayMs: 200 });
+    await runInFlight(port, model, "budget-ends-1");
+    hub.child.kill("SIGTERM");
+    await hub.exited;
+    const out = hub.output.join("");
+    expect(out).toContain("run still in flight at the end of the drain budget");
+    // It ended while the hub stopped (the client's connection closes at the drain, before its final event).
+    expect(out).toMatch(/"runId":"budget-ends-1"[^\n]*"status":"completed"[^\n]*"msg":"run finished"/);
+    expect(out).toContain('"interrupted":0');
   });
 
   it("a second SIGTERM exits at once", async () => {

@@ -49,7 +49,7 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
     for (const { runId, sessionKey, channel } of left)
       logger.warn(
         { runId, sessionKey, channel },
-        "run still in flight at the end of the drain budget; restart recovery resumes it",
+        "run still in flight at the end of the drain budget; restart recovery resumes it unless it ends while the hub stops",
       );
     // Stopping waits for the runs' workers and lets delivery flush; past the budget (plus a little for delivery) we go anyway.
     const stopped = await Promise.race([
@@ -72,7 +72,8 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
         "the hub did not finish stopping within the drain budget; exiting, restart recovery resumes the rest",
       );
     options.afterStop?.();
-    logger.info({ interrupted: left.length }, "stopped");
+    // Counted now: a run still in flight at the budget's end may have ended while the hub stopped.
+    logger.info({ interrupted: hub.operations.metrics.inFlight().length }, "stopped");
     exit(0);
   };
   process.on("SIGTERM", () => void drain("SIGTERM"));
