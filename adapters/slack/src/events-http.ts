@@ -91,7 +91,7 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
         retryNum: retryNum === undefined ? undefined : Number(retryNum),
         retryReason: header(req.headers["x-slack-retry-reason"]),
       };
-      return withDeadline(options.process(delivery), options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
+      return withDeadline(processed(options, delivery), options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
         // Acknowledged already, so Slack will not resend it: this process tries again (admission is idempotent).
         if (late.kind === "retry") void admitAfterAck(options, delivery, late.reason);
       });
@@ -106,6 +106,16 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       };
     },
   });
+}
+
+// One try of an event's admission; a throw is a transient failure (`retry`), as a refusal to admit is.
+function processed(options: EventsRouteOptions, delivery: SlackEnvelope): Promise<InboundResult> {
+  return options.process(delivery).catch(
+    (error: unknown): InboundResult => ({
+      kind: "retry",
+      reason: error instanceof Error ? error.message : String(error),
+    }),
+  );
 }
 
 // Tries an acknowledged event's admission again with backoff; said at each failure, and when it gives up.
@@ -126,12 +136,7 @@ async function admitAfterAck(
     );
     // Unref'd: a hub that is stopping does not wait for these tries.
     await new Promise((resolve) => setTimeout(resolve, wait).unref());
-    const result = await options.process(delivery).catch(
-      (error: unknown): InboundResult => ({
-        kind: "retry",
-        reason: error instanceof Error ? error.message : String(error),
-      }),
-    );
+    const result = await processed(options, delivery);
     if (result.kind !== "retry") return;
     reason = result.reason;
   }
@@ -141,7 +146,10 @@ async function admitAfterAck(
   );
 }
 
-/** Waits for `work` at most `ms`; past it, answers `accepted` (acknowledge now) and reports the late result. */
+/**
+ * Waits for `work` (which never rejects: see `processed`) at most `ms`; past it, answers `accepted`
+ * (acknowledge now) and reports the late result.
+ */
 async function withDeadline(
   work: Promise<InboundResult>,
   ms: number,
@@ -149,23 +157,17 @@ async function withDeadline(
 ): Promise<InboundResult> {
   let timer: NodeJS.Timeout | undefined;
   let late = false;
-  const settled = work.catch(
-    (error: unknown): InboundResult => ({
-      kind: "retry",
-      reason: error instanceof Error ? error.message : String(error),
-    }),
-  );
   const deadline = new Promise<InboundResult>((resolve) => {
     timer = setTimeout(() => {
       late = true;
       resolve({ kind: "accepted" });
     }, ms);
   });
-  void settled.then((result) => {
+  void work.then((result) => {
     if (late) onLate(result);
   });
   try {
-    return await Promise.race([settled, deadline]);
+    return await Promise.race([work, deadline]);
   } finally {
     clearTimeout(timer);
   }

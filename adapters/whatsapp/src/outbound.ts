@@ -31,8 +31,8 @@ export interface OutboundDeps {
 /**
  * The WhatsApp message id of a segment: a hash of its identity (reply + position), in the shape baileys
  * gives its own ids (`3EB0` and 18 hex digits). A resend of the same segment (after a crash, a timeout,
- * a retry) is then the same message, which WhatsApp shows once: its own apps resend an unacknowledged
- * message under its id.
+ * a retry) goes out under the same id, as WhatsApp's own apps resend a message they got no
+ * acknowledgement for (that a recipient then shows it once is not checked against WhatsApp here).
  */
 export function messageIdOf(segment: Pick<OutboundSegment, "replyId" | "index">): string {
   const hash = createHash("sha256").update(`${segment.replyId}\u0000${segment.index}`).digest("hex");
