@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type FakeOpenAI, startFakeOpenAI } from "@hub/fakes";
+import { type FakeOpenAI, startFakeOpenAI, startSilentServer } from "@hub/fakes";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
@@ -18,7 +18,12 @@ afterEach(async () => {
 });
 
 /** A state dir with a hub.json5 using the fake model; returns the environment to start a hub with it. */
-async function installation(name: string, model: FakeOpenAI, drainSeconds: number) {
+async function installation(
+  name: string,
+  model: FakeOpenAI,
+  drainSeconds: number,
+  channels: Record<string, unknown> = {},
+) {
   const stateDir = mkdtempSync(join(tmpdir(), "hub-life-"));
   const prefix = testPrefix(name);
   const config = join(stateDir, "hub.json5");
@@ -28,6 +33,7 @@ async function installation(name: string, model: FakeOpenAI, drainSeconds: numbe
       agent: { model: "fake/m" },
       models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
       lifecycle: { drainSeconds },
+      channels,
     }),
   );
   cleanups.push(async () => {
@@ -132,6 +138,31 @@ describe("SIGTERM drain", () => {
     // It ended while the hub stopped (the client's connection closes at the drain, before its final event).
     expect(out).toMatch(/"runId":"budget-ends-1"[^\n]*"status":"completed"[^\n]*"msg":"run finished"/);
     expect(out).toContain('"interrupted":0');
+  });
+
+  it("an idle hub whose platforms never answer stops at once, not when their connection attempts time out", async () => {
+    const model = await startFakeOpenAI();
+    cleanups.push(() => model.close());
+    const silent = await startSilentServer();
+    cleanups.push(() => silent.close());
+    const at = `http://127.0.0.1:${silent.port}`;
+    const { env, port } = await installation("silent", model, 30, {
+      telegram: { botToken: "123456:SILENT-TOKEN", apiRoot: at },
+      discord: { token: "silent.discord.token", restApi: `${at}/api` },
+      slack: { botToken: "xoxb-silent", signingSecret: "silent-signing-secret", apiUrl: `${at}/api/` },
+    });
+    const hub = await started(env, port);
+    // Each channel's first request is open and unanswered: every start is still connecting.
+    await waitFor(() => silent.connections() >= 3, "a connection attempt from every channel");
+    const t0 = Date.now();
+    hub.child.kill("SIGTERM");
+    await hub.exited;
+    // Before, the stop waited for the starts: grammY's 40 s getMe timeout, capped by the drain budget.
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    expect(hub.child.exitCode).toBe(0);
+    const afterStop = hub.output.join("").split("draining")[1] ?? "";
+    expect(afterStop).toContain('"msg":"stopped');
+    expect(afterStop).not.toMatch(/could not connect/);
   });
 
   it("a second SIGTERM exits at once", async () => {

@@ -8,6 +8,7 @@ import {
   type ChannelPacing,
   ChannelRefusedError,
   type ChannelStatus,
+  ChannelStoppedError,
   type FetchedMedia,
   type FetchMediaOptions,
   fetchMediaUrl,
@@ -233,7 +234,8 @@ export class DiscordAdapter implements ChannelAdapter {
     if (this.#o.lease) return this.#connectHolding(this.#o.lease);
     await this.#connect().catch((error: unknown) => {
       // The hub's supervisor retries and logs the failure; the status says why meanwhile.
-      if (!(error instanceof ChannelRefusedError)) this.#status.unreachable(describe(error));
+      if (!(error instanceof ChannelRefusedError || error instanceof ChannelStoppedError))
+        this.#status.unreachable(describe(error));
       throw error;
     });
   }
@@ -275,8 +277,9 @@ export class DiscordAdapter implements ChannelAdapter {
         firstTry();
         break;
       } catch (error) {
-        firstTry(error instanceof ChannelRefusedError ? error : undefined);
-        if (error instanceof ChannelRefusedError) return;
+        const final = error instanceof ChannelRefusedError || error instanceof ChannelStoppedError;
+        firstTry(final ? error : undefined);
+        if (final) return;
         const wait = backoff.next();
         this.#status.unreachable(describe(error), wait);
         await sleep(wait, held);
@@ -312,11 +315,13 @@ export class DiscordAdapter implements ChannelAdapter {
       await Promise.race([
         this.#login,
         sleep(waitMs, this.#stopSignal.signal).then(() => {
+          if (this.#stopSignal.signal.aborted) throw new ChannelStoppedError();
           throw new StartTimeout(`Discord's gateway did not get ready within ${Math.round(waitMs / 1000)} s`);
         }),
       ]);
       this.#login = undefined;
     } catch (error) {
+      if (error instanceof ChannelStoppedError) throw error; // stop() destroys the client
       if (!(error instanceof StartTimeout)) {
         // A failed discord.js login cannot be repeated: the next attempt gets a fresh client.
         this.#login = undefined;

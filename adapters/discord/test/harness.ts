@@ -1,4 +1,4 @@
-import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
+import type { ConformanceHarness, HarnessStartOptions, OutboundMessage } from "@hub/conformance";
 import { createLogger, type HubLogger } from "@hub/core";
 import {
   type DiscordSentMessage,
@@ -6,7 +6,9 @@ import {
   type FakeDiscordOptions,
   freeLocalPort,
   memoryStateStore,
+  type SilentServer,
   startFakeDiscord,
+  startSilentServer,
 } from "@hub/fakes";
 import type { APIMessage } from "discord-api-types/v10";
 import { DiscordAdapter, type DiscordAdapterOptions } from "../src/index.js";
@@ -77,6 +79,7 @@ export function discordHarness(
   let fake: FakeDiscord;
   let logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
   let port = 0;
+  let silent: SilentServer | undefined;
   // The suite reads the ids before the fake starts, so the fake is told to use these.
   const ids = { user: "100000000000000001", group: "100000000000000002", directChat: "100000000000000003" };
   const fakeOptions = () => ({
@@ -94,10 +97,11 @@ export function discordHarness(
     get logger() {
       return logger;
     },
-    async start(startOptions: { logger?: HubLogger; unreachable?: boolean } = {}) {
+    async start(startOptions: HarnessStartOptions = {}) {
       if (startOptions.logger) logger = startOptions.logger;
       port = await freeLocalPort();
-      if (!startOptions.unreachable) fake = await startFakeDiscord(fakeOptions());
+      if (startOptions.silent) silent = await startSilentServer(port);
+      else if (!startOptions.unreachable) fake = await startFakeDiscord(fakeOptions());
       return new DiscordAdapter({
         token: "fake-discord-token.AAAA.bbbbbbbbbbbbbbbb",
         restApi: `http://127.0.0.1:${port}/api`,
@@ -110,7 +114,10 @@ export function discordHarness(
     async platformUp() {
       fake = await startFakeDiscord(fakeOptions());
     },
-    stop: async () => fake?.close(),
+    stop: async () => {
+      await silent?.close();
+      await fake?.close();
+    },
     direct: async (text) => fake.userMessage({ channelId: fake.dmChannelId, content: text }),
     // Discord: an attachment on the CDN (a voice message is an audio/ogg attachment).
     directWithFile: async (text, file) =>

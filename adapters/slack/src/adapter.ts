@@ -8,6 +8,7 @@ import {
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStatusCell,
+  ChannelStoppedError,
   describeError,
   type FetchedMedia,
   type FetchMediaOptions,
@@ -22,6 +23,7 @@ import {
   type ReplyTarget,
   resolvePacing,
   type SendResult,
+  untilStopped,
 } from "@hub/core";
 import { App, type Receiver } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
@@ -113,6 +115,8 @@ export class SlackAdapter implements ChannelAdapter {
   #socket: SocketConnection | undefined;
   #identity: SlackBotIdentity | undefined;
   #appReady = false;
+  /** Aborted by `stop`: a start still connecting gives up at once. */
+  #stopping = new AbortController();
   readonly #status: ChannelStatusCell;
 
   constructor(options: SlackAdapterOptions) {
@@ -213,12 +217,19 @@ export class SlackAdapter implements ChannelAdapter {
     const at = accountConfigPath("slack", this.accountId);
     const missing = missingModeKey(this.#o, at);
     if (missing) this.#refuse(new ChannelRefusedError("slack_config", missing));
+    this.#stopping = new AbortController();
+    const stopped = this.#stopping.signal;
     try {
-      await this.#identify(at);
+      // The signal also reaches the HTTP requests (see #withSendSignal), so a stop closes them.
+      await untilStopped(
+        this.#signals.run(stopped, () => this.#identify(at)),
+        stopped,
+      );
       this.#inbound.setHandler(onInbound);
-      if (mode === "socket") await this.#connectSocket(at);
+      if (mode === "socket") await this.#connectSocket(at, stopped);
       else this.#status.set("connected");
     } catch (error) {
+      if (error instanceof ChannelStoppedError) throw error;
       if (error instanceof ChannelRefusedError) this.#refuse(error);
       this.#status.set("reconnecting", { reason: describeError(error) });
       throw error;
@@ -249,7 +260,7 @@ export class SlackAdapter implements ChannelAdapter {
     );
   }
 
-  async #connectSocket(at: string): Promise<void> {
+  async #connectSocket(at: string, stopped: AbortSignal): Promise<void> {
     await this.#socket?.stop();
     this.#socket = new SocketConnection({
       appToken: this.#o.appToken ?? "",
@@ -260,8 +271,9 @@ export class SlackAdapter implements ChannelAdapter {
       onState: (state, reason) => this.#status.set(state, reason ? { reason } : {}),
     });
     try {
-      await this.#socket.start();
+      await untilStopped(this.#socket.start(), stopped);
     } catch (error) {
+      if (error instanceof ChannelStoppedError) throw error;
       throw classifyStartError(
         error,
         `Slack refused the app-level token; check ${at}.appToken (xapp-..., connections:write) or SLACK_APP_TOKEN`,
@@ -270,6 +282,7 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   async stop(): Promise<void> {
+    this.#stopping.abort();
     await this.#socket?.stop();
     this.#inbound.setHandler(undefined);
     await this.#inbound.drain();

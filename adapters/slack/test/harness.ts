@@ -1,6 +1,13 @@
 import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
 import { type AdapterStateStore, createLogger, type HubLogger } from "@hub/core";
-import { type FakeSlack, readMrkdwn, type SlackMessage, startFakeSlack } from "@hub/fakes";
+import {
+  type FakeSlack,
+  readMrkdwn,
+  type SilentServer,
+  type SlackMessage,
+  startFakeSlack,
+  startSilentServer,
+} from "@hub/fakes";
 import { freePort } from "../../../test/support/hub-process.js";
 import { SlackAdapter, type SlackAdapterOptions } from "../src/index.js";
 
@@ -71,6 +78,7 @@ export function slackHarness(
   let adapter: SlackAdapter;
   let threadRoot: SlackMessage | undefined;
   let apiPort = 0;
+  let silent: SilentServer | undefined;
   let gatewayPort = 0;
   let logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
   const platformUp = async () => {
@@ -114,7 +122,8 @@ export function slackHarness(
       if (startOptions.logger) logger = startOptions.logger;
       apiPort = await freePort();
       gatewayPort = options.mode === "http" ? await freePort() : 0;
-      if (!startOptions.unreachable) await platformUp();
+      if (startOptions.silent) silent = await startSilentServer(apiPort);
+      else if (!startOptions.unreachable) await platformUp();
       adapter = new SlackAdapter({
         ...TOKENS,
         mode: options.mode,
@@ -127,7 +136,10 @@ export function slackHarness(
     },
     platformUp,
     hubConfig: () => (gatewayPort ? { gateway: { port: gatewayPort } } : {}),
-    stop: async () => fake?.close(),
+    stop: async () => {
+      await silent?.close();
+      await fake?.close();
+    },
     async direct(text) {
       const envelope = fake.envelope(
         messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text)),

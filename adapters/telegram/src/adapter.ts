@@ -9,6 +9,7 @@ import {
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStatusCell,
+  ChannelStoppedError,
   checkDeclaredSize,
   classifySendFailure,
   type FetchedMedia,
@@ -28,10 +29,12 @@ import {
   type SendResult,
   SingleHolder,
   sameSecret,
+  untilStopped,
   webhookRoute,
 } from "@hub/core";
 import { type Api, Bot, GrammyError } from "grammy";
 import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
+import { grammySignal } from "./grammy-signal.js";
 import { deleteMessage, editText, setReaction } from "./live.js";
 import { ALLOWED_UPDATES, type BotIdentity, normalizeMessage } from "./normalize.js";
 import { type PollerDeps, pollUpdates } from "./polling.js";
@@ -145,8 +148,10 @@ export class TelegramAdapter implements ChannelAdapter {
     const at = accountConfigPath("telegram", this.accountId);
     let me: Awaited<ReturnType<Api["getMe"]>>;
     try {
-      me = await this.#bot.api.getMe();
+      // A stop ends this call: a platform that never answers must not hold the hub's shutdown.
+      me = await this.#bot.api.getMe(grammySignal(this.#stop.signal));
     } catch (error) {
+      if (this.#stop.signal.aborted) throw new ChannelStoppedError();
       const classified = classifyStartError(error, at);
       if (classified instanceof ChannelRefusedError)
         this.#status.set("failed", { reason: classified.message });
@@ -158,7 +163,7 @@ export class TelegramAdapter implements ChannelAdapter {
     this.#log.info({ bot: me.username, mode: this.#o.mode ?? "polling" }, "telegram bot identified");
     if (this.#o.mode === "webhook") await this.#setWebhook(at);
     else if (this.#o.lease) {
-      if (!(await this.#pollHolding(this.#o.lease))) return;
+      if (!(await untilStopped(this.#pollHolding(this.#o.lease), this.#stop.signal))) return;
     } else this.#polling = pollUpdates(this.#pollerDeps());
     this.#status.set("connected");
   }
@@ -200,11 +205,16 @@ export class TelegramAdapter implements ChannelAdapter {
       throw new ChannelRefusedError(problem?.code ?? "telegram_webhook_config", reason);
     }
     try {
-      await this.#bot.api.setWebhook(this.#o.webhookUrl, {
-        secret_token: this.#o.webhookSecret,
-        allowed_updates: [...ALLOWED_UPDATES],
-      });
+      await this.#bot.api.setWebhook(
+        this.#o.webhookUrl,
+        {
+          secret_token: this.#o.webhookSecret,
+          allowed_updates: [...ALLOWED_UPDATES],
+        },
+        grammySignal(this.#stop.signal),
+      );
     } catch (error) {
+      if (this.#stop.signal.aborted) throw new ChannelStoppedError();
       // A 400 is Telegram refusing the URL or the secret: retrying the same settings cannot help, unless
       // it could not resolve the host yet (a DNS record still spreading).
       if (
@@ -318,8 +328,7 @@ export class TelegramAdapter implements ChannelAdapter {
     options: { signal?: AbortSignal } = {},
   ): Promise<SendResult> {
     const chatId = chatIdParam(target.chatId);
-    // grammY types its signal with a polyfill's type; the runtime takes the standard one.
-    const signal = options.signal as unknown as Parameters<Bot["api"]["sendMessage"]>[3];
+    const signal = grammySignal(options.signal);
     const common = {
       ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
       ...(segment.index === 0 && target.replyToMessageId
@@ -421,8 +430,7 @@ export class TelegramAdapter implements ChannelAdapter {
    */
   async fetchMedia(media: Media, options: FetchMediaOptions): Promise<FetchedMedia> {
     checkDeclaredSize(media.size, options.maxBytes);
-    // grammY types its signal with a polyfill's type; the runtime takes the standard one.
-    const signal = options.signal as unknown as Parameters<Api["getFile"]>[1];
+    const signal = grammySignal(options.signal);
     const file = await this.#bot.api.getFile(media.ref, signal);
     if (!file.file_path) throw new Error("Telegram did not return a file path");
     const url = `${this.#o.apiRoot ?? "https://api.telegram.org"}/file/bot${this.#o.botToken}/${file.file_path}`;

@@ -2,6 +2,7 @@ import type { ChannelCheck } from "@hub/core";
 import { Api } from "grammy";
 import type { TelegramConfig } from "./config.js";
 import { describeTelegramError, isTokenRefused } from "./errors.js";
+import { grammySignal } from "./grammy-signal.js";
 
 /**
  * `hub doctor` for one Telegram bot: the token (getMe), then where Telegram
@@ -85,9 +86,4 @@ async function webhookCheck(
       fix: "make the URL reachable from the internet over HTTPS and answered by the hub's gateway",
     };
   return { name, status: "ok", detail: `set to ${info.url} (${info.pending_update_count} updates waiting)` };
-}
-
-/** grammY types its signal with a polyfill's type; the runtime takes the standard one. */
-function grammySignal(signal: AbortSignal): Parameters<Api["getMe"]>[0] {
-  return signal as unknown as Parameters<Api["getMe"]>[0];
 }

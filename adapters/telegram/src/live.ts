@@ -1,6 +1,7 @@
 import type { OutboundSegment } from "@hub/core";
 import { type Api, GrammyError } from "grammy";
 import type { ReactionTypeEmoji } from "grammy/types";
+import { grammySignal } from "./grammy-signal.js";
 import { platformMessageId } from "./normalize.js";
 import { plainTextFallback, renderTelegramHtml } from "./render.js";
 
@@ -20,7 +21,7 @@ export async function editText(
   segment: OutboundSegment,
   signal?: AbortSignal,
 ): Promise<void> {
-  const s = signal as unknown as Parameters<Api["editMessageText"]>[4];
+  const s = grammySignal(signal);
   try {
     try {
       await api.editMessageText(

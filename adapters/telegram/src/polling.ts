@@ -8,6 +8,7 @@ import {
 } from "@hub/core";
 import { type Api, GrammyError } from "grammy";
 import { describeTelegramError, isTokenRefused } from "./errors.js";
+import { grammySignal } from "./grammy-signal.js";
 import { ALLOWED_UPDATES } from "./normalize.js";
 import { updateIdOf } from "./update.js";
 
@@ -83,7 +84,7 @@ async function fetchBatch(
         allowed_updates: [...ALLOWED_UPDATES],
       },
       // grammY types its signal with a polyfill's type; the runtime takes the standard one.
-      deps.signal as unknown as Parameters<Api["getUpdates"]>[1],
+      grammySignal(deps.signal),
     );
     // The Bot API answers a list; anything else (a broken proxy, a self-hosted server) is a failed call.
     if (!Array.isArray(updates))

@@ -1,6 +1,7 @@
 import type { OutboundAttachment } from "@hub/core";
 import { type Api, InputFile } from "grammy";
 import { isHtmlParseError } from "./errors.js";
+import { grammySignal } from "./grammy-signal.js";
 import { plainTextFallback, renderTelegramHtml } from "./render.js";
 
 /** Largest photo `sendPhoto` takes; a bigger image goes as a document. */
@@ -29,7 +30,7 @@ export async function sendTelegramFile(
   const send = (extra: { caption?: string; parse_mode?: "HTML" }) => {
     // A new InputFile per attempt: its stream is consumed by the first.
     const input = new InputFile(file.path, file.filename);
-    const s = signal as unknown as Parameters<Api["sendPhoto"]>[3];
+    const s = grammySignal(signal);
     return asPhoto
       ? api.sendPhoto(chatId, input, { ...common, ...extra }, s)
       : api.sendDocument(chatId, input, { ...common, ...extra }, s);

@@ -6,7 +6,9 @@ import {
   groupText,
   parseTelegramHtml,
   privateText,
+  type SilentServer,
   startFakeTelegram,
+  startSilentServer,
   type TextMessageUpdate,
   telegramErrors,
 } from "@hub/fakes";
@@ -69,6 +71,7 @@ export function telegramHarness(
   const { webhook = false, ...extra } = options;
   let fake: FakeTelegram;
   let apiPort = 0;
+  let silent: SilentServer | undefined;
   let gatewayPort = 0;
   let logger = createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" });
   const lastBotMessage = () =>
@@ -104,7 +107,8 @@ export function telegramHarness(
       if (startOptions.logger) logger = startOptions.logger;
       apiPort = await freePort();
       gatewayPort = webhook ? await freePort() : 0;
-      if (!startOptions.unreachable) fake = await startFakeTelegram({ port: apiPort });
+      if (startOptions.silent) silent = await startSilentServer(apiPort);
+      else if (!startOptions.unreachable) fake = await startFakeTelegram({ port: apiPort });
       return new TelegramAdapter({
         botToken: "123456:TEST-TOKEN",
         apiRoot: `http://127.0.0.1:${apiPort}`,
@@ -125,7 +129,10 @@ export function telegramHarness(
       fake = await startFakeTelegram({ port: apiPort });
     },
     hubConfig: () => (webhook ? { gateway: { port: gatewayPort } } : {}),
-    stop: async () => fake?.close(),
+    stop: async () => {
+      await silent?.close();
+      await fake?.close();
+    },
     async direct(text) {
       const update = privateText({ chatId: USER, fromId: USER, text });
       await deliver(update);

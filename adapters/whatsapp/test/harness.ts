@@ -1,5 +1,5 @@
-import type { ConformanceHarness, OutboundMessage } from "@hub/conformance";
-import { createLogger, type HubLogger } from "@hub/core";
+import type { ConformanceHarness, HarnessStartOptions, OutboundMessage } from "@hub/conformance";
+import { createLogger } from "@hub/core";
 import type { proto } from "@whiskeysockets/baileys";
 import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter, type WhatsAppAdapterOptions } from "../src/index.js";
@@ -59,7 +59,9 @@ export function whatsappHarness(
     supportsThreads: false,
     ids: { user: USER, group: GROUP, directChat: USER },
     fake: () => wa,
-    async start(startOptions: { logger?: HubLogger; unreachable?: boolean } = {}) {
+    async start(startOptions: HarnessStartOptions = {}) {
+      // Silent: sockets open at the transport and never get to "open" (WhatsApp never answers).
+      if (startOptions.silent) wa.autoOpen = false;
       if (startOptions.unreachable) wa.openError = new Error("connect ECONNREFUSED web.whatsapp.com:443");
       adapter = new WhatsAppAdapter({
         connector: wa,

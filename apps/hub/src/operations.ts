@@ -63,7 +63,7 @@ export class HubOperations {
         ? { kind: "token" as const, token: metrics.token ?? gatewayToken }
         : { kind: "loopback" as const };
     return [
-      ...webhooks.map((route) => drainGuard(route, () => this.#draining)),
+      ...webhooks.map((route) => ({ ...drainGuard(route, () => this.#draining), anyHost: true })),
       readinessRoute(() => this.readiness(channels())),
       ...(metrics.enabled ? [metricsRoute(() => this.metrics.render(), access)] : []),
     ];

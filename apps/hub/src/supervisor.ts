@@ -21,6 +21,10 @@ interface Supervised {
   adapter: ChannelAdapter;
   cell: ChannelStatusCell;
   started: boolean;
+  /** A call to `adapter.start` has not settled yet. */
+  connecting: boolean;
+  /** `adapter.stop` was called (once is enough). */
+  stopped: boolean;
   loop: Promise<void>;
 }
 
@@ -53,6 +57,8 @@ export class ChannelSupervisor {
         adapter,
         cell: new ChannelStatusCell(),
         started: false,
+        connecting: false,
+        stopped: false,
         loop: Promise.resolve(),
       };
       entry.loop = this.#supervise(entry, settled);
@@ -81,6 +87,7 @@ export class ChannelSupervisor {
     const signal = this.#stop.signal;
     while (!signal.aborted) {
       cell.set("connecting");
+      entry.connecting = true;
       try {
         await adapter.start(this.onInbound);
         entry.started = true;
@@ -88,6 +95,7 @@ export class ChannelSupervisor {
         log.info(`${adapter.channel} channel started`);
         return settled();
       } catch (error) {
+        if (signal.aborted) return settled(); // stopped while connecting: nothing to report
         if (error instanceof ChannelRefusedError) {
           cell.set("failed", { reason: error.message });
           log.error({ reason: error.message }, `${adapter.channel} channel failed: ${error.message}`);
@@ -102,17 +110,38 @@ export class ChannelSupervisor {
         );
         settled();
         await sleep(wait, signal);
+      } finally {
+        entry.connecting = false;
       }
     }
   }
 
-  /** Stops retrying, then stops every adapter that started (inbound ends before the rest of the hub stops). */
+  /**
+   * Stops retrying, then stops every adapter that started (inbound ends before the rest of the hub
+   * stops). An adapter still connecting is stopped at once, which ends its start: a platform that
+   * never answers must not hold the hub's shutdown.
+   */
   async stop(): Promise<void> {
     this.#stop.abort();
+    const connecting = this.#entries.filter((e) => e.connecting).map((e) => this.#stopAdapter(e));
     await Promise.all(this.#entries.map((e) => e.loop));
+    await Promise.all(connecting);
     for (const entry of this.#entries) {
-      if (entry.started) await entry.adapter.stop();
+      if (entry.started) await this.#stopAdapter(entry);
       entry.cell.set("stopped");
     }
+  }
+
+  async #stopAdapter(entry: Supervised): Promise<void> {
+    if (entry.stopped) return;
+    entry.stopped = true;
+    await entry.adapter
+      .stop()
+      .catch((error: unknown) =>
+        this.logger.warn(
+          { channel: entry.adapter.channel, err: describeError(error) },
+          `${entry.adapter.channel} channel did not stop cleanly`,
+        ),
+      );
   }
 }

@@ -141,7 +141,11 @@ export interface ChannelAdapter {
   readonly capabilities: ChannelCapabilities;
   /** Connects to the platform and starts emitting inbound messages to `onInbound`. */
   start(onInbound: InboundHandler): Promise<void>;
-  /** Disconnects; resolves when no more inbound messages will be emitted. */
+  /**
+   * Disconnects; resolves when no more inbound messages will be emitted. May be called while
+   * `start` is still connecting: that start then settles at once (throwing `ChannelStoppedError`),
+   * so a platform that never answers cannot hold the hub's shutdown.
+   */
   stop(): Promise<void>;
   /**
    * Sends one segment to a reply target. Throws `RateLimitedError` to delay the
@@ -198,6 +202,12 @@ export interface ChannelAdapter {
 export interface HttpRoute {
   method: "POST" | "GET";
   path: string;
+  /**
+   * Answered under any Host name, also on a gateway that listens on loopback: a platform's webhook
+   * reached through a reverse proxy keeps its public Host, and it checks each request itself
+   * (signature or secret). Other routes answer only to names a browser on this machine would use.
+   */
+  anyHost?: boolean;
   handle(req: import("node:http").IncomingMessage, res: import("node:http").ServerResponse): Promise<void>;
 }
 

@@ -87,6 +87,11 @@ const BaseConfigSchema = z
           .default([]),
         /** Browser origins allowed besides the gateway's own (e.g. "https://chat.example.com"). */
         allowedOrigins: z.array(z.string()).default([]),
+        /**
+         * Host names a gateway on loopback answers to besides localhost and IP addresses (a reverse
+         * proxy that keeps the public name): exact, ".example.com" for it and its subdomains, "*" any.
+         */
+        allowedHosts: z.array(z.string().min(1)).default([]),
         /** Open connections in total; more are closed at once, before any authentication. */
         maxConnections: z.number().int().positive().default(2048),
         /** Open connections from one remote address. */

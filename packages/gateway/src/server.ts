@@ -30,6 +30,7 @@ import {
   httpServerOptions,
 } from "./connection-limits.js";
 import { projectHistory } from "./history-projection.js";
+import { hostAllowed, hostRefusal } from "./host-check.js";
 import { listenError } from "./listen-error.js";
 import {
   ChatAbortParamsSchema,
@@ -94,6 +95,8 @@ export interface GatewayOptions {
   clients?: ReadonlyArray<GatewayClientGrant>;
   /** Browser origins allowed besides the gateway's own. */
   allowedOrigins?: readonly string[];
+  /** Host names a gateway listening on loopback answers to besides localhost and IP addresses (see `hostAllowed`). */
+  allowedHosts?: readonly string[];
   /** A password the owner can type instead of the token (every scope). */
   password?: string | undefined;
   /** Caps on open connections and the time their headers may take (defaults: DEFAULT_CONNECTION_LIMITS). */
@@ -169,19 +172,33 @@ export class GatewayServer {
       server: this.#http,
       maxPayload: options.maxFrameBytes,
       // Browsers always send Origin: only the gateway's own page (or a configured origin) may connect.
-      verifyClient: ({ origin, req }: { origin: string; req: IncomingMessage }) => {
-        if (!origin) return true;
-        if (this.options.allowedOrigins?.includes(origin)) return true;
-        try {
-          return new URL(origin).host === req.headers.host;
-        } catch {
-          return false;
-        }
+      verifyClient: (
+        { origin, req }: { origin: string; req: IncomingMessage },
+        done: (ok: boolean, status?: number, message?: string) => void,
+      ) => {
+        if (!this.#hostOk(req)) return done(false, 403, "host not allowed");
+        done(this.#originOk(origin, req));
       },
     });
     // Listen errors are reported by start(); the ws server re-emits them and must not crash the process.
     this.#wss.on("error", () => {});
     this.#wss.on("connection", (ws, req) => this.#onConnection(ws, req));
+  }
+
+  #originOk(origin: string | undefined, req: IncomingMessage): boolean {
+    if (!origin) return true;
+    if (this.options.allowedOrigins?.includes(origin)) return true;
+    try {
+      return new URL(origin).host === req.headers.host;
+    } catch {
+      return false;
+    }
+  }
+
+  // Only on loopback: a gateway on a public address is reached by the names its operator gave it.
+  #hostOk(req: IncomingMessage): boolean {
+    if (!isLoopbackHost(this.options.host)) return true;
+    return hostAllowed(req.headers.host, this.options.allowedHosts ?? []);
   }
 
   /** The port actually bound (useful with port 0). */
@@ -216,6 +233,11 @@ export class GatewayServer {
     // Every answer carries them, the operator routes' (probes, metrics, control API) too.
     for (const [name, value] of Object.entries(securityHeaders(req.headers.host))) res.setHeader(name, value);
     const route = this.options.routes?.find((r) => r.method === req.method && r.path === url.pathname);
+    if (!route?.anyHost && !this.#hostOk(req)) {
+      req.resume();
+      res.writeHead(403, { "content-type": "text/plain" }).end(hostRefusal(req.headers.host ?? ""));
+      return;
+    }
     if (route) return route.handle(req, res);
     if (url.pathname === "/healthz") {
       res

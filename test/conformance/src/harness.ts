@@ -30,6 +30,13 @@ export interface InboundFile {
   bytes: Buffer;
 }
 
+/** How a harness starts its platform and builds its adapter (see `ConformanceHarness.start`). */
+export interface HarnessStartOptions {
+  logger?: HubLogger;
+  unreachable?: boolean;
+  silent?: boolean;
+}
+
 /** A reference to an inbound message the harness injected, so it can be redelivered. */
 export type InboundRef = unknown;
 
@@ -50,9 +57,10 @@ export interface ConformanceHarness {
   /**
    * Starts the fake platform and builds the adapter (not started; the hub
    * starts it), logging to `logger` when given. With `unreachable`, the
-   * adapter points at an address that refuses connections until `platformUp()`.
+   * adapter points at an address that refuses connections until `platformUp()`. With `silent`, it
+   * points at a platform that takes connections and never answers (a black-holed network).
    */
-  start(options?: { logger?: HubLogger; unreachable?: boolean }): Promise<ChannelAdapter | undefined>;
+  start(options?: HarnessStartOptions): Promise<ChannelAdapter | undefined>;
   /** Called with the running hub's gateway (port and token), for channels the hub itself serves (web chat). */
   attach?(hub: { port: number; token: string }): Promise<void>;
   /** Brings the platform up at the address an `unreachable` adapter knows (platforms that support it). */

@@ -13,6 +13,19 @@ const FUZZ_COUNT = Number(process.env.HUB_FUZZ_COUNT ?? 2000);
 /** Log lines that betray an error nobody handled (what a throwing middleware leaves behind). */
 const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;
 
+/** Resolves with `promise`, or fails naming `what` when it is not settled within `ms`. */
+async function within<T>(ms: number, promise: Promise<T>, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`${what} did not settle within ${ms} ms`)), ms);
+  });
+  try {
+    return await Promise.race([promise, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A long markdown answer with a code block, numbered so order is checkable. */
 export function longMarkdownAnswer(): string {
   const paras = Array.from(
@@ -83,6 +96,31 @@ export function describeAdapterConformance(
       await h.stop();
       await model?.close();
     });
+
+    it("stops while its platform never answers: a start in flight settles and stop resolves promptly", async (ctx) => {
+      const silent = makeHarness();
+      const adapter = await silent.start({ logger, silent: true });
+      if (!adapter) {
+        await silent.stop();
+        return ctx.skip("a channel the hub serves itself has no platform to wait for");
+      }
+      try {
+        let settled = false;
+        const starting = adapter
+          .start(async () => ({ kind: "retry", reason: "not used" }))
+          .then(
+            () => undefined,
+            () => undefined,
+          )
+          .finally(() => (settled = true));
+        await new Promise((r) => setTimeout(r, 500));
+        expect(settled).toBe(false); // the platform has not answered: still connecting
+        await within(5000, adapter.stop(), "stop() with a start in flight");
+        await within(1000, starting, "the start in flight after stop()");
+      } finally {
+        await silent.stop();
+      }
+    }, 15_000);
 
     (h.platformUp ? it : it.skip)(
       "starts while the platform is unreachable (hub up, channel reconnecting) and connects once it is back",

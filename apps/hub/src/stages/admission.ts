@@ -137,6 +137,7 @@ function startGateway(
       routes: operatorRoutes(base, entry, s, dispatcher, replies, token, channelStatus),
       clients: gw.clients,
       allowedOrigins: gw.allowedOrigins,
+      allowedHosts: gw.allowedHosts,
       password: gw.password,
       connectionLimits: {
         maxConnections: gw.maxConnections,

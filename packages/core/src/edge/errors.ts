@@ -14,6 +14,29 @@ export class ChannelRefusedError extends HubError {
   }
 }
 
+/**
+ * The adapter was stopped while `ChannelAdapter.start` was still connecting: the
+ * start gives up at once (a platform that never answers must not hold the
+ * hub's shutdown); the supervisor, which stopped it, does not retry.
+ */
+export class ChannelStoppedError extends HubError {
+  constructor() {
+    super("channel_stopped", "the channel was stopped while it was connecting");
+    this.name = "ChannelStoppedError";
+  }
+}
+
+/** Settles like `connecting`, or rejects with `ChannelStoppedError` as soon as `stopped` aborts. */
+export function untilStopped<T>(connecting: Promise<T>, stopped: AbortSignal): Promise<T> {
+  if (stopped.aborted) return Promise.reject(new ChannelStoppedError());
+  let onAbort = () => {};
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(new ChannelStoppedError());
+    stopped.addEventListener("abort", onAbort, { once: true });
+  });
+  return Promise.race([connecting, aborted]).finally(() => stopped.removeEventListener("abort", onAbort));
+}
+
 /** A one-line description of an error for logs: the message (and its code), never a stack. */
 export function describeError(error: unknown): string {
   if (error instanceof Error) {

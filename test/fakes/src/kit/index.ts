@@ -4,3 +4,4 @@ export * from "./http.js";
 export * from "./local.js";
 export * from "./model-api.js";
 export * from "./multipart.js";
+export * from "./silent.js";
