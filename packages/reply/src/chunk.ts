@@ -3,6 +3,8 @@
  * (Telegram 4096, Discord 2000, ...). Pure functions, no I/O.
  */
 
+import { inlineSpans, SpanCursor } from "./inline-spans.js";
+
 /** Smallest limit accepted: below it a reopened code fence plus its closer leaves almost no room for code. */
 export const MIN_CHUNK_LIMIT = 16;
 
@@ -321,11 +323,17 @@ function findCut(
     // Opener and closer lines are never cut inside: that would unbalance the fence.
     const breakable = line.kind === "text" || line.kind === "code";
     const inCode = line.kind === "code";
+    // Prose: no word break inside inline code, a link or bold that could stay whole.
+    const spans = new SpanCursor(
+      line.kind === "text"
+        ? inlineSpans(text, Math.max(line.start, pos), line.end, pos + budget, Math.floor(budget / 2))
+        : [],
+    );
     for (let k = Math.max(line.start, pos); k < line.end; k++) {
       const c = text.charCodeAt(k);
       if (isWhitespace(c)) {
         const runStart = (c === 32 || c === 9) && !isBreakSpace(text.charCodeAt(k - 1));
-        if (breakable && runStart && lastNonWs > Math.max(line.start, pos)) {
+        if (breakable && runStart && lastNonWs > Math.max(line.start, pos) && !spans.inside(k)) {
           let next = k + 1;
           while (next < line.end && isWhitespace(text.charCodeAt(next))) next++;
           consider(WORD, lastNonWs, next, inCode ? fence : null, line);

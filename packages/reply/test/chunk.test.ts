@@ -107,6 +107,34 @@ describe("chunkText", () => {
     expect(chunkText(text, 20)).toEqual(["one two three four", "five six seven eight", "nine ten eleven"]);
   });
 
+  it("never breaks inside inline code, a link or bold that fits, in one long paragraph", () => {
+    const text = Array.from(
+      { length: 120 },
+      (_, i) =>
+        `run \`npm run thing --flag ${i}\` then see [the notes number ${i}](https://example.com/n/${i}), **twice as bold ${i}**,`,
+    ).join(" ");
+    const segments = chunkText(text, 2000);
+    expect(segments.length).toBeGreaterThan(3);
+    for (const s of segments) {
+      expect(s.length).toBeLessThanOrEqual(2000);
+      expect(s.split("`").length % 2).toBe(1); // an even number of backticks
+      expect(s.split("**").length % 2).toBe(1);
+      // Every bracket opens a whole link: "[label](url)" with both halves here.
+      expect(s.match(/\[/g)?.length).toBe(s.match(/\[[^[\]]*\]\(https:[^\s)]*\)/g)?.length);
+    }
+    expect(segments.join(" ")).toBe(text);
+  });
+
+  it("still cuts a span longer than half a segment at a word, and stays linear on unclosed backtick runs", () => {
+    const long = `\`${"word ".repeat(30).trim()}\``;
+    const segments = chunkText(`intro ${long} outro`, 60);
+    for (const s of segments) expect(s.length).toBeLessThanOrEqual(60);
+    expect(segments.join(" ")).toBe(`intro ${long} outro`);
+    const unclosed = Array.from({ length: 4000 }, (_, i) => `${"`".repeat((i % 7) + 1)}a b`).join(" ");
+    const pieces = chunkText(unclosed, 2000);
+    expect(pieces.join(" ").replace(/\s/g, "")).toBe(unclosed.replace(/\s/g, ""));
+  });
+
   it("hard-cuts a token longer than a segment, without a tiny segment in front of it", () => {
     const url = `https://example.com/${"a".repeat(200)}?q=${"b".repeat(60)}`;
     const segments = chunkText(`see ${url} now`, 50);
