@@ -1,6 +1,7 @@
 import { request } from "node:http";
 import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocket } from "ws";
 import { startTestHub, type TestHub } from "../support/hub.js";
 
 let hub: TestHub;
@@ -16,10 +17,11 @@ afterAll(async () => hub.dispose());
 function get(
   path: string,
   from = "127.0.0.1",
+  headers: Record<string, string> = {},
 ): Promise<{ status: number; headers: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = request(
-      { host: "127.0.0.1", port: hub.port, path, localAddress: from, agent: false },
+      { host: "127.0.0.1", port: hub.port, path, localAddress: from, agent: false, headers },
       (res) => {
         res.resume();
         res.on("end", () => resolve({ status: res.statusCode ?? 0, headers: res.headers }));
@@ -97,4 +99,27 @@ describe("gateway HTTP hardening", () => {
     for (const at of closed) expect(at - started).toBeLessThan(5000);
     expect((await get("/healthz", "127.0.0.1")).status).toBe(200);
   }, 15_000);
+
+  it("counts wrong tokens on the control API against the address's failed logins, shared with connect", async () => {
+    const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+    const from = "127.0.0.21";
+    // No Authorization header guesses nothing: the control page asks for the token without using any up.
+    for (let i = 0; i < 8; i++) expect((await get("/api/control/overview", from)).status).toBe(401);
+    expect((await get("/api/control/overview", from, bearer(hub.token))).status).toBe(200);
+    for (let i = 0; i < 5; i++)
+      expect((await get("/api/control/overview", from, bearer(`wrong-token-${i}`))).status).toBe(401);
+    // Used up: the right token is refused too, over HTTP and at the WebSocket's connect.
+    expect((await get("/api/control/overview", from, bearer(hub.token))).status).toBe(429);
+    expect((await get("/api/control/queues", from, bearer(hub.token))).status).toBe(429);
+    const ws = new WebSocket(`ws://127.0.0.1:${hub.port}/`, { localAddress: from });
+    await new Promise((resolve, reject) => ws.once("open", resolve).once("error", reject));
+    const answer = new Promise<string>((resolve) => ws.once("message", (data) => resolve(String(data))));
+    ws.send(
+      JSON.stringify({ type: "req", id: 1, method: "connect", params: { auth: { token: hub.token } } }),
+    );
+    expect(JSON.parse(await answer)).toMatchObject({ ok: false, error: { code: "too_many_attempts" } });
+    ws.close();
+    // Another address is not affected.
+    expect((await get("/api/control/overview", "127.0.0.22", bearer(hub.token))).status).toBe(200);
+  });
 });

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpRoute, HubConfig, ReplySink } from "@hub/core";
 import type { PairingStore } from "@hub/dispatch";
-import { bearerMatches } from "@hub/gateway";
+import { type AuthFailureLimiter, checkBearer, TOO_MANY_FAILURES } from "@hub/gateway";
 import { inspectMailbox, queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import type { RunRecords, SessionStore } from "@hub/sessions";
@@ -14,6 +14,8 @@ import type { ChannelReport } from "./supervisor.js";
 /** What the control page reads and steers. */
 export interface ControlDeps {
   token: string;
+  /** The gateway's failed logins per address (guesses here count as at its `connect`). */
+  authFailures: AuthFailureLimiter;
   redis: Redis;
   prefix: string;
   channels: () => ChannelReport[];
@@ -47,12 +49,12 @@ export function controlRoutes(deps: ControlDeps): HttpRoute[] {
   const get = (path: string, handle: (url: URL) => Promise<unknown>): HttpRoute => ({
     method: "GET",
     path,
-    handle: guarded(deps.token, async (req) => handle(new URL(req.url ?? "/", "http://localhost"))),
+    handle: guarded(deps, async (req) => handle(new URL(req.url ?? "/", "http://localhost"))),
   });
   const post = <T>(path: string, schema: z.ZodType<T>, handle: (body: T) => Promise<unknown>): HttpRoute => ({
     method: "POST",
     path,
-    handle: guarded(deps.token, async (req) => handle(schema.parse(JSON.parse(await readBody(req))))),
+    handle: guarded(deps, async (req) => handle(schema.parse(JSON.parse(await readBody(req))))),
   });
   return [
     get("/api/control/overview", async () => ({
@@ -106,15 +108,20 @@ class ControlError extends Error {
   }
 }
 
-function guarded(token: string, handle: (req: IncomingMessage) => Promise<unknown>) {
+function guarded(
+  { token, authFailures }: Pick<ControlDeps, "token" | "authFailures">,
+  handle: (req: IncomingMessage) => Promise<unknown>,
+) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const send = (status: number, body: unknown): void => {
       res
         .writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
         .end(JSON.stringify(body));
     };
-    if (!bearerMatches(req, token)) {
+    const verdict = checkBearer(req, token, authFailures);
+    if (verdict !== "ok") {
       req.resume();
+      if (verdict === "blocked") return send(429, { error: TOO_MANY_FAILURES });
       return send(401, { error: "Send Authorization: Bearer <gateway token>." });
     }
     try {

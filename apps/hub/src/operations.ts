@@ -1,6 +1,12 @@
 import type { ChannelPlugin, HttpRoute, HubConfig, HubLogger, InboundResult } from "@hub/core";
 import { loadConfig } from "@hub/core";
-import { drainGuard, metricsRoute, type Readiness, readinessRoute } from "@hub/gateway";
+import {
+  type AuthFailureLimiter,
+  drainGuard,
+  metricsRoute,
+  type Readiness,
+  readinessRoute,
+} from "@hub/gateway";
 import type { Redis } from "ioredis";
 import { HubMetrics } from "./metrics.js";
 import type { ChannelReport } from "./supervisor.js";
@@ -56,7 +62,12 @@ export class HubOperations {
   }
 
   /** The gateway's HTTP routes: the adapters' webhooks (guarded while draining), /readyz and /metrics. */
-  routes(webhooks: HttpRoute[], channels: () => ChannelReport[], gatewayToken: string): HttpRoute[] {
+  routes(
+    webhooks: HttpRoute[],
+    channels: () => ChannelReport[],
+    gatewayToken: string,
+    authFailures: AuthFailureLimiter,
+  ): HttpRoute[] {
     const { metrics } = this.config;
     const access =
       metrics.access === "token"
@@ -65,7 +76,7 @@ export class HubOperations {
     return [
       ...webhooks.map((route) => ({ ...drainGuard(route, () => this.#draining), anyHost: true })),
       readinessRoute(() => this.readiness(channels())),
-      ...(metrics.enabled ? [metricsRoute(() => this.metrics.render(), access)] : []),
+      ...(metrics.enabled ? [metricsRoute(() => this.metrics.render(), access, authFailures)] : []),
     ];
   }
 

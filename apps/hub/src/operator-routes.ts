@@ -1,5 +1,6 @@
 import type { HttpRoute } from "@hub/core";
 import type { InboundDispatcher } from "@hub/dispatch";
+import type { AuthFailureLimiter } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { controlRoutes } from "./control-api.js";
 import type { HubBase } from "./stages/base.js";
@@ -14,14 +15,20 @@ export function operatorRoutes(
   s: SessionStage,
   dispatcher: InboundDispatcher,
   replies: ReplyDispatcher,
-  token: string,
-  channels: () => ReturnType<ChannelSupervisor["statuses"]>,
+  access: {
+    token: string;
+    channels: () => ReturnType<ChannelSupervisor["statuses"]>;
+    /** The gateway's failed logins per address: a token guessed over HTTP counts as over its WebSocket. */
+    authFailures: AuthFailureLimiter;
+  },
 ): HttpRoute[] {
+  const { token, channels, authFailures } = access;
   const webhooks = entry.channels.flatMap((a) => a.httpRoutes?.() ?? []);
   return [
-    ...base.operations.routes(webhooks, channels, token),
+    ...base.operations.routes(webhooks, channels, token, authFailures),
     ...controlRoutes({
       token,
+      authFailures,
       redis: base.redis,
       prefix: base.config.redis.prefix,
       channels,

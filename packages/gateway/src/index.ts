@@ -1,3 +1,4 @@
+export * from "./auth-limiter.js";
 export * from "./authorization.js";
 export * from "./connection-limits.js";
 export * from "./event-bus.js";

@@ -1,6 +1,7 @@
 import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpRoute } from "@hub/core";
+import type { AuthFailureLimiter } from "./auth-limiter.js";
 
 /** Whether the hub can take work now, and if not, why (one sentence per reason). */
 export interface Readiness {
@@ -24,7 +25,11 @@ export function readinessRoute(check: () => Promise<Readiness>): HttpRoute {
 export type MetricsAccess = { kind: "loopback" } | { kind: "token"; token: string };
 
 /** `GET /metrics`: the Prometheus text exposition, guarded as configured. */
-export function metricsRoute(render: () => Promise<string>, access: MetricsAccess): HttpRoute {
+export function metricsRoute(
+  render: () => Promise<string>,
+  access: MetricsAccess,
+  failures: AuthFailureLimiter,
+): HttpRoute {
   return {
     method: "GET",
     path: "/metrics",
@@ -35,10 +40,16 @@ export function metricsRoute(render: () => Promise<string>, access: MetricsAcces
           .end("metrics are served to loopback clients only\n");
         return;
       }
-      if (access.kind === "token" && !bearerMatches(req, access.token)) {
+      const verdict = access.kind === "token" ? checkBearer(req, access.token, failures) : "ok";
+      if (verdict !== "ok") {
         res
-          .writeHead(401, { "content-type": "text/plain", "www-authenticate": "Bearer" })
-          .end("send Authorization: Bearer <metrics token>\n");
+          .writeHead(verdict === "blocked" ? 429 : 401, {
+            "content-type": "text/plain",
+            "www-authenticate": "Bearer",
+          })
+          .end(
+            verdict === "blocked" ? `${TOO_MANY_FAILURES}\n` : "send Authorization: Bearer <metrics token>\n",
+          );
         return;
       }
       res.writeHead(200, { "content-type": "text/plain; version=0.0.4; charset=utf-8" }).end(await render());
@@ -73,6 +84,27 @@ function json(res: ServerResponse, status: number, body: unknown): void {
 function isLoopbackAddress(address: string | undefined): boolean {
   if (!address) return false;
   return address === "::1" || address.startsWith("127.") || address.startsWith("::ffff:127.");
+}
+
+/** What an HTTP client whose failed logins are used up is told. */
+export const TOO_MANY_FAILURES = "Too many failed logins from this address; wait a minute and try again.";
+
+/**
+ * Checks a request's bearer token against the per-address limit on failed logins that the
+ * gateway's `connect` uses, so guesses over HTTP count too: `blocked` while the address has used
+ * its failures up (the right token too), `wrong` for a wrong token (counted; a request without an
+ * Authorization header guessed nothing and is not), `ok` otherwise.
+ */
+export function checkBearer(
+  req: IncomingMessage,
+  token: string,
+  failures: AuthFailureLimiter,
+): "ok" | "wrong" | "blocked" {
+  const address = req.socket.remoteAddress ?? "?";
+  if (failures.blocked(address)) return "blocked";
+  if (bearerMatches(req, token)) return "ok";
+  if (req.headers.authorization !== undefined) failures.fail(address);
+  return "wrong";
 }
 
 /** Whether the request carries `Authorization: Bearer <token>` (compared in constant time). */

@@ -99,6 +99,8 @@ export interface GatewayOptions {
   allowedHosts?: readonly string[];
   /** A password the owner can type instead of the token (every scope). */
   password?: string | undefined;
+  /** Failed logins per address, shared with HTTP routes that check a token (see `checkBearer`). */
+  authFailures?: AuthFailureLimiter;
   /** Caps on open connections and the time their headers may take (defaults: DEFAULT_CONNECTION_LIMITS). */
   connectionLimits?: ConnectionLimits;
 }
@@ -147,7 +149,7 @@ export class GatewayServer {
   readonly #http: Server;
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
-  readonly #authFailures = new AuthFailureLimiter();
+  readonly #authFailures: AuthFailureLimiter;
   #port = 0;
 
   constructor(
@@ -160,6 +162,7 @@ export class GatewayServer {
         `Refusing to listen on ${options.host} without a gateway token; set gateway.token or HUB_GATEWAY_TOKEN.`,
       );
     }
+    this.#authFailures = options.authFailures ?? new AuthFailureLimiter();
     const limits = options.connectionLimits ?? DEFAULT_CONNECTION_LIMITS;
     this.#http = createServer(httpServerOptions(limits), (req, res) => {
       this.#serveHttp(req, res).catch((error) => {

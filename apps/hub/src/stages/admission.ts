@@ -1,6 +1,6 @@
 import { createCommandHandler } from "@hub/agent";
 import { admitInbound, InboundDispatcher } from "@hub/dispatch";
-import { GatewayServer } from "@hub/gateway";
+import { AuthFailureLimiter, GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { runActivityTtlMs, SessionAdmission } from "@hub/sessions";
 import { webRoot } from "@hub/web";
@@ -102,6 +102,7 @@ function startGateway(
 ): GatewayServer {
   const { config, logger } = base;
   const gw = config.gateway;
+  const authFailures = new AuthFailureLimiter();
   return new GatewayServer(
     {
       redis: base.redis,
@@ -134,7 +135,12 @@ function startGateway(
       maxFrameBytes: gw.maxFrameBytes,
       webRoot,
       pages: { "/control": "control.html", "/admin/queues": "queues.html" },
-      routes: operatorRoutes(base, entry, s, dispatcher, replies, token, channelStatus),
+      routes: operatorRoutes(base, entry, s, dispatcher, replies, {
+        token,
+        channels: channelStatus,
+        authFailures,
+      }),
+      authFailures,
       clients: gw.clients,
       allowedOrigins: gw.allowedOrigins,
       allowedHosts: gw.allowedHosts,
