@@ -65,8 +65,8 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       return why === undefined ? true : `not signed by Slack: ${why}`;
     },
     parseBody: ({ req, rawBody }) => readSlackBody(req, rawBody),
-    handle: async (body, { req }) => {
-      if (body instanceof SlackForm && body.fields.ssl_check === "1") return { kind: "accepted" };
+    handle: async (body, { req, rawBody }) => {
+      if (isSslCheck(req, rawBody)) return { kind: "accepted" };
       if (body instanceof SlackForm) {
         // A slash command or an interaction sent here: signed, so acknowledged (a retry would be the same).
         log.warn(

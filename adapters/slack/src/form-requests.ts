@@ -28,10 +28,15 @@ export function readSlackBody(req: IncomingMessage, rawBody: Buffer): unknown {
 
 /**
  * Slack's certificate check of a slash command's URL (`ssl_check=1`): sent unsigned, answered 200 and
- * otherwise ignored (as Bolt does). It does nothing here, so passing it unsigned risks nothing.
+ * otherwise ignored (as Bolt does). It does nothing here, so passing it unsigned risks nothing. Only the
+ * check itself: a form that also carries a command or an interaction, or says `ssl_check` otherwise
+ * than `1` anywhere, is not one (it must be signed like any other request).
  */
 export function isSslCheck(req: IncomingMessage, rawBody: Buffer): boolean {
-  return isForm(req) && new URLSearchParams(rawBody.toString("utf8")).get("ssl_check") === "1";
+  if (!isForm(req)) return false;
+  const form = new URLSearchParams(rawBody.toString("utf8"));
+  const checks = form.getAll("ssl_check");
+  return checks.length > 0 && checks.every((v) => v === "1") && !form.has("command") && !form.has("payload");
 }
 
 /** What a user who ran a slash command pointed at the hub reads (ephemeral: only they see it). */

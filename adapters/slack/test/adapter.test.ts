@@ -183,6 +183,19 @@ describe("slack events over HTTP", () => {
     expect(check.status).toBe(200);
     expect(lines.filter((l) => String(l.msg).includes("verification"))).toEqual([]);
     expect(received).toEqual([]);
+    // Unsigned, a form that also carries a command (or says ssl_check otherwise) is no certificate check.
+    for (const forged of [
+      "ssl_check=1&ssl_check=0&command=%2Fhub&text=hi",
+      "ssl_check=1&command=%2Fhub",
+      `ssl_check=1&payload=${encodeURIComponent('{"type":"block_actions"}')}`,
+    ]) {
+      const res = await fetch(fake.eventsUrl ?? "", {
+        method: "POST",
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: forged,
+      });
+      expect({ forged, status: res.status }).toEqual({ forged, status: 401 });
+    }
     // A bad signature on the same garbage is still refused.
     expect((await fake.deliverRaw("{not json", { signature: `v0=${"0".repeat(64)}` })).status).toBe(401);
   });

@@ -33,6 +33,16 @@ describe("Slack request signatures", () => {
     ).toBeUndefined();
   });
 
+  it("takes only the exact lower-case hex Slack sends, as Bolt does: not upper case, not an extra digit", () => {
+    const ts = String(now / 1000);
+    const signature = slackSignature(SECRET, ts, body);
+    const check = (s: string) => verifySlackSignature(SECRET, { signature: s, timestamp: ts }, body, now);
+    expect(check(signature)).toBeUndefined();
+    expect(check(`v0=${signature.slice(3).toUpperCase()}`)).toBe("signature mismatch");
+    expect(check(`${signature}a`)).toBe("signature mismatch");
+    expect(check(signature.slice(0, -1))).toBe("signature mismatch");
+  });
+
   it("fails a wrong secret, a changed body, a stale or far-future timestamp, and missing headers", () => {
     const ts = String(now / 1000);
     const signature = slackSignature(SECRET, ts, body);

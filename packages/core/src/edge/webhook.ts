@@ -5,11 +5,15 @@ import type { HubLogger } from "../logger.js";
 import type { InboundResult } from "../plugin.js";
 import { describeError } from "./errors.js";
 
-/** Compares two HMAC-SHA256 signatures (hex) in constant time. */
+/**
+ * Whether `signatureHex` is the HMAC-SHA256 of `data`, compared in constant time. Exactly the
+ * lower-case hex digest platforms send (Slack): upper case or an extra digit is refused, as the
+ * platforms' own libraries refuse it (Node's hex decoding would drop an odd last digit).
+ */
 export function sameHmacSha256(secret: string, data: string | Buffer, signatureHex: string): boolean {
   const expected = createHmac("sha256", secret).update(data).digest();
-  const given = /^[0-9a-f]+$/i.test(signatureHex) ? Buffer.from(signatureHex, "hex") : Buffer.alloc(0);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  if (signatureHex.length !== expected.length * 2 || !/^[0-9a-f]+$/.test(signatureHex)) return false;
+  return timingSafeEqual(Buffer.from(signatureHex, "hex"), expected);
 }
 
 /** What a webhook's `verify` sees: the request and its raw body (signatures cover the bytes). */
