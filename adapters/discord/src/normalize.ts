@@ -38,8 +38,25 @@ export const DiscordMessageSchema = BaseMessageSchema.extend({
   mentions: z.array(z.looseObject({ id: z.string() })).default([]),
   mention_roles: z.array(z.string()).default([]),
   attachments: z.array(AttachmentSchema).default([]),
-  message_reference: z.looseObject({ message_id: z.string().optional() }).optional(),
+  /** `type` 1 is a forward (its content is in `message_snapshots`), 0 or absent a reply. */
+  message_reference: z
+    .looseObject({ message_id: z.string().optional(), type: z.number().int().optional() })
+    .optional(),
   referenced_message: BaseMessageSchema.nullish(),
+  /** A forward's copy of the message forwarded (Discord sends one). */
+  message_snapshots: z
+    .array(
+      z.looseObject({
+        message: z.looseObject({
+          content: z.string().default(""),
+          attachments: z.array(AttachmentSchema).default([]),
+        }),
+      }),
+    )
+    .optional(),
+  sticker_items: z.array(z.looseObject({ name: z.string() })).optional(),
+  poll: z.looseObject({}).optional(),
+  embeds: z.array(z.looseObject({})).optional(),
 });
 /** A validated MESSAGE_CREATE. */
 export type DiscordMessage = z.infer<typeof DiscordMessageSchema>;
@@ -70,8 +87,16 @@ export interface DiscordNormalizeOptions {
 /** The adapter fields of a message, or why it is not ours to answer. */
 export type DiscordNormalizeResult = { fields: AdapterFields } | { skip: string };
 
-function mediaOf(msg: DiscordMessage): Media[] {
-  return msg.attachments.map((a) => {
+/** Discord's `message_reference.type` of a forward. */
+const FORWARD = 1;
+
+/** The message forwarded, when this one is a forward. */
+function forwardedOf(msg: DiscordMessage) {
+  return msg.message_reference?.type === FORWARD ? msg.message_snapshots?.[0]?.message : undefined;
+}
+
+function mediaOf(attachments: DiscordMessage["attachments"]): Media[] {
+  return attachments.map((a) => {
     const mime = a.content_type?.split(";")[0]?.trim() || "application/octet-stream";
     const kind: Media["kind"] = mime.startsWith("image/")
       ? "image"
@@ -99,8 +124,16 @@ export function bodyOf(content: string, bot: DiscordBotIdentity): string {
   return text.replace(me, `@${bot.username}`);
 }
 
-/** The reply-to context: the referenced message (author, text), or only its id when Discord left it out. */
+/**
+ * The reply-to context: the referenced message (author, text), or only its id when Discord left it out.
+ * A forward's message is someone else's words too, so its text goes the same way (marked untrusted).
+ */
 function replyToOf(msg: DiscordMessage): Pick<AdapterFields, "replyTo"> {
+  const forwarded = forwardedOf(msg);
+  if (forwarded) {
+    const id = msg.message_reference?.message_id ?? msg.id;
+    return { replyTo: { messageId: id, ...(forwarded.content ? { body: forwarded.content } : {}) } };
+  }
   const reply = msg.referenced_message;
   if (reply) {
     const body = reply.content ? { body: reply.content } : {};
@@ -108,6 +141,22 @@ function replyToOf(msg: DiscordMessage): Pick<AdapterFields, "replyTo"> {
   }
   const id = msg.message_reference?.message_id;
   return id ? { replyTo: { messageId: id } } : {};
+}
+
+/** What a message with nothing the agent can read is (a sticker, a poll, an embed), or undefined. */
+function contentlessKind(
+  msg: DiscordMessage,
+  forwarded: ReturnType<typeof forwardedOf>,
+): string | undefined {
+  if (msg.content.trim() !== "" || msg.attachments.length > 0) return undefined;
+  if (forwarded) {
+    const readable = forwarded.content.trim() !== "" || forwarded.attachments.length > 0;
+    return readable ? undefined : "a forward of a message without text or files";
+  }
+  if (msg.sticker_items?.length) return "a sticker without text";
+  if (msg.poll) return "a poll";
+  if (msg.embeds?.length) return "an embed without text";
+  return undefined;
 }
 
 /** Whether the message addresses the bot: its user, one of its roles, or a reply to its message. */
@@ -148,6 +197,9 @@ export function normalizeMessage(
     // A channel configured to answer without a mention: every message there addresses the bot.
     if (rule && !rule.requireMention) mentioned = true;
   }
+  const forwarded = forwardedOf(msg);
+  const nothing = contentlessKind(msg, forwarded);
+  if (nothing) return { skip: nothing };
   const fields: AdapterFields = {
     channel: "discord",
     accountId: options.accountId,
@@ -164,10 +216,10 @@ export function normalizeMessage(
       username: msg.author.username,
       isBot: false,
     },
-    body: bodyOf(msg.content, bot),
+    body: bodyOf(msg.content, bot) || (forwarded ? "[forwarded a message]" : ""),
     wasMentioned: mentioned,
     ...replyToOf(msg),
-    media: mediaOf(msg),
+    media: mediaOf([...msg.attachments, ...(forwarded?.attachments ?? [])]),
     timestamp: Date.parse(msg.timestamp) || Date.now(),
     ...(direct ? {} : { replyToMessageId: msg.id }),
   };

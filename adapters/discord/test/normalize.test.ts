@@ -109,6 +109,56 @@ describe("normalizeMessage", () => {
     expect(f.replyTo).toEqual({ messageId: "799", senderId: "700", body: "the earlier words" });
   });
 
+  it("a forward: the forwarded text is the quoted (untrusted) message, its files are media, not a reply", () => {
+    const forward = (snapshot: Record<string, unknown>, content = "") =>
+      normalizeMessage(
+        message({
+          guild_id: undefined,
+          channel_type: 1,
+          content,
+          message_reference: { type: 1, message_id: "555", channel_id: "556" },
+          message_snapshots: [{ message: { type: 0, timestamp: "2026-01-01T00:00:00.000Z", ...snapshot } }],
+        }),
+        BOT,
+        base,
+      );
+    const text = fieldsOf(forward({ content: "forwarded text", attachments: [] }));
+    expect(text.body).toBe("[forwarded a message]");
+    expect(text.replyTo).toEqual({ messageId: "555", body: "forwarded text" });
+    const withFile = fieldsOf(
+      forward(
+        {
+          content: "",
+          attachments: [
+            { id: "9", filename: "f.png", size: 3, url: "https://cdn/f.png", content_type: "image/png" },
+          ],
+        },
+        "what is this?",
+      ),
+    );
+    expect(withFile.body).toBe("what is this?");
+    expect(withFile.media).toEqual([
+      { kind: "image", mime: "image/png", size: 3, ref: "https://cdn/f.png", name: "f.png" },
+    ]);
+    expect(forward({ content: "  ", attachments: [] })).toEqual({
+      skip: "a forward of a message without text or files",
+    });
+  });
+
+  it("a sticker, a poll or an embed with no text is skipped as such (nothing to read), not taken as empty", () => {
+    const skipOf = (extra: Record<string, unknown>) =>
+      normalizeMessage(message({ content: "", ...extra }), BOT, base);
+    expect(skipOf({ sticker_items: [{ id: "1", name: "wave", format_type: 1 }] })).toEqual({
+      skip: "a sticker without text",
+    });
+    expect(skipOf({ poll: { question: { text: "lunch?" }, answers: [] } })).toEqual({ skip: "a poll" });
+    expect(skipOf({ embeds: [{ title: "link preview" }] })).toEqual({ skip: "an embed without text" });
+    // With text, the text is answered.
+    expect(
+      fieldsOf(normalizeMessage(message({ sticker_items: [{ id: "1", name: "wave" }] }), BOT, base)).body,
+    ).toBe("hello");
+  });
+
   it("attachments become media with url, content type and size", () => {
     const f = fieldsOf(
       normalizeMessage(
