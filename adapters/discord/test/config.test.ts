@@ -37,6 +37,12 @@ describe("channels.discord config", () => {
     expect(() => parseConfig({ channels: { discord: { tokn: "x" } } }, "test", {}, channelPlugins)).toThrow(
       /tokn/,
     );
+    // A guild's key must be its id: the error says so, not only "invalid key".
+    expect(() =>
+      parseConfig({ channels: { discord: { guilds: { "my-server": {} } } } }, "test", {}, channelPlugins),
+    ).toThrow(
+      'channels.discord.guilds.my-server: the key must be a Discord id (digits) or "*"; rename the key.',
+    );
   });
 
   it("`hub config schema` lists the Discord keys", () => {

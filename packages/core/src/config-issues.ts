@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { type EnvSetting, envSettingAt } from "./config-env.js";
 
 function fixFor(issue: z.core.$ZodIssue): string {
+  if (issue.code === "invalid_key") return "rename the key";
   if (issue.code === "unrecognized_keys")
     return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
   if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
@@ -12,7 +13,14 @@ function fileLine(issue: z.core.$ZodIssue): string {
   const keys =
     issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
   const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
-  return `  - ${at}${keys}: ${issue.message}; ${fixFor(issue)}.`;
+  return `  - ${at}${keys}: ${messageOf(issue)}; ${fixFor(issue)}.`;
+}
+
+// A record's key that its key schema refuses: zod says only "Invalid key in record", the key schema says what a key must be.
+function messageOf(issue: z.core.$ZodIssue): string {
+  if (issue.code !== "invalid_key") return issue.message;
+  const inner = issue.issues[0]?.message;
+  return inner ? `the key ${inner}` : issue.message;
 }
 
 function bound(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string {
