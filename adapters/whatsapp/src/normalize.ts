@@ -170,7 +170,59 @@ function textOf(content: proto.IMessage): {
     const media = MediaPartSchema.safeParse(content[part]);
     if (media.success) return { text: media.data.caption ?? "", context: media.data.contextInfo ?? null };
   }
-  return { text: "", context: null };
+  return { text: sharedTextOf(content), context: null };
+}
+
+const LocationSchema = z.looseObject({
+  degreesLatitude: z.number().nullish(),
+  degreesLongitude: z.number().nullish(),
+  name: z.string().max(1024).nullish(),
+  address: z.string().max(1024).nullish(),
+});
+const ContactSchema = z.looseObject({
+  displayName: z.string().max(1024).nullish(),
+  vcard: z.string().nullish(),
+});
+const ChoiceSchema = z.looseObject({
+  selectedDisplayText: z.string().nullish(),
+  title: z.string().nullish(),
+});
+
+/**
+ * What a shared location, a contact card or a tapped button says, as text the agent can read
+ * (these carry no `text`, and were dropped as empty): `[location: …]`, `[contact: …]`, the choice.
+ */
+function sharedTextOf(content: proto.IMessage): string {
+  const location = LocationSchema.safeParse(content.locationMessage ?? content.liveLocationMessage);
+  if (location.success) {
+    const { degreesLatitude: lat, degreesLongitude: lon, name, address } = location.data;
+    const place = [name, address].filter(Boolean).join(", ");
+    const at = typeof lat === "number" && typeof lon === "number" ? `${lat}, ${lon}` : "";
+    return `[location: ${[place, at && `(${at})`].filter(Boolean).join(" ")}]`;
+  }
+  const cards = content.contactMessage
+    ? [content.contactMessage]
+    : (content.contactsArrayMessage?.contacts ?? []);
+  const contacts = cards.flatMap((c) => {
+    const card = ContactSchema.safeParse(c);
+    return card.success ? [contactLine(card.data)] : [];
+  });
+  if (contacts.length) return contacts.map((c) => `[contact: ${c}]`).join("\n");
+  for (const part of [
+    content.buttonsResponseMessage,
+    content.templateButtonReplyMessage,
+    content.listResponseMessage,
+  ]) {
+    const choice = ChoiceSchema.safeParse(part);
+    if (part && choice.success) return choice.data.selectedDisplayText ?? choice.data.title ?? "";
+  }
+  return "";
+}
+
+/** A contact card as one line: its name and the phone numbers of its vCard. */
+function contactLine(card: z.infer<typeof ContactSchema>): string {
+  const phones = [...(card.vcard ?? "").matchAll(/^TEL[^:\n]*:([^\n\r]+)/gim)].map((m) => m[1]!.trim());
+  return [card.displayName ?? "someone", ...phones].join(", ");
 }
 
 function mediaOf(content: proto.IMessage, ref: string): Media[] {

@@ -100,6 +100,45 @@ describe("normalizeWhatsAppMessage", () => {
     });
   });
 
+  it("a shared location, a contact card and a tapped button reach the agent as text", () => {
+    const bodyOf = (message: Record<string, unknown>) => {
+      const raw = proto.WebMessageInfo.fromObject({
+        key: { remoteJid: ALICE, id: "S1" },
+        message,
+        messageTimestamp: 1,
+      });
+      const result = normalizeWhatsAppMessage(raw, self, options);
+      return result.ok ? result.fields.body : `not answered: ${result.reason}`;
+    };
+    expect(
+      bodyOf({
+        locationMessage: {
+          degreesLatitude: 52.52,
+          degreesLongitude: 13.405,
+          name: "Cafe",
+          address: "Main St 1",
+        },
+      }),
+    ).toBe("[location: Cafe, Main St 1 (52.52, 13.405)]");
+    expect(bodyOf({ liveLocationMessage: { degreesLatitude: 1.5, degreesLongitude: 2.5 } })).toBe(
+      "[location: (1.5, 2.5)]",
+    );
+    const vcard =
+      "BEGIN:VCARD\nVERSION:3.0\nFN:Bob\nTEL;type=CELL;waid=4915100000000:+49 151 00000000\nEND:VCARD";
+    expect(bodyOf({ contactMessage: { displayName: "Bob", vcard } })).toBe(
+      "[contact: Bob, +49 151 00000000]",
+    );
+    expect(
+      bodyOf({ contactsArrayMessage: { contacts: [{ displayName: "Bob", vcard }, { displayName: "Eve" }] } }),
+    ).toBe("[contact: Bob, +49 151 00000000]\n[contact: Eve]");
+    expect(
+      bodyOf({ buttonsResponseMessage: { selectedButtonId: "b1", selectedDisplayText: "Yes please" } }),
+    ).toBe("Yes please");
+    expect(
+      bodyOf({ listResponseMessage: { title: "Option B", singleSelectReply: { selectedRowId: "r2" } } }),
+    ).toBe("Option B");
+  });
+
   it("a group message needs a participant", () => {
     const raw = groupText(GROUP, "4917687654321@s.whatsapp.net", "x");
     raw.key!.participant = null;
