@@ -32,6 +32,8 @@ class GuardedSocketModeClient extends SocketModeClient {
   onReconnectFailed: (reason: string, retryInMs: number) => void = () => {};
   #connectedOnce = false;
   #stopped = false;
+  /** Why the connection is going away, when Slack said (a `disconnect` frame); read once by the reconnect. */
+  #leaving: string | undefined;
   #retry: NodeJS.Timeout | undefined;
   readonly #backoff = new Backoff(1000, 60_000);
 
@@ -62,6 +64,13 @@ class GuardedSocketModeClient extends SocketModeClient {
     }
   }
 
+  /** Why the connection went away (Slack's words when it said; else that it closed), once. */
+  takeLeavingReason(): string {
+    const reason = this.#leaving ?? "the connection to Slack closed";
+    this.#leaving = undefined;
+    return reason;
+  }
+
   override async disconnect(): Promise<void> {
     this.#stopped = true;
     clearTimeout(this.#retry);
@@ -80,6 +89,10 @@ class GuardedSocketModeClient extends SocketModeClient {
     if (!isObject(frame) || typeof frame.type !== "string") {
       this.onUnreadable(isBinary ? "a binary frame" : "a frame that is not a JSON object with a type");
       return;
+    }
+    if (frame.type === "disconnect") {
+      const why = typeof frame.reason === "string" ? frame.reason : "no reason given";
+      this.#leaving = `Slack asked for a new connection (${why})`;
     }
     const payload = frame.payload;
     const readable = isObject(payload) && isObject(payload.event) && typeof payload.event.type === "string";
@@ -119,7 +132,7 @@ export class SocketConnection {
     };
     this.#client.on("connecting", () => options.onState("connecting"));
     this.#client.on("connected", () => options.onState("connected"));
-    this.#client.on("reconnecting", () => options.onState("reconnecting"));
+    this.#client.on("reconnecting", () => options.onState("reconnecting", this.#client.takeLeavingReason()));
     this.#client.on("slack_event", (args: SlackEventArgs) => void this.#event(args));
   }
 

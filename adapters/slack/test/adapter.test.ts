@@ -507,11 +507,16 @@ describe("slack socket mode", () => {
 
 describe("slack socket mode reconnects", () => {
   it("reconnects when Slack asks it to (disconnect: refresh_requested) and keeps admitting", async () => {
-    const { fake, adapter, received } = await setup({ mode: "socket" });
+    const { lines, logger } = capturedLogger();
+    const { fake, adapter, received } = await setup({ mode: "socket", logger });
     await waitFor(() => fake.socketConnected, "the first connection");
     expect(adapter.status().state).toBe("connected");
     fake.disconnectSocket("refresh_requested");
     await waitFor(() => fake.socketConnections === 2 && fake.socketConnected, "the reconnection", 15_000);
+    // The reconnect's log line says why.
+    expect(lines.filter((l) => l.state === "reconnecting").map((l) => l.reason)).toContain(
+      "Slack asked for a new connection (refresh_requested)",
+    );
     await waitFor(() => adapter.status().state === "connected", "connected again");
     expect(await fake.deliverSocket(dm(fake, "after the refresh"))).toBe(true);
     expect(received.map((f) => f.body)).toEqual(["after the refresh"]);
