@@ -144,10 +144,7 @@ function replyToOf(msg: DiscordMessage): Pick<AdapterFields, "replyTo"> {
 }
 
 /** What a message with nothing the agent can read is (a sticker, a poll, an embed), or undefined. */
-function contentlessKind(
-  msg: DiscordMessage,
-  forwarded: ReturnType<typeof forwardedOf>,
-): string | undefined {
+function contentlessKind(msg: DiscordMessage, forwarded: ReturnType<typeof forwardedOf>): string | undefined {
   if (msg.content.trim() !== "" || msg.attachments.length > 0) return undefined;
   if (forwarded) {
     const readable = forwarded.content.trim() !== "" || forwarded.attachments.length > 0;

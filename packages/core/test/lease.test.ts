@@ -1,6 +1,15 @@
+import { spawnSync } from "node:child_process";
 import { hostname } from "node:os";
+import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { ConnectionLease, isDeadLocalHolder, type LeaseStore, SingleHolder } from "../src/index.js";
+import {
+  ConnectionLease,
+  isDeadLocalHolder,
+  type LeaseStore,
+  PID_SPACE,
+  PROCESS_START,
+  SingleHolder,
+} from "../src/index.js";
 
 /** A lease store in memory, with expiry by the clock: what the Redis scripts do, for one process. */
 class MemoryLeaseStore implements LeaseStore {
@@ -107,16 +116,39 @@ describe("SingleHolder: one process holds a connection", () => {
     await run;
   });
 
-  it("a holder of this machine that no longer runs is not waited out; one of this process is", async () => {
-    expect(isDeadLocalHolder(`${hostname()}:999999999:boot:tok`)).toBe(true);
-    expect(isDeadLocalHolder(`${hostname()}:${process.ppid}:boot:tok`)).toBe(false);
-    expect(isDeadLocalHolder(`elsewhere:999999999:boot:tok`)).toBe(false);
+  it("a holder of this pid space that no longer runs is not waited out; one of this process is", async () => {
+    const token = (pid: number | string, space = PID_SPACE, start = "start0") =>
+      `${hostname()}:${pid}:${start}:${space}:tok`;
+    expect(isDeadLocalHolder(token(999999999))).toBe(true);
+    expect(isDeadLocalHolder(token(process.pid))).toBe(true); // this pid, an earlier start
+    expect(isDeadLocalHolder(token(process.pid, PID_SPACE, PROCESS_START))).toBe(false);
+    expect(isDeadLocalHolder(token(process.ppid))).toBe(false);
     const store = new MemoryLeaseStore();
     const mine = new ConnectionLease(store, "k", 60_000);
     expect((await mine.hold()).held).toBe(true);
     // A second lease object of this same process (another adapter) does not steal it.
     expect((await new ConnectionLease(store, "k", 60_000).hold()).held).toBe(false);
-    await store.hold("j", `${hostname()}:999999999:boot:tok`, 60_000);
+    await store.hold("j", token(999999999), 60_000);
     expect((await new ConnectionLease(store, "j", 60_000).hold()).held).toBe(true);
+  });
+
+  it("a holder in another pid space (another container on this host, another machine) is waited out", async () => {
+    // Containers on the host network share the host name and are each pid 1: the pid says nothing here.
+    expect(isDeadLocalHolder(`${hostname()}:${process.pid}:start0:0123456789:tok`)).toBe(false);
+    expect(isDeadLocalHolder(`${hostname()}:999999999:start0:0123456789:tok`)).toBe(false);
+    // A token of an older version (host:pid:boot:random) names no space: waited out too.
+    expect(isDeadLocalHolder(`${hostname()}:999999999:boot:tok`)).toBe(false);
+    const store = new MemoryLeaseStore();
+    await store.hold("k", `${hostname()}:${process.pid}:start0:0123456789:tok`, 60_000);
+    expect((await new ConnectionLease(store, "k", 60_000).hold()).held).toBe(false);
+  });
+
+  it("the pid space is the same for every process of this machine and namespace (so restarts keep the fast path)", async () => {
+    const child = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "-e", 'import("@hub/core").then((m) => process.stdout.write(m.PID_SPACE))'],
+      { encoding: "utf8", cwd: fileURLToPath(new URL(".", import.meta.url)) },
+    );
+    expect(child.stdout).toBe(PID_SPACE);
   });
 });

@@ -3,7 +3,10 @@ import {
   failpoint,
   type HashNote,
   type HubLogger,
+  isDeadProcess,
   PermanentSendError,
+  PID_SPACE,
+  PROCESS_START,
   RateLimitedError,
   type WriteFence,
   WriteFencedError,
@@ -66,9 +69,6 @@ export class LeaseExpiredError extends Error {
     this.name = "LeaseExpiredError";
   }
 }
-
-// Identifies this process in lease tokens, so a restarted hub can tell its dead predecessor's leases.
-const BOOT_ID = randomUUID().slice(0, 8);
 
 /** Handles one item. Throw `RateLimitedError` to delay the key, `PermanentSendError` to give the item up. */
 export type MailboxHandler<T> = (item: MailboxItem<T>, ctx: DrainContext) => Promise<void>;
@@ -690,7 +690,8 @@ export class OrderedMailbox<T> {
   }
 
   #tokenFor(): string {
-    return [this.#o.instanceId, process.pid, BOOT_ID, randomUUID().slice(0, 12)].join("~");
+    // The process's identity lets a restarted hub tell its dead predecessor's leases (reclaimDeadPredecessors).
+    return [this.#o.instanceId, process.pid, PROCESS_START, PID_SPACE, randomUUID().slice(0, 12)].join("~");
   }
 
   // Claims a woken key and drains it; false when there was nothing to drain (see claim-next.lua).
@@ -949,8 +950,8 @@ export class OrderedMailbox<T> {
 
   /**
    * Ends, at once, the leases still held by this installation's dead processes
-   * (same `instanceId`, a pid that no longer runs, or this pid from an earlier
-   * boot), and wakes their keys, so a restart resumes its predecessor's work
+   * (same `instanceId` and pid space, a pid that no longer runs, or this pid from an
+   * earlier start), and wakes their keys, so a restart resumes its predecessor's work
    * without waiting for the leases to run out. Leases of live processes are left alone.
    */
   async reclaimDeadPredecessors(): Promise<string[]> {
@@ -979,17 +980,11 @@ export class OrderedMailbox<T> {
     return reclaimed;
   }
 
+  // Only a process of this pid space can be known dead: another machine sharing the state dir, or
+  // another container, keeps its leases until they run out.
   #isDeadPredecessor(token: string): boolean {
-    const [instance, pidText, boot] = token.split("~");
-    if (instance !== this.#o.instanceId || !pidText || !boot) return false;
-    const pid = Number(pidText);
-    if (pid === process.pid) return boot !== BOOT_ID;
-    try {
-      process.kill(pid, 0);
-      return false;
-    } catch (error) {
-      return (error as NodeJS.ErrnoException).code === "ESRCH";
-    }
+    const [instance, pidText, start, space, random] = token.split("~");
+    return instance === this.#o.instanceId && random !== undefined && isDeadProcess(space, pidText, start);
   }
 
   // Acks the item (counting it toward its group) and takes the next one in the same step, or finishes

@@ -1,5 +1,5 @@
 import { createHash } from "node:crypto";
-import { createLogger, PermanentSendError, RateLimitedError, WriteFencedError } from "@hub/core";
+import { createLogger, PermanentSendError, PID_SPACE, RateLimitedError, WriteFencedError } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { monitorRedis } from "../../../test/support/monitor.js";
@@ -646,5 +646,27 @@ describe("OrderedMailbox", () => {
     expect(seen).toEqual([0, 1, 2]);
     await mailbox.close();
     expect(await shared.ping()).toBe("PONG");
+  });
+});
+
+describe("taking over a dead predecessor's keys at start", () => {
+  it("takes this installation's keys whose drainer died in this pid space; leaves those of another space alone", async () => {
+    const { mailbox, prefix } = setup("mbx-reclaim");
+    const redis = new Redis(REDIS_URL);
+    cleanups.push(async () => void redis.disconnect());
+    const base = mailboxBase(prefix, "m");
+    const owned = async (key: string, owner: string) => {
+      await mailbox.push(key, [{ id: `${key}-1`, data: { n: 1 } }]);
+      await redis.zadd(`${base}:sched`, Date.now() + 60_000, key);
+      await redis.set(mailboxKeyName(base, "own", key), owner);
+    };
+    // Same installation (instance id), a pid that does not run: here, or on another machine sharing the state dir.
+    await owned("here", `hub~999999999~start0~${PID_SPACE}~r1`);
+    await owned("elsewhere", "hub~999999999~start0~0123456789~r2");
+    await owned("older", "hub~999999999~boot~r3"); // a token of an older version names no space
+    expect(await mailbox.reclaimDeadPredecessors()).toEqual(["here"]);
+    expect(await redis.get(mailboxKeyName(base, "own", "elsewhere"))).toBe(
+      "hub~999999999~start0~0123456789~r2",
+    );
   });
 });

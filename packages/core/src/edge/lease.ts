@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import { isDeadProcess, PID_SPACE, PROCESS_START } from "./process-identity.js";
 import { sleep } from "./sleep.js";
 
 /**
@@ -34,44 +35,31 @@ export function connectionLeaseKey(prefix: string, channel: string, accountId: s
   return `${prefix}:${channel}:lease:${accountId}`;
 }
 
-// Tells this start of the process from an earlier one with the same pid (a restarted container).
-const BOOT_ID = randomUUID().slice(0, 8);
-
-/** A holder's token (`host:pid:boot:random`) in words: `host pid 1234`. */
+/** A holder's token (`host:pid:start:space:random`) in words: `host pid 1234`. */
 export function describeHolder(token: string): string {
   return token.split(":").slice(0, 2).join(" pid ");
 }
 
 /**
- * Whether a holder's token names a process of this machine that no longer
- * runs (or this very pid from an earlier start, as after a container restart).
- * A pid reused by another process counts as alive: the lease is waited out then.
+ * Whether a holder's token names a process that certainly no longer runs (see `isDeadProcess`:
+ * only a process of this pid space can be known dead). A pid reused by another process counts as
+ * alive, and so does a holder in another container or on another machine: the lease is waited out.
  */
 export function isDeadLocalHolder(token: string): boolean {
-  const [host, pidText] = token.split(":");
-  if (host !== hostname() || !pidText) return false;
-  const pid = Number(pidText);
-  if (!Number.isInteger(pid) || pid <= 0) return false;
-  // This pid: a lease of this very process (another account, a test) is alive, one of an earlier start is not.
-  if (pid === process.pid) return token.split(":")[2] !== BOOT_ID;
-  try {
-    process.kill(pid, 0);
-    return false;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "ESRCH";
-  }
+  const [, pidText, start, space, random] = token.split(":");
+  return random !== undefined && isDeadProcess(space, pidText, start);
 }
 
 /**
  * A lease on one connection (a Telegram bot's polling, a Discord gateway, a
- * WhatsApp socket): a key holding the holder's token (host, pid, boot id, random), set
+ * WhatsApp socket): a key holding the holder's token (host, pid, start, pid space, random), set
  * with a time limit and renewed while held. A process that dies stops
  * renewing, and another takes over once the time runs out. `valid()` counts
  * from before the renewal was sent, minus a margin, so a process frozen past
  * its lease knows it lost it before it does anything.
  */
 export class ConnectionLease implements AccountLease {
-  readonly token = `${hostname()}:${process.pid}:${BOOT_ID}:${randomUUID().slice(0, 12)}`;
+  readonly token = `${hostname()}:${process.pid}:${PROCESS_START}:${PID_SPACE}:${randomUUID().slice(0, 12)}`;
   #validUntil = 0;
 
   constructor(
