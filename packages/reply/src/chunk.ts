@@ -323,12 +323,7 @@ function findCut(
     // Opener and closer lines are never cut inside: that would unbalance the fence.
     const breakable = line.kind === "text" || line.kind === "code";
     const inCode = line.kind === "code";
-    // Prose: no word break inside inline code, a link or bold that could stay whole.
-    const spans = new SpanCursor(
-      line.kind === "text"
-        ? inlineSpans(text, Math.max(line.start, pos), line.end, pos + budget, Math.floor(budget / 2))
-        : [],
-    );
+    const spans = proseSpans(text, line, pos, budget);
     for (let k = Math.max(line.start, pos); k < line.end; k++) {
       const c = text.charCodeAt(k);
       if (isWhitespace(c)) {
@@ -364,6 +359,13 @@ function findCut(
   }
   for (const cut of best) if (cut !== undefined) return cut;
   return null;
+}
+
+/** Prose: no word break inside inline code, a link or bold that could stay whole in a segment. */
+function proseSpans(text: string, line: Line, pos: number, budget: number): SpanCursor {
+  if (line.kind !== "text") return new SpanCursor([]);
+  const from = Math.max(line.start, pos);
+  return new SpanCursor(inlineSpans(text, from, line.end, pos + budget, Math.floor(budget / 2)));
 }
 
 /** A sentence or word break that leaves less than half a segment before it. */
