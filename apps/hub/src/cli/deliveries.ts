@@ -46,6 +46,8 @@ export function registerDeliveries(program: Command): void {
             ids.length > 0 ? ids : undefined,
           );
           for (const s of skipped) console.error(`Not retried: ${s.id}: ${s.reason}`);
+          // A script that retries must see that some were not (a typo'd id, a channel not configured).
+          if (skipped.length > 0) process.exitCode = 1;
           console.log(
             retried.length
               ? `Queued ${retried.length} segment(s) again: ${retried.map((r) => r.id).join(", ")}.`

@@ -181,6 +181,7 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
     const refused = await runCli(["deliveries", "retry"], env);
     expect(refused.stdout).toContain("Nothing to retry");
     expect(refused.stderr).toContain('No channel "telegram" is configured');
+    expect(refused.code).toBe(1);
     expect(await failed.list()).toHaveLength(2);
     const config = join(stateDir, "deliveries.json5");
     writeFileSync(config, "{ channels: { telegram: { botToken: '123:abc' } } }");
@@ -193,11 +194,13 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
     expect(retry.stdout).toContain(`Queued 1 segment(s) again: ${entries[1]!.id}`);
     // A typo'd id is said, not passed over.
     expect(retry.stderr).toContain("Not retried: deadbeef: no failed delivery has this id");
+    expect(retry.code).toBe(1);
     expect(retry.stderr).toContain(`(from Redis ${prefix}:deliveries:failed`);
     expect((await failed.list()).map((e) => e.text)).toEqual(["second lost segment"]);
     const queued = await redis.lrange(`${prefix}:mb:reply:q:${replyTargetKey(target)}`, 0, -1);
     expect(queued.join("")).toContain("first lost segment");
-    expect((await runCli(["deliveries", "retry"], withTelegram)).stdout).toContain("Queued 1 segment(s)");
+    const rest = await runCli(["deliveries", "retry"], withTelegram);
+    expect([rest.code, rest.stdout]).toEqual([0, expect.stringContaining("Queued 1 segment(s)")]);
     expect((await runCli(["deliveries", "failed"], env)).stdout).toContain("No failed deliveries.");
   });
 });
