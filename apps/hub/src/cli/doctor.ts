@@ -8,7 +8,7 @@ import { redisAuthRefusal } from "../redis-local.js";
 import type { ChannelReport } from "../supervisor.js";
 import { configOf, gatewayAddress, output, redisSettingOf, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
-import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
+import { callGateway, GatewayUnreachableError, GatewayUnresponsiveError } from "./gateway-client.js";
 
 /** One doctor check: `fail` makes `hub doctor` exit 1; `warn` does not. */
 export type DoctorCheck = ChannelCheck;
@@ -155,6 +155,8 @@ async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
     const [answer] = await callGateway(gatewayAddress(config), [{ method: "channels.status" }]);
     channels = (answer as { channels: ChannelReport[] }).channels;
   } catch (error) {
+    if (error instanceof GatewayUnresponsiveError)
+      return [{ name: "channels", status: "fail", detail: error.message, fix: "restart the hub" }];
     if (!(error instanceof GatewayUnreachableError)) throw error;
     return [
       {

@@ -35,12 +35,23 @@ export async function callGateway(
     if (frame.type === "res" && typeof frame.id === "number") frames.set(frame.id, frame);
     waiter?.();
   });
-  const timer = setTimeout(() => ws.terminate(), timeoutMs);
+  let silent = false;
+  const timer = setTimeout(() => {
+    silent = true;
+    ws.terminate();
+  }, timeoutMs);
   try {
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
-      ws.once("error", (error) => reject(new GatewayUnreachableError(address, error)));
-      ws.once("close", () => reject(new GatewayUnreachableError(address, new Error("closed"))));
+      // Cut off by the timer (ws reports that as an error, then a close): the other side never answered.
+      const failed = (cause: Error) =>
+        reject(
+          silent
+            ? new GatewayUnresponsiveError(address, timeoutMs)
+            : new GatewayUnreachableError(address, cause),
+        );
+      ws.once("error", failed);
+      ws.once("close", () => failed(new Error("closed")));
     });
     const request = async (id: number, method: string, params: unknown): Promise<unknown> => {
       ws.send(JSON.stringify({ type: "req", id, method, params }));
@@ -66,6 +77,20 @@ export async function callGateway(
   } finally {
     clearTimeout(timer);
     ws.close();
+  }
+}
+
+/**
+ * Something takes connections at the gateway's address but does not answer (a hub that hangs or is
+ * frozen): not "not running", and starting a second hub would not help.
+ */
+export class GatewayUnresponsiveError extends HubError {
+  constructor(address: GatewayAddress, timeoutMs: number) {
+    super(
+      "gateway_unresponsive",
+      `A process takes connections at ${address.host}:${address.port} but did not answer within ${Math.round(timeoutMs / 1000)} s (a hub that hangs or is stopped); look at its log and restart it.`,
+    );
+    this.name = "GatewayUnresponsiveError";
   }
 }
 

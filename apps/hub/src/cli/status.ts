@@ -5,7 +5,7 @@ import type { Command } from "commander";
 import type { ChannelReport } from "../supervisor.js";
 import { channelLine } from "./channel-line.js";
 import { configOf, gatewayAddress, output, via, withRedis } from "./context.js";
-import { callGateway, GatewayUnreachableError } from "./gateway-client.js";
+import { callGateway, GatewayUnreachableError, GatewayUnresponsiveError } from "./gateway-client.js";
 
 /** What `hub status` reports. */
 export interface HubStatus {
@@ -43,7 +43,7 @@ async function readStatus(command: Command): Promise<HubStatus> {
     const [answer] = await callGateway(gatewayAddress(config), [{ method: "channels.status" }]);
     channels = (answer as { channels: ChannelReport[] }).channels;
   } catch (error) {
-    if (!(error instanceof GatewayUnreachableError)) throw error;
+    if (!(error instanceof GatewayUnreachableError || error instanceof GatewayUnresponsiveError)) throw error;
     running = false;
   }
   return withRedis(config, async (redis) => {

@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createLogger, replyTargetKey } from "@hub/core";
 import { PairingStore } from "@hub/dispatch";
+import { startSilentServer } from "@hub/fakes";
 import { FailedDeliveries } from "@hub/reply";
 import { FileSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
@@ -114,6 +115,19 @@ describe("hub doctor", { timeout: 120_000 }, () => {
     expect(report.checks.find((c) => c.name === "redis")?.fix).toMatch(/start Redis/);
     // The hub is not running: channel credentials are not checked, and doctor says so.
     expect(report.checks.find((c) => c.name === "channels")).toMatchObject({ status: "warn" });
+  });
+
+  it("fails, saying so, when something takes the gateway's connections and never answers (a frozen hub)", async () => {
+    const frozen = await startSilentServer();
+    try {
+      const r = await runCli(["doctor"], { ...env, HUB_GATEWAY_PORT: String(frozen.port) });
+      expect(r.code).toBe(1);
+      expect(r.stdout).toContain("takes connections at 127.0.0.1:");
+      expect(r.stdout).toContain("did not answer within 5 s");
+      expect(r.stdout).not.toContain("not running");
+    } finally {
+      await frozen.close();
+    }
   });
 
   it("passes (exit 0) on a healthy installation", async () => {
