@@ -62,15 +62,15 @@ export async function handOnSteering(
   // Its batch first (collected before it started), then the taken ones, then those its settle moved aside:
   // they came in that order, and while the run is still active nothing new is queued ahead of them.
   const activity = deps.activity;
-  if (activity) {
+  if (!activity) return;
+  await activity.end(record.sessionKey, record.runId, deps.requeue, async () => {
     const batch = async () =>
       (await activity.readCollected(record.runId)).filter((r) => r.runId !== record.runId);
     await endTakenMessages(deps, record, batch, "which collected it");
     await endTakenMessages(deps, record, () => activity.readTaken(record.runId), "into which it was steered");
-  }
-  const late = (await deps.activity?.readSettled(record.runId)) ?? [];
-  for (const message of await stillQueued(deps.runs, late)) await deps.requeue(message);
-  await deps.activity?.end(record.sessionKey, record.runId, deps.requeue);
+    const late = await activity.readSettled(record.runId);
+    for (const message of await stillQueued(deps.runs, late)) await deps.requeue(message);
+  });
 }
 
 // Messages the dead run took (from its steering, or as its collected batch: `read`) and never answered

@@ -1,11 +1,13 @@
 import {
+  ConnectionLease,
   type QueueMode,
   QueueModeSchema,
   type RunRequest,
+  sleep,
   type WriteFence,
   WriteFencedError,
 } from "@hub/core";
-import { loadScript, runScript, scanKeys } from "@hub/queue";
+import { loadScript, RedisLeaseStore, runScript, scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { RUN_RECORD_TTL_SECONDS, withRetries } from "./run-records.js";
 import { requestsOf } from "./stored-requests.js";
@@ -15,6 +17,11 @@ const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.
 const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
+
+/** How long one process may hand a run's messages on before another may (a holder that died). */
+const HAND_ON_LEASE_MS = 15_000;
+/** How often a process waiting to hand a run's messages on looks again. */
+const HAND_ON_WAIT_MS = 50;
 
 /**
  * How long the messages a run took from its steering stay readable after its last take: as long as their
@@ -78,24 +85,48 @@ export class SessionActivity {
 
   /**
    * Ends a run's activity, handing every steered message it never took to
-   * `requeue`, in order. The run stays "active" until nothing is left, so a
+   * `requeue`, in order, after what `first` hands on (messages the run's settle or
+   * its earlier attempts took). The run stays "active" until nothing is left, so a
    * message arriving meanwhile is steered (and handed on after the earlier
-   * ones) rather than queued ahead of them.
+   * ones) rather than queued ahead of them. One process at a time hands a run's
+   * messages on: after a Redis outage the run's settler and a process that finds
+   * the run over (its lane lease ran out) can both get here, and their requeues
+   * interleaved out of order.
    */
   async end(
     sessionKey: string,
     runId: string,
     requeue: (request: RunRequest) => Promise<void>,
+    first?: () => Promise<void>,
   ): Promise<void> {
-    for (;;) {
-      for (const left of await this.#takeLeft(runId)) await requeue(left);
-      const ended = await runScript(
-        this.redis,
-        END_IF_IDLE,
-        [writerKey(this.prefix, sessionKey), this.#k("steer", runId)],
-        [runId],
-      );
-      if (ended === 1) return;
+    await this.#alone(runId, async () => {
+      await first?.();
+      for (;;) {
+        for (const left of await this.#takeLeft(runId)) await requeue(left);
+        const ended = await runScript(
+          this.redis,
+          END_IF_IDLE,
+          [writerKey(this.prefix, sessionKey), this.#k("steer", runId)],
+          [runId],
+        );
+        if (ended === 1) return;
+      }
+    });
+  }
+
+  // Runs `handOn` while this process holds the run's hand-on lease (waiting for another holder to finish;
+  // one that died on this machine is not waited out, see ConnectionLease).
+  async #alone(runId: string, handOn: () => Promise<void>): Promise<void> {
+    const lease = new ConnectionLease(
+      new RedisLeaseStore(this.redis),
+      this.#k("handing-on", runId),
+      HAND_ON_LEASE_MS,
+    );
+    while (!(await lease.hold()).held) await sleep(HAND_ON_WAIT_MS);
+    try {
+      await handOn();
+    } finally {
+      await lease.release().catch(() => undefined);
     }
   }
 

@@ -177,9 +177,10 @@ export class RunSteps {
     if (decided === 1)
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
-      failpoint("run.before-late-requeue");
-      for (const request of requestsOf(steered)) await requeue(request);
-      await this.activity.end(sessionKey, runId, requeue);
+      await this.activity.end(sessionKey, runId, requeue, async () => {
+        failpoint("run.before-late-requeue");
+        for (const request of requestsOf(steered)) await requeue(request);
+      });
     }
     return { decided: decided === 1, released: released === 1 };
   }

@@ -47,6 +47,32 @@ describe("SessionActivity.end", () => {
   });
 });
 
+describe("SessionActivity.end by two processes at once", () => {
+  it("hands the run's messages on in order: one process at a time (a settler and one that found the run over)", async () => {
+    const key = "agent:main:telegram:direct:7";
+    const settler = new SessionActivity(redis, prefix, "steer");
+    const otherConnection = new Redis(REDIS_URL);
+    const other = new SessionActivity(otherConnection, prefix, "steer");
+    await new RunRecords(redis, prefix).start("run-x", key, 60_000);
+    await settler.begin(key, "run-x", 60_000);
+    for (const id of ["x1", "x2", "x3"]) expect(await steer(id, "7")).toBe("steered");
+    const requeued: string[] = [];
+    const slowly = async (left: RunRequest) => {
+      await new Promise((r) => setTimeout(r, 20));
+      requeued.push(left.runId);
+    };
+    // The settler hands on x1..x3 slowly; meanwhile x4..x6 arrive and the other process ends the run too.
+    const first = settler.end(key, "run-x", slowly);
+    await new Promise((r) => setTimeout(r, 5));
+    for (const id of ["x4", "x5", "x6"]) expect(await steer(id, "7")).toBe("steered");
+    const second = other.end(key, "run-x", async (left) => void requeued.push(left.runId));
+    await Promise.all([first, second]);
+    otherConnection.disconnect();
+    expect(requeued).toEqual(["x1", "x2", "x3", "x4", "x5", "x6"]);
+    expect(await settler.activeRun(key)).toBeUndefined();
+  });
+});
+
 // A run in flight (its record started, the session's running run) holding the session's writer claim.
 async function runningWithClaim(key: string, runId: string) {
   const activity = new SessionActivity(redis, prefix, "steer");
