@@ -90,4 +90,50 @@ describe("Telegram polling is held by one hub process at a time", () => {
       5000,
     );
   }, 90_000);
+
+  it("a draining holder hands polling over at once: the standby answers while the holder finishes its run", async () => {
+    const leaseMs = 2000;
+    const [slowChat, otherChat] = [8811, 8812];
+    const inst = installation("drain-handover", {
+      config: {
+        // A slow answer keeps the holder draining for seconds.
+        agent: { offlineTokenDelayMs: 150 },
+        lifecycle: { drainSeconds: 30 },
+        channels: { telegram: fakeTelegramChannel(telegram, [slowChat, otherChat], { leaseMs }) },
+      },
+    });
+    installs.push(inst);
+    const first = await inst.start();
+    await telegram.waitForCall("getUpdates", () => true, 20_000);
+    const second = await inst.start();
+    telegram.pushUpdate(
+      privateText({ chatId: slowChat, fromId: slowChat, text: "take your time", messageId: 21 }),
+    );
+    await telegram.waitForCall("sendChatAction", (c) => Number(c.params.chat_id) === slowChat, 20_000);
+    const exited = first.hub.exited.then(() => Date.now());
+    const holderPorts = new Set(telegram.callsOf("getUpdates").map((c) => c.remotePort));
+    const stoppedAt = Date.now();
+    first.hub.child.kill("SIGTERM");
+    await first.hub.waitForOutput(/draining/);
+    telegram.pushUpdate(
+      privateText({ chatId: otherChat, fromId: otherChat, text: "anyone there?", messageId: 22 }),
+    );
+    // The standby took the message while the holder was still finishing its slow run.
+    const taken = await telegram.waitForCall(
+      "getUpdates",
+      (c) => c.at > stoppedAt && !holderPorts.has(c.remotePort),
+      20_000,
+    );
+    await waitFor(() => telegram.sent(otherChat).length === 1, "the standby's answer", 30_000);
+    expect(taken.at).toBeLessThan(await exited);
+    expect(first.hub.child.exitCode).toBe(0);
+    expect(telegram.sent(slowChat).map((m) => String(m.text))).toEqual([
+      expect.stringMatching(/take your time/),
+    ]);
+    expect(telegram.sent(otherChat)[0]?.text).toMatch(/anyone there/);
+    expect(first.hub.output.join("")).toContain("telegram polling handed over for the drain");
+    expect(telegram.calls.filter((c) => c.error_code === 409)).toEqual([]);
+    expect(overlappingPolls(telegram)).toBe(0);
+    void second;
+  }, 90_000);
 });

@@ -245,6 +245,15 @@ export class TelegramAdapter implements ChannelAdapter {
     };
   }
 
+  /** Draining: polling ends and the bot's polling lease is let go, so a standby process polls now. */
+  async pauseIntake(): Promise<void> {
+    if (this.#o.mode === "webhook") return; // the gateway answers webhooks 503 while draining
+    this.#stop.abort();
+    await this.#polling;
+    await this.#o.lease?.release().catch(() => undefined);
+    this.#log.info("telegram polling handed over for the drain; sends go on until the hub stops");
+  }
+
   async stop(): Promise<void> {
     this.#stop.abort();
     await this.#polling;

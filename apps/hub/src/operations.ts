@@ -19,6 +19,7 @@ import type { ChannelReport } from "./supervisor.js";
 export class HubOperations {
   readonly metrics: HubMetrics;
   #draining = false;
+  readonly #drainListeners: Array<() => Promise<void>> = [];
   /** The channels this process was started with: only they have adapters. */
   readonly #startedWith: ReadonlySet<string>;
 
@@ -36,9 +37,16 @@ export class HubOperations {
     return this.#draining;
   }
 
-  /** Stops intake (webhooks answer 503 with Retry-After, /readyz fails). */
+  /** Stops intake (webhooks answer 503 with Retry-After, /readyz fails), and tells `onDraining`'s listeners. */
   startDraining(): void {
+    if (this.#draining) return;
     this.#draining = true;
+    for (const listener of this.#drainListeners) void listener();
+  }
+
+  /** Called once when draining starts (e.g. channels hand their polling over to a standby process). */
+  onDraining(listener: () => Promise<void>): void {
+    this.#drainListeners.push(listener);
   }
 
   /**

@@ -116,6 +116,24 @@ export class ChannelSupervisor {
     }
   }
 
+  /** The hub drains: every started adapter stops taking in what its platform keeps for later (see `pauseIntake`). */
+  async pauseIntake(): Promise<void> {
+    await Promise.all(
+      this.#entries
+        .filter((e) => e.started && !e.stopped && e.adapter.pauseIntake)
+        .map((e) =>
+          e.adapter
+            .pauseIntake?.()
+            .catch((error: unknown) =>
+              this.logger.warn(
+                { channel: e.adapter.channel, err: describeError(error) },
+                `${e.adapter.channel} channel could not hand its intake over; it stops with the hub`,
+              ),
+            ),
+        ),
+    );
+  }
+
   /**
    * Stops retrying, then stops every adapter that started (inbound ends before the rest of the hub
    * stops). An adapter still connecting is stopped at once, which ends its start: a platform that

@@ -148,6 +148,14 @@ export interface ChannelAdapter {
    */
   stop(): Promise<void>;
   /**
+   * Stops taking messages in where the platform keeps them for later (Telegram's polling) and lets
+   * another process of the installation have the connection only one may hold: called when the hub
+   * starts draining, so a standby process takes the platform's messages over while this one
+   * finishes its runs. Sending keeps working until `stop`. Channels whose platform would not
+   * deliver a message again (a gateway's events) keep taking them in and omit it.
+   */
+  pauseIntake?(): Promise<void>;
+  /**
    * Sends one segment to a reply target. Throws `RateLimitedError` to delay the
    * target, `PermanentSendError` to give the segment up; anything else is retried.
    * `signal` aborts a send that took too long; the caller waits for the send to

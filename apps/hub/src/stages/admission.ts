@@ -86,6 +86,7 @@ export async function startAdmission(
   );
   supervisor.start();
   const supervised = supervisor;
+  base.operations.onDraining(() => supervised.pauseIntake());
   // Inbound stops first, so nothing new is admitted while the rest shuts down.
   base.shutdown.intake.unshift(() => supervised.stop());
   return { dispatcher, gateway, supervisor };
