@@ -84,6 +84,8 @@ describe("Telegram polling is held by one hub process at a time", () => {
     expect(texts[1]).toMatch(/after the crash/);
     expect(telegram.calls.filter((c) => c.error_code === 409)).toEqual([]);
     expect(overlappingPolls(telegram)).toBe(0);
+    // A long poll lasts at most half the lease: a holder frozen mid-poll has no poll open when another polls.
+    expect(new Set(telegram.callsOf("getUpdates").map((c) => c.params.timeout))).toEqual(new Set([1]));
     await waitFor(
       async () => (await statusOf())?.state === "connected",
       "the second process connected",

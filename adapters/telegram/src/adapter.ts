@@ -240,7 +240,7 @@ export class TelegramAdapter implements ChannelAdapter {
       status: this.#status,
       log: this.#log,
       signal: this.#stop.signal,
-      pollTimeoutSeconds: this.#o.pollTimeoutSeconds ?? 25,
+      pollTimeoutSeconds: pollTimeoutWithin(this.#o.pollTimeoutSeconds ?? 25, this.#o.lease),
       conflictBackoffMs: this.#o.conflictBackoffMs ?? 30_000,
     };
   }
@@ -445,4 +445,14 @@ export class TelegramAdapter implements ChannelAdapter {
     const url = `${this.#o.apiRoot ?? "https://api.telegram.org"}/file/bot${this.#o.botToken}/${file.file_path}`;
     return fetchMediaUrl(url, { ...options, platform: "Telegram", declaredSize: file.file_size });
   }
+}
+
+/**
+ * A long poll that outlives the polling lease would still be open at Telegram when a process frozen
+ * mid-poll has lost the lease and another polls: Telegram ends the old poll with a 409. So a poll lasts
+ * at most half the lease (at least 1 s).
+ */
+export function pollTimeoutWithin(seconds: number, lease: Pick<AccountLease, "ttlMs"> | undefined): number {
+  if (!lease) return seconds;
+  return Math.min(seconds, Math.max(1, Math.floor(lease.ttlMs / 2000)));
 }
