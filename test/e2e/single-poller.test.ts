@@ -20,7 +20,9 @@ afterAll(async () => {
 });
 
 type ChannelsStatus = {
-  payload: { channels: Array<{ channel: string; status: { state: string; reason?: string } }> };
+  payload: {
+    channels: Array<{ channel: string; status: { state: string; reason?: string; standby?: boolean } }>;
+  };
 };
 
 /** getUpdates calls whose time on the wire overlapped another's (two pollers at once). */
@@ -63,6 +65,10 @@ describe("Telegram polling is held by one hub process at a time", () => {
         `another hub process \\(\\S+ pid ${first.hub.child.pid}\\) holds this Telegram bot's polling`,
       ),
     );
+    // A standby serves the installation as well as the holder: ready (a health check keeps it in service).
+    expect((await statusOf())?.standby).toBe(true);
+    const ready = await fetch(`http://127.0.0.1:${second.port}/readyz`);
+    expect([ready.status, await ready.json()]).toEqual([200, { ready: true, reasons: [] }]);
 
     telegram.pushUpdate(privateText({ chatId: chat, fromId: chat, text: "before the crash", messageId: 11 }));
     await waitFor(() => telegram.sent(chat).length === 1, "the holder's answer", 20_000);

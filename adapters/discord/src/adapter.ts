@@ -255,8 +255,8 @@ export class DiscordAdapter implements ChannelAdapter {
     const holder = new SingleHolder({
       lease,
       what: "this Discord bot's gateway connection",
-      onWaiting: (reason, nextRetryAt) => {
-        this.#status.connecting(reason, nextRetryAt);
+      onWaiting: (reason, nextRetryAt, standby) => {
+        this.#status.connecting(reason, nextRetryAt, standby);
         firstTry();
       },
       onLost: (reason) => this.#log.warn({ reason }, "discord gateway lease lost; this process disconnects"),

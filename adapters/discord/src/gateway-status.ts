@@ -77,8 +77,8 @@ export class GatewayStatus {
   }
 
   /** Logging in; with a reason and a time, the previous attempt failed and the next is due then. */
-  connecting(reason?: string, nextRetryAt?: number): void {
-    if (reason) this.#cell.set("reconnecting", { reason, ...(nextRetryAt ? { nextRetryAt } : {}) });
+  connecting(reason?: string, nextRetryAt?: number, standby = false): void {
+    if (reason) this.#cell.set("reconnecting", { reason, ...(nextRetryAt ? { nextRetryAt } : {}), standby });
     else this.#cell.set("connecting");
   }
 

@@ -180,8 +180,8 @@ export class TelegramAdapter implements ChannelAdapter {
     const holder = new SingleHolder({
       lease,
       what: "this Telegram bot's polling",
-      onWaiting: (reason, nextRetryAt) => {
-        this.#status.set("reconnecting", { reason, nextRetryAt });
+      onWaiting: (reason, nextRetryAt, standby) => {
+        this.#status.set("reconnecting", { reason, nextRetryAt, standby });
         firstTry(false);
       },
       onHeld: () => firstTry(true),

@@ -232,6 +232,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
       this.#status.set("reconnecting", {
         reason: `another hub process (${describeHolder(holder)}) holds this WhatsApp account; taking over when it stops`,
         nextRetryAt: Date.now() + lease.ttlMs / 3,
+        standby: true,
       });
     } catch (error) {
       this.#status.set("reconnecting", {

@@ -97,8 +97,9 @@ export class HubOperations {
     } catch (error) {
       reasons.push(`Redis does not answer (${(error as Error).message})`);
     }
+    // A standby (another process of the installation holds the connection) serves nothing here but is ready.
     for (const c of channels) {
-      if (c.status.state !== "connected")
+      if (c.status.state !== "connected" && !c.status.standby)
         reasons.push(
           `channel ${c.channel} (account ${c.accountId}) is ${c.status.state}${c.status.reason ? `: ${c.status.reason}` : ""}`,
         );

@@ -34,6 +34,11 @@ export interface ChannelStatus {
   /** When it entered this state (epoch ms). */
   since: number;
   /**
+   * Set while another hub process of the installation holds this account's connection (one may
+   * hold it) and this one takes over when it stops: the account is served, so the hub is ready.
+   */
+  standby?: true | undefined;
+  /**
    * The latest error the account had (the reason of its last reconnecting, failed or
    * logged-out state, and when), kept after it connects again so the operator still sees it.
    */

@@ -109,8 +109,11 @@ export interface SingleHolderOptions {
   lease: AccountLease;
   /** What is held, for the status line: `this Telegram bot`, `this Discord bot`. */
   what: string;
-  /** Called while another process holds the lease (or the lease store cannot be reached). */
-  onWaiting(reason: string, nextRetryAt: number): void;
+  /**
+   * Called while another process holds the lease (`standby`: this one takes over when it stops), or
+   * while the lease store cannot be reached (not `standby`).
+   */
+  onWaiting(reason: string, nextRetryAt: number, standby: boolean): void;
   /** Called each time the lease is taken (before the connection starts). */
   onHeld?(): void;
   /** Called once when a held lease is lost (taken over, or not renewed in time). */
@@ -176,10 +179,11 @@ export class SingleHolder {
         this.o.onWaiting(
           `another hub process (${describeHolder(holder)}) holds ${what}; taking over when it stops`,
           Date.now() + every,
+          true,
         );
       } catch (error) {
         const why = error instanceof Error ? error.message : String(error);
-        this.o.onWaiting(`the connection lease is unavailable (${why})`, Date.now() + every);
+        this.o.onWaiting(`the connection lease is unavailable (${why})`, Date.now() + every, false);
       }
       await sleep(every, signal);
     }

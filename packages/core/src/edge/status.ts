@@ -14,7 +14,7 @@ export class ChannelStatusCell {
   }
 
   /** Moves to `state`; a repeat of the same state and reason only refreshes `nextRetryAt`. */
-  set(state: ChannelState, details: { reason?: string; nextRetryAt?: number } = {}): void {
+  set(state: ChannelState, details: { reason?: string; nextRetryAt?: number; standby?: boolean } = {}): void {
     const previous = this.#status;
     const same = previous.state === state && previous.reason === details.reason;
     const failing = state === "reconnecting" || state === "failed" || state === "logged_out";
@@ -29,6 +29,7 @@ export class ChannelStatusCell {
       since: same ? previous.since : Date.now(),
       ...(details.reason !== undefined ? { reason: details.reason } : {}),
       ...(details.nextRetryAt !== undefined ? { nextRetryAt: details.nextRetryAt } : {}),
+      ...(details.standby ? { standby: true as const } : {}),
       ...(lastError ? { lastError } : {}),
     };
     if (!same) this.onChange?.(this.get(), previous);
