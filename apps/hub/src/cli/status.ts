@@ -1,3 +1,4 @@
+import { HubError } from "@hub/core";
 import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import { RunRecords } from "@hub/sessions";
@@ -15,6 +16,8 @@ export interface HubStatus {
   runsInFlight: Array<{ runId: string; sessionKey: string; startedAt: number }>;
   queueDepths: Record<string, number>;
   failedDeliveries: number;
+  /** Why Redis could not be read (runs, queues and failed deliveries are then unknown). */
+  redisError?: string;
 }
 
 /** `hub status [--json]`: channel states from the running hub's gateway, runs and queues from Redis. */
@@ -32,6 +35,11 @@ export function registerStatus(program: Command): void {
       );
       const status = await readStatus(command);
       output(command, status, () => formatStatus(status));
+      // The channels are shown whatever Redis does; a Redis that does not answer is still a failure.
+      if (status.redisError) {
+        console.error(`hub: ${status.redisError}`);
+        process.exitCode = 1;
+      }
     });
 }
 
@@ -46,22 +54,32 @@ async function readStatus(command: Command): Promise<HubStatus> {
     if (!(error instanceof GatewayUnreachableError || error instanceof GatewayUnresponsiveError)) throw error;
     running = false;
   }
-  return withRedis(config, async (redis) => {
-    const prefix = config.redis.prefix;
-    const runs = await new RunRecords(redis, prefix).running();
-    return {
-      running,
-      channels,
-      runsInFlight: runs.map((r) => ({ runId: r.runId, sessionKey: r.sessionKey, startedAt: r.startedAt })),
-      queueDepths: await queueDepths(redis, prefix),
-      failedDeliveries: await new FailedDeliveries(redis, prefix).count(),
-    };
-  });
+  const unknown = { runsInFlight: [], queueDepths: {}, failedDeliveries: 0 };
+  try {
+    return await withRedis(config, async (redis) => {
+      const prefix = config.redis.prefix;
+      const runs = await new RunRecords(redis, prefix).running();
+      return {
+        running,
+        channels,
+        runsInFlight: runs.map((r) => ({ runId: r.runId, sessionKey: r.sessionKey, startedAt: r.startedAt })),
+        queueDepths: await queueDepths(redis, prefix),
+        failedDeliveries: await new FailedDeliveries(redis, prefix).count(),
+      };
+    });
+  } catch (error) {
+    if (!(error instanceof HubError && error.code === "redis_unreachable")) throw error;
+    return { running, channels, ...unknown, redisError: error.message };
+  }
 }
 
 function formatStatus(s: HubStatus): string {
   const lines = [s.running ? "Hub: running" : "Hub: not answering on its gateway (channel states unknown)"];
   for (const c of s.channels) lines.push(`  ${channelLine(c)}`);
+  if (s.redisError) {
+    lines.push("Runs in flight, queues and failed deliveries: unknown (Redis does not answer)");
+    return lines.join("\n");
+  }
   lines.push(`Runs in flight: ${s.runsInFlight.length}`);
   for (const r of s.runsInFlight)
     lines.push(`  ${r.runId}  ${r.sessionKey}  ${Math.round((Date.now() - r.startedAt) / 1000)} s`);

@@ -300,6 +300,11 @@ describe("commands that need Redis", { timeout: 120_000 }, () => {
       expect(r.stderr).toMatch(/hub: Redis at redis:\/\/127\.0\.0\.1:\d+ does not answer \(.+\); start it/);
       expect(r.stderr).toContain("set REDIS_URL / redis.url to the hub's Redis");
     }
+    // status still says what it knows without Redis (the gateway's channel states).
+    expect(runs[0]?.stdout).toContain("Hub: not answering on its gateway");
+    expect(runs[0]?.stdout).toContain(
+      "Runs in flight, queues and failed deliveries: unknown (Redis does not answer)",
+    );
     // With a cluster's seeds the URL is not used: the fix names redis.cluster, not REDIS_URL.
     const file = join(stateDir, "cluster.json5");
     writeFileSync(file, `{ redis: { cluster: ['redis://127.0.0.1:${await freePort()}'] } }`);
