@@ -65,7 +65,7 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
 
 /** What a chat is told, once, when answers to it expired unsent. */
 const EXPIRED_NOTICE =
-  "Sorry, an answer to one of your earlier messages could not be delivered in time and was dropped. Please send it again if you still need it.";
+  "Sorry, my answer to an earlier message (or more than one) could not be delivered in time and was dropped. Please send your message again if you still need an answer.";
 
 const SEND_GATE = loadScript(new URL("./scripts/send-gate.lua", import.meta.url));
 
