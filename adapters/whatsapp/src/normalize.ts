@@ -94,6 +94,8 @@ const MediaPartSchema = z.looseObject({
 const MEDIA_KINDS = {
   imageMessage: { kind: "image", mime: "image/jpeg" },
   videoMessage: { kind: "video", mime: "video/mp4" },
+  // A round video note: a video baileys downloads like any other ("ptv" in its media keys).
+  ptvMessage: { kind: "video", mime: "video/mp4" },
   documentMessage: { kind: "document", mime: "application/octet-stream" },
   audioMessage: { kind: "audio", mime: "audio/ogg" },
   stickerMessage: { kind: "sticker", mime: "image/webp" },

@@ -139,6 +139,18 @@ describe("normalizeWhatsAppMessage", () => {
     ).toBe("Option B");
   });
 
+  it("a video note (ptvMessage) is video media", () => {
+    const raw = proto.WebMessageInfo.fromObject({
+      key: { remoteJid: ALICE, id: "V1" },
+      message: { ptvMessage: { mimetype: "video/mp4", seconds: 4, fileLength: 2048 } },
+      messageTimestamp: 1,
+    });
+    expect(normalizeWhatsAppMessage(raw, self, options)).toMatchObject({
+      ok: true,
+      fields: { media: [{ kind: "video", mime: "video/mp4", size: 2048, ref: `${ALICE}/V1` }] },
+    });
+  });
+
   it("a group message needs a participant", () => {
     const raw = groupText(GROUP, "4917687654321@s.whatsapp.net", "x");
     raw.key!.participant = null;
