@@ -262,6 +262,8 @@ export class SlackAdapter implements ChannelAdapter {
 
   async #connectSocket(at: string, stopped: AbortSignal): Promise<void> {
     await this.#socket?.stop();
+    // Stopped while the old socket closed: stop() saw that one; a new one would stay open.
+    if (stopped.aborted) throw new ChannelStoppedError();
     this.#socket = new SocketConnection({
       appToken: this.#o.appToken ?? "",
       apiUrl: this.#o.apiUrl ?? SLACK_API_URL,

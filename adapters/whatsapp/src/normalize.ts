@@ -172,7 +172,21 @@ function textOf(content: proto.IMessage): {
     const media = MediaPartSchema.safeParse(content[part]);
     if (media.success) return { text: media.data.caption ?? "", context: media.data.contextInfo ?? null };
   }
-  return { text: sharedTextOf(content), context: null };
+  return { text: sharedTextOf(content), context: sharedContextOf(content) };
+}
+
+/** The context (mentions, the message quoted) of a shared location, contact card or choice. */
+function sharedContextOf(content: proto.IMessage): z.infer<typeof ContextInfoSchema> | null {
+  const part =
+    content.locationMessage ??
+    content.liveLocationMessage ??
+    content.contactMessage ??
+    content.contactsArrayMessage ??
+    content.buttonsResponseMessage ??
+    content.templateButtonReplyMessage ??
+    content.listResponseMessage;
+  const context = ContextInfoSchema.safeParse(part?.contextInfo);
+  return context.success ? context.data : null;
 }
 
 const LocationSchema = z.looseObject({

@@ -139,6 +139,32 @@ describe("normalizeWhatsAppMessage", () => {
     ).toBe("Option B");
   });
 
+  it("a location that quotes the bot's message in a group addresses the bot", () => {
+    const raw = proto.WebMessageInfo.fromObject({
+      key: { remoteJid: GROUP, id: "L1", participant: ALICE },
+      message: {
+        locationMessage: {
+          degreesLatitude: 1,
+          degreesLongitude: 2,
+          contextInfo: {
+            stanzaId: "BOT1",
+            participant: "15550001111@s.whatsapp.net",
+            quotedMessage: { conversation: "where?" },
+          },
+        },
+      },
+      messageTimestamp: 1,
+    });
+    expect(normalizeWhatsAppMessage(raw, self, options)).toMatchObject({
+      ok: true,
+      fields: {
+        body: "[location: (1, 2)]",
+        wasMentioned: true,
+        replyTo: { messageId: "BOT1", body: "where?" },
+      },
+    });
+  });
+
   it("a video note (ptvMessage) is video media", () => {
     const raw = proto.WebMessageInfo.fromObject({
       key: { remoteJid: ALICE, id: "V1" },

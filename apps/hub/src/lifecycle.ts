@@ -19,7 +19,7 @@ export interface LifecycleOptions {
 
 /**
  * SIGTERM/SIGINT drain the hub: intake stops at once (webhooks answer 503 with
- * Retry-After, polling holds its offset, chat.send says "send again"), runs in
+ * Retry-After, Telegram's polling stops and hands its lease to a standby, chat.send says "send again"), runs in
  * flight get `drainMs` to finish, then the hub stops (delivery flushes what it
  * holds) and the process exits 0. Runs still going when the budget is spent keep
  * their `running` record and their lane lease, so restart recovery resumes

@@ -52,7 +52,7 @@ export class HubOperations {
   /**
    * Admits one inbound message unless the hub is draining and the platform
    * delivers it again (`ChannelCapabilities.redelivers`): then it answers `retry`
-   * (webhooks get a retryable status, polling holds its offset, chat.send says to
+   * (webhooks get a retryable status, an update polling still holds keeps its offset, chat.send says to
    * send again), so nothing new is taken while runs finish. A message its platform
    * would never deliver again is admitted durably even while draining: it runs in
    * another hub process, or here after the restart, instead of being lost.

@@ -40,6 +40,8 @@ export class ChannelSupervisor {
   readonly #entries: Supervised[] = [];
   readonly #stop = new AbortController();
   readonly #firstAttempts: Promise<void>[] = [];
+  /** The hub drains: an adapter that finishes starting now hands its intake over at once. */
+  #intakePaused = false;
 
   constructor(
     private readonly adapters: readonly ChannelAdapter[],
@@ -93,6 +95,7 @@ export class ChannelSupervisor {
         entry.started = true;
         cell.set("connected");
         log.info(`${adapter.channel} channel started`);
+        if (this.#intakePaused) await this.#pause(entry);
         return settled();
       } catch (error) {
         if (signal.aborted) return settled(); // stopped while connecting: nothing to report
@@ -116,22 +119,24 @@ export class ChannelSupervisor {
     }
   }
 
-  /** The hub drains: every started adapter stops taking in what its platform keeps for later (see `pauseIntake`). */
+  /**
+   * The hub drains: every started adapter stops taking in what its platform keeps for later (see
+   * `pauseIntake`); one still connecting does so when its start is over.
+   */
   async pauseIntake(): Promise<void> {
-    await Promise.all(
-      this.#entries
-        .filter((e) => e.started && !e.stopped && e.adapter.pauseIntake)
-        .map((e) =>
-          e.adapter
-            .pauseIntake?.()
-            .catch((error: unknown) =>
-              this.logger.warn(
-                { channel: e.adapter.channel, err: describeError(error) },
-                `${e.adapter.channel} channel could not hand its intake over; it stops with the hub`,
-              ),
-            ),
+    this.#intakePaused = true;
+    await Promise.all(this.#entries.filter((e) => e.started && !e.stopped).map((e) => this.#pause(e)));
+  }
+
+  async #pause(entry: Supervised): Promise<void> {
+    await entry.adapter
+      .pauseIntake?.()
+      .catch((error: unknown) =>
+        this.logger.warn(
+          { channel: entry.adapter.channel, err: describeError(error) },
+          `${entry.adapter.channel} channel could not hand its intake over; it stops with the hub`,
         ),
-    );
+      );
   }
 
   /**

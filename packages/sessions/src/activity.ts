@@ -42,6 +42,8 @@ export class SessionActivity {
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly defaultMode: QueueMode,
+    /** How long one process may hand a run's messages on without renewing (tests shorten it). */
+    private readonly handOnLeaseMs = HAND_ON_LEASE_MS,
   ) {}
 
   #k(kind: string, id: string): string {
@@ -99,9 +101,11 @@ export class SessionActivity {
     requeue: (request: RunRequest) => Promise<void>,
     first?: () => Promise<void>,
   ): Promise<void> {
-    await this.#alone(runId, async () => {
+    await this.#alone(runId, async (held) => {
       await first?.();
       for (;;) {
+        // Lost (Redis away longer than the lease): the process that took it over hands the rest on.
+        if (!held()) return;
         for (const left of await this.#takeLeft(runId)) await requeue(left);
         const ended = await runScript(
           this.redis,
@@ -114,18 +118,22 @@ export class SessionActivity {
     });
   }
 
-  // Runs `handOn` while this process holds the run's hand-on lease (waiting for another holder to finish;
-  // one that died on this machine is not waited out, see ConnectionLease).
-  async #alone(runId: string, handOn: () => Promise<void>): Promise<void> {
+  // Runs `handOn` while this process holds the run's hand-on lease, renewed meanwhile (waiting for another
+  // holder to finish; one that died on this machine is not waited out, see ConnectionLease). `held()` says
+  // whether the lease is surely still this process's.
+  async #alone(runId: string, handOn: (held: () => boolean) => Promise<void>): Promise<void> {
     const lease = new ConnectionLease(
       new RedisLeaseStore(this.redis),
       this.#k("handing-on", runId),
-      HAND_ON_LEASE_MS,
+      this.handOnLeaseMs,
     );
     while (!(await lease.hold()).held) await sleep(HAND_ON_WAIT_MS);
+    const renewal = setInterval(() => void lease.hold().catch(() => undefined), this.handOnLeaseMs / 3);
+    renewal.unref();
     try {
-      await handOn();
+      await handOn(() => lease.valid());
     } finally {
+      clearInterval(renewal);
       await lease.release().catch(() => undefined);
     }
   }

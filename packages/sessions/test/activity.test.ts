@@ -71,6 +71,32 @@ describe("SessionActivity.end by two processes at once", () => {
     expect(requeued).toEqual(["x1", "x2", "x3", "x4", "x5", "x6"]);
     expect(await settler.activeRun(key)).toBeUndefined();
   });
+
+  it("a hand-on longer than the lease keeps it (renewed), so the other process still waits", async () => {
+    const key = "agent:main:telegram:direct:8";
+    const settler = new SessionActivity(redis, prefix, "steer", 600);
+    const otherConnection = new Redis(REDIS_URL);
+    const other = new SessionActivity(otherConnection, prefix, "steer", 600);
+    await new RunRecords(redis, prefix).start("run-y", key, 60_000);
+    await settler.begin(key, "run-y", 60_000);
+    const requeued: string[] = [];
+    // The settler hands on what its settle took (y1) slowly, over more than two leases.
+    const first = settler.end(
+      key,
+      "run-y",
+      async (left) => void requeued.push(left.runId),
+      async () => {
+        await new Promise((r) => setTimeout(r, 1500));
+        requeued.push("y1");
+      },
+    );
+    await new Promise((r) => setTimeout(r, 100));
+    expect(await steer("y2", "8")).toBe("steered");
+    const second = other.end(key, "run-y", async (left) => void requeued.push(left.runId));
+    await Promise.all([first, second]);
+    otherConnection.disconnect();
+    expect(requeued).toEqual(["y1", "y2"]);
+  });
 });
 
 // A run in flight (its record started, the session's running run) holding the session's writer claim.

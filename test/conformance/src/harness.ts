@@ -32,8 +32,11 @@ export interface InboundFile {
 
 /** How a harness starts its platform and builds its adapter (see `ConformanceHarness.start`). */
 export interface HarnessStartOptions {
+  /** Where the adapter logs (the suite's captured logger). */
   logger?: HubLogger;
+  /** The adapter points at an address that refuses connections until `platformUp()`. */
   unreachable?: boolean;
+  /** The adapter points at a platform that takes connections and never answers. */
   silent?: boolean;
 }
 

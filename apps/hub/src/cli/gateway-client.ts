@@ -56,7 +56,10 @@ export async function callGateway(
     const request = async (id: number, method: string, params: unknown): Promise<unknown> => {
       ws.send(JSON.stringify({ type: "req", id, method, params }));
       while (!frames.has(id)) {
-        if (ws.readyState !== WebSocket.OPEN) throw new GatewayUnreachableError(address, new Error("closed"));
+        if (ws.readyState !== WebSocket.OPEN)
+          throw silent
+            ? new GatewayUnresponsiveError(address, timeoutMs)
+            : new GatewayUnreachableError(address, new Error("closed"));
         await new Promise<void>((r) => {
           waiter = r;
           ws.once("close", () => r());

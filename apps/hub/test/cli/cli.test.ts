@@ -8,6 +8,7 @@ import { FailedDeliveries } from "@hub/reply";
 import { FileSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { WebSocketServer } from "ws";
 import { runCli } from "../../../../test/support/cli.js";
 import { freePort } from "../../../../test/support/hub-process.js";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../../test/support/redis.js";
@@ -118,15 +119,22 @@ describe("hub doctor", { timeout: 120_000 }, () => {
   });
 
   it("fails, saying so, when something takes the gateway's connections and never answers (a frozen hub)", async () => {
+    // Frozen before the WebSocket handshake (a silent TCP server), and after it (one that never answers connect).
     const frozen = await startSilentServer();
+    const mute = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    await new Promise((resolve) => mute.once("listening", resolve));
     try {
-      const r = await runCli(["doctor"], { ...env, HUB_GATEWAY_PORT: String(frozen.port) });
-      expect(r.code).toBe(1);
-      expect(r.stdout).toContain("takes connections at 127.0.0.1:");
-      expect(r.stdout).toContain("did not answer within 5 s");
-      expect(r.stdout).not.toContain("not running");
+      for (const port of [frozen.port, (mute.address() as { port: number }).port]) {
+        const r = await runCli(["doctor"], { ...env, HUB_GATEWAY_PORT: String(port) });
+        expect(r.code).toBe(1);
+        expect(r.stdout).toContain(`takes connections at 127.0.0.1:${port}`);
+        expect(r.stdout).toContain("did not answer within 5 s");
+        expect(r.stdout).not.toContain("not running");
+      }
     } finally {
       await frozen.close();
+      for (const client of mute.clients) client.terminate();
+      await new Promise((resolve) => mute.close(resolve));
     }
   });
 
