@@ -17,13 +17,10 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
-/** A state dir with a hub.json5 using the fake model; returns the environment to start a hub with it. */
-async function installation(
-  name: string,
-  model: FakeOpenAI,
-  drainSeconds: number,
-  channels: Record<string, unknown> = {},
-) {
+/** A fake model and a state dir with a hub.json5 using it; returns the model and the environment to start a hub with. */
+async function installation(name: string, drainSeconds: number, channels: Record<string, unknown> = {}) {
+  const model = await startFakeOpenAI();
+  cleanups.push(() => model.close());
   const stateDir = mkdtempSync(join(tmpdir(), "hub-life-"));
   const prefix = testPrefix(name);
   const config = join(stateDir, "hub.json5");
@@ -48,7 +45,7 @@ async function installation(
     HUB_GATEWAY_TOKEN: TOKEN,
     HUB_GATEWAY_PORT: String(port),
   };
-  return { env, port, prefix, config };
+  return { model, env, port, prefix, config };
 }
 
 async function started(env: Record<string, string>, port: number): Promise<HubProcess> {
@@ -70,9 +67,7 @@ async function runInFlight(port: number, model: FakeOpenAI, runId: string): Prom
 
 describe("SIGTERM drain", () => {
   it("stops intake (readyz 503, chat.send refused as retryable), lets the run finish and deliver, exits 0", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
-    const { env, port } = await installation("drain", model, 30);
+    const { model, env, port } = await installation("drain", 30);
     const hub = await started(env, port);
     model.script({ text: "a slow answer that streams for a while", chunkSize: 4, delayMs: 150 });
     const client = await runInFlight(port, model, "drain-run-1");
@@ -96,9 +91,7 @@ describe("SIGTERM drain", () => {
   });
 
   it("past the budget: exits 0 and leaves the run's record running for restart recovery, naming it", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
-    const { env, port, prefix } = await installation("budget", model, 1);
+    const { model, env, port, prefix } = await installation("budget", 1);
     const hub = await started(env, port);
     model.script({ hang: true });
     await runInFlight(port, model, "budget-run-1");
@@ -124,9 +117,7 @@ describe("SIGTERM drain", () => {
   });
 
   it("a run past the budget that ends while the hub stops is not counted as interrupted", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
-    const { env, port } = await installation("budget-ends", model, 1);
+    const { model, env, port } = await installation("budget-ends", 1);
     const hub = await started(env, port);
     // About 2 s of streaming: past the 1 s budget, within the stop's grace.
     model.script({ text: "an answer that ends soon after the budget", chunkSize: 4, delayMs: 200 });
@@ -141,12 +132,10 @@ describe("SIGTERM drain", () => {
   });
 
   it("an idle hub whose platforms never answer stops at once, not when their connection attempts time out", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
     const silent = await startSilentServer();
     cleanups.push(() => silent.close());
     const at = `http://127.0.0.1:${silent.port}`;
-    const { env, port } = await installation("silent", model, 30, {
+    const { env, port } = await installation("silent", 30, {
       telegram: { botToken: "123456:SILENT-TOKEN", apiRoot: at },
       discord: { token: "silent.discord.token", restApi: `${at}/api` },
       slack: { botToken: "xoxb-silent", signingSecret: "silent-signing-secret", apiUrl: `${at}/api/` },
@@ -166,9 +155,7 @@ describe("SIGTERM drain", () => {
   });
 
   it("a second SIGTERM exits at once", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
-    const { env, port } = await installation("twice", model, 60);
+    const { model, env, port } = await installation("twice", 60);
     const hub = await started(env, port);
     model.script({ hang: true });
     await runInFlight(port, model, "twice-run-1");
@@ -221,9 +208,7 @@ function alive(pid: number): boolean {
 
 describe("SIGHUP and the npm start wrapper", () => {
   it("npm start's wrapper passes SIGHUP (reload) and SIGTERM on, and exits with the hub's code", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
-    const { env, port, config } = await installation("wrapper", model, 5);
+    const { model, env, port, config } = await installation("wrapper", 5);
     const { child, output, exited } = await wrapped(
       process.execPath,
       ["scripts/bootstrap.mjs", "start"],
@@ -249,9 +234,7 @@ describe("SIGHUP and the npm start wrapper", () => {
   });
 
   it("npm start itself: SIGTERM to npm reaches the hub, npm exits 0 and no hub is left running", async () => {
-    const model = await startFakeOpenAI();
-    cleanups.push(() => model.close());
-    const { env, port } = await installation("npm-start", model, 5);
+    const { env, port } = await installation("npm-start", 5);
     const { child, output, exited, hubPid } = await wrapped("npm", ["start"], env, port);
     child.kill("SIGTERM");
     expect(await exited).toBe(0);

@@ -83,7 +83,6 @@ async function fetchBatch(
         timeout: deps.pollTimeoutSeconds,
         allowed_updates: [...ALLOWED_UPDATES],
       },
-      // grammY types its signal with a polyfill's type; the runtime takes the standard one.
       grammySignal(deps.signal),
     );
     // The Bot API answers a list; anything else (a broken proxy, a self-hosted server) is a failed call.

@@ -172,22 +172,19 @@ function textOf(content: proto.IMessage): {
     const media = MediaPartSchema.safeParse(content[part]);
     if (media.success) return { text: media.data.caption ?? "", context: media.data.contextInfo ?? null };
   }
-  return { text: sharedTextOf(content), context: sharedContextOf(content) };
+  return sharedOf(content);
 }
 
-/** The context (mentions, the message quoted) of a shared location, contact card or choice. */
-function sharedContextOf(content: proto.IMessage): z.infer<typeof ContextInfoSchema> | null {
-  const part =
-    content.locationMessage ??
-    content.liveLocationMessage ??
-    content.contactMessage ??
-    content.contactsArrayMessage ??
-    content.buttonsResponseMessage ??
-    content.templateButtonReplyMessage ??
-    content.listResponseMessage;
-  const context = ContextInfoSchema.safeParse(part?.contextInfo);
-  return context.success ? context.data : null;
-}
+/** Message parts that carry no `text` but say something: a location, contact cards, a tapped choice. */
+const SHARED_PARTS = [
+  "locationMessage",
+  "liveLocationMessage",
+  "contactMessage",
+  "contactsArrayMessage",
+  "buttonsResponseMessage",
+  "templateButtonReplyMessage",
+  "listResponseMessage",
+] as const;
 
 const LocationSchema = z.looseObject({
   degreesLatitude: z.number().nullish(),
@@ -206,33 +203,40 @@ const ChoiceSchema = z.looseObject({
 
 /**
  * What a shared location, a contact card or a tapped button says, as text the agent can read
- * (these carry no `text`, and were dropped as empty): `[location: …]`, `[contact: …]`, the choice.
+ * (`[location: …]`, `[contact: …]`, the choice), with its context (mentions, the message quoted).
  */
-function sharedTextOf(content: proto.IMessage): string {
-  const location = LocationSchema.safeParse(content.locationMessage ?? content.liveLocationMessage);
-  if (location.success) {
+function sharedOf(content: proto.IMessage): {
+  text: string;
+  context: z.infer<typeof ContextInfoSchema> | null;
+} {
+  const kind = SHARED_PARTS.find((k) => content[k] != null);
+  if (!kind) return { text: "", context: null };
+  const part = content[kind] as { contextInfo?: unknown };
+  const context = ContextInfoSchema.safeParse(part.contextInfo);
+  return { text: sharedTextOf(kind, part), context: context.success ? context.data : null };
+}
+
+function sharedTextOf(kind: (typeof SHARED_PARTS)[number], part: unknown): string {
+  if (kind === "locationMessage" || kind === "liveLocationMessage") {
+    const location = LocationSchema.safeParse(part);
+    if (!location.success) return "";
     const { degreesLatitude: lat, degreesLongitude: lon, name, address } = location.data;
     const place = [name, address].filter(Boolean).join(", ");
     const at = typeof lat === "number" && typeof lon === "number" ? `${lat}, ${lon}` : "";
     return `[location: ${[place, at && `(${at})`].filter(Boolean).join(" ")}]`;
   }
-  const cards = content.contactMessage
-    ? [content.contactMessage]
-    : (content.contactsArrayMessage?.contacts ?? []);
-  const contacts = cards.flatMap((c) => {
-    const card = ContactSchema.safeParse(c);
-    return card.success ? [contactLine(card.data)] : [];
-  });
-  if (contacts.length) return contacts.map((c) => `[contact: ${c}]`).join("\n");
-  for (const part of [
-    content.buttonsResponseMessage,
-    content.templateButtonReplyMessage,
-    content.listResponseMessage,
-  ]) {
-    const choice = ChoiceSchema.safeParse(part);
-    if (part && choice.success) return choice.data.selectedDisplayText ?? choice.data.title ?? "";
+  if (kind === "contactMessage" || kind === "contactsArrayMessage") {
+    const cards =
+      kind === "contactMessage" ? [part] : ((part as proto.Message.IContactsArrayMessage).contacts ?? []);
+    return cards
+      .flatMap((c) => {
+        const card = ContactSchema.safeParse(c);
+        return card.success ? [`[contact: ${contactLine(card.data)}]`] : [];
+      })
+      .join("\n");
   }
-  return "";
+  const choice = ChoiceSchema.safeParse(part);
+  return choice.success ? (choice.data.selectedDisplayText ?? choice.data.title ?? "") : "";
 }
 
 /** A contact card as one line: its name and the phone numbers of its vCard. */

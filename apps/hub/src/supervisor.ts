@@ -129,14 +129,12 @@ export class ChannelSupervisor {
   }
 
   async #pause(entry: Supervised): Promise<void> {
-    await entry.adapter
-      .pauseIntake?.()
-      .catch((error: unknown) =>
-        this.logger.warn(
-          { channel: entry.adapter.channel, err: describeError(error) },
-          `${entry.adapter.channel} channel could not hand its intake over; it stops with the hub`,
-        ),
-      );
+    if (!entry.adapter.pauseIntake) return;
+    await this.#tolerated(
+      entry,
+      entry.adapter.pauseIntake(),
+      "could not hand its intake over; it stops with the hub",
+    );
   }
 
   /**
@@ -158,13 +156,16 @@ export class ChannelSupervisor {
   async #stopAdapter(entry: Supervised): Promise<void> {
     if (entry.stopped) return;
     entry.stopped = true;
-    await entry.adapter
-      .stop()
-      .catch((error: unknown) =>
-        this.logger.warn(
-          { channel: entry.adapter.channel, err: describeError(error) },
-          `${entry.adapter.channel} channel did not stop cleanly`,
-        ),
-      );
+    await this.#tolerated(entry, entry.adapter.stop(), "did not stop cleanly");
+  }
+
+  // An adapter's pause or stop that fails is said, not thrown: the hub goes on stopping.
+  async #tolerated(entry: Supervised, work: Promise<void>, failed: string): Promise<void> {
+    await work.catch((error: unknown) =>
+      this.logger.warn(
+        { channel: entry.adapter.channel, err: describeError(error) },
+        `${entry.adapter.channel} channel ${failed}`,
+      ),
+    );
   }
 }

@@ -40,26 +40,19 @@ export async function callGateway(
     silent = true;
     ws.terminate();
   }, timeoutMs);
+  // Cut off by the timer (ws reports that as an error, then a close): the other side never answered.
+  const lost = (cause: Error): HubError =>
+    silent ? new GatewayUnresponsiveError(address, timeoutMs) : new GatewayUnreachableError(address, cause);
   try {
     await new Promise<void>((resolve, reject) => {
       ws.once("open", () => resolve());
-      // Cut off by the timer (ws reports that as an error, then a close): the other side never answered.
-      const failed = (cause: Error) =>
-        reject(
-          silent
-            ? new GatewayUnresponsiveError(address, timeoutMs)
-            : new GatewayUnreachableError(address, cause),
-        );
-      ws.once("error", failed);
-      ws.once("close", () => failed(new Error("closed")));
+      ws.once("error", (error) => reject(lost(error)));
+      ws.once("close", () => reject(lost(new Error("closed"))));
     });
     const request = async (id: number, method: string, params: unknown): Promise<unknown> => {
       ws.send(JSON.stringify({ type: "req", id, method, params }));
       while (!frames.has(id)) {
-        if (ws.readyState !== WebSocket.OPEN)
-          throw silent
-            ? new GatewayUnresponsiveError(address, timeoutMs)
-            : new GatewayUnreachableError(address, new Error("closed"));
+        if (ws.readyState !== WebSocket.OPEN) throw lost(new Error("closed"));
         await new Promise<void>((r) => {
           waiter = r;
           ws.once("close", () => r());

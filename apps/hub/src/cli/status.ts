@@ -54,7 +54,6 @@ async function readStatus(command: Command): Promise<HubStatus> {
     if (!(error instanceof GatewayUnreachableError || error instanceof GatewayUnresponsiveError)) throw error;
     running = false;
   }
-  const unknown = { runsInFlight: [], queueDepths: {}, failedDeliveries: 0 };
   try {
     return await withRedis(config, async (redis) => {
       const prefix = config.redis.prefix;
@@ -69,6 +68,7 @@ async function readStatus(command: Command): Promise<HubStatus> {
     });
   } catch (error) {
     if (!(error instanceof HubError && error.code === "redis_unreachable")) throw error;
+    const unknown = { runsInFlight: [], queueDepths: {}, failedDeliveries: 0 };
     return { running, channels, ...unknown, redisError: error.message };
   }
 }
