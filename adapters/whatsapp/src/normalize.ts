@@ -191,6 +191,8 @@ const LocationSchema = z.looseObject({
   degreesLongitude: z.number().nullish(),
   name: z.string().max(1024).nullish(),
   address: z.string().max(1024).nullish(),
+  /** A live location's words. */
+  caption: z.string().max(4096).nullish(),
 });
 const ContactSchema = z.looseObject({
   displayName: z.string().max(1024).nullish(),
@@ -220,10 +222,12 @@ function sharedTextOf(kind: (typeof SHARED_PARTS)[number], part: unknown): strin
   if (kind === "locationMessage" || kind === "liveLocationMessage") {
     const location = LocationSchema.safeParse(part);
     if (!location.success) return "";
-    const { degreesLatitude: lat, degreesLongitude: lon, name, address } = location.data;
+    const { degreesLatitude: lat, degreesLongitude: lon, name, address, caption } = location.data;
     const place = [name, address].filter(Boolean).join(", ");
     const at = typeof lat === "number" && typeof lon === "number" ? `${lat}, ${lon}` : "";
-    return `[location: ${[place, at && `(${at})`].filter(Boolean).join(" ")}]`;
+    const where = [place, at && `(${at})`].filter(Boolean).join(" ");
+    const shared = where ? `[location: ${where}]` : "[location]";
+    return caption ? `${shared}\n${caption}` : shared;
   }
   if (kind === "contactMessage" || kind === "contactsArrayMessage") {
     const cards =

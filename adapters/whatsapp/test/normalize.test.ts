@@ -123,6 +123,10 @@ describe("normalizeWhatsAppMessage", () => {
     expect(bodyOf({ liveLocationMessage: { degreesLatitude: 1.5, degreesLongitude: 2.5 } })).toBe(
       "[location: (1.5, 2.5)]",
     );
+    // A live location says its words; one without a place or both coordinates is still a location.
+    expect(bodyOf({ liveLocationMessage: { degreesLatitude: 1.5, caption: "on my way" } })).toBe(
+      "[location]\non my way",
+    );
     const vcard =
       "BEGIN:VCARD\nVERSION:3.0\nFN:Bob\nTEL;type=CELL;waid=4915100000000:+49 151 00000000\nEND:VCARD";
     expect(bodyOf({ contactMessage: { displayName: "Bob", vcard } })).toBe(
