@@ -7,8 +7,9 @@ import {
   type WriteFence,
   WriteFencedError,
 } from "@hub/core";
-import { loadScript, RedisLeaseStore, runScript, scanKeys } from "@hub/queue";
+import { loadScript, RedisLeaseStore, runScript, scanKeys, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
+import type { SessionLane } from "./lane.js";
 import { RUN_RECORD_TTL_SECONDS, withRetries } from "./run-records.js";
 import { requestsOf } from "./stored-requests.js";
 import { writerKey } from "./writer.js";
@@ -17,6 +18,7 @@ const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.
 const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
+const HAND_ON = scriptWith(new URL("./scripts/hand-on.lua", import.meta.url), "owe-drain");
 
 /** How long one process may hand a run's messages on before another may (a holder that died). */
 const HAND_ON_LEASE_MS = 15_000;
@@ -29,6 +31,20 @@ const HAND_ON_WAIT_MS = 50;
  */
 const TAKEN_TTL_MS = RUN_RECORD_TTL_SECONDS * 1000;
 
+/** The session lane as `end` hands a run's untaken steered messages on to it, in its own step. */
+export type HandOnLane = Pick<SessionLane, "pushKeys" | "wokeOnReady">;
+
+/** Options of a `SessionActivity`. */
+export interface SessionActivityOptions {
+  /** How long one process may hand a run's messages on without renewing (tests shorten it). */
+  handOnLeaseMs?: number | undefined;
+  /**
+   * The session lane: `end` moves a run's untaken steered messages there in one step with the end of its
+   * activity (see scripts/hand-on.lua). Without it, `end` hands them to its `requeue` one by one.
+   */
+  lane?: HandOnLane | undefined;
+}
+
 /**
  * What is happening in a session right now, in Redis so every process sees
  * it: the running run, messages steered into it, messages collected for the
@@ -38,13 +54,18 @@ const TAKEN_TTL_MS = RUN_RECORD_TTL_SECONDS * 1000;
  * as a follow-up.
  */
 export class SessionActivity {
+  readonly #handOnLeaseMs: number;
+  readonly #lane: HandOnLane | undefined;
+
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly defaultMode: QueueMode,
-    /** How long one process may hand a run's messages on without renewing (tests shorten it). */
-    private readonly handOnLeaseMs = HAND_ON_LEASE_MS,
-  ) {}
+    options: SessionActivityOptions = {},
+  ) {
+    this.#handOnLeaseMs = options.handOnLeaseMs ?? HAND_ON_LEASE_MS;
+    this.#lane = options.lane;
+  }
 
   #k(kind: string, id: string): string {
     return `${this.prefix}:${kind}:${id}`;
@@ -86,14 +107,16 @@ export class SessionActivity {
   }
 
   /**
-   * Ends a run's activity, handing every steered message it never took to
-   * `requeue`, in order, after what `first` hands on (messages the run's settle or
+   * Ends a run's activity, handing every steered message it never took on
+   * to the session's lane, in order, after what `first` hands on (messages the run's settle or
    * its earlier attempts took). The run stays "active" until nothing is left, so a
    * message arriving meanwhile is steered (and handed on after the earlier
    * ones) rather than queued ahead of them. One process at a time hands a run's
    * messages on: after a Redis outage the run's settler and a process that finds
    * the run over (its lane lease ran out) can both get here, and their requeues
-   * interleaved out of order.
+   * interleaved out of order. With the lane (`SessionActivityOptions.lane`) the steered messages
+   * move there in one step with the end (fenced by the hand-on lease), so a process frozen halfway
+   * cannot queue one after a later one; without it they go to `requeue`, one by one.
    */
   async end(
     sessionKey: string,
@@ -101,11 +124,13 @@ export class SessionActivity {
     requeue: (request: RunRequest) => Promise<void>,
     first?: () => Promise<void>,
   ): Promise<void> {
-    await this.#alone(runId, async (held) => {
+    await this.#alone(runId, async (lease) => {
       await first?.();
+      const lane = this.#lane;
+      if (lane) return this.#handOnToLane(lane, sessionKey, runId, lease);
       for (;;) {
         // Lost (Redis away longer than the lease): the process that took it over hands the rest on.
-        if (!held()) return;
+        if (!lease.valid()) return;
         for (const left of await this.#takeLeft(runId)) await requeue(left);
         const ended = await runScript(
           this.redis,
@@ -118,20 +143,51 @@ export class SessionActivity {
     });
   }
 
+  // Moves the run's untaken steered messages to the session's lane and ends its activity, in one step
+  // (hand-on.lua), unless another process took the hand-on lease over (it hands them on then).
+  async #handOnToLane(
+    lane: HandOnLane,
+    sessionKey: string,
+    runId: string,
+    lease: ConnectionLease,
+  ): Promise<void> {
+    const keys = lane.pushKeys(sessionKey);
+    // Repeatable: a retry after a lost answer finds nothing left to move.
+    const [, woke] = await withRetries(
+      async () =>
+        (await runScript(
+          this.redis,
+          HAND_ON,
+          [
+            this.#k("steer", runId),
+            writerKey(this.prefix, sessionKey),
+            lease.key,
+            keys.list,
+            keys.sched,
+            keys.ready,
+            keys.own,
+            keys.att,
+          ],
+          [runId, lease.token, this.#handOnLeaseMs, Date.now(), keys.graceMs, sessionKey, keys.leaseMs],
+        )) as [number, number],
+    );
+    if (woke === 1) lane.wokeOnReady();
+  }
+
   // Runs `handOn` while this process holds the run's hand-on lease, renewed meanwhile (waiting for another
-  // holder to finish; one that died on this machine is not waited out, see ConnectionLease). `held()` says
-  // whether the lease is surely still this process's.
-  async #alone(runId: string, handOn: (held: () => boolean) => Promise<void>): Promise<void> {
+  // holder to finish; one that died on this machine is not waited out, see ConnectionLease). The lease's
+  // `valid()` says whether it is surely still this process's; its key and token fence a step in Redis.
+  async #alone(runId: string, handOn: (lease: ConnectionLease) => Promise<void>): Promise<void> {
     const lease = new ConnectionLease(
       new RedisLeaseStore(this.redis),
       this.#k("handing-on", runId),
-      this.handOnLeaseMs,
+      this.#handOnLeaseMs,
     );
     while (!(await lease.hold()).held) await sleep(HAND_ON_WAIT_MS);
-    const renewal = setInterval(() => void lease.hold().catch(() => undefined), this.handOnLeaseMs / 3);
+    const renewal = setInterval(() => void lease.hold().catch(() => undefined), this.#handOnLeaseMs / 3);
     renewal.unref();
     try {
-      await handOn(() => lease.valid());
+      await handOn(lease);
     } finally {
       clearInterval(renewal);
       await lease.release().catch(() => undefined);

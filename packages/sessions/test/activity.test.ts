@@ -7,7 +7,8 @@ import { directRequest } from "./requests.js";
 
 const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("activity");
-const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: createLogger({ level: "silent" }) });
+const silent = createLogger({ level: "silent" });
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger: silent });
 const admission = new SessionAdmission(redis, prefix, lane, "steer");
 const records = new RunRecords(redis, prefix);
 afterAll(async () => {
@@ -74,9 +75,9 @@ describe("SessionActivity.end by two processes at once", () => {
 
   it("a hand-on longer than the lease keeps it (renewed), so the other process still waits", async () => {
     const key = "agent:main:telegram:direct:8";
-    const settler = new SessionActivity(redis, prefix, "steer", 600);
+    const settler = new SessionActivity(redis, prefix, "steer", { handOnLeaseMs: 600 });
     const otherConnection = new Redis(REDIS_URL);
-    const other = new SessionActivity(otherConnection, prefix, "steer", 600);
+    const other = new SessionActivity(otherConnection, prefix, "steer", { handOnLeaseMs: 600 });
     await new RunRecords(redis, prefix).start("run-y", key, 60_000);
     await settler.begin(key, "run-y", 60_000);
     const requeued: string[] = [];
@@ -98,6 +99,84 @@ describe("SessionActivity.end by two processes at once", () => {
     expect(requeued).toEqual(["y1", "y2"]);
   });
 });
+
+describe("SessionActivity.end by a process frozen past its hand-on lease", () => {
+  it("queues the run's steered messages in order all the same: one taken is never queued after a later one", async () => {
+    const key = "agent:main:telegram:direct:9";
+    const leaseMs = 300;
+    const list = lane.pushKeys(key).list;
+    // The settler's process: its connection (its lane's too) freezes, as SIGSTOP would freeze it, right
+    // after its first step that writes the lane; nothing it sends (lease renewals too) reaches Redis until it thaws.
+    const frozen = freezableRedis(new Redis(REDIS_URL), (args) => args.includes(list));
+    const settlerLane = new SessionLane({ redisUrl: REDIS_URL, redis: frozen.redis, prefix, logger: silent });
+    const settler = new SessionActivity(frozen.redis, prefix, "steer", {
+      handOnLeaseMs: leaseMs,
+      lane: settlerLane,
+    });
+    const otherConnection = new Redis(REDIS_URL);
+    const other = new SessionActivity(otherConnection, prefix, "steer", { handOnLeaseMs: leaseMs, lane });
+    await records.start("run-z", key, 60_000);
+    await settler.begin(key, "run-z", 60_000);
+    for (const id of ["z-a", "z-b"]) expect(await steer(id, "9")).toBe("steered");
+    const first = settler.end(key, "run-z", (left) => settlerLane.enqueue(left));
+    await frozen.reached;
+    // While it is frozen, c comes in, the settler's lease runs out, and another process ends the run.
+    await steer("z-c", "9");
+    await new Promise((r) => setTimeout(r, 2 * leaseMs));
+    await other.end(key, "run-z", (left) => lane.enqueue(left));
+    frozen.thaw();
+    await first;
+    const queued = (await redis.lrange(list, 0, -1)).map((item) => item.slice(0, item.indexOf("|")));
+    expect(queued).toEqual(["z-a", "z-b", "z-c"]);
+    // Owed a drain, as a push owes it; and the run is over.
+    expect(await redis.zscore(lane.pushKeys(key).sched, key)).not.toBeNull();
+    expect(await other.activeRun(key)).toBeUndefined();
+    await settlerLane.close();
+    frozen.redis.disconnect();
+    otherConnection.disconnect();
+  });
+});
+
+// A process's Redis connection that freezes after the first script call whose keys and arguments
+// `freezesAfter` picks: every command sent from then on waits until `thaw`.
+function freezableRedis(redis: Redis, freezesAfter: (args: unknown[]) => boolean) {
+  let thawed: Promise<void> | undefined;
+  let thaw = () => {};
+  let reachedIt = () => {};
+  const reached = new Promise<void>((resolve) => {
+    reachedIt = resolve;
+  });
+  const commands = new Set([
+    "evalsha",
+    "eval",
+    "get",
+    "set",
+    "del",
+    "hget",
+    "hmget",
+    "hset",
+    "lrange",
+    "llen",
+  ]);
+  const proxy = new Proxy(redis, {
+    get(target, name, receiver) {
+      const value: unknown = Reflect.get(target, name, receiver);
+      if (typeof name !== "string" || !commands.has(name) || typeof value !== "function") return value;
+      return async (...args: unknown[]) => {
+        if (thawed) await thawed;
+        const answer: unknown = await value.apply(target, args);
+        if (!thawed && name.startsWith("eval") && freezesAfter(args)) {
+          thawed = new Promise<void>((resolve) => {
+            thaw = resolve;
+          });
+          reachedIt();
+        }
+        return answer;
+      };
+    },
+  });
+  return { redis: proxy, reached, thaw: () => thaw() };
+}
 
 // A run in flight (its record started, the session's running run) holding the session's writer claim.
 async function runningWithClaim(key: string, runId: string) {

@@ -40,7 +40,6 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const { config, redis, events } = base;
   const prefix = config.redis.prefix;
   const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
-  const activity = new SessionActivity(redis, prefix, config.agent.queueMode);
   const writers = new SessionWriters(redis, prefix);
   const sessions = sessionStoreOf(base);
   const lane: SessionLane = new SessionLane({
@@ -66,6 +65,8 @@ export function buildSessionStage(base: HubBase): SessionStage {
     },
   });
   base.shutdown.rest.push(() => lane.close());
+  // A run's end moves the messages steered into it that it never took to the lane in one step.
+  const activity = new SessionActivity(redis, prefix, config.agent.queueMode, { lane });
   const decisionsKey = `${prefix}:model-decisions`;
   const control = new RunControl(redis, prefix, runs);
   return {

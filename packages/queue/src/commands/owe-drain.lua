@@ -9,7 +9,8 @@
     attempt 1 in `att` (see claim-next.lua). A key nobody owes a drain has no drainer, so the claim
     cannot take a key from one; a lease there all the same (NX) leaves the items to its holder.
   Prepended to push.lua and fenced-push.lua (see scripts.ts) and to the session lane's admission
-  (sessions/src/scripts/admit.lua), which owes its session a drain in its own step.
+  (sessions/src/scripts/admit.lua), which owes its session a drain in its own step, and to a run's hand-on
+  (sessions/src/scripts/hand-on.lua), which moves the messages steered into it to its session's lane.
 ]]
 local function owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs, head)
   if token == '' then
