@@ -94,6 +94,38 @@ describe("session writer claims through the hub", () => {
     expect(late).toEqual([]);
     client.close();
   }, 30_000);
+
+  // The answer's own step (no tool calls) is written unchecked: what keeps a superseded run out is the reply's
+  // push, fenced by the claim in Redis, and every reader dropping a superseded writer's lines.
+  it("a newer claim while the model writes the answer: nothing of it is delivered or read back", async () => {
+    model.script({ text: "This answer must never reach anyone.", chunkSize: 4, delayMs: 60 });
+    const client = await GatewayClient.open(hub.port, hub.token);
+    const sessionKey = "agent:main:webchat:direct:takeover-answer";
+    await client.request("chat.send", {
+      sessionKey,
+      text: "answer slowly",
+      idempotencyKey: "takeover-c-0001",
+    });
+    await waitFor(
+      () => model.requests.some((r) => JSON.stringify(r.messages).includes("answer slowly")),
+      "the model call",
+    );
+    const store = new FileSessionStore(hub.stateDir, createLogger({ level: "silent" }));
+    const session = (await store.get(sessionKey))!;
+    const claimedAt = Date.now();
+    await new SessionWriters(redis, hub.prefix).claim(sessionKey, session.sessionId, "takeover-d-0001");
+    expect((await client.terminal("takeover-c-0001")).state).toBe("aborted");
+    expect(await new RunRecords(redis, hub.prefix).get("takeover-c-0001")).toMatchObject({
+      status: "superseded",
+    });
+    const late = (await store.read(session.sessionId)).filter(
+      (e) => "runId" in e && e.runId === "takeover-c-0001" && e.at > claimedAt,
+    );
+    expect(late).toEqual([]);
+    const shown = client.chatEvents("takeover-c-0001").map((e) => e.text ?? "");
+    expect(shown.join("")).not.toContain("never reach");
+    client.close();
+  }, 30_000);
 });
 
 describe("a runner that loses its session lane", () => {
