@@ -1,5 +1,4 @@
-import { createHash } from "node:crypto";
-import type { OutboundSegment, ReplyTarget } from "@hub/core";
+import { type OutboundSegment, type ReplyTarget, segmentIdentityDigest } from "@hub/core";
 
 /** Discord accepts a nonce of at most 25 characters. */
 export const NONCE_LENGTH = 25;
@@ -10,10 +9,7 @@ export const NONCE_LENGTH = 25;
  * and, with `enforce_nonce`, Discord returns the message it already made.
  */
 export function nonceOf(segment: Pick<OutboundSegment, "replyId" | "index">): string {
-  return createHash("sha256")
-    .update(`${segment.replyId}\u0000${segment.index}`)
-    .digest("base64url")
-    .slice(0, NONCE_LENGTH);
+  return segmentIdentityDigest(segment).toString("base64url").slice(0, NONCE_LENGTH);
 }
 
 /** No mention in the agent's text pings anyone (`@everyone`, `@here`, roles, users); a reply pings its author. */

@@ -1,4 +1,3 @@
-import { createHash } from "node:crypto";
 import {
   describeError,
   type HubLogger,
@@ -7,6 +6,7 @@ import {
   RateLimitedError,
   type ReplyTarget,
   type SendResult,
+  segmentIdentityDigest,
 } from "@hub/core";
 import type { WAMessage } from "@whiskeysockets/baileys";
 import { closeCode } from "./connection.js";
@@ -35,8 +35,7 @@ export interface OutboundDeps {
  * acknowledgement for (that a recipient then shows it once is not checked against WhatsApp here).
  */
 export function messageIdOf(segment: Pick<OutboundSegment, "replyId" | "index">): string {
-  const hash = createHash("sha256").update(`${segment.replyId}\u0000${segment.index}`).digest("hex");
-  return `3EB0${hash.slice(0, 18).toUpperCase()}`;
+  return `3EB0${segmentIdentityDigest(segment).toString("hex").slice(0, 18).toUpperCase()}`;
 }
 
 /**
