@@ -100,14 +100,20 @@ async function startLocalRedis(
 }
 
 /**
- * Where the hub's Redis is set, for messages: `redis.cluster` or `redis.url`
- * in the configuration file `path`, or the `REDIS_URL` variable.
+ * Where the hub's Redis is set, for a message that asks to fix it: `name` in a sentence (`redis.cluster`
+ * when the cluster's seeds are set, else `REDIS_URL` or `redis.url`; with `where`, the variable that is
+ * actually set and the configuration file's path), `short` in a hint. The start and every CLI command name
+ * it through this one function.
  */
 export function redisSetting(
   config: { redis: { cluster?: string[] | undefined } },
-  env: NodeJS.ProcessEnv,
-  path: string,
-): string {
-  if (config.redis.cluster?.length) return `redis.cluster in ${path}`;
-  return env.REDIS_URL ? "REDIS_URL" : `REDIS_URL (or redis.url in ${path})`;
+  where?: { env: NodeJS.ProcessEnv; path: string },
+): { name: string; short: string } {
+  if (config.redis.cluster?.length)
+    return { name: where ? `redis.cluster in ${where.path}` : "redis.cluster", short: "redis.cluster" };
+  if (where?.env.REDIS_URL) return { name: "REDIS_URL", short: "REDIS_URL" };
+  return {
+    name: where ? `REDIS_URL (or redis.url in ${where.path})` : "REDIS_URL (or redis.url)",
+    short: "REDIS_URL / redis.url",
+  };
 }

@@ -14,7 +14,7 @@ import { ReplyDispatcher } from "@hub/reply";
 import type { Command } from "commander";
 import type { Redis } from "ioredis";
 import { channelPlugins } from "../plugins.js";
-import { redisAuthRefusal } from "../redis-local.js";
+import { redisAuthRefusal, redisSetting } from "../redis-local.js";
 import type { GatewayAddress } from "./gateway-client.js";
 
 /** Every configured secret of this process: no log line and no error printed at exit may contain one. */
@@ -34,13 +34,6 @@ export function optionsOf(command: Command): GlobalOptions {
 /** Loads and validates the config the command names (or the default one). */
 export function configOf(command: Command): { config: HubConfig; path: string; fromFile: boolean } {
   return loadConfig({ path: optionsOf(command).config, plugins: channelPlugins });
-}
-
-/** The setting that names the hub's Redis, for a message that asks to fix it: the cluster's seeds when set. */
-export function redisSettingOf(config: HubConfig): { name: string; short: string } {
-  return config.redis.cluster?.length
-    ? { name: "redis.cluster", short: "redis.cluster" }
-    : { name: "REDIS_URL (or redis.url)", short: "REDIS_URL / redis.url" };
 }
 
 /** How long a command waits for Redis to answer before it says so. */
@@ -80,7 +73,7 @@ async function answers(redis: Redis, config: HubConfig): Promise<void> {
     ]);
   } catch (error) {
     const cause = refused ?? (error as Error);
-    const setting = redisSettingOf(config);
+    const setting = redisSetting(config);
     const refusal = redisAuthRefusal(cause, config.redis.url, setting.name);
     if (refusal) throw refusal;
     throw new HubError(

@@ -4,9 +4,9 @@ import { type ChannelCheck, type HubConfig, redactUrl, resolveStateDir, WEBCHAT_
 import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
-import { redisAuthRefusal } from "../redis-local.js";
+import { redisAuthRefusal, redisSetting } from "../redis-local.js";
 import type { ChannelReport } from "../supervisor.js";
-import { configOf, gatewayAddress, output, redisSettingOf, via } from "./context.js";
+import { configOf, gatewayAddress, output, via } from "./context.js";
 import { credentialChecks } from "./doctor-channels.js";
 import { callGateway, GatewayUnreachableError, GatewayUnresponsiveError } from "./gateway-client.js";
 
@@ -131,7 +131,7 @@ async function redisChecks(config: HubConfig): Promise<DoctorCheck[]> {
     );
     return checks;
   } catch (error) {
-    const setting = redisSettingOf(config);
+    const setting = redisSetting(config);
     const refusal = redisAuthRefusal(error as Error, config.redis.url, setting.name);
     return [
       {

@@ -49,7 +49,7 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
   const logger = createLogger({ secrets });
   for (const warning of configWarnings(config)) logger.warn(warning);
   refuseOpenGatewayWithoutToken(config);
-  const redisAt = redisSetting(config, env, path);
+  const redisAt = redisSetting(config, { env, path }).name;
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line), redisAt);
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   secrets.add([token]);
