@@ -63,7 +63,7 @@ export async function handOnSteering(
   // they came in that order, and while the run is still active nothing new is queued ahead of them.
   const activity = deps.activity;
   if (!activity) return;
-  await activity.end(record.sessionKey, record.runId, deps.requeue, async () => {
+  await activity.end(record.sessionKey, record.runId, async () => {
     const batch = async () =>
       (await activity.readCollected(record.runId)).filter((r) => r.runId !== record.runId);
     await endTakenMessages(deps, record, batch, "which collected it");

@@ -696,7 +696,7 @@ export class AgentRunner {
       "Sorry, I lost track of your message because of a problem on my side. Please send it again.",
     );
     await notice.end();
-    await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
+    await this.o.activity.end(ctx.sessionKey, runId);
     await this.o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
   }
 

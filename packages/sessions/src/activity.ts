@@ -14,8 +14,6 @@ import { RUN_RECORD_TTL_SECONDS, withRetries } from "./run-records.js";
 import { requestsOf } from "./stored-requests.js";
 import { writerKey } from "./writer.js";
 
-const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
-const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
 const HAND_ON = scriptWith(new URL("./scripts/hand-on.lua", import.meta.url), "owe-drain");
@@ -40,9 +38,9 @@ export interface SessionActivityOptions {
   handOnLeaseMs?: number | undefined;
   /**
    * The session lane: `end` moves a run's untaken steered messages there in one step with the end of its
-   * activity (see scripts/hand-on.lua). Without it, `end` hands them to its `requeue` one by one.
+   * activity (see scripts/hand-on.lua).
    */
-  lane?: HandOnLane | undefined;
+  lane: HandOnLane;
 }
 
 /**
@@ -55,13 +53,13 @@ export interface SessionActivityOptions {
  */
 export class SessionActivity {
   readonly #handOnLeaseMs: number;
-  readonly #lane: HandOnLane | undefined;
+  readonly #lane: HandOnLane;
 
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly defaultMode: QueueMode,
-    options: SessionActivityOptions = {},
+    options: SessionActivityOptions,
   ) {
     this.#handOnLeaseMs = options.handOnLeaseMs ?? HAND_ON_LEASE_MS;
     this.#lane = options.lane;
@@ -107,50 +105,25 @@ export class SessionActivity {
   }
 
   /**
-   * Ends a run's activity, handing every steered message it never took on
-   * to the session's lane, in order, after what `first` hands on (messages the run's settle or
-   * its earlier attempts took). The run stays "active" until nothing is left, so a
-   * message arriving meanwhile is steered (and handed on after the earlier
-   * ones) rather than queued ahead of them. One process at a time hands a run's
-   * messages on: after a Redis outage the run's settler and a process that finds
-   * the run over (its lane lease ran out) can both get here, and their requeues
-   * interleaved out of order. With the lane (`SessionActivityOptions.lane`) the steered messages
-   * move there in one step with the end (fenced by the hand-on lease), so a process frozen halfway
-   * cannot queue one after a later one; without it they go to `requeue`, one by one.
+   * Ends a run's activity, moving every steered message it never took to the session's lane, in order,
+   * after what `first` hands on (messages the run's settle or its earlier attempts took). The run stays
+   * "active" until then, so a message arriving meanwhile is steered (and handed on after the earlier
+   * ones) rather than queued ahead of them. One process at a time hands a run's messages on: after a
+   * Redis outage the run's settler and a process that finds the run over (its lane lease ran out) can
+   * both get here. The steered messages move in one step with the end (fenced by the hand-on lease), so
+   * a process frozen halfway cannot queue one after a later one.
    */
-  async end(
-    sessionKey: string,
-    runId: string,
-    requeue: (request: RunRequest) => Promise<void>,
-    first?: () => Promise<void>,
-  ): Promise<void> {
+  async end(sessionKey: string, runId: string, first?: () => Promise<void>): Promise<void> {
     await this.#alone(runId, async (lease) => {
       await first?.();
-      const lane = this.#lane;
-      if (lane) return this.#handOnToLane(lane, sessionKey, runId, lease);
-      for (;;) {
-        // Lost (Redis away longer than the lease): the process that took it over hands the rest on.
-        if (!lease.valid()) return;
-        for (const left of await this.#takeLeft(runId)) await requeue(left);
-        const ended = await runScript(
-          this.redis,
-          END_IF_IDLE,
-          [writerKey(this.prefix, sessionKey), this.#k("steer", runId)],
-          [runId],
-        );
-        if (ended === 1) return;
-      }
+      await this.#handOnToLane(sessionKey, runId, lease);
     });
   }
 
   // Moves the run's untaken steered messages to the session's lane and ends its activity, in one step
   // (hand-on.lua), unless another process took the hand-on lease over (it hands them on then).
-  async #handOnToLane(
-    lane: HandOnLane,
-    sessionKey: string,
-    runId: string,
-    lease: ConnectionLease,
-  ): Promise<void> {
+  async #handOnToLane(sessionKey: string, runId: string, lease: ConnectionLease): Promise<void> {
+    const lane = this.#lane;
     const keys = lane.pushKeys(sessionKey);
     // Repeatable: a retry after a lost answer finds nothing left to move.
     const [, woke] = await withRetries(
@@ -228,11 +201,6 @@ export class SessionActivity {
   /** The messages steered into a run after its last take that its settle moved aside to queue (in order). */
   async readSettled(runId: string): Promise<RunRequest[]> {
     return requestsOf(await this.redis.lrange(this.#k("steer", `${runId}:settled`), 0, -1));
-  }
-
-  // The messages steered into a run it never took, for its end to hand on.
-  async #takeLeft(runId: string): Promise<RunRequest[]> {
-    return requestsOf((await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[]);
   }
 
   /**

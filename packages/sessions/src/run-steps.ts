@@ -137,8 +137,9 @@ export class RunSteps {
   /**
    * Decides a run's outcome (once; false if it was decided already), releases
    * its claim, adds its usage and ends its activity, in one step retried until
-   * Redis has it. Messages steered in that the run never took go to
-   * `requeue`, in order, before the activity ends. `released` is false when a newer claim held the
+   * Redis has it. Messages steered in late (the run never took them) go to `requeue`, in order, and any
+   * steered in since move to the session's lane after them (see `SessionActivity.end`), before the
+   * activity ends. `released` is false when a newer claim held the
    * session by then. Given the run's lane `ack`, the lane item is acked in the same step, and the next
    * run it hands to this process is begun there (see settle.lua) for `begin` to take.
    */
@@ -177,7 +178,7 @@ export class RunSteps {
     if (decided === 1)
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
-      await this.activity.end(sessionKey, runId, requeue, async () => {
+      await this.activity.end(sessionKey, runId, async () => {
         failpoint("run.before-late-requeue");
         for (const request of requestsOf(steered)) await requeue(request);
       });

@@ -38,7 +38,8 @@ async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
   const runs = new RunRecords(redis, prefix);
   const writers = new SessionWriters(redis, prefix);
   // Run steps as a process has them (each its own record of starts made for its runner).
-  const newSteps = () => new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
+  const newSteps = () =>
+    new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup", { lane }));
   const steps = newSteps();
   const admission = new SessionAdmission(redis, prefix, lane, "followup");
   for (const request of requests)
@@ -210,7 +211,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
     cleanups.push(() => lane.close());
     const runs = new RunRecords(redis, prefix);
     const writers = new SessionWriters(redis, prefix);
-    const activity = new SessionActivity(redis, prefix, "steer");
+    const activity = new SessionActivity(redis, prefix, "steer", { lane });
     const admission = new SessionAdmission(redis, prefix, lane, "steer");
     const admit = (runId: string) =>
       admission.admit(directRequest(runId, "5"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
