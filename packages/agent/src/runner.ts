@@ -82,7 +82,10 @@ export interface AgentRunnerOptions extends ContextSettings {
   supersede: (runId: string) => Promise<void>;
   /** The session's live state: running run, steering, collected messages, usage. */
   activity: SessionActivity;
-  /** Queues a request in its session lane again (steered messages the run ended before taking). */
+  /**
+   * Queues a request in its session lane again: a message the run took from its steering and failed to
+   * write (a run's end hands its messages on through `SessionActivity.end` instead).
+   */
   requeue: (request: RunRequest) => Promise<void>;
   /** The capabilities of a channel (block sizes for streaming). */
   capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
@@ -635,7 +638,6 @@ export class AgentRunner {
     const { decided, released } = await this.o.steps.settle(
       claim,
       { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },
-      this.o.requeue,
       lane,
     );
     // Settled (and, with the lane's ack, the session's next run begun) but nothing after it done yet.

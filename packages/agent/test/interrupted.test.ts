@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, type RunRequest, WriteFencedError } from "@hub/core";
+import { createLogger, WriteFencedError } from "@hub/core";
 import {
   FileSessionStore,
   RunRecords,
@@ -30,8 +30,6 @@ afterAll(async () => {
 });
 
 const request = (runId: string, chat = "7") => directRequest(runId, chat);
-// What the hub hands a run's messages on through: the session lane.
-const requeue = (r: RunRequest) => lane.enqueue(r);
 // The runIds a session's lane holds, in order (its items are "<runId>|<JSON>").
 const laneIds = async (key: string) =>
   (await redis.lrange(lane.pushKeys(key).list, 0, -1)).map((item) => item.slice(0, item.indexOf("|")));
@@ -62,9 +60,7 @@ describe("finalizeInterrupted", () => {
     await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
     expect(await steer("s3")).toBe("steered");
     const record = (await runs.get("run-x"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
-      true,
-    );
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
     // The dead attempt, if only frozen, can neither take more nor write nor mark what was handed on.
     await expect(activity.takeSteered("run-x", writers.fenceOf(claim))).rejects.toBeInstanceOf(
       WriteFencedError,
@@ -99,9 +95,7 @@ describe("finalizeInterrupted", () => {
       { type: "user", runId: "c2", senderId: "9", text: "c2", at: 1 },
     ]);
     const record = (await runs.get("c1"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
-      true,
-    );
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
     expect(await runs.get("c1")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("c2")).toMatchObject({ status: "interrupted" });
     // c1's own item (the collect run), then the follow-up.
@@ -126,11 +120,14 @@ describe("finalizeInterrupted", () => {
     // The finalize decided d1's outcome and died before handing anything on.
     await runs.finish("d1", { status: "interrupted", error: "interrupted by a restart; not resumed" });
     // d1's item, handed out again, is found over: the hand-on runs from there, and again does nothing more.
-    await handOnSteering({ runs, sessions, activity, requeue }, { runId: "d1", sessionKey: key });
-    // d1's own item (the collect run), then the follow-up; and nothing again.
+    await handOnSteering({ runs, sessions, activity }, { runId: "d1", sessionKey: key });
+    // d1's own item (the collect run), then the follow-up; and nothing again, even before d2 begins (its
+    // record still "queued": the hand-on recorded it as handed on).
+    expect(await laneIds(key)).toEqual(["d1", "d2"]);
+    await handOnSteering({ runs, sessions, activity }, { runId: "d1", sessionKey: key });
     expect(await laneIds(key)).toEqual(["d1", "d2"]);
     await runs.start("d2", key, 60_000);
-    await handOnSteering({ runs, sessions, activity, requeue }, { runId: "d1", sessionKey: key });
+    await handOnSteering({ runs, sessions, activity }, { runId: "d1", sessionKey: key });
     expect(await laneIds(key)).toEqual(["d1", "d2"]);
   });
 
@@ -152,9 +149,7 @@ describe("finalizeInterrupted", () => {
     // The session moved on: another run holds its writer claim now.
     const live = (await writers.claim(key, session.sessionId, "run-live")).claim;
     const record = (await runs.get("run-y"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
-      true,
-    );
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
     expect(await laneIds(key)).toEqual(["y1"]);
     await writers.assertCurrent(live);
   });

@@ -186,9 +186,8 @@ async function finalizeElsewhere(
 ): Promise<RunRequest[]> {
   const record = (await w.runs.get(runId))!;
   const before = (await laneHolds(record.sessionKey)).length;
-  const requeue = (r: RunRequest) => lane.enqueue(r);
   const { runs, activity, writers } = w;
-  await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
+  await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger);
   return (await laneHolds(record.sessionKey)).slice(before);
 }
 

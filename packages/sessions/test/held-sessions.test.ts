@@ -61,11 +61,10 @@ async function run(p: { held: HeldSessions }, sessionKey: string, runId: string,
     { type: "assistant", runId, writer, text: `answer to ${text}`, at: Date.now() },
     { type: "outcome", runId, writer, status: "completed", at: Date.now() },
   ]);
-  const { released } = await steps.settle(
-    begun.claim,
-    { outcome: { status: "completed" }, attempt: begun.attempt },
-    async () => {},
-  );
+  const { released } = await steps.settle(begun.claim, {
+    outcome: { status: "completed" },
+    attempt: begun.attempt,
+  });
   if (released) held.keep();
   return seen;
 }
@@ -136,11 +135,10 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
       { type: "user", runId: "h3-other", writer: otherWriter, text: "other", at: Date.now() },
     ]);
     await writers.release(other.claim);
-    const { released } = await steps.settle(
-      begun.claim,
-      { outcome: { status: "superseded" }, attempt: begun.attempt },
-      async () => {},
-    );
+    const { released } = await steps.settle(begun.claim, {
+      outcome: { status: "superseded" },
+      attempt: begun.attempt,
+    });
     expect(released).toBe(false);
     expect(await run(a, key, "h3-r3", "three")).toEqual(["one", "other", "three"]);
   });
