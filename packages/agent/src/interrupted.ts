@@ -1,16 +1,22 @@
 import type { HubLogger, RunRequest } from "@hub/core";
-import type { RunRecord, RunRecords, SessionActivity, SessionStore, SessionWriters } from "@hub/sessions";
+import type {
+  HandOn,
+  RunRecord,
+  RunRecords,
+  SessionActivity,
+  SessionStore,
+  SessionWriters,
+} from "@hub/sessions";
 import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steering.js";
 
 /** What finalizing an interrupted run touches. */
 export interface InterruptedRunDeps {
   runs: RunRecords;
   sessions: SessionStore;
-  /** When given, messages steered into the dead run are handed on as follow-ups. */
+  /** When given, messages steered into the dead run are handed on as follow-ups (to its session's lane). */
   activity?: SessionActivity | undefined;
   /** Taken over before messages the dead run took from its steering are handed on (see below). */
   writers?: SessionWriters | undefined;
-  requeue: (request: RunRequest) => Promise<void>;
 }
 
 /**
@@ -63,20 +69,23 @@ export async function handOnSteering(
   // they came in that order, and while the run is still active nothing new is queued ahead of them.
   const activity = deps.activity;
   if (!activity) return;
-  await activity.end(record.sessionKey, record.runId, deps.requeue, async () => {
+  // Read afresh each time `end` runs this (again after it lost the hand-on lease, see SessionActivity.end).
+  await activity.end(record.sessionKey, record.runId, async (handOn) => {
     const batch = async () =>
       (await activity.readCollected(record.runId)).filter((r) => r.runId !== record.runId);
-    await endTakenMessages(deps, record, batch, "which collected it");
-    await endTakenMessages(deps, record, () => activity.readTaken(record.runId), "into which it was steered");
+    await endTakenMessages(deps, handOn, record, batch, "which collected it");
+    const taken = () => activity.readTaken(record.runId);
+    await endTakenMessages(deps, handOn, record, taken, "into which it was steered");
     const late = await activity.readSettled(record.runId);
-    for (const message of await stillQueued(deps.runs, late)) await deps.requeue(message);
+    for (const message of await stillQueued(deps.runs, late)) await handOn(message);
   });
 }
 
 // Messages the dead run took (from its steering, or as its collected batch: `read`) and never answered
-// (see handOnTakenSteering); `how` says how it took them.
+// (see handOnTakenSteering), handed on through `handOn`; `how` says how it took them.
 async function endTakenMessages(
   deps: InterruptedRunDeps,
+  handOn: HandOn,
   record: Pick<RunRecord, "runId" | "sessionKey">,
   read: () => Promise<RunRequest[]>,
   how: string,
@@ -89,7 +98,7 @@ async function endTakenMessages(
   const session = await deps.sessions.get(record.sessionKey);
   const taken = await read();
   const written = writtenUserRuns(session ? await deps.sessions.read(session.sessionId) : []);
-  await handOnTakenSteering(deps, taken, written, {
+  await handOnTakenSteering({ runs: deps.runs, requeue: handOn }, taken, written, {
     status: "interrupted",
     error: `interrupted with run ${record.runId}, ${how}; not resumed`,
   });

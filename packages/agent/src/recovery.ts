@@ -1,4 +1,4 @@
-import type { HubLogger, RunRequest } from "@hub/core";
+import type { HubLogger } from "@hub/core";
 import {
   type RunRecords,
   recoveryDecision,
@@ -35,7 +35,6 @@ export async function recoverInterruptedRuns(deps: {
   const scanTime = deps.scanTime ?? Date.now();
   const finalized: string[] = [];
   const resumable: string[] = [];
-  const requeue = (left: RunRequest) => deps.lane.enqueue(left);
   const { inLanes, outsideLanes } = await deps.runs.runningByPlace();
   const outside = new Set(outsideLanes.map((r) => r.runId));
   for (const record of [...inLanes, ...outsideLanes]) {
@@ -44,7 +43,7 @@ export async function recoverInterruptedRuns(deps: {
       // No lane resumes it (a command's answer, an absorbed message: each takes milliseconds), so one
       // still running a minute after its start was left by a dead process: it is ended then, here.
       const finalize = async () => {
-        if (await finalizeInterrupted({ ...deps, requeue }, record, log)) finalized.push(record.runId);
+        if (await finalizeInterrupted(deps, record, log)) finalized.push(record.runId);
       };
       const dueInMs = record.startedAt + OUTSIDE_LANE_STALE_MS - scanTime;
       if (dueInMs <= 0) await finalize();
@@ -53,7 +52,7 @@ export async function recoverInterruptedRuns(deps: {
     }
     if (await deps.lane.isBusy(record.sessionKey)) continue;
     if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
-      if (await finalizeInterrupted({ ...deps, requeue }, record, log)) finalized.push(record.runId);
+      if (await finalizeInterrupted(deps, record, log)) finalized.push(record.runId);
     } else {
       resumable.push(record.runId);
       log.info({ attempt: record.attempt }, "interrupted run will be resumed by its session lane");

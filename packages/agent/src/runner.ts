@@ -82,7 +82,10 @@ export interface AgentRunnerOptions extends ContextSettings {
   supersede: (runId: string) => Promise<void>;
   /** The session's live state: running run, steering, collected messages, usage. */
   activity: SessionActivity;
-  /** Queues a request in its session lane again (steered messages the run ended before taking). */
+  /**
+   * Queues a request in its session lane again: a message the run took from its steering and failed to
+   * write (a run's end hands its messages on through `SessionActivity.end` instead).
+   */
   requeue: (request: RunRequest) => Promise<void>;
   /** The capabilities of a channel (block sizes for streaming). */
   capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
@@ -642,7 +645,6 @@ export class AgentRunner {
     const { decided, released } = await this.o.steps.settle(
       claim,
       { outcome, attempt, ...(turn.usage ? { usage: turn.usage } : {}) },
-      this.o.requeue,
       lane,
     );
     // Settled (and, with the lane's ack, the session's next run begun) but nothing after it done yet.
@@ -703,7 +705,7 @@ export class AgentRunner {
       "Sorry, I lost track of your message because of a problem on my side. Please send it again.",
     );
     await notice.end();
-    await this.o.activity.end(ctx.sessionKey, runId, this.o.requeue);
+    await this.o.activity.end(ctx.sessionKey, runId);
     await this.o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
   }
 

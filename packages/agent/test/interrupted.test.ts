@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, type RunRequest, WriteFencedError } from "@hub/core";
+import { createLogger, WriteFencedError } from "@hub/core";
 import {
   FileSessionStore,
   RunRecords,
@@ -30,11 +30,14 @@ afterAll(async () => {
 });
 
 const request = (runId: string, chat = "7") => directRequest(runId, chat);
+// The runIds a session's lane holds, in order (its items are "<runId>|<JSON>").
+const laneIds = async (key: string) =>
+  (await redis.lrange(lane.pushKeys(key).list, 0, -1)).map((item) => item.slice(0, item.indexOf("|")));
 
 describe("finalizeInterrupted", () => {
   it("follows up the taken messages it never wrote (before those it never took) and ends the written ones with it", async () => {
     const runs = new RunRecords(redis, prefix);
-    const activity = new SessionActivity(redis, prefix, "steer");
+    const activity = new SessionActivity(redis, prefix, "steer", { lane });
     const admission = new SessionAdmission(redis, prefix, lane, "steer");
     const sessions = new FileSessionStore(stateDir, logger);
     const steer = (runId: string) =>
@@ -56,20 +59,14 @@ describe("finalizeInterrupted", () => {
     await runs.start("s2", key, 60_000, "telegram", { outsideLane: true });
     await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
     expect(await steer("s3")).toBe("steered");
-    const requeued: string[] = [];
     const record = (await runs.get("run-x"))!;
-    const requeue = async (r: RunRequest) => {
-      requeued.push(r.runId);
-    };
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
-      true,
-    );
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
     // The dead attempt, if only frozen, can neither take more nor write nor mark what was handed on.
     await expect(activity.takeSteered("run-x", writers.fenceOf(claim))).rejects.toBeInstanceOf(
       WriteFencedError,
     );
     await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
-    expect(requeued).toEqual(["s1", "s3"]);
+    expect(await laneIds(key)).toEqual(["s1", "s3"]);
     expect(await runs.get("run-x")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("s4")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("s2")).toMatchObject({ status: "completed" });
@@ -77,7 +74,7 @@ describe("finalizeInterrupted", () => {
 
   it("ends a collect run's batch with it: written messages interrupted, unwritten ones followed up", async () => {
     const runs = new RunRecords(redis, prefix);
-    const activity = new SessionActivity(redis, prefix, "collect");
+    const activity = new SessionActivity(redis, prefix, "collect", { lane });
     const admission = new SessionAdmission(redis, prefix, lane, "collect");
     const sessions = new FileSessionStore(stateDir, logger);
     const writers = new SessionWriters(redis, prefix);
@@ -97,24 +94,19 @@ describe("finalizeInterrupted", () => {
       { type: "user", runId: "c1", senderId: "9", text: "c1", at: 1 },
       { type: "user", runId: "c2", senderId: "9", text: "c2", at: 1 },
     ]);
-    const requeued: string[] = [];
-    const requeue = async (r: RunRequest) => {
-      requeued.push(r.runId);
-    };
     const record = (await runs.get("c1"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
-      true,
-    );
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
     expect(await runs.get("c1")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("c2")).toMatchObject({ status: "interrupted" });
-    expect(requeued).toEqual(["c3"]);
+    // c1's own item (the collect run), then the follow-up.
+    expect(await laneIds(key)).toEqual(["c1", "c3"]);
     // A frozen attempt of the collect run can no longer write.
     await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
   });
 
   it("hands a collect run's batch on when the run is found over after a crash right after its outcome", async () => {
     const runs = new RunRecords(redis, prefix);
-    const activity = new SessionActivity(redis, prefix, "collect");
+    const activity = new SessionActivity(redis, prefix, "collect", { lane });
     const admission = new SessionAdmission(redis, prefix, lane, "collect");
     const sessions = new FileSessionStore(stateDir, logger);
     const collect = (runId: string) =>
@@ -127,21 +119,21 @@ describe("finalizeInterrupted", () => {
     await runs.start("d1", key, 60_000);
     // The finalize decided d1's outcome and died before handing anything on.
     await runs.finish("d1", { status: "interrupted", error: "interrupted by a restart; not resumed" });
-    const requeued: string[] = [];
-    const requeue = async (r: RunRequest) => {
-      requeued.push(r.runId);
-    };
     // d1's item, handed out again, is found over: the hand-on runs from there, and again does nothing more.
-    await handOnSteering({ runs, sessions, activity, requeue }, { runId: "d1", sessionKey: key });
-    expect(requeued).toEqual(["d2"]);
+    await handOnSteering({ runs, sessions, activity }, { runId: "d1", sessionKey: key });
+    // d1's own item (the collect run), then the follow-up; and nothing again, even before d2 begins (its
+    // record still "queued": the hand-on recorded it as handed on).
+    expect(await laneIds(key)).toEqual(["d1", "d2"]);
+    await handOnSteering({ runs, sessions, activity }, { runId: "d1", sessionKey: key });
+    expect(await laneIds(key)).toEqual(["d1", "d2"]);
     await runs.start("d2", key, 60_000);
-    await handOnSteering({ runs, sessions, activity, requeue }, { runId: "d1", sessionKey: key });
-    expect(requeued).toEqual(["d2"]);
+    await handOnSteering({ runs, sessions, activity }, { runId: "d1", sessionKey: key });
+    expect(await laneIds(key)).toEqual(["d1", "d2"]);
   });
 
   it("leaves the writer claim of another run that holds the session now", async () => {
     const runs = new RunRecords(redis, prefix);
-    const activity = new SessionActivity(redis, prefix, "steer");
+    const activity = new SessionActivity(redis, prefix, "steer", { lane });
     const admission = new SessionAdmission(redis, prefix, lane, "steer");
     const sessions = new FileSessionStore(stateDir, logger);
     const writers = new SessionWriters(redis, prefix);
@@ -156,15 +148,9 @@ describe("finalizeInterrupted", () => {
     await activity.takeSteered("run-y", writers.fenceOf(claim));
     // The session moved on: another run holds its writer claim now.
     const live = (await writers.claim(key, session.sessionId, "run-live")).claim;
-    const requeued: string[] = [];
-    const requeue = async (r: RunRequest) => {
-      requeued.push(r.runId);
-    };
     const record = (await runs.get("run-y"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger)).toBe(
-      true,
-    );
-    expect(requeued).toEqual(["y1"]);
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
+    expect(await laneIds(key)).toEqual(["y1"]);
     await writers.assertCurrent(live);
   });
 });

@@ -45,6 +45,12 @@ afterAll(async () => {
 
 const request = (runId: string, body: string, chat: string) => directRequest(runId, chat, body);
 
+// The requests a session's lane holds, in order (its items are "<runId>|<JSON>").
+const laneHolds = async (sessionKey: string): Promise<RunRequest[]> =>
+  (await redis.lrange(lane.pushKeys(sessionKey).list, 0, -1)).map(
+    (item) => JSON.parse(item.slice(item.indexOf("|") + 1)) as RunRequest,
+  );
+
 // A reply sink that keeps every pushed block.
 function replies(): ReplySink & { blocks: string[] } {
   const blocks: string[] = [];
@@ -94,12 +100,11 @@ function model(calls: ModelRequest[]): ModelProvider {
 function world(sessions: SessionStore, toolRun: () => Promise<void>) {
   const runs = new RunRecords(redis, prefix);
   const writers = new SessionWriters(redis, prefix);
-  const activity = new SessionActivity(redis, prefix, "steer");
+  const activity = new SessionActivity(redis, prefix, "steer", { lane });
   const steps = new RunSteps(redis, runs, writers, activity);
   const admission = new SessionAdmission(redis, prefix, lane, "steer");
   const sink = replies();
   const calls: ModelRequest[] = [];
-  const requeued: RunRequest[] = [];
   const tool: AgentTool = {
     spec: { name: "tool", description: "t", parameters: { type: "object", properties: {} } },
     run: async () => {
@@ -123,16 +128,15 @@ function world(sessions: SessionStore, toolRun: () => Promise<void>) {
     logger,
     supersede: async () => {},
     activity,
-    requeue: async (r: RunRequest) => {
-      requeued.push(r);
-    },
+    // As in the hub: what a run hands on is queued in its session's lane.
+    requeue: (r: RunRequest) => lane.enqueue(r),
     workspaceDir: stateDir,
     bootstrapLimits: { perFileChars: 1000, totalChars: 1000 },
     contextWindowTokens: 100_000,
   };
   const runner = new AgentRunner(o);
   const steer = (r: RunRequest) => admission.admit(r, { key: `${prefix}:dedupe:${r.runId}`, ttlSeconds: 60 });
-  return { runner, runs, writers, activity, steps, sink, calls, requeued, steer, o };
+  return { runner, runs, writers, activity, steps, sink, calls, steer, o };
 }
 
 const userLines = (entries: TranscriptEntry[], runId: string) =>
@@ -173,20 +177,18 @@ function freezePoint(): { hold: () => Promise<void>; reached: Promise<void>; rel
   };
 }
 
-// Another process finalizes the run meanwhile (stale, or out of attempts), as recovery does: what it hands on.
+// Another process finalizes the run meanwhile (stale, or out of attempts), as recovery does: what it hands on
+// (what it added to the session's lane).
 async function finalizeElsewhere(
   w: ReturnType<typeof world>,
   sessions: SessionStore,
   runId: string,
 ): Promise<RunRequest[]> {
   const record = (await w.runs.get(runId))!;
-  const requeued: RunRequest[] = [];
-  const requeue = async (r: RunRequest) => {
-    requeued.push(r);
-  };
+  const before = (await laneHolds(record.sessionKey)).length;
   const { runs, activity, writers } = w;
-  await finalizeInterrupted({ runs, sessions, activity, writers, requeue }, record, logger);
-  return requeued;
+  await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger);
+  return (await laneHolds(record.sessionKey)).slice(before);
 }
 
 describe("a steered message's write that fails after its line landed", () => {
@@ -208,7 +210,7 @@ describe("a steered message's write that fails after its line landed", () => {
     });
     await w.runner.run(x, new AbortController().signal);
     expect(await w.runs.get("a-x")).toMatchObject({ status: "failed" });
-    expect(w.requeued).toEqual([]);
+    expect(await laneHolds(x.ctx.sessionKey)).toEqual([]);
     expect(await w.runs.get("a-s1")).toMatchObject({ status: "failed" });
     const session = (await store.get(x.ctx.sessionKey))!;
     expect(userLines(await store.read(session.sessionId), "a-s1")).toBe(1);
@@ -303,7 +305,7 @@ describe("a run handed out again and found over", () => {
     // A finalize decided the run's outcome and died before it handed on the steered message.
     await w.runs.finish("c-x", { status: "interrupted", error: "interrupted by a restart; not resumed" });
     await w.runner.run(x, new AbortController().signal);
-    expect(w.requeued.map((r) => r.runId)).toEqual(["c-s1"]);
+    expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["c-s1"]);
     expect(await w.activity.activeRun(key)).toBeUndefined();
     expect(w.calls).toEqual([]);
   });

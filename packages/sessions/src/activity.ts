@@ -14,11 +14,11 @@ import { RUN_RECORD_TTL_SECONDS, withRetries } from "./run-records.js";
 import { requestsOf } from "./stored-requests.js";
 import { writerKey } from "./writer.js";
 
-const END_IF_IDLE = loadScript(new URL("./scripts/end-if-idle.lua", import.meta.url));
-const TAKE = loadScript(new URL("./scripts/take.lua", import.meta.url));
 const TAKE_STEERED = loadScript(new URL("./scripts/take-steered.lua", import.meta.url));
 const TAKE_COLLECTED = loadScript(new URL("./scripts/take-collected.lua", import.meta.url));
 const HAND_ON = scriptWith(new URL("./scripts/hand-on.lua", import.meta.url), "owe-drain");
+const HAND_ON_ONE = scriptWith(new URL("./scripts/hand-on-one.lua", import.meta.url), "owe-drain");
+const RENEW_HAND_ON = loadScript(new URL("./scripts/renew-hand-on.lua", import.meta.url));
 
 /** How long one process may hand a run's messages on before another may (a holder that died). */
 const HAND_ON_LEASE_MS = 15_000;
@@ -31,8 +31,17 @@ const HAND_ON_WAIT_MS = 50;
  */
 const TAKEN_TTL_MS = RUN_RECORD_TTL_SECONDS * 1000;
 
-/** The session lane as `end` hands a run's untaken steered messages on to it, in its own step. */
-export type HandOnLane = Pick<SessionLane, "pushKeys" | "wokeOnReady">;
+/** The session lane as `end` hands a run's messages on to it, in its own steps. */
+export type HandOnLane = Pick<SessionLane, "pushKeys" | "wokeOnReady" | "encode">;
+
+/**
+ * Queues one message a run's end hands on (`end`'s `first`) in the session's lane, once, while this
+ * process holds the run's hand-on lease (see scripts/hand-on-one.lua); else it throws and `end` starts over.
+ */
+export type HandOn = (request: RunRequest) => Promise<void>;
+
+// A hand-on step refused: this process no longer holds the run's hand-on lease.
+class HandOnLeaseLost extends Error {}
 
 /** Options of a `SessionActivity`. */
 export interface SessionActivityOptions {
@@ -40,9 +49,9 @@ export interface SessionActivityOptions {
   handOnLeaseMs?: number | undefined;
   /**
    * The session lane: `end` moves a run's untaken steered messages there in one step with the end of its
-   * activity (see scripts/hand-on.lua). Without it, `end` hands them to its `requeue` one by one.
+   * activity (see scripts/hand-on.lua).
    */
-  lane?: HandOnLane | undefined;
+  lane: HandOnLane;
 }
 
 /**
@@ -55,13 +64,13 @@ export interface SessionActivityOptions {
  */
 export class SessionActivity {
   readonly #handOnLeaseMs: number;
-  readonly #lane: HandOnLane | undefined;
+  readonly #lane: HandOnLane;
 
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly defaultMode: QueueMode,
-    options: SessionActivityOptions = {},
+    options: SessionActivityOptions,
   ) {
     this.#handOnLeaseMs = options.handOnLeaseMs ?? HAND_ON_LEASE_MS;
     this.#lane = options.lane;
@@ -107,50 +116,76 @@ export class SessionActivity {
   }
 
   /**
-   * Ends a run's activity, handing every steered message it never took on
-   * to the session's lane, in order, after what `first` hands on (messages the run's settle or
-   * its earlier attempts took). The run stays "active" until nothing is left, so a
-   * message arriving meanwhile is steered (and handed on after the earlier
-   * ones) rather than queued ahead of them. One process at a time hands a run's
-   * messages on: after a Redis outage the run's settler and a process that finds
-   * the run over (its lane lease ran out) can both get here, and their requeues
-   * interleaved out of order. With the lane (`SessionActivityOptions.lane`) the steered messages
-   * move there in one step with the end (fenced by the hand-on lease), so a process frozen halfway
-   * cannot queue one after a later one; without it they go to `requeue`, one by one.
+   * Ends a run's activity, moving every steered message it never took to the session's lane, in order,
+   * after what `first` hands on through its `handOn` (messages the run's settle or its earlier attempts
+   * took). The run stays "active" until then, so a message arriving meanwhile is steered (and handed on
+   * after the earlier ones) rather than queued ahead of them. One process at a time hands a run's
+   * messages on: after a Redis outage the run's settler and a process that finds the run over (its lane
+   * lease ran out) can both get here. Each message is queued in a step fenced by the hand-on lease that
+   * records it as handed on, so a process frozen halfway cannot queue one after a later one, nor one the
+   * process that took over queued. Having lost the lease, this process starts over under it again:
+   * `first` may run more than once and reads what it hands on afresh each time.
    */
-  async end(
+  async end(sessionKey: string, runId: string, first?: (handOn: HandOn) => Promise<void>): Promise<void> {
+    while (!(await this.#alone(runId, (lease) => this.#handOnAll(sessionKey, runId, lease, first)))) {
+      // Lost the lease (frozen past it): what was handed on meanwhile is not queued again.
+    }
+  }
+
+  // What `first` hands on, then the untaken steered messages; false when the lease was lost before the end.
+  async #handOnAll(
     sessionKey: string,
     runId: string,
-    requeue: (request: RunRequest) => Promise<void>,
-    first?: () => Promise<void>,
+    lease: ConnectionLease,
+    first: ((handOn: HandOn) => Promise<void>) | undefined,
+  ): Promise<boolean> {
+    try {
+      await first?.((request) => this.#handOnOne(sessionKey, runId, lease, request));
+    } catch (error) {
+      if (error instanceof HandOnLeaseLost) return false;
+      throw error;
+    }
+    await this.#handOnToLane(sessionKey, runId, lease);
+    return true;
+  }
+
+  // Queues one message in the session's lane and records it as handed on, in one step (hand-on-one.lua),
+  // unless this process lost the hand-on lease.
+  async #handOnOne(
+    sessionKey: string,
+    runId: string,
+    lease: ConnectionLease,
+    request: RunRequest,
   ): Promise<void> {
-    await this.#alone(runId, async (lease) => {
-      await first?.();
-      const lane = this.#lane;
-      if (lane) return this.#handOnToLane(lane, sessionKey, runId, lease);
-      for (;;) {
-        // Lost (Redis away longer than the lease): the process that took it over hands the rest on.
-        if (!lease.valid()) return;
-        for (const left of await this.#takeLeft(runId)) await requeue(left);
-        const ended = await runScript(
+    const lane = this.#lane;
+    const keys = lane.pushKeys(sessionKey);
+    const args = [lease.token, this.#handOnLeaseMs, Date.now(), keys.graceMs, sessionKey, keys.leaseMs];
+    // Repeatable: a retry after a lost answer finds the message handed on already.
+    const [held, woke] = await withRetries(
+      async () =>
+        (await runScript(
           this.redis,
-          END_IF_IDLE,
-          [writerKey(this.prefix, sessionKey), this.#k("steer", runId)],
-          [runId],
-        );
-        if (ended === 1) return;
-      }
-    });
+          HAND_ON_ONE,
+          [
+            lease.key,
+            this.#k("steer", `${runId}:handed`),
+            keys.list,
+            keys.sched,
+            keys.ready,
+            keys.own,
+            keys.att,
+          ],
+          [...args, TAKEN_TTL_MS, request.runId, lane.encode(request)],
+        )) as [number, number],
+    );
+    if (held === 0) throw new HandOnLeaseLost(`the hand-on lease of run ${runId} was lost`);
+    if (woke === 1) lane.wokeOnReady();
   }
 
   // Moves the run's untaken steered messages to the session's lane and ends its activity, in one step
   // (hand-on.lua), unless another process took the hand-on lease over (it hands them on then).
-  async #handOnToLane(
-    lane: HandOnLane,
-    sessionKey: string,
-    runId: string,
-    lease: ConnectionLease,
-  ): Promise<void> {
+  async #handOnToLane(sessionKey: string, runId: string, lease: ConnectionLease): Promise<void> {
+    const lane = this.#lane;
     const keys = lane.pushKeys(sessionKey);
     // Repeatable: a retry after a lost answer finds nothing left to move.
     const [, woke] = await withRetries(
@@ -176,18 +211,21 @@ export class SessionActivity {
 
   // Runs `handOn` while this process holds the run's hand-on lease, renewed meanwhile (waiting for another
   // holder to finish; one that died on this machine is not waited out, see ConnectionLease). The lease's
-  // `valid()` says whether it is surely still this process's; its key and token fence a step in Redis.
-  async #alone(runId: string, handOn: (lease: ConnectionLease) => Promise<void>): Promise<void> {
+  // key and token fence a step in Redis. Renewed only while it still holds this token (renew-hand-on.lua):
+  // once lost, never taken again by this lease, so a step read before a freeze cannot get through.
+  async #alone<T>(runId: string, handOn: (lease: ConnectionLease) => Promise<T>): Promise<T> {
     const lease = new ConnectionLease(
       new RedisLeaseStore(this.redis),
       this.#k("handing-on", runId),
       this.#handOnLeaseMs,
     );
     while (!(await lease.hold()).held) await sleep(HAND_ON_WAIT_MS);
-    const renewal = setInterval(() => void lease.hold().catch(() => undefined), this.#handOnLeaseMs / 3);
+    const renew = () =>
+      runScript(this.redis, RENEW_HAND_ON, [lease.key], [lease.token, this.#handOnLeaseMs]).catch(() => 0);
+    const renewal = setInterval(() => void renew(), this.#handOnLeaseMs / 3);
     renewal.unref();
     try {
-      await handOn(lease);
+      return await handOn(lease);
     } finally {
       clearInterval(renewal);
       await lease.release().catch(() => undefined);
@@ -228,11 +266,6 @@ export class SessionActivity {
   /** The messages steered into a run after its last take that its settle moved aside to queue (in order). */
   async readSettled(runId: string): Promise<RunRequest[]> {
     return requestsOf(await this.redis.lrange(this.#k("steer", `${runId}:settled`), 0, -1));
-  }
-
-  // The messages steered into a run it never took, for its end to hand on.
-  async #takeLeft(runId: string): Promise<RunRequest[]> {
-    return requestsOf((await runScript(this.redis, TAKE, [this.#k("steer", runId)], [])) as string[]);
   }
 
   /**

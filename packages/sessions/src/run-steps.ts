@@ -1,4 +1,4 @@
-import { failpoint, type RunRequest } from "@hub/core";
+import { failpoint } from "@hub/core";
 import { type AckStep, loadScript, runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
@@ -137,15 +137,15 @@ export class RunSteps {
   /**
    * Decides a run's outcome (once; false if it was decided already), releases
    * its claim, adds its usage and ends its activity, in one step retried until
-   * Redis has it. Messages steered in that the run never took go to
-   * `requeue`, in order, before the activity ends. `released` is false when a newer claim held the
-   * session by then. Given the run's lane `ack`, the lane item is acked in the same step, and the next
-   * run it hands to this process is begun there (see settle.lua) for `begin` to take.
+   * Redis has it. Messages steered in late (the run never took them) are queued in the session's lane,
+   * in order, and any steered in since after them (see `SessionActivity.end`), before the activity
+   * ends. `released` is false when a newer claim held the session by then. Given the run's lane `ack`,
+   * the lane item is acked in the same step, and the next run it hands to this process is begun there
+   * (see settle.lua) for `begin` to take.
    */
   async settle(
     claim: WriterClaim,
     end: { outcome: RunOutcome; attempt: number; usage?: { inputTokens: number; outputTokens: number } },
-    requeue: (request: RunRequest) => Promise<void>,
     lane?: { ack: AckStep; timeoutMs: number; activeTtlMs: number },
   ): Promise<{ decided: boolean; released: boolean }> {
     const { runId, sessionKey } = claim;
@@ -177,9 +177,9 @@ export class RunSteps {
     if (decided === 1)
       await this.runs.noteFinished(runId, end.outcome.status, Number(startedAt) || undefined);
     if (steered.length > 0) {
-      await this.activity.end(sessionKey, runId, requeue, async () => {
+      await this.activity.end(sessionKey, runId, async (handOn) => {
         failpoint("run.before-late-requeue");
-        for (const request of requestsOf(steered)) await requeue(request);
+        for (const request of requestsOf(steered)) await handOn(request);
       });
     }
     return { decided: decided === 1, released: released === 1 };

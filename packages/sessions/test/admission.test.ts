@@ -122,7 +122,12 @@ describe("SessionAdmission", () => {
     });
     const runs = new RunRecords(redis, here);
     const writers = new SessionWriters(redis, here);
-    const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, here, "followup"));
+    const steps = new RunSteps(
+      redis,
+      runs,
+      writers,
+      new SessionActivity(redis, here, "followup", { lane: hereLane }),
+    );
     const hereAdmission = new SessionAdmission(redis, here, hereLane, "followup", {
       steps,
       timeoutMs: 30_000,

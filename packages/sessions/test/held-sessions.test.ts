@@ -11,6 +11,7 @@ import {
   RunRecords,
   RunSteps,
   SessionActivity,
+  SessionLane,
   SessionWriters,
   type TranscriptEntry,
 } from "../src/index.js";
@@ -18,8 +19,10 @@ import {
 const prefix = testPrefix("held");
 const redis = new Redis(REDIS_URL);
 const logger = createLogger({ level: "silent" });
+const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
 const dirs: string[] = [];
 afterAll(async () => {
+  await lane.close();
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
   await dropPrefix(prefix);
   redis.disconnect();
@@ -42,7 +45,7 @@ function hubProcess(dir: string, limits?: { sessions: number; chars: number }) {
 
 const writers = new SessionWriters(redis, prefix);
 const runs = new RunRecords(redis, prefix);
-const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
+const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup", { lane }));
 
 /** A run as the runner makes one: begin (claim), hold, answer, outcome, settle; what the turn saw. */
 async function run(p: { held: HeldSessions }, sessionKey: string, runId: string, text: string) {
@@ -58,11 +61,10 @@ async function run(p: { held: HeldSessions }, sessionKey: string, runId: string,
     { type: "assistant", runId, writer, text: `answer to ${text}`, at: Date.now() },
     { type: "outcome", runId, writer, status: "completed", at: Date.now() },
   ]);
-  const { released } = await steps.settle(
-    begun.claim,
-    { outcome: { status: "completed" }, attempt: begun.attempt },
-    async () => {},
-  );
+  const { released } = await steps.settle(begun.claim, {
+    outcome: { status: "completed" },
+    attempt: begun.attempt,
+  });
   if (released) held.keep();
   return seen;
 }
@@ -133,11 +135,10 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
       { type: "user", runId: "h3-other", writer: otherWriter, text: "other", at: Date.now() },
     ]);
     await writers.release(other.claim);
-    const { released } = await steps.settle(
-      begun.claim,
-      { outcome: { status: "superseded" }, attempt: begun.attempt },
-      async () => {},
-    );
+    const { released } = await steps.settle(begun.claim, {
+      outcome: { status: "superseded" },
+      attempt: begun.attempt,
+    });
     expect(released).toBe(false);
     expect(await run(a, key, "h3-r3", "three")).toEqual(["one", "other", "three"]);
   });

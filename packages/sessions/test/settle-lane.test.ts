@@ -38,7 +38,8 @@ async function laneWithQueuedRuns(name: string, requests: RunRequest[]) {
   const runs = new RunRecords(redis, prefix);
   const writers = new SessionWriters(redis, prefix);
   // Run steps as a process has them (each its own record of starts made for its runner).
-  const newSteps = () => new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup"));
+  const newSteps = () =>
+    new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup", { lane }));
   const steps = newSteps();
   const admission = new SessionAdmission(redis, prefix, lane, "followup");
   for (const request of requests)
@@ -81,12 +82,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
       const started = await t.begin(request.runId, handOut);
       begun.set(request.runId, started);
       if (started.kind !== "started") return;
-      await t.steps.settle(
-        started.claim,
-        { outcome, attempt: started.attempt },
-        async () => {},
-        t.laneOf(handOut),
-      );
+      await t.steps.settle(started.claim, { outcome, attempt: started.attempt }, t.laneOf(handOut));
       // Right after the step, before this handler returns: what the step left.
       const nextId = request.runId === "s-1" ? "s-2" : "s-3";
       seen.set(request.runId, {
@@ -133,7 +129,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
       begun.set(request.runId, started);
       if (started.kind !== "started" || request.runId !== "u-1") return;
       const usage = { inputTokens: 3, outputTokens: 4 };
-      await t.steps.settle(started.claim, { outcome, attempt: 1, usage }, async () => {}, t.laneOf(handOut));
+      await t.steps.settle(started.claim, { outcome, attempt: 1, usage }, t.laneOf(handOut));
     });
     await waitFor(() => begun.has("u-2"), "u-2's hand-out");
     // Not begun by the settle, so its runner's begin started it itself.
@@ -155,7 +151,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
       const started = await t.begin(request.runId, handOut);
       begun.set(request.runId, started);
       if (started.kind !== "started" || request.runId !== "r-1") return;
-      await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, t.laneOf(handOut));
+      await t.steps.settle(started.claim, { outcome, attempt: 1 }, t.laneOf(handOut));
       // As if the lane handed r-2 out again (a drainer lost it first): the start made here is not taken.
       begun.set("r-2 again", await t.begin("r-2", { attempt: 2 }));
     });
@@ -185,8 +181,8 @@ describe("RunSteps.settle with the session lane's ack", () => {
         attempt: 1,
         usage: { inputTokens: 2, outputTokens: 5 },
       };
-      await t.steps.settle(started.claim, end, async () => {}, t.laneOf(handOut));
-      retried = await unaware.settle(started.claim, end, async () => {}, t.laneOf(handOut));
+      await t.steps.settle(started.claim, end, t.laneOf(handOut));
+      retried = await unaware.settle(started.claim, end, t.laneOf(handOut));
     });
     await waitFor(() => begun.has("t-2"), "t-2's hand-out");
     const first = begun.get("t-1");
@@ -210,7 +206,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
     cleanups.push(() => lane.close());
     const runs = new RunRecords(redis, prefix);
     const writers = new SessionWriters(redis, prefix);
-    const activity = new SessionActivity(redis, prefix, "steer");
+    const activity = new SessionActivity(redis, prefix, "steer", { lane });
     const admission = new SessionAdmission(redis, prefix, lane, "steer");
     const admit = (runId: string) =>
       admission.admit(directRequest(runId, "5"), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
@@ -221,24 +217,22 @@ describe("RunSteps.settle with the session lane's ack", () => {
     // Steered in after the run's last boundary: the settle hands it on to run next.
     expect(await admit("r-2")).toBe("steered");
     const end = { outcome: { ...outcome, endedAt: Date.now() }, attempt: 1 };
-    // The first execution's answer never arrives (here: its caller stops at the first requeue).
-    const lost = steps.settle(started.claim, end, async () => {
-      throw new Error("the answer was lost");
-    });
-    await expect(lost).rejects.toThrow("the answer was lost");
+    // The first execution's answer never arrives (here: its process stops before it hands anything on).
+    class AnswerLost extends SessionActivity {
+      override async end(): Promise<void> {
+        throw new Error("the answer was lost");
+      }
+    }
+    const lost = new RunSteps(redis, runs, writers, new AnswerLost(redis, prefix, "steer", { lane }));
+    await expect(lost.settle(started.claim, end)).rejects.toThrow("the answer was lost");
     // Set aside for the retry as long as the steer list kept it (r-2's record's TTL, days), not a day.
     expect(await redis.ttl(`${prefix}:steer:r-1:settled`)).toBeGreaterThan(6 * 24 * 3600);
     // The step again, as withRetries sends it, from a process that never heard the first answer.
-    const requeued: string[] = [];
-    const retried = await new RunSteps(redis, runs, writers, activity).settle(
-      started.claim,
-      end,
-      async (r) => {
-        requeued.push(r.runId);
-      },
-    );
+    const retried = await new RunSteps(redis, runs, writers, activity).settle(started.claim, end);
     expect(retried.decided).toBe(true);
-    expect(requeued).toEqual(["r-2"]);
+    // r-1's own item (no lane ack was given here), then r-2, handed on by the retry.
+    const queued = await redis.lrange(lane.pushKeys(SESSION).list, 0, -1);
+    expect(queued.map((item) => item.split("|")[0])).toEqual(["r-1", "r-2"]);
   });
 
   it("a lane lease taken meanwhile: the outcome is decided, nothing is acked and no next run begun", async () => {
@@ -253,7 +247,7 @@ describe("RunSteps.settle with the session lane's ack", () => {
       // Another process took the session's lane (this one was frozen past its lease).
       await redis.set(`${t.prefix}:mb:runs:own:${SESSION}`, "another-process");
       const lane = t.laneOf(handOut);
-      ({ decided } = await t.steps.settle(started.claim, { outcome, attempt: 1 }, async () => {}, lane));
+      ({ decided } = await t.steps.settle(started.claim, { outcome, attempt: 1 }, lane));
     });
     await waitFor(() => decided !== undefined, "l-1's settle");
     expect(decided).toBe(true);

@@ -1,5 +1,4 @@
 import { handOnSteering, RunControl } from "@hub/agent";
-import type { RunRequest } from "@hub/core";
 import {
   ApprovalStore,
   FileSessionStore,
@@ -57,9 +56,8 @@ export function buildSessionStage(base: HubBase): SessionStage {
         await events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
       }
       // What was steered into it, taken or not, runs as follow-ups (those it wrote fail with it).
-      const requeue = (left: RunRequest) => lane.enqueue(left);
       await handOnSteering(
-        { runs, sessions, activity, writers, requeue },
+        { runs, sessions, activity, writers },
         { runId: request.runId, sessionKey: request.ctx.sessionKey },
       );
     },

@@ -10,7 +10,7 @@
     cannot take a key from one; a lease there all the same (NX) leaves the items to its holder.
   Prepended to push.lua and fenced-push.lua (see scripts.ts) and to the session lane's admission
   (sessions/src/scripts/admit.lua), which owes its session a drain in its own step, and to a run's hand-on
-  (sessions/src/scripts/hand-on.lua), which moves the messages steered into it to its session's lane.
+  (sessions/src/scripts/hand-on.lua, hand-on-one.lua), which queues its messages in its session's lane.
 ]]
 local function owe_drain(q, sched, ready, own, att, now, graceMs, key, token, leaseMs, head)
   if token == '' then

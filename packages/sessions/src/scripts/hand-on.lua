@@ -4,9 +4,9 @@
   The end of a run's hand-on in one step: the messages steered into the run that it never took move, in
   order, to the end of its session's lane (as a push of them would: each the lane item "<runId>|<JSON>"
   that admission would have queued, and the session owed a drain, see owe_drain, from @hub/queue's
-  owe-drain.lua, prepended to this script), and the run's activity ends (as end-if-idle.lua, with nothing
-  left). No message is ever taken without being queued in the same step, so a process frozen mid-hand-on
-  cannot queue one after a later one nor lose one.
+  owe-drain.lua, prepended to this script), and the run's activity ends (its writer hash's field active,
+  if still this run). No message is ever taken without being queued in the same step, so a process
+  frozen mid-hand-on cannot queue one after a later one nor lose one.
 
   KEYS[1] steer:<runId> (list of the steered requests' JSON, see admit.lua)
   KEYS[2] writer:<sessionKey> (the running run: fields active, activeUntil)

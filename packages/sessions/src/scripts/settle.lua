@@ -4,10 +4,10 @@
   A run's end in one step: its terminal outcome decided once (as finish.lua), its writer claim
   released unless a newer claim holds it (as release.lua), its token usage added to the session's
   with the outcome (not again by a retry, nor for an outcome decided elsewhere),
-  and its activity ended when nothing was steered in late (as end-if-idle.lua). Given the session
-  lane's ack (ack_next, from @hub/queue's ack-next.lua, is prepended to this script), the run's lane
-  item is acked in the same step, and the next run it hands out is begun there, as begin.lua would
-  begin it, for the runner that starts it next.
+  and its activity ended when nothing was steered in late (else SessionActivity.end's hand-on ends it).
+  Given the session lane's ack (ack_next, from @hub/queue's ack-next.lua, is prepended to this script),
+  the run's lane item is acked in the same step, and the next run it hands out is begun there, as
+  begin.lua would begin it, for the runner that starts it next.
 
   KEYS[1] run record run:<runId>
   KEYS[2] writer:<sessionKey> (also the running run: fields active, activeUntil)
