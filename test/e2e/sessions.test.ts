@@ -24,6 +24,13 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+// A web chat client that sent `text` to the session (the run's id is its idempotency key).
+async function sendFrom(port: number, token: string, sessionKey: string, text: string, runId: string) {
+  const client = await GatewayClient.open(port, token);
+  await client.request("chat.send", { sessionKey, text, idempotencyKey: runId });
+  return client;
+}
+
 const toolStep = () => ({
   toolCalls: [{ name: "current_time", arguments: "{}" }],
   delayMs: 150,
@@ -36,13 +43,8 @@ describe("session writer claims through the hub", () => {
       text: "Done after five tools.",
       delayMs: 150,
     });
-    const client = await GatewayClient.open(hub.port, hub.token);
     const sessionKey = "agent:main:webchat:direct:five";
-    await client.request("chat.send", {
-      sessionKey,
-      text: "use five tools",
-      idempotencyKey: "five-tools-0001",
-    });
+    const client = await sendFrom(hub.port, hub.token, sessionKey, "use five tools", "five-tools-0001");
     expect(await client.terminal("five-tools-0001", 30_000)).toMatchObject({
       state: "final",
       text: "Done after five tools.",
@@ -64,9 +66,8 @@ describe("session writer claims through the hub", () => {
 
   it("a newer claim on the session ends the running run as superseded; it writes nothing after", async () => {
     model.script(toolStep(), { ...toolStep(), delayMs: 400 }, toolStep(), { text: "never" });
-    const client = await GatewayClient.open(hub.port, hub.token);
     const sessionKey = "agent:main:webchat:direct:takeover";
-    await client.request("chat.send", { sessionKey, text: "slow work", idempotencyKey: "takeover-a-0001" });
+    const client = await sendFrom(hub.port, hub.token, sessionKey, "slow work", "takeover-a-0001");
     const store = new FileSessionStore(hub.stateDir, createLogger({ level: "silent" }));
     // Wait until the run committed its first step, then claim the session for another run.
     let sessionId = "";
@@ -99,13 +100,8 @@ describe("session writer claims through the hub", () => {
   // push, fenced by the claim in Redis, and every reader dropping a superseded writer's lines.
   it("a newer claim while the model writes the answer: nothing of it is delivered or read back", async () => {
     model.script({ text: "This answer must never reach anyone.", chunkSize: 4, delayMs: 60 });
-    const client = await GatewayClient.open(hub.port, hub.token);
     const sessionKey = "agent:main:webchat:direct:takeover-answer";
-    await client.request("chat.send", {
-      sessionKey,
-      text: "answer slowly",
-      idempotencyKey: "takeover-c-0001",
-    });
+    const client = await sendFrom(hub.port, hub.token, sessionKey, "answer slowly", "takeover-c-0001");
     await waitFor(
       () => model.requests.some((r) => JSON.stringify(r.messages).includes("answer slowly")),
       "the model call",
@@ -150,8 +146,7 @@ describe("a runner that loses its session lane", () => {
       { text: "interrupted answer ".repeat(30), chunkSize: 6, delayMs: 60 },
       { text: "Finished by the new owner." },
     );
-    const client = await GatewayClient.open(hub.port, hub.token);
-    await client.request("chat.send", { sessionKey, text: "long one", idempotencyKey: "lease-lost-0001" });
+    const client = await sendFrom(hub.port, hub.token, sessionKey, "long one", "lease-lost-0001");
     await waitFor(
       () => model.requests.some((r) => JSON.stringify(r.messages).includes("long one")),
       "the model call",
