@@ -483,14 +483,11 @@ export class AgentRunner {
         (file) => this.#sendFile(io, file),
         async (text) => pusher.push([...streamer.flush(), text]),
       ),
-      // A step with tool calls is checked first: a superseded run must not call the model again. The last
-      // step (no tool calls) is not: the reply's push that follows is fenced by the same claim in Redis, and
-      // every reader drops a superseded writer's line (one Redis round trip less per answer).
-      onCommit: (step) =>
-        writeChecked(
-          step.map((m) => toEntry(m, runId)),
-          { check: step.some((m) => m.role === "assistant" && (m.toolCalls?.length ?? 0) > 0) },
-        ),
+      // Every step is checked first, the answer's too: readers drop a superseded writer's line only after
+      // the newer claim's own `writer` line, which that claim writes after taking the claim in Redis (and a
+      // bare claim never): a line appended unchecked in between is read back by every reader (the next
+      // run's context, chat.history, `hub sessions show`) though its reply was fenced and never delivered.
+      onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: () => this.#takeSteered(run),
     });

@@ -53,6 +53,27 @@ describe("SessionActivity.end", () => {
   });
 });
 
+describe("SessionActivity.end with a steered message cjson cannot read", () => {
+  it("hands it on all the same, in order with the others (a lone surrogate in its sender's name)", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer", { lane });
+    const key = "agent:main:telegram:direct:31";
+    await records.start("run-u", key, 60_000);
+    await activity.begin(key, "run-u", 60_000);
+    expect(await steer("u1", "31")).toBe("steered");
+    // Finalizing normalizes the text, not a name: half an emoji there is stored as the JSON escape \ud83d
+    // (JSON.stringify), which Redis' cjson refuses to decode.
+    const odd = directRequest("u2", "31");
+    odd.ctx.sender.name = "Ann \ud83d";
+    expect(await admission.admit(odd, { key: `${prefix}:dedupe:u2`, ttlSeconds: 60 })).toBe("steered");
+    expect(await steer("u3", "31")).toBe("steered");
+    await activity.end(key, "run-u");
+    expect(await laneIds(key)).toEqual(["u1", "u2", "u3"]);
+    const items = await redis.lrange(lane.pushKeys(key).list, 0, -1);
+    expect(JSON.parse(items[1]!.slice(items[1]!.indexOf("|") + 1)).ctx.sender.name).toBe("Ann \ud83d");
+    expect(await activity.activeRun(key)).toBeUndefined();
+  });
+});
+
 describe("SessionActivity.end by two processes at once", () => {
   it("hands the run's messages on in order: one process at a time (a settler and one that found the run over)", async () => {
     const key = "agent:main:telegram:direct:7";

@@ -24,20 +24,33 @@ local holder = redis.call('GET', KEYS[3])
 if holder and holder ~= ARGV[2] then return {0, 0} end
 redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
 
+-- A steered request's runId. cjson refuses JSON that JSON.stringify writes for a lone surrogate (half an
+-- emoji in a sender's name or a file's: only the text is normalized), so such a request is read by its
+-- text: the first `"runId":"` in it is a key, as a quote inside a string value is escaped (\").
+local function run_id(json)
+  local read, request = pcall(cjson.decode, json)
+  if read and type(request) == 'table' and type(request.runId) == 'string' then return request.runId end
+  return string.match(json, '"runId":"([^"\\]+)"')
+end
+
 local steered = redis.call('LRANGE', KEYS[1], 0, -1)
 local woke = 0
 if #steered > 0 then
-  -- Every item built before any is pushed: a request that does not decode fails the step with nothing moved.
+  -- An item without a runId is no request admission steered (nothing could run it): left out, so that it
+  -- cannot hold back the others.
   local items = {}
-  for i, json in ipairs(steered) do
-    items[i] = cjson.decode(json).runId .. '|' .. json
+  for _, json in ipairs(steered) do
+    local runId = run_id(json)
+    if runId then items[#items + 1] = runId .. '|' .. json end
   end
   for _, item in ipairs(items) do
     redis.call('RPUSH', KEYS[4], item)
   end
   redis.call('DEL', KEYS[1])
-  woke = owe_drain(KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6], '',
-    tonumber(ARGV[7]), nil)
+  if #items > 0 then
+    woke = owe_drain(KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[6],
+      '', tonumber(ARGV[7]), nil)
+  end
 end
 if redis.call('HGET', KEYS[2], 'active') == ARGV[1] then redis.call('HDEL', KEYS[2], 'active', 'activeUntil') end
 return {1, woke}
