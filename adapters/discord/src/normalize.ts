@@ -110,7 +110,10 @@ function mediaOf(attachments: DiscordMessage["attachments"]): Media[] {
   });
 }
 
-/** The text the agent reads: a leading mention of the bot dropped, other mentions of it made readable. */
+/**
+ * The text the agent reads: a leading mention of the bot dropped, other mentions of it made readable.
+ * A message that is nothing but mentions of the bot keeps them (read as `@bot`): the ping is what was said.
+ */
 export function bodyOf(content: string, bot: DiscordBotIdentity): string {
   const me = new RegExp(`<@!?${bot.id}>`, "g");
   const roles = [...bot.roleIds].map((r) => `<@&${r}>`);
@@ -120,6 +123,7 @@ export function bodyOf(content: string, bot: DiscordBotIdentity): string {
     if (!lead || !(lead[1] === bot.id || (lead[2] && bot.roleIds.has(lead[2])))) break;
     text = text.slice(lead[0].length).trimStart();
   }
+  if (text === "") text = content.trim();
   for (const role of roles) text = text.split(role).join(`@${bot.username}`);
   return text.replace(me, `@${bot.username}`);
 }

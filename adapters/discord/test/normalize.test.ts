@@ -94,6 +94,13 @@ describe("normalizeMessage", () => {
     expect(body("<@123> hi")).toBe("<@123> hi");
   });
 
+  it("a message that is only a mention of the bot (or its role) is read as the mention, not dropped as empty", () => {
+    const body = (content: string) => fieldsOf(normalizeMessage(message({ content }), BOT, base)).body;
+    expect(body("<@900>")).toBe("@hubbot");
+    expect(body(" <@!900>  ")).toBe("@hubbot");
+    expect(body("<@900> <@&901>")).toBe("@hubbot @hubbot");
+  });
+
   it("the referenced message gives the reply-to context", () => {
     const f = fieldsOf(
       normalizeMessage(

@@ -88,11 +88,13 @@ function media(files: SlackMessageEvent["files"]): Media[] {
 /**
  * Slack's mrkdwn as the user typed it -> plain text for the model: `<@U1>` -> `@U1`,
  * `<#C1|general>` -> `#general`, `<!here>` -> `@here`, `<url|label>` -> `label (url)`,
- * and `&amp;`/`&lt;`/`&gt;` decoded. The bot's own leading mention is dropped.
+ * and `&amp;`/`&lt;`/`&gt;` decoded. The bot's own leading mention is dropped, unless it is all
+ * the message says (then the ping is the message).
  */
 export function slackTextToPlain(text: string, botUserId?: string): string {
   const mention = botUserId ? new RegExp(`^\\s*<@${botUserId}(?:\\|[^>]*)?>[\\s,:]*`) : undefined;
-  const body = mention ? text.replace(mention, "") : text;
+  const stripped = mention ? text.replace(mention, "") : text;
+  const body = stripped.trim() === "" ? text : stripped;
   return body
     .replace(/<([^<>]*)>/g, (_, inner: string) => {
       const [target = "", label] = inner.split("|", 2);

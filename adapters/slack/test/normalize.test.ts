@@ -36,6 +36,11 @@ describe("slackTextToPlain", () => {
       "see the docs (https://e.com) or a@b.c (mailto:a@b.c) https://x.y",
     );
   });
+
+  it("keeps the bot's mention when it is the whole message (a bare ping is not an empty message)", () => {
+    expect(slackTextToPlain("<@UBOT0001>", "UBOT0001")).toBe("@UBOT0001");
+    expect(slackTextToPlain(" <@UBOT0001|hub> ", "UBOT0001")).toBe("@hub");
+  });
 });
 
 describe("normalizeSlackEvent", () => {
