@@ -247,7 +247,12 @@ export class SlackAdapter implements ChannelAdapter {
       this.#appReady = true;
       const auth = await this.#app.client.auth.test();
       if (!auth.user_id) throw new Error("auth.test returned no user_id");
-      this.#identity = { userId: auth.user_id, botId: auth.bot_id };
+      this.#identity = {
+        userId: auth.user_id,
+        botId: auth.bot_id,
+        teamId: auth.team_id,
+        enterpriseId: auth.enterprise_id,
+      };
     } catch (error) {
       throw classifyStartError(
         error,

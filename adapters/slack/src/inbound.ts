@@ -19,6 +19,7 @@ import {
   type SlackMessageEvent,
   SlackMessageEventSchema,
 } from "./normalize.js";
+import { otherWorkspace } from "./workspace.js";
 
 /** The event types the hub answers; any other event is acknowledged and ignored without Bolt. */
 const HANDLED = new Set(["message", "app_mention"]);
@@ -35,6 +36,7 @@ const EventCallbackSchema = z.looseObject({
   team_id: NullableId,
   enterprise_id: NullableId,
   is_enterprise_install: z.boolean().optional(),
+  is_ext_shared_channel: z.boolean().optional(),
   authorizations: z
     .array(
       z.looseObject({
@@ -131,6 +133,12 @@ export class SlackInbound {
         "slack event does not match Slack's event shape; dropped",
       );
       return { kind: "rejected", reason: `unreadable event (${reason})` };
+    }
+    const bot = this.#o.identity();
+    const elsewhere = bot ? otherWorkspace(readable.data, bot) : undefined;
+    if (elsewhere) {
+      log.info({ eventId, teamId: readable.data.team_id }, "slack event for another workspace; ignored");
+      return { kind: "ignored", reason: elsewhere };
     }
     const slot: ResultSlot = {};
     try {

@@ -44,6 +44,10 @@ export type SlackMessageEvent = z.infer<typeof SlackMessageEventSchema>;
 export interface SlackBotIdentity {
   userId: string;
   botId?: string | undefined;
+  /** The workspace the bot token belongs to (`auth.test`'s `team_id`). */
+  teamId?: string | undefined;
+  /** Its Enterprise Grid organization, if any. */
+  enterpriseId?: string | undefined;
 }
 
 /** How events are normalized. */

@@ -312,6 +312,31 @@ describe("slack events over HTTP", () => {
     ]);
   });
 
+  // One app installed in several workspaces gets all their events at one URL, signed with one secret.
+  it("ignores an event sent for another workspace's installation, but not one of a channel shared with it", async () => {
+    const { fake, received } = await setup();
+    const elsewhere = { team_id: "T0OTHER001", enterprise_id: null, user_id: "U0OTHERBOT", is_bot: true };
+    const other = {
+      ...dm(fake, "for the other workspace"),
+      team_id: "T0OTHER001",
+      authorizations: [elsewhere],
+    };
+    expect((await fake.deliver(other)).status).toBe(200);
+    const connect = {
+      ...dm(fake, "in a channel shared between organizations"),
+      team_id: "T0OTHER001",
+      authorizations: [elsewhere],
+      is_ext_shared_channel: true,
+    };
+    await fake.deliver(connect);
+    await fake.deliver(dm(fake, "for this workspace"));
+    await waitFor(() => received.some((f) => f.body === "for this workspace"), "the last event");
+    expect(received.map((f) => f.body)).toEqual([
+      "in a channel shared between organizations",
+      "for this workspace",
+    ]);
+  });
+
   it("handles app_mention and message for one mention one after the other, as one message id", async () => {
     let running = 0;
     let overlapped = false;
