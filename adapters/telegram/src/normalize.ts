@@ -68,7 +68,13 @@ export const TelegramMessageSchema = BaseMessageSchema.extend({
 export type TelegramMessage = z.infer<typeof TelegramMessageSchema>;
 
 /** The update kinds the adapter asks Telegram for. */
-export const ALLOWED_UPDATES = ["message", "edited_message", "channel_post"] as const;
+export const ALLOWED_UPDATES = ["message", "edited_message", "channel_post", "edited_channel_post"] as const;
+
+/** A kind of update the adapter reads a message from. */
+export type MessageUpdateKind = (typeof ALLOWED_UPDATES)[number];
+
+// An edit, of a chat's message or of a channel's post.
+const isEdit = (kind: MessageUpdateKind) => kind === "edited_message" || kind === "edited_channel_post";
 
 /** Who the bot is (from getMe): needed to tell which mentions and replies are ours. */
 export interface BotIdentity {
@@ -151,11 +157,10 @@ function addressing(
 // Why a message of this kind is not answered under the account's settings, if it is not.
 function unwantedKind(
   msg: TelegramMessage,
-  kind: "message" | "edited_message" | "channel_post",
+  kind: MessageUpdateKind,
   options: NormalizeOptions,
 ): string | undefined {
-  if (kind === "edited_message" && options.editedMessages === "ignore")
-    return "edited message (editedMessages: ignore)";
+  if (isEdit(kind) && options.editedMessages === "ignore") return "edited message (editedMessages: ignore)";
   if (msg.chat.type === "channel" && !options.channelPosts) return "channel post (channelPosts is off)";
   // The channel's own post arrives as a channel_post (answered there when channelPosts is on): its
   // mirror in the discussion group is not a second message.
@@ -178,7 +183,7 @@ function senderOf(msg: TelegramMessage) {
  */
 export function normalizeMessage(
   msg: TelegramMessage,
-  kind: "message" | "edited_message" | "channel_post",
+  kind: MessageUpdateKind,
   bot: BotIdentity,
   options: NormalizeOptions,
 ): NormalizeResult {
@@ -206,7 +211,7 @@ export function normalizeMessage(
   const chatType = msg.chat.type === "private" ? "direct" : msg.chat.type === "channel" ? "channel" : "group";
   const threadId =
     msg.chat.is_forum && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
-  const edited = kind === "edited_message" && msg.edit_date !== undefined;
+  const edited = isEdit(kind) && msg.edit_date !== undefined;
   const fields: AdapterFields = {
     channel: "telegram",
     accountId: options.accountId,

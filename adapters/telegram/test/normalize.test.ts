@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { normalizeMessage, type TelegramMessage } from "../src/normalize.js";
+import { type MessageUpdateKind, normalizeMessage, type TelegramMessage } from "../src/normalize.js";
 
 const bot = { id: 999, username: "hub_test_bot" };
 const options = { accountId: "default", channelPosts: false, editedMessages: "ignore" as const };
@@ -16,12 +16,12 @@ function msg(extra: Partial<TelegramMessage>): TelegramMessage {
     ...extra,
   };
 }
-const fields = (m: TelegramMessage, kind: "message" | "edited_message" | "channel_post" = "message") => {
+const fields = (m: TelegramMessage, kind: MessageUpdateKind = "message") => {
   const r = normalizeMessage(m, kind, bot, options);
   if ("skip" in r) throw new Error(`skipped: ${r.skip}`);
   return r.fields;
 };
-const skipped = (m: TelegramMessage, kind: "message" | "edited_message" | "channel_post" = "message") => {
+const skipped = (m: TelegramMessage, kind: MessageUpdateKind = "message") => {
   const r = normalizeMessage(m, kind, bot, options);
   return "skip" in r ? r.skip : undefined;
 };
@@ -178,6 +178,15 @@ describe("normalizeMessage", () => {
       editedMessages: "as-new",
     });
     expect(edit).toMatchObject({ fields: { messageId: "10:edit:1700000100" } });
+    const editedPost = { ...post, edit_date: 1_700_000_200 };
+    expect(skipped(editedPost, "edited_channel_post")).toMatch(/edited/);
+    expect(
+      normalizeMessage(editedPost, "edited_channel_post", bot, {
+        ...options,
+        channelPosts: true,
+        editedMessages: "as-new",
+      }),
+    ).toMatchObject({ fields: { messageId: "10:edit:1700000200", chat: { type: "channel" } } });
   });
 
   it("uses the caption as text and references media without downloading it", () => {

@@ -330,6 +330,27 @@ describe("telegram adapter", () => {
     ]);
   }, 20_000);
 
+  it("an edited channel post is asked for and taken as new when edits and channel posts are both on", async () => {
+    const { fake, adapter } = await bareAdapter({ editedMessages: "as-new", channelPosts: true });
+    const seen: string[] = [];
+    await adapter.start(async (f) => {
+      seen.push(`${f.messageId} ${f.body}`);
+      return { kind: "accepted" };
+    });
+    const post = {
+      message_id: 601,
+      date: 1_700_000_000,
+      chat: { id: -1001234, type: "channel", title: "News" },
+      sender_chat: { id: -1001234, type: "channel", title: "News" },
+      text: "first post",
+    };
+    fake.pushUpdate({ channel_post: post });
+    fake.pushUpdate({ edited_channel_post: { ...post, text: "post, corrected", edit_date: 1_700_000_600 } });
+    await waitFor(() => seen.length === 2, "the post and its edit");
+    expect(seen).toEqual(["601 first post", "601:edit:1700000600 post, corrected"]);
+    expect(fake.callsOf("getUpdates").at(-1)?.params.allowed_updates).toContain("edited_channel_post");
+  }, 20_000);
+
   it("the polling offset survives a restart: nothing processed twice, nothing skipped", async () => {
     const fake = await startFakeTelegram();
     const state = memoryState();
