@@ -1,8 +1,11 @@
 import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
 
+// The Bot API's Integer (ids, dates, offsets, sizes): a 1.5 can only be a forged update.
+const Integer = z.number().int();
+
 const UserSchema = z.looseObject({
-  id: z.number(),
+  id: Integer,
   is_bot: z.boolean(),
   first_name: z.string(),
   last_name: z.string().optional(),
@@ -10,13 +13,13 @@ const UserSchema = z.looseObject({
 });
 const EntitySchema = z.looseObject({
   type: z.string(),
-  offset: z.number(),
-  length: z.number(),
+  offset: Integer,
+  length: Integer,
   user: UserSchema.optional(),
 });
 const FileSchema = z.looseObject({
   file_id: z.string(),
-  file_size: z.number().optional(),
+  file_size: Integer.optional(),
   mime_type: z.string().optional(),
   file_name: z.string().optional(),
 });
@@ -26,16 +29,16 @@ const StickerSchema = FileSchema.extend({
 });
 
 const BaseMessageSchema = z.looseObject({
-  message_id: z.number(),
-  message_thread_id: z.number().optional(),
+  message_id: Integer,
+  message_thread_id: Integer.optional(),
   is_topic_message: z.boolean().optional(),
   from: UserSchema.optional(),
-  sender_chat: z.looseObject({ id: z.number(), title: z.string().optional() }).optional(),
+  sender_chat: z.looseObject({ id: Integer, title: z.string().optional() }).optional(),
   is_automatic_forward: z.boolean().optional(),
-  date: z.number(),
-  edit_date: z.number().optional(),
+  date: Integer,
+  edit_date: Integer.optional(),
   chat: z.looseObject({
-    id: z.number(),
+    id: Integer,
     type: z.enum(["private", "group", "supergroup", "channel"]),
     title: z.string().optional(),
     is_forum: z.boolean().optional(),

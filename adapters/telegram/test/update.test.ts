@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { updateIdOf } from "../src/update.js";
+import { parseUpdate, updateIdOf } from "../src/update.js";
 
 // What the Bot API's update_id must be for the adapter to use it, as zod states it.
 const UpdateIdSchema = z.looseObject({
@@ -28,5 +28,32 @@ describe("updateIdOf", () => {
   ])("reads %s exactly as the zod schema does", (_, raw) => {
     const parsed = UpdateIdSchema.safeParse(raw);
     expect(updateIdOf(raw)).toBe(parsed.success ? parsed.data.update_id : undefined);
+  });
+});
+
+describe("parseUpdate", () => {
+  const message = {
+    message_id: 3,
+    date: 1_700_000_000,
+    chat: { id: 42, type: "private" },
+    from: { id: 42, is_bot: false, first_name: "Ann" },
+    text: "hi",
+  };
+
+  it("reads a message whose ids and dates are the Bot API's Integers", () => {
+    expect(parseUpdate({ update_id: 1, message })).toMatchObject({ ok: true, kind: "message" });
+  });
+
+  it.each([
+    ["message_id", { ...message, message_id: 1.5 }],
+    ["chat.id", { ...message, chat: { id: 42.5, type: "private" } }],
+    ["from.id", { ...message, from: { id: 0.1, is_bot: false, first_name: "Ann" } }],
+    ["date", { ...message, date: 1_700_000_000.5 }],
+  ])("drops a message whose %s is not an integer, saying which field", (field, forged) => {
+    const parsed = parseUpdate({ update_id: 2, message: forged });
+    expect(parsed).toMatchObject({ ok: false, updateId: 2 });
+    const reason = parsed.ok ? "" : parsed.reason;
+    expect(reason).toMatch(/does not match the Bot API's Message/);
+    expect(reason).toContain(field);
   });
 });
