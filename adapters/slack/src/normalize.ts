@@ -125,9 +125,13 @@ const USER_SUBTYPES = new Set(["file_share", "thread_broadcast"]);
 
 const tsMillis = (ts: string): number => Math.floor(Number(ts) * 1000);
 
-/** Slack's DM channels start with `D`; `im`/`mpim` say so when the event carries a channel type. */
+/**
+ * Slack's DM channels start with `D`; `im`/`mpim` say so when the event carries a channel type. A message
+ * in the app's Home tab (`app_home`, sent to workspace apps) is in the bot's DM with the user.
+ */
 function chatType(event: SlackMessageEvent): "direct" | "group" {
-  if (event.channel_type) return event.channel_type === "im" ? "direct" : "group";
+  if (event.channel_type)
+    return event.channel_type === "im" || event.channel_type === "app_home" ? "direct" : "group";
   return event.channel.startsWith("D") ? "direct" : "group";
 }
 

@@ -54,6 +54,9 @@ describe("normalizeSlackEvent", () => {
       timestamp: 1_700_000_000_000,
     });
     expect(f.threadId).toBeUndefined();
+    // A message in the app's Home tab is in the same DM.
+    const home = fieldsOf(event({ channel: "D0DIRECT01", channel_type: "app_home" }));
+    expect(home).toMatchObject({ chat: { type: "direct", id: "D0DIRECT01" }, wasMentioned: true });
   });
 
   it("gives app_mention and message for one mention the same message id, both addressed", () => {
