@@ -1,5 +1,5 @@
 import type { ChannelCheck } from "@hub/core";
-import { WebAPIPlatformError, WebClient } from "@slack/web-api";
+import { LogLevel, WebAPIPlatformError, WebClient } from "@slack/web-api";
 import type { SlackConfig } from "./config.js";
 
 /**
@@ -44,6 +44,8 @@ async function tokenCheck(
     slackApiUrl: config.apiUrl,
     retryConfig: { retries: 0 },
     timeout: 10_000,
+    // The failure is this check's own line: the client's "[WARN] http request failed" would be a second.
+    logLevel: LogLevel.ERROR,
   });
   const aborted = new Promise<never>((_, reject) =>
     signal.addEventListener("abort", () => reject(new Error("no answer in time")), { once: true }),
@@ -66,7 +68,7 @@ async function tokenCheck(
       name,
       status: "fail",
       detail: `Slack's Web API at ${config.apiUrl} could not be reached (${(error as Error).message})`,
-      fix: "check this machine reaches slack.com (proxy, firewall, DNS)",
+      fix: `check this machine reaches ${config.apiUrl} (proxy, firewall, DNS) or set ${at}.apiUrl`,
     };
   }
 }

@@ -109,6 +109,26 @@ describe("hub doctor checks each channel's credentials against its platform", { 
     expect(find(checks, "channels.slack: appToken")?.detail).toContain("invalid_auth");
   });
 
+  it("a platform API that cannot be reached fails naming the configured address, in the check's own line", async () => {
+    const nowhere = "http://127.0.0.1:1";
+    const { code, checks, stderr } = await doctor({
+      telegram: { botToken: telegram.token, apiRoot: nowhere },
+      discord: { token: discord.token, restApi: `${nowhere}/api` },
+      slack: { botToken: slack.botToken, signingSecret: "s".repeat(32), apiUrl: `${nowhere}/api/` },
+    });
+    expect(code).toBe(1);
+    for (const name of [
+      "channels.telegram: bot token",
+      "channels.discord: token",
+      "channels.slack: botToken",
+    ]) {
+      expect(find(checks, name)).toMatchObject({ status: "fail" });
+      expect(find(checks, name)?.fix).toContain(nowhere);
+    }
+    // Nothing but the hub's own lines (no client library's warnings).
+    expect(stderr).not.toMatch(/\[WARN\]/);
+  });
+
   it("a webhook left set fails polling; webhook mode reports where Telegram sends the updates", async () => {
     await botApi("setWebhook", { url: "https://elsewhere.example/hook" });
     const polling = await doctor({ telegram: { botToken: telegram.token, apiRoot: telegram.apiRoot } });
