@@ -12,6 +12,7 @@ import { isLoopbackHost } from "@hub/gateway";
 import type { Command } from "commander";
 import { writeGatewayAddress } from "../gateway-address.js";
 import { startHub } from "../hub.js";
+import { logLibraryWarnings } from "../library-warnings.js";
 import { handleSignals } from "../lifecycle.js";
 import { channelPlugins } from "../plugins.js";
 import { ensureRedis, redisSetting } from "../redis-local.js";
@@ -47,6 +48,7 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     ),
   );
   const logger = createLogger({ secrets });
+  logLibraryWarnings(logger);
   for (const warning of configWarnings(config)) logger.warn(warning);
   refuseOpenGatewayWithoutToken(config);
   const redisAt = redisSetting(config, { env, path }).name;
