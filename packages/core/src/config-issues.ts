@@ -5,6 +5,9 @@ function fixFor(issue: z.core.$ZodIssue): string {
   if (issue.code === "invalid_key") return "rename the key";
   if (issue.code === "unrecognized_keys")
     return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
+  // An id typed as a number (allowFrom: [4242]) is a string in quotes ("4242").
+  if (issue.code === "invalid_type" && issue.expected === "string" && /received number/.test(issue.message))
+    return "set it to a string: put the number in quotes";
   if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
   return "correct the value";
 }

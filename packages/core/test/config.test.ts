@@ -25,6 +25,13 @@ describe("config", () => {
     }
   });
 
+  it("tells to quote an id typed as a number", () => {
+    const channels = { webchat: { allowFrom: [4242] } };
+    expect(() => parseConfig({ channels }, "hub.json5")).toThrow(
+      /channels\.webchat\.allowFrom\.0: .*set it to a string: put the number in quotes/,
+    );
+  });
+
   it("reads delivery.maxAge as a duration with its unit, and the older maxAgeSeconds", () => {
     const maxAgeMs = (delivery: Record<string, unknown>) => parseConfig({ delivery }).delivery.maxAgeMs;
     expect(maxAgeMs({})).toBe(30 * 60_000);
