@@ -81,6 +81,8 @@ export function channelsSchema(sources: ReadonlyArray<ChannelConfigSource> | und
             code: "custom",
             path: [name],
             message: `unknown channel "${name}" (installed channels: ${names}); remove it, fix its spelling, or install its plugin`,
+            // The sentence says what to do: no generic fix after it (see config-issues.ts).
+            params: { saysTheFix: true },
           });
           continue;
         }

@@ -1,7 +1,9 @@
 import type { z } from "zod";
 import { type EnvSetting, envSettingAt } from "./config-env.js";
 
-function fixFor(issue: z.core.$ZodIssue): string {
+/** A custom issue whose message already says what to do carries `params: { saysTheFix: true }`. */
+function fixFor(issue: z.core.$ZodIssue): string | undefined {
+  if (issue.code === "custom" && issue.params?.saysTheFix === true) return undefined;
   if (issue.code === "invalid_key") return "rename the key";
   if (issue.code === "unrecognized_keys")
     return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
@@ -16,7 +18,8 @@ function fileLine(issue: z.core.$ZodIssue): string {
   const keys =
     issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
   const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
-  return `  - ${at}${keys}: ${messageOf(issue)}; ${fixFor(issue)}.`;
+  const fix = fixFor(issue);
+  return `  - ${at}${keys}: ${messageOf(issue)}${fix ? `; ${fix}` : ""}.`;
 }
 
 // A record's key that its key schema refuses: zod says only "Invalid key in record", the key schema says what a key must be.

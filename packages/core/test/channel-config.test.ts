@@ -85,7 +85,7 @@ describe("channels config (plugins)", () => {
 
   it("refuses an unknown channel and unknown keys with the path the operator wrote and the fix", () => {
     expect(() => parseConfig({ channels: { exmplechat: {} } }, "hub.json5", {}, [example])).toThrow(
-      /channels\.exmplechat: unknown channel "exmplechat" \(installed channels: webchat, examplechat\)/,
+      /channels\.exmplechat: unknown channel "exmplechat" \(installed channels: webchat, examplechat\); remove it, fix its spelling, or install its plugin\.$/m,
     );
     expect(() =>
       parseConfig({ channels: { examplechat: { apiKy: "x" } } }, "hub.json5", {}, [example]),
