@@ -150,63 +150,63 @@ export class SessionActivity {
   }
 
   // Queues one message in the session's lane and records it as handed on, in one step (hand-on-one.lua),
-  // unless this process lost the hand-on lease.
+  // unless this process lost the hand-on lease. Repeatable: a retry after a lost answer finds the message
+  // handed on already.
   async #handOnOne(
     sessionKey: string,
     runId: string,
     lease: ConnectionLease,
     request: RunRequest,
   ): Promise<void> {
-    const lane = this.#lane;
-    const keys = lane.pushKeys(sessionKey);
-    const args = [lease.token, this.#handOnLeaseMs, Date.now(), keys.graceMs, sessionKey, keys.leaseMs];
-    // Repeatable: a retry after a lost answer finds the message handed on already.
-    const [held, woke] = await withRetries(
-      async () =>
-        (await runScript(
-          this.redis,
-          HAND_ON_ONE,
-          [
-            lease.key,
-            this.#k("steer", `${runId}:handed`),
-            keys.list,
-            keys.sched,
-            keys.ready,
-            keys.own,
-            keys.att,
-          ],
-          [...args, TAKEN_TTL_MS, request.runId, lane.encode(request)],
-        )) as [number, number],
+    const held = await this.#laneStep(
+      HAND_ON_ONE,
+      sessionKey,
+      [lease.key, this.#k("steer", `${runId}:handed`)],
+      // hand-on-one.lua's ARGV, in its order.
+      (lane) => [
+        lease.token,
+        this.#handOnLeaseMs,
+        Date.now(),
+        lane.graceMs,
+        sessionKey,
+        lane.leaseMs,
+        TAKEN_TTL_MS,
+        request.runId,
+        this.#lane.encode(request),
+      ],
     );
     if (held === 0) throw new HandOnLeaseLost(`the hand-on lease of run ${runId} was lost`);
-    if (woke === 1) lane.wokeOnReady();
   }
 
   // Moves the run's untaken steered messages to the session's lane and ends its activity, in one step
   // (hand-on.lua), unless another process took the hand-on lease over (it hands them on then).
+  // Repeatable: a retry after a lost answer finds nothing left to move.
   async #handOnToLane(sessionKey: string, runId: string, lease: ConnectionLease): Promise<void> {
-    const lane = this.#lane;
-    const keys = lane.pushKeys(sessionKey);
-    // Repeatable: a retry after a lost answer finds nothing left to move.
-    const [, woke] = await withRetries(
-      async () =>
-        (await runScript(
-          this.redis,
-          HAND_ON,
-          [
-            this.#k("steer", runId),
-            writerKey(this.prefix, sessionKey),
-            lease.key,
-            keys.list,
-            keys.sched,
-            keys.ready,
-            keys.own,
-            keys.att,
-          ],
-          [runId, lease.token, this.#handOnLeaseMs, Date.now(), keys.graceMs, sessionKey, keys.leaseMs],
-        )) as [number, number],
+    await this.#laneStep(
+      HAND_ON,
+      sessionKey,
+      [this.#k("steer", runId), writerKey(this.prefix, sessionKey), lease.key],
+      (lane) => [runId, lease.token, this.#handOnLeaseMs, Date.now(), lane.graceMs, sessionKey, lane.leaseMs],
     );
-    if (woke === 1) lane.wokeOnReady();
+  }
+
+  // One hand-on step (retried until Redis has it: each is repeatable), with the session lane's keys after
+  // `keys`; a step that put the session on the lane's ready list says so to the lane. Returns `held`: 0
+  // when the step found the hand-on lease another process's and did nothing.
+  async #laneStep(
+    script: string,
+    sessionKey: string,
+    keys: string[],
+    args: (lane: ReturnType<HandOnLane["pushKeys"]>) => Array<string | number>,
+  ): Promise<number> {
+    const lane = this.#lane.pushKeys(sessionKey);
+    const laneKeys = [lane.list, lane.sched, lane.ready, lane.own, lane.att];
+    const [held, woke] = await withRetries(
+      async () =>
+        (await runScript(this.redis, script, [...keys, ...laneKeys], args(lane))) as [number, number],
+    );
+    if (woke === 1) this.#lane.wokeOnReady();
+    return held;
   }
 
   // Runs `handOn` while this process holds the run's hand-on lease, renewed meanwhile (waiting for another
