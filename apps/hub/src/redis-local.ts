@@ -43,10 +43,31 @@ export function redisAuthRefusal(error: Error, url: string, setting: string): Hu
   return undefined;
 }
 
+/** Where `ensureRedis` may start a Redis of the hub's own. */
+export interface EnsureRedisOptions {
+  /**
+   * Whether nothing listening at `url` may be answered by starting one: by default only at the default
+   * address (`isDefaultRedisAddress`).
+   */
+  startOwnAt?: (url: URL) => boolean;
+}
+
+/**
+ * Whether `url` is the default address, a local Redis on port 6379 (any database): the one address where
+ * the hub starts a Redis of its own when nothing answers. At any other address a Redis was set on purpose,
+ * and one started there would be the wrong one: a typo'd port would put the hub's queues into a Redis
+ * nobody else uses (another process of the installation would not see them, and would poll the same bot).
+ */
+export function isDefaultRedisAddress(url: URL): boolean {
+  return isLocal(url) && (url.port === "" || url.port === "6379");
+}
+
+const isLocal = (url: URL) => ["127.0.0.1", "localhost", "::1", "[::1]"].includes(url.hostname);
+
 /**
  * Makes sure a Redis answers at `url`. A Redis that refuses the password is
  * a HubError naming `setting` (where the URL was set, e.g. `REDIS_URL`). When
- * nothing listens (connection refused) at a local URL, a `redis-server` is
+ * nothing listens (connection refused) at the default address, a `redis-server` is
  * started for the hub's own use (AOF on, data in the state dir) if the binary
  * is installed; otherwise a HubError says how to get one. No message shows a
  * password.
@@ -56,6 +77,7 @@ export async function ensureRedis(
   stateDir: string,
   log: (line: string) => void,
   setting = "REDIS_URL (or redis.url)",
+  options: EnsureRedisOptions = {},
 ): Promise<LocalRedis | undefined> {
   const error = await pingError(url);
   if (!error) return undefined;
@@ -68,10 +90,21 @@ export async function ensureRedis(
       `No Redis Cluster node answers at ${redactUrl(url)} (${error.message}): start the cluster, or fix ${setting}.`,
     );
   const parsed = new URL(url);
-  const local = ["127.0.0.1", "localhost", "::1", "[::1]"].includes(parsed.hostname);
-  const howTo = `No Redis answers at ${redactUrl(url)} (${error.message}): install and start Redis 7 (e.g. "apt-get install redis-server" or "docker compose up -d redis"), or set ${setting}.`;
+  const startOwn = (options.startOwnAt ?? isDefaultRedisAddress)(parsed);
   const nothingListens = (error as NodeJS.ErrnoException).code === "ECONNREFUSED";
-  if (!nothingListens || !local || !hasRedisServer()) throw new HubError("redis_unavailable", howTo);
+  const at = `No Redis answers at ${redactUrl(url)} (${error.message})`;
+  // Nothing where a Redis was set on purpose: that Redis is down, or the address is wrong.
+  if (nothingListens && !startOwn) {
+    const onlyDefault = isLocal(parsed)
+      ? " (the hub starts a Redis of its own only at the default address, redis://127.0.0.1:6379)"
+      : "";
+    throw new HubError(
+      "redis_unavailable",
+      `${at}: start the Redis you set there, or correct ${setting}${onlyDefault}.`,
+    );
+  }
+  const howTo = `${at}: install and start Redis 7 (e.g. "apt-get install redis-server" or "docker compose up -d redis"), or set ${setting}.`;
+  if (!nothingListens || !hasRedisServer()) throw new HubError("redis_unavailable", howTo);
   return startLocalRedis(url, parsed.port || "6379", stateDir, log, howTo);
 }
 

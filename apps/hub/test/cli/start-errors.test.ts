@@ -1,4 +1,5 @@
 import { chownSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -24,6 +25,18 @@ afterAll(async () => {
 
 const start = (more: Record<string, string>, as?: { uid: number; gid: number }) =>
   runCli(["start"], { ...env, ...more }, 30_000, as);
+
+/** Whether anything accepts a TCP connection on the local `port`. */
+function portAnswers(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, "127.0.0.1");
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.once("error", () => resolve(false));
+  });
+}
 
 /** The run printed one `hub: ` sentence and no stack, and exited 1. */
 function expectOneSentence(run: CliResult): string {
@@ -58,6 +71,17 @@ describe("hub start with a Redis URL it cannot use", { timeout: 180_000 }, () =>
     const printed = expectOneSentence(await start({ HUB_CONFIG: config, REDIS_URL: "" }));
     expect(printed).toContain(`The configuration in ${config} is not valid:\n  - redis.url: must be written`);
     expect(printed).not.toContain("FileSecretRedisPw");
+  });
+
+  it("a local port where nothing listens (not the default address): says to start that Redis; starts none", async () => {
+    const port = await freePort();
+    const printed = expectOneSentence(await start({ REDIS_URL: `redis://127.0.0.1:${port}` }));
+    expect(printed).toContain(
+      `No Redis answers at redis://127.0.0.1:${port} (connect ECONNREFUSED 127.0.0.1:${port}): start the Redis you set there, or correct REDIS_URL (the hub starts a Redis of its own only at the default address, redis://127.0.0.1:6379).`,
+    );
+    expect(printed).not.toContain("started redis-server");
+    // Nothing was left listening there either.
+    expect(await portAnswers(port)).toBe(false);
   });
 
   it("keeps the password of every URL of a comma-separated cluster list out of its message", async () => {
