@@ -3,7 +3,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { redisStateStore } from "@hub/app";
 import { createLogger } from "@hub/core";
-import { privateText, startFakeOpenAI, startFakeTelegram } from "@hub/fakes";
+import {
+  privateText,
+  startFakeDiscord,
+  startFakeOpenAI,
+  startFakeSlack,
+  startFakeTelegram,
+} from "@hub/fakes";
 import { telegramPlugin } from "@hub/telegram";
 import { afterEach, describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
@@ -173,6 +179,70 @@ describe("npm start with a channel that cannot connect", () => {
     await waitFor(() => hub.output.join("").includes(line), "the failed line", 10_000);
     await new Promise((r) => setTimeout(r, 1500));
     expect(hub.output.join("").split(line).length - 1).toBe(1);
+    expect(hub.child.exitCode).toBeNull();
+    expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
+  }, 30_000);
+
+  it("a token Discord or Slack refuses is one line each too, naming the key to fix", async () => {
+    const discord = await startFakeDiscord();
+    const slack = await startFakeSlack();
+    const stateDir = mkdtempSync(join(tmpdir(), "hub-lifecycle-"));
+    const prefix = testPrefix("lifecycle-refused-dc-slack");
+    const config = join(stateDir, "hub.json5");
+    writeFileSync(
+      config,
+      JSON.stringify({
+        channels: {
+          discord: { restApi: discord.restApi, allowFrom: ["1"] },
+          slack: {
+            apiUrl: slack.apiUrl,
+            allowFrom: ["U1"],
+            // `default` takes SLACK_BOT_TOKEN; `socket`'s bot token is right and its app-level token is not.
+            accounts: {
+              default: {},
+              socket: { mode: "socket", botToken: slack.botToken, appToken: "xapp-1-wrong" },
+            },
+          },
+        },
+      }),
+    );
+    const port = await freePort();
+    const hub = await startHubProcess(
+      {
+        HUB_STATE_DIR: stateDir,
+        HUB_CONFIG: config,
+        HUB_REDIS_PREFIX: prefix,
+        DISCORD_BOT_TOKEN: "wrong.discord.token",
+        SLACK_BOT_TOKEN: "xoxb-wrong",
+        SLACK_SIGNING_SECRET: "a-signing-secret",
+      },
+      port,
+    );
+    cleanups.push(async () => {
+      if (hub.child.exitCode === null) await hub.stop();
+      rmSync(stateDir, { recursive: true, force: true });
+      await dropPrefix(prefix);
+      await discord.close();
+      await slack.close();
+    });
+    const lines = () => hub.output.join("").split("\n");
+    const naming = (key: string) => lines().filter((l) => l.includes(key));
+    const discordLine =
+      "discord channel failed: Discord refused the bot token; set a valid channels.discord.token or DISCORD_BOT_TOKEN (Developer Portal > Bot > Reset Token).";
+    const slackLine =
+      "slack channel failed: Slack refused the bot token; check channels.slack.botToken (xoxb-...) or SLACK_BOT_TOKEN (Slack answered invalid_auth).";
+    await waitFor(() => hub.output.join("").includes(discordLine), "Discord's failed line", 10_000);
+    const socketLine =
+      "slack channel failed: Slack refused the app-level token; check channels.slack.accounts.socket.appToken (xapp-..., connections:write) or SLACK_APP_TOKEN (Slack answered invalid_auth).";
+    await waitFor(() => hub.output.join("").includes(slackLine), "Slack's failed line", 10_000);
+    await waitFor(() => hub.output.join("").includes(socketLine), "Slack's socket failed line", 10_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(naming("channels.discord.token")).toEqual([expect.stringContaining(discordLine)]);
+    expect(naming("channels.slack.botToken")).toEqual([expect.stringContaining(slackLine)]);
+    // Nor does the Socket Mode client's own error line repeat the refused app-level token.
+    expect(lines().filter((l) => l.includes('"accountId":"socket"') && /"level":(40|50)/.test(l))).toEqual([
+      expect.stringContaining(socketLine),
+    ]);
     expect(hub.child.exitCode).toBeNull();
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
   }, 30_000);

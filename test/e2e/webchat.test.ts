@@ -73,6 +73,12 @@ describe("gateway + web chat pipeline", () => {
     expect(client.frames.filter((f) => f.type === "res" && f.error?.code === "bad_frame")).toHaveLength(3);
     const bad = await client.request("chat.send", { text: "", idempotencyKey: "x" });
     expect(bad.error?.code).toBe("bad_params");
+    // A text that shows nothing is answered as not accepted, and why (not a server error).
+    const blank = await client.request("chat.send", { text: "\u200b ", idempotencyKey: "blank-text-0001" });
+    expect(blank).toMatchObject({
+      ok: true,
+      payload: { status: "rejected", error: "Not accepted: the message is empty." },
+    });
     const unknown = await client.request("no.such.method", {});
     expect(unknown.error?.code).toBe("unknown_method");
     const health = await client.request("health");

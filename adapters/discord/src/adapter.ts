@@ -248,10 +248,18 @@ export class DiscordAdapter implements ChannelAdapter {
    * Discord refuses the bot as configured.
    */
   async #connectHolding(lease: AccountLease): Promise<void> {
-    let firstTry: (refused?: unknown) => void = () => {};
+    let first = true;
+    let settle: (refused?: unknown) => void = () => {};
     const tried = new Promise<void>((resolve, reject) => {
-      firstTry = (refused) => (refused ? reject(refused) : resolve());
+      settle = (refused) => (refused ? reject(refused) : resolve());
     });
+    // True when this settled the start: its caller then reports a refusal.
+    const firstTry = (refused?: unknown): boolean => {
+      if (!first) return false;
+      first = false;
+      settle(refused);
+      return true;
+    };
     const holder = new SingleHolder({
       lease,
       what: "this Discord bot's gateway connection",
@@ -268,7 +276,7 @@ export class DiscordAdapter implements ChannelAdapter {
   }
 
   /** Connects (retrying with backoff) and stays connected until `held` aborts; then disconnects. */
-  async #connectWhileHeld(held: AbortSignal, firstTry: (refused?: unknown) => void): Promise<void> {
+  async #connectWhileHeld(held: AbortSignal, firstTry: (refused?: unknown) => boolean): Promise<void> {
     const { initialMs, maxMs } = this.#o.reconnect ?? { initialMs: 1000, maxMs: 60_000 };
     const backoff = new Backoff(initialMs, maxMs);
     while (!held.aborted) {
@@ -278,7 +286,9 @@ export class DiscordAdapter implements ChannelAdapter {
         break;
       } catch (error) {
         const final = error instanceof ChannelRefusedError || error instanceof ChannelStoppedError;
-        firstTry(final ? error : undefined);
+        // A refusal after the start returned (the lease came later) has no one else to say it.
+        if (!firstTry(final ? error : undefined) && error instanceof ChannelRefusedError)
+          this.#log.error({ reason: error.message }, `discord channel failed: ${error.message}`);
         if (final) return;
         const wait = backoff.next();
         this.#status.unreachable(describe(error), wait);

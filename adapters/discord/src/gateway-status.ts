@@ -58,17 +58,26 @@ export class GatewayStatus {
         { reason, retryInMs },
         `discord could not connect; next try in ${Math.ceil(retryInMs / 1000)} s`,
       );
+    const next = retryInMs === undefined ? {} : { nextRetryAt: Date.now() + retryInMs };
+    this.#quietly(() => this.#cell.set("reconnecting", { reason, ...next }));
+  }
+
+  #quietly(change: () => void): void {
     this.#quiet = true;
     try {
-      const next = retryInMs === undefined ? {} : { nextRetryAt: Date.now() + retryInMs };
-      this.#cell.set("reconnecting", { reason, ...next });
+      change();
     } finally {
       this.#quiet = false;
     }
   }
 
+  /**
+   * Discord refused the bot as configured, at a login. Not logged here: the
+   * refusal is thrown, and whoever catches it (the hub's supervisor) says it
+   * in one line; a second one here would repeat it.
+   */
   failed(reason: string): void {
-    this.#cell.set("failed", { reason });
+    this.#quietly(() => this.#cell.set("failed", { reason }));
   }
 
   /** The shard gave up (fatal close code). */

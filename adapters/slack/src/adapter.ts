@@ -38,7 +38,7 @@ import type { SlackBotIdentity } from "./normalize.js";
 import { classifySlackError, SlackPoster } from "./poster.js";
 import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
 import { SocketConnection } from "./socket.js";
-import { classifyStartError } from "./start-errors.js";
+import { classifyStartError, isRefusedSocketStartLine } from "./start-errors.js";
 import { WorkingIndicator } from "./working.js";
 
 /** Options of the Slack adapter (from `channels.slack` plus wiring). */
@@ -134,10 +134,10 @@ export class SlackAdapter implements ChannelAdapter {
       measure: (markdown) => renderMrkdwn(markdown).length,
     };
     this.#log = options.logger.child({ channel: "slack", accountId: this.accountId });
+    // A failed start is said by whoever catches its error (the hub's supervisor), so only the
+    // socket's own changes after it are logged here (see #connectSocket).
     this.#status = new ChannelStatusCell((status) => {
       if (status.state === "connected") this.#log.info("slack connected");
-      else if (status.state === "failed" || status.state === "reconnecting")
-        this.#log.warn({ state: status.state, reason: status.reason }, "slack connection state changed");
     });
     const logger = boltLogger(this.#log);
     this.#app = new App({
@@ -273,9 +273,12 @@ export class SlackAdapter implements ChannelAdapter {
       appToken: this.#o.appToken ?? "",
       apiUrl: this.#o.apiUrl ?? SLACK_API_URL,
       logger: this.#log,
-      boltLogger: boltLogger(this.#log),
+      boltLogger: boltLogger(this.#log, isRefusedSocketStartLine),
       process: (envelope) => this.#inbound.process(envelope),
-      onState: (state, reason) => this.#status.set(state, reason ? { reason } : {}),
+      onState: (state, reason) => {
+        if (state === "reconnecting") this.#log.warn({ state, reason }, "slack connection state changed");
+        this.#status.set(state, reason ? { reason } : {});
+      },
     });
     try {
       await untilStopped(this.#socket.start(), stopped);

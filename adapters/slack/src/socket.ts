@@ -12,7 +12,7 @@ export interface SocketConnectionOptions {
   boltLogger: Logger;
   /** Processes one event; `retry` leaves it unacknowledged, so Slack redelivers it. */
   process(envelope: SlackEnvelope): Promise<InboundResult>;
-  onState(state: "connecting" | "connected" | "reconnecting" | "failed", reason?: string): void;
+  onState(state: "connecting" | "connected" | "reconnecting", reason?: string): void;
 }
 
 /** An `events_api` frame whose payload the client library could not read (it would throw, unhandled). */
@@ -162,14 +162,9 @@ export class SocketConnection {
       );
   }
 
+  /** Connects; a failure is thrown as is (the adapter says whether it is a refusal or retried). */
   async start(): Promise<void> {
-    try {
-      await this.#client.start();
-    } catch (error) {
-      const reason = error instanceof Error ? error.message : String(error);
-      this.#o.onState("failed", reason);
-      throw error;
-    }
+    await this.#client.start();
   }
 
   async stop(): Promise<void> {

@@ -13,6 +13,18 @@ const REFUSED_AT_START = new Set([
   "team_access_not_granted",
 ]);
 
+/**
+ * The Socket Mode client's own line about an `apps.connections.open` that Slack refused
+ * ("Failed to retrieve a new WSS URL (error: ... invalid_auth)"). The client throws that
+ * refusal, and the hub says it in one line with the key to fix, so the library's copy is
+ * only worth a debug line.
+ */
+export function isRefusedSocketStartLine(text: string): boolean {
+  if (!text.startsWith("Failed to retrieve a new WSS URL")) return false;
+  const code = /An API error occurred: ([a-z_]+)/.exec(text)?.[1];
+  return code !== undefined && REFUSED_AT_START.has(code);
+}
+
 /** A start failure as the hub acts on it: `ChannelRefusedError` (fix the config) or transient (retried). */
 export function classifyStartError(error: unknown, whatToDo: string): Error {
   const code =

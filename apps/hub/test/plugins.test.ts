@@ -72,13 +72,13 @@ describe("the hub's channel plugins", () => {
 
   it("stops on a misspelt Telegram key or channel name with the path and the fix", () => {
     expect(() => parse({ channels: { telegram: { botTokn: "x" } } })).toThrow(
-      /channels\.telegram \(unknown key "botTokn"\): .*config schema/,
+      /channels\.telegram \(unknown key "botTokn"\): .*did you mean `botToken`\? .*config schema/,
     );
     expect(() => parse({ channels: { telegram: { accounts: { a: { mode: "push" } } } } })).toThrow(
       /channels\.telegram\.accounts\.a\.mode: /,
     );
     expect(() => parse({ channels: { telgram: {} } })).toThrow(
-      /unknown channel "telgram" \(installed channels: webchat, telegram\b/,
+      /unknown channel "telgram" \(installed channels: webchat, telegram\b.*\); did you mean `telegram`\?/,
     );
   });
 

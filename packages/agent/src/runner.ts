@@ -82,11 +82,6 @@ export interface AgentRunnerOptions extends ContextSettings {
   supersede: (runId: string) => Promise<void>;
   /** The session's live state: running run, steering, collected messages, usage. */
   activity: SessionActivity;
-  /**
-   * Queues a request in its session lane again: a message the run took from its steering and failed to
-   * write (a run's end hands its messages on through `SessionActivity.end` instead).
-   */
-  requeue: (request: RunRequest) => Promise<void>;
   /** The capabilities of a channel (block sizes for streaming). */
   capabilitiesOf?: (channel: string) => ChannelCapabilities | undefined;
   /** True when Redis lost its data at or after `since` (epoch ms): leases and claims vanished, not passed on. */
@@ -511,15 +506,9 @@ export class AgentRunner {
       await run.writeChecked(steered.map(userEntryOf));
     } catch (error) {
       // The run fails here. Superseded, it is the newer attempt's to answer them (the fenced take proves
-      // that attempt read them at its start); otherwise they run as follow-ups, except those whose line
-      // landed all the same (an append's failure does not say it wrote nothing), which fail with the run.
-      if (!(error instanceof WriterSupersededError || error instanceof WriteFencedError)) {
-        const written = await this.o.sessions.read(run.held.record.sessionId).catch(() => []);
-        await handOnTakenSteering(this.o, steered, writtenUserRuns(written), {
-          status: "failed",
-          error: error instanceof Error ? error.message : String(error),
-        });
-      }
+      // that attempt read them at its start); otherwise they are handed on.
+      if (!(error instanceof WriterSupersededError || error instanceof WriteFencedError))
+        await this.#handOnUnwritten(run, steered, error);
       throw error;
     }
     // A finalize of this run elsewhere (its lease lost while this process was frozen) takes the writer
@@ -528,6 +517,26 @@ export class AgentRunner {
     failpoint("run.after-steered-write");
     for (const s of steered) await this.#absorbed(s, runId);
     return steered.map((s) => withMediaNotes(s.ctx));
+  }
+
+  // Steered messages the run took and could not write run as follow-ups, except those whose line landed all
+  // the same (an append's failure does not say it wrote nothing), which fail with the run. Handed on the way
+  // the run's end hands on (one recorded, lease-fenced step each), so that end, or a finalize of the run
+  // elsewhere, reading the same taken messages, does not queue one a second time.
+  async #handOnUnwritten(run: ClaimedRun, steered: RunRequest[], error: unknown): Promise<void> {
+    const outcome = {
+      status: "failed" as const,
+      error: error instanceof Error ? error.message : String(error),
+    };
+    await this.o.activity.handOnNow(run.request.ctx.sessionKey, run.request.runId, async (handOn) => {
+      const written = await this.o.sessions.read(run.held.record.sessionId).catch(() => []);
+      await handOnTakenSteering(
+        { runs: this.o.runs, requeue: handOn },
+        steered,
+        writtenUserRuns(written),
+        outcome,
+      );
+    });
   }
 
   async #answeredByNotices(

@@ -4,6 +4,7 @@ import type { RunRecords, TerminalStatus, TranscriptEntry } from "@hub/sessions"
 /** What handing on a run's taken steering touches. */
 export interface TakenSteeringDeps {
   runs: RunRecords;
+  /** Queues one follow-up in the session's lane, recorded as handed on (`SessionActivity`'s `HandOn`). */
   requeue: (request: RunRequest) => Promise<void>;
 }
 

@@ -128,8 +128,6 @@ function world(sessions: SessionStore, toolRun: () => Promise<void>) {
     logger,
     supersede: async () => {},
     activity,
-    // As in the hub: what a run hands on is queued in its session's lane.
-    requeue: (r: RunRequest) => lane.enqueue(r),
     workspaceDir: stateDir,
     bootstrapLimits: { perFileChars: 1000, totalChars: 1000 },
     contextWindowTokens: 100_000,
@@ -214,6 +212,33 @@ describe("a steered message's write that fails after its line landed", () => {
     expect(await w.runs.get("a-s1")).toMatchObject({ status: "failed" });
     const session = (await store.get(x.ctx.sessionKey))!;
     expect(userLines(await store.read(session.sessionId), "a-s1")).toBe(1);
+  });
+});
+
+describe("a steered message's write that fails before its line landed", () => {
+  it("is followed up once, however often the run's end hands on what it took", async () => {
+    const store = new FileSessionStore(join(stateDir, "f"), logger);
+    let failOnce = true;
+    const sessions = withAppend(store, async (id, entries, append) => {
+      if (failOnce && entries.some((e) => e.type === "user" && e.runId === "f-s1")) {
+        failOnce = false;
+        throw new Error("append: disk full");
+      }
+      await append(id, entries);
+    });
+    const x = request("f-x", "first question", "f");
+    const key = x.ctx.sessionKey;
+    const w = world(sessions, async () => {
+      expect(await w.steer(request("f-s1", "also this", "f"))).toBe("steered");
+    });
+    await w.runner.run(x, new AbortController().signal);
+    expect(await w.runs.get("f-x")).toMatchObject({ status: "failed" });
+    expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["f-s1"]);
+    // The run's item is handed out again (its ack was lost) and found over: its end hands on what it took,
+    // and the follow-up it queued already is not queued a second time.
+    await w.runner.run(x, new AbortController().signal);
+    expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["f-s1"]);
+    expect(await w.runs.get("f-s1")).toMatchObject({ status: "queued" });
   });
 });
 

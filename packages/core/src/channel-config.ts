@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { type ChannelAccess, ChannelAccessSchema, DmPolicySchema } from "./access.js";
 import type { EnvSetting } from "./config-env.js";
+import { didYouMean } from "./key-suggestion.js";
 
 /** One account's validated config: the shared access settings plus the channel's own keys. */
 export type ChannelAccountConfig = ChannelAccess & { readonly [key: string]: unknown };
@@ -77,10 +78,14 @@ export function channelsSchema(sources: ReadonlyArray<ChannelConfigSource> | und
         const schema = known.get(name) ?? (sources ? undefined : ACCESS_ONLY);
         if (!schema) {
           const names = [...known.keys()].join(", ");
+          const guess = didYouMean([name], known.keys());
+          const fix = guess
+            ? `${guess} Fix its spelling, remove it, or install its plugin`
+            : "remove it, fix its spelling, or install its plugin";
           ctx.addIssue({
             code: "custom",
             path: [name],
-            message: `unknown channel "${name}" (installed channels: ${names}); remove it, fix its spelling, or install its plugin`,
+            message: `unknown channel "${name}" (installed channels: ${names}); ${fix}`,
             // The sentence says what to do: no generic fix after it (see config-issues.ts).
             params: { saysTheFix: true },
           });
@@ -103,6 +108,21 @@ export function channelsSchema(sources: ReadonlyArray<ChannelConfigSource> | und
       }
       return out;
     });
+}
+
+/**
+ * The `channels` section as written in a file, for describing it (the JSON
+ * schema, the keys a typo is compared with): each installed channel's keys,
+ * plus `accounts` of the same keys.
+ */
+export function channelsInputSchema(sources: ReadonlyArray<ChannelConfigSource> = []) {
+  return z
+    .object(
+      Object.fromEntries(
+        [WEBCHAT_CHANNEL, ...sources].map((p) => [p.name, channelInputSchema(p.configSchema).optional()]),
+      ),
+    )
+    .strict();
 }
 
 /** The JSON schema shape of one channel entry: its keys, plus `accounts` of the same keys. */

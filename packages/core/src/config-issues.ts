@@ -1,12 +1,22 @@
 import type { z } from "zod";
 import { type EnvSetting, envSettingAt } from "./config-env.js";
+import { didYouMean } from "./key-suggestion.js";
+
+/** The keys the config accepts at a path (an object's own keys), when the schema says. */
+export type KnownKeys = (path: readonly PropertyKey[]) => readonly string[] | undefined;
+
+function unknownKeysFix(issue: z.core.$ZodIssueUnrecognizedKeys, knownKeys: KnownKeys): string {
+  const known = knownKeys(issue.path);
+  const guess = known ? didYouMean(issue.keys, known) : undefined;
+  const fix = guess ? `${guess} Fix its spelling or remove it` : "remove it or fix its spelling";
+  return `${fix}; \`npm run -s hub -- config schema\` lists every key`;
+}
 
 /** A custom issue whose message already says what to do carries `params: { saysTheFix: true }`. */
-function fixFor(issue: z.core.$ZodIssue): string | undefined {
+function fixFor(issue: z.core.$ZodIssue, knownKeys: KnownKeys): string | undefined {
   if (issue.code === "custom" && issue.params?.saysTheFix === true) return undefined;
   if (issue.code === "invalid_key") return "rename the key";
-  if (issue.code === "unrecognized_keys")
-    return "remove it or fix its spelling; `npm run -s hub -- config schema` lists every key";
+  if (issue.code === "unrecognized_keys") return unknownKeysFix(issue, knownKeys);
   // An id typed as a number (allowFrom: [4242]) is a string in quotes ("4242").
   if (issue.code === "invalid_type" && issue.expected === "string" && /received number/.test(issue.message))
     return "set it to a string: put the number in quotes";
@@ -14,11 +24,11 @@ function fixFor(issue: z.core.$ZodIssue): string | undefined {
   return "correct the value";
 }
 
-function fileLine(issue: z.core.$ZodIssue): string {
+function fileLine(issue: z.core.$ZodIssue, knownKeys: KnownKeys): string {
   const keys =
     issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
   const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
-  const fix = fixFor(issue);
+  const fix = fixFor(issue, knownKeys);
   return `  - ${at}${keys}: ${messageOf(issue)}${fix ? `; ${fix}` : ""}.`;
 }
 
@@ -58,19 +68,21 @@ function envLine(issue: z.core.$ZodIssue, setting: EnvSetting): string {
  * The message of a configuration that does not validate: each problem with
  * the key and how to fix it, under the file when the file set the key, or
  * naming the environment variable that set it (its value only when it is no
- * secret), so the file is not blamed for the environment.
+ * secret), so the file is not blamed for the environment. An unknown key
+ * close to one of `knownKeys` (a typo) gets a "did you mean".
  */
 export function describeConfigIssues(
   issues: ReadonlyArray<z.core.$ZodIssue>,
   source: string,
   envSettings: ReadonlyArray<EnvSetting>,
+  knownKeys: KnownKeys = () => undefined,
 ): string {
   const fromEnv: string[] = [];
   const fromFile: string[] = [];
   for (const issue of issues) {
     const setting = envSettingAt(envSettings, issue.path);
     if (setting) fromEnv.push(envLine(issue, setting));
-    else fromFile.push(fileLine(issue));
+    else fromFile.push(fileLine(issue, knownKeys));
   }
   const parts: string[] = [];
   if (fromEnv.length)

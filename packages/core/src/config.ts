@@ -7,9 +7,8 @@ import type { ChannelAccessSchema } from "./access.js";
 import {
   applyChannelEnv,
   type ChannelConfigSource,
-  channelInputSchema,
+  channelsInputSchema,
   channelsSchema,
-  WEBCHAT_CHANNEL,
 } from "./channel-config.js";
 import { applyEnvOverrides } from "./config-env.js";
 import { describeConfigIssues } from "./config-issues.js";
@@ -18,6 +17,7 @@ import { HubError } from "./errors.js";
 import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 import { hashTaggedPrefix } from "./redis-keys.js";
 import { RedisNodeUrlSchema, RedisUrlSchema } from "./redis-url.js";
+import { knownKeysAt } from "./schema-keys.js";
 
 const ProviderSchema = z
   .object({
@@ -325,7 +325,9 @@ export function parseConfig(
   const fromEnv = [...applyEnvOverrides(merged, env), ...applyChannelEnv(merged, plugins ?? [], env)];
   const result = hubConfigSchema(plugins).safeParse(merged);
   if (result.success) return withRedisTarget(result.data);
-  throw new HubError("config_invalid", describeConfigIssues(result.error.issues, source, fromEnv));
+  const written = BaseConfigSchema.extend({ channels: channelsInputSchema(plugins ?? []) });
+  const knownKeys = (path: readonly PropertyKey[]) => knownKeysAt(written, path);
+  throw new HubError("config_invalid", describeConfigIssues(result.error.issues, source, fromEnv, knownKeys));
 }
 
 /**
@@ -385,13 +387,9 @@ export function configJsonSchema(plugins: ReadonlyArray<ChannelConfigSource> = [
   const schema = z.toJSONSchema(hubConfigSchema(plugins), { io: "input", unrepresentable: "any" }) as {
     properties: Record<string, unknown>;
   };
-  const channels = z
-    .object(
-      Object.fromEntries(
-        [WEBCHAT_CHANNEL, ...plugins].map((p) => [p.name, channelInputSchema(p.configSchema).optional()]),
-      ),
-    )
-    .strict();
-  schema.properties.channels = z.toJSONSchema(channels, { io: "input", unrepresentable: "any" });
+  schema.properties.channels = z.toJSONSchema(channelsInputSchema(plugins), {
+    io: "input",
+    unrepresentable: "any",
+  });
   return schema;
 }

@@ -84,12 +84,21 @@ describe("channels config (plugins)", () => {
   });
 
   it("refuses an unknown channel and unknown keys with the path the operator wrote and the fix", () => {
+    expect(() => parseConfig({ channels: { signal: {} } }, "hub.json5", {}, [example])).toThrow(
+      /channels\.signal: unknown channel "signal" \(installed channels: webchat, examplechat\); remove it, fix its spelling, or install its plugin\.$/m,
+    );
     expect(() => parseConfig({ channels: { exmplechat: {} } }, "hub.json5", {}, [example])).toThrow(
-      /channels\.exmplechat: unknown channel "exmplechat" \(installed channels: webchat, examplechat\); remove it, fix its spelling, or install its plugin\.$/m,
+      /channels\.exmplechat: unknown channel "exmplechat" \(installed channels: webchat, examplechat\); did you mean `examplechat`\? Fix its spelling, remove it, or install its plugin\.$/m,
     );
     expect(() =>
       parseConfig({ channels: { examplechat: { apiKy: "x" } } }, "hub.json5", {}, [example]),
-    ).toThrow(/channels\.examplechat \(unknown key "apiKy"\)[\s\S]*config schema/);
+    ).toThrow(/channels\.examplechat \(unknown key "apiKy"\): .*did you mean `apiKey`\?.*config schema/);
+    // An account's keys are the plugin's keys too.
+    expect(() =>
+      parseConfig({ channels: { examplechat: { accounts: { a: { regoin: "eu" } } } } }, "hub.json5", {}, [
+        example,
+      ]),
+    ).toThrow(/channels\.examplechat\.accounts\.a \(unknown key "regoin"\): .*did you mean `region`\?/);
     expect(() =>
       parseConfig({ channels: { examplechat: { accounts: { a: { region: "mars" } } } } }, "hub.json5", {}, [
         example,

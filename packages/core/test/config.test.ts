@@ -15,6 +15,35 @@ describe("config", () => {
     );
   });
 
+  it("says which key a misspelt one probably is, at any level the schema knows", () => {
+    const message = (raw: unknown) => {
+      try {
+        parseConfig(raw, "hub.json5");
+      } catch (error) {
+        return (error as Error).message;
+      }
+      return expect.unreachable();
+    };
+    expect(message({ channel: {} })).toContain(
+      '- (top level) (unknown key "channel"): Unrecognized key: "channel"; did you mean `channels`? Fix its spelling or remove it; `npm run -s hub -- config schema` lists every key.',
+    );
+    expect(message({ gatway: {} })).toContain("did you mean `gateway`?");
+    expect(message({ gateway: { prot: 1 } })).toContain('gateway (unknown key "prot"): ');
+    expect(message({ gateway: { prot: 1 } })).toContain("did you mean `port`?");
+    // Inside an array's objects, and behind defaults and transforms.
+    const client = { name: "c", token: "a-client-token-0123456789", scope: ["read"] };
+    expect(message({ gateway: { clients: [client] } })).toContain("did you mean `scopes`?");
+    expect(message({ delivery: { maxAtempts: 3 } })).toContain("did you mean `maxAttempts`?");
+    // Several at once: each with its own guess.
+    expect(message({ gatway: {}, agnet: {} })).toContain(
+      'did you mean `gateway` for "gatway", `agent` for "agnet"?',
+    );
+    // Nothing close: no guess, the plain fix.
+    expect(message({ zzzqqq: 1 })).toContain(
+      'Unrecognized key: "zzzqqq"; remove it or fix its spelling; `npm run -s hub -- config schema` lists every key.',
+    );
+  });
+
   it("refuses wrong types with the path", () => {
     try {
       parseConfig({ gateway: { port: "eighty" } }, "hub.json5");

@@ -158,6 +158,8 @@ export class InboundDispatcher {
     } catch (error) {
       if (error instanceof InboundRejectedError && error.code === "inbound_too_large")
         return this.#tooLong(fields, error, options.runId);
+      if (error instanceof InboundRejectedError && error.code === "inbound_empty")
+        return this.#empty(fields, error);
       throw error;
     }
     const log = this.#logFor(ctx);
@@ -205,6 +207,20 @@ export class InboundDispatcher {
       channel: ctx.channel,
       dedupeKey: ctx.dedupeKey,
     });
+  }
+
+  // A message that shows nothing (invisible characters only) is the sender's doing, and anyone's before
+  // the access check: ignored at debug level, like the whitespace-only and content-less messages the
+  // adapters skip, not a warning the operator can do nothing about. A placeholder body finds its session.
+  #empty(fields: AdapterFields, rejection: InboundRejectedError): DispatchResult {
+    let ctx: MsgContext;
+    try {
+      ctx = finalizeInboundContext({ ...fields, body: "(empty)" }, this.o.config);
+    } catch {
+      throw rejection; // not only empty: the fields themselves are bad
+    }
+    this.#logFor(ctx).debug({ messageId: fields.messageId }, "inbound message ignored: it is empty");
+    return { status: "dropped", reason: "the message is empty", sessionKey: ctx.sessionKey };
   }
 
   // A text over the limit from someone the hub would answer: they are told (once per message, within the

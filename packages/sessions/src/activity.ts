@@ -127,25 +127,41 @@ export class SessionActivity {
    * `first` may run more than once and reads what it hands on afresh each time.
    */
   async end(sessionKey: string, runId: string, first?: (handOn: HandOn) => Promise<void>): Promise<void> {
-    while (!(await this.#alone(runId, (lease) => this.#handOnAll(sessionKey, runId, lease, first)))) {
+    const all = async (lease: ConnectionLease) => {
+      if (!(await this.#handing(sessionKey, runId, lease, first))) return false;
+      await this.#handOnToLane(sessionKey, runId, lease);
+      return true;
+    };
+    while (!(await this.#alone(runId, all))) {
       // Lost the lease (frozen past it): what was handed on meanwhile is not queued again.
     }
   }
 
-  // What `first` hands on, then the untaken steered messages; false when the lease was lost before the end.
-  async #handOnAll(
+  /**
+   * Hands messages of a run on while it runs, through the same recorded, lease-fenced steps as its end
+   * (`end`'s `first`), without ending its activity: a message the run took from its steering and could not
+   * write. Recorded as handed on, so the run's end (or a finalize elsewhere) that reads the same taken
+   * messages does not queue it again. Having lost the lease, `hand` runs again under it (it reads afresh).
+   */
+  async handOnNow(sessionKey: string, runId: string, hand: (handOn: HandOn) => Promise<void>): Promise<void> {
+    while (!(await this.#alone(runId, (lease) => this.#handing(sessionKey, runId, lease, hand)))) {
+      // Lost the lease (frozen past it): what was handed on meanwhile is not queued again.
+    }
+  }
+
+  // What `hand` hands on, one recorded step each; false when the lease was lost midway.
+  async #handing(
     sessionKey: string,
     runId: string,
     lease: ConnectionLease,
-    first: ((handOn: HandOn) => Promise<void>) | undefined,
+    hand: ((handOn: HandOn) => Promise<void>) | undefined,
   ): Promise<boolean> {
     try {
-      await first?.((request) => this.#handOnOne(sessionKey, runId, lease, request));
+      await hand?.((request) => this.#handOnOne(sessionKey, runId, lease, request));
     } catch (error) {
       if (error instanceof HandOnLeaseLost) return false;
       throw error;
     }
-    await this.#handOnToLane(sessionKey, runId, lease);
     return true;
   }
 

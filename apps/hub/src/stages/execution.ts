@@ -114,7 +114,6 @@ function agentRunner(
     systemPrompt: config.agent.systemPrompt,
     supersede: (runId) => s.control.stop(runId, "superseded"),
     activity: s.activity,
-    requeue: (request) => s.lane.enqueue(request),
     dataLost: (since) => base.epoch.lostSince(since),
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
     capabilitiesOf: (channel) => entry.adapters.forChannel(channel)?.capabilities,
