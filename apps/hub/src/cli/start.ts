@@ -56,20 +56,26 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   secrets.add([token]);
   const hub = await startHub(config, { stateDir, token, logger });
+  // Only the health check reads it: a file this user cannot write is a warning, never a stop.
+  try {
+    writeGatewayAddress(stateDir, hub.probes);
+  } catch (error) {
+    logger.warn(
+      { err: describeError(error) },
+      "could not record the gateway's address for the health check; it will look on HUB_GATEWAY_PORT or 18789",
+    );
+  }
   logger.info(
-    { config: fromFile ? path : "(defaults)", stateDir, model: config.agent.model, roles: config.roles },
+    {
+      config: fromFile ? path : "(defaults)",
+      stateDir,
+      model: config.agent.model,
+      roles: config.roles,
+      probes: `${hub.probes.host}:${hub.probes.port}`,
+    },
     "hub started",
   );
   if (hub.port) {
-    // Only the health check reads it: a file this user cannot write is a warning, never a stop.
-    try {
-      writeGatewayAddress(stateDir, { host: config.gateway.host, port: hub.port });
-    } catch (error) {
-      logger.warn(
-        { err: describeError(error) },
-        "could not record the gateway's address for the health check; it will look on HUB_GATEWAY_PORT or 18789",
-      );
-    }
     const host = config.gateway.host.includes(":") ? `[${config.gateway.host}]` : config.gateway.host;
     const url = `http://${host}:${hub.port}/`;
     if (generated) {
