@@ -28,7 +28,8 @@ RUN mkdir -p /state && chown node:node /state && chmod 700 /state
 USER node
 VOLUME /state
 EXPOSE 18789
-# Ready = Redis answers and every configured channel is connected (503 with the reasons otherwise).
+# Ready = Redis answers, the process's roles' workers take work and every configured channel is connected
+# (503 with the reasons otherwise). Works for every role: a process without ingress answers on its health listener.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "apps/hub/src/healthcheck.js"]
 # node is PID 1 and handles SIGTERM itself: drain (lifecycle.drainSeconds), then exit 0.

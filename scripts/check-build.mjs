@@ -3,7 +3,8 @@
 // production dependencies only, start the compiled hub with plain node (no tsx),
 // wait for /readyz, run the image's HEALTHCHECK (apps/hub/src/healthcheck.js: 0 while the hub is
 // ready, 1 once it stopped; the port comes from the config file, as an operator may set it), SIGTERM
-// the hub and expect exit code 0. Needs Redis at REDIS_URL.
+// the hub and expect exit code 0; then the same for a delivery-only process (no gateway: the health
+// check asks its health listener). Needs Redis at REDIS_URL.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -56,12 +57,28 @@ const healthyWhileReady = ready ? healthcheck() : undefined;
 hub.kill("SIGTERM");
 const code = await exited;
 const healthyAfterStop = healthcheck();
+// A container of a process without the ingress role: the same HEALTHCHECK finds its health listener.
+const delivery = spawn(process.execPath, ["apps/hub/src/main.js", "start", "--role", "delivery"], {
+  cwd: out,
+  stdio: "inherit",
+  env: { ...env, HUB_REDIS_PREFIX: `check-build-${process.pid}` },
+});
+const deliveryExited = new Promise((r) => delivery.once("exit", (code) => r(code)));
+let deliveryHealthy = false;
+for (let i = 0; i < 100 && !deliveryHealthy; i++) {
+  await new Promise((r) => setTimeout(r, 200));
+  deliveryHealthy = healthcheck() === 0;
+}
+delivery.kill("SIGTERM");
+const deliveryCode = await deliveryExited;
 rmSync(work, { recursive: true, force: true });
+if (!deliveryHealthy) fail("the health check never passed for a delivery-only hub process");
+if (deliveryCode !== 0) fail(`the delivery-only hub exited with ${deliveryCode} after SIGTERM`);
 if (!ready) fail("the compiled hub never answered /readyz with 200");
 if (healthyWhileReady !== 0)
   fail(`the health check exited with ${healthyWhileReady} while the hub was ready`);
 if (code !== 0) fail(`the compiled hub exited with ${code} after SIGTERM`);
 if (healthyAfterStop !== 1) fail(`the health check exited with ${healthyAfterStop} after the hub stopped`);
 console.log(
-  "check-build: the compiled hub started with node alone, was ready (its health check said so), and drained to exit 0 on SIGTERM",
+  "check-build: the compiled hub started with node alone, was ready (its health check said so, for a delivery-only process too), and drained to exit 0 on SIGTERM",
 );

@@ -34,11 +34,15 @@ export interface HubProcess {
 export async function startHubProcess(
   env: Record<string, string>,
   port: number,
-  /** `gateway: false` for a process without the ingress role; `wait: false` to return at once (a failpoint may kill it during start). */
-  options: { gateway?: boolean; wait?: boolean } = {},
+  /**
+   * `gateway: false` for a process without the ingress role; `wait: false` to return at once (a failpoint
+   * may kill it during start); `wrapper`: a command the hub runs under (e.g. `unshare --pid --fork`).
+   */
+  options: { gateway?: boolean; wait?: boolean; wrapper?: string[] } = {},
 ): Promise<HubProcess> {
   const output: string[] = [];
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "start"], {
+  const command = [...(options.wrapper ?? []), process.execPath, "--import", "tsx", MAIN, "start"];
+  const child = spawn(command[0] as string, command.slice(1), {
     env: { ...process.env, REDIS_URL, HUB_GATEWAY_PORT: String(port), HUB_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });

@@ -1,6 +1,7 @@
 import type { ChannelAdapter, ChannelPlugin, HubConfig, HubLogger } from "@hub/core";
 import type { InboundDispatcher } from "@hub/dispatch";
 import type { ReplyDispatcher } from "@hub/reply";
+import { type ProbeAddress, startHealthServer } from "./health-server.js";
 import type { HubOperations } from "./operations.js";
 import { startAdmission } from "./stages/admission.js";
 import { connectBase, type HubTuning, shutdownBase } from "./stages/base.js";
@@ -16,6 +17,8 @@ export type { HubTuning } from "./stages/base.js";
 export interface RunningHub {
   /** The gateway's bound port (0 when this process runs no ingress role). */
   port: number;
+  /** Where this process answers /healthz and /readyz: its gateway, or (without ingress) its health listener. */
+  probes: ProbeAddress;
   token: string;
   dispatcher: InboundDispatcher | undefined;
   replies: ReplyDispatcher;
@@ -57,8 +60,12 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const ingress = base.roles.has("ingress")
     ? await startAdmission(base, entry, replies, session, options.token)
     : undefined;
+  const probes = ingress
+    ? { host: config.gateway.host, port: ingress.gateway.port }
+    : await startHealthServer(base, options.token);
   return {
     port: ingress?.gateway.port ?? 0,
+    probes,
     token: options.token,
     dispatcher: ingress?.dispatcher,
     replies,

@@ -7,6 +7,7 @@ import {
   type Readiness,
   readinessRoute,
 } from "@hub/gateway";
+import type { MailboxWorker } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { HubMetrics } from "./metrics.js";
 import type { ChannelReport } from "./supervisor.js";
@@ -20,6 +21,8 @@ export class HubOperations {
   readonly metrics: HubMetrics;
   #draining = false;
   readonly #drainListeners: Array<() => Promise<void>> = [];
+  /** The workers of this process's roles (`agent`: the session lane's runner, `delivery`: the senders). */
+  readonly #workers: Array<{ role: string; worker: MailboxWorker }> = [];
   /** The channels this process was started with: only they have adapters. */
   readonly #startedWith: ReadonlySet<string>;
 
@@ -47,6 +50,11 @@ export class HubOperations {
   /** Called once when draining starts (e.g. channels hand their polling over to a standby process). */
   onDraining(listener: () => Promise<void>): void {
     this.#drainListeners.push(listener);
+  }
+
+  /** Counts a role's worker in readiness: the process is not ready once it stopped taking work. */
+  watchWorker(role: string, worker: MailboxWorker): void {
+    this.#workers.push({ role, worker });
   }
 
   /**
@@ -88,10 +96,16 @@ export class HubOperations {
     ];
   }
 
-  /** Ready = not draining, Redis answers, and every configured channel account is connected. */
+  /**
+   * Ready = not draining, Redis answers, every role's worker takes work, and every configured
+   * channel account is connected (a process without the ingress role has none).
+   */
   async readiness(channels: ChannelReport[]): Promise<Readiness> {
     const reasons: string[] = [];
     if (this.#draining) reasons.push("the hub is shutting down");
+    for (const { role, worker } of this.#workers)
+      if (!worker.running())
+        reasons.push(`the ${role} role's worker has stopped taking work; restart this hub process`);
     try {
       await withTimeout(this.redis.ping(), 2000);
     } catch (error) {

@@ -1,5 +1,5 @@
 import { spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -17,12 +17,13 @@ afterAll(async () => {
   await dropPrefix(prefix);
 });
 
-function healthcheck(): number | null {
+function healthcheck(): { code: number | null; out: string } {
   const { HUB_GATEWAY_PORT: _unset, ...env } = process.env;
-  return spawnSync(process.execPath, ["--import", "tsx", HEALTHCHECK], {
+  const { status, stdout } = spawnSync(process.execPath, ["--import", "tsx", HEALTHCHECK], {
     env: { ...env, HUB_STATE_DIR: stateDir },
     timeout: 30_000,
-  }).status;
+  });
+  return { code: status, out: String(stdout) };
 }
 
 describe("the health check", { timeout: 120_000 }, () => {
@@ -44,20 +45,45 @@ describe("the health check", { timeout: 120_000 }, () => {
       await expect
         .poll(() => fetch(`http://127.0.0.1:${port}/readyz`).then((r) => r.status), { timeout: 30_000 })
         .toBe(200);
-      expect(healthcheck()).toBe(0);
+      expect(healthcheck().code).toBe(0);
     } finally {
       await hub.stop();
     }
-    expect(healthcheck()).toBe(1);
+    // Its record went with it: the check asks no port another hub of this machine may listen on.
+    expect(readdirSync(join(stateDir, "health"))).toEqual([]);
+    const stopped = healthcheck();
+    expect(stopped.code).toBe(1);
+    expect(stopped.out).toContain("no hub process of this container or machine is running");
+  });
+
+  it("a record a killed process left is ignored by the check and removed by the next start", async () => {
+    const port = await freePort();
+    const env = { HUB_STATE_DIR: stateDir, HUB_REDIS_PREFIX: prefix };
+    const killed = await startHubProcess(env, port);
+    await killed.kill();
+    const left = readdirSync(join(stateDir, "health"));
+    expect(left).toEqual([expect.stringMatching(new RegExp(`-${killed.child.pid}\\.json$`))]);
+    const check = healthcheck();
+    expect(check.code).toBe(1);
+    expect(check.out).toContain("no hub process of this container or machine is running");
+    const next = await startHubProcess(env, port);
+    try {
+      expect(readdirSync(join(stateDir, "health"))).toEqual([
+        expect.stringMatching(new RegExp(`-${next.child.pid}\\.json$`)),
+      ]);
+      expect(healthcheck().code).toBe(0);
+    } finally {
+      await next.stop();
+    }
   });
 
   it("a state directory where the address cannot be written is a warning, not a stop", async () => {
     const dir = mkdtempSync(join(tmpdir(), "hub-health-ro-"));
-    mkdirSync(join(dir, "gateway-address")); // a directory where the file would go: the write fails
+    writeFileSync(join(dir, "health"), ""); // a file where the records' directory would go: the write fails
     const port = await freePort();
     const hub = await startHubProcess({ HUB_STATE_DIR: dir, HUB_REDIS_PREFIX: prefix }, port);
     try {
-      await hub.waitForOutput(/could not record the gateway's address for the health check/);
+      await hub.waitForOutput(/could not record this process's probe address for the health check/);
       await new Promise((r) => setTimeout(r, 300));
       expect(hub.child.exitCode).toBeNull();
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);

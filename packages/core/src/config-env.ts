@@ -18,6 +18,8 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown, boolean]> 
   ["HUB_GATEWAY_PORT", ["gateway", "port"], Number, true],
   ["HUB_GATEWAY_TOKEN", ["gateway", "token"], String, false],
   ["HUB_GATEWAY_PASSWORD", ["gateway", "password"], String, false],
+  ["HUB_HEALTH_HOST", ["health", "host"], String, true],
+  ["HUB_HEALTH_PORT", ["health", "port"], Number, true],
   ["HUB_MODEL", ["agent", "model"], String, true],
   ["REDIS_URL", ["redis", "url"], String, false],
   ["HUB_REDIS_PREFIX", ["redis", "prefix"], String, true],

@@ -14,7 +14,7 @@ import { applyEnvOverrides } from "./config-env.js";
 import { describeConfigIssues } from "./config-issues.js";
 import { DurationSchema } from "./duration.js";
 import { HubError } from "./errors.js";
-import { LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
+import { HealthConfigSchema, LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 import { hashTaggedPrefix } from "./redis-keys.js";
 import { RedisNodeUrlSchema, RedisUrlSchema } from "./redis-url.js";
 import { knownKeysAt } from "./schema-keys.js";
@@ -257,6 +257,7 @@ const BaseConfigSchema = z
       .prefault({}),
     media: MediaConfigSchema,
     metrics: MetricsConfigSchema,
+    health: HealthConfigSchema,
     lifecycle: LifecycleConfigSchema,
     /** Which roles this process runs; all by default. */
     roles: z

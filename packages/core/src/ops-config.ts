@@ -15,6 +15,21 @@ export const MetricsConfigSchema = z
   .strict()
   .prefault({});
 
+/**
+ * `health`: where a process without the `ingress` role (it has no gateway) answers `/healthz`,
+ * `/readyz` and `/metrics`. Loopback on a port the system picks by default: the Docker health
+ * check finds it in the state directory, and several such processes on one machine never collide.
+ */
+export const HealthConfigSchema = z
+  .object({
+    /** The address it listens on (`0.0.0.0` for a probe from another machine or container). */
+    host: z.string().min(1).default("127.0.0.1"),
+    /** Its port; 0 (the default) lets the system pick a free one. */
+    port: z.number().int().min(0).max(65535).default(0),
+  })
+  .strict()
+  .prefault({});
+
 /** `lifecycle`: how the hub stops. */
 export const LifecycleConfigSchema = z
   .object({

@@ -2,6 +2,7 @@ export * from "./auth-limiter.js";
 export * from "./authorization.js";
 export * from "./connection-limits.js";
 export * from "./event-bus.js";
+export * from "./listen-error.js";
 export * from "./probes.js";
 export * from "./protocol.js";
 export * from "./server.js";

@@ -198,6 +198,8 @@ type ResolvedOptions<T> = Required<
 
 /** A running drain worker; close it to stop taking new wake-ups. */
 export interface MailboxWorker {
+  /** True from its start until it began closing (or its loop taking wake-ups ended): it takes work. */
+  running(): boolean;
   close(): Promise<void>;
 }
 
@@ -595,7 +597,10 @@ export class OrderedMailbox<T> {
       waiting: new WaitingKeys(this.#slotWaitMs, (waiting) => this.#handBack(waiting)),
     };
     this.#locals.add(local);
-    const loop = this.#takeReady(blocking, local);
+    let loopEnded = false;
+    const loop = this.#takeReady(blocking, local).finally(() => {
+      loopEnded = true;
+    });
     const sweep = setInterval(() => {
       this.#sweep().catch((error) =>
         this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox sweep failed"),
@@ -603,6 +608,7 @@ export class OrderedMailbox<T> {
     }, this.#o.sweepIntervalMs);
     sweep.unref();
     return {
+      running: () => !closing && !loopEnded,
       close: async () => {
         closing = true;
         this.#locals.delete(local);

@@ -584,6 +584,16 @@ describe("OrderedMailbox", () => {
     expect(handled).toEqual([[7, 1]]);
   });
 
+  it("a worker is running from its start until it begins closing (readiness counts on it)", async () => {
+    const { mailbox } = setup("running");
+    const worker = mailbox.startWorker(async () => {}, { concurrency: 1 });
+    expect(worker.running()).toBe(true);
+    const closed = worker.close();
+    expect(worker.running()).toBe(false);
+    await closed;
+    expect(worker.running()).toBe(false);
+  });
+
   it("reads which group an item id counts toward", () => {
     expect(groupOfItem("r1#0")).toEqual({ group: "r1", segment: true, total: undefined });
     expect(groupOfItem(groupEndId("r1.2", 3, 4))).toEqual({ group: "r1.2", segment: true, total: 4 });

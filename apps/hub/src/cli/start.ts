@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import {
   collectConfigSecrets,
   configWarnings,
@@ -5,13 +6,14 @@ import {
   describeError,
   type HubConfig,
   HubError,
+  type HubLogger,
   loadConfig,
   resolveStateDir,
 } from "@hub/core";
 import { isLoopbackHost } from "@hub/gateway";
 import type { Command } from "commander";
-import { writeGatewayAddress } from "../gateway-address.js";
-import { startHub } from "../hub.js";
+import { writeHealthRecord } from "../health-record.js";
+import { type RunningHub, startHub } from "../hub.js";
 import { logLibraryWarnings } from "../library-warnings.js";
 import { handleSignals } from "../lifecycle.js";
 import { channelPlugins } from "../plugins.js";
@@ -56,20 +58,18 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   secrets.add([token]);
   const hub = await startHub(config, { stateDir, token, logger });
+  const forgetRecord = recordProbes(stateDir, hub, config.roles, logger);
   logger.info(
-    { config: fromFile ? path : "(defaults)", stateDir, model: config.agent.model, roles: config.roles },
+    {
+      config: fromFile ? path : "(defaults)",
+      stateDir,
+      model: config.agent.model,
+      roles: config.roles,
+      probes: `${hub.probes.host}:${hub.probes.port}`,
+    },
     "hub started",
   );
   if (hub.port) {
-    // Only the health check reads it: a file this user cannot write is a warning, never a stop.
-    try {
-      writeGatewayAddress(stateDir, { host: config.gateway.host, port: hub.port });
-    } catch (error) {
-      logger.warn(
-        { err: describeError(error) },
-        "could not record the gateway's address for the health check; it will look on HUB_GATEWAY_PORT or 18789",
-      );
-    }
     const host = config.gateway.host.includes(":") ? `[${config.gateway.host}]` : config.gateway.host;
     const url = `http://${host}:${hub.port}/`;
     if (generated) {
@@ -85,8 +85,29 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     logger,
     drainMs: config.lifecycle.drainSeconds * 1000,
     reload: () => hub.operations.reload(fromFile ? path : undefined, channelPlugins),
-    afterStop: () => localRedis?.stop(),
+    afterStop: () => {
+      forgetRecord();
+      localRedis?.stop();
+    },
   });
+}
+
+// Only the health check reads it: a file this user cannot write is a warning, never a stop.
+function recordProbes(
+  stateDir: string,
+  hub: RunningHub,
+  roles: ReadonlyArray<string>,
+  logger: HubLogger,
+): () => void {
+  try {
+    return writeHealthRecord(stateDir, hub.probes, roles);
+  } catch (error) {
+    logger.warn(
+      { err: describeError(error) },
+      `could not record this process's probe address for the health check in ${join(stateDir, "health")}; make that directory writable by the hub's user (until then the check asks HUB_GATEWAY_PORT or 18789 only when no process has a record there)`,
+    );
+    return () => {};
+  }
 }
 
 // A gateway others can reach needs a token its operator chose: a token generated into the state directory

@@ -62,6 +62,7 @@ export async function startExecution(
     },
   });
   base.shutdown.workers.push(role.worker);
+  base.operations.watchWorker("agent", role.worker);
   base.shutdown.rest.push(role.close);
 }
 

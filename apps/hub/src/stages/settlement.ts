@@ -28,9 +28,9 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
   if (base.roles.has("delivery")) {
     const adapterOf = (channel: string, accountId: string) =>
       base.operations.metrics.meterAdapter(entry.adapters.forAccount(channel, accountId));
-    base.shutdown.workers.push(
-      replies.startDelivery(adapterOf, { concurrency: tuning.deliveryConcurrency ?? 50 }),
-    );
+    const worker = replies.startDelivery(adapterOf, { concurrency: tuning.deliveryConcurrency ?? 50 });
+    base.shutdown.workers.push(worker);
+    base.operations.watchWorker("delivery", worker);
     startOutboxSweeper(base, hubOutbox(base));
     // Reply targets our dead predecessor was delivering resume now, not a lease later.
     await replies.reclaimDeadPredecessors();
