@@ -10,7 +10,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
 
+const prefix = `check-build-${process.pid}`;
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const work = mkdtempSync(join(tmpdir(), "hub-build-"));
 const out = join(work, "app");
@@ -41,7 +43,7 @@ const hub = spawn(process.execPath, ["apps/hub/src/main.js", "--config", configF
   stdio: "inherit",
   env: {
     ...env,
-    HUB_REDIS_PREFIX: `check-build-${process.pid}`,
+    HUB_REDIS_PREFIX: prefix,
     HUB_GATEWAY_TOKEN: "check-build-token-0123456789",
   },
 });
@@ -61,7 +63,7 @@ const healthyAfterStop = healthcheck();
 const delivery = spawn(process.execPath, ["apps/hub/src/main.js", "start", "--role", "delivery"], {
   cwd: out,
   stdio: "inherit",
-  env: { ...env, HUB_REDIS_PREFIX: `check-build-${process.pid}` },
+  env: { ...env, HUB_REDIS_PREFIX: prefix },
 });
 const deliveryExited = new Promise((r) => delivery.once("exit", (code) => r(code)));
 let deliveryHealthy = false;
@@ -72,6 +74,7 @@ for (let i = 0; i < 100 && !deliveryHealthy; i++) {
 delivery.kill("SIGTERM");
 const deliveryCode = await deliveryExited;
 rmSync(work, { recursive: true, force: true });
+await dropKeys();
 if (!deliveryHealthy) fail("the health check never passed for a delivery-only hub process");
 if (deliveryCode !== 0) fail(`the delivery-only hub exited with ${deliveryCode} after SIGTERM`);
 if (!ready) fail("the compiled hub never answered /readyz with 200");
@@ -82,3 +85,18 @@ if (healthyAfterStop !== 1) fail(`the health check exited with ${healthyAfterSto
 console.log(
   "check-build: the compiled hub started with node alone, was ready (its health check said so, for a delivery-only process too), and drained to exit 0 on SIGTERM",
 );
+
+// The two hubs' keys (every one starts with the hash-tagged prefix): a check leaves nothing in the Redis it used.
+async function dropKeys() {
+  const redis = new Redis(process.env.REDIS_URL ?? "redis://127.0.0.1:6379", { maxRetriesPerRequest: 1 });
+  try {
+    let cursor = "0";
+    do {
+      const [next, keys] = await redis.scan(cursor, "MATCH", `{${prefix}}*`, "COUNT", 500);
+      cursor = next;
+      if (keys.length > 0) await redis.del(...keys);
+    } while (cursor !== "0");
+  } finally {
+    redis.disconnect();
+  }
+}
