@@ -47,6 +47,69 @@ const connected = () => waitFor(() => fake.gateway.liveConnections === 1, "the g
 // textLimit 100: each paragraph of the scripted answer is a message of its own.
 const SEGMENTS = Array.from({ length: 4 }, (_, i) => `Segment ${i}: ${"words ".repeat(10).trim()}.`);
 
+describe("discord: crashes around intake", () => {
+  it("killed after the gateway delivered MESSAGE_CREATE, before admission: the message is answered after the restart", async () => {
+    const inst = make("dc-intake");
+    // The hub has talked in this DM before: it knows where to read back from.
+    const warm = await inst.start();
+    await connected();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "hello before" });
+    await waitFor(() => dmTexts().includes("echo: hello before"), "the first answer", 30_000);
+    await warm.hub.kill();
+    const first = await inst.start({ failpoints: "admission.before-admit=kill" });
+    await connected();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "lost in the crash?" });
+    await first.hub.exited;
+    await inst.start();
+    await connected();
+    await waitFor(
+      () => dmTexts().includes("echo: lost in the crash?"),
+      "the answer to the message the crash interrupted",
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(dmTexts()).toEqual(["echo: hello before", "echo: lost in the crash?"]);
+  }, 120_000);
+
+  it("messages written while the hub was stopped are answered after its restart, in order, once", async () => {
+    const inst = make("dc-down");
+    const first = await inst.start();
+    await connected();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "one" });
+    await waitFor(() => dmTexts().includes("echo: one"), "the first answer", 30_000);
+    await first.hub.stop();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "two" });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "three" });
+    const second = await inst.start();
+    await connected();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "four" });
+    await waitFor(() => dmTexts().length >= 4, "the answers after the restart", 30_000);
+    // A second restart reads back nothing it already answered.
+    await second.hub.kill();
+    await inst.start();
+    await connected();
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(dmTexts()).toEqual(["echo: one", "echo: two", "echo: three", "echo: four"]);
+  }, 120_000);
+  it("the gateway holder SIGKILLed: the standby that takes over answers what was written in between", async () => {
+    const inst = make("dc-standby");
+    const holder = await inst.start();
+    await connected();
+    await inst.start();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "before the kill" });
+    await waitFor(() => dmTexts().includes("echo: before the kill"), "the first answer", 30_000);
+    await holder.hub.kill();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "while nobody held the gateway" });
+    await waitFor(
+      () => dmTexts().includes("echo: while nobody held the gateway"),
+      "the standby's answer",
+      30_000,
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(dmTexts()).toEqual(["echo: before the kill", "echo: while nobody held the gateway"]);
+  }, 120_000);
+});
+
 describe("discord: crashes in a multi-segment reply", () => {
   it("a delivery process killed after Discord took segment 2, before the checkpoint: the next posts nothing twice, in order", async () => {
     const inst = make("dc-seg-kill");
