@@ -141,3 +141,23 @@ describe("discord: crashes in a multi-segment reply", () => {
     expect(dmTexts()).toEqual(SEGMENTS);
   }, 90_000);
 });
+
+describe("discord: a split deployment (ingress, agent, delivery processes)", () => {
+  it("the agent process SIGKILLed between two pushes of a reply: another agent resumes it, nothing doubled, in order", async () => {
+    const inst = make("dc-split-agent");
+    // The resumed attempt's model call answers the same: the part already handed on is not sent again.
+    const answer = { text: SEGMENTS.join("\n\n"), chunkSize: 100, delayMs: 50 };
+    model.script(answer, answer);
+    await inst.start({ roles: "ingress" });
+    await connected();
+    const agent = await inst.start({ roles: "agent", failpoints: "run.before-push=kill@2" });
+    await inst.start({ roles: "delivery" });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "split deployment" });
+    await agent.hub.exited;
+    await inst.start({ roles: "agent" });
+    await waitFor(() => dmTexts().length >= 4, "the resumed reply", 30_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(dmTexts()).toEqual(SEGMENTS);
+    expect(model.requests.length).toBe(2);
+  }, 120_000);
+});

@@ -1,9 +1,11 @@
 import { type FakeOpenAI, type FakeSlack, startFakeOpenAI, startFakeSlack } from "@hub/fakes";
+import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { appMentionEvent, messageEvent, SLACK_IDS } from "../../adapters/slack/test/harness.js";
 import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
+import { startOwnRedis } from "../support/redis-server.js";
 
 // Crash points of the Slack channel (Events API over HTTP and Socket Mode), with real hub processes
 // killed (SIGKILL) or frozen (SIGSTOP) at exact steps through HUB_FAILPOINTS, restarted, and asserted
@@ -169,5 +171,65 @@ describe("slack: a delivery process killed inside chat.postMessage of a multi-se
     );
     await settle();
     expect(words(texts(SLACK_IDS.directChat))).toEqual(all);
+  }, 120_000);
+});
+
+describe("slack: a split deployment (two ingress processes, agent, delivery)", () => {
+  it("an ingress frozen inside admission while Slack's retry is admitted by the other: one run when it wakes", async () => {
+    const inst = make("sl-split-frozen");
+    const frozen = await startOn(inst, { roles: "ingress", failpoints: "admission.before-admit=stop" });
+    const frozenUrl = fake.eventsUrl;
+    const other = await startOn(inst, { roles: "ingress" });
+    await inst.start({ roles: "agent,delivery" });
+    const envelope = fake.envelope(
+      messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "frozen ingress")),
+    );
+    fake.eventsUrl = frozenUrl;
+    const stuck = fake.deliver(envelope).catch(() => undefined);
+    await frozen.hub.waitForOutput(/failpoint admission\.before-admit: stop/, 20_000);
+    // Slack gave up after 3 s and retries; the load balancer sends the retry to the other ingress.
+    fake.eventsUrl = `http://127.0.0.1:${other.port}/slack/events`;
+    expect((await fake.deliver(envelope, { retryNum: 1, retryReason: "http_timeout" })).status).toBe(200);
+    await waitFor(() => texts(SLACK_IDS.directChat).includes("echo: frozen ingress"), "the answer", 20_000);
+    frozen.hub.resume();
+    await stuck;
+    await settle(2500);
+    expect(texts(SLACK_IDS.directChat)).toEqual(["echo: frozen ingress"]);
+    expect(modelSaw("frozen ingress")).toBe(1);
+  }, 120_000);
+});
+
+describe("slack events: acknowledged early (admission slower than 2.5 s), then killed", () => {
+  // KNOWN DEFECT, design-level: an event whose admission takes longer than the 2.5 s ack deadline (Redis
+  // slow: a failover, a fork, a paused primary) is acknowledged with 200 and admitted in the background.
+  // A crash in that window loses it: Slack never resends what it got a 200 for, and nothing durable
+  // records the event before the ack (the in-process retry dies with the process). The README says an
+  // admission that *fails* after the early ack is retried by the process, not that a crash then loses the
+  // message. A fix needs a durable record of the envelope before the early ack that does not depend on
+  // the slow Redis (e.g. a journal file in the state dir, replayed at start) or dropping the early ack
+  // (Slack then retries after its 3 s timeout; the retry is deduplicated, but Slack counts the failures).
+  it.skip("the message is still answered after the restart", async () => {
+    const own = await startOwnRedis();
+    const admin = new Redis(own.url);
+    try {
+      const inst = make("sl-early-ack");
+      const env = { REDIS_URL: own.url };
+      const first = await startOn(inst, { env });
+      // Writes wait (reads and pings do not): admission's atomic step cannot finish for 6 s.
+      await admin.call("CLIENT", "PAUSE", "6000", "WRITE");
+      const envelope = fake.envelope(
+        messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, "acked early")),
+      );
+      const started = Date.now();
+      expect((await fake.deliver(envelope)).status).toBe(200);
+      expect(Date.now() - started).toBeGreaterThanOrEqual(2000);
+      await first.hub.kill();
+      await admin.call("CLIENT", "UNPAUSE");
+      await startOn(inst, { env });
+      await waitFor(() => texts(SLACK_IDS.directChat).includes("echo: acked early"), "the answer", 30_000);
+    } finally {
+      admin.disconnect();
+      await own.stop();
+    }
   }, 120_000);
 });
