@@ -45,6 +45,13 @@ import {
   RateLimitError,
   Routes,
 } from "discord.js";
+import {
+  CATCH_UP_BUDGET_MS,
+  CATCH_UP_WINDOW_MS,
+  ChannelMarks,
+  missedMessages,
+  snowflakeAt,
+} from "./catch-up.js";
 import { describeClose } from "./close-reasons.js";
 import { type DiscordGuild, guildAccess } from "./config.js";
 import { GatewayStatus } from "./gateway-status.js";
@@ -52,6 +59,7 @@ import { type InteractionRecord, InteractionReplies } from "./interaction-replie
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
 import {
   type DiscordBotIdentity,
+  type DiscordMessage,
   DiscordMessageSchema,
   normalizeMessage,
   UNKNOWN_THREAD_PARENT,
@@ -133,6 +141,10 @@ export class DiscordAdapter implements ChannelAdapter {
   #retrying = false;
   /** The lease loop (with a lease): connects while this process holds the gateway. */
   #holding: Promise<void> | undefined;
+  /** Where each channel's messages were last handed to the hub (read back from after a fresh READY). */
+  readonly #marks: ChannelMarks;
+  /** The read-back after the latest READY: live messages wait for it (bounded), so they come after. */
+  #caughtUp: Promise<void> = Promise.resolve();
 
   constructor(options: DiscordAdapterOptions) {
     this.#o = options;
@@ -155,6 +167,7 @@ export class DiscordAdapter implements ChannelAdapter {
     };
     this.#client = this.#createClient();
     this.#replies = new InteractionReplies(() => this.#client.rest, options.state, this.accountId);
+    this.#marks = new ChannelMarks(options.state, this.accountId);
   }
 
   #createClient(): Client {
@@ -212,6 +225,8 @@ export class DiscordAdapter implements ChannelAdapter {
     c.on(Events.ClientReady, () => void this.#registerCommands());
     c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
       try {
+        // A fresh session (not a RESUME, which replays): read back what was written while none was up.
+        if (packet.t === "READY" && current()) this.#caughtUp = this.#startCatchUp(c);
         if (packet.t === "MESSAGE_CREATE") this.#message(packet.d);
         else if (packet.t === "INTERACTION_CREATE") this.#interaction(packet.d);
       } catch (error) {
@@ -415,29 +430,92 @@ export class DiscordAdapter implements ChannelAdapter {
       return;
     }
     const msg = parsed.data;
+    const caughtUp = this.#caughtUp;
     // Normalizing may fetch a thread's parent: one channel's messages are normalized in order.
     this.#enqueue(msg.channel_id, async () => {
-      const me = this.#identity(msg.guild_id);
-      if (!me) return;
-      const context = await this.#channelContext(msg.channel_id, msg.guild_id);
-      const result = normalizeMessage(msg, me, {
-        accountId: this.accountId,
-        guilds: this.#o.guilds ?? {},
-        parentId: context.parentId,
-        title: context.title,
-      });
-      if ("skip" in result) {
-        // Every other skip is a message meant for no one here; a thread that cannot be placed is a lost question.
-        const unplaced = result.skip === UNKNOWN_THREAD_PARENT;
-        this.#log[unplaced ? "warn" : "debug"](
-          { messageId: msg.id, channelId: msg.channel_id, reason: result.skip },
-          unplaced
-            ? "discord thread message not answered: its parent channel could not be read"
-            : "discord message not for us",
+      await caughtUp;
+      await this.#handleMessage(msg);
+    });
+  }
+
+  /** Normalizes a message and hands it to the hub (not awaited: the sequencer keeps each chat's order). */
+  async #handleMessage(msg: DiscordMessage): Promise<void> {
+    const me = this.#identity(msg.guild_id);
+    if (!me) return;
+    const context = await this.#channelContext(msg.channel_id, msg.guild_id);
+    const result = normalizeMessage(msg, me, {
+      accountId: this.accountId,
+      guilds: this.#o.guilds ?? {},
+      parentId: context.parentId,
+      title: context.title,
+    });
+    if ("skip" in result) {
+      // Every other skip is a message meant for no one here; a thread that cannot be placed is a lost question.
+      const unplaced = result.skip === UNKNOWN_THREAD_PARENT;
+      this.#log[unplaced ? "warn" : "debug"](
+        { messageId: msg.id, channelId: msg.channel_id, reason: result.skip },
+        unplaced
+          ? "discord thread message not answered: its parent channel could not be read"
+          : "discord message not for us",
+      );
+      return;
+    }
+    void this.#submit(result.fields, msg.id).then(async (admitted) => {
+      // Taken (or refused for good): a read-back after a restart starts after it.
+      if (admitted.kind === "retry" || this.#stopped) return;
+      await this.#marks
+        .remember(msg.channel_id, msg.guild_id, msg.id)
+        .catch((error: unknown) =>
+          this.#log.warn({ err: describe(error), messageId: msg.id }, "discord read-back mark not saved"),
         );
-        return;
+    });
+  }
+
+  /** The read-back after a READY, bounded so live messages never wait for it longer than the budget. */
+  #startCatchUp(client: Client): Promise<void> {
+    const done = this.#catchUp(client).catch((error: unknown) =>
+      this.#log.warn({ err: describe(error) }, "discord read-back of missed messages failed"),
+    );
+    return Promise.race([done, sleep(CATCH_UP_BUDGET_MS, this.#stopSignal.signal).catch(() => {})]);
+  }
+
+  /**
+   * Reads back, per channel the hub took messages from, what was written after the last one it took
+   * (within CATCH_UP_WINDOW_MS), and hands it to the hub oldest first; what it took already is a duplicate.
+   */
+  async #catchUp(client: Client): Promise<void> {
+    await this.#clientReady(client);
+    const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
+    for (const mark of await this.#marks.load()) {
+      const after = BigInt(mark.after) > BigInt(since) ? mark.after : since;
+      const missed = await missedMessages(client.rest, mark.channelId, after).catch((error: unknown) => {
+        this.#log.warn(
+          { channelId: mark.channelId, err: describe(error) },
+          "discord messages missed while the gateway was down could not be read back",
+        );
+        return [];
+      });
+      let handed = 0;
+      for (const raw of missed) {
+        const parsed = DiscordMessageSchema.safeParse({ ...raw, guild_id: mark.guildId });
+        if (!parsed.success || parsed.data.author.bot) continue;
+        handed++;
+        await this.#handleMessage(parsed.data);
       }
-      void this.#submit(result.fields, msg.id);
+      if (handed > 0)
+        this.#log.info(
+          { channelId: mark.channelId, messages: handed },
+          "discord: read back messages written while the gateway was down",
+        );
+    }
+  }
+
+  /** Resolves once discord.js has the bot's user and guilds (after READY and the guilds' creates). */
+  async #clientReady(client: Client): Promise<void> {
+    if (client.isReady()) return;
+    await new Promise<void>((resolve) => {
+      client.once(Events.ClientReady, () => resolve());
+      setTimeout(resolve, CATCH_UP_BUDGET_MS).unref();
     });
   }
 

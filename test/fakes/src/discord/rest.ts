@@ -175,7 +175,23 @@ function currentApplication(s: State): Record<string, unknown> {
   };
 }
 
-function route(s: State, method: string, path: string, body: unknown): Answer {
+/**
+ * GET /channels/:id/messages?after=&limit=: the channel's messages after `after` (the oldest `limit` of
+ * them, default 50, at most 100), newest first as Discord lists them.
+ */
+function channelMessages(s: State, channelId: string, query: URLSearchParams): Answer {
+  if (channelTypeOf(s, channelId) === undefined)
+    return json(404, { message: "Unknown Channel", code: 10003 });
+  const after = BigInt(query.get("after") ?? "0");
+  const limit = Math.min(Math.max(Number(query.get("limit") ?? 50), 1), 100);
+  const later = [...s.messages.values()]
+    .filter((m) => m.channel_id === channelId && BigInt(m.id) > after)
+    .sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1))
+    .slice(0, limit);
+  return json(200, later.reverse());
+}
+
+function route(s: State, method: string, path: string, body: unknown, query: URLSearchParams): Answer {
   const parts = path.split("/").filter(Boolean).map(decodeURIComponent);
   const b = (body ?? {}) as Record<string, unknown>;
   if (method === "GET" && path === "/gateway/bot")
@@ -200,6 +216,8 @@ function route(s: State, method: string, path: string, body: unknown): Answer {
     if (method === "POST" && parts[2] === "messages" && parts.length === 3)
       return createMessage(s, parts[1], b);
     if (method === "GET" && parts.length === 2) return channelOf(s, parts[1]);
+    if (method === "GET" && parts[2] === "messages" && parts.length === 3)
+      return channelMessages(s, parts[1], query);
     if (method === "POST" && parts[2] === "typing") {
       if (channelTypeOf(s, parts[1]) === undefined)
         return json(404, { message: "Unknown Channel", code: 10003 });
@@ -355,7 +373,7 @@ export async function handle(s: State, req: IncomingMessage, res: ServerResponse
   if (scripted) {
     answer = rateLimitAnswer(scripted, bucket);
   } else {
-    answer = route(s, method, path, body);
+    answer = route(s, method, path, body, url.searchParams);
     answer.headers = {
       "x-ratelimit-limit": "5",
       "x-ratelimit-remaining": "4",

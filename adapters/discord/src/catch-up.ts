@@ -1,0 +1,110 @@
+import type { AdapterStateStore } from "@hub/core";
+import { sleep } from "@hub/core";
+import { RateLimitError, type REST, Routes } from "discord.js";
+import { z } from "zod";
+
+// Discord's gateway sends a message once, to the connection that is up: a hub that was down (a crash, a
+// restart, a standby taking over) and identifies again never gets what was written meanwhile. The
+// adapter remembers, per channel, the newest message it handed to the hub, and after every fresh
+// READY reads back through REST what came after it (GET /channels/{id}/messages?after=).
+
+/** How far back a catch-up reads: a message older than this when the hub comes back is not answered. */
+export const CATCH_UP_WINDOW_MS = 24 * 60 * 60 * 1000;
+/** Live messages wait at most this long for the catch-up (their order behind the missed ones). */
+export const CATCH_UP_BUDGET_MS = 30_000;
+/** At most this many pages of 100 messages are read back per channel. */
+const MAX_PAGES = 5;
+const PAGE = 100;
+const DISCORD_EPOCH = 1_420_070_400_000n;
+
+/** The smallest snowflake of a moment (epoch ms): `after` it means "written since then". */
+export function snowflakeAt(ms: number): string {
+  return String((BigInt(Math.max(ms, Number(DISCORD_EPOCH))) - DISCORD_EPOCH) << 22n);
+}
+
+const isNewer = (a: string, b: string): boolean => BigInt(a) > BigInt(b);
+
+/** The channels the hub has taken messages from: channel id -> its guild id (null: a DM). */
+const IndexSchema = z.record(z.string(), z.string().nullable());
+
+/** One channel to read back: messages after `after`. */
+export interface ChannelMark {
+  channelId: string;
+  guildId: string | undefined;
+  after: string;
+}
+
+/**
+ * Per channel, the newest message handed to the hub (`discord:<account>:last:<channel>`), and the
+ * index of those channels (`discord:<account>:channels`), in the hub's shared state, so the process
+ * that holds the gateway next (this one restarted, or a standby) knows where to read back from.
+ */
+export class ChannelMarks {
+  #index = new Map<string, string | null>();
+  readonly #last = new Map<string, string>();
+
+  constructor(
+    private readonly state: AdapterStateStore,
+    private readonly accountId: string,
+  ) {}
+
+  #key(what: string): string {
+    return `discord:${this.accountId}:${what}`;
+  }
+
+  /** Records that the hub took `messageId` (or decided it was not for it); never moves a mark back. */
+  async remember(channelId: string, guildId: string | undefined, messageId: string): Promise<void> {
+    const known = this.#last.get(channelId);
+    if (known !== undefined && !isNewer(messageId, known)) return;
+    this.#last.set(channelId, messageId);
+    await this.state.set(this.#key(`last:${channelId}`), messageId);
+    if (this.#index.has(channelId)) return;
+    this.#index.set(channelId, guildId ?? null);
+    await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
+  }
+
+  /** Reads the index and marks again (another process may have held the gateway meanwhile). */
+  async load(): Promise<ChannelMark[]> {
+    const raw = await this.state.get(this.#key("channels"));
+    const parsed = IndexSchema.safeParse(raw ? JSON.parse(raw) : {});
+    this.#index = new Map(Object.entries(parsed.success ? parsed.data : {}));
+    const marks: ChannelMark[] = [];
+    for (const [channelId, guildId] of this.#index) {
+      const last = await this.state.get(this.#key(`last:${channelId}`));
+      if (!last || !/^\d+$/.test(last)) continue;
+      const known = this.#last.get(channelId);
+      if (known === undefined || isNewer(last, known)) this.#last.set(channelId, last);
+      marks.push({ channelId, guildId: guildId ?? undefined, after: last });
+    }
+    return marks;
+  }
+}
+
+const PageSchema = z.array(z.looseObject({ id: z.string().regex(/^\d+$/) }));
+type Listed = z.infer<typeof PageSchema>[number];
+
+/** One page of a channel's messages after `after`, oldest first; a 429 is waited out once. */
+async function page(rest: REST, channelId: string, after: string): Promise<Listed[]> {
+  const query = new URLSearchParams({ after, limit: String(PAGE) });
+  const get = () => rest.get(Routes.channelMessages(channelId), { query });
+  const answer = await get().catch(async (error: unknown) => {
+    if (!(error instanceof RateLimitError)) throw error;
+    await sleep(Math.max(error.retryAfter, error.timeToReset, 1));
+    return get();
+  });
+  return PageSchema.parse(answer).sort((a, b) => (isNewer(a.id, b.id) ? 1 : -1));
+}
+
+/** The messages of a channel after `after` (at most MAX_PAGES pages), oldest first. */
+export async function missedMessages(rest: REST, channelId: string, after: string): Promise<Listed[]> {
+  const found: Listed[] = [];
+  let cursor = after;
+  for (let n = 0; n < MAX_PAGES; n++) {
+    const batch = await page(rest, channelId, cursor);
+    found.push(...batch);
+    const last = batch.at(-1);
+    if (batch.length < PAGE || !last) break;
+    cursor = last.id;
+  }
+  return found;
+}
