@@ -200,15 +200,11 @@ describe("slack: a split deployment (two ingress processes, agent, delivery)", (
 });
 
 describe("slack events: acknowledged early (admission slower than 2.5 s), then killed", () => {
-  // KNOWN DEFECT, design-level: an event whose admission takes longer than the 2.5 s ack deadline (Redis
-  // slow: a failover, a fork, a paused primary) is acknowledged with 200 and admitted in the background.
-  // A crash in that window loses it: Slack never resends what it got a 200 for, and nothing durable
-  // records the event before the ack (the in-process retry dies with the process). The README says an
-  // admission that *fails* after the early ack is retried by the process, not that a crash then loses the
-  // message. A fix needs a durable record of the envelope before the early ack that does not depend on
-  // the slow Redis (e.g. a journal file in the state dir, replayed at start) or dropping the early ack
-  // (Slack then retries after its 3 s timeout; the retry is deduplicated, but Slack counts the failures).
-  it.skip("the message is still answered after the restart", async () => {
+  // An event whose admission takes longer than the 2.5 s ack deadline (Redis slow: a failover, a fork, a
+  // paused primary) is acknowledged with 200 and admitted in the background; Slack never resends what it
+  // got a 200 for, so the delivery is journaled in the state dir before the 200 leaves, and the next start
+  // admits what a killed process left there.
+  it("the message is still answered after the restart", async () => {
     const own = await startOwnRedis();
     const admin = new Redis(own.url);
     try {

@@ -1,4 +1,5 @@
 import { AsyncLocalStorage } from "node:async_hooks";
+import { join } from "node:path";
 import {
   type AdapterStateStore,
   accountConfigPath,
@@ -27,10 +28,11 @@ import {
 } from "@hub/core";
 import { App, type Receiver } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
+import { AckJournal } from "./ack-journal.js";
 import { boltLogger } from "./bolt-logger.js";
 import { missingModeKey, SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
-import { type EventsRouteOptions, slackEventsRoute } from "./events-http.js";
+import { admitJournaled, type EventsRouteOptions, slackEventsRoute } from "./events-http.js";
 import { fetchSlackFile } from "./files.js";
 import { SlackInbound } from "./inbound.js";
 import { deletePost, reactionName, setReaction, updateText } from "./live.js";
@@ -55,6 +57,11 @@ export interface SlackAdapterOptions {
   pacing?: ChannelPacing;
   state: AdapterStateStore;
   logger: HubLogger;
+  /**
+   * The hub's state directory: events acknowledged before their admission finished are journaled under
+   * `slack/<accountId>/acked/` until admitted (without it, a crash in that window loses them).
+   */
+  stateDir?: string;
   /** Wait after an uncertain post before looking for it (ms); Slack finishes a request well within it. */
   uncertainSettleMs?: number;
   /** The working indicator goes away this long after the last typing refresh (ms). */
@@ -118,6 +125,10 @@ export class SlackAdapter implements ChannelAdapter {
   /** Aborted by `stop`: a start still connecting gives up at once. */
   #stopping = new AbortController();
   readonly #status: ChannelStatusCell;
+  /** Early-acknowledged events until admitted (HTTP mode with a state directory). */
+  readonly #journal: AckJournal | undefined;
+  /** Looks for journals other processes left behind (see `#adoptJournaled`). */
+  #adopting: NodeJS.Timeout | undefined;
 
   constructor(options: SlackAdapterOptions) {
     this.#o = options;
@@ -174,6 +185,10 @@ export class SlackAdapter implements ChannelAdapter {
       logger: this.#log,
       idleMs: options.workingIdleMs ?? 8000,
     });
+    this.#journal =
+      options.stateDir && (options.mode ?? "http") === "http"
+        ? new AckJournal(join(options.stateDir, "slack", this.accountId, "acked"))
+        : undefined;
     this.#inbound = new SlackInbound({
       app: this.#app,
       logger: this.#log,
@@ -227,7 +242,10 @@ export class SlackAdapter implements ChannelAdapter {
       );
       this.#inbound.setHandler(onInbound);
       if (mode === "socket") await this.#connectSocket(at, stopped);
-      else this.#status.set("connected");
+      else {
+        this.#status.set("connected");
+        this.#adoptJournaled();
+      }
     } catch (error) {
       if (error instanceof ChannelStoppedError) throw error;
       if (error instanceof ChannelRefusedError) this.#refuse(error);
@@ -291,8 +309,26 @@ export class SlackAdapter implements ChannelAdapter {
     }
   }
 
+  // Events another process acknowledged early and never admitted (it died): at start, and every minute
+  // for the journals of processes this one cannot tell are gone (another container: see ORPHAN_IDLE_MS).
+  #adoptJournaled(): void {
+    const journal = this.#journal;
+    if (!journal || this.#adopting) return;
+    const adopt = () => {
+      try {
+        admitJournaled(this.#eventsOptions(), journal.adoptOrphans());
+      } catch (error) {
+        this.#log.warn({ err: describeError(error) }, "slack: journaled early-acknowledged events not read");
+      }
+    };
+    adopt();
+    this.#adopting = setInterval(adopt, 60_000).unref();
+  }
+
   async stop(): Promise<void> {
     this.#stopping.abort();
+    clearInterval(this.#adopting);
+    this.#adopting = undefined;
     await this.#socket?.stop();
     this.#inbound.setHandler(undefined);
     await this.#inbound.drain();
@@ -303,16 +339,19 @@ export class SlackAdapter implements ChannelAdapter {
   /** The Events API endpoint on the hub's HTTP server (HTTP mode). */
   httpRoutes(): HttpRoute[] {
     if ((this.#o.mode ?? "http") !== "http" || !this.#o.signingSecret) return [];
-    return [
-      slackEventsRoute({
-        path: this.#o.eventsPath ?? "/slack/events",
-        signingSecret: this.#o.signingSecret,
-        logger: this.#log,
-        process: (envelope) => this.#inbound.process(envelope),
-        ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
-        ...(this.#o.lateRetry ? { lateRetry: this.#o.lateRetry } : {}),
-      }),
-    ];
+    return [slackEventsRoute(this.#eventsOptions())];
+  }
+
+  #eventsOptions(): EventsRouteOptions {
+    return {
+      path: this.#o.eventsPath ?? "/slack/events",
+      signingSecret: this.#o.signingSecret ?? "",
+      logger: this.#log,
+      process: (envelope) => this.#inbound.process(envelope),
+      ...(this.#o.ackDeadlineMs ? { ackDeadlineMs: this.#o.ackDeadlineMs } : {}),
+      ...(this.#o.lateRetry ? { lateRetry: this.#o.lateRetry } : {}),
+      ...(this.#journal ? { journal: this.#journal } : {}),
+    };
   }
 
   async send(

@@ -1,6 +1,7 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
-import { Backoff, formatIssues, webhookRoute } from "@hub/core";
+import { Backoff, describeError, formatIssues, webhookRoute } from "@hub/core";
 import { z } from "zod";
+import type { AckJournal } from "./ack-journal.js";
 import { isSslCheck, readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
 import { verifySlackSignature } from "./signature.js";
 
@@ -33,6 +34,8 @@ export interface EventsRouteOptions {
   ackDeadlineMs?: number;
   /** Waits between tries of an event whose admission failed after its ack (default 1 s doubling to 30 s, 8 tries). */
   lateRetry?: { initialMs: number; maxMs: number; tries: number };
+  /** Where an event acknowledged before its admission finished is kept until admitted (see `AckJournal`). */
+  journal?: AckJournal;
 }
 
 const header = (value: string | string[] | undefined): string | undefined =>
@@ -91,10 +94,7 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
         retryNum: retryNum === undefined ? undefined : Number(retryNum),
         retryReason: header(req.headers["x-slack-retry-reason"]),
       };
-      return withDeadline(processed(options, delivery), options.ackDeadlineMs ?? ACK_DEADLINE_MS, (late) => {
-        // Acknowledged already, so Slack will not resend it: this process tries again (admission is idempotent).
-        if (late.kind === "retry") void admitAfterAck(options, delivery, late.reason);
-      });
+      return ackedByDeadline(options, delivery);
     },
     respond: (body) => {
       if (body instanceof SlackForm) return body.command ? slashCommandAnswer(body.command) : undefined;
@@ -116,6 +116,66 @@ function processed(options: EventsRouteOptions, delivery: SlackEnvelope): Promis
       reason: error instanceof Error ? error.message : String(error),
     }),
   );
+}
+
+/**
+ * The event's admission, or past the deadline an early ack: the delivery is first journaled (on disk before
+ * the 200 leaves, so a crash before its admission leaves it to the next start: Slack does not resend it),
+ * and finished in the background. A delivery that cannot be journaled is not acknowledged (503: Slack
+ * resends it; what is admitted meanwhile makes the resend a duplicate).
+ */
+function ackedByDeadline(options: EventsRouteOptions, delivery: SlackEnvelope): Promise<InboundResult> {
+  let acked = false;
+  let key: string | undefined;
+  const early = (): InboundResult => {
+    try {
+      key = options.journal?.record(delivery);
+      acked = true;
+      return { kind: "accepted" };
+    } catch (error) {
+      options.logger.error(
+        { err: describeError(error), eventId: delivery.body.event_id },
+        "slack event could not be journaled before its early ack; not acknowledged, so Slack sends it again",
+      );
+      return { kind: "retry", reason: "the event could not be journaled" };
+    }
+  };
+  const settle = () => {
+    if (key !== undefined) options.journal?.settle(key);
+  };
+  return withDeadline(
+    processed(options, delivery),
+    options.ackDeadlineMs ?? ACK_DEADLINE_MS,
+    early,
+    (late) => {
+      // Not acknowledged (it could not be journaled): Slack resends it.
+      if (!acked) return;
+      // Acknowledged already, so Slack will not resend it: this process tries again (admission is idempotent).
+      if (late.kind === "retry") void admitAfterAck(options, delivery, late.reason).finally(settle);
+      else settle();
+    },
+  );
+}
+
+/**
+ * Admits journaled deliveries (this start's adoption of a dead process's early acks) in the background,
+ * with the tries of an acknowledged event, each settled in the journal once over.
+ */
+export function admitJournaled(
+  options: EventsRouteOptions,
+  deliveries: Array<{ key: string; delivery: SlackEnvelope }>,
+): void {
+  for (const { key, delivery } of deliveries) {
+    options.logger.info(
+      { eventId: delivery.body.event_id },
+      "slack event acknowledged by a process that stopped before admitting it; admitting it now",
+    );
+    void processed(options, delivery)
+      .then((result) =>
+        result.kind === "retry" ? admitAfterAck(options, delivery, result.reason) : undefined,
+      )
+      .finally(() => options.journal?.settle(key));
+  }
 }
 
 // Tries an acknowledged event's admission again with backoff; said at each failure, and when it gives up.
@@ -147,12 +207,13 @@ async function admitAfterAck(
 }
 
 /**
- * Waits for `work` (which never rejects: see `processed`) at most `ms`; past it, answers `accepted`
+ * Waits for `work` (which never rejects: see `processed`) at most `ms`; past it, answers what `early` says
  * (acknowledge now) and reports the late result.
  */
 async function withDeadline(
   work: Promise<InboundResult>,
   ms: number,
+  early: () => InboundResult,
   onLate: (result: InboundResult) => void,
 ): Promise<InboundResult> {
   let timer: NodeJS.Timeout | undefined;
@@ -160,7 +221,7 @@ async function withDeadline(
   const deadline = new Promise<InboundResult>((resolve) => {
     timer = setTimeout(() => {
       late = true;
-      resolve({ kind: "accepted" });
+      resolve(early());
     }, ms);
   });
   void work.then((result) => {

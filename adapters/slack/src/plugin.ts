@@ -45,6 +45,7 @@ export const slackPlugin: ChannelPlugin<SlackConfig> = {
       ...(config.pacing ? { pacing: config.pacing } : {}),
       state: deps.state,
       logger: deps.logger,
+      stateDir: deps.stateDir,
     });
   },
 };

@@ -1,5 +1,8 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import {
   type AdapterFields,
   ChannelRefusedError,
@@ -271,6 +274,29 @@ describe("slack events over HTTP", () => {
     expect(Date.now() - started).toBeLessThan(1200);
     expect(admitted).toBe(false);
     await waitFor(() => admitted, "the admission to finish");
+  });
+
+  it("journals an early-acknowledged event until admitted; one it cannot journal is not acknowledged (503)", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "slack-acked-"));
+    cleanups.push(async () => rmSync(stateDir, { recursive: true, force: true }));
+    let release: () => void = () => {};
+    const { fake } = await setup({
+      stateDir,
+      ackDeadlineMs: 200,
+      handler: () => new Promise<undefined>((resolve) => (release = () => resolve(undefined))),
+    });
+    const journal = join(stateDir, "slack", "default", "acked");
+    expect((await fake.deliver(dm(fake, "slow"))).status).toBe(200);
+    // On disk while its admission runs, gone once it is over.
+    expect(readdirSync(journal)).toHaveLength(1);
+    expect(readFileSync(join(journal, readdirSync(journal)[0] as string), "utf8")).toContain('"slow"');
+    release();
+    await waitFor(() => readdirSync(journal).length === 0, "the journal to empty");
+    // Nowhere to journal (a file where its folder would be): not acknowledged, so Slack sends it again.
+    rmSync(join(stateDir, "slack"), { recursive: true });
+    writeFileSync(join(stateDir, "slack"), "not a folder");
+    expect((await fake.deliver(dm(fake, "slow again"))).status).toBe(503);
+    release();
   });
 
   it("an event whose slow admission fails after its ack is admitted by trying again (Slack will not resend it)", async () => {

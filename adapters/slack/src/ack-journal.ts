@@ -1,0 +1,145 @@
+import {
+  closeSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeSync,
+} from "node:fs";
+import { join } from "node:path";
+import { isDeadProcess, PID_SPACE, PROCESS_START } from "@hub/core";
+import { z } from "zod";
+import type { SlackEnvelope } from "./events-http.js";
+
+// One line of a journal: an event acknowledged before its admission finished, or the end of its wait.
+const LineSchema = z.union([
+  z.object({
+    acked: z.string(),
+    delivery: z.object({
+      body: z.record(z.string(), z.unknown()),
+      retryNum: z.number().optional(),
+      retryReason: z.string().optional(),
+    }),
+  }),
+  z.object({ settled: z.string() }),
+]);
+
+// A journal's file name: `<pid space>-<pid>-<start>.jsonl`, the identity `isDeadProcess` reads.
+const NAME = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)\.jsonl$/;
+
+/**
+ * A journal untouched this long is an orphan whoever wrote it: a live process settles every record within
+ * its tries of admission (about two minutes), so only a dead one (or one frozen that long) leaves a record
+ * this old. It is how the journal of a process in another pid space is found: a container restarted after
+ * a crash has a new PID namespace, so its predecessor's pid means nothing here.
+ */
+export const ORPHAN_IDLE_MS = 5 * 60_000;
+
+/**
+ * The Events API deliveries this process acknowledged to Slack before their admission finished (Slack
+ * wants its 200 within 3 s; a slow Redis can take longer), kept on local disk until admitted. Slack never
+ * resends what it got a 200 for, so without it a process that died in that window lost the message.
+ * Each process appends to a file of its own (`<dir>/<pid space>-<pid>-<start>.jsonl`), and a record is
+ * fsynced before its 200 leaves. The next start of a process sharing the directory adopts what dead
+ * processes (of its pid space) left unsettled: copied into its own journal first, then their files go.
+ */
+export class AckJournal {
+  readonly #path: string;
+  #fd: number | undefined;
+  #next = 0;
+  readonly #open = new Set<string>();
+
+  constructor(private readonly dir: string) {
+    this.#path = join(dir, `${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`);
+  }
+
+  /** Records a delivery about to be acknowledged early; synchronous and on disk before it returns. */
+  record(delivery: SlackEnvelope): string {
+    const key = `${PROCESS_START}.${this.#next++}`;
+    this.#append({ acked: key, delivery: withoutUndefined(delivery) }, true);
+    this.#open.add(key);
+    return key;
+  }
+
+  /** The delivery's admission is over (taken, a duplicate, refused, or given up on with an error line). */
+  settle(key: string): void {
+    if (!this.#open.delete(key)) return;
+    this.#append({ settled: key }, false);
+    // Nothing left to wait for: the file goes, so a quiet process keeps none.
+    if (this.#open.size === 0) this.#remove();
+  }
+
+  /**
+   * What processes that no longer run left acknowledged and unsettled, recorded anew in this journal
+   * (so a crash of this process before they are admitted leaves them to the next start), with the keys
+   * to settle them by; their files are removed.
+   */
+  adoptOrphans(now = Date.now()): Array<{ key: string; delivery: SlackEnvelope }> {
+    const adopted: Array<{ key: string; delivery: SlackEnvelope }> = [];
+    for (const name of this.#orphanFiles(now)) {
+      const path = join(this.dir, name);
+      for (const delivery of unsettled(readFileSync(path, "utf8")))
+        adopted.push({ key: this.record(delivery), delivery });
+      rmSync(path, { force: true });
+    }
+    return adopted;
+  }
+
+  /** Closes the file (what is unsettled stays on disk for the next start). */
+  close(): void {
+    if (this.#fd !== undefined) closeSync(this.#fd);
+    this.#fd = undefined;
+  }
+
+  // Other processes' journals that are orphans: their process is gone (this pid space), or they are idle.
+  #orphanFiles(now: number): string[] {
+    let names: string[];
+    try {
+      names = readdirSync(this.dir);
+    } catch {
+      return [];
+    }
+    return names.filter((name) => {
+      const m = NAME.exec(name);
+      if (m === null || join(this.dir, name) === this.#path) return false;
+      if (isDeadProcess(m[1], m[2], m[3])) return true;
+      const modified = statSync(join(this.dir, name), { throwIfNoEntry: false })?.mtimeMs;
+      return modified !== undefined && now - modified > ORPHAN_IDLE_MS;
+    });
+  }
+
+  #append(line: z.infer<typeof LineSchema>, sync: boolean): void {
+    if (this.#fd === undefined) {
+      mkdirSync(this.dir, { recursive: true, mode: 0o700 });
+      this.#fd = openSync(this.#path, "a", 0o600);
+    }
+    writeSync(this.#fd, `${JSON.stringify(line)}\n`);
+    if (sync) fsyncSync(this.#fd);
+  }
+
+  #remove(): void {
+    this.close();
+    rmSync(this.#path, { force: true });
+  }
+}
+
+// The deliveries of a journal's text that were never settled (a torn last line is skipped).
+function unsettled(text: string): SlackEnvelope[] {
+  const acked = new Map<string, SlackEnvelope>();
+  for (const raw of text.split("\n")) {
+    let parsed: z.infer<typeof LineSchema> | undefined;
+    try {
+      parsed = LineSchema.parse(JSON.parse(raw));
+    } catch {
+      continue;
+    }
+    if ("acked" in parsed) acked.set(parsed.acked, parsed.delivery);
+    else acked.delete(parsed.settled);
+  }
+  return [...acked.values()];
+}
+
+const withoutUndefined = (delivery: SlackEnvelope): SlackEnvelope => JSON.parse(JSON.stringify(delivery));

@@ -1,0 +1,82 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { PID_SPACE, PROCESS_START } from "@hub/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { AckJournal, ORPHAN_IDLE_MS } from "../src/ack-journal.js";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+function journalDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "slack-ack-journal-"));
+  dirs.push(dir);
+  return join(dir, "acked");
+}
+const delivery = (eventId: string) => ({ body: { type: "event_callback", event_id: eventId }, retryNum: 1 });
+const line = (value: unknown) => `${JSON.stringify(value)}\n`;
+// A pid that ran and is gone: a child that exited.
+const deadPid = () => spawnSync(process.execPath, ["-e", "0"]).pid as number;
+
+describe("AckJournal", () => {
+  it("keeps a record on disk until it is settled, and leaves no file once nothing waits", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir);
+    const a = journal.record(delivery("Ev1"));
+    const b = journal.record(delivery("Ev2"));
+    expect(readdirSync(dir)).toEqual([`${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`]);
+    journal.settle(a);
+    expect(readdirSync(dir)).toHaveLength(1);
+    journal.settle(b);
+    expect(readdirSync(dir)).toEqual([]);
+  });
+
+  it("adopts what a dead process of this pid space left unsettled: recorded anew here, its file removed", () => {
+    const dir = journalDir();
+    mkdirSync(dir, { recursive: true });
+    const orphan = join(dir, `${PID_SPACE}-${deadPid()}-0a1b2c3d.jsonl`);
+    writeFileSync(
+      orphan,
+      line({ acked: "x.0", delivery: delivery("EvSettled") }) +
+        line({ acked: "x.1", delivery: delivery("EvOpen") }) +
+        line({ settled: "x.0" }) +
+        '{"acked":"x.2","deliv', // a torn last line
+    );
+    const journal = new AckJournal(dir);
+    const adopted = journal.adoptOrphans();
+    expect(adopted.map((a) => a.delivery)).toEqual([delivery("EvOpen")]);
+    expect(existsSync(orphan)).toBe(false);
+    // Recorded in this process's journal: a crash now leaves it to the next start.
+    const next = new AckJournal(dir);
+    expect(readdirSync(dir)).toEqual([`${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`]);
+    journal.settle(adopted[0]?.key as string);
+    expect(next.adoptOrphans()).toEqual([]);
+  });
+
+  it("adopts another pid space's journal (a container restarted after a crash) only once it is idle", () => {
+    const dir = journalDir();
+    mkdirSync(dir, { recursive: true });
+    const other = join(dir, `ffffffffff-1-0a1b2c3d.jsonl`);
+    writeFileSync(other, line({ acked: "y.0", delivery: delivery("EvOther") }));
+    const journal = new AckJournal(dir);
+    // Recent: it may be a live process's (another container sharing the state dir).
+    expect(journal.adoptOrphans()).toEqual([]);
+    expect(existsSync(other)).toBe(true);
+    const longAgo = (Date.now() - ORPHAN_IDLE_MS - 60_000) / 1000;
+    utimesSync(other, longAgo, longAgo);
+    expect(journal.adoptOrphans().map((a) => a.delivery)).toEqual([delivery("EvOther")]);
+    expect(existsSync(other)).toBe(false);
+  });
+
+  it("never adopts a journal of a process that still runs in this pid space", () => {
+    const dir = journalDir();
+    mkdirSync(dir, { recursive: true });
+    // This very process under another start id would be an earlier start of it; pid 1 runs.
+    const live = join(dir, `${PID_SPACE}-1-0a1b2c3d.jsonl`);
+    writeFileSync(live, line({ acked: "z.0", delivery: delivery("EvLive") }));
+    expect(new AckJournal(dir).adoptOrphans()).toEqual([]);
+    expect(existsSync(live)).toBe(true);
+  });
+});
