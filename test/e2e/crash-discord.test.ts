@@ -91,6 +91,36 @@ describe("discord: crashes around intake", () => {
     await new Promise((r) => setTimeout(r, 2000));
     expect(dmTexts()).toEqual(["echo: one", "echo: two", "echo: three", "echo: four"]);
   }, 120_000);
+  it("a restart reads back only the channels Discord's READY does not show as having nothing newer", async () => {
+    const inst = make("dc-readback-skip");
+    const first = await inst.start();
+    await connected();
+    // A mention in the guild channel (answered or refused, it is taken: its mark is kept) and a DM.
+    fake.userMessage({ channelId: fake.channelId, content: "in the channel", mentionBot: true });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "one" });
+    await waitFor(() => dmTexts().includes("echo: one"), "the first answer", 30_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    await first.hub.stop();
+    fake.userMessage({ channelId: fake.dmChannelId, content: "two" });
+    const readBacks = (channelId: string) =>
+      fake.calls.filter(
+        (c) => c.method === "GET /channels/:id/messages" && c.route === `/channels/${channelId}/messages`,
+      ).length;
+    const second = await inst.start();
+    await connected();
+    await waitFor(() => dmTexts().includes("echo: two"), "the DM written while down", 30_000);
+    // The guild channel's last_message_id at READY is the message already taken: no request for it. A DM
+    // channel is not in READY, so it is read back.
+    expect(readBacks(fake.channelId)).toBe(0);
+    expect(readBacks(fake.dmChannelId)).toBeGreaterThan(0);
+    // Written there while down: READY shows a newer message, and the channel is read back.
+    await second.hub.stop();
+    fake.userMessage({ channelId: fake.channelId, content: "in the channel, while down", mentionBot: true });
+    await inst.start();
+    await connected();
+    await waitFor(() => readBacks(fake.channelId) > 0, "the guild channel's read-back", 30_000);
+  }, 120_000);
+
   it("the gateway holder SIGKILLed: the standby that takes over answers what was written in between", async () => {
     const inst = make("dc-standby");
     const holder = await inst.start();

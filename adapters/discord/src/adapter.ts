@@ -48,6 +48,7 @@ import {
 import {
   CATCH_UP_BUDGET_MS,
   CATCH_UP_WINDOW_MS,
+  type ChannelMark,
   ChannelMarks,
   missedMessages,
   snowflakeAt,
@@ -487,6 +488,7 @@ export class DiscordAdapter implements ChannelAdapter {
     await this.#clientReady(client);
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
     for (const mark of await this.#marks.load()) {
+      if (nothingSince(client, mark)) continue;
       const after = BigInt(mark.after) > BigInt(since) ? mark.after : since;
       const missed = await missedMessages(client.rest, mark.channelId, after).catch((error: unknown) => {
         this.#log.warn(
@@ -767,4 +769,15 @@ function unreachableReason(error: unknown): string {
 function describe(error: unknown): string {
   if (error instanceof DiscordAPIError) return `${error.status} ${error.message} (code ${error.code})`;
   return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Whether Discord said, in the guild's channels at READY (`last_message_id`), that the channel's newest
+ * message is not newer than the one the hub took last: nothing to read back, no request. A DM, a channel
+ * not in the cache, or one without the field is read back.
+ */
+function nothingSince(client: Client, mark: ChannelMark): boolean {
+  const channel = client.channels.cache.get(mark.channelId);
+  const last = channel && "lastMessageId" in channel ? channel.lastMessageId : null;
+  return typeof last === "string" && /^\d+$/.test(last) && BigInt(last) <= BigInt(mark.after);
 }

@@ -84,6 +84,14 @@ export function channelTypeOf(s: State, channelId: string): ChannelType | undefi
   return undefined;
 }
 
+// The id of a channel's newest message (deleted ones too, as Discord keeps it), or null when it has none.
+function lastMessageId(s: State, channelId: string): string | null {
+  let last: string | null = null;
+  for (const m of s.messages.values())
+    if (m.channel_id === channelId && (last === null || BigInt(m.id) > BigInt(last))) last = m.id;
+  return last;
+}
+
 export function guildChannels(s: State) {
   return {
     channels: [
@@ -97,7 +105,7 @@ export function guildChannels(s: State) {
         nsfw: false,
         parent_id: null,
         topic: null,
-        last_message_id: null,
+        last_message_id: lastMessageId(s, s.ids.channel),
         rate_limit_per_user: 0,
       },
     ],
@@ -109,7 +117,7 @@ export function guildChannels(s: State) {
         parent_id: s.ids.channel,
         owner_id: s.human.id,
         name: "release planning",
-        last_message_id: null,
+        last_message_id: lastMessageId(s, s.ids.thread),
         rate_limit_per_user: 0,
         message_count: 0,
         member_count: 1,
