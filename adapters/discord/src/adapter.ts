@@ -50,6 +50,7 @@ import {
   CATCH_UP_WINDOW_MS,
   type ChannelMark,
   ChannelMarks,
+  MAX_CHANNELS,
   missedMessages,
   snowflakeAt,
 } from "./catch-up.js";
@@ -487,8 +488,13 @@ export class DiscordAdapter implements ChannelAdapter {
   async #catchUp(client: Client): Promise<void> {
     await this.#clientReady(client);
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
-    for (const mark of await this.#marks.load()) {
-      if (nothingSince(client, mark)) continue;
+    const toRead = (await this.#marks.load()).filter((mark) => !nothingSince(client, mark));
+    if (toRead.length > MAX_CHANNELS)
+      this.#log.warn(
+        { channels: toRead.length, readBack: MAX_CHANNELS },
+        "discord: more channels may have missed messages than one read-back asks about; the least recently active are not read back",
+      );
+    for (const mark of toRead.slice(0, MAX_CHANNELS)) {
       const after = BigInt(mark.after) > BigInt(since) ? mark.after : since;
       const missed = await missedMessages(client.rest, mark.channelId, after).catch((error: unknown) => {
         this.#log.warn(

@@ -12,6 +12,13 @@ import { z } from "zod";
 export const CATCH_UP_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Live messages wait at most this long for the catch-up (their order behind the missed ones). */
 export const CATCH_UP_BUDGET_MS = 30_000;
+/**
+ * A channel whose newest message the hub took is older than this leaves the read-back index: a new
+ * session asks about channels active in the last week, not about every channel the bot ever heard from.
+ */
+export const CHANNEL_IDLE_MS = 7 * 24 * 60 * 60 * 1000;
+/** At most this many channels are read back after one READY, the most recently active first. */
+export const MAX_CHANNELS = 500;
 /** At most this many pages of 100 messages are read back per channel. */
 const MAX_PAGES = 5;
 const PAGE = 100;
@@ -23,6 +30,9 @@ export function snowflakeAt(ms: number): string {
 }
 
 const isNewer = (a: string, b: string): boolean => BigInt(a) > BigInt(b);
+
+/** When a snowflake was made (epoch ms). */
+export const snowflakeTime = (id: string): number => Number((BigInt(id) >> 22n) + DISCORD_EPOCH);
 
 /** The channels the hub has taken messages from: channel id -> its guild id (null: a DM). */
 const IndexSchema = z.record(z.string(), z.string().nullable());
@@ -63,20 +73,32 @@ export class ChannelMarks {
     await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
   }
 
-  /** Reads the index and marks again (another process may have held the gateway meanwhile). */
-  async load(): Promise<ChannelMark[]> {
+  /**
+   * Reads the index and marks again (another process may have held the gateway meanwhile): the channels
+   * active within CHANNEL_IDLE_MS, most recently active first. Idler channels leave the index.
+   */
+  async load(now = Date.now()): Promise<ChannelMark[]> {
     const raw = await this.state.get(this.#key("channels"));
     const parsed = IndexSchema.safeParse(raw ? JSON.parse(raw) : {});
     this.#index = new Map(Object.entries(parsed.success ? parsed.data : {}));
     const marks: ChannelMark[] = [];
+    const idle: string[] = [];
     for (const [channelId, guildId] of this.#index) {
       const last = await this.state.get(this.#key(`last:${channelId}`));
       if (!last || !/^\d+$/.test(last)) continue;
+      if (snowflakeTime(last) < now - CHANNEL_IDLE_MS) {
+        idle.push(channelId);
+        continue;
+      }
       const known = this.#last.get(channelId);
       if (known === undefined || isNewer(last, known)) this.#last.set(channelId, last);
       marks.push({ channelId, guildId: guildId ?? undefined, after: last });
     }
-    return marks;
+    if (idle.length > 0) {
+      for (const channelId of idle) this.#index.delete(channelId);
+      await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
+    }
+    return marks.sort((a, b) => (isNewer(a.after, b.after) ? -1 : 1));
   }
 }
 
