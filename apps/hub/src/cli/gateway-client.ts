@@ -16,6 +16,92 @@ interface ResponseFrame {
   error?: { code: string; message: string };
 }
 
+/** An event frame of the gateway (e.g. `chat`), as the protocol sends it. */
+export interface EventFrame {
+  type: "event";
+  event: string;
+  payload: unknown;
+}
+
+/** A connected, authenticated gateway connection: requests, and the events it is sent. */
+export interface GatewayConnection {
+  /** Calls a method; a refusal is a HubError naming it. */
+  request(method: string, params?: unknown): Promise<unknown>;
+  /** Every event frame from now on. */
+  onEvent(handler: (frame: EventFrame) => void): void;
+  /** Resolves when the connection closes (the hub stopped, or `close`). */
+  closed: Promise<void>;
+  close(): void;
+}
+
+/**
+ * Connects to a running hub's gateway and authenticates with the token (the `connect` request). Each
+ * request must be answered within `timeoutMs`. Throws `GatewayUnreachableError` when no hub answers,
+ * `GatewayUnresponsiveError` when something takes the connection and never answers.
+ */
+export async function openGateway(address: GatewayAddress, timeoutMs = 5000): Promise<GatewayConnection> {
+  const host = address.host.includes(":") ? `[${address.host}]` : address.host;
+  const ws = new WebSocket(`ws://${host}:${address.port}/`);
+  const frames = new Map<number, ResponseFrame>();
+  const handlers: Array<(frame: EventFrame) => void> = [];
+  let waiter: (() => void) | undefined;
+  ws.on("message", (data) => {
+    const frame = JSON.parse(data.toString()) as ResponseFrame | EventFrame;
+    if (frame.type === "res" && typeof frame.id === "number") frames.set(frame.id, frame);
+    if (frame.type === "event") for (const handler of handlers) handler(frame);
+    waiter?.();
+  });
+  const closed = new Promise<void>((resolve) => ws.once("close", () => resolve()));
+  let silent = false;
+  // Cut off by a timer (ws reports that as an error, then a close): the other side never answered.
+  const lost = (cause: Error): HubError =>
+    silent ? new GatewayUnresponsiveError(address, timeoutMs) : new GatewayUnreachableError(address, cause);
+  const within = <T>(work: Promise<T>): Promise<T> => {
+    const timer = setTimeout(() => {
+      silent = true;
+      ws.terminate();
+    }, timeoutMs);
+    return work.finally(() => clearTimeout(timer));
+  };
+  await within(
+    new Promise<void>((resolve, reject) => {
+      ws.once("open", () => resolve());
+      ws.once("error", (error) => reject(lost(error)));
+      ws.once("close", () => reject(lost(new Error("closed"))));
+    }),
+  );
+  let next = 0;
+  const request = (method: string, params: unknown = {}): Promise<unknown> =>
+    within(
+      (async () => {
+        const id = next++;
+        ws.send(JSON.stringify({ type: "req", id, method, params }));
+        while (!frames.has(id)) {
+          if (ws.readyState !== WebSocket.OPEN) throw lost(new Error("closed"));
+          await new Promise<void>((r) => {
+            waiter = r;
+            void closed.then(r);
+          });
+        }
+        const frame = frames.get(id) as ResponseFrame;
+        frames.delete(id);
+        if (!frame.ok)
+          throw new HubError(
+            frame.error?.code ?? "gateway_error",
+            `The hub refused ${method}: ${frame.error?.message}`,
+          );
+        return frame.payload;
+      })(),
+    );
+  try {
+    await request("connect", { auth: { token: address.token } });
+  } catch (error) {
+    ws.close();
+    throw error;
+  }
+  return { request, onEvent: (handler) => void handlers.push(handler), closed, close: () => ws.close() };
+}
+
 /**
  * Calls gateway methods on a running hub over its WebSocket protocol
  * (connect with the token, then one request per call). Throws
@@ -26,53 +112,13 @@ export async function callGateway(
   calls: ReadonlyArray<{ method: string; params?: unknown }>,
   timeoutMs = 5000,
 ): Promise<unknown[]> {
-  const host = address.host.includes(":") ? `[${address.host}]` : address.host;
-  const ws = new WebSocket(`ws://${host}:${address.port}/`);
-  const frames = new Map<number, ResponseFrame>();
-  let waiter: (() => void) | undefined;
-  ws.on("message", (data) => {
-    const frame = JSON.parse(data.toString()) as ResponseFrame;
-    if (frame.type === "res" && typeof frame.id === "number") frames.set(frame.id, frame);
-    waiter?.();
-  });
-  let silent = false;
-  const timer = setTimeout(() => {
-    silent = true;
-    ws.terminate();
-  }, timeoutMs);
-  // Cut off by the timer (ws reports that as an error, then a close): the other side never answered.
-  const lost = (cause: Error): HubError =>
-    silent ? new GatewayUnresponsiveError(address, timeoutMs) : new GatewayUnreachableError(address, cause);
+  const gateway = await openGateway(address, timeoutMs);
   try {
-    await new Promise<void>((resolve, reject) => {
-      ws.once("open", () => resolve());
-      ws.once("error", (error) => reject(lost(error)));
-      ws.once("close", () => reject(lost(new Error("closed"))));
-    });
-    const request = async (id: number, method: string, params: unknown): Promise<unknown> => {
-      ws.send(JSON.stringify({ type: "req", id, method, params }));
-      while (!frames.has(id)) {
-        if (ws.readyState !== WebSocket.OPEN) throw lost(new Error("closed"));
-        await new Promise<void>((r) => {
-          waiter = r;
-          ws.once("close", () => r());
-        });
-      }
-      const frame = frames.get(id) as ResponseFrame;
-      if (!frame.ok)
-        throw new HubError(
-          frame.error?.code ?? "gateway_error",
-          `The hub refused ${method}: ${frame.error?.message}`,
-        );
-      return frame.payload;
-    };
-    await request(0, "connect", { auth: { token: address.token } });
     const out: unknown[] = [];
-    for (const [i, call] of calls.entries()) out.push(await request(i + 1, call.method, call.params ?? {}));
+    for (const call of calls) out.push(await gateway.request(call.method, call.params ?? {}));
     return out;
   } finally {
-    clearTimeout(timer);
-    ws.close();
+    gateway.close();
   }
 }
 

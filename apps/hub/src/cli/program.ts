@@ -1,5 +1,6 @@
 import { Command } from "commander";
 import { registerChannels } from "./channels.js";
+import { registerChat } from "./chat.js";
 import { registerConfig } from "./config.js";
 import { registerDeliveries } from "./deliveries.js";
 import { registerDoctor } from "./doctor.js";
@@ -27,6 +28,7 @@ export function createProgram(): Command {
   registerConfig(program);
   registerSessions(program);
   registerSend(program);
+  registerChat(program);
   registerPairing(program);
   registerChannels(program);
   registerDeliveries(program);

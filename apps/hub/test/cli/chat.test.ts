@@ -1,0 +1,60 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../../../../test/support/cli.js";
+import { freePort, type HubProcess, startHubProcess } from "../../../../test/support/hub-process.js";
+import { dropPrefix, testPrefix } from "../../../../test/support/redis.js";
+
+// `hub chat`: the README's ready-to-run client of the web chat's protocol, against a real hub process.
+let stateDir: string;
+let prefix: string;
+let port: number;
+let hub: HubProcess;
+let env: Record<string, string>;
+beforeAll(async () => {
+  stateDir = mkdtempSync(join(tmpdir(), "hub-cli-chat-"));
+  prefix = testPrefix("cli-chat");
+  port = await freePort();
+  env = { HUB_STATE_DIR: stateDir, HUB_REDIS_PREFIX: prefix, HUB_GATEWAY_PORT: String(port) };
+  hub = await startHubProcess(env, port);
+}, 60_000);
+afterAll(async () => {
+  await hub?.stop();
+  rmSync(stateDir, { recursive: true, force: true });
+  await dropPrefix(prefix);
+});
+
+describe("hub chat", { timeout: 60_000 }, () => {
+  it("sends a message through the gateway and prints the answer as it is delivered; exit 0", async () => {
+    const run = await runCli(["chat", "what", "is", "2+2?"], env, 30_000);
+    expect(run.code, run.stdout + run.stderr).toBe(0);
+    expect(run.stdout).toContain("You said: what is 2+2?");
+    expect(run.stderr).toContain(`(from gateway 127.0.0.1:${port} with the stored token)`);
+    // The web chat sees the same session: the exchange is in its history.
+    const again = await runCli(
+      ["chat", "--session", "agent:main:webchat:direct:cli-test", "hello"],
+      env,
+      30_000,
+    );
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain("You said: hello");
+  });
+
+  it("a message the hub does not accept is one sentence and exit 1", async () => {
+    const run = await runCli(["chat", "\u200b"], env, 30_000);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("hub: Not accepted: the message is empty.");
+    expect(run.stdout).toBe("");
+  });
+
+  it("without a running hub: one sentence that says to start it", async () => {
+    const run = await runCli(
+      ["chat", "hello"],
+      { ...env, HUB_GATEWAY_PORT: String(await freePort()) },
+      30_000,
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/No hub answers at 127\.0\.0\.1:\d+ .*start it with "npm start"/);
+  });
+});
