@@ -104,6 +104,28 @@ describe("gateway scopes and sessions", () => {
     for (const c of [writer, operator, approver]) c.close();
   }, 30_000);
 
+  it("an approval hidden behind a control character the hub strips is refused without the approvals scope", async () => {
+    const { code } = await pendingTelegramApproval();
+    const operator = await GatewayClient.open(world.hub.port, OPERATOR);
+    // Admission strips C0 control characters, so the hub would read each of these as `/approve <code>`.
+    for (const [i, lead] of ["\u0000", "\u0001", "\u007f", "\u001b "].entries()) {
+      const hidden = await operator.request("chat.send", {
+        sessionKey: TG_SESSION,
+        text: `${lead}/approve ${code}`,
+        idempotencyKey: `operator-hidden-${i}`,
+      });
+      expect(hidden.error?.code).toBe("forbidden");
+    }
+    const approver = await GatewayClient.open(world.hub.port, APPROVER);
+    await approver.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: `/approve ${code}`,
+      idempotencyKey: "approver-approve-2",
+    });
+    expect(await approver.terminal("approver-approve-2")).toMatchObject({ text: "Approved." });
+    for (const c of [operator, approver]) c.close();
+  }, 30_000);
+
   it("a read-only client reads only its own session and gets no other session's events", async () => {
     const reader = await GatewayClient.open(world.hub.port, READER);
     expect((await reader.request("chat.history", { sessionKey: TG_SESSION })).error?.code).toBe("forbidden");
