@@ -313,7 +313,7 @@ export class GatewayServer {
       if (isBinary) throw new Error("binary frames are not supported");
       frame = RequestFrameSchema.parse(JSON.parse(data.toString()));
     } catch (error) {
-      conn.log.warn({ err: error instanceof Error ? error.message : String(error) }, "malformed frame");
+      conn.log.warn({ err: frameProblem(error) }, "malformed frame");
       const message = 'Malformed frame: send JSON like {"type":"req","id":1,"method":"...","params":{...}}.';
       if (!conn.authed) return this.#reject(conn, null, "bad_frame", message);
       return this.#error(conn, null, "bad_frame", message);
@@ -577,4 +577,15 @@ function channelsFor(owner: boolean, channels: unknown[]): unknown[] {
     const entry = c as { status?: Record<string, unknown> } | undefined;
     return entry?.status ? { ...entry, status: { ...entry.status, link: undefined } } : c;
   });
+}
+
+/**
+ * Why a frame could not be read, for the log. Not JSON.parse's message: it quotes the text where parsing
+ * stopped, which in a garbled `connect` is the client's token or password.
+ */
+function frameProblem(error: unknown): string {
+  if (error instanceof SyntaxError) return "not JSON";
+  if (error instanceof z.ZodError)
+    return error.issues.map((i) => `${i.path.join(".") || "frame"}: ${i.message}`).join("; ");
+  return error instanceof Error ? error.message : String(error);
 }
