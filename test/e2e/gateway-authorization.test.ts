@@ -8,6 +8,7 @@ const WRITER = "writer-only-token-0123456789";
 const READER = "reader-only-token-0123456789";
 const OPERATOR = "operator-token-0123456789ab";
 const APPROVER = "approver-token-0123456789ab";
+const POSTER = "poster-token-0123456789abcd";
 const TG_SESSION = "agent:main:telegram:direct:1";
 
 let world: FakeWorld;
@@ -29,6 +30,8 @@ beforeAll(async () => {
             sessions: ["agent:main:telegram:*"],
           },
           { name: "approver", token: APPROVER, scopes: ["write", "approvals"], sessions: [TG_SESSION] },
+          // May post into the Telegram session, but not read it.
+          { name: "poster", token: POSTER, scopes: ["write"], sessions: [TG_SESSION] },
         ],
       },
     },
@@ -102,6 +105,57 @@ describe("gateway scopes and sessions", () => {
     // The refused client was told nothing about the Telegram run (the operator, granted the session, may be).
     expect(writer.chatEvents(runId)).toHaveLength(0);
     for (const c of [writer, operator, approver]) c.close();
+  }, 30_000);
+
+  it("an approval hidden behind a control character the hub strips is refused without the approvals scope", async () => {
+    const { code } = await pendingTelegramApproval();
+    const operator = await GatewayClient.open(world.hub.port, OPERATOR);
+    // Admission strips C0 control characters, so the hub would read each of these as `/approve <code>`.
+    for (const [i, lead] of ["\u0000", "\u0001", "\u007f", "\u001b "].entries()) {
+      const hidden = await operator.request("chat.send", {
+        sessionKey: TG_SESSION,
+        text: `${lead}/approve ${code}`,
+        idempotencyKey: `operator-hidden-${i}`,
+      });
+      expect(hidden.error?.code).toBe("forbidden");
+    }
+    const approver = await GatewayClient.open(world.hub.port, APPROVER);
+    await approver.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: `/approve ${code}`,
+      idempotencyKey: "approver-approve-2",
+    });
+    expect(await approver.terminal("approver-approve-2")).toMatchObject({ text: "Approved." });
+    for (const c of [operator, approver]) c.close();
+  }, 30_000);
+
+  it("a client without the read scope hears the answers to its own messages, not the rest of the session", async () => {
+    const poster = await GatewayClient.open(world.hub.port, POSTER);
+    expect((await poster.request("chat.history", { sessionKey: TG_SESSION })).error?.code).toBe("forbidden");
+    world.model.script({ text: "Noted, poster." });
+    const sent = await poster.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: "a note from the poster",
+      idempotencyKey: "poster-note-1",
+    });
+    expect(sent.ok).toBe(true);
+    expect(await poster.terminal("poster-note-1")).toMatchObject({ state: "final" });
+    // Then the Telegram user talks in that session: the answer is theirs to read, not the poster's.
+    world.model.script({ text: "Private answer for the Telegram user." });
+    const before = telegramText("1").length;
+    const result = await world.hub.dispatcher!.dispatchInboundMessage({
+      channel: "telegram",
+      messageId: `poster-${n++}`,
+      chat: { type: "direct", id: "1" },
+      sender: { id: "1", name: "Tg User" },
+      body: "something private",
+      timestamp: Date.now(),
+    });
+    await waitFor(() => telegramText("1").length > before, "the Telegram answer");
+    const runId = (result as { runId: string }).runId;
+    await new Promise((r) => setTimeout(r, 300));
+    expect(poster.chatEvents(runId)).toHaveLength(0);
+    poster.close();
   }, 30_000);
 
   it("a read-only client reads only its own session and gets no other session's events", async () => {

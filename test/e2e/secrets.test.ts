@@ -141,6 +141,16 @@ describe("no configured secret in any log line", () => {
       }),
     );
     await new Promise<void>((resolve) => wrong.once("close", () => resolve()));
+    // Frames that are not JSON, with a secret where the parser stops: JSON.parse's message quotes the text there.
+    for (const raw of [
+      SECRETS.gatewayToken,
+      `{"type":"req","id":1,"method":"connect","params":{"auth":{"password":${SECRETS.password}}}}`,
+    ]) {
+      const garbled = new WebSocket(`ws://127.0.0.1:${port}/`);
+      await new Promise<void>((resolve) => garbled.once("open", () => resolve()));
+      garbled.send(raw);
+      await new Promise<void>((resolve) => garbled.once("close", () => resolve()));
+    }
     const owner = await GatewayClient.open(port);
     expect((await owner.request("connect", { auth: { password: SECRETS.password } })).ok).toBe(true);
     owner.close();
@@ -153,6 +163,9 @@ describe("no configured secret in any log line", () => {
     expect(all).toMatch(/getUpdates failed/);
     expect(all).toMatch(/sendMessage/);
     expect(all).toContain("[redacted]");
+    expect(all).toMatch(/malformed frame/);
+    for (const secret of [SECRETS.gatewayToken, SECRETS.password])
+      expect(all.includes(secret.slice(0, 8)), `the start of ${secret} appears`).toBe(false);
     for (const [name, secret] of Object.entries(SECRETS)) {
       expect(all.includes(secret), `${name} appears in the hub's output`).toBe(false);
       expect(all.includes(encodeURIComponent(secret)), `${name} (URL-encoded) appears`).toBe(false);

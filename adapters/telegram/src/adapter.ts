@@ -315,11 +315,13 @@ export class TelegramAdapter implements ChannelAdapter {
       webhookRoute({
         path: new URL(this.#o.webhookUrl ?? "http://localhost/telegram/webhook").pathname,
         maxBytes: MAX_WEBHOOK_BYTES,
-        verify: ({ req }) => {
+        // The secret is a header: a caller without it is refused before its body is read.
+        verifyHeaders: (req) => {
           const header = req.headers["x-telegram-bot-api-secret-token"];
           const given = Array.isArray(header) ? header[0] : header;
           return given !== undefined && secret !== undefined && sameSecret(given, secret);
         },
+        verify: () => true,
         handle: (body) => this.handleRawUpdate(body),
         logger: this.#log,
       }),

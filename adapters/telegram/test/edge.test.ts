@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
 import { type AdapterFields, createLogger, type InboundResult } from "@hub/core";
 import { type FakeTelegram, privateText, startFakeTelegram } from "@hub/fakes";
@@ -163,5 +163,42 @@ describe("telegram webhook edge", () => {
     expect((await fake.postWebhook(text("flaky"))).status).toBe(503);
     expect((await fake.postWebhook(text("fine"))).status).toBe(200);
     expect(seen).toEqual(["flaky", "fine"]);
+  });
+
+  it("refuses a call without the secret before reading its body (nothing of a stranger's upload is held)", async () => {
+    const fake = await startFakeTelegram();
+    const server = createServer((req, res) => void route?.handle(req, res));
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+    const port = (server.address() as AddressInfo).port;
+    const adapter = new TelegramAdapter({
+      botToken: fake.token,
+      apiRoot: fake.apiRoot,
+      state: memoryState(),
+      logger: createLogger({ level: "silent" }),
+      mode: "webhook",
+      webhookUrl: `http://127.0.0.1:${port}/tg`,
+      webhookSecret: "s3cret-s3cret-s3cret",
+    });
+    const route = adapter.httpRoutes()[0];
+    cleanups.push(async () => {
+      server.closeAllConnections();
+      await new Promise<void>((r) => server.close(() => r()));
+      await fake.close();
+    });
+    // Headers announce a 1 MB body that never comes: the answer must not wait for it.
+    const status = await new Promise<number | string>((resolve) => {
+      const req = request({
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/tg",
+        headers: { "content-length": "1000000", "x-telegram-bot-api-secret-token": "wrong-secret-wrong" },
+      });
+      req.on("response", (res) => resolve(res.statusCode ?? 0));
+      req.on("error", () => resolve("error"));
+      req.flushHeaders();
+      setTimeout(() => resolve("no answer before the body"), 2000);
+    });
+    expect(status).toBe(401);
   });
 });

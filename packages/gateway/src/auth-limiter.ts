@@ -1,3 +1,5 @@
+import { clientOf } from "./client-address.js";
+
 /** Failed connects allowed per address per window before further attempts are refused outright. */
 const MAX_AUTH_FAILURES = 5;
 const WINDOW_MS = 60_000;
@@ -5,21 +7,21 @@ const WINDOW_MS = 60_000;
 const MAX_ADDRESSES = 10_000;
 
 /**
- * Limits failed gateway logins per remote address: after 5 failures in a
- * minute, that address is refused without checking its token until the
- * minute is over.
+ * Limits failed gateway logins per client (an address, or an IPv6 /64, see `clientOf`): after 5
+ * failures in a minute, that client is refused without checking its token until the minute is over.
  */
 export class AuthFailureLimiter {
   readonly #failures = new Map<string, { count: number; resetAt: number }>();
 
   /** True while the address has used up its failures for the current window. */
   blocked(address: string): boolean {
-    const entry = this.#failures.get(address);
+    const entry = this.#failures.get(clientOf(address));
     return entry !== undefined && entry.resetAt > Date.now() && entry.count >= MAX_AUTH_FAILURES;
   }
 
   /** Counts one failed login from the address. */
-  fail(address: string): void {
+  fail(from: string): void {
+    const address = clientOf(from);
     const now = Date.now();
     const current = this.#failures.get(address);
     const entry = current && current.resetAt > now ? current : { count: 0, resetAt: now + WINDOW_MS };

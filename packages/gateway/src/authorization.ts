@@ -1,4 +1,4 @@
-import { deriveSessionKey, sameSecret } from "@hub/core";
+import { deriveSessionKey, normalizeText, sameSecret } from "@hub/core";
 import { parseCommand } from "@hub/dispatch";
 import type { METHODS } from "./protocol.js";
 
@@ -119,7 +119,8 @@ export function mayTouchSession(p: Principal, sessionKey: string): boolean {
 export function sendRefusal(p: Principal, sessionKey: string, text: string): string | undefined {
   if (!mayTouchSession(p, sessionKey))
     return `This client may not use the session ${sessionKey}; list it under gateway.clients[].sessions.`;
-  const command = parseCommand(text);
+  // Read as admission reads it: control characters it strips must not hide a command from this check.
+  const command = parseCommand(normalizeText(text));
   // Approving a tool call is for the person asked (in their own session) or a holder of `approvals`.
   if (
     (command?.name === "approve" || command?.name === "deny") &&

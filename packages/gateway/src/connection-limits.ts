@@ -1,12 +1,13 @@
 import type { Server, ServerOptions } from "node:http";
 import type { Socket } from "node:net";
 import type { HubLogger } from "@hub/core";
+import { clientOf } from "./client-address.js";
 
 /** Caps on the gateway's TCP connections, checked before any byte is parsed or any token seen. */
 export interface ConnectionLimits {
   /** Open connections in total (HTTP, webhooks and WebSockets alike). */
   maxConnections: number;
-  /** Open connections from one remote address. */
+  /** Open connections from one remote address (an IPv6 /64 counts as one, see `clientOf`). */
   maxPerAddress: number;
   /** Time a connection gets to deliver a request's headers (the first one, and each later one). */
   headersTimeoutMs: number;
@@ -55,7 +56,7 @@ export function enforceConnectionLimits(server: Server, limits: ConnectionLimits
   server.on("request", (req) => markSeen(req.socket));
   server.on("upgrade", (req) => markSeen(req.socket));
   server.on("connection", (socket: Socket) => {
-    const address = socket.remoteAddress ?? "?";
+    const address = clientOf(socket.remoteAddress ?? "?");
     const mine = perAddress.get(address) ?? 0;
     if (total >= limits.maxConnections) return refuse(socket, address, "total");
     if (mine >= limits.maxPerAddress) return refuse(socket, address, "per_address");

@@ -122,6 +122,8 @@ interface Connection {
   remote: string;
   seq: number;
   sessions: Set<string>;
+  /** Runs this connection started: without the `read` scope, their events are the only ones it gets. */
+  runs: Set<string>;
   log: HubLogger;
   /** Requests being answered now. */
   inFlight: number;
@@ -264,6 +266,7 @@ export class GatewayServer {
       authed: false,
       seq: 0,
       sessions: new Set(),
+      runs: new Set(),
       log: this.deps.logger.child({ remote: req.socket.remoteAddress }),
       inFlight: 0,
     };
@@ -313,7 +316,7 @@ export class GatewayServer {
       if (isBinary) throw new Error("binary frames are not supported");
       frame = RequestFrameSchema.parse(JSON.parse(data.toString()));
     } catch (error) {
-      conn.log.warn({ err: error instanceof Error ? error.message : String(error) }, "malformed frame");
+      conn.log.warn({ err: frameProblem(error) }, "malformed frame");
       const message = 'Malformed frame: send JSON like {"type":"req","id":1,"method":"...","params":{...}}.';
       if (!conn.authed) return this.#reject(conn, null, "bad_frame", message);
       return this.#error(conn, null, "bad_frame", message);
@@ -495,6 +498,7 @@ export class GatewayServer {
     const refusal = sendRefusal(principal, sessionKey, params.text);
     if (refusal) throw new RequestError("forbidden", refusal);
     conn.sessions.add(sessionKey);
+    if (!principal.scopes.includes("read")) conn.runs.add(runId);
     // The web chat adapter turns the message into adapter fields and answers what admission did.
     const result = await this.deps.webchat.receive({
       runId,
@@ -562,10 +566,16 @@ export class GatewayServer {
     return { sessionKey, sessionId: found.sessionId, messages };
   }
 
+  // Live events are `read`: a client without it hears only the runs it started (the answers to its own messages).
   #route(event: ChatEvent): void {
     for (const conn of this.#connections) {
-      if (conn.authed && conn.sessions.has(event.sessionKey))
-        this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
+      if (!conn.authed || !conn.sessions.has(event.sessionKey)) continue;
+      if (!conn.principal?.scopes.includes("read")) {
+        if (!conn.runs.has(event.runId)) continue;
+        // A run's terminal event is its last.
+        if (event.state !== "delta") conn.runs.delete(event.runId);
+      }
+      this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
     }
   }
 }
@@ -577,4 +587,15 @@ function channelsFor(owner: boolean, channels: unknown[]): unknown[] {
     const entry = c as { status?: Record<string, unknown> } | undefined;
     return entry?.status ? { ...entry, status: { ...entry.status, link: undefined } } : c;
   });
+}
+
+/**
+ * Why a frame could not be read, for the log. Not JSON.parse's message: it quotes the text where parsing
+ * stopped, which in a garbled `connect` is the client's token or password.
+ */
+function frameProblem(error: unknown): string {
+  if (error instanceof SyntaxError) return "not JSON";
+  if (error instanceof z.ZodError)
+    return error.issues.map((i) => `${i.path.join(".") || "frame"}: ${i.message}`).join("; ");
+  return error instanceof Error ? error.message : String(error);
 }

@@ -98,9 +98,28 @@ export function gatewayAddress(config: HubConfig): GatewayAddress {
   return { host, port: config.gateway.port, token };
 }
 
-/** Prints `data` as JSON with `--json`, else the human text. */
+/** Prints `data` as JSON with `--json`, else the human text (made safe for a terminal, see `terminalSafe`). */
 export function output(command: Command, data: unknown, text: () => string): void {
-  console.log(optionsOf(command).json ? JSON.stringify(data, null, 2) : text());
+  console.log(optionsOf(command).json ? JSON.stringify(data, null, 2) : terminalSafe(text()));
+}
+
+// C0 controls but tab and line feed, DEL, and the C1 controls (U+009B is a CSI of its own in some terminals).
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is shown as escapes
+const TERMINAL_CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/**
+ * Text from outside (a sender's name, a message, a model's answer) as the terminal may print it: control
+ * characters are shown as `\u001b`-style escapes, so ESC cannot start a sequence that recolours, hides or
+ * rewrites the output, sets the window title or writes the clipboard, and a carriage return cannot
+ * overwrite the line.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
+}
+
+/** A value printed inside one line (a name): its line breaks become spaces, so it cannot print a line of its own. */
+export function oneLine(text: string): string {
+  return text.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, " ");
 }
 
 /** A line on stderr (so `--json` output stays clean) saying where the answer comes from: the gateway, Redis or the state dir. */

@@ -2,7 +2,7 @@ import { type HubConfig, HubError } from "@hub/core";
 import { PairingStore } from "@hub/dispatch";
 import type { Command } from "commander";
 import { approvePairing } from "../pairing.js";
-import { configOf, output, replySender, via, withRedis } from "./context.js";
+import { configOf, oneLine, output, replySender, via, withRedis } from "./context.js";
 
 /** `hub pairing list|approve|deny`: straight to Redis (works whether or not the hub runs). */
 export function registerPairing(program: Command): void {
@@ -21,7 +21,7 @@ export function registerPairing(program: Command): void {
         output(command, { pending, turnedAway }, () => {
           const lines = pending.map(
             (p) =>
-              `${p.channel}  ${p.code}  sender ${p.senderId}${p.senderName ? ` (${p.senderName})` : ""}  ${Math.round((Date.now() - p.createdAt) / 60_000)} min ago`,
+              `${p.channel}  ${p.code}  sender ${oneLine(p.senderId)}${p.senderName ? ` (${oneLine(p.senderName)})` : ""}  ${Math.round((Date.now() - p.createdAt) / 60_000)} min ago`,
           );
           if (lines.length === 0) lines.push("No senders are waiting for approval.");
           for (const [account, count] of Object.entries(turnedAway))

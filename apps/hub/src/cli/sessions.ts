@@ -57,7 +57,9 @@ export function registerSessions(program: Command): void {
           `${record.sessionKey} (transcript ${record.sessionId})`,
           ...entries.map((e) => {
             const text = describeEntry(e);
-            return `  [${e.type}] ${text.length > 200 ? `${text.slice(0, 200)}…` : text}`;
+            // Continuation lines are indented deeper: a message cannot print what looks like an entry of its own.
+            const shown = text.length > 200 ? `${text.slice(0, 200)}…` : text;
+            return `  [${e.type}] ${shown.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, "\n      ")}`;
           }),
         ].join("\n"),
       );

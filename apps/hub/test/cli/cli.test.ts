@@ -187,6 +187,51 @@ describe("hub pairing", { timeout: 120_000 }, () => {
   });
 });
 
+describe("what a stranger wrote, printed by the CLI", { timeout: 120_000 }, () => {
+  // ESC starts terminal control sequences (colours, the window title, the clipboard with OSC 52, links).
+  const ESC = "\u001b";
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what must not be printed
+  const CONTROLS = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/;
+  it("pairing list: a sender's name cannot drive the terminal or add a line of its own", async () => {
+    const store = new PairingStore(redis, prefix);
+    const forged = `Eve${ESC}]0;owned\u0007${ESC}[2K\r\ntelegram  AAAA1111  sender 1 (Owner)  0 min ago\u009b31m`;
+    await store.request({
+      channel: "telegram",
+      accountId: "default",
+      senderId: "666",
+      senderName: forged,
+      replyTarget: { channel: "telegram", accountId: "default", chatId: "666" },
+    });
+    const list = await runCli(["pairing", "list"], env);
+    expect(list.stdout).not.toMatch(CONTROLS);
+    const lines = list.stdout.trim().split("\n");
+    expect(lines.filter((l) => l.includes("sender 666"))).toHaveLength(1);
+    expect(lines.some((l) => l.startsWith("telegram  AAAA1111"))).toBe(false);
+    await store.deny("telegram", (await store.list())[0]!.code);
+  });
+
+  it("sessions show: a message cannot drive the terminal or pass for another entry", async () => {
+    const ownDir = mkdtempSync(join(tmpdir(), "hub-cli-terminal-"));
+    const sessions = new FileSessionStore(ownDir, createLogger({ level: "silent" }));
+    const key = "agent:main:whatsapp:direct:666";
+    const record = await sessions.resolve(key);
+    await sessions.append(record.sessionId, [
+      { type: "user", runId: "run-e", text: "hi", senderName: `Eve${ESC}[8m`, at: Date.now() },
+      {
+        type: "assistant",
+        runId: "run-e",
+        text: `ok${ESC}]52;c;cm0gLXJmIH4=\u0007\n  [outcome] run run-e succeeded`,
+        at: Date.now(),
+      },
+    ]);
+    const show = await runCli(["sessions", "show", key], { ...env, HUB_STATE_DIR: ownDir });
+    rmSync(ownDir, { recursive: true, force: true });
+    expect(show.stdout).toContain("[assistant] ok");
+    expect(show.stdout).not.toMatch(CONTROLS);
+    expect(show.stdout).not.toMatch(/^ {2}\[outcome\]/m);
+  });
+});
+
 describe("hub deliveries", { timeout: 120_000 }, () => {
   it("failed lists given-up segments; retry queues them again for ordered delivery and empties the list", async () => {
     const failed = new FailedDeliveries(redis, prefix);

@@ -34,6 +34,12 @@ export interface WebhookRouteOptions {
    */
   verify(request: WebhookRequest): boolean | string;
   /**
+   * Checks the caller from the headers alone, before any of the body is read (a secret header): a
+   * stranger's call is answered 401 at once and the connection closed, so no upload of theirs is held.
+   * Same answers as `verify`; `verify` still runs on the body afterwards.
+   */
+  verifyHeaders?(req: IncomingMessage): boolean | string;
+  /**
    * Reads a verified body (JSON by default); throwing means it can never be read (acknowledged, one log
    * line). For a platform that also posts forms to the same URL.
    */
@@ -64,10 +70,19 @@ async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffe
   return Buffer.concat(chunks);
 }
 
-function answer(res: ServerResponse, status: number, req: IncomingMessage): void {
-  if (!res.headersSent) res.writeHead(status, status === 413 ? { connection: "close" } : {});
+// `unread`: the body was not (all) read; the connection is closed instead of taking the rest.
+function answer(res: ServerResponse, status: number, req: IncomingMessage, unread = false): void {
+  if (!res.headersSent) res.writeHead(status, unread ? { connection: "close" } : {});
   res.end();
   req.resume();
+}
+
+function refused(options: WebhookRouteOptions, req: IncomingMessage, verified: boolean | string): void {
+  const why = typeof verified === "string" ? { why: verified } : {};
+  options.logger.warn(
+    { path: options.path, remote: req.socket.remoteAddress, ...why },
+    "webhook call failed verification; refused",
+  );
 }
 
 /**
@@ -84,13 +99,18 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
     method: "POST",
     path: options.path,
     handle: async (req, res) => {
+      const caller = options.verifyHeaders?.(req) ?? true;
+      if (caller !== true) {
+        refused(options, req, caller);
+        return answer(res, 401, req, true);
+      }
       let rawBody: Buffer;
       try {
         rawBody = await readCapped(req, maxBytes);
       } catch (error) {
         if (error instanceof BodyTooLargeError) {
           log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
-          return answer(res, 413, req);
+          return answer(res, 413, req, true);
         }
         // The caller went away mid-body: nothing was handled, nothing to retry on our side.
         log.warn(
@@ -102,11 +122,7 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
       const request = { req, rawBody };
       const verified = options.verify(request);
       if (verified !== true) {
-        const why = typeof verified === "string" ? { why: verified } : {};
-        log.warn(
-          { path: options.path, remote: req.socket.remoteAddress, ...why },
-          "webhook call failed verification; refused",
-        );
+        refused(options, req, verified);
         return answer(res, 401, req);
       }
       let body: unknown;
