@@ -1,6 +1,5 @@
-import { timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { HttpRoute } from "@hub/core";
+import { type HttpRoute, sameSecret } from "@hub/core";
 import type { AuthFailureLimiter } from "./auth-limiter.js";
 
 /** Whether the hub can take work now, and if not, why (one sentence per reason). */
@@ -107,10 +106,8 @@ export function checkBearer(
   return "wrong";
 }
 
-/** Whether the request carries `Authorization: Bearer <token>` (compared in constant time). */
+/** Whether the request carries `Authorization: Bearer <token>` (compared in constant time, its length too). */
 export function bearerMatches(req: IncomingMessage, token: string): boolean {
   const header = req.headers.authorization ?? "";
-  const given = Buffer.from(header.startsWith("Bearer ") ? header.slice(7) : "");
-  const expected = Buffer.from(token);
-  return given.length === expected.length && timingSafeEqual(given, expected);
+  return header.startsWith("Bearer ") && sameSecret(header.slice(7), token);
 }
