@@ -133,17 +133,7 @@ export class SlackAdapter implements ChannelAdapter {
   constructor(options: SlackAdapterOptions) {
     this.#o = options;
     this.accountId = options.accountId ?? "default";
-    this.capabilities = {
-      textLimit: SLACK_TEXT_LIMIT,
-      markdown: "slack-mrkdwn",
-      threads: true,
-      typing: true,
-      edit: true,
-      files: true,
-      ...pacingCapabilities(resolvePacing(SLACK_PACING, options.pacing)),
-      streamMinChars: 1500,
-      measure: (markdown) => renderMrkdwn(markdown).length,
-    };
+    this.capabilities = slackCapabilities(options.pacing);
     this.#log = options.logger.child({ channel: "slack", accountId: this.accountId });
     // A failed start is said by whoever catches its error (the hub's supervisor), so only the
     // socket's own changes after it are logged here (see #connectSocket).
@@ -185,10 +175,7 @@ export class SlackAdapter implements ChannelAdapter {
       logger: this.#log,
       idleMs: options.workingIdleMs ?? 8000,
     });
-    this.#journal =
-      options.stateDir && (options.mode ?? "http") === "http"
-        ? new AckJournal(join(options.stateDir, "slack", this.accountId, "acked"))
-        : undefined;
+    this.#journal = ackJournalFor(options, this.accountId);
     this.#inbound = new SlackInbound({
       app: this.#app,
       logger: this.#log,
@@ -429,4 +416,25 @@ export class SlackAdapter implements ChannelAdapter {
   ): Promise<void> {
     await this.#reactions.react(`${target.chatId}/${messageId}`, { target, messageId }, emoji, previous);
   }
+}
+
+/** What a Slack account can do, with its pacing (`channels.slack.pacing` over Slack's limits). */
+function slackCapabilities(pacing: ChannelPacing | undefined): ChannelCapabilities {
+  return {
+    textLimit: SLACK_TEXT_LIMIT,
+    markdown: "slack-mrkdwn",
+    threads: true,
+    typing: true,
+    edit: true,
+    files: true,
+    ...pacingCapabilities(resolvePacing(SLACK_PACING, pacing)),
+    streamMinChars: 1500,
+    measure: (markdown) => renderMrkdwn(markdown).length,
+  };
+}
+
+/** Where an HTTP-mode account journals early-acknowledged events (none without a state directory). */
+function ackJournalFor(options: SlackAdapterOptions, accountId: string): AckJournal | undefined {
+  if (!options.stateDir || (options.mode ?? "http") !== "http") return undefined;
+  return new AckJournal(join(options.stateDir, "slack", accountId, "acked"));
 }
