@@ -13,6 +13,30 @@ afterEach(async () => {
 });
 
 /** A polling adapter against the fake Bot API, its inbound answered by `answer` (the hub's part). */
+// A webhook-mode adapter (secret "s3cret-s3cret-s3cret") behind a local HTTP server at /tg, closed after the test.
+async function webhookAdapter(fake: FakeTelegram) {
+  const server = createServer((req, res) => void route?.handle(req, res));
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+  const port = (server.address() as AddressInfo).port;
+  const adapter = new TelegramAdapter({
+    botToken: fake.token,
+    apiRoot: fake.apiRoot,
+    state: memoryState(),
+    logger: createLogger({ level: "silent" }),
+    mode: "webhook",
+    webhookUrl: `http://127.0.0.1:${port}/tg`,
+    webhookSecret: "s3cret-s3cret-s3cret",
+  });
+  const route = adapter.httpRoutes()[0];
+  cleanups.push(async () => {
+    await adapter.stop();
+    server.closeAllConnections();
+    await new Promise<void>((r) => server.close(() => r()));
+    await fake.close();
+  });
+  return { adapter, port };
+}
+
 async function polling(answer: (fields: AdapterFields) => InboundResult) {
   const fake = await startFakeTelegram();
   const lines: string[] = [];
@@ -127,26 +151,7 @@ describe("telegram polling edge", () => {
 describe("telegram webhook edge", () => {
   it("answers 200 to updates that can never be accepted, 503 only to our transient failures", async () => {
     const fake = await startFakeTelegram();
-    const secret = "s3cret-s3cret-s3cret";
-    let port = 0;
-    const server = createServer((req, res) => void route?.handle(req, res));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-    port = (server.address() as AddressInfo).port;
-    const adapter = new TelegramAdapter({
-      botToken: fake.token,
-      apiRoot: fake.apiRoot,
-      state: memoryState(),
-      logger: createLogger({ level: "silent" }),
-      mode: "webhook",
-      webhookUrl: `http://127.0.0.1:${port}/tg`,
-      webhookSecret: secret,
-    });
-    const route = adapter.httpRoutes()[0];
-    cleanups.push(async () => {
-      await adapter.stop();
-      await new Promise<void>((r) => server.close(() => r()));
-      await fake.close();
-    });
+    const { adapter } = await webhookAdapter(fake);
     let transient = true;
     const seen: string[] = [];
     await adapter.start(async (fields) => {
@@ -167,24 +172,7 @@ describe("telegram webhook edge", () => {
 
   it("refuses a call without the secret before reading its body (nothing of a stranger's upload is held)", async () => {
     const fake = await startFakeTelegram();
-    const server = createServer((req, res) => void route?.handle(req, res));
-    await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
-    const port = (server.address() as AddressInfo).port;
-    const adapter = new TelegramAdapter({
-      botToken: fake.token,
-      apiRoot: fake.apiRoot,
-      state: memoryState(),
-      logger: createLogger({ level: "silent" }),
-      mode: "webhook",
-      webhookUrl: `http://127.0.0.1:${port}/tg`,
-      webhookSecret: "s3cret-s3cret-s3cret",
-    });
-    const route = adapter.httpRoutes()[0];
-    cleanups.push(async () => {
-      server.closeAllConnections();
-      await new Promise<void>((r) => server.close(() => r()));
-      await fake.close();
-    });
+    const { port } = await webhookAdapter(fake);
     // Headers announce a 1 MB body that never comes: the answer must not wait for it.
     const status = await new Promise<number | string>((resolve) => {
       const req = request({
