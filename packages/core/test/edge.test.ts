@@ -1,9 +1,10 @@
 import { createHmac } from "node:crypto";
-import { createServer, type Server } from "node:http";
+import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import {
   Backoff,
+  ByteBudget,
   ChannelStatusCell,
   classifySendFailure,
   createLogger,
@@ -84,6 +85,59 @@ describe("webhookRoute", () => {
       ]);
     } finally {
       await new Promise<void>((r) => refusing.close(() => r()));
+    }
+  });
+
+  it("holds at most its budget of bodies from callers not verified yet; past it answers 503, and frees it after", async () => {
+    const budget = new ByteBudget(2000);
+    const route = webhookRoute({
+      path: "/budget",
+      maxBytes: 1000,
+      unverifiedBudget: budget,
+      verify: ({ req, rawBody }) => sameHmacSha256("shh", rawBody, String(req.headers["x-signature"] ?? "")),
+      handle: async () => ({ kind: "accepted" }),
+      logger: createLogger({ level: "silent" }),
+    });
+    const budgeted = createServer((req, res) => void route.handle(req, res));
+    await new Promise<void>((r) => budgeted.listen(0, "127.0.0.1", () => r()));
+    const port = (budgeted.address() as AddressInfo).port;
+    // A request whose 1,000-byte body has not come yet: its headers only.
+    const slow = () => {
+      const req = request({
+        host: "127.0.0.1",
+        port,
+        method: "POST",
+        path: "/budget",
+        headers: { "content-length": "1000" },
+      });
+      const status = new Promise<number>((resolve) => {
+        req.on("response", (res) => resolve(res.statusCode ?? 0));
+        req.on("error", () => resolve(0));
+      });
+      req.flushHeaders();
+      return { status, finish: () => req.end("x".repeat(1000)) };
+    };
+    try {
+      const first = slow();
+      const second = slow();
+      await vi.waitFor(() => expect(budget.held).toBe(2000));
+      const third = slow();
+      expect(await third.status).toBe(503);
+      first.finish();
+      second.finish();
+      // Read and refused (unsigned): their bytes are given back.
+      expect([await first.status, await second.status]).toEqual([401, 401]);
+      expect(budget.held).toBe(0);
+      const body = "{}";
+      const signed = await fetch(`http://127.0.0.1:${port}/budget`, {
+        method: "POST",
+        body,
+        headers: { "x-signature": createHmac("sha256", "shh").update(body).digest("hex") },
+      });
+      expect(signed.status).toBe(200);
+    } finally {
+      budgeted.closeAllConnections();
+      await new Promise<void>((r) => budgeted.close(() => r()));
     }
   });
 

@@ -1,3 +1,4 @@
+export * from "./byte-budget.js";
 export * from "./errors.js";
 export * from "./lease.js";
 export * from "./log-fields.js";

@@ -3,6 +3,7 @@ import type { IncomingMessage, ServerResponse } from "node:http";
 import type { HttpRoute } from "../channel.js";
 import type { HubLogger } from "../logger.js";
 import type { InboundResult } from "../plugin.js";
+import { type ByteBudget, unverifiedBodies } from "./byte-budget.js";
 import { describeError } from "./errors.js";
 
 /**
@@ -27,6 +28,12 @@ export interface WebhookRouteOptions {
   path: string;
   /** Largest body accepted (bytes); a larger one is answered 413 without reading it all. Default 1 MiB. */
   maxBytes?: number;
+  /**
+   * Where the body of a caller not verified by its headers is accounted while it is read and checked
+   * (default the process's `unverifiedBodies`); with the budget spent, a call is answered 503 and its
+   * connection closed (the platform resends it), so strangers cannot make the hub hold unbounded memory.
+   */
+  unverifiedBudget?: ByteBudget;
   /**
    * Checks the caller (a secret header compared with `sameSecret`, or an HMAC
    * signature with `sameHmacSha256`); false, or a sentence saying why, answers
@@ -70,6 +77,54 @@ async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffe
   return Buffer.concat(chunks);
 }
 
+/**
+ * Reads the body (within `maxBytes`, and within the unverified-body budget unless `verifyHeaders` already
+ * checked the caller) and checks the caller on it; undefined once the call was answered (413, 400, 401,
+ * or 503 with the budget spent).
+ */
+async function readVerified(
+  options: WebhookRouteOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  maxBytes: number,
+): Promise<WebhookRequest | undefined> {
+  const log = options.logger;
+  const declared = Number(req.headers["content-length"] ?? "0");
+  const held = options.verifyHeaders ? 0 : declared > 0 && declared < maxBytes ? declared : maxBytes;
+  const budget = options.unverifiedBudget ?? unverifiedBodies;
+  if (!budget.take(held)) {
+    log.warn(
+      { path: options.path, heldBytes: budget.held },
+      "webhook bodies of callers not verified yet are at their memory limit; answered 503 (the platform resends)",
+    );
+    answer(res, 503, req, true);
+    return undefined;
+  }
+  try {
+    let rawBody: Buffer;
+    try {
+      rawBody = await readCapped(req, maxBytes);
+    } catch (error) {
+      if (error instanceof BodyTooLargeError) {
+        log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
+        answer(res, 413, req, true);
+        return undefined;
+      }
+      // The caller went away mid-body: nothing was handled, nothing to retry on our side.
+      log.warn({ path: options.path, err: describeError(error) }, "webhook body could not be read; dropped");
+      answer(res, 400, req);
+      return undefined;
+    }
+    const verified = options.verify({ req, rawBody });
+    if (verified === true) return { req, rawBody };
+    refused(options, req, verified);
+    answer(res, 401, req);
+    return undefined;
+  } finally {
+    budget.give(held);
+  }
+}
+
 // `unread`: the body was not (all) read; the connection is closed instead of taking the rest.
 function answer(res: ServerResponse, status: number, req: IncomingMessage, unread = false): void {
   if (!res.headersSent) res.writeHead(status, unread ? { connection: "close" } : {});
@@ -104,27 +159,9 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
         refused(options, req, caller);
         return answer(res, 401, req, true);
       }
-      let rawBody: Buffer;
-      try {
-        rawBody = await readCapped(req, maxBytes);
-      } catch (error) {
-        if (error instanceof BodyTooLargeError) {
-          log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
-          return answer(res, 413, req, true);
-        }
-        // The caller went away mid-body: nothing was handled, nothing to retry on our side.
-        log.warn(
-          { path: options.path, err: describeError(error) },
-          "webhook body could not be read; dropped",
-        );
-        return answer(res, 400, req);
-      }
-      const request = { req, rawBody };
-      const verified = options.verify(request);
-      if (verified !== true) {
-        refused(options, req, verified);
-        return answer(res, 401, req);
-      }
+      const request = await readVerified(options, req, res, maxBytes);
+      if (!request) return;
+      const { rawBody } = request;
       let body: unknown;
       try {
         body = options.parseBody ? options.parseBody(request) : JSON.parse(rawBody.toString("utf8"));
