@@ -486,9 +486,12 @@ export class DiscordAdapter implements ChannelAdapter {
    * (within CATCH_UP_WINDOW_MS), and hands it to the hub oldest first; what it took already is a duplicate.
    */
   async #catchUp(client: Client): Promise<void> {
+    const marks = await this.#marks.load();
+    // Nothing taken yet (a first start): live messages wait for nothing.
+    if (marks.length === 0) return;
     await this.#clientReady(client);
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
-    const toRead = (await this.#marks.load()).filter((mark) => !nothingSince(client, mark));
+    const toRead = marks.filter((mark) => !nothingSince(client, mark));
     if (toRead.length > MAX_CHANNELS)
       this.#log.warn(
         { channels: toRead.length, readBack: MAX_CHANNELS },

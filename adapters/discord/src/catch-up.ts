@@ -11,7 +11,7 @@ import { z } from "zod";
 /** How far back a catch-up reads: a message older than this when the hub comes back is not answered. */
 export const CATCH_UP_WINDOW_MS = 24 * 60 * 60 * 1000;
 /** Live messages wait at most this long for the catch-up (their order behind the missed ones). */
-export const CATCH_UP_BUDGET_MS = 30_000;
+export const CATCH_UP_BUDGET_MS = 10_000;
 /**
  * A channel whose newest message the hub took is older than this leaves the read-back index: a new
  * session asks about channels active in the last week, not about every channel the bot ever heard from.
