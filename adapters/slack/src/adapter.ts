@@ -187,7 +187,7 @@ export class SlackAdapter implements ChannelAdapter {
     });
     this.#journal =
       options.stateDir && (options.mode ?? "http") === "http"
-        ? new AckJournal(join(options.stateDir, "slack", this.accountId, "acked"))
+        ? new AckJournal(join(options.stateDir, "slack", this.accountId, "acked"), this.#log)
         : undefined;
     this.#inbound = new SlackInbound({
       app: this.#app,

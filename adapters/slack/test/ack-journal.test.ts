@@ -1,5 +1,15 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { PID_SPACE, PROCESS_START } from "@hub/core";
@@ -78,5 +88,31 @@ describe("AckJournal", () => {
     writeFileSync(live, line({ acked: "z.0", delivery: delivery("EvLive") }));
     expect(new AckJournal(dir).adoptOrphans()).toEqual([]);
     expect(existsSync(live)).toBe(true);
+  });
+
+  it("a record made after another process took this journal away (it was idle: frozen) lands in a file on disk", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir);
+    journal.record(delivery("EvBeforeFreeze"));
+    const own = join(dir, readdirSync(dir)[0] as string);
+    // Another container adopts the idle journal of this (frozen) process: it claims the file, reads it, removes it.
+    const claimed = `${own}.claimed`;
+    renameSync(own, claimed);
+    expect(readFileSync(claimed, "utf8")).toContain("EvBeforeFreeze");
+    rmSync(claimed);
+    // The process wakes up and acknowledges another event early: that record must be on disk, not in a removed file.
+    journal.record(delivery("EvAfterWake"));
+    expect(existsSync(own) ? readFileSync(own, "utf8") : "").toContain("EvAfterWake");
+  });
+
+  it("a settle the disk refuses does not throw (the record stays for the next start; its admission is deduplicated)", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir);
+    const key = journal.record(delivery("EvDiskError"));
+    const own = join(dir, readdirSync(dir)[0] as string);
+    // Removing the emptied journal fails (here: something that is not a file took its place).
+    rmSync(own);
+    mkdirSync(join(own, "in-the-way"), { recursive: true });
+    expect(() => journal.settle(key)).not.toThrow();
   });
 });
