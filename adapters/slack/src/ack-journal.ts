@@ -2,6 +2,7 @@ import {
   closeSync,
   fstatSync,
   fsyncSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -154,8 +155,23 @@ export class AckJournal {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.#fd = openSync(this.#path, "a", 0o600);
     }
-    writeSync(this.#fd, `${JSON.stringify(line)}\n`);
-    if (sync) fsyncSync(this.#fd);
+    const fd = this.#fd;
+    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    const before = fstatSync(fd).size;
+    try {
+      // A write may take only part of the line (a disk nearly full, a file size limit) without an error:
+      // the rest is written, or its failure thrown.
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+      if (sync) fsyncSync(fd);
+    } catch (error) {
+      // The part written is taken back, so the next line is not glued to it (both would be unreadable).
+      try {
+        ftruncateSync(fd, before);
+      } catch {
+        // Left torn: the next start skips that line (its event was not acknowledged: this throws).
+      }
+      throw error;
+    }
   }
 
   // Whether the file at this journal's path is still the one this process writes to.
