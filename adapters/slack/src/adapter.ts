@@ -294,8 +294,11 @@ export class SlackAdapter implements ChannelAdapter {
       boltLogger: boltLogger(this.#log, isRefusedSocketStartLine),
       process: (envelope) => this.#inbound.process(envelope),
       onState: (state, reason) => {
-        if (state === "reconnecting") this.#log.warn({ state, reason }, "slack connection state changed");
+        const before = this.#status.get();
         this.#status.set(state, reason ? { reason } : {});
+        // Said when it changes (each failed try has its own line: see SocketConnection's onReconnectFailed).
+        if (state === "reconnecting" && (before.state !== state || before.reason !== reason))
+          this.#log.warn({ state, reason }, "slack connection state changed");
       },
     });
     try {

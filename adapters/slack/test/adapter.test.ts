@@ -610,6 +610,34 @@ describe("slack socket mode with Slack unreachable", () => {
   }, 60_000);
 });
 
+describe("slack socket reconnects", () => {
+  it("a reconnect failing again and again for the same reason is one warning per attempt, not two", async () => {
+    const port = await freePort();
+    const fake = await startFakeSlack({ port });
+    const { lines, logger } = capturedLogger();
+    const adapter = new SlackAdapter({
+      botToken: fake.botToken,
+      appToken: fake.appToken,
+      mode: "socket",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger,
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async () => ({ kind: "accepted" }));
+    await fake.close();
+    const failed = () => lines.filter((l) => l.msg === "slack socket could not reconnect; trying again");
+    await waitFor(() => failed().length >= 2, "two failed reconnects", 20_000);
+    // Each failed try says why and when the next is; the state line only says a change (as the status cell did).
+    const stateLines = lines.filter((l) => l.msg === "slack connection state changed");
+    const reasons = new Set(stateLines.map((l) => l.reason));
+    expect(stateLines.length).toBe(reasons.size);
+  }, 30_000);
+});
+
 describe("slack start", () => {
   const logger = createLogger({ level: "silent" });
 
