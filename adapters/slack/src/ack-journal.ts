@@ -58,6 +58,7 @@ export class AckJournal {
   #fd: number | undefined;
   #next = 0;
   #claims = 0;
+  #stopped = false;
   readonly #open = new Set<string>();
 
   constructor(
@@ -91,7 +92,7 @@ export class AckJournal {
    * is a duplicate.
    */
   settle(key: string): void {
-    if (!this.#open.delete(key)) return;
+    if (this.#stopped || !this.#open.delete(key)) return;
     try {
       this.#append({ settled: key }, false);
       // Nothing left to wait for: the file goes, so a quiet process keeps none.
@@ -125,6 +126,15 @@ export class AckJournal {
       rmSync(path, { force: true });
     }
     return adopted;
+  }
+
+  /**
+   * The adapter stopped: what is still unsettled stays on disk for the next start, whatever the tries
+   * still running say (refused by a stopped adapter, they would end as given up and settle unadmitted).
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.close();
   }
 
   /** Closes the file (what is unsettled stays on disk for the next start). */

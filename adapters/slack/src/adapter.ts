@@ -335,6 +335,7 @@ export class SlackAdapter implements ChannelAdapter {
     await this.#socket?.stop();
     this.#inbound.setHandler(undefined);
     await this.#inbound.drain();
+    this.#journal?.stop();
     await this.#working.clearAll();
     this.#status.set("stopped");
   }

@@ -299,6 +299,27 @@ describe("slack events over HTTP", () => {
     release();
   });
 
+  it("an early-acknowledged event still unadmitted when the adapter stops stays journaled for the next start", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "slack-acked-stop-"));
+    cleanups.push(async () => rmSync(stateDir, { recursive: true, force: true }));
+    const { fake, adapter } = await setup({
+      stateDir,
+      ackDeadlineMs: 100,
+      lateRetry: { initialMs: 50, maxMs: 50, tries: 3 },
+      // Redis is slow, then gone while the hub stops.
+      handler: () =>
+        new Promise((resolve) => setTimeout(() => resolve({ kind: "retry", reason: "Redis down" }), 300)),
+    });
+    const journal = join(stateDir, "slack", "default", "acked");
+    expect((await fake.deliver(dm(fake, "in the window"))).status).toBe(200);
+    await adapter.stop();
+    // The tries after the stop are refused ("not started"), and they end: the event was never admitted.
+    await new Promise((r) => setTimeout(r, 800));
+    const left = readdirSync(journal);
+    expect(left).toHaveLength(1);
+    expect(readFileSync(join(journal, left[0] as string), "utf8")).toContain("in the window");
+  });
+
   it("an event whose slow admission fails after its ack is admitted by trying again (Slack will not resend it)", async () => {
     let tries = 0;
     const { fake } = await setup({
