@@ -492,6 +492,7 @@ export class DiscordAdapter implements ChannelAdapter {
    */
   async #catchUp(client: Client): Promise<void> {
     await this.#clientReady(client);
+    if (this.#stopped || client !== this.#client) return;
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
     const toRead = (await this.#marks.load()).filter((mark) => !nothingSince(client, mark));
     if (toRead.length > MAX_CHANNELS)
