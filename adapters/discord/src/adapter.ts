@@ -129,7 +129,7 @@ export class DiscordAdapter implements ChannelAdapter {
   #client: Client;
   readonly #chains = new KeyedChain();
   readonly #sequencer = new InboundSequencer();
-  readonly #pending = new Set<Promise<InboundResult>>();
+  readonly #pending = new Set<Promise<unknown>>();
   #stopSignal = new AbortController();
   readonly #replies: InteractionReplies;
   /** The reaction this process set on each message, so removing it knows the emoji. */
@@ -462,15 +462,20 @@ export class DiscordAdapter implements ChannelAdapter {
       );
       return;
     }
-    void this.#submit(result.fields, msg.id).then(async (admitted) => {
-      // Taken (or refused for good): a read-back after a restart starts after it.
-      if (admitted.kind === "retry" || this.#stopped) return;
+    const marked = this.#submit(result.fields, msg.id).then(async (admitted) => {
+      // Taken (or refused for good), even while the adapter stops: a read-back after a restart starts
+      // after it (past the dedupe window, one started again would answer it twice). Not a message the
+      // stopping adapter never handed over: the next start reads it back.
+      if (admitted.kind === "retry" || admitted === NOT_HANDED) return;
       await this.#marks
         .remember(msg.channel_id, msg.guild_id, msg.id)
         .catch((error: unknown) =>
           this.#log.warn({ err: describe(error), messageId: msg.id }, "discord read-back mark not saved"),
         );
     });
+    // `stop` waits for the mark too: the hub closes its Redis after the adapters stop.
+    this.#pending.add(marked);
+    void marked.finally(() => this.#pending.delete(marked));
   }
 
   /** The read-back after a READY, bounded so live messages never wait for it longer than the budget. */
@@ -490,6 +495,7 @@ export class DiscordAdapter implements ChannelAdapter {
     // Nothing taken yet (a first start): live messages wait for nothing.
     if (marks.length === 0) return;
     await this.#clientReady(client);
+    if (this.#stopped || client !== this.#client) return;
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
     const toRead = marks.filter((mark) => !nothingSince(client, mark));
     if (toRead.length > MAX_CHANNELS)
@@ -498,6 +504,8 @@ export class DiscordAdapter implements ChannelAdapter {
         "discord: more channels may have missed messages than one read-back asks about; the least recently active are not read back",
       );
     for (const mark of toRead.slice(0, MAX_CHANNELS)) {
+      // Stopped, or the gateway went to another client (a lost lease): whoever connects next reads back.
+      if (this.#stopped || client !== this.#client) return;
       const after = BigInt(mark.after) > BigInt(since) ? mark.after : since;
       const missed = await missedMessages(client.rest, mark.channelId, after).catch((error: unknown) => {
         this.#log.warn(
@@ -535,7 +543,7 @@ export class DiscordAdapter implements ChannelAdapter {
     const backoff = new Backoff(this.#o.inboundRetryMs ?? 500, 30_000);
     for (let attempt = 1; ; attempt++) {
       const onInbound = this.#onInbound;
-      if (!onInbound || this.#stopped) return { kind: "ignored", reason: "the adapter is stopping" };
+      if (!onInbound || this.#stopped) return NOT_HANDED;
       // The handler answers rather than throws; if it ever throws, that is a transient failure too.
       const result: InboundResult = await onInbound(fields).catch((error: unknown) => ({
         kind: "retry" as const,
@@ -774,6 +782,9 @@ function unreachableReason(error: unknown): string {
     return `Discord's daily limit of gateway session starts for this bot is used up (${cause}); the hub tries again until it resets. Restarting the hub in a loop spends the next day's starts, so find what restarts it.`;
   return `could not connect to Discord (${cause}); check channels.discord.restApi and the network.`;
 }
+
+/** What a message gets once the adapter stops: not handed to the hub (no mark; the next start reads it back). */
+const NOT_HANDED: InboundResult = { kind: "ignored", reason: "the adapter is stopping" };
 
 function describe(error: unknown): string {
   if (error instanceof DiscordAPIError) return `${error.status} ${error.message} (code ${error.code})`;

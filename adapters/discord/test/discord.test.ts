@@ -1,5 +1,11 @@
 import { ChannelRefusedError, createLogger, PermanentSendError, RateLimitedError } from "@hub/core";
-import { type FakeDiscord, type FakeDiscordOptions, startFakeDiscord, startFakeOpenAI } from "@hub/fakes";
+import {
+  type FakeDiscord,
+  type FakeDiscordOptions,
+  memoryStateStore,
+  startFakeDiscord,
+  startFakeOpenAI,
+} from "@hub/fakes";
 import { afterEach, describe, expect, it } from "vitest";
 import { startTestHub } from "../../../test/support/hub.js";
 import { waitFor } from "../../../test/support/redis.js";
@@ -516,6 +522,30 @@ describe("discord sends", () => {
     await waitFor(() => seen.length === 1, "the message accepted on the third try");
     expect(seen).toEqual(["keep trying"]);
     expect(calls).toBe(3);
+  });
+
+  it("a message admitted while the adapter stops still moves its channel's read-back mark (else a later restart answers it again)", async () => {
+    const fake = await startFakeDiscord();
+    const state = memoryStateStore();
+    const adapter = adapterFor(fake, logger(), { state });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    let admit: () => void = () => {};
+    let arrived = false;
+    await adapter.start(async () => {
+      arrived = true;
+      await new Promise<void>((resolve) => (admit = resolve));
+      return { kind: "accepted" };
+    });
+    const sent = fake.userMessage({ channelId: fake.dmChannelId, content: "taken during the stop" });
+    await waitFor(() => arrived, "the admission to begin");
+    // The hub stops (SIGTERM) while the admission is still in Redis; it finishes: the message is taken.
+    const stopped = adapter.stop();
+    admit();
+    await stopped;
+    expect(await state.get(`discord:default:last:${fake.dmChannelId}`)).toBe(sent.id);
   });
 
   it("send errors carry Discord's status and message, never the request URL (an interaction's token)", async () => {

@@ -1,16 +1,19 @@
 import {
   closeSync,
+  fstatSync,
   fsyncSync,
+  ftruncateSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { isDeadProcess, PID_SPACE, PROCESS_START } from "@hub/core";
+import { describeError, type HubLogger, isDeadProcess, PID_SPACE, PROCESS_START } from "@hub/core";
 import { z } from "zod";
 import type { SlackEnvelope } from "./events-http.js";
 
@@ -27,8 +30,9 @@ const LineSchema = z.union([
   z.object({ settled: z.string() }),
 ]);
 
-// A journal's file name: `<pid space>-<pid>-<start>.jsonl`, the identity `isDeadProcess` reads.
-const NAME = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)\.jsonl$/;
+// A journal's file name: `<pid space>-<pid>-<start>.jsonl`, the identity `isDeadProcess` reads; a journal
+// being adopted is first renamed to `<adopter's identity>.claim<n>.jsonl` (see `adoptOrphans`).
+const NAME = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)(?:\.claim\d+)?\.jsonl$/;
 
 /**
  * A journal untouched this long is an orphan whoever wrote it: a live process settles every record within
@@ -45,31 +49,60 @@ export const ORPHAN_IDLE_MS = 5 * 60_000;
  * Each process appends to a file of its own (`<dir>/<pid space>-<pid>-<start>.jsonl`), and a record is
  * fsynced before its 200 leaves. The next start of a process sharing the directory adopts what dead
  * processes (of its pid space) left unsettled: copied into its own journal first, then their files go.
+ * A journal adopted while its process still runs (frozen past ORPHAN_IDLE_MS) is noticed by that process
+ * at its next record, which then goes into a new file (see `record`).
  */
 export class AckJournal {
+  readonly #stem = `${PID_SPACE}-${process.pid}-${PROCESS_START}`;
   readonly #path: string;
   #fd: number | undefined;
   #next = 0;
+  #claims = 0;
+  #stopped = false;
   readonly #open = new Set<string>();
 
-  constructor(private readonly dir: string) {
-    this.#path = join(dir, `${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`);
+  constructor(
+    private readonly dir: string,
+    private readonly logger?: HubLogger,
+  ) {
+    this.#path = join(dir, `${this.#stem}.jsonl`);
   }
 
-  /** Records a delivery about to be acknowledged early; synchronous and on disk before it returns. */
+  /**
+   * Records a delivery about to be acknowledged early; synchronous and on disk before it returns. Its
+   * file is checked after the fsync: another process that adopted it (renamed first, then read) before
+   * that check may not have read this record, so it is written again into a new file (a duplicate the
+   * admission's dedupe absorbs); one that adopts it after the check reads it.
+   */
   record(delivery: SlackEnvelope): string {
     const key = `${PROCESS_START}.${this.#next++}`;
-    this.#append({ acked: key, delivery: withoutUndefined(delivery) }, true);
+    const line = { acked: key, delivery: withoutUndefined(delivery) };
+    this.#append(line, true);
+    if (!this.#stillOurs()) {
+      this.close();
+      this.#append(line, true);
+    }
     this.#open.add(key);
     return key;
   }
 
-  /** The delivery's admission is over (taken, a duplicate, refused, or given up on with an error line). */
+  /**
+   * The delivery's admission is over (taken, a duplicate, refused, or given up on with an error line).
+   * Never throws: a settle the disk refuses leaves the record to the next start, whose admission of it
+   * is a duplicate.
+   */
   settle(key: string): void {
-    if (!this.#open.delete(key)) return;
-    this.#append({ settled: key }, false);
-    // Nothing left to wait for: the file goes, so a quiet process keeps none.
-    if (this.#open.size === 0) this.#remove();
+    if (this.#stopped || !this.#open.delete(key)) return;
+    try {
+      this.#append({ settled: key }, false);
+      // Nothing left to wait for: the file goes, so a quiet process keeps none.
+      if (this.#open.size === 0) this.#remove();
+    } catch (error) {
+      this.logger?.warn(
+        { err: describeError(error), path: this.#path },
+        "slack: an early-acknowledged event's end could not be journaled; the next start admits it again (a duplicate, ignored)",
+      );
+    }
   }
 
   /**
@@ -80,12 +113,28 @@ export class AckJournal {
   adoptOrphans(now = Date.now()): Array<{ key: string; delivery: SlackEnvelope }> {
     const adopted: Array<{ key: string; delivery: SlackEnvelope }> = [];
     for (const name of this.#orphanFiles(now)) {
-      const path = join(this.dir, name);
+      // Claimed by a rename first: its writer, if it still runs, notices at its next record (see `record`),
+      // and a second adopter finds nothing to rename.
+      const path = join(this.dir, `${this.#stem}.claim${this.#claims++}.jsonl`);
+      try {
+        renameSync(join(this.dir, name), path);
+      } catch {
+        continue;
+      }
       for (const delivery of unsettled(readFileSync(path, "utf8")))
         adopted.push({ key: this.record(delivery), delivery });
       rmSync(path, { force: true });
     }
     return adopted;
+  }
+
+  /**
+   * The adapter stopped: what is still unsettled stays on disk for the next start, whatever the tries
+   * still running say (refused by a stopped adapter, they would end as given up and settle unadmitted).
+   */
+  stop(): void {
+    this.#stopped = true;
+    this.close();
   }
 
   /** Closes the file (what is unsettled stays on disk for the next start). */
@@ -116,8 +165,31 @@ export class AckJournal {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.#fd = openSync(this.#path, "a", 0o600);
     }
-    writeSync(this.#fd, `${JSON.stringify(line)}\n`);
-    if (sync) fsyncSync(this.#fd);
+    const fd = this.#fd;
+    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    const before = fstatSync(fd).size;
+    try {
+      // A write may take only part of the line (a disk nearly full, a file size limit) without an error:
+      // the rest is written, or its failure thrown.
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+      if (sync) fsyncSync(fd);
+    } catch (error) {
+      // The part written is taken back, so the next line is not glued to it (both would be unreadable).
+      try {
+        ftruncateSync(fd, before);
+      } catch {
+        // Left torn: the next start skips that line (its event was not acknowledged: this throws).
+      }
+      throw error;
+    }
+  }
+
+  // Whether the file at this journal's path is still the one this process writes to.
+  #stillOurs(): boolean {
+    if (this.#fd === undefined) return false;
+    const onDisk = statSync(this.#path, { throwIfNoEntry: false });
+    const open = fstatSync(this.#fd);
+    return onDisk !== undefined && onDisk.ino === open.ino && onDisk.dev === open.dev;
   }
 
   #remove(): void {

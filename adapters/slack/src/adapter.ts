@@ -175,7 +175,7 @@ export class SlackAdapter implements ChannelAdapter {
       logger: this.#log,
       idleMs: options.workingIdleMs ?? 8000,
     });
-    this.#journal = ackJournalFor(options, this.accountId);
+    this.#journal = ackJournalFor(options, this.accountId, this.#log);
     this.#inbound = new SlackInbound({
       app: this.#app,
       logger: this.#log,
@@ -281,8 +281,11 @@ export class SlackAdapter implements ChannelAdapter {
       boltLogger: boltLogger(this.#log, isRefusedSocketStartLine),
       process: (envelope) => this.#inbound.process(envelope),
       onState: (state, reason) => {
-        if (state === "reconnecting") this.#log.warn({ state, reason }, "slack connection state changed");
+        const before = this.#status.get();
         this.#status.set(state, reason ? { reason } : {});
+        // Said when it changes (each failed try has its own line: see SocketConnection's onReconnectFailed).
+        if (state === "reconnecting" && (before.state !== state || before.reason !== reason))
+          this.#log.warn({ state, reason }, "slack connection state changed");
       },
     });
     try {
@@ -319,6 +322,7 @@ export class SlackAdapter implements ChannelAdapter {
     await this.#socket?.stop();
     this.#inbound.setHandler(undefined);
     await this.#inbound.drain();
+    this.#journal?.stop();
     await this.#working.clearAll();
     this.#status.set("stopped");
   }
@@ -434,7 +438,11 @@ function slackCapabilities(pacing: ChannelPacing | undefined): ChannelCapabiliti
 }
 
 /** Where an HTTP-mode account journals early-acknowledged events (none without a state directory). */
-function ackJournalFor(options: SlackAdapterOptions, accountId: string): AckJournal | undefined {
+function ackJournalFor(
+  options: SlackAdapterOptions,
+  accountId: string,
+  log: HubLogger,
+): AckJournal | undefined {
   if (!options.stateDir || (options.mode ?? "http") !== "http") return undefined;
-  return new AckJournal(join(options.stateDir, "slack", accountId, "acked"));
+  return new AckJournal(join(options.stateDir, "slack", accountId, "acked"), log);
 }

@@ -1,7 +1,18 @@
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { PID_SPACE, PROCESS_START } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { AckJournal, ORPHAN_IDLE_MS } from "../src/ack-journal.js";
@@ -78,5 +89,62 @@ describe("AckJournal", () => {
     writeFileSync(live, line({ acked: "z.0", delivery: delivery("EvLive") }));
     expect(new AckJournal(dir).adoptOrphans()).toEqual([]);
     expect(existsSync(live)).toBe(true);
+  });
+
+  it("a record made after another process took this journal away (it was idle: frozen) lands in a file on disk", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir);
+    journal.record(delivery("EvBeforeFreeze"));
+    const own = join(dir, readdirSync(dir)[0] as string);
+    // Another container adopts the idle journal of this (frozen) process: it claims the file, reads it, removes it.
+    const claimed = `${own}.claimed`;
+    renameSync(own, claimed);
+    expect(readFileSync(claimed, "utf8")).toContain("EvBeforeFreeze");
+    rmSync(claimed);
+    // The process wakes up and acknowledges another event early: that record must be on disk, not in a removed file.
+    journal.record(delivery("EvAfterWake"));
+    expect(existsSync(own) ? readFileSync(own, "utf8") : "").toContain("EvAfterWake");
+  });
+
+  it("a settle the disk refuses does not throw (the record stays for the next start; its admission is deduplicated)", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir);
+    const key = journal.record(delivery("EvDiskError"));
+    const own = join(dir, readdirSync(dir)[0] as string);
+    // Removing the emptied journal fails (here: something that is not a file took its place).
+    rmSync(own);
+    mkdirSync(join(own, "in-the-way"), { recursive: true });
+    expect(() => journal.settle(key)).not.toThrow();
+  });
+
+  it("a record the disk takes only part of (full, or a file size limit) is refused (503), and leaves no torn line", () => {
+    const dir = journalDir();
+    const source = fileURLToPath(new URL("../src/ack-journal.ts", import.meta.url));
+    // Three records of about 3 KB under an 8 KB file size limit: the third is cut short by the kernel.
+    const script = `
+      import { AckJournal } from ${JSON.stringify(source)};
+      const journal = new AckJournal(${JSON.stringify(dir)});
+      const big = (id) => ({ body: { type: "event_callback", event_id: id, pad: "x".repeat(3000) } });
+      for (const id of ["Ev1", "Ev2", "Ev3"]) {
+        try { journal.record(big(id)); console.log(id, "recorded"); } catch (e) { console.log(id, "refused", e.code); }
+      }`;
+    const child = spawnSync(
+      "bash",
+      ["-c", `ulimit -f 8; exec "${process.execPath}" --import tsx --input-type=module -e "$SCRIPT"`],
+      { env: { ...process.env, SCRIPT: script }, encoding: "utf8", timeout: 30_000 },
+    );
+    expect(child.stdout).toContain("Ev1 recorded");
+    expect(child.stdout).toContain("Ev2 recorded");
+    // Not "recorded": a 200 would go out for a line a crash makes unreadable.
+    expect(child.stdout).toMatch(/Ev3 refused/);
+    const [name] = readdirSync(dir);
+    const text = readFileSync(join(dir, name as string), "utf8");
+    expect(text.endsWith("\n")).toBe(true);
+    expect(
+      text
+        .trimEnd()
+        .split("\n")
+        .map((l) => JSON.parse(l).delivery.body.event_id),
+    ).toEqual(["Ev1", "Ev2"]);
   });
 });

@@ -299,6 +299,27 @@ describe("slack events over HTTP", () => {
     release();
   });
 
+  it("an early-acknowledged event still unadmitted when the adapter stops stays journaled for the next start", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "slack-acked-stop-"));
+    cleanups.push(async () => rmSync(stateDir, { recursive: true, force: true }));
+    const { fake, adapter } = await setup({
+      stateDir,
+      ackDeadlineMs: 100,
+      lateRetry: { initialMs: 50, maxMs: 50, tries: 3 },
+      // Redis is slow, then gone while the hub stops.
+      handler: () =>
+        new Promise((resolve) => setTimeout(() => resolve({ kind: "retry", reason: "Redis down" }), 300)),
+    });
+    const journal = join(stateDir, "slack", "default", "acked");
+    expect((await fake.deliver(dm(fake, "in the window"))).status).toBe(200);
+    await adapter.stop();
+    // The tries after the stop are refused ("not started"), and they end: the event was never admitted.
+    await new Promise((r) => setTimeout(r, 800));
+    const left = readdirSync(journal);
+    expect(left).toHaveLength(1);
+    expect(readFileSync(join(journal, left[0] as string), "utf8")).toContain("in the window");
+  });
+
   it("an event whose slow admission fails after its ack is admitted by trying again (Slack will not resend it)", async () => {
     let tries = 0;
     const { fake } = await setup({
@@ -608,6 +629,34 @@ describe("slack socket mode with Slack unreachable", () => {
     expect(await fake.deliverSocket(dm(fake, "back again"))).toBe(true);
     expect(received).toEqual(["back again"]);
   }, 60_000);
+});
+
+describe("slack socket reconnects", () => {
+  it("a reconnect failing again and again for the same reason is one warning per attempt, not two", async () => {
+    const port = await freePort();
+    const fake = await startFakeSlack({ port });
+    const { lines, logger } = capturedLogger();
+    const adapter = new SlackAdapter({
+      botToken: fake.botToken,
+      appToken: fake.appToken,
+      mode: "socket",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger,
+    });
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    await adapter.start(async () => ({ kind: "accepted" }));
+    await fake.close();
+    const failed = () => lines.filter((l) => l.msg === "slack socket could not reconnect; trying again");
+    await waitFor(() => failed().length >= 2, "two failed reconnects", 20_000);
+    // Each failed try says why and when the next is; the state line only says a change (as the status cell did).
+    const stateLines = lines.filter((l) => l.msg === "slack connection state changed");
+    const reasons = new Set(stateLines.map((l) => l.reason));
+    expect(stateLines.length).toBe(reasons.size);
+  }, 30_000);
 });
 
 describe("slack start", () => {

@@ -15,6 +15,8 @@ export const HealthRecordSchema = z.object({
   pid: z.number().int().positive(),
   pidSpace: z.string(),
   roles: z.array(z.string()),
+  /** When the process started (Linux: its start time in clock ticks since boot), so a reused pid is told apart. */
+  started: z.string().optional(),
 });
 /** One process's probe address and identity (see `HealthRecordSchema`). */
 export type HealthRecord = z.infer<typeof HealthRecordSchema>;
@@ -37,9 +39,16 @@ export function writeHealthRecord(
 ): () => void {
   mkdirSync(join(stateDir, DIR), { recursive: true, mode: 0o700 });
   for (const record of readHealthRecords(stateDir))
-    if (record.pidSpace === PID_SPACE && !isRunning(record.pid))
+    if (record.pidSpace === PID_SPACE && !isRunning(record))
       rmSync(recordPath(stateDir, record.pidSpace, record.pid), { force: true });
-  const record: HealthRecord = { ...probes, pid: process.pid, pidSpace: PID_SPACE, roles: [...roles] };
+  const started = startTime(process.pid);
+  const record: HealthRecord = {
+    ...probes,
+    pid: process.pid,
+    pidSpace: PID_SPACE,
+    roles: [...roles],
+    ...(started ? { started } : {}),
+  };
   const path = recordPath(stateDir, PID_SPACE, process.pid);
   writeFileSync(path, `${JSON.stringify(record)}\n`, { mode: 0o600 });
   return () => rmSync(path, { force: true });
@@ -72,17 +81,30 @@ export function readHealthRecords(stateDir: string): HealthRecord[] {
  */
 export function localHealthRecords(stateDir: string, pid?: number): HealthRecord[] {
   return readHealthRecords(stateDir).filter(
-    (r) => r.pidSpace === PID_SPACE && (pid === undefined || r.pid === pid) && isRunning(r.pid),
+    (r) => r.pidSpace === PID_SPACE && (pid === undefined || r.pid === pid) && isRunning(r),
   );
 }
 
-function isRunning(pid: number): boolean {
+// Whether the process that wrote the record still runs: its pid is taken, and (where the start time is
+// known) by a process started when it was, not by another that got the pid after the hub was killed.
+function isRunning({ pid, started }: HealthRecord): boolean {
   if (pid === process.pid) return true;
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     // EPERM: it runs, as another user.
-    return (error as NodeJS.ErrnoException).code === "EPERM";
+    if ((error as NodeJS.ErrnoException).code !== "EPERM") return false;
+  }
+  const now = started === undefined ? undefined : startTime(pid);
+  return now === undefined || now === started;
+}
+
+// A process's start time (field 22 of /proc/<pid>/stat, after the name in parentheses); undefined off Linux.
+function startTime(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19];
+  } catch {
+    return undefined;
   }
 }

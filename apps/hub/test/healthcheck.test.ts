@@ -1,11 +1,13 @@
-import { spawnSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { PID_SPACE } from "@hub/core/process-identity";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort, startHubProcess } from "../../../test/support/hub-process.js";
 import { dropPrefix, testPrefix } from "../../../test/support/redis.js";
+import { localHealthRecords } from "../src/health-record.js";
 
 // The Docker image's HEALTHCHECK: it cannot read the config file, so it asks where `hub start` recorded
 // its gateway in the state directory.
@@ -89,6 +91,28 @@ describe("the health check", { timeout: 120_000 }, () => {
       expect((await fetch(`http://127.0.0.1:${port}/healthz`)).ok).toBe(true);
     } finally {
       await hub.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("a record whose pid now belongs to another process (the hub was killed, its pid reused) is not a running hub", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hub-health-reused-"));
+    const other = spawn("sleep", ["30"]);
+    try {
+      mkdirSync(join(dir, "health"));
+      // Written by a hub that ran as this pid earlier (another start time), then was killed.
+      const left = {
+        host: "127.0.0.1",
+        port: 9,
+        pid: other.pid,
+        pidSpace: PID_SPACE,
+        roles: ["agent"],
+        started: "1",
+      };
+      writeFileSync(join(dir, "health", `${PID_SPACE}-${other.pid}.json`), JSON.stringify(left));
+      expect(localHealthRecords(dir)).toEqual([]);
+    } finally {
+      other.kill();
       rmSync(dir, { recursive: true, force: true });
     }
   });
