@@ -99,6 +99,17 @@ describe("discord: crashes around intake", () => {
     fake.userMessage({ channelId: fake.channelId, content: "in the channel", mentionBot: true });
     fake.userMessage({ channelId: fake.dmChannelId, content: "one" });
     await waitFor(() => dmTexts().includes("echo: one"), "the first answer", 30_000);
+    await new Promise((r) => setTimeout(r, 1000));
+    // A message the hub skips (another bot's) in that channel, after it: seen, so the mark moves past it.
+    const otherBot = {
+      id: "111111111111111111",
+      username: "other-bot",
+      discriminator: "0",
+      global_name: null,
+      avatar: null,
+      bot: true,
+    };
+    fake.userMessage({ channelId: fake.channelId, content: "a bot talking", author: otherBot });
     await new Promise((r) => setTimeout(r, 1500));
     await first.hub.stop();
     fake.userMessage({ channelId: fake.dmChannelId, content: "two" });
@@ -109,7 +120,7 @@ describe("discord: crashes around intake", () => {
     const second = await inst.start();
     await connected();
     await waitFor(() => dmTexts().includes("echo: two"), "the DM written while down", 30_000);
-    // The guild channel's last_message_id at READY is the message already taken: no request for it. A DM
+    // The guild channel's last_message_id at READY is the last message seen there: no request for it. A DM
     // channel is not in READY, so it is read back.
     expect(readBacks(fake.channelId)).toBe(0);
     expect(readBacks(fake.dmChannelId)).toBeGreaterThan(0);

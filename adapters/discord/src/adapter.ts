@@ -145,6 +145,8 @@ export class DiscordAdapter implements ChannelAdapter {
   #holding: Promise<void> | undefined;
   /** Where each channel's messages were last handed to the hub (read back from after a fresh READY). */
   readonly #marks: ChannelMarks;
+  /** Per channel, the last pending move of its read-back mark (marks move in the channel's order). */
+  readonly #markTails = new Map<string, Promise<void>>();
   /** The read-back after the latest READY: live messages wait for it (bounded), so they come after. */
   #caughtUp: Promise<void> = Promise.resolve();
 
@@ -460,22 +462,42 @@ export class DiscordAdapter implements ChannelAdapter {
           ? "discord thread message not answered: its parent channel could not be read"
           : "discord message not for us",
       );
+      // Seen in a channel the hub reads back: a read-back after a restart need not ask for it again.
+      if (!unplaced && this.#marks.knows(msg.channel_id)) this.#markAfter(msg, Promise.resolve(true));
       return;
     }
-    const marked = this.#submit(result.fields, msg.id).then(async (admitted) => {
-      // Taken (or refused for good), even while the adapter stops: a read-back after a restart starts
-      // after it (past the dedupe window, one started again would answer it twice). Not a message the
-      // stopping adapter never handed over: the next start reads it back.
-      if (admitted.kind === "retry" || admitted === NOT_HANDED) return;
+    // Taken (or refused for good), even while the adapter stops: a read-back after a restart starts after
+    // it (past the dedupe window, one started again would answer it twice). Not a message the stopping
+    // adapter never handed over: the next start reads it back.
+    const admitted = this.#submit(result.fields, msg.id).then(
+      (answer) => answer.kind !== "retry" && answer !== NOT_HANDED,
+    );
+    this.#markAfter(msg, admitted);
+  }
+
+  /**
+   * Moves the channel's read-back mark to `msg` once `done` says so, and never before the messages of the
+   * channel handed on earlier are settled: a mark past a message whose admission is still being tried
+   * would leave it out of the read-back if this process died meanwhile.
+   */
+  #markAfter(msg: DiscordMessage, done: Promise<boolean>): void {
+    const channel = msg.channel_id;
+    const before = this.#markTails.get(channel) ?? Promise.resolve();
+    const tail = before.then(async () => {
+      if (!(await done.catch(() => false))) return;
       await this.#marks
-        .remember(msg.channel_id, msg.guild_id, msg.id)
+        .remember(channel, msg.guild_id, msg.id)
         .catch((error: unknown) =>
           this.#log.warn({ err: describe(error), messageId: msg.id }, "discord read-back mark not saved"),
         );
     });
+    this.#markTails.set(channel, tail);
     // `stop` waits for the mark too: the hub closes its Redis after the adapters stop.
-    this.#pending.add(marked);
-    void marked.finally(() => this.#pending.delete(marked));
+    this.#pending.add(tail);
+    void tail.finally(() => {
+      this.#pending.delete(tail);
+      if (this.#markTails.get(channel) === tail) this.#markTails.delete(channel);
+    });
   }
 
   /** The read-back after a READY, bounded so live messages never wait for it longer than the budget. */

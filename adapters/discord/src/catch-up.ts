@@ -62,6 +62,11 @@ export class ChannelMarks {
     return `discord:${this.accountId}:${what}`;
   }
 
+  /** Whether the hub took a message from the channel (so it is read back after a new session). */
+  knows(channelId: string): boolean {
+    return this.#index.has(channelId);
+  }
+
   /** Records that the hub took `messageId` (or decided it was not for it); never moves a mark back. */
   async remember(channelId: string, guildId: string | undefined, messageId: string): Promise<void> {
     const known = this.#last.get(channelId);
