@@ -250,6 +250,7 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#onInbound = onInbound;
     this.#stopped = false;
     this.#stopSignal = new AbortController();
+    this.#status.starting();
     if (this.#o.lease) return this.#connectHolding(this.#o.lease);
     await this.#connect().catch((error: unknown) => {
       // The hub's supervisor retries and logs the failure; the status says why meanwhile.

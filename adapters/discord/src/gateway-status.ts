@@ -9,6 +9,8 @@ export class GatewayStatus {
   readonly #cause = new CloseCause();
   /** Set while a change is logged by its caller (one line per failed attempt, not per change). */
   #quiet = false;
+  /** The initial "connecting", set quietly, is not said yet (see `starting`). */
+  #unsaid = true;
 
   constructor(log: HubLogger) {
     this.#log = log;
@@ -19,7 +21,19 @@ export class GatewayStatus {
       else if (state === "reconnecting") log.warn(line, "discord gateway reconnecting");
       else log.info(line, `discord ${state}`);
     });
-    this.#cell.set("connecting");
+    // Not said here: every process builds the adapter (to send, to fetch media), and only one
+    // with the ingress role starts it (`starting`).
+    this.#quietly(() => this.#cell.set("connecting"));
+  }
+
+  /**
+   * The adapter's first start: the initial "connecting" is said now, by the process that connects
+   * (later starts, a retry or a restart, are said by the state they change).
+   */
+  starting(): void {
+    if (this.#unsaid && this.#cell.get().state === "connecting")
+      this.#log.info({ state: "connecting" }, "discord connecting");
+    this.#unsaid = false;
   }
 
   get current(): ChannelStatus {

@@ -692,3 +692,19 @@ describe("discord sends", () => {
     });
   });
 });
+
+describe("discord: what a process that never connects says", () => {
+  it("building the adapter (an agent or delivery process) logs nothing; its first start says connecting once", async () => {
+    const fake = await startFakeDiscord();
+    const { log, lines } = capturedLogger();
+    const adapter = adapterFor(fake, log);
+    cleanups.push(async () => {
+      await adapter.stop();
+      await fake.close();
+    });
+    expect(lines.map((l) => l.msg)).toEqual([]);
+    await adapter.start(async () => ({ kind: "accepted" }));
+    expect(lines.filter((l) => l.msg === "discord connecting")).toHaveLength(1);
+    expect(lines.findIndex((l) => l.msg === "discord connecting")).toBe(0);
+  });
+});
