@@ -103,8 +103,12 @@ describe("readiness and metrics on a hub with a fake platform", () => {
     const send = await runCli(["send", "telegram", "4242", "a note from the operator"], env);
     expect(send.stdout).toContain("Delivered to telegram 4242");
     expect(send.code).toBe(0);
+    // Unquoted words are one text, as `hub chat` takes them.
+    const words = await runCli(["send", "telegram", "4242", "unquoted", "words"], env);
+    expect(words.code, words.stderr).toBe(0);
     expect(world.platform.messages.filter((m) => m.chatId === "4242").map((m) => m.text)).toEqual([
       "a note from the operator",
+      "unquoted words",
     ]);
   });
 

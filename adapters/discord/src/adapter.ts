@@ -367,7 +367,7 @@ export class DiscordAdapter implements ChannelAdapter {
       throw new HubError("discord_unreachable", unreachableReason(error), { cause: error });
     }
     this.#retrying = false;
-    this.#log.info({ bot: client.user?.username }, "discord connected");
+    this.#log.info({ bot: client.user?.username }, "discord bot identified");
   }
 
   /** Destroys a client, waiting at most STOP_WAIT_MS (see `stop`). */

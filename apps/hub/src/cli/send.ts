@@ -11,7 +11,7 @@ import { configOf, replySender } from "./context.js";
  */
 export function registerSend(program: Command): void {
   program
-    .command("send <channel> <target> <text>")
+    .command("send <channel> <target> <text...>")
     .description(
       "send a message to a chat (target = the platform's chat id) through the hub's ordered delivery in Redis",
     )
@@ -22,12 +22,13 @@ export function registerSend(program: Command): void {
       async (
         channel: string,
         target: string,
-        text: string,
+        words: string[],
         opts: { account: string; thread?: string; timeout: number },
         command: Command,
       ) => {
         const { config } = configOf(command);
         checkSendable(config, channel, opts.account);
+        const text = words.join(" ");
         const replies = await replySender(config);
         const replyId = `cli-${randomUUID()}`;
         try {
