@@ -157,6 +157,27 @@ function addressing(
   return { mentioned };
 }
 
+/**
+ * The text without the bot's own leading mention (`@bot`, or a text mention of it) and what follows it
+ * (`,`, `:`, spaces), as Discord and Slack drop theirs: the model reads what was said to it. A message
+ * that is nothing but the mention keeps it (the ping is the message).
+ */
+function withoutLeadingMention(
+  text: string,
+  entities: NonNullable<TelegramMessage["entities"]>,
+  bot: BotIdentity,
+): string {
+  const start = text.length - text.trimStart().length;
+  const first = entities.find((e) => e.offset === start);
+  if (!first) return text;
+  const ours =
+    (first.type === "mention" && slice(text, first).toLowerCase() === `@${bot.username.toLowerCase()}`) ||
+    (first.type === "text_mention" && first.user?.id === bot.id);
+  if (!ours) return text;
+  const rest = text.slice(first.offset + first.length).replace(/^[\s,:]+/, "");
+  return rest.trim() === "" ? text : rest;
+}
+
 // Why a message of this kind is not answered under the account's settings, if it is not.
 function unwantedKind(
   msg: TelegramMessage,
@@ -201,7 +222,8 @@ export function normalizeMessage(
   // Service messages (a member joined, a pin, a topic created) and content with nothing to read.
   if (text.trim() === "" && attached.length === 0)
     return { skip: "no text, caption or file (a service message, a location, a poll)" };
-  const addressed = addressing(text, msg.entities ?? msg.caption_entities ?? [], bot);
+  const entities = msg.entities ?? msg.caption_entities ?? [];
+  const addressed = addressing(text, entities, bot);
   if (addressed.otherBotCommand !== undefined)
     return { skip: `command for another bot (${addressed.otherBotCommand})` };
   // In forum topics every message "replies" to the topic's creation message; that is not a reply to us.
@@ -228,7 +250,7 @@ export function normalizeMessage(
       ...(sender.username ? { username: sender.username } : {}),
       isBot: sender.is_bot,
     },
-    body: text,
+    body: withoutLeadingMention(text, entities, bot),
     wasMentioned: chatType === "direct" ? true : mentioned,
     ...(reply
       ? {

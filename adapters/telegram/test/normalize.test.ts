@@ -59,6 +59,30 @@ describe("normalizeMessage", () => {
     ).toBe(false);
   });
 
+  it("drops the bot's own leading mention from the body, as Discord and Slack do; a bare ping keeps it", () => {
+    const said = (text: string, entities: NonNullable<TelegramMessage["entities"]>) =>
+      fields(msg({ chat: group, text, entities })).body;
+    const at = (offset: number, length = 13) => [{ type: "mention" as const, offset, length }];
+    expect(said("@hub_test_bot what now?", at(0))).toBe("what now?");
+    expect(said("@Hub_Test_Bot, what now?", at(0))).toBe("what now?");
+    expect(said("  @hub_test_bot: hi", at(2))).toBe("hi");
+    // Someone else's mention, or ours later in the text, stays.
+    expect(said("@someone_else hi", at(0))).toBe("@someone_else hi");
+    expect(said("hi @hub_test_bot", at(3))).toBe("hi @hub_test_bot");
+    expect(said("@hub_test_bot", at(0))).toBe("@hub_test_bot");
+    const byName = [
+      {
+        type: "text_mention" as const,
+        offset: 0,
+        length: 3,
+        user: { id: 999, is_bot: true, first_name: "Bot" },
+      },
+    ];
+    expect(said("Bot please", byName)).toBe("please");
+    // A mention after an emoji: offsets count UTF-16 units, as JavaScript's do.
+    expect(said("hey 👋 @hub_test_bot", at(7))).toBe("hey 👋 @hub_test_bot");
+  });
+
   it("counts a text_mention of the bot and a reply to the bot as mentions", () => {
     const textMention = msg({
       chat: group,
