@@ -13,7 +13,8 @@ export interface LifecycleOptions {
   /** SIGHUP: reload channel allowlists and policies. */
   reload: () => void;
   /** After the hub stopped (e.g. stop a Redis the hub started itself). */
-  afterStop?: () => void;
+  /** Runs once the hub stopped, before the exit (given at most 5 s). */
+  afterStop?: () => void | Promise<void>;
   exit?: (code: number) => void;
 }
 
@@ -71,7 +72,10 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
       logger.warn(
         "the hub did not finish stopping within the drain budget; exiting, restart recovery resumes the rest",
       );
-    options.afterStop?.();
+    await Promise.race([
+      Promise.resolve(options.afterStop?.()).catch(() => {}),
+      new Promise((r) => setTimeout(r, 5000).unref()),
+    ]);
     // Counted now: a run still in flight at the budget's end may have ended while the hub stopped.
     logger.info({ interrupted: hub.operations.metrics.inFlight().length }, "stopped");
     exit(0);

@@ -3,10 +3,15 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { HubError, redactUrl } from "@hub/core";
 import { clusterSeeds, pingRedis } from "@hub/queue";
+import { Redis } from "ioredis";
 
 /** A Redis the hub started for its own use; stop it on shutdown. */
 export interface LocalRedis {
-  stop(): void;
+  /**
+   * Stops it, unless other clients still use it (another hub process of this machine found it running
+   * and uses it): then it is left running for them, and whoever starts last at the default address uses it.
+   */
+  stop(): Promise<void>;
 }
 
 function hasRedisServer(): boolean {
@@ -118,18 +123,53 @@ async function startLocalRedis(
   const dir = join(stateDir, "redis");
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const args = ["--port", port, "--bind", "127.0.0.1", "--dir", dir, "--appendonly", "yes", "--save", ""];
-  const child: ChildProcess = spawn("redis-server", [...args, "--daemonize", "no"], { stdio: "ignore" });
+  // Its own process group: a Ctrl-C to the hub's terminal does not stop it under other hub processes.
+  const child: ChildProcess = spawn("redis-server", [...args, "--daemonize", "no"], {
+    stdio: "ignore",
+    detached: true,
+  });
   child.on("error", () => {});
   for (let i = 0; i < 50; i++) {
     await new Promise((r) => setTimeout(r, 100));
     if (!(await pingError(url))) {
       log(`No Redis was running at ${redactUrl(url)}; started redis-server for the hub (data in ${dir}).`);
-      return { stop: () => child.kill("SIGTERM") };
+      return { stop: () => stopUnlessShared(url, child, log) };
     }
     if (child.exitCode !== null) break;
   }
   child.kill("SIGKILL");
   throw new HubError("redis_unavailable", howTo);
+}
+
+// Stops the Redis this process started, unless other clients are connected to it (this process's own
+// connections are closed by now): those are other hub processes, which would lose their Redis.
+async function stopUnlessShared(
+  url: string,
+  child: ChildProcess,
+  log: (line: string) => void,
+): Promise<void> {
+  const others = await otherClients(url).catch(() => 0);
+  if (others === 0) {
+    child.kill("SIGTERM");
+    return;
+  }
+  child.unref();
+  log(
+    `Left the redis-server started for the hub at ${redactUrl(url)} running: ${others} other client(s) use it (another hub process of this machine).`,
+  );
+}
+
+// How many clients other than this check's own are connected to the Redis at `url`.
+async function otherClients(url: string): Promise<number> {
+  const client = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on("error", () => {});
+  try {
+    await client.connect();
+    const list = String(await client.call("CLIENT", "LIST", "TYPE", "normal"));
+    return Math.max(0, list.split("\n").filter((line) => line.trim() !== "").length - 1);
+  } finally {
+    client.disconnect();
+  }
 }
 
 /**

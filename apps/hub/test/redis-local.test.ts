@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it, vi } from "vitest";
 import { freePort } from "../../../test/support/hub-process.js";
 import { hasRedisServer } from "../../../test/support/redis-server.js";
 import { ensureRedis, isDefaultRedisAddress } from "../src/redis-local.js";
@@ -42,8 +42,42 @@ describe("ensureRedis where nothing listens", { timeout: 30_000 }, () => {
         `No Redis was running at ${url}; started redis-server for the hub (data in ${join(stateDir, "redis")}).`,
       ]);
     } finally {
-      own?.stop();
+      await own?.stop();
     }
+  });
+
+  it("leaves the Redis it started running when other clients use it (another hub process); else stops it", async (t) => {
+    if (!hasRedisServer()) t.skip();
+    const url = `redis://127.0.0.1:${await freePort()}`;
+    const startOwn = () => ensureRedis(url, stateDir, () => {}, "REDIS_URL", { startOwnAt: () => true });
+    const shared = await startOwn();
+    const other = new Redis(url, { maxRetriesPerRequest: 0 });
+    try {
+      expect(await other.ping()).toBe("PONG");
+      await shared?.stop();
+      await new Promise((r) => setTimeout(r, 500));
+      expect(await other.ping()).toBe("PONG");
+    } finally {
+      await other.call("SHUTDOWN", "NOSAVE").catch(() => {});
+      other.disconnect();
+    }
+    await new Promise((r) => setTimeout(r, 300));
+    const alone = await startOwn();
+    expect(alone).toBeDefined();
+    await alone?.stop();
+    const answers = async () => {
+      const probe = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+      probe.on("error", () => {});
+      try {
+        await probe.connect();
+        return (await probe.ping()) === "PONG";
+      } catch {
+        return false;
+      } finally {
+        probe.disconnect();
+      }
+    };
+    await vi.waitFor(async () => expect(await answers()).toBe(false), { timeout: 5000 });
   });
 
   it("anywhere else (by default, any address but the default one): says to start the Redis set there", async () => {

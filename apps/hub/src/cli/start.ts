@@ -85,9 +85,9 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
     logger,
     drainMs: config.lifecycle.drainSeconds * 1000,
     reload: () => hub.operations.reload(fromFile ? path : undefined, channelPlugins),
-    afterStop: () => {
+    afterStop: async () => {
       forgetRecord();
-      localRedis?.stop();
+      await localRedis?.stop();
     },
   });
 }
