@@ -36,7 +36,8 @@ const marker = join(root, "node_modules", ".modules.yaml");
 const lock = join(root, "pnpm-lock.yaml");
 if (!existsSync(marker) || statSync(lock).mtimeMs > statSync(marker).mtimeMs) {
   const frozen = process.env.CI ? ["--frozen-lockfile"] : [];
-  if (run(pm, [...pmArgs, "install", ...frozen]) !== 0) {
+  // The pinned pnpm: its "update available" box is noise in a newcomer's first start.
+  if (run(pm, [...pmArgs, "install", ...frozen], { npm_config_update_notifier: "false" }) !== 0) {
     console.error("bootstrap: installing dependencies failed; see the output above.");
     process.exit(1);
   }
