@@ -85,8 +85,15 @@ describe("readiness and metrics on a hub with a fake platform", () => {
     const parsed = JSON.parse(status.stdout) as {
       running: boolean;
       channels: Array<{ channel: string; status: { state: string } }>;
+      processes: Array<{ pid: number; roles: string[] }>;
+      missingRoles: string[];
     };
     expect(parsed.running).toBe(true);
+    // The hub announces itself and its roles in Redis: no role is missing.
+    expect(parsed.processes).toEqual([
+      expect.objectContaining({ pid: process.pid, roles: ["ingress", "agent", "delivery"] }),
+    ]);
+    expect(parsed.missingRoles).toEqual([]);
     expect(parsed.channels).toEqual(
       expect.arrayContaining([
         expect.objectContaining({

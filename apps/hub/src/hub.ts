@@ -3,6 +3,7 @@ import type { InboundDispatcher } from "@hub/dispatch";
 import type { ReplyDispatcher } from "@hub/reply";
 import { type ProbeAddress, startHealthServer } from "./health-server.js";
 import type { HubOperations } from "./operations.js";
+import { announceProcess } from "./process-registry.js";
 import { startAdmission } from "./stages/admission.js";
 import { connectBase, type HubTuning, shutdownBase } from "./stages/base.js";
 import { buildEntry } from "./stages/entry.js";
@@ -63,6 +64,8 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const probes = ingress
     ? { host: config.gateway.host, port: ingress.gateway.port }
     : await startHealthServer(base, options.token);
+  // Last registered, so first removed at the stop: `hub status` stops counting this process at once.
+  base.shutdown.rest.push(announceProcess(base.redis, config.redis.prefix, config.roles));
   return {
     port: ingress?.gateway.port ?? 0,
     probes,

@@ -3,6 +3,7 @@ import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import { RunRecords } from "@hub/sessions";
 import type { Command } from "commander";
+import { type LiveProcess, liveProcesses, missingRoles } from "../process-registry.js";
 import type { ChannelReport } from "../supervisor.js";
 import { channelLine } from "./channel-line.js";
 import { configOf, gatewayAddress, output, via, withRedis } from "./context.js";
@@ -16,6 +17,10 @@ export interface HubStatus {
   runsInFlight: Array<{ runId: string; sessionKey: string; startedAt: number }>;
   queueDepths: Record<string, number>;
   failedDeliveries: number;
+  /** The installation's running processes and their roles (from Redis: any machine's). */
+  processes: LiveProcess[];
+  /** Roles no running process has: what their queues hold waits. */
+  missingRoles: string[];
   /** Why Redis could not be read (runs, queues and failed deliveries are then unknown). */
   redisError?: string;
 }
@@ -58,9 +63,12 @@ async function readStatus(command: Command): Promise<HubStatus> {
     return await withRedis(config, async (redis) => {
       const prefix = config.redis.prefix;
       const runs = await new RunRecords(redis, prefix).running();
+      const processes = await liveProcesses(redis, prefix);
       return {
         running,
         channels,
+        processes,
+        missingRoles: missingRoles(processes),
         runsInFlight: runs.map((r) => ({ runId: r.runId, sessionKey: r.sessionKey, startedAt: r.startedAt })),
         queueDepths: await queueDepths(redis, prefix),
         failedDeliveries: await new FailedDeliveries(redis, prefix).count(),
@@ -68,10 +76,23 @@ async function readStatus(command: Command): Promise<HubStatus> {
     });
   } catch (error) {
     if (!(error instanceof HubError && error.code === "redis_unreachable")) throw error;
-    const unknown = { runsInFlight: [], queueDepths: {}, failedDeliveries: 0 };
+    const unknown = {
+      runsInFlight: [],
+      queueDepths: {},
+      failedDeliveries: 0,
+      processes: [],
+      missingRoles: [],
+    };
     return { running, channels, ...unknown, redisError: error.message };
   }
 }
+
+// What waits while no process has a role.
+const ROLE_WAITS: Record<string, string> = {
+  ingress: "no channel is connected and the web chat is down",
+  agent: "the runs queue waits",
+  delivery: "the reply queue waits",
+};
 
 function formatStatus(s: HubStatus): string {
   const lines = [s.running ? "Hub: running" : "Hub: not answering on its gateway (channel states unknown)"];
@@ -80,6 +101,12 @@ function formatStatus(s: HubStatus): string {
     lines.push("Runs in flight, queues and failed deliveries: unknown (Redis does not answer)");
     return lines.join("\n");
   }
+  lines.push(`Processes: ${s.processes.length}`);
+  for (const p of s.processes) lines.push(`  ${p.host} pid ${p.pid}: ${p.roles.join(", ")}`);
+  for (const role of s.missingRoles)
+    lines.push(
+      `  no running process has the ${role} role: ${ROLE_WAITS[role] ?? "its work waits"}; start one (HUB_ROLES=${role}).`,
+    );
   lines.push(`Runs in flight: ${s.runsInFlight.length}`);
   for (const r of s.runsInFlight)
     lines.push(`  ${r.runId}  ${r.sessionKey}  ${Math.round((Date.now() - r.startedAt) / 1000)} s`);

@@ -304,7 +304,18 @@ describe("hub status and channels", { timeout: 120_000 }, () => {
   it("without a running hub: status says so and still reports Redis; channels status exits 1 with what to do", async () => {
     const status = await runCli(["status", "--json"], env);
     expect(status.code).toBe(0);
-    expect(JSON.parse(status.stdout)).toMatchObject({ running: false, channels: [], failedDeliveries: 0 });
+    expect(JSON.parse(status.stdout)).toMatchObject({
+      running: false,
+      channels: [],
+      failedDeliveries: 0,
+      processes: [],
+      missingRoles: ["ingress", "agent", "delivery"],
+    });
+    const text = await runCli(["status"], env);
+    expect(text.stdout).toContain("Processes: 0");
+    expect(text.stdout).toContain(
+      "no running process has the delivery role: the reply queue waits; start one (HUB_ROLES=delivery).",
+    );
     const channels = await runCli(["channels", "status"], env);
     expect(channels.code).toBe(1);
     expect(channels.stderr).toContain('start it with "npm start"');
