@@ -1,5 +1,5 @@
 import { hostname } from "node:os";
-import { PROCESS_START } from "@hub/core";
+import { HUB_ROLES, type HubRole, PROCESS_START } from "@hub/core";
 import { scanKeys } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -58,7 +58,7 @@ export async function liveProcesses(redis: Redis, prefix: string): Promise<LiveP
 }
 
 /** The hub's roles that no running process has (`hub status` warns about each). */
-export function missingRoles(processes: ReadonlyArray<LiveProcess>): string[] {
+export function missingRoles(processes: ReadonlyArray<LiveProcess>): HubRole[] {
   const covered = new Set(processes.flatMap((p) => p.roles));
-  return ["ingress", "agent", "delivery"].filter((role) => !covered.has(role));
+  return HUB_ROLES.filter((role) => !covered.has(role));
 }

@@ -52,6 +52,11 @@ const MediaConfigSchema = z
   .strict()
   .prefault({});
 
+/** The roles a hub process can run (`roles`, `HUB_ROLES`); a process runs all of them by default. */
+export const HUB_ROLES = ["ingress", "agent", "delivery"] as const;
+/** One of `HUB_ROLES`. */
+export type HubRole = (typeof HUB_ROLES)[number];
+
 // Everything but `channels`, whose entries the installed plugins validate.
 const BaseConfigSchema = z
   .object({
@@ -261,9 +266,9 @@ const BaseConfigSchema = z
     lifecycle: LifecycleConfigSchema,
     /** Which roles this process runs; all by default. */
     roles: z
-      .array(z.enum(["ingress", "agent", "delivery"]))
+      .array(z.enum(HUB_ROLES))
       .min(1)
-      .default(["ingress", "agent", "delivery"]),
+      .default([...HUB_ROLES]),
   })
   .strict();
 

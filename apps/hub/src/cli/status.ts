@@ -1,4 +1,4 @@
-import { HubError } from "@hub/core";
+import { HubError, type HubRole } from "@hub/core";
 import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import { RunRecords } from "@hub/sessions";
@@ -20,7 +20,7 @@ export interface HubStatus {
   /** The installation's running processes and their roles (from Redis: any machine's). */
   processes: LiveProcess[];
   /** Roles no running process has: what their queues hold waits. */
-  missingRoles: string[];
+  missingRoles: HubRole[];
   /** Why Redis could not be read (runs, queues and failed deliveries are then unknown). */
   redisError?: string;
 }
@@ -88,7 +88,7 @@ async function readStatus(command: Command): Promise<HubStatus> {
 }
 
 // What waits while no process has a role.
-const ROLE_WAITS: Record<string, string> = {
+const ROLE_WAITS: Record<HubRole, string> = {
   ingress: "no channel is connected and the web chat is down",
   agent: "the runs queue waits",
   delivery: "the reply queue waits",
@@ -105,7 +105,7 @@ function formatStatus(s: HubStatus): string {
   for (const p of s.processes) lines.push(`  ${p.host} pid ${p.pid}: ${p.roles.join(", ")}`);
   for (const role of s.missingRoles)
     lines.push(
-      `  no running process has the ${role} role: ${ROLE_WAITS[role] ?? "its work waits"}; start one (HUB_ROLES=${role}).`,
+      `  no running process has the ${role} role: ${ROLE_WAITS[role]}; start one (HUB_ROLES=${role}).`,
     );
   lines.push(`Runs in flight: ${s.runsInFlight.length}`);
   for (const r of s.runsInFlight)
