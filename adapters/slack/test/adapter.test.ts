@@ -7,6 +7,7 @@ import {
   type AdapterFields,
   ChannelRefusedError,
   createLogger,
+  type HubLogger,
   type InboundResult,
   PermanentSendError,
   RateLimitedError,
@@ -59,6 +60,18 @@ async function setup(options: Partial<SlackAdapterOptions> & { handler?: Handler
     await fake.close();
   });
   return { fake, adapter, received };
+}
+
+/** A Socket Mode adapter on `fake` (not started). */
+function socketAdapter(fake: FakeSlack, logger: HubLogger): SlackAdapter {
+  return new SlackAdapter({
+    botToken: fake.botToken,
+    appToken: fake.appToken,
+    mode: "socket",
+    apiUrl: fake.apiUrl,
+    state: memoryState(),
+    logger,
+  });
 }
 
 /** A logger that keeps its lines (parsed), for tests of what a drop says. */
@@ -600,14 +613,7 @@ describe("slack socket mode with Slack unreachable", () => {
     const port = await freePort();
     let fake = await startFakeSlack({ port });
     const received: string[] = [];
-    const adapter = new SlackAdapter({
-      botToken: fake.botToken,
-      appToken: fake.appToken,
-      mode: "socket",
-      apiUrl: fake.apiUrl,
-      state: memoryState(),
-      logger: createLogger({ level: "silent" }),
-    });
+    const adapter = socketAdapter(fake, createLogger({ level: "silent" }));
     cleanups.push(async () => {
       await adapter.stop();
       await fake.close();
@@ -636,14 +642,7 @@ describe("slack socket reconnects", () => {
     const port = await freePort();
     const fake = await startFakeSlack({ port });
     const { lines, logger } = capturedLogger();
-    const adapter = new SlackAdapter({
-      botToken: fake.botToken,
-      appToken: fake.appToken,
-      mode: "socket",
-      apiUrl: fake.apiUrl,
-      state: memoryState(),
-      logger,
-    });
+    const adapter = socketAdapter(fake, logger);
     cleanups.push(async () => {
       await adapter.stop();
       await fake.close();
