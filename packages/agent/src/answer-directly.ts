@@ -1,6 +1,7 @@
 import type { HubLogger, ReplySink, RunRequest } from "@hub/core";
 import type { RunRecords } from "@hub/sessions";
 import type { ChatEventPublisher } from "./events.js";
+import type { PendingAnnouncements } from "./pending-announcements.js";
 import { settledWithin } from "./settled-within.js";
 
 /** What a direct answer needs. */
@@ -10,6 +11,8 @@ export interface DirectAnswerDeps {
   events: ChatEventPublisher;
   runTimeoutMs: number;
   logger: HubLogger;
+  /** Where an answer's end waiting for delivery is kept, so that a stopping process announces it. */
+  announcements?: PendingAnnouncements;
 }
 
 /**
@@ -37,15 +40,18 @@ export async function answerDirectly(
   const segments = await reply.end();
   const announce = async () => {
     // As a run's end: announced once delivered, or anyway past the run timeout.
-    if (!(await settledWithin(reply, o.runTimeoutMs)))
+    if (!(await settledWithin(reply, o.runTimeoutMs, o.announcements?.stopWaiting)))
       o.logger.warn(
         { runId, sessionKey: ctx.sessionKey },
-        "command answer not settled within the run timeout",
+        o.announcements?.stopWaiting.aborted
+          ? "the hub stops before the command's answer settled; announcing it now"
+          : "command answer not settled within the run timeout",
       );
     await o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: segments, state: "final", text });
   };
   if (!options.detachSettlement) return announce();
-  announce().catch((error) =>
+  const announcement = announce().catch((error) =>
     o.logger.warn({ err: error, runId, sessionKey: ctx.sessionKey }, "could not announce a command's answer"),
   );
+  o.announcements?.track(announcement);
 }

@@ -10,6 +10,7 @@ export * from "./media/store.js";
 export * from "./media/transcribe.js";
 export * from "./memory.js";
 export * from "./model.js";
+export * from "./pending-announcements.js";
 // The provider classes are loaded at a provider's first call (`./providers/lazy.js`): their SDKs are heavy.
 export type { AnthropicProviderOptions } from "./providers/anthropic.js";
 export * from "./providers/lazy.js";

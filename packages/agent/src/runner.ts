@@ -43,6 +43,7 @@ import { withMediaNotes } from "./media/prepare.js";
 import { mediaForTurn } from "./media/turn-media.js";
 import type { ModelProvider } from "./model.js";
 import { modelImageSender } from "./model-images.js";
+import type { PendingAnnouncements } from "./pending-announcements.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { settledWithin } from "./settled-within.js";
@@ -66,6 +67,8 @@ export interface AgentRunnerOptions extends ContextSettings {
   steps: RunSteps;
   replies: ReplySink;
   events: ChatEventPublisher;
+  /** Where run ends waiting for their replies to settle are kept, so that a stopping process announces them. */
+  announcements?: PendingAnnouncements;
   /** Resolves `provider/model` to a provider and the provider's model name. */
   resolveModel: (ref: string) => { provider: ModelProvider; model: string };
   modelRef: string;
@@ -665,9 +668,10 @@ export class AgentRunner {
     }
     // The reply is handed to delivery: the run's lane and concurrency slot are free now, and the end is
     // announced once delivery settles (the outcome is already persisted, so a crash here loses no run).
-    void this.#announce(run, turn, segments).catch((error) =>
+    const announcement = this.#announce(run, turn, segments).catch((error) =>
       log.warn({ err: error }, "could not announce the end of the run"),
     );
+    this.o.announcements?.track(announcement);
     return true;
   }
 
@@ -678,11 +682,17 @@ export class AgentRunner {
     // A reply not ended here (handed to another process) is not waited for by its reaction; a wait that
     // failed (Redis down) removes it too.
     if (!reply.ended) void turn.unacknowledge?.();
-    const settlement = await settledWithin(reply, this.o.runTimeoutMs).finally(
+    const stopping = this.o.announcements?.stopWaiting;
+    const settlement = await settledWithin(reply, this.o.runTimeoutMs, stopping).finally(
       () => void turn.unacknowledge?.(),
     );
     if (!settlement)
-      log.warn({ segments }, "reply not settled within the run timeout; announcing the end anyway");
+      log.warn(
+        { segments },
+        stopping?.aborted
+          ? "the hub stops before the reply settled; announcing the end of the run now"
+          : "reply not settled within the run timeout; announcing the end anyway",
+      );
     log.info({ status: end.status, segments, ...(settlement ?? {}) }, "run finished");
     await this.o.events.publish({
       runId,

@@ -5,6 +5,7 @@ import type { RunControl } from "./agent-role.js";
 import { answerDirectly } from "./answer-directly.js";
 import type { ChatEventPublisher } from "./events.js";
 import { describeDecision } from "./failover-words.js";
+import type { PendingAnnouncements } from "./pending-announcements.js";
 
 /** What the session commands act on. */
 export interface CommandDeps {
@@ -19,6 +20,8 @@ export interface CommandDeps {
   logger: HubLogger;
   /** The latest model failover decision (JSON, any chat's: the model chain is the hub's), if any. */
   lastModelDecision: () => Promise<string | undefined>;
+  /** Where answers waiting for delivery are kept, so that a stopping process announces them. */
+  announcements?: PendingAnnouncements;
 }
 
 /** What `/status` and the `session_status` tool report about a session. */
@@ -79,7 +82,14 @@ export function createCommandHandler(
   // Answers are queued, not awaited to delivery: a command never holds up intake behind a chat's backlog.
   const answer = (request: RunRequest, text: string) =>
     answerDirectly(
-      { runs: deps.runs, replies: deps.replies, events: deps.events, runTimeoutMs, logger: deps.logger },
+      {
+        runs: deps.runs,
+        replies: deps.replies,
+        events: deps.events,
+        runTimeoutMs,
+        logger: deps.logger,
+        ...(deps.announcements ? { announcements: deps.announcements } : {}),
+      },
       request,
       text,
       { detachSettlement: true },

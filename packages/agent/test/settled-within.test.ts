@@ -1,5 +1,6 @@
 import type { ReplySettlement, ReplyStream } from "@hub/core";
 import { describe, expect, it } from "vitest";
+import { PendingAnnouncements } from "../src/pending-announcements.js";
 import { settledWithin } from "../src/settled-within.js";
 
 // A reply as settledWithin sees it: only its settlement, which `settle` decides; a wait given up rejects
@@ -45,5 +46,51 @@ describe("settledWithin", () => {
   it("passes on a failed read of the settlement", async () => {
     const { reply } = replyOf(Promise.reject(new Error("Redis is down")));
     await expect(settledWithin(reply, 5_000)).rejects.toThrow("Redis is down");
+  });
+
+  it("gives up at once when the process stops waiting, or had stopped before", async () => {
+    const { reply, signals } = replyOf(undefined);
+    const stop = new AbortController();
+    const waiting = settledWithin(reply, 60_000, stop.signal);
+    stop.abort();
+    expect(await waiting).toBeUndefined();
+    expect(signals[0]?.aborted).toBe(true);
+    expect(await settledWithin(replyOf(undefined).reply, 60_000, stop.signal)).toBeUndefined();
+  });
+});
+
+describe("PendingAnnouncements", () => {
+  it("a stop waits for the announcements; past the grace the ones still waiting for their replies go now", async () => {
+    const pending = new PendingAnnouncements();
+    const settling = replyOf(
+      new Promise((r) => setTimeout(() => r({ total: 1, delivered: 1, failed: 0 }), 100)),
+    );
+    const stuck = replyOf(undefined);
+    const announced: string[] = [];
+    for (const [name, { reply }] of [
+      ["settling", settling],
+      ["stuck", stuck],
+    ] as const)
+      pending.track(
+        settledWithin(reply, 60_000, pending.stopWaiting).then((s) => {
+          announced.push(`${name} ${s ? "settled" : "not settled"}`);
+        }),
+      );
+    expect(pending.size).toBe(2);
+    const started = Date.now();
+    await pending.drain(500);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(490);
+    expect(Date.now() - started).toBeLessThan(5_000);
+    expect(announced).toEqual(["settling settled", "stuck not settled"]);
+    expect(pending.size).toBe(0);
+  });
+
+  it("a stop with nothing pending, or only with announcements that fail, does not wait", async () => {
+    const pending = new PendingAnnouncements();
+    await pending.drain(60_000);
+    pending.track(Promise.reject(new Error("Redis is down")));
+    await pending.drain(60_000);
+    expect(pending.size).toBe(0);
+    expect(pending.stopWaiting.aborted).toBe(false);
   });
 });

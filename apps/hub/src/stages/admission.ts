@@ -51,6 +51,7 @@ export async function startAdmission(
       config,
       replies,
       events: base.events,
+      announcements: base.announcements,
       logger: logger.child({ component: "commands" }),
     }),
     logger: logger.child({ component: "dispatch" }),

@@ -1,3 +1,4 @@
+import { PendingAnnouncements } from "@hub/agent";
 import type { HubConfig, HubLogger } from "@hub/core";
 import { ChatEventBus } from "@hub/gateway";
 import { createRedis, type MailboxWorker, onRedisConnectionError, RedisEpoch } from "@hub/queue";
@@ -35,10 +36,12 @@ export interface HubBase {
   operations: HubOperations;
   /** Mailbox options shared by the session lane and delivery (instance id for fast restarts, test tuning). */
   mailbox: { instanceId: string; sweepIntervalMs: number | undefined; graceMs: number | undefined };
+  /** Run and command ends waiting for their replies to settle before they are announced (see settlement.ts). */
+  announcements: PendingAnnouncements;
   /** Shutdown, in this order: intake, then workers and then the rest (each last registered first). */
   shutdown: {
     intake: Array<() => Promise<void>>;
-    workers: MailboxWorker[];
+    workers: Array<Pick<MailboxWorker, "close">>;
     rest: Array<() => Promise<void> | void>;
   };
 }
@@ -88,6 +91,7 @@ export async function connectBase(
     events,
     epoch,
     operations: new HubOperations(config, redis, logger),
+    announcements: new PendingAnnouncements(),
     mailbox,
     shutdown: { intake: [], workers: [], rest: [] },
   };

@@ -94,6 +94,7 @@ function agentRunner(
     steps: s.steps,
     replies,
     events: base.events,
+    announcements: base.announcements,
     resolveModel: base.operations.metrics.meterModels(
       // /status shows the latest failover: an error surfaced to one chat is that chat's, not the hub's.
       createModelResolver(config, settings.logger, (decision) => {

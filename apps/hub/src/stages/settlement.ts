@@ -3,6 +3,9 @@ import { hubOutbox, startOutboxSweeper } from "../outbox.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
 
+/** How long a stopping process waits for replies to settle before it announces their runs' ends anyway. */
+const ANNOUNCE_GRACE_MS = 5000;
+
 /**
  * Stage 5, settlement: the ReplyDispatcher that every run's reply goes
  * through (chunked per channel, ordered per reply target, durable), and, in a
@@ -35,5 +38,8 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     // Reply targets our dead predecessor was delivering resume now, not a lease later.
     await replies.reclaimDeadPredecessors();
   }
+  // Stopped after the runs (registered later, stopped first) and before delivery: delivery here still settles
+  // the replies whose ends wait to be announced.
+  base.shutdown.workers.push({ close: () => base.announcements.drain(ANNOUNCE_GRACE_MS) });
   return replies;
 }
