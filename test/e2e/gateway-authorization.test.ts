@@ -1,4 +1,5 @@
 import { runIdForMessage } from "@hub/core";
+import { connectProof } from "@hub/gateway";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { type FakeWorld, startFakeWorld } from "../support/hub.js";
@@ -237,4 +238,55 @@ describe("gateway scopes and sessions", () => {
     expect(await writer.terminal("writer-ask-1")).toMatchObject({ state: "final" });
     writer.close();
   }, 20_000);
+});
+
+describe("connecting with a proof of the token (connect.challenge)", () => {
+  /** A new connection's nonce, and the connection. */
+  async function challenged(): Promise<{ client: GatewayClient; nonce: string }> {
+    const client = await GatewayClient.open(world.hub.port);
+    const res = await client.request("connect.challenge");
+    expect(res.ok).toBe(true);
+    return { client, nonce: (res.payload as { nonce: string }).nonce };
+  }
+
+  it("the owner's and a client's proofs connect with their own scopes; the token itself is never sent", async () => {
+    const owner = await challenged();
+    const ownerConnect = await owner.client.request("connect", {
+      auth: { proof: connectProof(world.hub.token, owner.nonce) },
+    });
+    expect(ownerConnect.ok).toBe(true);
+    expect((await owner.client.request("channels.status")).ok).toBe(true);
+    owner.client.close();
+    const reader = await challenged();
+    expect(
+      (await reader.client.request("connect", { auth: { proof: connectProof(READER, reader.nonce) } })).ok,
+    ).toBe(true);
+    const send = await reader.client.request("chat.send", { text: "hi", idempotencyKey: "proof-reader-1" });
+    expect(send.error?.code).toBe("forbidden");
+    reader.client.close();
+  });
+
+  it("a wrong proof, a proof without a challenge, and a proof replayed on another connection are refused", async () => {
+    const wrong = await challenged();
+    const refused = await wrong.client.request("connect", {
+      auth: { proof: connectProof("not-the-token-0123456789", wrong.nonce) },
+    });
+    expect(refused.error?.code).toBe("unauthorized");
+    expect((await wrong.client.closed).code).toBe(4001);
+
+    const unasked = await GatewayClient.open(world.hub.port);
+    const noNonce = await unasked.request("connect", { auth: { proof: connectProof(world.hub.token, "x") } });
+    expect(noNonce.error?.message).toBe(
+      "A proof answers the nonce connect.challenge gave this connection; ask for one first.",
+    );
+
+    // A proof seen once (by whatever took the port) answers only the nonce it was made for.
+    const first = await challenged();
+    const proof = connectProof(world.hub.token, first.nonce);
+    expect((await first.client.request("connect", { auth: { proof } })).ok).toBe(true);
+    first.client.close();
+    const second = await challenged();
+    expect(second.nonce).not.toBe(first.nonce);
+    expect((await second.client.request("connect", { auth: { proof } })).error?.code).toBe("unauthorized");
+  });
 });

@@ -1,5 +1,6 @@
 import { deriveSessionKey, normalizeText, sameSecret } from "@hub/core";
 import { parseCommand } from "@hub/dispatch";
+import { connectProof } from "./connect-proof.js";
 import type { METHODS } from "./protocol.js";
 
 /**
@@ -54,6 +55,8 @@ export interface Credentials {
   agentId: string;
   /** The owner's own web chat session key. */
   ownerSessionKey: string;
+  /** The nonce `connect.challenge` gave this connection, which a `proof` answers (single use). */
+  nonce?: string | undefined;
 }
 
 /** A client's own web chat session: its own DM on the web chat channel, whatever `dmScope` says. */
@@ -74,7 +77,7 @@ export function clientSessionKey(agentId: string, clientName: string): string {
  * reveal which client matched.
  */
 export function authenticate(
-  auth: { token: string } | { password: string },
+  auth: { token: string } | { password: string } | { proof: string },
   c: Credentials,
 ): Principal | undefined {
   const owner: Principal = {
@@ -86,10 +89,15 @@ export function authenticate(
     sessions: ["*"],
   };
   if ("password" in auth) return c.password && sameSecret(auth.password, c.password) ? owner : undefined;
+  // A proof without a nonce given out on this connection proves nothing.
+  if ("proof" in auth && c.nonce === undefined) return undefined;
+  const nonce = c.nonce ?? "";
+  const holds = (token: string) =>
+    "proof" in auth ? sameSecret(auth.proof, connectProof(token, nonce)) : sameSecret(auth.token, token);
   let found: Principal | undefined;
-  if (sameSecret(auth.token, c.token)) found = owner;
+  if (holds(c.token)) found = owner;
   for (const client of c.clients ?? []) {
-    if (!sameSecret(auth.token, client.token) || found) continue;
+    if (!holds(client.token) || found) continue;
     found = {
       name: client.name,
       owner: false,

@@ -35,6 +35,8 @@ export const ConnectParamsSchema = z
     auth: z.union([
       z.object({ token: z.string().min(1).max(512) }).strict(),
       z.object({ password: z.string().min(1).max(512) }).strict(),
+      // connectProof(token, nonce) for the nonce `connect.challenge` answered on this connection.
+      z.object({ proof: z.string().min(1).max(128) }).strict(),
     ]),
     client: z.string().max(128).optional(),
   })

@@ -23,6 +23,7 @@ import {
   type Scope,
   sendRefusal,
 } from "./authorization.js";
+import { connectNonce } from "./connect-proof.js";
 import {
   type ConnectionLimits,
   DEFAULT_CONNECTION_LIMITS,
@@ -127,6 +128,8 @@ interface Connection {
   log: HubLogger;
   /** Requests being answered now. */
   inFlight: number;
+  /** The nonce `connect.challenge` gave this connection, until its `connect` (single use). */
+  nonce?: string | undefined;
 }
 
 /** True when `host` is a loopback address: only this machine can reach a gateway listening there. */
@@ -351,8 +354,15 @@ export class GatewayServer {
     }
   }
 
-  // The first frame: only `connect`, with a token or password, limited per address on failures.
+  // Before `connect`, a client may ask for a nonce to prove its token with instead of sending it.
+  #challenge(conn: Connection, frame: RequestFrame): void {
+    conn.nonce = connectNonce();
+    this.#send(conn, { type: "res", id: frame.id, ok: true, payload: { nonce: conn.nonce } });
+  }
+
+  // The first frame: only `connect`, with a token, password or proof, limited per address on failures.
   #connect(conn: Connection, frame: RequestFrame): void {
+    if (frame.method === "connect.challenge") return this.#challenge(conn, frame);
     if (frame.method !== "connect") {
       this.#reject(
         conn,
@@ -362,6 +372,8 @@ export class GatewayServer {
       );
       return;
     }
+    const nonce = conn.nonce;
+    conn.nonce = undefined;
     if (this.#authFailures.blocked(conn.remote)) {
       conn.log.warn("gateway client refused: too many failed attempts from this address");
       this.#reject(
@@ -381,16 +393,20 @@ export class GatewayServer {
           clients: this.options.clients,
           agentId: this.deps.agentId,
           ownerSessionKey: this.#defaultSessionKey(),
+          nonce,
         })
       : undefined;
     if (!principal) {
       this.#authFailures.fail(conn.remote);
       conn.log.warn("gateway client refused: wrong or missing token");
+      const unasked = auth && "proof" in auth && nonce === undefined;
       this.#reject(
         conn,
         frame.id,
         "unauthorized",
-        "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
+        unasked
+          ? "A proof answers the nonce connect.challenge gave this connection; ask for one first."
+          : "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
       );
       return;
     }

@@ -1,5 +1,10 @@
 import { HubError } from "@hub/core";
+import { connectProof } from "@hub/gateway";
 import WebSocket from "ws";
+import { z } from "zod";
+
+/** The answer to `connect.challenge`. */
+const ChallengeSchema = z.object({ nonce: z.string().min(1).max(128) });
 
 /** Where a running hub's gateway is and the token to talk to it. */
 export interface GatewayAddress {
@@ -35,7 +40,8 @@ export interface GatewayConnection {
 }
 
 /**
- * Connects to a running hub's gateway and authenticates with the token (the `connect` request). Each
+ * Connects to a running hub's gateway and authenticates with a proof of the token (`connect.challenge`,
+ * then `connect`; the token itself is never sent). Each
  * request must be answered within `timeoutMs`. Throws `GatewayUnreachableError` when no hub answers,
  * `GatewayUnresponsiveError` when something takes the connection and never answers.
  */
@@ -94,7 +100,15 @@ export async function openGateway(address: GatewayAddress, timeoutMs = 5000): Pr
       })(),
     );
   try {
-    await request("connect", { auth: { token: address.token } });
+    // The token never leaves this process: whatever took the port while the hub was down gets a proof
+    // for its own nonce only.
+    const challenge = ChallengeSchema.safeParse(await request("connect.challenge"));
+    if (!challenge.success)
+      throw new HubError(
+        "gateway_unexpected",
+        `What answers at ${address.host}:${address.port} is not a hub's gateway (it gave no connect nonce); check gateway.host/gateway.port.`,
+      );
+    await request("connect", { auth: { proof: connectProof(address.token, challenge.data.nonce) } });
   } catch (error) {
     ws.close();
     throw error;
@@ -104,7 +118,7 @@ export async function openGateway(address: GatewayAddress, timeoutMs = 5000): Pr
 
 /**
  * Calls gateway methods on a running hub over its WebSocket protocol
- * (connect with the token, then one request per call). Throws
+ * (connect with a proof of the token, then one request per call). Throws
  * `GatewayUnreachableError` when no hub answers.
  */
 export async function callGateway(

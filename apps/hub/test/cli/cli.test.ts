@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { createLogger, replyTargetKey } from "@hub/core";
 import { PairingStore } from "@hub/dispatch";
 import { startSilentServer } from "@hub/fakes";
+import { connectProof } from "@hub/gateway";
 import { FailedDeliveries } from "@hub/reply";
 import { FileSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
@@ -135,6 +136,40 @@ describe("hub doctor", { timeout: 120_000 }, () => {
       await frozen.close();
       for (const client of mute.clients) client.terminate();
       await new Promise((resolve) => mute.close(resolve));
+    }
+  });
+
+  it("never sends the token to whatever took the gateway's port: it proves it for that connection's nonce only", async () => {
+    // A program listening on the gateway's port while the hub is down records every frame it is sent.
+    const impostor = new WebSocketServer({ host: "127.0.0.1", port: 0 });
+    await new Promise((resolve) => impostor.once("listening", resolve));
+    const received: string[] = [];
+    const nonce = "impostor-nonce";
+    impostor.on("connection", (ws) =>
+      ws.on("message", (data) => {
+        received.push(data.toString());
+        const { id, method } = JSON.parse(data.toString()) as { id: number; method: string };
+        const answer = method === "connect.challenge" ? { ok: true, payload: { nonce } } : { ok: false };
+        ws.send(JSON.stringify({ type: "res", id, ...answer, error: { code: "x", message: "no" } }));
+      }),
+    );
+    const token = "cli-owner-token-0123456789abcdef";
+    try {
+      const port = (impostor.address() as { port: number }).port;
+      const r = await runCli(["channels", "status"], {
+        ...env,
+        HUB_GATEWAY_PORT: String(port),
+        HUB_GATEWAY_TOKEN: token,
+      });
+      expect(r.code).toBe(1);
+      expect(received.map((f) => JSON.parse(f).method)).toEqual(["connect.challenge", "connect"]);
+      expect(received.join("\n")).not.toContain(token);
+      expect(JSON.parse(received[1] as string).params).toEqual({
+        auth: { proof: connectProof(token, nonce) },
+      });
+    } finally {
+      for (const client of impostor.clients) client.terminate();
+      await new Promise((resolve) => impostor.close(resolve));
     }
   });
 
