@@ -1,3 +1,5 @@
+import { setMaxListeners } from "node:events";
+
 /**
  * The run ends this process has still to announce. A run's end (its `final` event) is published once its
  * reply settles, after the run itself is over; a process that stops then must not close Redis under those
@@ -7,6 +9,12 @@
 export class PendingAnnouncements {
   readonly #pending = new Set<Promise<unknown>>();
   readonly #stopWaiting = new AbortController();
+
+  constructor() {
+    // Every announcement in flight listens to this one signal (each removes its listener when done): a
+    // busy hub has hundreds at once, which is no leak, so Node's warning past 10 listeners is turned off.
+    setMaxListeners(0, this.#stopWaiting.signal);
+  }
 
   /** Aborted once the process stops waiting for replies to settle: the ends are announced now. */
   get stopWaiting(): AbortSignal {

@@ -1,3 +1,4 @@
+import { getEventListeners } from "node:events";
 import type { ReplySettlement, ReplyStream } from "@hub/core";
 import { describe, expect, it } from "vitest";
 import { PendingAnnouncements } from "../src/pending-announcements.js";
@@ -83,6 +84,35 @@ describe("PendingAnnouncements", () => {
     expect(Date.now() - started).toBeLessThan(5_000);
     expect(announced).toEqual(["settling settled", "stuck not settled"]);
     expect(pending.size).toBe(0);
+  });
+
+  it("hundreds of announcements waiting on the one stop signal raise no listener-leak warning", async () => {
+    const pending = new PendingAnnouncements();
+    const warnings: Error[] = [];
+    const onWarning = (w: Error) => warnings.push(w);
+    process.on("warning", onWarning);
+    try {
+      for (let i = 0; i < 200; i++)
+        pending.track(settledWithin(replyOf(undefined).reply, 60_000, pending.stopWaiting));
+      await pending.drain(50);
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings.map((w) => w.name)).not.toContain("MaxListenersExceededWarning");
+    expect(pending.size).toBe(0);
+  });
+
+  it("a wait that ends takes its listener off the stop signal", async () => {
+    const pending = new PendingAnnouncements();
+    const settled = { total: 1, delivered: 1, failed: 0 };
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        settledWithin(replyOf(Promise.resolve(settled)).reply, 60_000, pending.stopWaiting),
+      ),
+    );
+    await settledWithin(replyOf(undefined).reply, 10, pending.stopWaiting);
+    expect(getEventListeners(pending.stopWaiting, "abort")).toHaveLength(0);
   });
 
   it("a stop with nothing pending, or only with announcements that fail, does not wait", async () => {
