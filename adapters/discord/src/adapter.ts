@@ -283,6 +283,7 @@ export class DiscordAdapter implements ChannelAdapter {
     const holder = new SingleHolder({
       lease,
       what: "this Discord bot's gateway connection",
+      logger: this.#log,
       onWaiting: (reason, nextRetryAt, standby) => {
         this.#status.connecting(reason, nextRetryAt, standby);
         firstTry();

@@ -180,6 +180,7 @@ export class TelegramAdapter implements ChannelAdapter {
     const holder = new SingleHolder({
       lease,
       what: "this Telegram bot's polling",
+      logger: this.#log,
       onWaiting: (reason, nextRetryAt, standby) => {
         this.#status.set("reconnecting", { reason, nextRetryAt, standby });
         firstTry(false);

@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import {
   ConnectionLease,
+  createLogger,
   isDeadLocalHolder,
   type LeaseStore,
   PID_SPACE,
@@ -57,6 +58,44 @@ describe("SingleHolder: one process holds a connection", () => {
     stop.abort();
     await run;
     expect(store.keys.has("k")).toBe(false);
+  });
+
+  it("says a waiting period once when it begins and once when it ends, not at every try", async () => {
+    const store = new MemoryLeaseStore();
+    await store.hold("k", "other-host:4242:boot:tok", 700);
+    let unavailable = true;
+    // The lease store does not answer at first (Redis down), then another process holds the lease.
+    const flaky: LeaseStore = {
+      hold: (key, token, ttl) =>
+        unavailable ? Promise.reject(new Error("Redis down")) : store.hold(key, token, ttl),
+      release: (key, token) => store.release(key, token),
+    };
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = createLogger({
+      level: "info",
+      destination: { write: (l) => void lines.push(JSON.parse(l)) },
+    });
+    const stop = new AbortController();
+    const holder = new SingleHolder({
+      lease: new ConnectionLease(flaky, "k", 600),
+      what: "this bot",
+      onWaiting: () => {},
+      logger,
+    });
+    const run = holder.run(
+      stop.signal,
+      (held) => new Promise<void>((r) => held.addEventListener("abort", () => r(), { once: true })),
+    );
+    await wait(500); // two tries or more while unavailable
+    unavailable = false;
+    await wait(1000); // standby tries, then the other holder's lease runs out
+    stop.abort();
+    await run;
+    expect(lines.map((l) => [l.level, l.msg])).toEqual([
+      [40, "the connection lease is unavailable (Redis down); this bot waits until it answers"],
+      [30, "another hub process (other-host pid 4242) holds this bot; taking over when it stops"],
+      [30, "this process holds this bot now"],
+    ]);
   });
 
   it("a lease taken over by another process aborts the connection; it waits and connects again when free", async () => {

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { hostname } from "node:os";
+import type { HubLogger } from "../logger.js";
 import { isDeadProcess, PID_SPACE, PROCESS_START } from "./process-identity.js";
 import { sleep } from "./sleep.js";
 
@@ -118,6 +119,8 @@ export interface SingleHolderOptions {
   onHeld?(): void;
   /** Called once when a held lease is lost (taken over, or not renewed in time). */
   onLost?(reason: string): void;
+  /** Where a waiting period is said once when it begins (a standby, or no lease store) and once when it ends. */
+  logger?: HubLogger;
 }
 
 /**
@@ -167,23 +170,29 @@ export class SingleHolder {
 
   /** Waits until the lease is ours (true) or `signal` aborts (false). */
   async #acquire(signal: AbortSignal): Promise<boolean> {
-    const { lease, what } = this.o;
+    const { lease, what, logger } = this.o;
     const every = Math.max(200, lease.ttlMs / 3);
+    // Said once per waiting period, not at every try (a third of the lease): the status has the rest.
+    let waiting: "standby" | "unavailable" | undefined;
     while (!signal.aborted) {
       try {
         // A hold that hangs (Redis unreachable) must not keep a stopping process waiting.
         const answer = await Promise.race([lease.hold(), untilAborted(signal)]);
         if (!answer) return false;
         const { held, holder } = answer;
-        if (held) return true;
-        this.o.onWaiting(
-          `another hub process (${describeHolder(holder)}) holds ${what}; taking over when it stops`,
-          Date.now() + every,
-          true,
-        );
+        if (held) {
+          if (waiting) logger?.info(`this process holds ${what} now`);
+          return true;
+        }
+        const reason = `another hub process (${describeHolder(holder)}) holds ${what}; taking over when it stops`;
+        if (waiting !== "standby") logger?.info(reason);
+        waiting = "standby";
+        this.o.onWaiting(reason, Date.now() + every, true);
       } catch (error) {
-        const why = error instanceof Error ? error.message : String(error);
-        this.o.onWaiting(`the connection lease is unavailable (${why})`, Date.now() + every, false);
+        const reason = `the connection lease is unavailable (${error instanceof Error ? error.message : String(error)})`;
+        if (waiting !== "unavailable") logger?.warn(`${reason}; ${what} waits until it answers`);
+        waiting = "unavailable";
+        this.o.onWaiting(reason, Date.now() + every, false);
       }
       await sleep(every, signal);
     }
