@@ -29,6 +29,8 @@ function fileLine(issue: z.core.$ZodIssue, knownKeys: KnownKeys): string {
     issue.code === "unrecognized_keys" ? ` (unknown key ${issue.keys.map((k) => `"${k}"`).join(", ")})` : "";
   const at = issue.path.length ? issue.path.map(String).join(".") : "(top level)";
   const fix = fixFor(issue, knownKeys);
+  // An unknown key is said once: zod's "Unrecognized key" would name it again.
+  if (issue.code === "unrecognized_keys") return `  - ${at}${keys}: ${fix}.`;
   return `  - ${at}${keys}: ${messageOf(issue)}${fix ? `; ${fix}` : ""}.`;
 }
 
