@@ -362,7 +362,10 @@ export class GatewayServer {
 
   // The first frame: only `connect`, with a token, password or proof, limited per address on failures.
   #connect(conn: Connection, frame: RequestFrame): void {
-    if (frame.method === "connect.challenge") return this.#challenge(conn, frame);
+    if (frame.method === "connect.challenge") {
+      this.#challenge(conn, frame);
+      return;
+    }
     if (frame.method !== "connect") {
       this.#reject(
         conn,
