@@ -1,3 +1,5 @@
+import { setMaxListeners } from "node:events";
+
 /**
  * The run ends this process has still to announce. A run's end (its `final` event) is published once its
  * reply settles, after the run itself is over; a process that stops then must not close Redis under those
@@ -7,6 +9,12 @@
 export class PendingAnnouncements {
   readonly #pending = new Set<Promise<unknown>>();
   readonly #stopWaiting = new AbortController();
+
+  constructor() {
+    // Every reply in delivery waits on this one signal: dozens at once on a busy hub are no leak, and Node's
+    // warning about more than 10 listeners would be a line outside the JSON log.
+    setMaxListeners(0, this.#stopWaiting.signal);
+  }
 
   /** Aborted once the process stops waiting for replies to settle: the ends are announced now. */
   get stopWaiting(): AbortSignal {

@@ -93,4 +93,21 @@ describe("PendingAnnouncements", () => {
     expect(pending.size).toBe(0);
     expect(pending.stopWaiting.aborted).toBe(false);
   });
+
+  it("many replies waiting at once are no listener leak to Node (no warning line outside the JSON log)", async () => {
+    const pending = new PendingAnnouncements();
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on("warning", onWarning);
+    try {
+      // A busy hub has dozens of replies in delivery at once, each waiting on the one stop signal.
+      for (let i = 0; i < 30; i++)
+        pending.track(settledWithin(replyOf(undefined).reply, 60_000, pending.stopWaiting));
+      await pending.drain(10);
+      await new Promise((r) => setImmediate(r)); // warnings are emitted on the next tick
+    } finally {
+      process.off("warning", onWarning);
+    }
+    expect(warnings).not.toContain("MaxListenersExceededWarning");
+  });
 });
