@@ -33,10 +33,15 @@ export class PendingAnnouncements {
     return this.#pending.size;
   }
 
+  /** Stops every wait for a reply now and from now on: the ends are announced at once. */
+  announceNow(): void {
+    this.#stopWaiting.abort();
+  }
+
   /** Resolves once every announcement is done; past `graceMs` those still waiting for their replies announce now. */
   async drain(graceMs: number): Promise<void> {
     if (this.#pending.size === 0) return;
-    const timer = setTimeout(() => this.#stopWaiting.abort(), graceMs);
+    const timer = setTimeout(() => this.announceNow(), graceMs);
     try {
       while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
     } finally {
