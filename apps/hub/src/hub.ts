@@ -29,7 +29,11 @@ export interface RunningHub {
   channelsSettled(): Promise<void>;
   /** Metrics, readiness, draining and reload (see operations.ts). */
   operations: HubOperations;
-  stop(): Promise<void>;
+  /**
+   * Stops the process's part of the hub. `by` (epoch ms): when the caller stops waiting (the drain budget's
+   * end plus its grace); run ends still waiting for their replies are announced in time for it.
+   */
+  stop(options?: { by?: number }): Promise<void>;
 }
 
 /** How the app starts a hub: where its state lives, its gateway token, and (for tests) adapters and tuning. */
@@ -75,6 +79,6 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
     channels: () => ingress?.supervisor.statuses() ?? [],
     channelsSettled: () => ingress?.supervisor.firstAttempts() ?? Promise.resolve(),
     operations: base.operations,
-    stop: () => shutdownBase(base),
+    stop: (options) => shutdownBase(base, options?.by),
   };
 }

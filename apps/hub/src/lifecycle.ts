@@ -3,6 +3,8 @@ import type { RunningHub } from "./hub.js";
 
 /** A repeated stop signal this soon after the first is the same signal delivered twice. */
 const DUPLICATE_SIGNAL_MS = 500;
+/** How long the hub may take to stop past the drain budget (delivery flushes, run ends are announced). */
+const STOP_GRACE_MS = 5000;
 
 /** How the process reacts to signals. */
 export interface LifecycleOptions {
@@ -52,9 +54,11 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
         { runId, sessionKey, channel },
         "run still in flight at the end of the drain budget; restart recovery resumes it unless it ends while the hub stops",
       );
-    // Stopping waits for the runs' workers and lets delivery flush; past the budget (plus a little for delivery) we go anyway.
+    // Stopping waits for the runs' workers and lets delivery flush; past the budget (plus a little for delivery) we go
+    // anyway. The hub is told when: the ends of runs whose replies are still in delivery are announced before.
+    const stopBy = Math.max(deadline, Date.now()) + STOP_GRACE_MS;
     const stopped = await Promise.race([
-      hub.stop().then(
+      hub.stop({ by: stopBy }).then(
         () => true,
         (error: unknown) => {
           logger.error(
@@ -64,9 +68,7 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
           return true;
         },
       ),
-      new Promise<false>((r) =>
-        setTimeout(() => r(false), Math.max(deadline - Date.now(), 0) + 5000).unref(),
-      ),
+      new Promise<false>((r) => setTimeout(() => r(false), stopBy - Date.now()).unref()),
     ]);
     if (!stopped)
       logger.warn(

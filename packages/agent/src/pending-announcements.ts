@@ -11,8 +11,8 @@ export class PendingAnnouncements {
   readonly #stopWaiting = new AbortController();
 
   constructor() {
-    // Every announcement in flight listens to this one signal (each removes its listener when done): a
-    // busy hub has hundreds at once, which is no leak, so Node's warning past 10 listeners is turned off.
+    // Every reply in delivery waits on this one signal: dozens at once on a busy hub are no leak, and Node's
+    // warning about more than 10 listeners would be a line outside the JSON log.
     setMaxListeners(0, this.#stopWaiting.signal);
   }
 
@@ -33,10 +33,15 @@ export class PendingAnnouncements {
     return this.#pending.size;
   }
 
+  /** Stops every wait for a reply now and from now on: the ends are announced at once. */
+  announceNow(): void {
+    this.#stopWaiting.abort();
+  }
+
   /** Resolves once every announcement is done; past `graceMs` those still waiting for their replies announce now. */
   async drain(graceMs: number): Promise<void> {
     if (this.#pending.size === 0) return;
-    const timer = setTimeout(() => this.#stopWaiting.abort(), graceMs);
+    const timer = setTimeout(() => this.announceNow(), graceMs);
     try {
       while (this.#pending.size > 0) await Promise.allSettled([...this.#pending]);
     } finally {

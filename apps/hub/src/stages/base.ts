@@ -97,8 +97,31 @@ export async function connectBase(
   };
 }
 
-/** Stops everything the stages registered, in order, then closes Redis. */
-export async function shutdownBase(base: HubBase): Promise<void> {
+/** Left, before the stop's caller stops waiting, to announce the run ends still waiting for their replies. */
+const ANNOUNCE_RESERVE_MS = 1000;
+
+/**
+ * Stops everything the stages registered, in order, then closes Redis. `by` (epoch ms): when the caller stops
+ * waiting and exits. The run ends still waiting for their replies are announced a second before, wherever
+ * the stop is then (a hanging run holds the runs' worker, and the announcements' turn after it, past it).
+ */
+export async function shutdownBase(base: HubBase, by?: number): Promise<void> {
+  const announceNow =
+    by === undefined
+      ? undefined
+      : setTimeout(
+          () => base.announcements.announceNow(),
+          Math.max(0, by - ANNOUNCE_RESERVE_MS - Date.now()),
+        );
+  announceNow?.unref();
+  try {
+    await stopInOrder(base);
+  } finally {
+    clearTimeout(announceNow);
+  }
+}
+
+async function stopInOrder(base: HubBase): Promise<void> {
   for (const stop of base.shutdown.intake) await stop();
   // Runs first (they wait for their replies), delivery last.
   for (const worker of [...base.shutdown.workers].reverse()) await worker.close();
