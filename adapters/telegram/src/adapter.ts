@@ -252,7 +252,7 @@ export class TelegramAdapter implements ChannelAdapter {
     this.#stop.abort();
     await this.#polling;
     await this.#o.lease?.release().catch(() => undefined);
-    this.#log.info("telegram polling handed over for the drain; sends go on until the hub stops");
+    this.#log.info("telegram polling handed over (the hub drains or stops); sends go on until the hub stops");
   }
 
   async stop(): Promise<void> {

@@ -40,8 +40,8 @@ export class ChannelSupervisor {
   readonly #entries: Supervised[] = [];
   readonly #stop = new AbortController();
   readonly #firstAttempts: Promise<void>[] = [];
-  /** The hub drains: an adapter that finishes starting now hands its intake over at once. */
-  #intakePaused = false;
+  /** Set once intake is paused (the drain, or the stop); an adapter still connecting pauses when started. */
+  #paused: Promise<void> | undefined;
 
   constructor(
     private readonly adapters: readonly ChannelAdapter[],
@@ -95,7 +95,7 @@ export class ChannelSupervisor {
         entry.started = true;
         cell.set("connected");
         log.info(`${adapter.channel} channel started`);
-        if (this.#intakePaused) await this.#pause(entry);
+        if (this.#paused) await this.#pause(entry);
         return settled();
       } catch (error) {
         if (signal.aborted) return settled(); // stopped while connecting: nothing to report
@@ -123,9 +123,12 @@ export class ChannelSupervisor {
    * The hub drains: every started adapter stops taking in what its platform keeps for later (see
    * `pauseIntake`); one still connecting does so when its start is over.
    */
-  async pauseIntake(): Promise<void> {
-    this.#intakePaused = true;
-    await Promise.all(this.#entries.filter((e) => e.started && !e.stopped).map((e) => this.#pause(e)));
+  pauseIntake(): Promise<void> {
+    // Once: the drain pauses intake, and the stop after it asks again.
+    this.#paused ??= Promise.all(
+      this.#entries.filter((e) => e.started && !e.stopped).map((e) => this.#pause(e)),
+    ).then(() => undefined);
+    return this.#paused;
   }
 
   async #pause(entry: Supervised): Promise<void> {

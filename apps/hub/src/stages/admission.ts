@@ -88,8 +88,10 @@ export async function startAdmission(
   supervisor.start();
   const supervised = supervisor;
   base.operations.onDraining(() => supervised.pauseIntake());
-  // Inbound stops first, so nothing new is admitted while the rest shuts down.
-  base.shutdown.intake.unshift(() => supervised.stop());
+  // Inbound pauses first (what a platform keeps for later stays there); the connections close only after
+  // delivery, which sends through them until then (a Discord client forgets its REST token at its stop).
+  base.shutdown.intake.unshift(() => supervised.pauseIntake());
+  base.shutdown.rest.push(() => supervised.stop());
   return { dispatcher, gateway, supervisor };
 }
 
