@@ -1,3 +1,4 @@
+import { Agent, request } from "node:http";
 import { describe, expect, it } from "vitest";
 import { FakeApi, type RecordedCall, readBody, startHttpServer } from "../src/kit/index.js";
 
@@ -53,4 +54,25 @@ describe("fake-API kit", () => {
     await server.close();
     await expect(fetch(server.url)).rejects.toThrow();
   });
+
+  it("keeps an idle keep-alive connection open past Node's 5 s default, as a platform does", async () => {
+    // With the default, the server closed the socket just as a client reused it ("socket hang up").
+    const server = await startHttpServer(async (_req, res) => void res.writeHead(200).end("ok"));
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const get = () =>
+      new Promise<boolean>((resolve, reject) => {
+        const req = request(server.url, { agent }, (res) =>
+          res.resume().on("end", () => resolve(req.reusedSocket)),
+        );
+        req.on("error", reject).end();
+      });
+    try {
+      expect(await get()).toBe(false);
+      await new Promise((resolve) => setTimeout(resolve, 7_000));
+      expect(await get()).toBe(true);
+    } finally {
+      agent.destroy();
+      await server.close();
+    }
+  }, 15_000);
 });

@@ -36,6 +36,10 @@ export async function startHttpServer(
   const server = createServer((req, res) => {
     handle(req, res).catch((error: unknown) => onError(res, error));
   });
+  // A platform keeps idle connections open for long (Node's 5 s default races a client reusing its socket:
+  // a bare grammY bot lost sends to "socket hang up" in the bench); a client closes its own idle ones.
+  server.keepAliveTimeout = 65_000;
+  server.headersTimeout = 66_000;
   server.on("upgrade", (req, socket, head) => (upgrade ? upgrade(req, socket, head) : socket.destroy()));
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
