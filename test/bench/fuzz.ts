@@ -1,6 +1,7 @@
 import type { ConformanceHarness } from "@hub/conformance";
 import { runFuzz } from "@hub/conformance/fuzz";
 import { createLogger, type HubConfigInput } from "@hub/core";
+import { discordHarness } from "@hub/discord/conformance";
 import { startFakeOpenAI } from "@hub/fakes";
 import { webchatHarness } from "@hub/gateway/conformance";
 import { slackHarness } from "@hub/slack/conformance";
@@ -17,6 +18,7 @@ const HARNESSES: Array<[string, () => ConformanceHarness]> = [
   ["telegram (webhook)", () => telegramHarness({ webhook: true })],
   ["slack (Events API)", () => slackHarness({ mode: "http" })],
   ["slack (Socket Mode)", () => slackHarness({ mode: "socket" })],
+  ["discord (gateway MESSAGE_CREATE)", () => discordHarness()],
   ["webchat (chat.send)", () => webchatHarness()],
   ["whatsapp (messages.upsert)", () => whatsappHarness()],
 ];
