@@ -3,6 +3,7 @@ import {
   fstatSync,
   fsyncSync,
   ftruncateSync,
+  futimesSync,
   mkdirSync,
   openSync,
   readdirSync,
@@ -35,10 +36,11 @@ const LineSchema = z.union([
 const NAME = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)(?:\.claim\d+)?\.jsonl$/;
 
 /**
- * A journal untouched this long is an orphan whoever wrote it: a live process settles every record within
- * its tries of admission (about two minutes), so only a dead one (or one frozen that long) leaves a record
- * this old. It is how the journal of a process in another pid space is found: a container restarted after
- * a crash has a new PID namespace, so its predecessor's pid means nothing here.
+ * A journal untouched this long is an orphan whoever wrote it: a live process settles a record once its
+ * admission is over and, while it still tries (Redis down), touches the file at every try (at most 30 s
+ * apart), so only a dead one (or one frozen that long) leaves a file this old. It is how the journal of a
+ * process in another pid space is found: a container restarted after a crash has a new PID namespace, so
+ * its predecessor's pid means nothing here.
  */
 export const ORPHAN_IDLE_MS = 5 * 60_000;
 
@@ -87,7 +89,7 @@ export class AckJournal {
   }
 
   /**
-   * The delivery's admission is over (taken, a duplicate, refused, or given up on with an error line).
+   * The delivery's admission is over (taken, a duplicate, or refused); one still failing is not settled.
    * Never throws: a settle the disk refuses leaves the record to the next start, whose admission of it
    * is a duplicate.
    */
@@ -102,6 +104,20 @@ export class AckJournal {
         { err: describeError(error), path: this.#path },
         "slack: an early-acknowledged event's end could not be journaled; the next start admits it again (a duplicate, ignored)",
       );
+    }
+  }
+
+  /**
+   * A record is still being tried: the file's time is moved on, so no other process takes it for an orphan
+   * (see ORPHAN_IDLE_MS). Never throws: at worst another process admits the event too (a duplicate, ignored).
+   */
+  touch(): void {
+    if (this.#fd === undefined || this.#stopped) return;
+    try {
+      const now = new Date();
+      futimesSync(this.#fd, now, now);
+    } catch {
+      // The next try touches it again.
     }
   }
 

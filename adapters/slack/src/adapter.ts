@@ -334,7 +334,12 @@ export class SlackAdapter implements ChannelAdapter {
   }
 
   #eventsOptions(): EventsRouteOptions {
+    const adapter = this;
     return {
+      // Read at each use: every start makes a new one, and the routes are made before the first.
+      get stopped() {
+        return adapter.#stopping.signal;
+      },
       path: this.#o.eventsPath ?? "/slack/events",
       signingSecret: this.#o.signingSecret ?? "",
       logger: this.#log,

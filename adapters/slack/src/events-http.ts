@@ -1,5 +1,5 @@
 import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
-import { Backoff, describeError, formatIssues, webhookRoute } from "@hub/core";
+import { Backoff, describeError, formatIssues, sleep, webhookRoute } from "@hub/core";
 import { z } from "zod";
 import type { AckJournal } from "./ack-journal.js";
 import { isSslCheck, readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
@@ -32,8 +32,13 @@ export interface EventsRouteOptions {
   /** Processes one event; `retry` makes Slack redeliver it. */
   process(envelope: SlackEnvelope): Promise<InboundResult>;
   ackDeadlineMs?: number;
-  /** Waits between tries of an event whose admission failed after its ack (default 1 s doubling to 30 s, 8 tries). */
-  lateRetry?: { initialMs: number; maxMs: number; tries: number };
+  /**
+   * Waits between tries of an event whose admission failed after its ack (default 1 s doubling to 30 s). It is
+   * tried until it is admitted or refused, for as long as the adapter runs: Slack will not send it again.
+   */
+  lateRetry?: { initialMs: number; maxMs: number };
+  /** Aborted when the adapter stops: an event still being tried then stays in the journal for the next start. */
+  stopped?: AbortSignal;
   /** Where an event acknowledged before its admission finished is kept until admitted (see `AckJournal`). */
   journal?: AckJournal;
 }
@@ -151,8 +156,8 @@ function ackedByDeadline(options: EventsRouteOptions, delivery: SlackEnvelope): 
       // Not acknowledged (it could not be journaled): Slack resends it.
       if (!acked) return;
       // Acknowledged already, so Slack will not resend it: this process tries again (admission is idempotent).
-      if (late.kind === "retry") void admitAfterAck(options, delivery, late.reason).finally(settle);
-      else settle();
+      if (late.kind !== "retry") return settle();
+      void admitAfterAck(options, delivery, late.reason).then((admitted) => admitted && settle());
     },
   );
 }
@@ -171,39 +176,41 @@ export function admitJournaled(
       "slack event acknowledged by a process that stopped before admitting it; admitting it now",
     );
     void processed(options, delivery)
-      .then((result) =>
-        result.kind === "retry" ? admitAfterAck(options, delivery, result.reason) : undefined,
-      )
-      .finally(() => options.journal?.settle(key));
+      .then((result) => result.kind !== "retry" || admitAfterAck(options, delivery, result.reason))
+      .then((admitted) => admitted && options.journal?.settle(key));
   }
 }
 
-// Tries an acknowledged event's admission again with backoff; said at each failure, and when it gives up.
+/**
+ * Tries an acknowledged event's admission again, with a capped backoff, until it is admitted or refused (a
+ * definite outcome: true) or the adapter stops (false: its journal record stays for the next start). A Redis
+ * outage longer than any fixed number of tries must not lose what Slack will not resend. Said once when the
+ * tries begin and once when they succeed, not at every try; each try keeps the journal from looking orphaned.
+ */
 async function admitAfterAck(
   options: EventsRouteOptions,
   delivery: SlackEnvelope,
   failure: string,
-): Promise<void> {
-  const { initialMs, maxMs, tries } = options.lateRetry ?? { initialMs: 1000, maxMs: 30_000, tries: 8 };
+): Promise<boolean> {
+  const { initialMs, maxMs } = options.lateRetry ?? { initialMs: 1000, maxMs: 30_000 };
   const backoff = new Backoff(initialMs, maxMs);
   const eventId = delivery.body.event_id;
+  options.logger.warn(
+    { eventId, reason: failure },
+    "slack event not admitted after its ack; trying again until it is (Slack will not send it again)",
+  );
   let reason = failure;
-  for (let attempt = 1; attempt <= tries; attempt++) {
-    const wait = backoff.next();
-    options.logger.warn(
-      { eventId, reason, retryInMs: wait },
-      "slack event not admitted after its ack; trying again",
-    );
-    // Unref'd: a hub that is stopping does not wait for these tries.
-    await new Promise((resolve) => setTimeout(resolve, wait).unref());
+  for (let tries = 1; ; tries++) {
+    await sleep(backoff.next(), options.stopped);
+    if (options.stopped?.aborted) return false;
+    options.journal?.touch();
     const result = await processed(options, delivery);
-    if (result.kind !== "retry") return;
+    if (result.kind !== "retry") {
+      options.logger.info({ eventId, tries, lastFailure: reason }, "slack event admitted after its ack");
+      return true;
+    }
     reason = result.reason;
   }
-  options.logger.error(
-    { eventId, reason, tries },
-    "slack event not answered: it could not be admitted after its ack",
-  );
 }
 
 /**

@@ -318,7 +318,7 @@ describe("slack events over HTTP", () => {
     const { fake, adapter } = await setup({
       stateDir,
       ackDeadlineMs: 100,
-      lateRetry: { initialMs: 50, maxMs: 50, tries: 3 },
+      lateRetry: { initialMs: 50, maxMs: 50 },
       // Redis is slow, then gone while the hub stops.
       handler: () =>
         new Promise((resolve) => setTimeout(() => resolve({ kind: "retry", reason: "Redis down" }), 300)),
@@ -326,18 +326,50 @@ describe("slack events over HTTP", () => {
     const journal = join(stateDir, "slack", "default", "acked");
     expect((await fake.deliver(dm(fake, "in the window"))).status).toBe(200);
     await adapter.stop();
-    // The tries after the stop are refused ("not started"), and they end: the event was never admitted.
+    // The tries end with the stop: the event was never admitted, and it stays for the next start.
     await new Promise((r) => setTimeout(r, 800));
     const left = readdirSync(journal);
     expect(left).toHaveLength(1);
     expect(readFileSync(join(journal, left[0] as string), "utf8")).toContain("in the window");
   });
 
+  it("an event whose admission fails after its ack is tried until it is admitted, however long Redis is down", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "slack-acked-long-"));
+    cleanups.push(async () => rmSync(stateDir, { recursive: true, force: true }));
+    const lines: string[] = [];
+    let tries = 0;
+    const { fake } = await setup({
+      stateDir,
+      ackDeadlineMs: 100,
+      lateRetry: { initialMs: 5, maxMs: 10 },
+      logger: createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } }),
+      // Slow and failing (the early ack), then failing fast: more tries than the old limit of 8.
+      handler: async () => {
+        tries++;
+        if (tries === 1) await new Promise((r) => setTimeout(r, 300));
+        return tries <= 13 ? { kind: "retry", reason: "Redis down" } : { kind: "accepted" };
+      },
+    });
+    const journal = join(stateDir, "slack", "default", "acked");
+    expect((await fake.deliver(dm(fake, "through an outage"))).status).toBe(200);
+    await waitFor(() => tries >= 10, "the tries to go on");
+    // Still unsettled on disk while it is tried.
+    expect(readFileSync(join(journal, readdirSync(journal)[0] as string), "utf8")).not.toContain("settled");
+    await waitFor(() => tries === 14, "the admission to take");
+    await waitFor(() => readdirSync(journal).length === 0, "the record settled once admitted");
+    const said = lines.map((l) => JSON.parse(l) as { msg: string; tries?: number });
+    expect(said.filter((l) => l.msg.startsWith("slack event not admitted after its ack"))).toHaveLength(1);
+    expect(said.filter((l) => l.msg === "slack event admitted after its ack").map((l) => l.tries)).toEqual([
+      13,
+    ]);
+    expect(said.some((l) => l.msg.includes("not answered"))).toBe(false);
+  });
+
   it("an event whose slow admission fails after its ack is admitted by trying again (Slack will not resend it)", async () => {
     let tries = 0;
     const { fake } = await setup({
       ackDeadlineMs: 200,
-      lateRetry: { initialMs: 50, maxMs: 100, tries: 5 },
+      lateRetry: { initialMs: 50, maxMs: 100 },
       handler: async () => {
         tries++;
         if (tries > 2) return { kind: "accepted" };
