@@ -100,20 +100,26 @@ export async function openGateway(address: GatewayAddress, timeoutMs = 5000): Pr
       })(),
     );
   try {
-    // The token never leaves this process: whatever took the port while the hub was down gets a proof
-    // for its own nonce only.
-    const challenge = ChallengeSchema.safeParse(await request("connect.challenge"));
-    if (!challenge.success)
-      throw new HubError(
-        "gateway_unexpected",
-        `What answers at ${address.host}:${address.port} is not a hub's gateway (it gave no connect nonce); check gateway.host/gateway.port.`,
-      );
-    await request("connect", { auth: { proof: connectProof(address.token, challenge.data.nonce) } });
+    await authenticate(address, request);
   } catch (error) {
     ws.close();
     throw error;
   }
   return { request, onEvent: (handler) => void handlers.push(handler), closed, close: () => ws.close() };
+}
+
+/**
+ * `connect.challenge`, then `connect` with a proof for its nonce. The token never leaves this process:
+ * whatever took the port while the hub was down gets a proof for its own nonce only.
+ */
+async function authenticate(address: GatewayAddress, request: GatewayConnection["request"]): Promise<void> {
+  const challenge = ChallengeSchema.safeParse(await request("connect.challenge"));
+  if (!challenge.success)
+    throw new HubError(
+      "gateway_unexpected",
+      `What answers at ${address.host}:${address.port} is not a hub's gateway (it gave no connect nonce); check gateway.host/gateway.port.`,
+    );
+  await request("connect", { auth: { proof: connectProof(address.token, challenge.data.nonce) } });
 }
 
 /**
