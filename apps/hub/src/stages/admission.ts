@@ -70,11 +70,24 @@ export async function startAdmission(
   await gateway.start();
   // Stopped after the workers: runs finishing in a drain still reach web chat clients (intake is refused meanwhile).
   base.shutdown.rest.push(() => gateway.stop());
-  // Channels connect in the background: the gateway and the healthy channels never wait for a broken one.
+  supervisor = superviseChannels(base, entry, dispatcher);
+  return { dispatcher, gateway, supervisor };
+}
+
+/**
+ * The channels connect in the background: the gateway and the healthy channels never wait for a broken one.
+ * At a stop, inbound pauses first (what a platform keeps for later stays there); the connections close only
+ * after delivery, which sends through them until then (a Discord client forgets its REST token at its stop).
+ */
+function superviseChannels(
+  base: HubBase,
+  entry: EntryStage,
+  dispatcher: InboundDispatcher,
+): ChannelSupervisor {
   const lostIfRefused = new Set(
     entry.channels.filter((a) => a.capabilities.redelivers === false).map((a) => a.channel),
   );
-  supervisor = new ChannelSupervisor(
+  const supervisor = new ChannelSupervisor(
     [...entry.channels, entry.webchat],
     (fields, o) =>
       base.operations.admit(
@@ -82,17 +95,14 @@ export async function startAdmission(
         () => admitInbound(() => dispatcher.dispatchInboundMessage(fields, o)),
         !lostIfRefused.has(fields.channel),
       ),
-    logger,
+    base.logger,
     base.tuning.channelBackoff,
   );
   supervisor.start();
-  const supervised = supervisor;
-  base.operations.onDraining(() => supervised.pauseIntake());
-  // Inbound pauses first (what a platform keeps for later stays there); the connections close only after
-  // delivery, which sends through them until then (a Discord client forgets its REST token at its stop).
-  base.shutdown.intake.unshift(() => supervised.pauseIntake());
-  base.shutdown.rest.push(() => supervised.stop());
-  return { dispatcher, gateway, supervisor };
+  base.operations.onDraining(() => supervisor.pauseIntake());
+  base.shutdown.intake.unshift(() => supervisor.pauseIntake());
+  base.shutdown.rest.push(() => supervisor.stop());
+  return supervisor;
 }
 
 function startGateway(
