@@ -10,6 +10,7 @@ const READER = "reader-only-token-0123456789";
 const OPERATOR = "operator-token-0123456789ab";
 const APPROVER = "approver-token-0123456789ab";
 const POSTER = "poster-token-0123456789abcd";
+const POSTER2 = "second-poster-token-0123456";
 const TG_SESSION = "agent:main:telegram:direct:1";
 
 let world: FakeWorld;
@@ -33,6 +34,7 @@ beforeAll(async () => {
           { name: "approver", token: APPROVER, scopes: ["write", "approvals"], sessions: [TG_SESSION] },
           // May post into the Telegram session, but not read it.
           { name: "poster", token: POSTER, scopes: ["write"], sessions: [TG_SESSION] },
+          { name: "poster2", token: POSTER2, scopes: ["write"], sessions: [TG_SESSION] },
         ],
       },
     },
@@ -157,6 +159,65 @@ describe("gateway scopes and sessions", () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(poster.chatEvents(runId)).toHaveLength(0);
     poster.close();
+  }, 30_000);
+
+  it("a write-only client cannot read another client's answer by resending its idempotency key; its own resend still answers", async () => {
+    const poster = await GatewayClient.open(world.hub.port, POSTER);
+    const key = "poster-private-1";
+    expect(
+      (await poster.request("chat.send", { sessionKey: TG_SESSION, text: "mine", idempotencyKey: key })).ok,
+    ).toBe(true);
+    expect(await poster.terminal(key)).toMatchObject({ state: "final" });
+    // The answer as delivered (whatever the fake model said), which only the first poster may be told.
+    const answer = poster
+      .chatEvents(key)
+      .filter((e) => e.state === "delta")
+      .map((e) => e.text)
+      .join("");
+    expect(answer).not.toBe("");
+
+    // Another write-only client of the same session, with the first one's key: refused, told nothing.
+    const other = await GatewayClient.open(world.hub.port, POSTER2);
+    const stolen = await other.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: "x",
+      idempotencyKey: key,
+    });
+    expect(stolen.ok).toBe(false);
+    expect(stolen.error?.code).toBe("forbidden");
+    expect(stolen.error?.message).toBe(
+      "This idempotency key belongs to another client's message; use a new key.",
+    );
+    expect(JSON.stringify(other.frames)).not.toContain(answer);
+    expect(other.chatEvents(key)).toHaveLength(0);
+
+    // The sender's own retry (a new connection, as after a reconnect) gets the recorded answer.
+    const again = await GatewayClient.open(world.hub.port, POSTER);
+    const retried = await again.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: "mine",
+      idempotencyKey: key,
+    });
+    expect(retried.payload).toMatchObject({ runId: key, status: "completed", text: answer });
+    // A client with `read` on the session may see it, as before.
+    const operator = await GatewayClient.open(world.hub.port, OPERATOR);
+    const read = await operator.request("chat.send", {
+      sessionKey: TG_SESSION,
+      text: "x",
+      idempotencyKey: key,
+    });
+    expect(read.payload).toMatchObject({ status: "completed", text: answer });
+
+    // So with a command answered at admission (its record is written by its answer, not by admission).
+    const status = { sessionKey: TG_SESSION, text: "/status", idempotencyKey: "poster-status-1" };
+    expect((await poster.request("chat.send", status)).ok).toBe(true);
+    const statusText = (await poster.terminal("poster-status-1")).text;
+    expect((await other.request("chat.send", status)).error?.code).toBe("forbidden");
+    expect((await again.request("chat.send", status)).payload).toMatchObject({
+      status: "completed",
+      text: statusText,
+    });
+    for (const c of [poster, other, again, operator]) c.close();
   }, 30_000);
 
   it("a read-only client reads only its own session and gets no other session's events", async () => {

@@ -64,6 +64,14 @@ export function runIdForMessage(dedupeKey: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
+/**
+ * Who sent a run's message as its run record keeps it, `<channel>:<senderId>` (`webchat:client:<name>`
+ * for a gateway client), so that a repeated `chat.send` is told the recorded answer only by its sender.
+ */
+export function runSender(ctx: { channel: string; sender: { id: string } }): string {
+  return `${ctx.channel}:${ctx.sender.id}`;
+}
+
 const MESSAGE_RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 /** Whether `id` has the shape of a platform message's runId (`runIdForMessage`), in any letter case. */

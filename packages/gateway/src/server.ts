@@ -8,6 +8,7 @@ import {
   HubError,
   type HubLogger,
   type InboundResult,
+  runSender,
 } from "@hub/core";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
 import type { Redis } from "ioredis";
@@ -552,12 +553,12 @@ export class GatewayServer {
   ): Promise<unknown> {
     const record = await this.deps.runRecord(runId);
     const key = record?.sessionKey ?? sessionKey;
-    // A known key must not open someone else's session (its result and its live events).
-    if (!mayTouchSession(principal, key))
-      throw new RequestError(
-        "forbidden",
-        "This idempotency key belongs to a session this client may not use.",
-      );
+    const refusal = recordRefusal(principal, key, record);
+    if (refusal) {
+      // chat.send subscribed this write-only connection to the run before admission said it was known.
+      conn.runs.delete(runId);
+      throw new RequestError("forbidden", refusal);
+    }
     conn.sessions.add(key);
     if (!record || record.status === "running" || record.status === "queued")
       return { runId, sessionKey: key, status: "in_flight" };
@@ -597,6 +598,25 @@ export class GatewayServer {
       this.#send(conn, { type: "event", event: "chat", payload: event, seq: conn.seq++ });
     }
   }
+}
+
+/**
+ * Why a repeated chat.send may not be told about the run its key names, or undefined when it may. A known
+ * key must not open someone else's session, and a client without `read` (which hears only the answers to
+ * its own messages) is told a run's answer, and given its events, only if it sent that message. A record
+ * that does not say who sent it (written before its sender was kept) proves nothing.
+ */
+function recordRefusal(
+  principal: Principal,
+  sessionKey: string,
+  record: RunRecord | undefined,
+): string | undefined {
+  if (!mayTouchSession(principal, sessionKey))
+    return "This idempotency key belongs to a session this client may not use.";
+  if (!record || principal.scopes.includes("read")) return undefined;
+  if (record.sender !== runSender({ channel: "webchat", sender: { id: principal.senderId } }))
+    return "This idempotency key belongs to another client's message; use a new key.";
+  return undefined;
 }
 
 /** Channel states as a client may see them: a device's link code only for the owner (it links the account). */

@@ -33,6 +33,8 @@ const RunRecordSchema = z.object({
   /** How much of the answer was handed to delivery (see `noteShown`). */
   shownChars: z.coerce.number().int().optional(),
   shownSig: z.string().optional(),
+  /** Who sent the message (`runSender`); absent in records written before it was kept. */
+  sender: z.string().optional(),
 });
 /** What the hub durably knows about one run: its state and, once over, its result. */
 export type RunRecord = z.infer<typeof RunRecordSchema>;
@@ -124,20 +126,21 @@ export class RunRecords {
   /**
    * Marks a run as running; returns which attempt this is (1 the first time), or 0 if it is already over.
    * `outsideLane`: the run is not its session lane's head (a command answered at admission, a message
-   * absorbed by another run), so `running` finds it through a small set instead.
+   * absorbed by another run), so `running` finds it through a small set instead. `sender` (`runSender`) is
+   * kept in a record this start creates (admission, which creates the others, keeps it itself).
    */
   async start(
     runId: string,
     sessionKey: string,
     timeoutMs: number,
     channel?: string,
-    options: { outsideLane?: boolean } = {},
+    options: { outsideLane?: boolean; sender?: string } = {},
   ): Promise<number> {
     const attempt = (await runScript(
       this.redis,
       START,
       options.outsideLane ? [this.#key(runId), this.#outsideLane] : [this.#key(runId)],
-      [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS],
+      [runId, sessionKey, Date.now(), timeoutMs, RECORD_TTL_SECONDS, options.sender ?? ""],
     )) as number;
     if (attempt > 0) this.noteStarted({ runId, sessionKey, channel });
     return attempt;

@@ -29,7 +29,9 @@
            instead of woken (see owe-drain.lua)   ARGV[12] the lane's lease (ms)
   ARGV[13] the run's timeout (ms; '' = never begin here)   ARGV[14] its activity's TTL (ms)
   ARGV[15] the generation a session's first writer claim follows (see begin.lua)
-  ARGV[16..] per bucket (KEYS[11..]): capacity, then refill per ms
+  ARGV[16] who sent it ("<channel>:<senderId>", kept in the run record as field sender: the gateway answers
+           a repeated chat.send's recorded text to a client without the read scope only if it sent it)
+  ARGV[17..] per bucket (KEYS[11..]): capacity, then refill per ms
 
   Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
   rate_limited | queued | steered | collected | interrupted; woke 1 when this step put the session on the
@@ -46,8 +48,8 @@ end
 -- leaves no mark, like the separate take script that shares these buckets).
 local now = tonumber(ARGV[3])
 for i = 11, #KEYS do
-  local capacity = tonumber(ARGV[16 + (i - 11) * 2])
-  local rate = tonumber(ARGV[17 + (i - 11) * 2])
+  local capacity = tonumber(ARGV[17 + (i - 11) * 2])
+  local rate = tonumber(ARGV[18 + (i - 11) * 2])
   if not take_token(KEYS[i], capacity, rate, now) then return {'rate_limited', 0} end
 end
 
@@ -65,7 +67,7 @@ local function request_json()
 end
 
 local function record(...)
-  redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'startedAt', ARGV[3], ...)
+  redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'startedAt', ARGV[3], 'sender', ARGV[16], ...)
   redis.call('EXPIRE', KEYS[2], ARGV[5])
 end
 
