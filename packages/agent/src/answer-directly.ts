@@ -1,4 +1,4 @@
-import { type HubLogger, type ReplySink, type RunRequest, runSender } from "@hub/core";
+import { type HubLogger, type ReplySink, type RunRequest, recordedSender } from "@hub/core";
 import type { RunRecords } from "@hub/sessions";
 import type { ChatEventPublisher } from "./events.js";
 import type { PendingAnnouncements } from "./pending-announcements.js";
@@ -32,7 +32,7 @@ export async function answerDirectly(
   // (`/new`, answered in its lane, is in both; its finish clears the mark either way).
   const started = await o.runs.start(runId, ctx.sessionKey, o.runTimeoutMs, ctx.channel, {
     outsideLane: true,
-    sender: runSender(ctx),
+    sender: recordedSender(runId, ctx),
   });
   if (started === 0) return;
   const reply = o.replies.open(runId, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });

@@ -72,6 +72,14 @@ export function runSender(ctx: { channel: string; sender: { id: string } }): str
   return `${ctx.channel}:${ctx.sender.id}`;
 }
 
+/**
+ * The sender a run record keeps: only where a client chose the runId (its idempotency key, the only way a
+ * run is asked for again); '' for a platform message's run, so the records of most runs grow by nothing.
+ */
+export function recordedSender(runId: string, ctx: { channel: string; sender: { id: string } }): string {
+  return isMessageRunId(runId) ? "" : runSender(ctx);
+}
+
 const MESSAGE_RUN_ID = /^[0-9a-f]{8}-[0-9a-f]{4}-8[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/i;
 
 /** Whether `id` has the shape of a platform message's runId (`runIdForMessage`), in any letter case. */

@@ -1,4 +1,4 @@
-import { type QueueMode, type RunRequest, runSender } from "@hub/core";
+import { type QueueMode, type RunRequest, recordedSender } from "@hub/core";
 import { runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionLane } from "./lane.js";
@@ -123,7 +123,7 @@ export class SessionAdmission {
         begin?.timeoutMs ?? "",
         begin?.activeTtlMs ?? 0,
         generationBase(),
-        runSender(ctx),
+        recordedSender(runId, ctx),
         ...buckets.flatMap((b) => [b.burst, b.perMinute / 60_000]),
       ],
     )) as [AdmitOutcome, number | string, ...Array<string | number>];

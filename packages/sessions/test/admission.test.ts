@@ -1,4 +1,4 @@
-import { createLogger } from "@hub/core";
+import { createLogger, runIdForMessage } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { monitorRedis } from "../../../test/support/monitor.js";
@@ -30,6 +30,27 @@ const admit = (runId: string, peer: string) =>
   admission.admit(request(runId, peer), { key: `${prefix}:dedupe:${runId}`, ttlSeconds: 60 });
 
 describe("SessionAdmission", () => {
+  it("keeps the sender in the run record only where a client chose the runId (its idempotency key)", async () => {
+    const own = testPrefix("admission-sender");
+    const ownLane = new SessionLane({
+      redisUrl: REDIS_URL,
+      prefix: own,
+      logger: createLogger({ level: "silent" }),
+    });
+    const ownAdmission = new SessionAdmission(redis, own, ownLane, "followup");
+    const admitHere = (runId: string) =>
+      ownAdmission.admit(request(runId, "41"), { key: `${own}:dedupe:${runId}`, ttlSeconds: 60 });
+    const platform = runIdForMessage("telegram:default:41:1");
+    expect(await admitHere(platform)).toBe("queued");
+    expect(await admitHere("client-key-1")).toBe("queued");
+    const runs = new RunRecords(redis, own);
+    // A platform message's run is never asked for by key: its record grows by nothing.
+    expect((await runs.get(platform))?.sender).toBeUndefined();
+    expect((await runs.get("client-key-1"))?.sender).toBe("telegram:41");
+    await ownLane.close();
+    await dropPrefix(own);
+  });
+
   it("wakes the session's runner in the admission's own step, once while a drain is owed", async () => {
     const { ready, sched, list } = lane.pushKeys("agent:main:telegram:direct:7");
     expect(await admit("run-1", "7")).toBe("queued");

@@ -30,7 +30,8 @@
   ARGV[13] the run's timeout (ms; '' = never begin here)   ARGV[14] its activity's TTL (ms)
   ARGV[15] the generation a session's first writer claim follows (see begin.lua)
   ARGV[16] who sent it ("<channel>:<senderId>", kept in the run record as field sender: the gateway answers
-           a repeated chat.send's recorded text to a client without the read scope only if it sent it)
+           a repeated chat.send's recorded text to a client without the read scope only if it sent it;
+           '' for a platform message's run, which nobody asks for by key)
   ARGV[17..] per bucket (KEYS[11..]): capacity, then refill per ms
 
   Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
@@ -67,7 +68,11 @@ local function request_json()
 end
 
 local function record(...)
-  redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'startedAt', ARGV[3], 'sender', ARGV[16], ...)
+  if ARGV[16] == '' then
+    redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'startedAt', ARGV[3], ...)
+  else
+    redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'sessionKey', ARGV[2], 'startedAt', ARGV[3], 'sender', ARGV[16], ...)
+  end
   redis.call('EXPIRE', KEYS[2], ARGV[5])
 end
 
