@@ -206,7 +206,11 @@ async function admitAfterAck(
     options.journal?.touch();
     const result = await processed(options, delivery);
     if (result.kind !== "retry") {
-      options.logger.info({ eventId, tries, lastFailure: reason }, "slack event admitted after its ack");
+      // The outcome says whether it was taken (accepted, duplicate) or refused for good (ignored, rejected).
+      options.logger.info(
+        { eventId, tries, outcome: result.kind, lastFailure: reason },
+        "slack event admitted after its ack",
+      );
       return true;
     }
     reason = result.reason;

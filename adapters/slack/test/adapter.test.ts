@@ -1,4 +1,5 @@
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -10,6 +11,7 @@ import {
   type HubLogger,
   type InboundResult,
   PermanentSendError,
+  PID_SPACE,
   RateLimitedError,
   type ReplyTarget,
 } from "@hub/core";
@@ -83,6 +85,9 @@ function capturedLogger() {
   });
   return { lines, logger };
 }
+
+// A pid that ran and is gone (a child that exited): a journal under it is a dead process's.
+const deadPid = () => spawnSync(process.execPath, ["-e", "0"]).pid as number;
 
 const dm = (fake: FakeSlack, text: string) =>
   fake.envelope(messageEvent(fake.userMessage(SLACK_IDS.directChat, SLACK_IDS.user, text)));
@@ -331,6 +336,48 @@ describe("slack events over HTTP", () => {
     const left = readdirSync(journal);
     expect(left).toHaveLength(1);
     expect(readFileSync(join(journal, left[0] as string), "utf8")).toContain("in the window");
+  });
+
+  it("an adapter stopped while an acknowledged event is still tried ends its tries and leaves it to the next start", async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), "slack-acked-stopped-"));
+    cleanups.push(async () => rmSync(stateDir, { recursive: true, force: true }));
+    const { lines, logger } = capturedLogger();
+    let tries = 0;
+    const { fake, adapter } = await setup({
+      stateDir,
+      logger,
+      ackDeadlineMs: 100,
+      lateRetry: { initialMs: 20, maxMs: 20 },
+      // Slow (the early ack), then Redis down for as long as the adapter runs.
+      handler: async () => {
+        if (++tries === 1) await new Promise((r) => setTimeout(r, 300));
+        return { kind: "retry", reason: "Redis down" };
+      },
+    });
+    const journal = join(stateDir, "slack", "default", "acked");
+    // Sent as Slack's redelivery: every try of its admission then says so in a line, even one the stopped
+    // adapter refuses without calling the handler, so a try after the stop shows.
+    const delivered = await fake.deliver(dm(fake, "stopped while tried"), {
+      retryNum: 1,
+      retryReason: "http_timeout",
+    });
+    expect(delivered.status).toBe(200);
+    await waitFor(() => tries >= 4, "tries after the ack");
+    await adapter.stop();
+    const triesSaid = () => lines.filter((l) => l.msg === "slack redelivered an event").length;
+    const atStop = triesSaid();
+    await new Promise((r) => setTimeout(r, 300));
+    expect(triesSaid()).toBe(atStop);
+    const left = readdirSync(journal);
+    expect(left).toHaveLength(1);
+    const text = readFileSync(join(journal, left[0] as string), "utf8");
+    expect(text).toContain("stopped while tried");
+    expect(text).not.toContain("settled");
+    // The next start (another process: this file under a dead pid's name) admits it, then settles it.
+    renameSync(join(journal, left[0] as string), join(journal, `${PID_SPACE}-${deadPid()}-0a1b2c3d.jsonl`));
+    const next = await setup({ stateDir });
+    await waitFor(() => next.received.some((f) => f.body === "stopped while tried"), "its readmission");
+    await waitFor(() => readdirSync(journal).length === 0, "the record settled");
   });
 
   it("an event whose admission fails after its ack is tried until it is admitted, however long Redis is down", async () => {
