@@ -50,6 +50,7 @@ import {
   CATCH_UP_WINDOW_MS,
   type ChannelMark,
   ChannelMarks,
+  channelsToRead,
   MAX_CHANNELS,
   missedMessages,
   snowflakeAt,
@@ -521,13 +522,13 @@ export class DiscordAdapter implements ChannelAdapter {
     await this.#clientReady(client);
     if (this.#stopped || client !== this.#client) return;
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
-    const toRead = marks.filter((mark) => !nothingSince(client, mark));
-    if (toRead.length > MAX_CHANNELS)
+    const { read, skipped } = channelsToRead(marks, (mark) => nothingSince(client, mark));
+    if (skipped > 0)
       this.#log.warn(
-        { channels: toRead.length, readBack: MAX_CHANNELS },
+        { channels: read.length + skipped, readBack: MAX_CHANNELS },
         "discord: more channels may have missed messages than one read-back asks about; the least recently active are not read back",
       );
-    for (const mark of toRead.slice(0, MAX_CHANNELS)) {
+    for (const mark of read) {
       // Stopped, or the gateway went to another client (a lost lease): whoever connects next reads back.
       if (this.#stopped || client !== this.#client) return;
       const after = BigInt(mark.after) > BigInt(since) ? mark.after : since;

@@ -80,31 +80,60 @@ export class ChannelMarks {
 
   /**
    * Reads the index and marks again (another process may have held the gateway meanwhile): the channels
-   * active within CHANNEL_IDLE_MS, most recently active first. Idler channels leave the index.
+   * active within CHANNEL_IDLE_MS, most recently active first. Idler channels, and channels without a
+   * readable mark, leave the index, and their marks are deleted (else one key per channel ever heard
+   * from would stay forever).
    */
   async load(now = Date.now()): Promise<ChannelMark[]> {
     const raw = await this.state.get(this.#key("channels"));
     const parsed = IndexSchema.safeParse(raw ? JSON.parse(raw) : {});
     this.#index = new Map(Object.entries(parsed.success ? parsed.data : {}));
+    const channels = [...this.#index];
+    const values = await this.#readMarks(channels.map(([channelId]) => channelId));
     const marks: ChannelMark[] = [];
-    const idle: string[] = [];
-    for (const [channelId, guildId] of this.#index) {
-      const last = await this.state.get(this.#key(`last:${channelId}`));
-      if (!last || !/^\d+$/.test(last)) continue;
-      if (snowflakeTime(last) < now - CHANNEL_IDLE_MS) {
-        idle.push(channelId);
-        continue;
+    const gone: string[] = [];
+    channels.forEach(([channelId, guildId], i) => {
+      const last = values[i];
+      if (!last || !/^\d+$/.test(last) || snowflakeTime(last) < now - CHANNEL_IDLE_MS) {
+        gone.push(channelId);
+        return;
       }
       const known = this.#last.get(channelId);
       if (known === undefined || isNewer(last, known)) this.#last.set(channelId, last);
       marks.push({ channelId, guildId: guildId ?? undefined, after: last });
-    }
-    if (idle.length > 0) {
-      for (const channelId of idle) this.#index.delete(channelId);
-      await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
-    }
+    });
+    if (gone.length > 0) await this.#forget(gone);
     return marks.sort((a, b) => (isNewer(a.after, b.after) ? -1 : 1));
   }
+
+  /** The channels' marks in the order asked: in one round trip when the store can, else one by one. */
+  async #readMarks(channels: string[]): Promise<Array<string | undefined>> {
+    const keys = channels.map((channelId) => this.#key(`last:${channelId}`));
+    if (this.state.getMany) return this.state.getMany(keys);
+    const values: Array<string | undefined> = [];
+    for (const key of keys) values.push(await this.state.get(key));
+    return values;
+  }
+
+  /** Takes channels out of the index, then deletes their marks (a mark left behind is only a stray key). */
+  async #forget(channels: string[]): Promise<void> {
+    for (const channelId of channels) this.#index.delete(channelId);
+    await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
+    await this.state.delete?.(channels.map((channelId) => this.#key(`last:${channelId}`)));
+  }
+}
+
+/**
+ * The channels one read-back asks about, from `load`'s marks (most recently active first): those that
+ * may have missed messages (`quiet`: the channel had none since its mark), at most MAX_CHANNELS of them.
+ * `skipped` counts the ones left out for the limit.
+ */
+export function channelsToRead(
+  marks: ChannelMark[],
+  quiet: (mark: ChannelMark) => boolean,
+): { read: ChannelMark[]; skipped: number } {
+  const candidates = marks.filter((mark) => !quiet(mark));
+  return { read: candidates.slice(0, MAX_CHANNELS), skipped: Math.max(0, candidates.length - MAX_CHANNELS) };
 }
 
 const PageSchema = z.array(z.looseObject({ id: z.string().regex(/^\d+$/) }));

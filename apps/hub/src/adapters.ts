@@ -17,9 +17,16 @@ import { unbuiltAdapter } from "./unbuilt-adapter.js";
 
 /** Adapter state in Redis, so any process of the ingress role resumes where another stopped. */
 export function redisStateStore(redis: Redis, prefix: string): AdapterStateStore {
+  const full = (key: string) => `${prefix}:adapter:${key}`;
+  // MGET and DEL of many keys are single commands: on a Redis Cluster all their keys must hash to one
+  // slot, and they do, as the hub's prefix always carries a hash tag (`hashTaggedPrefix`).
   return {
-    get: async (key) => (await redis.get(`${prefix}:adapter:${key}`)) ?? undefined,
-    set: async (key, value) => void (await redis.set(`${prefix}:adapter:${key}`, value)),
+    get: async (key) => (await redis.get(full(key))) ?? undefined,
+    set: async (key, value) => void (await redis.set(full(key), value)),
+    // Redis refuses an MGET or DEL without keys.
+    getMany: async (keys) =>
+      keys.length === 0 ? [] : (await redis.mget(keys.map(full))).map((value) => value ?? undefined),
+    delete: async (keys) => void (keys.length > 0 && (await redis.del(keys.map(full)))),
   };
 }
 

@@ -223,4 +223,15 @@ export interface HttpRoute {
 export interface AdapterStateStore {
   get(key: string): Promise<string | undefined>;
   set(key: string, value: string): Promise<void>;
+  /**
+   * The values of many keys (undefined: none), in the order asked, in one round trip: an adapter that
+   * reads per-item state back after a restart (Discord's mark per channel) would otherwise wait one
+   * round trip per item while live messages wait behind it. Optional: without it, keys are read one by one.
+   */
+  getMany?(keys: string[]): Promise<Array<string | undefined>>;
+  /**
+   * Removes keys, so state about things an adapter forgets (a channel idle for long) does not stay
+   * forever. Optional: without it, the keys stay.
+   */
+  delete?(keys: string[]): Promise<void>;
 }
