@@ -86,7 +86,7 @@ export class ChannelMarks {
    */
   async load(now = Date.now()): Promise<ChannelMark[]> {
     const raw = await this.state.get(this.#key("channels"));
-    const parsed = IndexSchema.safeParse(raw ? JSON.parse(raw) : {});
+    const parsed = IndexSchema.safeParse(parsedJson(raw));
     this.#index = new Map(Object.entries(parsed.success ? parsed.data : {}));
     const channels = [...this.#index];
     const values = await this.#readMarks(channels.map(([channelId]) => channelId));
@@ -120,6 +120,16 @@ export class ChannelMarks {
     for (const channelId of channels) this.#index.delete(channelId);
     await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
     await this.state.delete?.(channels.map((channelId) => this.#key(`last:${channelId}`)));
+  }
+}
+
+/** A stored JSON value, or {} when absent or unreadable (a torn index is rebuilt as channels are heard from). */
+function parsedJson(raw: string | undefined): unknown {
+  if (!raw) return {};
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return {};
   }
 }
 

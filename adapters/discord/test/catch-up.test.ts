@@ -106,6 +106,14 @@ describe("ChannelMarks in Redis", () => {
     expect(quiet.skipped).toBe(50);
   });
 
+  it("an unreadable index does not stop every catch-up: it is rebuilt as channels are heard from", async () => {
+    const marks = new ChannelMarks(redisStateStore(redis, prefix), "torn");
+    await redis.set(key("torn", "channels"), '{"100": "9');
+    expect(await marks.load(now)).toEqual([]);
+    await marks.remember("100", "900", madeAgo(now, 1000));
+    expect(await index("torn")).toEqual({ "100": "900" });
+  });
+
   it("a first start (no channel yet) reads nothing", async () => {
     expect(await new ChannelMarks(redisStateStore(redis, prefix), "first").load(now)).toEqual([]);
   });
