@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { join } from "node:path";
 import {
+  AckJournal,
   type AdapterStateStore,
   accountConfigPath,
   type ChannelAdapter,
@@ -28,11 +29,16 @@ import {
 } from "@hub/core";
 import { App, type Receiver } from "@slack/bolt";
 import type { WebClientOptions } from "@slack/web-api";
-import { AckJournal } from "./ack-journal.js";
 import { boltLogger } from "./bolt-logger.js";
 import { missingModeKey, SLACK_API_URL } from "./config.js";
 import { SlackDirectory } from "./directory.js";
-import { admitJournaled, type EventsRouteOptions, slackEventsRoute } from "./events-http.js";
+import {
+  admitJournaled,
+  type EventsRouteOptions,
+  type SlackEnvelope,
+  SlackEnvelopeSchema,
+  slackEventsRoute,
+} from "./events-http.js";
 import { fetchSlackFile } from "./files.js";
 import { SlackInbound } from "./inbound.js";
 import { deletePost, reactionName, setReaction, updateText } from "./live.js";
@@ -126,7 +132,7 @@ export class SlackAdapter implements ChannelAdapter {
   #stopping = new AbortController();
   readonly #status: ChannelStatusCell;
   /** Early-acknowledged events until admitted (HTTP mode with a state directory). */
-  readonly #journal: AckJournal | undefined;
+  readonly #journal: AckJournal<SlackEnvelope> | undefined;
   /** Looks for journals other processes left behind (see `#adoptJournaled`). */
   #adopting: NodeJS.Timeout | undefined;
 
@@ -447,7 +453,12 @@ function ackJournalFor(
   options: SlackAdapterOptions,
   accountId: string,
   log: HubLogger,
-): AckJournal | undefined {
+): AckJournal<SlackEnvelope> | undefined {
   if (!options.stateDir || (options.mode ?? "http") !== "http") return undefined;
-  return new AckJournal(join(options.stateDir, "slack", accountId, "acked"), log);
+  return new AckJournal(
+    join(options.stateDir, "slack", accountId, "acked"),
+    SlackEnvelopeSchema,
+    log,
+    "slack",
+  );
 }

@@ -1,7 +1,6 @@
-import type { HttpRoute, HubLogger, InboundResult } from "@hub/core";
+import type { AckJournal, HttpRoute, HubLogger, InboundResult } from "@hub/core";
 import { Backoff, describeError, formatIssues, sleep, webhookRoute } from "@hub/core";
 import { z } from "zod";
-import type { AckJournal } from "./ack-journal.js";
 import { isSslCheck, readSlackBody, SlackForm, slashCommandAnswer } from "./form-requests.js";
 import { verifySlackSignature } from "./signature.js";
 
@@ -24,6 +23,13 @@ export interface SlackEnvelope {
   retryReason?: string | undefined;
 }
 
+/** A journaled delivery read back (see `AckJournal`). */
+export const SlackEnvelopeSchema: z.ZodType<SlackEnvelope> = z.object({
+  body: z.record(z.string(), z.unknown()),
+  retryNum: z.number().optional(),
+  retryReason: z.string().optional(),
+});
+
 /** What the route needs: where it is, the signing secret, and what to do with a verified event. */
 export interface EventsRouteOptions {
   path: string;
@@ -40,7 +46,7 @@ export interface EventsRouteOptions {
   /** Aborted when the adapter stops: an event still being tried then stays in the journal for the next start. */
   stopped?: AbortSignal;
   /** Where an event acknowledged before its admission finished is kept until admitted (see `AckJournal`). */
-  journal?: AckJournal;
+  journal?: AckJournal<SlackEnvelope>;
 }
 
 const header = (value: string | string[] | undefined): string | undefined =>

@@ -1,11 +1,10 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, type InboundResult } from "@hub/core";
+import { AckJournal, createLogger, type InboundResult } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/support/redis.js";
-import { AckJournal } from "../src/ack-journal.js";
-import { admitJournaled, type EventsRouteOptions } from "../src/events-http.js";
+import { admitJournaled, type EventsRouteOptions, SlackEnvelopeSchema } from "../src/events-http.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -16,7 +15,7 @@ afterEach(() => {
 function journaled(process: () => Promise<InboundResult>) {
   const dir = mkdtempSync(join(tmpdir(), "slack-events-http-"));
   dirs.push(dir);
-  const journal = new AckJournal(join(dir, "acked"));
+  const journal = new AckJournal(join(dir, "acked"), SlackEnvelopeSchema);
   const delivery = { body: { type: "event_callback", event_id: "Ev0LATE" } };
   const key = journal.record(delivery);
   const stop = new AbortController();

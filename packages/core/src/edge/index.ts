@@ -1,3 +1,4 @@
+export * from "./ack-journal.js";
 export * from "./byte-budget.js";
 export * from "./errors.js";
 export * from "./lease.js";

@@ -14,22 +14,15 @@ import {
   writeSync,
 } from "node:fs";
 import { join } from "node:path";
-import { describeError, type HubLogger, isDeadProcess, PID_SPACE, PROCESS_START } from "@hub/core";
 import { z } from "zod";
-import type { SlackEnvelope } from "./events-http.js";
+import type { HubLogger } from "../logger.js";
+import { describeError } from "./errors.js";
+import { isDeadProcess, PID_SPACE, PROCESS_START } from "./process-identity.js";
 
-// One line of a journal: an event acknowledged before its admission finished, or the end of its wait.
-const LineSchema = z.union([
-  z.object({
-    acked: z.string(),
-    delivery: z.object({
-      body: z.record(z.string(), z.unknown()),
-      retryNum: z.number().optional(),
-      retryReason: z.string().optional(),
-    }),
-  }),
-  z.object({ settled: z.string() }),
-]);
+// One line of a journal: a delivery acknowledged before its admission finished, or the end of its wait.
+type Line<T> = { acked: string; delivery: T } | { settled: string };
+const lineSchema = <T>(delivery: z.ZodType<T>) =>
+  z.union([z.object({ acked: z.string(), delivery }), z.object({ settled: z.string() })]);
 
 // A journal's file name: `<pid space>-<pid>-<start>.jsonl`, the identity `isDeadProcess` reads; a journal
 // being adopted is first renamed to `<adopter's identity>.claim<n>.jsonl` (see `adoptOrphans`).
@@ -45,16 +38,18 @@ const NAME = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)(?:\.claim\d+)?\.jsonl$/;
 export const ORPHAN_IDLE_MS = 5 * 60_000;
 
 /**
- * The Events API deliveries this process acknowledged to Slack before their admission finished (Slack
- * wants its 200 within 3 s; a slow Redis can take longer), kept on local disk until admitted. Slack never
- * resends what it got a 200 for, so without it a process that died in that window lost the message.
+ * Platform deliveries this process acknowledged before their admission finished, kept on local disk until
+ * admitted: a platform that never resends what it was told it got (Slack's Events API after its 200, which
+ * it wants within 3 s; WhatsApp's socket, which acknowledges every message it receives) would otherwise
+ * lose a message whose process died, or whose Redis was down, in that window. `T` is what the adapter needs
+ * to admit the delivery again, checked by the schema it gives when read back.
  * Each process appends to a file of its own (`<dir>/<pid space>-<pid>-<start>.jsonl`), and a record is
- * fsynced before its 200 leaves. The next start of a process sharing the directory adopts what dead
+ * fsynced before it returns (unless asked not to). The next start of a process sharing the directory adopts what dead
  * processes (of its pid space) left unsettled: copied into its own journal first, then their files go.
  * A journal adopted while its process still runs (frozen past ORPHAN_IDLE_MS) is noticed by that process
  * at its next record, which then goes into a new file (see `record`).
  */
-export class AckJournal {
+export class AckJournal<T> {
   readonly #stem = `${PID_SPACE}-${process.pid}-${PROCESS_START}`;
   readonly #path: string;
   #fd: number | undefined;
@@ -63,29 +58,47 @@ export class AckJournal {
   #stopped = false;
   readonly #open = new Set<string>();
 
+  readonly #schema: z.ZodType<Line<T>>;
+
+  /** `deliveries` reads a record back (a line it refuses is skipped); `label` begins the journal's log lines. */
   constructor(
     private readonly dir: string,
+    deliveries: z.ZodType<T>,
     private readonly logger?: HubLogger,
+    private readonly label = "channel",
   ) {
     this.#path = join(dir, `${this.#stem}.jsonl`);
+    this.#schema = lineSchema(deliveries) as z.ZodType<Line<T>>;
   }
 
   /**
    * Records a delivery about to be acknowledged early; synchronous and on disk before it returns. Its
    * file is checked after the fsync: another process that adopted it (renamed first, then read) before
    * that check may not have read this record, so it is written again into a new file (a duplicate the
-   * admission's dedupe absorbs); one that adopts it after the check reads it.
+   * admission's dedupe absorbs); one that adopts it after the check reads it. `sync: false` leaves out the
+   * fsync: the record survives the process's death, not the machine's (see `sync`).
    */
-  record(delivery: SlackEnvelope): string {
+  record(delivery: T, options: { sync?: boolean } = {}): string {
     const key = `${PROCESS_START}.${this.#next++}`;
-    const line = { acked: key, delivery: withoutUndefined(delivery) };
-    this.#append(line, true);
+    const line: Line<T> = { acked: key, delivery: withoutUndefined(delivery) };
+    const sync = options.sync ?? true;
+    this.#append(line, sync);
     if (!this.#stillOurs()) {
       this.close();
-      this.#append(line, true);
+      this.#append(line, sync);
     }
     this.#open.add(key);
     return key;
+  }
+
+  /** Puts what was recorded without an fsync on disk. Never throws (it is tried again at the next call). */
+  sync(): void {
+    if (this.#fd === undefined) return;
+    try {
+      fsyncSync(this.#fd);
+    } catch {
+      // The records are in the page cache: they survive this process either way.
+    }
   }
 
   /**
@@ -102,7 +115,7 @@ export class AckJournal {
     } catch (error) {
       this.logger?.warn(
         { err: describeError(error), path: this.#path },
-        "slack: an early-acknowledged event's end could not be journaled; the next start admits it again (a duplicate, ignored)",
+        `${this.label}: an early-acknowledged delivery's end could not be journaled; the next start admits it again (a duplicate, ignored)`,
       );
     }
   }
@@ -126,8 +139,8 @@ export class AckJournal {
    * (so a crash of this process before they are admitted leaves them to the next start), with the keys
    * to settle them by; their files are removed.
    */
-  adoptOrphans(now = Date.now()): Array<{ key: string; delivery: SlackEnvelope }> {
-    const adopted: Array<{ key: string; delivery: SlackEnvelope }> = [];
+  adoptOrphans(now = Date.now()): Array<{ key: string; delivery: T }> {
+    const adopted: Array<{ key: string; delivery: T }> = [];
     for (const name of this.#orphanFiles(now)) {
       // Claimed by a rename first: its writer, if it still runs, notices at its next record (see `record`),
       // and a second adopter finds nothing to rename.
@@ -137,7 +150,7 @@ export class AckJournal {
       } catch {
         continue;
       }
-      for (const delivery of unsettled(readFileSync(path, "utf8")))
+      for (const delivery of this.#unsettled(readFileSync(path, "utf8")))
         adopted.push({ key: this.record(delivery), delivery });
       rmSync(path, { force: true });
     }
@@ -176,7 +189,7 @@ export class AckJournal {
     });
   }
 
-  #append(line: z.infer<typeof LineSchema>, sync: boolean): void {
+  #append(line: Line<T>, sync: boolean): void {
     if (this.#fd === undefined) {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.#fd = openSync(this.#path, "a", 0o600);
@@ -212,22 +225,23 @@ export class AckJournal {
     this.close();
     rmSync(this.#path, { force: true });
   }
-}
 
-// The deliveries of a journal's text that were never settled (a torn last line is skipped).
-function unsettled(text: string): SlackEnvelope[] {
-  const acked = new Map<string, SlackEnvelope>();
-  for (const raw of text.split("\n")) {
-    let parsed: z.infer<typeof LineSchema> | undefined;
-    try {
-      parsed = LineSchema.parse(JSON.parse(raw));
-    } catch {
-      continue;
+  // The deliveries of a journal's text that were never settled (a torn last line is skipped).
+  #unsettled(text: string): T[] {
+    const acked = new Map<string, T>();
+    for (const raw of text.split("\n")) {
+      let parsed: Line<T> | undefined;
+      try {
+        parsed = this.#schema.parse(JSON.parse(raw));
+      } catch {
+        continue;
+      }
+      if ("acked" in parsed) acked.set(parsed.acked, parsed.delivery);
+      else acked.delete(parsed.settled);
     }
-    if ("acked" in parsed) acked.set(parsed.acked, parsed.delivery);
-    else acked.delete(parsed.settled);
+    return [...acked.values()];
   }
-  return [...acked.values()];
 }
 
-const withoutUndefined = (delivery: SlackEnvelope): SlackEnvelope => JSON.parse(JSON.stringify(delivery));
+// What a record holds is what JSON keeps of it (no undefined fields; a protobuf message's own toJSON).
+const withoutUndefined = <T>(delivery: T): T => JSON.parse(JSON.stringify(delivery));

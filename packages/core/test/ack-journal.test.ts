@@ -10,22 +10,26 @@ import {
   utimesSync,
   writeFileSync,
 } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PID_SPACE, PROCESS_START } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { AckJournal, ORPHAN_IDLE_MS } from "../src/ack-journal.js";
+import { z } from "zod";
+import { AckJournal, ORPHAN_IDLE_MS } from "../src/edge/ack-journal.js";
 
 const dirs: string[] = [];
 afterEach(() => {
   for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
 });
 function journalDir(): string {
-  const dir = mkdtempSync(join(tmpdir(), "slack-ack-journal-"));
+  const dir = mkdtempSync(join(tmpdir(), "ack-journal-"));
   dirs.push(dir);
   return join(dir, "acked");
 }
+// What a test record holds: an event's body and its retry number, as Slack's adapter journals them.
+const Delivery = z.object({ body: z.record(z.string(), z.unknown()), retryNum: z.number().optional() });
 const delivery = (eventId: string) => ({ body: { type: "event_callback", event_id: eventId }, retryNum: 1 });
 const line = (value: unknown) => `${JSON.stringify(value)}\n`;
 // A pid that ran and is gone: a child that exited.
@@ -34,7 +38,7 @@ const deadPid = () => spawnSync(process.execPath, ["-e", "0"]).pid as number;
 describe("AckJournal", () => {
   it("keeps a record on disk until it is settled, and leaves no file once nothing waits", () => {
     const dir = journalDir();
-    const journal = new AckJournal(dir);
+    const journal = new AckJournal(dir, Delivery);
     const a = journal.record(delivery("Ev1"));
     const b = journal.record(delivery("Ev2"));
     expect(readdirSync(dir)).toEqual([`${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`]);
@@ -55,12 +59,12 @@ describe("AckJournal", () => {
         line({ settled: "x.0" }) +
         '{"acked":"x.2","deliv', // a torn last line
     );
-    const journal = new AckJournal(dir);
+    const journal = new AckJournal(dir, Delivery);
     const adopted = journal.adoptOrphans();
     expect(adopted.map((a) => a.delivery)).toEqual([delivery("EvOpen")]);
     expect(existsSync(orphan)).toBe(false);
     // Recorded in this process's journal: a crash now leaves it to the next start.
-    const next = new AckJournal(dir);
+    const next = new AckJournal(dir, Delivery);
     expect(readdirSync(dir)).toEqual([`${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`]);
     journal.settle(adopted[0]?.key as string);
     expect(next.adoptOrphans()).toEqual([]);
@@ -71,7 +75,7 @@ describe("AckJournal", () => {
     mkdirSync(dir, { recursive: true });
     const other = join(dir, `ffffffffff-1-0a1b2c3d.jsonl`);
     writeFileSync(other, line({ acked: "y.0", delivery: delivery("EvOther") }));
-    const journal = new AckJournal(dir);
+    const journal = new AckJournal(dir, Delivery);
     // Recent: it may be a live process's (another container sharing the state dir).
     expect(journal.adoptOrphans()).toEqual([]);
     expect(existsSync(other)).toBe(true);
@@ -87,13 +91,13 @@ describe("AckJournal", () => {
     // This very process under another start id would be an earlier start of it; pid 1 runs.
     const live = join(dir, `${PID_SPACE}-1-0a1b2c3d.jsonl`);
     writeFileSync(live, line({ acked: "z.0", delivery: delivery("EvLive") }));
-    expect(new AckJournal(dir).adoptOrphans()).toEqual([]);
+    expect(new AckJournal(dir, Delivery).adoptOrphans()).toEqual([]);
     expect(existsSync(live)).toBe(true);
   });
 
   it("a record made after another process took this journal away (it was idle: frozen) lands in a file on disk", () => {
     const dir = journalDir();
-    const journal = new AckJournal(dir);
+    const journal = new AckJournal(dir, Delivery);
     journal.record(delivery("EvBeforeFreeze"));
     const own = join(dir, readdirSync(dir)[0] as string);
     // Another container adopts the idle journal of this (frozen) process: it claims the file, reads it, removes it.
@@ -108,7 +112,7 @@ describe("AckJournal", () => {
 
   it("a settle the disk refuses does not throw (the record stays for the next start; its admission is deduplicated)", () => {
     const dir = journalDir();
-    const journal = new AckJournal(dir);
+    const journal = new AckJournal(dir, Delivery);
     const key = journal.record(delivery("EvDiskError"));
     const own = join(dir, readdirSync(dir)[0] as string);
     // Removing the emptied journal fails (here: something that is not a file took its place).
@@ -119,11 +123,12 @@ describe("AckJournal", () => {
 
   it("a record the disk takes only part of (full, or a file size limit) is refused (503), and leaves no torn line", () => {
     const dir = journalDir();
-    const source = fileURLToPath(new URL("../src/ack-journal.ts", import.meta.url));
+    const source = fileURLToPath(new URL("../src/edge/ack-journal.ts", import.meta.url));
     // Three records of about 3 KB under an 8 KB file size limit: the third is cut short by the kernel.
     const script = `
       import { AckJournal } from ${JSON.stringify(source)};
-      const journal = new AckJournal(${JSON.stringify(dir)});
+      import { z } from ${JSON.stringify(createRequire(import.meta.url).resolve("zod"))};
+      const journal = new AckJournal(${JSON.stringify(dir)}, z.object({ body: z.record(z.string(), z.unknown()) }));
       const big = (id) => ({ body: { type: "event_callback", event_id: id, pad: "x".repeat(3000) } });
       for (const id of ["Ev1", "Ev2", "Ev3"]) {
         try { journal.record(big(id)); console.log(id, "recorded"); } catch (e) { console.log(id, "refused", e.code); }
