@@ -1,5 +1,6 @@
 import {
   type AccountLease,
+  type AdapterFields,
   Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
@@ -28,6 +29,7 @@ import {
 } from "@hub/core";
 import type { WAMessage } from "@whiskeysockets/baileys";
 import { type CloseVerdict, classifyClose } from "./connection.js";
+import { fromJournal, type JournaledMessage, type MessageJournal, toJournal } from "./journal.js";
 import {
   type NormalizedMessage,
   normalizeWhatsAppMessage,
@@ -57,8 +59,13 @@ export interface WhatsAppAdapterOptions {
   linkPollMs?: number;
   /** Presence `paused` follows this long after the last `composing` refresh (ms). */
   pauseAfterMs?: number;
-  /** Admission attempts of one message when the hub fails transiently (WhatsApp never redelivers). */
-  admitAttempts?: number;
+  /**
+   * Where received messages are kept until their admission is decided (see `MessageJournal`). Without one,
+   * a message the hub could not take before the process stopped or died is lost: WhatsApp never redelivers.
+   */
+  journal?: MessageJournal;
+  /** The capped backoff between tries of a message the hub could not admit yet (default 500 ms to 30 s). */
+  admitRetry?: { initialMs: number; maxMs: number };
   /** The code a `hub channels login` in progress shows, reported in the status for the owner's web chat. */
   pendingLink?: () => Promise<ChannelLinkCode | undefined>;
 }
@@ -91,6 +98,8 @@ export class WhatsAppAdapter implements ChannelAdapter {
   #self: SelfIdentity = { ids: new Set() };
   #onInbound: InboundHandler | undefined;
   #loop: Promise<void> | undefined;
+  /** Looks for journals other processes left behind (see `#adoptJournaled`). */
+  #adopting: ReturnType<typeof setInterval> | undefined;
   #link: ChannelLinkCode | undefined;
   /** Sockets opened so far (a reconnect loop shows here). */
   opened = 0;
@@ -155,7 +164,10 @@ export class WhatsAppAdapter implements ChannelAdapter {
 
   async stop(): Promise<void> {
     this.#stop.abort();
+    clearInterval(this.#adopting);
     await this.#loop;
+    // What is still undecided stays on disk for the next start.
+    this.#o.journal?.stop();
     this.#outbound.clear();
     const lease = this.#o.lease;
     await (lease?.close ? lease.close() : lease?.release())?.catch(() => undefined);
@@ -299,6 +311,10 @@ export class WhatsAppAdapter implements ChannelAdapter {
     this.#socket = socket;
     this.#self = selfIdentity(socket.user);
     this.#status.set("connected");
+    this.#adoptJournaled();
+    this.#adopting ??= setInterval(() => {
+      if (this.#status.get().state === "connected") this.#adoptJournaled();
+    }, 60_000).unref();
   }
 
   /** Renews the lease while the socket lives; a lost lease closes the socket before anything else is sent. */
@@ -329,12 +345,26 @@ export class WhatsAppAdapter implements ChannelAdapter {
   /**
    * Handles one message of `messages.upsert` (live, or offline backlog on
    * reconnect): normalized, too old ones ignored, admitted in chat order.
-   * WhatsApp never redelivers, so a transient failure is retried here a few
-   * times. Never throws.
+   * WhatsApp never redelivers, so the message is journaled from receipt until
+   * its admission is decided, and a transient failure is tried again until
+   * the hub takes it or the adapter stops. Never throws.
    */
   async handleMessage(raw: unknown): Promise<InboundResult> {
     const onInbound = this.#onInbound;
     if (!onInbound) return { kind: "retry", reason: "the adapter is not started" };
+    const read = this.#read(raw);
+    if ("kind" in read) return read;
+    const maxAge = this.#o.maxMessageAgeMs ?? 10 * 60_000;
+    if (Date.now() - read.fields.timestamp > maxAge) {
+      this.#log.info({ messageId: read.fields.messageId }, "whatsapp message too old to answer; ignored");
+      return { kind: "ignored", reason: "older than maxMessageAgeMs" };
+    }
+    this.#remember(read);
+    return this.#admitKept(read.fields, onInbound, this.#record(raw, read.fields.messageId));
+  }
+
+  // A message's fields (and key and content, kept for quotes and media), or why it is not admitted.
+  #read(raw: unknown): Extract<NormalizedMessage, { ok: true }> | InboundResult {
     let normalized: NormalizedMessage;
     try {
       normalized = normalizeWhatsAppMessage(raw, this.#self, { accountId: this.accountId });
@@ -342,51 +372,129 @@ export class WhatsAppAdapter implements ChannelAdapter {
       // Whatever threw on this message would throw on it again: it can never be accepted.
       normalized = { ok: false, reason: `unreadable message (${describeError(error)})`, ignored: false };
     }
-    if (!normalized.ok) {
-      const log = { messageId: normalized.messageId, reason: normalized.reason };
-      if (normalized.ignored) this.#log.debug(log, "whatsapp message not for us");
-      else this.#log.warn(log, "dropping a malformed WhatsApp message");
-      return normalized.ignored
-        ? { kind: "ignored", reason: normalized.reason }
-        : { kind: "rejected", reason: normalized.reason };
-    }
-    const { fields } = normalized;
-    const maxAge = this.#o.maxMessageAgeMs ?? 10 * 60_000;
-    if (Date.now() - fields.timestamp > maxAge) {
-      this.#log.info({ messageId: fields.messageId }, "whatsapp message too old to answer; ignored");
-      return { kind: "ignored", reason: "older than maxMessageAgeMs" };
-    }
-    this.#remember(`${fields.chat.id}/${fields.messageId}`, {
-      key: normalized.key,
-      message: normalized.message,
-    } as WAMessage);
-    return this.#admit(fields, onInbound);
+    if (normalized.ok) return normalized;
+    const log = { messageId: normalized.messageId, reason: normalized.reason };
+    if (normalized.ignored) this.#log.debug(log, "whatsapp message not for us");
+    else this.#log.warn(log, "dropping a malformed WhatsApp message");
+    return normalized.ignored
+      ? { kind: "ignored", reason: normalized.reason }
+      : { kind: "rejected", reason: normalized.reason };
   }
 
-  async #admit(fields: Parameters<InboundHandler>[0], onInbound: InboundHandler): Promise<InboundResult> {
-    const backoff = new Backoff(500, 8000);
-    const attempts = this.#o.admitAttempts ?? 6;
-    for (let attempt = 1; ; attempt++) {
-      const result = await this.#sequencer
-        .submit(fields, onInbound)
-        .catch((error): InboundResult => ({ kind: "retry", reason: describeError(error) }));
+  // Records a message before its admission, without an fsync (it survives this process's death; the first
+  // failed try syncs it). A message the disk refuses is still admitted, only without a copy.
+  #record(raw: unknown, messageId: string): string | undefined {
+    const journal = this.#o.journal;
+    if (!journal) return undefined;
+    try {
+      return journal.record(toJournal(raw), { sync: false });
+    } catch (error) {
+      this.#log.warn(
+        { messageId, err: describeError(error) },
+        "whatsapp message could not be journaled; admitting it without a copy on disk (a crash before its admission loses it)",
+      );
+      return undefined;
+    }
+  }
+
+  // Admits a message in its chat's order (the tries hold the chat's later messages back), and settles its
+  // journal record once decided; one still undecided when the adapter stops stays for the next start.
+  async #admitKept(
+    fields: AdapterFields,
+    onInbound: InboundHandler,
+    key: string | undefined,
+  ): Promise<InboundResult> {
+    const result = await this.#sequencer.submit(fields, (f) => this.#tryUntilDecided(f, onInbound));
+    if (key !== undefined && result.kind !== "retry") this.#o.journal?.settle(key);
+    return result;
+  }
+
+  // One warning when the tries begin and one line when they end, not one per try.
+  async #tryUntilDecided(fields: AdapterFields, onInbound: InboundHandler): Promise<InboundResult> {
+    const { initialMs, maxMs } = this.#o.admitRetry ?? { initialMs: 500, maxMs: 30_000 };
+    const backoff = new Backoff(initialMs, maxMs);
+    const journal = this.#o.journal;
+    const messageId = fields.messageId;
+    for (let tries = 1; ; tries++) {
+      const result = await onInbound(fields).catch(
+        (error): InboundResult => ({ kind: "retry", reason: describeError(error) }),
+      );
       if (result.kind === "rejected")
-        this.#log.warn({ messageId: fields.messageId, reason: result.reason }, "whatsapp message rejected");
-      if (result.kind !== "retry") return result;
-      if (attempt >= attempts || this.#stop.signal.aborted) {
-        this.#log.error(
-          { messageId: fields.messageId, reason: result.reason },
-          "whatsapp message could not be admitted; WhatsApp does not redeliver, so it is not answered",
+        this.#log.warn({ messageId, reason: result.reason }, "whatsapp message rejected");
+      if (result.kind !== "retry") {
+        if (tries > 1)
+          this.#log.info(
+            { messageId, tries, outcome: result.kind },
+            "whatsapp message admitted after retries",
+          );
+        return result;
+      }
+      if (tries === 1) {
+        journal?.sync();
+        this.#log.warn(
+          { messageId, reason: result.reason },
+          "whatsapp message could not be admitted yet; trying again until it is (WhatsApp does not redeliver)",
+        );
+      }
+      if (this.#stop.signal.aborted) {
+        this.#log.warn(
+          { messageId, tries },
+          journal
+            ? "whatsapp adapter stopped before a message could be admitted; the next start admits it"
+            : "whatsapp adapter stopped before a message could be admitted; it is not answered",
         );
         return result;
       }
+      journal?.touch();
       await sleep(backoff.next(), this.#stop.signal);
     }
   }
 
-  #remember(ref: string, message: WAMessage): void {
+  // Messages received by processes that are gone (a crash, a restart) and never admitted: when the socket
+  // opens (the mentions of the bot need its identity), and every minute while it is open, for journals of
+  // processes this one cannot tell are gone (another container: see ORPHAN_IDLE_MS).
+  #adoptJournaled(): void {
+    const journal = this.#o.journal;
+    const onInbound = this.#onInbound;
+    if (!journal || !onInbound || this.#stop.signal.aborted) return;
+    let adopted: Array<{ key: string; delivery: JournaledMessage }>;
+    try {
+      adopted = journal.adoptOrphans();
+    } catch (error) {
+      this.#log.warn(
+        { err: describeError(error) },
+        "whatsapp: journaled messages of an earlier process not read",
+      );
+      return;
+    }
+    if (adopted.length > 0)
+      this.#log.info(
+        { count: adopted.length },
+        "whatsapp: admitting messages an earlier process received and never admitted",
+      );
+    for (const { key, delivery } of adopted) void this.#admitAdopted(key, delivery, onInbound);
+  }
+
+  // An adopted message is admitted whatever its age: it was young enough when it was received.
+  async #admitAdopted(key: string, json: JournaledMessage, onInbound: InboundHandler): Promise<void> {
+    let read: Extract<NormalizedMessage, { ok: true }> | InboundResult;
+    try {
+      read = this.#read(fromJournal(json));
+    } catch (error) {
+      read = { kind: "rejected", reason: `unreadable journaled message (${describeError(error)})` };
+    }
+    if ("kind" in read) {
+      this.#o.journal?.settle(key);
+      return;
+    }
+    this.#remember(read);
+    await this.#admitKept(read.fields, onInbound, key);
+  }
+
+  #remember({ fields, key, message }: Extract<NormalizedMessage, { ok: true }>): void {
+    const ref = `${fields.chat.id}/${fields.messageId}`;
     this.#recent.delete(ref);
-    this.#recent.set(ref, message);
+    this.#recent.set(ref, { key, message } as WAMessage);
     if (this.#recent.size > RECENT_LIMIT) this.#recent.delete(this.#recent.keys().next().value as string);
   }
 

@@ -3,6 +3,7 @@ export * from "./auth-dir.js";
 export * from "./auth-state.js";
 export * from "./config.js";
 export * from "./connection.js";
+export * from "./journal.js";
 export * from "./lease.js";
 export * from "./link-code.js";
 export * from "./login.js";

@@ -74,11 +74,13 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
     const logger = deps.logger;
     const authDir = authDirOf(deps.stateDir, deps.accountId, config.authDir);
     const lease = leaseOf(config, deps);
-    const [{ WhatsAppAdapter }, { baileysConnector }, { readLinkCode }] = await Promise.all([
-      import("./adapter.js"),
-      import("./socket.js"),
-      import("./link-code.js"),
-    ]);
+    const [{ WhatsAppAdapter }, { baileysConnector }, { readLinkCode }, { messageJournal }] =
+      await Promise.all([
+        import("./adapter.js"),
+        import("./socket.js"),
+        import("./link-code.js"),
+        import("./journal.js"),
+      ]);
     return new WhatsAppAdapter({
       accountId: deps.accountId,
       connector: baileysConnector({ authDir, logger }),
@@ -93,6 +95,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
       reconnect: { initialMs: config.reconnectInitialMs, maxMs: config.reconnectMaxMs },
       pendingLink: () => readLinkCode(authDir),
       linkPollMs: 2000,
+      journal: messageJournal(deps.stateDir, deps.accountId, logger),
     });
   },
   async login(config, deps, options: ChannelLoginOptions) {

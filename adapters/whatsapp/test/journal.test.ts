@@ -1,0 +1,125 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { type AdapterFields, createLogger, type InboundResult } from "@hub/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/redis.js";
+import { WhatsAppAdapter } from "../src/adapter.js";
+import { fromJournal, messageJournal, toJournal } from "../src/journal.js";
+import { directText, FakeWhatsApp, imageWithCaption } from "./fake-whatsapp.js";
+
+const ALICE = "4915112345678@s.whatsapp.net";
+const adapters: WhatsAppAdapter[] = [];
+const children: ChildProcess[] = [];
+const dirs: string[] = [];
+afterEach(async () => {
+  for (const child of children.splice(0)) child.kill("SIGKILL");
+  await Promise.all(adapters.splice(0).map((a) => a.stop()));
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+function stateDir(): string {
+  const dir = mkdtempSync(join(tmpdir(), "wa-journal-"));
+  dirs.push(dir);
+  return dir;
+}
+const journalFiles = (dir: string): string[] => {
+  const at = join(dir, "whatsapp", "default", "received");
+  return existsSync(at) ? readdirSync(at).map((name) => join(at, name)) : [];
+};
+
+/** An adapter on a fake linked device, journaling under `dir`, handing the hub's answers from `admit`. */
+async function started(dir: string, admit: (fields: AdapterFields) => InboundResult) {
+  const wa = new FakeWhatsApp();
+  const adapter = new WhatsAppAdapter({
+    connector: wa,
+    logger: createLogger({ level: "silent" }),
+    journal: messageJournal(dir, "default"),
+    admitRetry: { initialMs: 10, maxMs: 40 },
+  });
+  adapters.push(adapter);
+  await adapter.start(async (fields) => admit(fields));
+  await waitFor(() => adapter.status().state === "connected", "connected");
+  return { adapter, wa };
+}
+
+describe("whatsapp: a received message is kept until the hub takes it (WhatsApp never redelivers)", () => {
+  it("a message the hub cannot take yet is tried until it is, kept on disk meanwhile, its chat's next message behind it", async () => {
+    const dir = stateDir();
+    let down = true;
+    const tried: string[] = [];
+    const accepted: string[] = [];
+    const { wa } = await started(dir, (fields) => {
+      tried.push(fields.body);
+      if (down) return { kind: "retry", reason: "Redis is unreachable" };
+      accepted.push(fields.body);
+      return { kind: "accepted" };
+    });
+    wa.sockets[0]?.upsert([directText(ALICE, "first"), directText(ALICE, "second")]);
+    // Well past the 6 tries a message used to get before it was logged as not answered.
+    await waitFor(() => tried.length >= 12, "the tries going on", 5000);
+    // The chat's second message waits behind its first: never tried ahead of it.
+    expect(new Set(tried)).toEqual(new Set(["first"]));
+    const [file] = journalFiles(dir);
+    const bodies = readFileSync(file as string, "utf8")
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line).delivery.message.extendedTextMessage.text);
+    expect(bodies).toEqual(["first", "second"]);
+    down = false;
+    await waitFor(() => accepted.length === 2, "both admitted once Redis is back", 3000);
+    expect(accepted).toEqual(["first", "second"]);
+    // Both settled: nothing is left on disk.
+    expect(journalFiles(dir)).toEqual([]);
+  });
+
+  it("a message a killed process received and never admitted is admitted by the next start", async () => {
+    const dir = stateDir();
+    const script = fileURLToPath(new URL("./journal-receiver.ts", import.meta.url));
+    const child = spawn(
+      process.execPath,
+      ["--import", "tsx", script, dir, ALICE, "sent while Redis was down"],
+      {
+        stdio: ["ignore", "pipe", "inherit"],
+      },
+    );
+    children.push(child);
+    let output = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      output += String(d);
+    });
+    await waitFor(() => output.includes("trying"), "the receiver's first try", 20_000);
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGKILL");
+    await exited;
+    expect(journalFiles(dir)).toHaveLength(1);
+
+    const admitted: AdapterFields[] = [];
+    const { adapter } = await started(dir, (fields) => {
+      admitted.push(fields);
+      return { kind: "accepted" };
+    });
+    await waitFor(() => admitted.length === 1, "the journaled message admitted", 3000);
+    expect(admitted[0]).toMatchObject({
+      body: "sent while Redis was down",
+      chat: { type: "direct", id: ALICE },
+      messageId: output.trim().split(" ")[1],
+    });
+    await waitFor(() => journalFiles(dir).length === 0, "the dead process's journal gone");
+    expect(adapter.status().state).toBe("connected");
+  });
+
+  it("a journaled message reads back as the socket delivered it: media key as bytes, ids, timestamp", () => {
+    const image = imageWithCaption(ALICE, "look");
+    // Through the disk's form: JSON text.
+    const back = fromJournal(JSON.parse(JSON.stringify(toJournal(image))));
+    const key = back.message?.imageMessage?.mediaKey;
+    expect(key).toBeInstanceOf(Uint8Array);
+    expect(Buffer.from(key as Uint8Array).toString()).toBe("0123456789abcdef0123456789abcdef");
+    expect(back.key).toMatchObject({ remoteJid: ALICE, id: image.key?.id, fromMe: false });
+    expect(Number(back.messageTimestamp)).toBe(Number(image.messageTimestamp));
+    expect(back.message?.imageMessage?.caption).toBe("look");
+  });
+});
