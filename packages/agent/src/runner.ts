@@ -9,6 +9,7 @@ import {
   type ReplySink,
   type ReplyStream,
   type RunRequest,
+  recordedSender,
   typingDelayOf,
   WriteFencedError,
 } from "@hub/core";
@@ -709,7 +710,12 @@ export class AgentRunner {
     const { runId, ctx } = request;
     const error = "the hub's Redis lost its data while this message was being answered";
     log.error("run ended: Redis lost its data while it was in flight");
-    await this.o.runs.recordAfterDataLoss(runId, ctx.sessionKey, { status: "failed", error });
+    await this.o.runs.recordAfterDataLoss(
+      runId,
+      ctx.sessionKey,
+      { status: "failed", error },
+      recordedSender(runId, ctx),
+    );
     await this.o.sessions.append(sessionId, [
       { type: "outcome", runId, status: "failed", stopReason: "internal_error", error, at: Date.now() },
     ]);

@@ -210,14 +210,20 @@ export class RunRecords {
     return { inLanes: inLanes.filter(isRunning), outsideLanes: outsideRecords.filter(isRunning) };
   }
 
-  /** Records the outcome of a run whose record Redis may have lost with its data (written whole again). */
+  /**
+   * Records the outcome of a run whose record Redis may have lost with its data (written whole again), with
+   * its `sender` where the record keeps one (`recordedSender`): without it, the client that sent the message
+   * would be refused its own run's outcome when it asks again by its key without `read`.
+   */
   async recordAfterDataLoss(
     runId: string,
     sessionKey: string,
     outcome: { status: TerminalStatus; error: string },
+    sender = "",
   ) {
     const now = Date.now();
     const fields = ["status", outcome.status, "error", outcome.error, "endedAt", now];
+    if (sender) fields.push("sender", sender);
     return (
       (await runScript(
         this.redis,

@@ -71,3 +71,21 @@ describe("RunRecords.finish", () => {
     expect(await runs.get("fin-1")).toMatchObject({ status: "failed", error: "boom" });
   });
 });
+
+describe("RunRecords.recordAfterDataLoss", () => {
+  it("writes the record whole again, with the sender a client-keyed run's record keeps and none for a platform's", async () => {
+    const error = "the hub's Redis lost its data while this message was being answered";
+    const outcome = { status: "failed" as const, error };
+    // The records are gone with Redis's data: nothing is there to update.
+    expect(await runs.recordAfterDataLoss("client-key-1", "agent:main:main", outcome, "webchat:alice")).toBe(
+      true,
+    );
+    expect(await runs.get("client-key-1")).toMatchObject({
+      status: "failed",
+      error,
+      sender: "webchat:alice",
+    });
+    expect(await runs.recordAfterDataLoss("platform-run-1", "agent:main:main", outcome)).toBe(true);
+    expect(await redis.hexists(`${prefix}:run:platform-run-1`, "sender")).toBe(0);
+  });
+});
