@@ -11,6 +11,7 @@ import { fromJournal, messageJournal, toJournal } from "../src/journal.js";
 import { directText, FakeWhatsApp, imageWithCaption } from "./fake-whatsapp.js";
 
 const ALICE = "4915112345678@s.whatsapp.net";
+const ALICE_LID = "208123456789013@lid";
 const adapters: WhatsAppAdapter[] = [];
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -75,16 +76,12 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     expect(journalFiles(dir)).toEqual([]);
   });
 
-  it("a message a killed process received and never admitted is admitted by the next start", async () => {
-    const dir = stateDir();
+  /** A receiver process (see journal-receiver.ts) killed after its first try: the id of its message. */
+  async function killedReceiver(dir: string, args: string[]): Promise<string> {
     const script = fileURLToPath(new URL("./journal-receiver.ts", import.meta.url));
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", script, dir, ALICE, "sent while Redis was down"],
-      {
-        stdio: ["ignore", "pipe", "inherit"],
-      },
-    );
+    const child = spawn(process.execPath, ["--import", "tsx", script, dir, ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     children.push(child);
     let output = "";
     child.stdout?.on("data", (d: Buffer) => {
@@ -95,6 +92,12 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     child.kill("SIGKILL");
     await exited;
     expect(journalFiles(dir)).toHaveLength(1);
+    return output.trim().split(" ")[1] as string;
+  }
+
+  it("a message a killed process received and never admitted is admitted by the next start", async () => {
+    const dir = stateDir();
+    const messageId = await killedReceiver(dir, [ALICE, "sent while Redis was down"]);
 
     const admitted: AdapterFields[] = [];
     const { adapter } = await started(dir, (fields) => {
@@ -105,10 +108,29 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     expect(admitted[0]).toMatchObject({
       body: "sent while Redis was down",
       chat: { type: "direct", id: ALICE },
-      messageId: output.trim().split(" ")[1],
+      messageId,
     });
     await waitFor(() => journalFiles(dir).length === 0, "the dead process's journal gone");
     expect(adapter.status().state).toBe("connected");
+  });
+
+  it("a journaled message from a LID sender is admitted from the phone JID beside it, as it was live", async () => {
+    // baileys puts the sender's phone JID beside a LID in the key (remoteJidAlt, participantAlt): no
+    // protobuf field, so a journal keeping only the protobuf JSON lost it, and the message was admitted
+    // from the LID (not on a phone-number allowlist, not the sender's session).
+    const dir = stateDir();
+    const messageId = await killedReceiver(dir, [ALICE_LID, "sent while Redis was down", ALICE]);
+    const admitted: AdapterFields[] = [];
+    await started(dir, (fields) => {
+      admitted.push(fields);
+      return { kind: "accepted" };
+    });
+    await waitFor(() => admitted.length === 1, "the journaled message admitted", 3000);
+    expect(admitted[0]).toMatchObject({
+      messageId,
+      chat: { type: "direct", id: ALICE_LID },
+      sender: { id: ALICE },
+    });
   });
 
   it("a journaled message reads back as the socket delivered it: media key as bytes, ids, timestamp", () => {
