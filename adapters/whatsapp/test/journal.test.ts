@@ -32,7 +32,10 @@ const journalFiles = (dir: string): string[] => {
 };
 
 /** An adapter on a fake linked device, journaling under `dir`, handing the hub's answers from `admit`. */
-async function started(dir: string, admit: (fields: AdapterFields) => InboundResult) {
+async function started(
+  dir: string,
+  admit: (fields: AdapterFields) => InboundResult | Promise<InboundResult>,
+) {
   const wa = new FakeWhatsApp();
   const adapter = new WhatsAppAdapter({
     connector: wa,
@@ -74,6 +77,50 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     expect(accepted).toEqual(["first", "second"]);
     // Both settled: nothing is left on disk.
     expect(journalFiles(dir)).toEqual([]);
+  });
+
+  it("a /stop the hub cannot take at once waits behind the chat's earlier message, not admitted ahead of it", async () => {
+    const dir = stateDir();
+    const accepted: string[] = [];
+    const tried = new Map<string, number>();
+    let release: () => void = () => {};
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const { wa } = await started(dir, (fields) => {
+      const n = (tried.get(fields.body) ?? 0) + 1;
+      tried.set(fields.body, n);
+      // Redis fails the first try of each, then the essay's second try is slow (Redis coming back).
+      if (n === 1) return { kind: "retry", reason: "Redis is unreachable" };
+      return (fields.body === "write an essay" ? slow : Promise.resolve()).then((): InboundResult => {
+        accepted.push(fields.body);
+        return { kind: "accepted" };
+      });
+    });
+    wa.sockets[0]?.upsert([directText(ALICE, "write an essay")]);
+    await waitFor(() => (tried.get("write an essay") ?? 0) >= 2, "the essay's second try under way");
+    wa.sockets[0]?.upsert([directText(ALICE, "/stop")]);
+    await waitFor(() => tried.has("/stop"), "the /stop tried at once");
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    release();
+    await waitFor(() => accepted.length === 2, "both admitted", 3000);
+    // Admitted ahead of the essay, the /stop stopped nothing and the essay ran.
+    expect(accepted).toEqual(["write an essay", "/stop"]);
+  });
+
+  it("a stop ends a message's tries: none after it, the message left on disk for the next start", async () => {
+    const dir = stateDir();
+    let tries = 0;
+    const { adapter, wa } = await started(dir, () => {
+      tries++;
+      return { kind: "retry", reason: "Redis is unreachable" };
+    });
+    wa.sockets[0]?.upsert([directText(ALICE, "sent while Redis was down")]);
+    await waitFor(() => tries >= 3, "the tries going on", 3000);
+    const before = tries;
+    await adapter.stop();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The wait the stop cut short used to end in one more try, while the hub was going down.
+    expect(tries).toBe(before);
+    expect(journalFiles(dir)).toHaveLength(1);
   });
 
   /** A receiver process (see journal-receiver.ts) killed after its first try: the id of its message. */
