@@ -18,6 +18,7 @@ import {
   type InboundHandler,
   type InboundResult,
   InboundSequencer,
+  isUrgentCommand,
   type Media,
   type OutboundSegment,
   type PacingLimits,
@@ -71,6 +72,11 @@ export interface WhatsAppAdapterOptions {
 }
 
 const RECENT_LIMIT = 512;
+
+const stoppedLine = (journaled: boolean): string =>
+  journaled
+    ? "whatsapp adapter stopped before a message could be admitted; the next start admits it"
+    : "whatsapp adapter stopped before a message could be admitted; it is not answered";
 
 /**
  * WhatsApp through a baileys linked device. One connection attempt is one
@@ -399,18 +405,33 @@ export class WhatsAppAdapter implements ChannelAdapter {
 
   // Admits a message in its chat's order (the tries hold the chat's later messages back), and settles its
   // journal record once decided; one still undecided when the adapter stops stays for the next start.
+  // An urgent command (`/stop`) skips its chat's queue for its first try only: one the hub cannot take at
+  // once waits behind the chat's earlier messages, as does a replayed one (adopted from a journal), or it
+  // would be admitted ahead of the messages it means to stop once Redis is back, and they would run.
   async #admitKept(
     fields: AdapterFields,
     onInbound: InboundHandler,
     key: string | undefined,
+    replayed = false,
   ): Promise<InboundResult> {
-    const result = await this.#sequencer.submit(fields, (f) => this.#tryUntilDecided(f, onInbound));
+    let result: InboundResult | undefined;
+    if (!replayed && isUrgentCommand(fields.body))
+      result = await this.#sequencer.submit(fields, (f) => this.#tryUntilDecided(f, onInbound, true));
+    if (result === undefined || (result.kind === "retry" && !this.#stop.signal.aborted))
+      result = await this.#sequencer.submit(fields, (f) => this.#tryUntilDecided(f, onInbound), {
+        inLine: true,
+      });
     if (key !== undefined && result.kind !== "retry") this.#o.journal?.settle(key);
     return result;
   }
 
   // One warning when the tries begin and one line when they end, not one per try.
-  async #tryUntilDecided(fields: AdapterFields, onInbound: InboundHandler): Promise<InboundResult> {
+  // `once`: one try only (an urgent command's first, see `#admitKept`).
+  async #tryUntilDecided(
+    fields: AdapterFields,
+    onInbound: InboundHandler,
+    once = false,
+  ): Promise<InboundResult> {
     const { initialMs, maxMs } = this.#o.admitRetry ?? { initialMs: 500, maxMs: 30_000 };
     const backoff = new Backoff(initialMs, maxMs);
     const journal = this.#o.journal;
@@ -429,6 +450,10 @@ export class WhatsAppAdapter implements ChannelAdapter {
           );
         return result;
       }
+      if (once) {
+        journal?.sync();
+        return result;
+      }
       if (tries === 1) {
         journal?.sync();
         this.#log.warn(
@@ -437,16 +462,16 @@ export class WhatsAppAdapter implements ChannelAdapter {
         );
       }
       if (this.#stop.signal.aborted) {
-        this.#log.warn(
-          { messageId, tries },
-          journal
-            ? "whatsapp adapter stopped before a message could be admitted; the next start admits it"
-            : "whatsapp adapter stopped before a message could be admitted; it is not answered",
-        );
+        this.#log.warn({ messageId, tries }, stoppedLine(journal !== undefined));
         return result;
       }
       journal?.touch();
       await sleep(backoff.next(), this.#stop.signal);
+      // A stop cuts the wait short: no try after it (the hub is going down; the next start admits it).
+      if (this.#stop.signal.aborted) {
+        this.#log.warn({ messageId, tries }, stoppedLine(journal !== undefined));
+        return result;
+      }
     }
   }
 
@@ -488,7 +513,7 @@ export class WhatsAppAdapter implements ChannelAdapter {
       return;
     }
     this.#remember(read);
-    await this.#admitKept(read.fields, onInbound, key);
+    await this.#admitKept(read.fields, onInbound, key, true);
   }
 
   #remember({ fields, key, message }: Extract<NormalizedMessage, { ok: true }>): void {

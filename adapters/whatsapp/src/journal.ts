@@ -25,13 +25,34 @@ export function messageJournal(stateDir: string, accountId: string, logger?: Hub
 
 /**
  * What the journal keeps of a received message: protobuf JSON, from which `fromJournal` rebuilds it with
- * its media keys as bytes (a plain `JSON.stringify` of a decoded message turns them into objects of digits).
+ * its media keys as bytes (a plain `JSON.stringify` of a decoded message turns them into objects of digits),
+ * and its key as the socket gave it: baileys adds fields of its own to the key after decoding (the sender's
+ * phone JID beside a LID, `remoteJidAlt` / `participantAlt`), which protobuf JSON leaves out.
  */
 export function toJournal(raw: unknown): JournaledMessage {
-  return proto.WebMessageInfo.fromObject(raw as Record<string, unknown>).toJSON();
+  const json = proto.WebMessageInfo.fromObject(raw as Record<string, unknown>).toJSON();
+  const key = scalarFields((raw as { key?: unknown } | null)?.key);
+  return key ? { ...json, key: { ...key, ...(json.key as Record<string, unknown> | undefined) } } : json;
 }
 
 /** A journaled message as the socket delivered it. */
 export function fromJournal(json: JournaledMessage): proto.WebMessageInfo {
-  return proto.WebMessageInfo.fromObject(json);
+  const message = proto.WebMessageInfo.fromObject(json);
+  const key = scalarFields(json.key);
+  if (message.key && key) {
+    // The fields protobuf does not know (see `toJournal`); its own ones are read as it reads them.
+    for (const [name, value] of Object.entries(key))
+      if (!(name in message.key)) Object.assign(message.key, { [name]: value });
+  }
+  return message;
+}
+
+// A key's text, true/false and number fields (every field of a message key is one).
+function scalarFields(key: unknown): Record<string, string | boolean | number> | undefined {
+  if (typeof key !== "object" || key === null) return undefined;
+  const out: Record<string, string | boolean | number> = {};
+  for (const [name, value] of Object.entries(key))
+    if (typeof value === "string" || typeof value === "boolean" || typeof value === "number")
+      out[name] = value;
+  return out;
 }

@@ -11,6 +11,7 @@ import { fromJournal, messageJournal, toJournal } from "../src/journal.js";
 import { directText, FakeWhatsApp, imageWithCaption } from "./fake-whatsapp.js";
 
 const ALICE = "4915112345678@s.whatsapp.net";
+const ALICE_LID = "208123456789013@lid";
 const adapters: WhatsAppAdapter[] = [];
 const children: ChildProcess[] = [];
 const dirs: string[] = [];
@@ -31,7 +32,10 @@ const journalFiles = (dir: string): string[] => {
 };
 
 /** An adapter on a fake linked device, journaling under `dir`, handing the hub's answers from `admit`. */
-async function started(dir: string, admit: (fields: AdapterFields) => InboundResult) {
+async function started(
+  dir: string,
+  admit: (fields: AdapterFields) => InboundResult | Promise<InboundResult>,
+) {
   const wa = new FakeWhatsApp();
   const adapter = new WhatsAppAdapter({
     connector: wa,
@@ -75,16 +79,56 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     expect(journalFiles(dir)).toEqual([]);
   });
 
-  it("a message a killed process received and never admitted is admitted by the next start", async () => {
+  it("a /stop the hub cannot take at once waits behind the chat's earlier message, not admitted ahead of it", async () => {
     const dir = stateDir();
+    const accepted: string[] = [];
+    const tried = new Map<string, number>();
+    let release: () => void = () => {};
+    const slow = new Promise<void>((resolve) => (release = resolve));
+    const { wa } = await started(dir, (fields) => {
+      const n = (tried.get(fields.body) ?? 0) + 1;
+      tried.set(fields.body, n);
+      // Redis fails the first try of each, then the essay's second try is slow (Redis coming back).
+      if (n === 1) return { kind: "retry", reason: "Redis is unreachable" };
+      return (fields.body === "write an essay" ? slow : Promise.resolve()).then((): InboundResult => {
+        accepted.push(fields.body);
+        return { kind: "accepted" };
+      });
+    });
+    wa.sockets[0]?.upsert([directText(ALICE, "write an essay")]);
+    await waitFor(() => (tried.get("write an essay") ?? 0) >= 2, "the essay's second try under way");
+    wa.sockets[0]?.upsert([directText(ALICE, "/stop")]);
+    await waitFor(() => tried.has("/stop"), "the /stop tried at once");
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    release();
+    await waitFor(() => accepted.length === 2, "both admitted", 3000);
+    // Admitted ahead of the essay, the /stop stopped nothing and the essay ran.
+    expect(accepted).toEqual(["write an essay", "/stop"]);
+  });
+
+  it("a stop ends a message's tries: none after it, the message left on disk for the next start", async () => {
+    const dir = stateDir();
+    let tries = 0;
+    const { adapter, wa } = await started(dir, () => {
+      tries++;
+      return { kind: "retry", reason: "Redis is unreachable" };
+    });
+    wa.sockets[0]?.upsert([directText(ALICE, "sent while Redis was down")]);
+    await waitFor(() => tries >= 3, "the tries going on", 3000);
+    const before = tries;
+    await adapter.stop();
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The wait the stop cut short used to end in one more try, while the hub was going down.
+    expect(tries).toBe(before);
+    expect(journalFiles(dir)).toHaveLength(1);
+  });
+
+  /** A receiver process (see journal-receiver.ts) killed after its first try: the id of its message. */
+  async function killedReceiver(dir: string, args: string[]): Promise<string> {
     const script = fileURLToPath(new URL("./journal-receiver.ts", import.meta.url));
-    const child = spawn(
-      process.execPath,
-      ["--import", "tsx", script, dir, ALICE, "sent while Redis was down"],
-      {
-        stdio: ["ignore", "pipe", "inherit"],
-      },
-    );
+    const child = spawn(process.execPath, ["--import", "tsx", script, dir, ...args], {
+      stdio: ["ignore", "pipe", "inherit"],
+    });
     children.push(child);
     let output = "";
     child.stdout?.on("data", (d: Buffer) => {
@@ -95,6 +139,12 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     child.kill("SIGKILL");
     await exited;
     expect(journalFiles(dir)).toHaveLength(1);
+    return output.trim().split(" ")[1] as string;
+  }
+
+  it("a message a killed process received and never admitted is admitted by the next start", async () => {
+    const dir = stateDir();
+    const messageId = await killedReceiver(dir, [ALICE, "sent while Redis was down"]);
 
     const admitted: AdapterFields[] = [];
     const { adapter } = await started(dir, (fields) => {
@@ -105,10 +155,29 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     expect(admitted[0]).toMatchObject({
       body: "sent while Redis was down",
       chat: { type: "direct", id: ALICE },
-      messageId: output.trim().split(" ")[1],
+      messageId,
     });
     await waitFor(() => journalFiles(dir).length === 0, "the dead process's journal gone");
     expect(adapter.status().state).toBe("connected");
+  });
+
+  it("a journaled message from a LID sender is admitted from the phone JID beside it, as it was live", async () => {
+    // baileys puts the sender's phone JID beside a LID in the key (remoteJidAlt, participantAlt): no
+    // protobuf field, so a journal keeping only the protobuf JSON lost it, and the message was admitted
+    // from the LID (not on a phone-number allowlist, not the sender's session).
+    const dir = stateDir();
+    const messageId = await killedReceiver(dir, [ALICE_LID, "sent while Redis was down", ALICE]);
+    const admitted: AdapterFields[] = [];
+    await started(dir, (fields) => {
+      admitted.push(fields);
+      return { kind: "accepted" };
+    });
+    await waitFor(() => admitted.length === 1, "the journaled message admitted", 3000);
+    expect(admitted[0]).toMatchObject({
+      messageId,
+      chat: { type: "direct", id: ALICE_LID },
+      sender: { id: ALICE },
+    });
   });
 
   it("a journaled message reads back as the socket delivered it: media key as bytes, ids, timestamp", () => {

@@ -32,12 +32,17 @@ export function isUrgentCommand(body: string): boolean {
 export class InboundSequencer {
   readonly #chats = new KeyedChain();
 
-  /** Runs `handle(fields)` after the earlier messages of the same chat/thread (urgent ones at once). */
+  /**
+   * Runs `handle(fields)` after the earlier messages of the same chat/thread (urgent ones at once, unless
+   * `inLine`: an urgent command the hub could not take at once, or a replayed one, waits for the messages
+   * before it, or it would be admitted ahead of what it means to stop).
+   */
   submit(
     fields: AdapterFields,
     handle: (fields: AdapterFields) => Promise<InboundResult>,
+    options: { inLine?: boolean } = {},
   ): Promise<InboundResult> {
-    if (isUrgentCommand(fields.body)) return handle(fields);
+    if (!options.inLine && isUrgentCommand(fields.body)) return handle(fields);
     const key = `${fields.accountId ?? "default"}\u0000${fields.chat.id}\u0000${fields.threadId ?? ""}`;
     return this.#chats.run(key, () => handle(fields));
   }
