@@ -52,6 +52,8 @@ export interface ChannelMark {
 export class ChannelMarks {
   #index = new Map<string, string | null>();
   readonly #last = new Map<string, string>();
+  /** The channels heard from while `load` reads the index: the index it reads may predate them. */
+  #heardDuringLoad: Map<string, string | null> | undefined;
 
   constructor(
     private readonly state: AdapterStateStore,
@@ -72,10 +74,11 @@ export class ChannelMarks {
     const known = this.#last.get(channelId);
     if (known !== undefined && !isNewer(messageId, known)) return;
     this.#last.set(channelId, messageId);
+    this.#heardDuringLoad?.set(channelId, guildId ?? null);
     await this.state.set(this.#key(`last:${channelId}`), messageId);
     if (this.#index.has(channelId)) return;
     this.#index.set(channelId, guildId ?? null);
-    await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
+    await this.#writeIndex();
   }
 
   /**
@@ -85,9 +88,7 @@ export class ChannelMarks {
    * from would stay forever).
    */
   async load(now = Date.now()): Promise<ChannelMark[]> {
-    const raw = await this.state.get(this.#key("channels"));
-    const parsed = IndexSchema.safeParse(parsedJson(raw));
-    this.#index = new Map(Object.entries(parsed.success ? parsed.data : {}));
+    const heard = await this.#readIndex();
     const channels = [...this.#index];
     const values = await this.#readMarks(channels.map(([channelId]) => channelId));
     const marks: ChannelMark[] = [];
@@ -103,7 +104,37 @@ export class ChannelMarks {
       marks.push({ channelId, guildId: guildId ?? undefined, after: last });
     });
     if (gone.length > 0) await this.#forget(gone);
+    else if (heard > 0) await this.#writeIndex();
     return marks.sort((a, b) => (isNewer(a.after, b.after) ? -1 : 1));
+  }
+
+  /**
+   * Replaces the index with the stored one, plus the channels heard from while it was read (their own
+   * write of the index may have come before the read, or after it: either way they stay). Returns how many
+   * of those the stored index lacked (it is written again then).
+   */
+  async #readIndex(): Promise<number> {
+    const heard = new Map<string, string | null>();
+    this.#heardDuringLoad = heard;
+    let raw: string | undefined;
+    try {
+      raw = await this.state.get(this.#key("channels"));
+    } finally {
+      this.#heardDuringLoad = undefined;
+    }
+    const parsed = IndexSchema.safeParse(parsedJson(raw));
+    this.#index = new Map(Object.entries(parsed.success ? parsed.data : {}));
+    let missing = 0;
+    for (const [channelId, guildId] of heard) {
+      if (this.#index.has(channelId)) continue;
+      this.#index.set(channelId, guildId);
+      missing++;
+    }
+    return missing;
+  }
+
+  #writeIndex(): Promise<void> {
+    return this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
   }
 
   /** The channels' marks in the order asked: in one round trip when the store can, else one by one. */
@@ -118,7 +149,7 @@ export class ChannelMarks {
   /** Takes channels out of the index, then deletes their marks (a mark left behind is only a stray key). */
   async #forget(channels: string[]): Promise<void> {
     for (const channelId of channels) this.#index.delete(channelId);
-    await this.state.set(this.#key("channels"), JSON.stringify(Object.fromEntries(this.#index)));
+    await this.#writeIndex();
     await this.state.delete?.(channels.map((channelId) => this.#key(`last:${channelId}`)));
   }
 }

@@ -52,6 +52,42 @@ describe("ChannelMarks", () => {
   });
 });
 
+describe("ChannelMarks while a load reads the index", () => {
+  it("a channel first heard from while the index is read stays in the index, in memory and stored", async () => {
+    const now = Date.now();
+    const store = memoryStateStore();
+    let release: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    // A slow read: the index is read before the new channel is heard from, its answer arrives after.
+    const slow: AdapterStateStore = {
+      set: store.set,
+      get: async (key) => {
+        const value = await store.get(key);
+        if (key === "discord:default:channels") await gate;
+        return value;
+      },
+    };
+    const marks = new ChannelMarks(slow, "default");
+    await marks.remember("100", "900", madeAgo(now, 60_000));
+    const loading = marks.load(now);
+    await marks.remember("200", "900", madeAgo(now, 1000));
+    release();
+    await loading;
+    expect(marks.knows("200")).toBe(true);
+    expect(JSON.parse(store.values.get("discord:default:channels") as string)).toEqual({
+      "100": "900",
+      "200": "900",
+    });
+    // The next process reads it back.
+    expect((await new ChannelMarks(store, "default").load(now)).map((m) => m.channelId)).toEqual([
+      "200",
+      "100",
+    ]);
+  });
+});
+
 // The hub keeps the marks in Redis: what a load costs there, and what it leaves behind.
 describe("ChannelMarks in Redis", () => {
   const prefix = testPrefix("dc-marks");
