@@ -13,10 +13,13 @@ export type JournaledMessage = Record<string, unknown>;
  */
 export type MessageJournal = AckJournal<JournaledMessage>;
 
-/** The journal of one account, under the hub's state directory. */
+/**
+ * The journal of one account, under the hub's state directory: `whatsapp-received/<accountId>`, beside the
+ * account's credentials folder (`whatsapp/<accountId>` by default), not in it: a logout clears that folder.
+ */
 export function messageJournal(stateDir: string, accountId: string, logger?: HubLogger): MessageJournal {
   return new AckJournal(
-    join(stateDir, "whatsapp", accountId, "received"),
+    join(stateDir, "whatsapp-received", accountId),
     z.record(z.string(), z.unknown()),
     logger,
     "whatsapp",

@@ -7,6 +7,8 @@ import { type AdapterFields, createLogger, type InboundResult } from "@hub/core"
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter } from "../src/adapter.js";
+import { authDirOf } from "../src/auth-dir.js";
+import { clearAuthState } from "../src/auth-state.js";
 import { fromJournal, messageJournal, toJournal } from "../src/journal.js";
 import { directText, FakeWhatsApp, imageWithCaption } from "./fake-whatsapp.js";
 
@@ -27,7 +29,7 @@ function stateDir(): string {
   return dir;
 }
 const journalFiles = (dir: string): string[] => {
-  const at = join(dir, "whatsapp", "default", "received");
+  const at = join(dir, "whatsapp-received", "default");
   return existsSync(at) ? readdirSync(at).map((name) => join(at, name)) : [];
 };
 
@@ -178,6 +180,14 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
       chat: { type: "direct", id: ALICE_LID },
       sender: { id: ALICE },
     });
+  });
+
+  it("a logout, which clears the account's credentials folder, leaves the messages not admitted yet", async () => {
+    const dir = stateDir();
+    const journal = messageJournal(dir, "default");
+    journal.record(toJournal(directText(ALICE, "sent as the phone logged the device out")));
+    await clearAuthState(authDirOf(dir, "default"));
+    expect(journalFiles(dir)).toHaveLength(1);
   });
 
   it("a journaled message reads back as the socket delivered it: media key as bytes, ids, timestamp", () => {
