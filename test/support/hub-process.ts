@@ -36,12 +36,20 @@ export async function startHubProcess(
   port: number,
   /**
    * `gateway: false` for a process without the ingress role; `wait: false` to return at once (a failpoint
-   * may kill it during start); `wrapper`: a command the hub runs under (e.g. `unshare --pid --fork`).
+   * may kill it during start); `wrapper`: a command the hub runs under (e.g. `unshare --pid --fork`);
+   * `main`: the script run instead of apps/hub/src/main.ts (one that runs it after setting up a fake).
    */
-  options: { gateway?: boolean; wait?: boolean; wrapper?: string[] } = {},
+  options: { gateway?: boolean; wait?: boolean; wrapper?: string[]; main?: string } = {},
 ): Promise<HubProcess> {
   const output: string[] = [];
-  const command = [...(options.wrapper ?? []), process.execPath, "--import", "tsx", MAIN, "start"];
+  const command = [
+    ...(options.wrapper ?? []),
+    process.execPath,
+    "--import",
+    "tsx",
+    options.main ?? MAIN,
+    "start",
+  ];
   const child = spawn(command[0] as string, command.slice(1), {
     env: { ...process.env, REDIS_URL, HUB_GATEWAY_PORT: String(port), HUB_LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -11,6 +11,10 @@ export interface OwnRedis {
   url: string;
   /** SIGKILL (no shutdown save), then start again on the same port and directory (AOF reloaded). */
   restart(options?: { downMs?: number }): Promise<void>;
+  /** SIGKILL, leaving the data directory (and its AOF) for `up`. */
+  down(): Promise<void>;
+  /** Starts again on the same port and directory (AOF reloaded) after `down`. */
+  up(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -89,6 +93,13 @@ export async function startOwnRedis(options: { password?: string } = {}): Promis
     async restart({ downMs = 500 } = {}) {
       await kill(child);
       await new Promise((r) => setTimeout(r, downMs));
+      child = spawnServer(port, dir, args);
+      await ping(port, options.password);
+    },
+    async down() {
+      await kill(child);
+    },
+    async up() {
       child = spawnServer(port, dir, args);
       await ping(port, options.password);
     },

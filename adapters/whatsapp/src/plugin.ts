@@ -11,6 +11,19 @@ import {
 } from "@hub/core";
 import { authDirOf } from "./auth-dir.js";
 import { type WhatsAppConfig, WhatsAppConfigSchema } from "./config.js";
+import type { BaileysConnectorOptions, WhatsAppConnector } from "./socket.js";
+
+/** Where the accounts this process builds get their connection; unset, real baileys sockets. */
+let connectorSeam: ((options: BaileysConnectorOptions) => WhatsAppConnector) | undefined;
+
+/**
+ * Makes the accounts this process builds from now on connect through `make` instead of baileys: the seam
+ * through which a test runs a whole hub process (`hub start`) on a fake linked device
+ * (adapters/whatsapp/test/fake-hub.ts). The hub itself never calls it.
+ */
+export function useWhatsAppConnector(make: (options: BaileysConnectorOptions) => WhatsAppConnector): void {
+  connectorSeam = make;
+}
 
 /** The Redis key of an account's lease (one hub process holds its socket). */
 export function leaseKey(prefix: string, accountId: string): string {
@@ -83,7 +96,7 @@ export const whatsappPlugin: ChannelPlugin<WhatsAppConfig> = {
       ]);
     return new WhatsAppAdapter({
       accountId: deps.accountId,
-      connector: baileysConnector({ authDir, logger }),
+      connector: (connectorSeam ?? baileysConnector)({ authDir, logger }),
       logger,
       ...(lease ? { lease } : {}),
       textLimit: config.textLimit,

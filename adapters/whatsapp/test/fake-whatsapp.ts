@@ -83,8 +83,11 @@ export class FakeWhatsAppSocket implements WhatsAppSocket {
     const id = options?.messageId ?? `BOT${String(this.world.sent.length).padStart(6, "0")}`;
     const { text, file, message } = sentView(content);
     // A message resent under an id the chat already has is the same message: shown once.
-    if (this.world.sent.some((m) => m.jid === jid && m.id === id)) this.world.resent.push(id);
-    else this.world.sent.push({ jid, text, quoted: options?.quoted, id, file });
+    const sent: SentMessage = { jid, text, quoted: options?.quoted, id, file };
+    const resent = this.world.sent.some((m) => m.jid === jid && m.id === id);
+    if (resent) this.world.resent.push(id);
+    else this.world.sent.push(sent);
+    this.world.onSend?.(sent, resent);
     return proto.WebMessageInfo.fromObject({
       key: { remoteJid: jid, fromMe: true, id },
       message,
@@ -139,6 +142,8 @@ export class FakeWhatsApp implements WhatsAppConnector {
   autoOpen = true;
   /** When set, opening a socket fails with it (WhatsApp unreachable). */
   openError: Error | undefined;
+  /** Called at every send WhatsApp takes (`resent`: under an id its chat already had, so not shown again). */
+  onSend: ((message: SentMessage, resent: boolean) => void) | undefined;
 
   async isLinked(): Promise<boolean> {
     return this.linked;
