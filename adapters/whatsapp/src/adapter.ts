@@ -73,11 +73,6 @@ export interface WhatsAppAdapterOptions {
 
 const RECENT_LIMIT = 512;
 
-const stoppedLine = (journaled: boolean): string =>
-  journaled
-    ? "whatsapp adapter stopped before a message could be admitted; the next start admits it"
-    : "whatsapp adapter stopped before a message could be admitted; it is not answered";
-
 /**
  * WhatsApp through a baileys linked device. One connection attempt is one
  * socket from the connector; closes are read from `connection.update`
@@ -450,26 +445,24 @@ export class WhatsAppAdapter implements ChannelAdapter {
           );
         return result;
       }
-      if (once) {
-        journal?.sync();
-        return result;
-      }
-      if (tries === 1) {
-        journal?.sync();
+      if (tries === 1) journal?.sync();
+      if (once) return result;
+      if (tries === 1)
         this.#log.warn(
           { messageId, reason: result.reason },
           "whatsapp message could not be admitted yet; trying again until it is (WhatsApp does not redeliver)",
         );
-      }
-      if (this.#stop.signal.aborted) {
-        this.#log.warn({ messageId, tries }, stoppedLine(journal !== undefined));
-        return result;
-      }
       journal?.touch();
+      // Returns at once if the adapter already stopped; a stop also cuts the wait short. No try after a
+      // stop: the hub is going down, and the next start admits the message.
       await sleep(backoff.next(), this.#stop.signal);
-      // A stop cuts the wait short: no try after it (the hub is going down; the next start admits it).
       if (this.#stop.signal.aborted) {
-        this.#log.warn({ messageId, tries }, stoppedLine(journal !== undefined));
+        this.#log.warn(
+          { messageId, tries },
+          journal
+            ? "whatsapp adapter stopped before a message could be admitted; the next start admits it"
+            : "whatsapp adapter stopped before a message could be admitted; it is not answered",
+        );
         return result;
       }
     }
