@@ -325,16 +325,27 @@ export class WhatsAppAdapter implements ChannelAdapter {
   ): ReturnType<typeof setInterval> | undefined {
     const lease = this.#o.lease;
     if (!lease) return undefined;
+    // Said once per outage, not at every renewal: a Redis that stays down for minutes is one event.
+    let failing = false;
     return setInterval(() => {
       lease
         .hold()
         .then(({ held }) => {
+          if (failing) this.#log.info("whatsapp lease renewed again");
+          failing = false;
           if (held) return;
           this.#log.error("whatsapp account lease lost to another process; closing this connection");
           done({ action: "reconnect", reason: "the account lease was taken over", immediate: false });
           socket.end(undefined);
         })
-        .catch((error) => this.#log.warn({ err: describeError(error) }, "whatsapp lease renewal failed"));
+        .catch((error) => {
+          if (!failing)
+            this.#log.warn(
+              { err: describeError(error) },
+              "whatsapp lease renewal failed; the socket stays open and received messages are journaled until Redis answers",
+            );
+          failing = true;
+        });
     }, lease.ttlMs / 3);
   }
 

@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { createLogger } from "@hub/core";
+import { ConnectionLease, createLogger, type LeaseStore } from "@hub/core";
+import { RedisLeaseStore } from "@hub/queue";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
@@ -146,6 +147,37 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     await waitFor(() => wa.sockets.length === 2, "the holder reconnecting after its backoff", 5000);
     await waitFor(() => holder.status().state === "connected", "connected again");
     expect(standby.wa.sockets).toHaveLength(0);
+  });
+
+  it("a renewal failing for a while (Redis unreachable) is logged once, and its end once", async () => {
+    let down = false;
+    const store = new RedisLeaseStore(redis, false);
+    const failing: LeaseStore = {
+      hold: (key, token, ttlMs) =>
+        down
+          ? Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
+          : store.hold(key, token, ttlMs),
+      release: (key, token) => store.release(key, token),
+    };
+    const lines: string[] = [];
+    const wa = new FakeWhatsApp();
+    const adapter = new WhatsAppAdapter({
+      connector: wa,
+      lease: new ConnectionLease(failing, leaseKey(prefix, `h${++n}`), 300),
+      logger: createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } }),
+    });
+    adapters.push(adapter);
+    await adapter.start(async () => ({ kind: "accepted" }));
+    await waitFor(() => adapter.status().state === "connected", "connected");
+    down = true;
+    // Renewals every 100 ms: about eight fail in this time.
+    await new Promise((r) => setTimeout(r, 850));
+    down = false;
+    await waitFor(() => lines.some((l) => l.includes("renewed again")), "the renewal answering again");
+    const said = lines.filter((l) => l.includes("lease renewal failed") || l.includes("renewed again"));
+    expect(said).toHaveLength(2);
+    expect(said[0]).toContain("ECONNREFUSED");
+    expect(wa.sockets).toHaveLength(1);
   });
 
   it("a lease not renewed in time is no longer valid by the holder's own clock", async () => {
