@@ -44,6 +44,10 @@ export function registerStatus(program: Command): void {
       if (status.redisError) {
         console.error(`hub: ${status.redisError}`);
         process.exitCode = 1;
+      } else if (!status.running && status.processes.length === 0) {
+        // As an init script's status: 3 is "not running", so `hub status` can gate a script or a probe.
+        console.error('hub: no hub process is running; start one with "npm start".');
+        process.exitCode = 3;
       }
     });
 }

@@ -336,9 +336,10 @@ describe("hub sessions", { timeout: 120_000 }, () => {
 });
 
 describe("hub status and channels", { timeout: 120_000 }, () => {
-  it("without a running hub: status says so and still reports Redis; channels status exits 1 with what to do", async () => {
+  it("without a running hub: status says so, still reports Redis and exits 3; channels status exits 1 with what to do", async () => {
     const status = await runCli(["status", "--json"], env);
-    expect(status.code).toBe(0);
+    expect(status.code).toBe(3);
+    expect(status.stderr).toContain('hub: no hub process is running; start one with "npm start".');
     expect(JSON.parse(status.stdout)).toMatchObject({
       running: false,
       channels: [],
