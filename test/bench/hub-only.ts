@@ -7,6 +7,7 @@
 // so a profile can be cut to it. Prints messages/s and node CPU per message. `BENCH_SIDE=grammy` runs
 // the same loads against the bare grammY echo bot instead (its steady state, for comparison).
 import { writeFileSync } from "node:fs";
+import { Session } from "node:inspector/promises";
 import { startBenchRedis } from "./meter.js";
 import { startBenchGrammy, startBenchHub } from "./telegram.js";
 import { driveChats, printLoad } from "./telegram-load.js";
@@ -27,12 +28,15 @@ try {
       timeoutMs: 60_000,
       firstChat: round * 100_000,
     });
+  const heap = process.env.BENCH_HEAP_PROFILE_FILE ? await startHeapSampling() : undefined;
   const from = process.hrtime.bigint() / 1000n;
   const cpu0 = process.cpuUsage();
   const load = await driveChats(bench.fake, { chats, messages, window: 2, timeoutMs: 60_000 });
   const cpu = process.cpuUsage(cpu0);
   if (process.env.BENCH_WINDOW_FILE)
     writeFileSync(process.env.BENCH_WINDOW_FILE, `${from} ${process.hrtime.bigint() / 1000n}`);
+  if (heap && process.env.BENCH_HEAP_PROFILE_FILE)
+    await stopHeapSampling(heap, process.env.BENCH_HEAP_PROFILE_FILE, load.answered);
   printLoad(side, load);
   console.log(`  node CPU per message: ${((cpu.user + cpu.system) / 1000 / load.answered).toFixed(2)} ms`);
 } finally {
@@ -40,3 +44,29 @@ try {
   await redis.stop();
 }
 process.exit(0);
+
+// A sampling heap profile that keeps what the collectors freed: what the load allocates, not what
+// survives it (`--heap-prof` keeps only the live objects). Open it in Chrome's DevTools (Memory tab).
+async function startHeapSampling(): Promise<Session> {
+  const session = new Session();
+  session.connect();
+  await session.post("HeapProfiler.startSampling", {
+    samplingInterval: 4096,
+    includeObjectsCollectedByMajorGC: true,
+    includeObjectsCollectedByMinorGC: true,
+  });
+  return session;
+}
+
+async function stopHeapSampling(session: Session, file: string, messages: number): Promise<void> {
+  const { profile } = await session.post("HeapProfiler.stopSampling");
+  session.disconnect();
+  writeFileSync(file, JSON.stringify(profile));
+  const bytes = totalSize(profile.head);
+  console.log(`  allocated per message (sampled): ${(bytes / 1024 / messages).toFixed(1)} KB`);
+}
+
+type HeapNode = { selfSize: number; children: HeapNode[] };
+function totalSize(node: HeapNode): number {
+  return node.children.reduce((sum, child) => sum + totalSize(child), node.selfSize);
+}
