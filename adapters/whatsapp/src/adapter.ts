@@ -79,7 +79,8 @@ const RECENT_LIMIT = 512;
  * (recoverable ones reconnect with capped backoff, 401 removes the dead
  * credentials and waits for a new link, 440/403/411 stop and report). With a
  * lease, only the process holding it opens a socket; the others wait and take
- * over when it stops renewing. Inbound messages of one chat are admitted in
+ * over when it stops renewing (a 440 after this process could not renew is
+ * such a takeover: it waits for the lease again). Inbound messages of one chat are admitted in
  * order; old ones (offline backlog, replays) are not answered.
  */
 export class WhatsAppAdapter implements ChannelAdapter {
@@ -301,7 +302,10 @@ export class WhatsAppAdapter implements ChannelAdapter {
           this.#opened(socket);
           firstAttempt();
         }
-        if (update.connection === "close") done(classifyClose(update.lastDisconnect?.error));
+        if (update.connection === "close") {
+          const lease = this.#o.lease;
+          done(classifyClose(update.lastDisconnect?.error, lease !== undefined && !lease.valid()));
+        }
       });
       socket.ev.on("messages.upsert", (event) => void this.#upsert(event));
     });

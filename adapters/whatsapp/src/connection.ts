@@ -20,8 +20,12 @@ export function closeCode(error: unknown): number | undefined {
  * (expected after linking: reconnect at once); anything else (428 closed, 408
  * timed out or lost, 500 bad session, 503 unavailable, a network error) is
  * recoverable: reconnect with backoff.
+ *
+ * `leaseLapsed`: this process holds the account through a lease it could not renew in time (Redis
+ * unreachable). A 440 then most likely means another hub process took the account over, as the lease
+ * allowed it to: reconnecting goes back to waiting for the lease, where this process stands by.
  */
-export function classifyClose(error: unknown): CloseVerdict {
+export function classifyClose(error: unknown, leaseLapsed = false): CloseVerdict {
   const code = closeCode(error);
   const detail = error instanceof Error && error.message ? `: ${error.message}` : "";
   switch (code) {
@@ -32,6 +36,13 @@ export function classifyClose(error: unknown): CloseVerdict {
           'WhatsApp logged this device out (401); link it again with "hub channels login whatsapp" (the old credentials were removed)',
       };
     case DisconnectReason.connectionReplaced:
+      if (leaseLapsed)
+        return {
+          action: "reconnect",
+          reason:
+            "another session replaced this one (440) after this process could not renew its account lease; another hub process has most likely taken the account over",
+          immediate: true,
+        };
       return {
         action: "stop",
         reason:

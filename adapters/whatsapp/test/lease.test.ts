@@ -180,6 +180,62 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     expect(wa.sockets).toHaveLength(1);
   });
 
+  it("a 440 after a takeover while this process was cut off from Redis: it stands by, and takes the account back later", async () => {
+    let down = false;
+    const store = new RedisLeaseStore(redis, false);
+    const cutOff: LeaseStore = {
+      hold: (key, token, ttlMs) =>
+        down
+          ? Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
+          : store.hold(key, token, ttlMs),
+      release: (key, token) =>
+        down ? Promise.reject(new Error("connect ECONNREFUSED")) : store.release(key, token),
+    };
+    const key = leaseKey(prefix, `i${++n}`);
+    const wa = new FakeWhatsApp();
+    const first = new WhatsAppAdapter({
+      connector: wa,
+      lease: new ConnectionLease(cutOff, key, 300),
+      logger: createLogger({ level: "silent" }),
+      reconnect: { initialMs: 20, maxMs: 100 },
+    });
+    adapters.push(first);
+    await first.start(async () => ({ kind: "accepted" }));
+    await waitFor(() => first.status().state === "connected", "connected");
+    down = true;
+    // The lease runs out in Redis while the first process cannot renew it; the second one takes the account,
+    // and WhatsApp replaces the first connection.
+    const second = await process_(key, 300);
+    await waitFor(() => second.adapter.status().state === "connected", "the takeover", 3000);
+    wa.socket.close(440);
+    await waitFor(() => first.status().state === "reconnecting", "the first process waiting");
+    expect(first.status().state).not.toBe("failed");
+    down = false;
+    await waitFor(
+      () => /another hub process .* holds this WhatsApp account/.test(first.status().reason ?? ""),
+      "the first process standing by",
+    );
+    expect(wa.sockets).toHaveLength(1);
+    await second.adapter.stop();
+    await waitFor(
+      () => first.status().state === "connected",
+      "the first process taking the account back",
+      3000,
+    );
+    expect(wa.sockets).toHaveLength(2);
+  });
+
+  it("a 440 while the lease is surely this process's is an outside session: it stops and reports", async () => {
+    const key = leaseKey(prefix, `j${++n}`);
+    const holder = await process_(key);
+    await waitFor(() => holder.adapter.status().state === "connected", "connected");
+    holder.wa.socket.close(440);
+    await waitFor(() => holder.adapter.status().state === "failed", "stopped");
+    expect(holder.adapter.status().reason).toMatch(/another WhatsApp Web session replaced this one/);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(holder.wa.sockets).toHaveLength(1);
+  });
+
   it("a lease not renewed in time is no longer valid by the holder's own clock", async () => {
     const lease = redisLease(redis, leaseKey(prefix, `d${++n}`), 300, false);
     expect((await lease.hold()).held).toBe(true);
