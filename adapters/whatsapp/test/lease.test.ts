@@ -55,6 +55,19 @@ function holderProcess(script: string, key: string, ttlMs: number): { child: Chi
   return holder;
 }
 
+/** A lease store on the test's Redis that fails every call, as an unreachable Redis does, while `down`. */
+function cutOffStore(): LeaseStore & { down: boolean } {
+  const store = new RedisLeaseStore(redis, false);
+  const refused = () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"));
+  const cutOff = {
+    down: false,
+    hold: (key: string, token: string, ttlMs: number) =>
+      cutOff.down ? refused() : store.hold(key, token, ttlMs),
+    release: (key: string, token: string) => (cutOff.down ? refused() : store.release(key, token)),
+  };
+  return cutOff;
+}
+
 const seg = { replyId: "r", index: 0, text: "hi", last: true };
 const target = { channel: "whatsapp", accountId: "default", chatId: "4915112345678@s.whatsapp.net" };
 
@@ -150,15 +163,7 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
   });
 
   it("a renewal failing for a while (Redis unreachable) is logged once, and its end once", async () => {
-    let down = false;
-    const store = new RedisLeaseStore(redis, false);
-    const failing: LeaseStore = {
-      hold: (key, token, ttlMs) =>
-        down
-          ? Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
-          : store.hold(key, token, ttlMs),
-      release: (key, token) => store.release(key, token),
-    };
+    const failing = cutOffStore();
     const lines: string[] = [];
     const wa = new FakeWhatsApp();
     const adapter = new WhatsAppAdapter({
@@ -169,10 +174,10 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     adapters.push(adapter);
     await adapter.start(async () => ({ kind: "accepted" }));
     await waitFor(() => adapter.status().state === "connected", "connected");
-    down = true;
+    failing.down = true;
     // Renewals every 100 ms: about eight fail in this time.
     await new Promise((r) => setTimeout(r, 850));
-    down = false;
+    failing.down = false;
     await waitFor(() => lines.some((l) => l.includes("renewed again")), "the renewal answering again");
     const said = lines.filter((l) => l.includes("lease renewal failed") || l.includes("renewed again"));
     expect(said).toHaveLength(2);
@@ -181,16 +186,7 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
   });
 
   it("a 440 after a takeover while this process was cut off from Redis: it stands by, and takes the account back later", async () => {
-    let down = false;
-    const store = new RedisLeaseStore(redis, false);
-    const cutOff: LeaseStore = {
-      hold: (key, token, ttlMs) =>
-        down
-          ? Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
-          : store.hold(key, token, ttlMs),
-      release: (key, token) =>
-        down ? Promise.reject(new Error("connect ECONNREFUSED")) : store.release(key, token),
-    };
+    const cutOff = cutOffStore();
     const key = leaseKey(prefix, `i${++n}`);
     const wa = new FakeWhatsApp();
     const first = new WhatsAppAdapter({
@@ -202,7 +198,7 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     adapters.push(first);
     await first.start(async () => ({ kind: "accepted" }));
     await waitFor(() => first.status().state === "connected", "connected");
-    down = true;
+    cutOff.down = true;
     // The lease runs out in Redis while the first process cannot renew it; the second one takes the account,
     // and WhatsApp replaces the first connection.
     const second = await process_(key, 300);
@@ -210,7 +206,7 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
     wa.socket.close(440);
     await waitFor(() => first.status().state === "reconnecting", "the first process waiting");
     expect(first.status().state).not.toBe("failed");
-    down = false;
+    cutOff.down = false;
     await waitFor(
       () => /another hub process .* holds this WhatsApp account/.test(first.status().reason ?? ""),
       "the first process standing by",
