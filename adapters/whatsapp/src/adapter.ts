@@ -456,7 +456,9 @@ export class WhatsAppAdapter implements ChannelAdapter {
         if (tries > 1)
           this.#log.info(
             { messageId, tries, outcome: result.kind },
-            "whatsapp message admitted after retries",
+            result.kind === "accepted"
+              ? "whatsapp message admitted after retries"
+              : "whatsapp message decided after retries; the hub did not take it (see outcome)",
           );
         return result;
       }

@@ -37,11 +37,14 @@ const journalFiles = (dir: string): string[] => {
 async function started(
   dir: string,
   admit: (fields: AdapterFields) => InboundResult | Promise<InboundResult>,
+  logLines?: string[],
 ) {
   const wa = new FakeWhatsApp();
   const adapter = new WhatsAppAdapter({
     connector: wa,
-    logger: createLogger({ level: "silent" }),
+    logger: logLines
+      ? createLogger({ level: "info", destination: { write: (line: string) => void logLines.push(line) } })
+      : createLogger({ level: "silent" }),
     journal: messageJournal(dir, "default"),
     admitRetry: { initialMs: 10, maxMs: 40 },
   });
@@ -78,6 +81,26 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
     await waitFor(() => accepted.length === 2, "both admitted once Redis is back", 3000);
     expect(accepted).toEqual(["first", "second"]);
     // Both settled: nothing is left on disk.
+    expect(journalFiles(dir)).toEqual([]);
+  });
+
+  it("a message the hub refuses once it answers is settled, and its log line says it was not taken", async () => {
+    const dir = stateDir();
+    const lines: string[] = [];
+    let tries = 0;
+    const { wa } = await started(
+      dir,
+      () =>
+        ++tries < 3
+          ? { kind: "retry", reason: "Redis is unreachable" }
+          : { kind: "ignored", reason: "paused" },
+      lines,
+    );
+    wa.sockets[0]?.upsert([directText(ALICE, "hello")]);
+    await waitFor(() => lines.some((l) => l.includes("after retries")), "the tries ending");
+    const ended = JSON.parse(lines.find((l) => l.includes("after retries")) as string);
+    expect(ended).toMatchObject({ tries: 3, outcome: "ignored" });
+    expect(ended.msg).toMatch(/the hub did not take it/);
     expect(journalFiles(dir)).toEqual([]);
   });
 
