@@ -132,10 +132,16 @@ export async function pingRedis(url: string, timeoutMs = 1500): Promise<void> {
 }
 
 const shas = new Map<string, string>();
+// Per connection, the SCRIPT LOAD under way for each script: see `runScript`.
+const loading = new WeakMap<Redis, Map<string, Promise<unknown>>>();
 
 /**
  * Runs a Lua script by its SHA (EVALSHA), loading it on first use or after a
- * Redis restart (NOSCRIPT), so hot paths do not resend the script text.
+ * Redis restart (NOSCRIPT), so hot paths do not resend the script text. The
+ * calls that meet NOSCRIPT together (a restarted Redis under load: every call in
+ * flight) wait for one SCRIPT LOAD on their connection instead of each sending
+ * the whole text with EVAL. A cluster's nodes each keep their own scripts, so
+ * there the key's node is given the text (EVAL).
  */
 export async function runScript(
   redis: Redis,
@@ -151,10 +157,34 @@ export async function runScript(
   try {
     return await redis.evalsha(sha, keys.length, ...keys, ...args);
   } catch (error) {
-    if (error instanceof Error && error.message.startsWith("NOSCRIPT"))
-      return redis.eval(script, keys.length, ...keys, ...args);
-    throw error;
+    if (!isNoScript(error)) throw error;
   }
+  if (!isCluster(redis)) {
+    await loadOnce(redis, sha, script);
+    try {
+      return await redis.evalsha(sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      // Flushed again in between (another restart): the text itself, as a last resort.
+      if (!isNoScript(error)) throw error;
+    }
+  }
+  return redis.eval(script, keys.length, ...keys, ...args);
+}
+
+const isNoScript = (error: unknown) => error instanceof Error && error.message.startsWith("NOSCRIPT");
+
+// One SCRIPT LOAD per connection and script at a time; a later NOSCRIPT (the next restart) loads again.
+function loadOnce(redis: Redis, sha: string, script: string): Promise<unknown> {
+  let loads = loading.get(redis);
+  if (!loads) {
+    loads = new Map();
+    loading.set(redis, loads);
+  }
+  const known = loads.get(sha);
+  if (known) return known;
+  const load = redis.script("LOAD", script).finally(() => loads.delete(sha));
+  loads.set(sha, load);
+  return load;
 }
 
 /** Reads a Lua script kept in its own file (one script per file, header naming KEYS, ARGV and result). */
