@@ -4,7 +4,8 @@
 // still pays for V8 compiling the hub's code (a quarter to a third of its CPU after a 40-message
 // warm-up), which a running hub pays once. The measured load's window (monotonic µs, the clock of
 // V8's profiles and of `perf record -k CLOCK_MONOTONIC`) is written to `BENCH_WINDOW_FILE` when set,
-// so a profile can be cut to it. Prints messages/s and node CPU per message. `BENCH_SIDE=grammy` runs
+// so a profile can be cut to it; `BENCH_HEAP_PROFILE_FILE` gets a sampling heap profile of it (what it
+// allocates). Prints messages/s and node CPU per message. `BENCH_SIDE=grammy` runs
 // the same loads against the bare grammY echo bot instead (its steady state, for comparison).
 import { writeFileSync } from "node:fs";
 import { Session } from "node:inspector/promises";
@@ -28,15 +29,15 @@ try {
       timeoutMs: 60_000,
       firstChat: round * 100_000,
     });
-  const heap = process.env.BENCH_HEAP_PROFILE_FILE ? await startHeapSampling() : undefined;
+  const heapFile = process.env.BENCH_HEAP_PROFILE_FILE;
+  const heap = heapFile ? await startHeapSampling() : undefined;
   const from = process.hrtime.bigint() / 1000n;
   const cpu0 = process.cpuUsage();
   const load = await driveChats(bench.fake, { chats, messages, window: 2, timeoutMs: 60_000 });
   const cpu = process.cpuUsage(cpu0);
   if (process.env.BENCH_WINDOW_FILE)
     writeFileSync(process.env.BENCH_WINDOW_FILE, `${from} ${process.hrtime.bigint() / 1000n}`);
-  if (heap && process.env.BENCH_HEAP_PROFILE_FILE)
-    await stopHeapSampling(heap, process.env.BENCH_HEAP_PROFILE_FILE, load.answered);
+  if (heap && heapFile) await stopHeapSampling(heap, heapFile, load.answered);
   printLoad(side, load);
   console.log(`  node CPU per message: ${((cpu.user + cpu.system) / 1000 / load.answered).toFixed(2)} ms`);
 } finally {

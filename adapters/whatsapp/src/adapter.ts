@@ -80,8 +80,9 @@ const RECENT_LIMIT = 512;
  * credentials and waits for a new link, 440/403/411 stop and report). With a
  * lease, only the process holding it opens a socket; the others wait and take
  * over when it stops renewing (a 440 after this process could not renew is
- * such a takeover: it waits for the lease again). Inbound messages of one chat are admitted in
- * order; old ones (offline backlog, replays) are not answered.
+ * such a takeover: it waits for the lease again). Inbound messages of one
+ * chat are admitted in order; old ones (offline backlog, replays) are not
+ * answered.
  */
 export class WhatsAppAdapter implements ChannelAdapter {
   readonly channel = "whatsapp";

@@ -154,15 +154,16 @@ export async function runScript(
     sha = createHash("sha1").update(script).digest("hex");
     shas.set(script, sha);
   }
+  const bySha = () => redis.evalsha(sha, keys.length, ...keys, ...args);
   try {
-    return await redis.evalsha(sha, keys.length, ...keys, ...args);
+    return await bySha();
   } catch (error) {
     if (!isNoScript(error)) throw error;
   }
   if (!isCluster(redis)) {
-    await loadOnce(redis, sha, script);
+    await sharedLoad(redis, sha, script);
     try {
-      return await redis.evalsha(sha, keys.length, ...keys, ...args);
+      return await bySha();
     } catch (error) {
       // Flushed again in between (another restart): the text itself, as a last resort.
       if (!isNoScript(error)) throw error;
@@ -174,7 +175,7 @@ export async function runScript(
 const isNoScript = (error: unknown) => error instanceof Error && error.message.startsWith("NOSCRIPT");
 
 // One SCRIPT LOAD per connection and script at a time; a later NOSCRIPT (the next restart) loads again.
-function loadOnce(redis: Redis, sha: string, script: string): Promise<unknown> {
+function sharedLoad(redis: Redis, sha: string, script: string): Promise<unknown> {
   let loads = loading.get(redis);
   if (!loads) {
     loads = new Map();
