@@ -3,6 +3,7 @@
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { run, sequentialize } from "@grammyjs/runner";
 import { offlineAnswer } from "@hub/agent";
@@ -339,6 +340,8 @@ export async function benchHubPaced(redisUrl: string, rate: number, seconds: num
   const bench = await startBenchHub(redisUrl);
   try {
     await warmUp(bench.fake);
+    const cpu0 = process.cpuUsage();
+    const elu0 = performance.eventLoopUtilization();
     const load = await drivePaced(bench.fake, {
       rate,
       seconds,
@@ -346,7 +349,14 @@ export async function benchHubPaced(redisUrl: string, rate: number, seconds: num
       firstChat: 60_000,
       timeoutMs: 60_000,
     });
+    const cpu = process.cpuUsage(cpu0);
+    const busy = performance.eventLoopUtilization(elu0).utilization;
     printLoad(`hub at ${rate.toFixed(0)} messages/s (open loop)`, load);
+    // How near the process is to its limit at this rate: the tail grows with the event loop's busy share.
+    console.log(
+      `  node CPU per message ${((cpu.user + cpu.system) / 1000 / load.answered).toFixed(2)} ms, ` +
+        `event loop busy ${(busy * 100).toFixed(0)}% (the load driver and the fake Telegram included)`,
+    );
     return load;
   } finally {
     await bench.stop();

@@ -32,7 +32,8 @@ import {
   untilStopped,
   webhookRoute,
 } from "@hub/core";
-import { type Api, Bot, GrammyError } from "grammy";
+import { type Api, type ApiClientOptions, Bot, GrammyError } from "grammy";
+import { botApiFetch } from "./bot-api-fetch.js";
 import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
 import { grammySignal } from "./grammy-signal.js";
 import { deleteMessage, editText, setReaction } from "./live.js";
@@ -119,6 +120,7 @@ export class TelegramAdapter implements ChannelAdapter {
         apiRoot: options.apiRoot ?? "https://api.telegram.org",
         // A request that hangs (a black-holed network) fails and is retried instead of blocking forever.
         timeoutSeconds: (options.pollTimeoutSeconds ?? 25) + 15,
+        fetch: botApiFetch() as unknown as NonNullable<ApiClientOptions["fetch"]>,
       },
     });
     this.#status = new ChannelStatusCell((status) => {
