@@ -1,10 +1,32 @@
-import { writeSync } from "node:fs";
+import { readFileSync, writeSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 
 interface OpenFile {
   /** Opened in the thread pool (creating a file can take a while); written synchronously once open. */
   handle: Promise<FileHandle>;
   usedAt: number;
+}
+
+/**
+ * How many transcripts may stay open: a quarter of the process's open-file limit (Node raises its soft
+ * limit to the hard one at start), between 64 and 4,096; 256 where the limit cannot be read (not
+ * Linux). With more sessions active at once than files kept open, every append opens and closes its
+ * file again (in the bench's 400 chats at once: about 4% of the hub's CPU at a budget of 256).
+ */
+export function openFilesBudget(limits = readLimits()): number {
+  const soft = /^Max open files\s+(\d+|unlimited)/m.exec(limits)?.[1];
+  if (soft === undefined) return 256;
+  const quarter = soft === "unlimited" ? 4096 : Math.floor(Number(soft) / 4);
+  return Math.min(4096, Math.max(64, quarter));
+}
+
+// The process's resource limits as Linux lists them; empty where there is no /proc.
+function readLimits(): string {
+  try {
+    return readFileSync("/proc/self/limits", "utf8");
+  } catch {
+    return "";
+  }
 }
 
 /**
@@ -24,7 +46,7 @@ export class AppendFiles {
 
   constructor(
     private readonly idleMs = 10_000,
-    private readonly max = 256,
+    private readonly max = openFilesBudget(),
   ) {}
 
   /** Appends `data` to the file at `path` (created with mode 0600 if missing). */

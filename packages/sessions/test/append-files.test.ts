@@ -2,7 +2,7 @@ import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync 
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { AppendFiles } from "../src/append-files.js";
+import { AppendFiles, openFilesBudget } from "../src/append-files.js";
 
 const dirs: string[] = [];
 const files: AppendFiles[] = [];
@@ -79,5 +79,19 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
     for (const p of paths) await appender.append(p, "line\n");
     appender.closeAll();
     for (const p of paths) expect(await closed(p)).toBe(true);
+  });
+
+  it("keeps a quarter of the process's open-file limit open, within 64 and 4,096", () => {
+    const limits = (soft: string) =>
+      `Limit                     Soft Limit           Hard Limit           Units     \nMax open files            ${soft}                1048576              files     \n`;
+    expect(openFilesBudget(limits("20000"))).toBe(4096);
+    expect(openFilesBudget(limits("4096"))).toBe(1024);
+    expect(openFilesBudget(limits("1024"))).toBe(256);
+    expect(openFilesBudget(limits("128"))).toBe(64);
+    expect(openFilesBudget(limits("unlimited"))).toBe(4096);
+    // Not Linux, or no /proc: the former fixed budget.
+    expect(openFilesBudget("")).toBe(256);
+    // This process's own limit reads as a number in range.
+    expect(openFilesBudget()).toBeGreaterThanOrEqual(64);
   });
 });
