@@ -20,7 +20,8 @@ import {
   type ToolCall,
   type ToolSpec,
 } from "../model.js";
-import { abortOrStallError, StallGuard, stalled } from "./stall-guard.js";
+import { type SdkErrors, sdkModelError } from "./sdk-error.js";
+import { StallGuard, stalled } from "./stall-guard.js";
 
 /** Options of `AnthropicProvider`. */
 export interface AnthropicProviderOptions {
@@ -120,11 +121,7 @@ export class AnthropicProvider implements ModelProvider {
       if (guard.timedOut) throw stalled(this.id, this.timeoutMs);
       yield* message.end();
     } catch (error) {
-      throw toModelError(error, this.id, {
-        aborted: signal?.aborted === true,
-        timedOut: guard.timedOut,
-        timeoutMs: this.timeoutMs,
-      });
+      throw sdkModelError(error, this.id, guard.state, SDK_ERRORS);
     } finally {
       guard.dispose();
     }
@@ -358,41 +355,22 @@ class ToolUseAssembler {
   }
 }
 
-/** Classifies anything thrown during a call into a ModelError. */
-function toModelError(
-  error: unknown,
-  providerId: string,
-  state: { aborted: boolean; timedOut: boolean; timeoutMs: number },
-): ModelError {
-  const early = abortOrStallError(error, providerId, state);
-  if (early) return early;
-  const detail = error instanceof Error ? error.message : String(error);
-  if (error instanceof APIUserAbortError) {
-    return new ModelError("aborted", `${providerId}: model call aborted`, { cause: error });
-  }
-  // Includes APIConnectionTimeoutError.
-  if (error instanceof APIConnectionError) {
-    return new ModelError("network", `${providerId}: ${detail}`, { cause: error });
-  }
-  if (error instanceof APIError) {
+/** How @anthropic-ai/sdk's errors read (see sdkModelError). */
+const SDK_ERRORS: SdkErrors = {
+  UserAbort: APIUserAbortError,
+  Connection: APIConnectionError,
+  apiError: (error, providerId) => {
+    if (!(error instanceof APIError)) return undefined;
     // `apiMessage` is the body's error.message; the SDK's own message is the whole body as JSON.
-    const message = error.apiMessage ?? detail;
+    const message = error.apiMessage ?? error.message;
     const text = `${message} ${error.type ?? ""} ${error.errorCode ?? ""}`;
     const prefix = error.status === undefined ? "" : `${error.status} `;
     return new ModelError(kindOf(error.status, error.type, text), `${providerId}: ${prefix}${message}`, {
       cause: error,
       status: error.status,
     });
-  }
-  if (error instanceof SyntaxError) {
-    return new ModelError("unknown", `${providerId}: malformed response stream: ${detail}`, { cause: error });
-  }
-  // fetch (undici) reports resets and cut bodies as TypeError ("fetch failed", "terminated").
-  if (error instanceof TypeError) {
-    return new ModelError("network", `${providerId}: ${detail}`, { cause: error });
-  }
-  return new ModelError("unknown", `${providerId}: ${detail}`, { cause: error });
-}
+  },
+};
 
 /**
  * The error kind for an HTTP status, or for an `error` event inside a stream (no status), which

@@ -17,7 +17,8 @@ import {
   type ToolSpec,
 } from "../model.js";
 import { imagesOf } from "./openai-images.js";
-import { abortOrStallError, StallGuard, stalled } from "./stall-guard.js";
+import { type SdkErrors, sdkModelError } from "./sdk-error.js";
+import { StallGuard, stalled } from "./stall-guard.js";
 
 /** Options of `OpenAIProvider`. */
 export interface OpenAIProviderOptions {
@@ -138,11 +139,7 @@ export class OpenAIProvider implements ModelProvider {
       for (const call of toolCalls) yield { type: "tool_call", call };
       yield { type: "done", stopReason: toStopReason(finishReason, toolCalls.length > 0), usage };
     } catch (error) {
-      throw toModelError(error, this.id, {
-        aborted: signal?.aborted === true,
-        timedOut: guard.timedOut,
-        timeoutMs: this.timeoutMs,
-      });
+      throw sdkModelError(error, this.id, guard.state, SDK_ERRORS);
     } finally {
       guard.dispose();
     }
@@ -257,38 +254,19 @@ class ToolCallAssembler {
   }
 }
 
-/** Classifies anything thrown during a call into a ModelError. */
-function toModelError(
-  error: unknown,
-  providerId: string,
-  state: { aborted: boolean; timedOut: boolean; timeoutMs: number },
-): ModelError {
-  const early = abortOrStallError(error, providerId, state);
-  if (early) return early;
-  const detail = error instanceof Error ? error.message : String(error);
-  if (error instanceof APIUserAbortError) {
-    return new ModelError("aborted", `${providerId}: model call aborted`, { cause: error });
-  }
-  // Includes APIConnectionTimeoutError.
-  if (error instanceof APIConnectionError) {
-    return new ModelError("network", `${providerId}: ${detail}`, { cause: error });
-  }
-  if (error instanceof APIError) {
-    const text = `${detail} ${error.code ?? ""} ${error.type ?? ""}`;
-    return new ModelError(kindOf(error.status, text), `${providerId}: ${detail}`, {
+/** How openai's errors read (see sdkModelError). */
+const SDK_ERRORS: SdkErrors = {
+  UserAbort: APIUserAbortError,
+  Connection: APIConnectionError,
+  apiError: (error, providerId) => {
+    if (!(error instanceof APIError)) return undefined;
+    const text = `${error.message} ${error.code ?? ""} ${error.type ?? ""}`;
+    return new ModelError(kindOf(error.status, text), `${providerId}: ${error.message}`, {
       cause: error,
       status: error.status,
     });
-  }
-  if (error instanceof SyntaxError) {
-    return new ModelError("unknown", `${providerId}: malformed response stream: ${detail}`, { cause: error });
-  }
-  // fetch (undici) reports resets and cut bodies as TypeError ("fetch failed", "terminated").
-  if (error instanceof TypeError) {
-    return new ModelError("network", `${providerId}: ${detail}`, { cause: error });
-  }
-  return new ModelError("unknown", `${providerId}: ${detail}`, { cause: error });
-}
+  },
+};
 
 /** The error kind for an HTTP status, or for an error event inside a stream (no status). */
 function kindOf(status: number | undefined, text: string): ModelErrorKind {

@@ -23,6 +23,11 @@ export class StallGuard {
     return this.#timedOut;
   }
 
+  /** Why a failed call ended, as `abortOrStallError` reads it: the caller's abort, our stall timer, or neither. */
+  get state(): { aborted: boolean; timedOut: boolean; timeoutMs: number } {
+    return { aborted: this.signal?.aborted === true, timedOut: this.#timedOut, timeoutMs: this.timeoutMs };
+  }
+
   /** (Re)starts the stall timer: call before the request and after every chunk. */
   arm(): void {
     clearTimeout(this.#timer);
