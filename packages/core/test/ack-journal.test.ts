@@ -70,6 +70,34 @@ describe("AckJournal", () => {
     expect(next.adoptOrphans()).toEqual([]);
   });
 
+  it("compacts a journal that never empties: its file stays small and keeps every waiting record", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir, Delivery, undefined, "test", 4096);
+    journal.record(delivery("EvWaiting"));
+    for (let i = 0; i < 400; i++) journal.settle(journal.record(delivery(`Ev${i}`)));
+    journal.record(delivery("EvLate"));
+    const name = `${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`;
+    expect(readdirSync(dir)).toEqual([name]);
+    // 400 records and settles are about 45 KB of lines; compacted, a few KB at the most.
+    expect(readFileSync(join(dir, name), "utf8").length).toBeLessThan(4096 + 200);
+    // As after a crash: a dead process's journal, adopted by the next start, gives exactly the waiting ones.
+    renameSync(join(dir, name), join(dir, `${PID_SPACE}-${deadPid()}-0a1b2c3d.jsonl`));
+    const adopted = new AckJournal(dir, Delivery).adoptOrphans();
+    expect(adopted.map((a) => a.delivery)).toEqual([delivery("EvWaiting"), delivery("EvLate")]);
+  });
+
+  it("removes a compaction's file that its process did not live to rename, and only that", () => {
+    const dir = journalDir();
+    mkdirSync(dir, { recursive: true });
+    const dead = join(dir, `${PID_SPACE}-${deadPid()}-0a1b2c3d.compacting`);
+    const ours = join(dir, `${PID_SPACE}-${process.pid}-${PROCESS_START}.compacting`);
+    writeFileSync(dead, line({ acked: "x.0", delivery: delivery("EvA") }));
+    writeFileSync(ours, line({ acked: "y.0", delivery: delivery("EvB") }));
+    expect(new AckJournal(dir, Delivery).adoptOrphans()).toEqual([]);
+    expect(existsSync(dead)).toBe(false);
+    expect(existsSync(ours)).toBe(true);
+  });
+
   it("adopts another pid space's journal (a container restarted after a crash) only once it is idle", () => {
     const dir = journalDir();
     mkdirSync(dir, { recursive: true });

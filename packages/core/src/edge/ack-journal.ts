@@ -27,6 +27,15 @@ const lineSchema = <T>(delivery: z.ZodType<T>) =>
 // A journal's file name: `<pid space>-<pid>-<start>.jsonl`, the identity `isDeadProcess` reads; a journal
 // being adopted is first renamed to `<adopter's identity>.claim<n>.jsonl` (see `adoptOrphans`).
 const NAME = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)(?:\.claim\d+)?\.jsonl$/;
+// A compacted journal being written (see `#compact`): left behind only by a process that died meanwhile.
+const COMPACTING = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)\.compacting$/;
+
+/**
+ * A journal that never empties (a record still waiting while others come and go: a busy account, an
+ * admission that keeps failing) is rewritten with only its waiting records once this many bytes were
+ * appended to it; otherwise it would grow as long as the process runs.
+ */
+export const COMPACT_AFTER_BYTES = 1024 * 1024;
 
 /**
  * A journal untouched this long is an orphan whoever wrote it: a live process settles a record once its
@@ -56,16 +65,23 @@ export class AckJournal<T> {
   #next = 0;
   #claims = 0;
   #stopped = false;
-  readonly #open = new Set<string>();
+  // The records not settled yet, by key: what a compaction keeps.
+  readonly #open = new Map<string, Line<T>>();
+  // Bytes appended to the file since it was opened or compacted (or a compaction failed: tried again later).
+  #appended = 0;
 
   readonly #schema: z.ZodType<Line<T>>;
 
-  /** `deliveries` reads a record back (a line it refuses is skipped); `label` begins the journal's log lines. */
+  /**
+   * `deliveries` reads a record back (a line it refuses is skipped); `label` begins the journal's log lines;
+   * `compactAfterBytes`: see COMPACT_AFTER_BYTES.
+   */
   constructor(
     private readonly dir: string,
     deliveries: z.ZodType<T>,
     private readonly logger?: HubLogger,
     private readonly label = "channel",
+    private readonly compactAfterBytes = COMPACT_AFTER_BYTES,
   ) {
     this.#path = join(dir, `${this.#stem}.jsonl`);
     this.#schema = lineSchema(deliveries) as z.ZodType<Line<T>>;
@@ -87,7 +103,7 @@ export class AckJournal<T> {
       this.close();
       this.#append(line, sync);
     }
-    this.#open.add(key);
+    this.#open.set(key, line);
     return key;
   }
 
@@ -117,6 +133,22 @@ export class AckJournal<T> {
         { err: describeError(error), path: this.#path },
         `${this.label}: an early-acknowledged delivery's end could not be journaled; the next start admits it again (a duplicate, ignored)`,
       );
+      return;
+    }
+    if (this.#open.size > 0 && this.#appended > this.compactAfterBytes) this.#compactOrWarn();
+  }
+
+  #compactOrWarn(): void {
+    try {
+      this.#compact();
+    } catch (error) {
+      // Tried again after the next settle: nothing is lost, the journal is only longer than it needs to be.
+      this.logger?.warn(
+        { err: describeError(error), path: this.#path },
+        `${this.label}: the early-acknowledged deliveries' journal could not be compacted; it keeps every line until its records settle`,
+      );
+      rmSync(join(this.dir, `${this.#stem}.compacting`), { force: true });
+      this.#appended = 0;
     }
   }
 
@@ -181,6 +213,7 @@ export class AckJournal<T> {
       return [];
     }
     return names.filter((name) => {
+      this.#removeIfLeftOver(name);
       const m = NAME.exec(name);
       if (m === null || join(this.dir, name) === this.#path) return false;
       if (isDeadProcess(m[1], m[2], m[3])) return true;
@@ -189,10 +222,39 @@ export class AckJournal<T> {
     });
   }
 
+  // A compaction's file its process did not live to rename.
+  #removeIfLeftOver(name: string): void {
+    const m = COMPACTING.exec(name);
+    if (m && isDeadProcess(m[1], m[2], m[3])) rmSync(join(this.dir, name), { force: true });
+  }
+
+  /**
+   * The journal rewritten with only its waiting records: written and fsynced beside it, then renamed over
+   * it, so a crash at any point leaves one whole journal (the old or the new) holding every waiting record.
+   * Not done once another process adopted the file (its next record starts a new one, see `record`).
+   */
+  #compact(): void {
+    if (!this.#stillOurs()) return;
+    const compacting = join(this.dir, `${this.#stem}.compacting`);
+    const text = [...this.#open.values()].map((line) => `${JSON.stringify(line)}\n`).join("");
+    const fd = openSync(compacting, "w", 0o600);
+    try {
+      const bytes = Buffer.from(text);
+      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+      fsyncSync(fd);
+    } finally {
+      closeSync(fd);
+    }
+    renameSync(compacting, this.#path);
+    this.close();
+    this.#appended = Buffer.byteLength(text);
+  }
+
   #append(line: Line<T>, sync: boolean): void {
     if (this.#fd === undefined) {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.#fd = openSync(this.#path, "a", 0o600);
+      this.#appended = fstatSync(this.#fd).size;
     }
     const fd = this.#fd;
     const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
@@ -202,6 +264,7 @@ export class AckJournal<T> {
       // the rest is written, or its failure thrown.
       for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
       if (sync) fsyncSync(fd);
+      this.#appended += bytes.length;
     } catch (error) {
       // The part written is taken back, so the next line is not glued to it (both would be unreadable).
       try {
@@ -224,6 +287,7 @@ export class AckJournal<T> {
   #remove(): void {
     this.close();
     rmSync(this.#path, { force: true });
+    this.#appended = 0;
   }
 
   // The deliveries of a journal's text that were never settled (a torn last line is skipped).
