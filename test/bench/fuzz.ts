@@ -1,6 +1,6 @@
 import type { ConformanceHarness } from "@hub/conformance";
 import { runFuzz } from "@hub/conformance/fuzz";
-import { createLogger, type HubConfigInput } from "@hub/core";
+import { captureLogs, type HubConfigInput } from "@hub/core";
 import { discordHarness } from "@hub/discord/conformance";
 import { startFakeOpenAI } from "@hub/fakes";
 import { webchatHarness } from "@hub/gateway/conformance";
@@ -26,8 +26,7 @@ const HARNESSES: Array<[string, () => ConformanceHarness]> = [
 const UNCAUGHT = /TypeError|ReferenceError|Cannot read properties|uncaught|unhandled|"level":60/i;
 
 async function fuzzOne(name: string, h: ConformanceHarness): Promise<void> {
-  const lines: string[] = [];
-  const logger = createLogger({ level: "warn", destination: { write: (l: string) => void lines.push(l) } });
+  const { logger, lines } = captureLogs("warn");
   const model = await startFakeOpenAI();
   const adapter = await h.start({ logger });
   const hub = await startTestHub(

@@ -1,5 +1,5 @@
 import { redisStateStore } from "@hub/app";
-import { createLogger } from "@hub/core";
+import { captureLogs } from "@hub/core";
 import { telegramPlugin } from "@hub/telegram";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -11,17 +11,13 @@ import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js"
 // whether the adapter sees that it is empty (whitespace) or only admission does (invisible characters).
 const USER = 7411;
 const STRANGER = 7412;
-const lines: Array<Record<string, unknown>> = [];
+const { logger, records: lines } = captureLogs("debug");
 const statePrefix = testPrefix("empty-message-state");
 const redis = new Redis(REDIS_URL);
 let telegram: FakeTelegram;
 let hub: TestHub;
 beforeAll(async () => {
   telegram = await startFakeTelegram();
-  const logger = createLogger({
-    level: "debug",
-    destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
-  });
   const config = { botToken: telegram.token, apiRoot: telegram.apiRoot };
   const adapter = await telegramPlugin.create(telegramPlugin.configSchema.parse(config), {
     accountId: "default",

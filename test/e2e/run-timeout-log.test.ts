@@ -1,4 +1,4 @@
-import { createLogger } from "@hub/core";
+import { captureLogs } from "@hub/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
 import { GatewayClient } from "../support/gateway-client.js";
@@ -9,13 +9,9 @@ import { waitFor } from "../support/redis.js";
 let hub: TestHub;
 let model: FakeOpenAI;
 let client: GatewayClient;
-const lines: Array<Record<string, unknown>> = [];
+const { logger, records: lines } = captureLogs("info");
 beforeAll(async () => {
   model = await startFakeOpenAI();
-  const logger = createLogger({
-    level: "info",
-    destination: { write: (line: string) => void lines.push(JSON.parse(line) as Record<string, unknown>) },
-  });
   hub = await startTestHub(
     {
       agent: { model: "fake/m", runTimeoutSeconds: 1 },

@@ -1,18 +1,13 @@
-import { createLogger } from "@hub/core";
+import { captureLogs } from "@hub/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
-type Line = Record<string, unknown>;
-const lines: Line[] = [];
+const { logger, records: lines } = captureLogs("info");
 let hub: TestHub;
 let client: GatewayClient;
 beforeAll(async () => {
-  const logger = createLogger({
-    level: "info",
-    destination: { write: (l: string) => void lines.push(JSON.parse(l) as Line) },
-  });
   // The offline model streams a word every 40 ms: a long enough answer to stop.
   hub = await startTestHub(
     { agent: { model: "offline/echo", offlineTokenDelayMs: 40 } },

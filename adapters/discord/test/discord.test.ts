@@ -1,4 +1,10 @@
-import { ChannelRefusedError, createLogger, PermanentSendError, RateLimitedError } from "@hub/core";
+import {
+  ChannelRefusedError,
+  captureLogs,
+  createLogger,
+  PermanentSendError,
+  RateLimitedError,
+} from "@hub/core";
 import {
   type FakeDiscord,
   type FakeDiscordOptions,
@@ -21,11 +27,7 @@ const logger = () => createLogger({ level: process.env.HUB_TEST_LOG ?? "silent" 
 
 /** A logger whose lines (parsed) the test reads. */
 function capturedLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const log = createLogger({
-    level: "info",
-    destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
-  });
+  const { logger: log, records: lines } = captureLogs("info");
   return { log, lines };
 }
 
@@ -480,11 +482,7 @@ describe("discord sends", () => {
   });
 
   it("says in the drop log line which message it was and what was wrong with it", async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const log = createLogger({
-      level: "debug",
-      destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
-    });
+    const { logger: log, records: lines } = captureLogs("debug");
     const { fake, adapter } = await bare({}, log);
     const seen: string[] = [];
     await adapter.start(async (fields) => {

@@ -1,4 +1,4 @@
-import { createLogger } from "@hub/core";
+import { captureLogs, createLogger } from "@hub/core";
 import { type FakeDiscord, freeLocalPort, startFakeDiscord } from "@hub/fakes";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -76,11 +76,7 @@ describe("discord gateway lease", () => {
   }, 40_000);
 
   it("an unreachable Discord logs one line per retry, with the restApi hint; the status says the same", async () => {
-    const lines: Array<Record<string, unknown>> = [];
-    const log = createLogger({
-      level: "info",
-      destination: { write: (l: string) => void lines.push(JSON.parse(l)) },
-    });
+    const { logger: log, records: lines } = captureLogs("info");
     const adapter = adapterFor(fake, log, {
       restApi: `http://127.0.0.1:${await freeLocalPort()}/api`, // nothing listens here
       lease: redisLease(new Redis(REDIS_URL), `${prefix}:discord:lease:unreachable`, 900),

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import {
   type AdapterFields,
   ChannelRefusedError,
+  captureLogs,
   createLogger,
   type HubLogger,
   type InboundResult,
@@ -78,11 +79,7 @@ function socketAdapter(fake: FakeSlack, logger: HubLogger): SlackAdapter {
 
 /** A logger that keeps its lines (parsed), for tests of what a drop says. */
 function capturedLogger() {
-  const lines: Array<Record<string, unknown>> = [];
-  const logger = createLogger({
-    level: "debug",
-    destination: { write: (line: string) => void lines.push(JSON.parse(line)) },
-  });
+  const { logger, records: lines } = captureLogs("debug");
   return { lines, logger };
 }
 
@@ -383,13 +380,13 @@ describe("slack events over HTTP", () => {
   it("an event whose admission fails after its ack is tried until it is admitted, however long Redis is down", async () => {
     const stateDir = mkdtempSync(join(tmpdir(), "slack-acked-long-"));
     cleanups.push(async () => rmSync(stateDir, { recursive: true, force: true }));
-    const lines: string[] = [];
+    const { logger, lines } = captureLogs("info");
     let tries = 0;
     const { fake } = await setup({
       stateDir,
       ackDeadlineMs: 100,
       lateRetry: { initialMs: 5, maxMs: 10 },
-      logger: createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } }),
+      logger,
       // Slow and failing (the early ack), then failing fast: more tries than the old limit of 8.
       handler: async () => {
         tries++;

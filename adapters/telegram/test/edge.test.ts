@@ -1,6 +1,6 @@
 import { createServer, request } from "node:http";
 import type { AddressInfo } from "node:net";
-import { type AdapterFields, createLogger, type InboundResult } from "@hub/core";
+import { type AdapterFields, captureLogs, createLogger, type InboundResult } from "@hub/core";
 import { type FakeTelegram, privateText, startFakeTelegram } from "@hub/fakes";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/support/redis.js";
@@ -39,13 +39,13 @@ async function webhookAdapter(fake: FakeTelegram) {
 
 async function polling(answer: (fields: AdapterFields) => InboundResult) {
   const fake = await startFakeTelegram();
-  const lines: string[] = [];
+  const { logger, lines } = captureLogs("debug");
   const state = memoryState();
   const adapter = new TelegramAdapter({
     botToken: fake.token,
     apiRoot: fake.apiRoot,
     state,
-    logger: createLogger({ level: "debug", destination: { write: (l: string) => void lines.push(l) } }),
+    logger,
     pollTimeoutSeconds: 1,
   });
   const seen: string[] = [];

@@ -1,4 +1,4 @@
-import { ChannelRefusedError, createLogger } from "@hub/core";
+import { ChannelRefusedError, captureLogs, createLogger } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   privateText,
@@ -22,11 +22,7 @@ afterEach(async () => {
 async function setup(options: { mode?: "webhook"; model?: boolean } = {}) {
   const fake = await startFakeTelegram();
   const model = await startFakeOpenAI();
-  const lines: string[] = [];
-  const logger = createLogger({
-    level: "debug",
-    destination: { write: (line: string) => void lines.push(line) },
-  });
+  const { logger, lines } = captureLogs("debug");
   const state = memoryState();
   const webhook = options.mode === "webhook";
   let hub: TestHub | undefined;

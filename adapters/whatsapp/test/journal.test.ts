@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type AdapterFields, createLogger, type InboundResult } from "@hub/core";
+import { type AdapterFields, captureLogs, createLogger, type HubLogger, type InboundResult } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { waitFor } from "../../../test/support/redis.js";
 import { WhatsAppAdapter } from "../src/adapter.js";
@@ -37,14 +37,12 @@ const journalFiles = (dir: string): string[] => {
 async function started(
   dir: string,
   admit: (fields: AdapterFields) => InboundResult | Promise<InboundResult>,
-  logLines?: string[],
+  logger: HubLogger = createLogger({ level: "silent" }),
 ) {
   const wa = new FakeWhatsApp();
   const adapter = new WhatsAppAdapter({
     connector: wa,
-    logger: logLines
-      ? createLogger({ level: "info", destination: { write: (line: string) => void logLines.push(line) } })
-      : createLogger({ level: "silent" }),
+    logger,
     journal: messageJournal(dir, "default"),
     admitRetry: { initialMs: 10, maxMs: 40 },
   });
@@ -86,7 +84,7 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
 
   it("a message the hub refuses once it answers is settled, and its log line says it was not taken", async () => {
     const dir = stateDir();
-    const lines: string[] = [];
+    const { logger, lines } = captureLogs("info");
     let tries = 0;
     const { wa } = await started(
       dir,
@@ -94,7 +92,7 @@ describe("whatsapp: a received message is kept until the hub takes it (WhatsApp 
         ++tries < 3
           ? { kind: "retry", reason: "Redis is unreachable" }
           : { kind: "ignored", reason: "paused" },
-      lines,
+      logger,
     );
     wa.sockets[0]?.upsert([directText(ALICE, "hello")]);
     await waitFor(() => lines.some((l) => l.includes("after retries")), "the tries ending");

@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
-import { ConnectionLease, createLogger, type LeaseStore } from "@hub/core";
+import { ConnectionLease, captureLogs, createLogger, type LeaseStore } from "@hub/core";
 import { RedisLeaseStore } from "@hub/queue";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
@@ -164,12 +164,12 @@ describe("whatsapp account lease: one hub process holds the socket", () => {
 
   it("a renewal failing for a while (Redis unreachable) is logged once, and its end once", async () => {
     const failing = cutOffStore();
-    const lines: string[] = [];
+    const { logger, lines } = captureLogs("info");
     const wa = new FakeWhatsApp();
     const adapter = new WhatsAppAdapter({
       connector: wa,
       lease: new ConnectionLease(failing, leaseKey(prefix, `h${++n}`), 300),
-      logger: createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } }),
+      logger,
     });
     adapters.push(adapter);
     await adapter.start(async () => ({ kind: "accepted" }));

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, parseConfig } from "@hub/core";
+import { captureLogs, parseConfig } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { REDIS_URL } from "../../../test/support/redis.js";
@@ -17,8 +17,7 @@ afterAll(() => {
 
 describe("SIGHUP's reload", () => {
   it("says that a channel added to the config connects only after a restart", () => {
-    const lines: string[] = [];
-    const logger = createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } });
+    const { logger, lines } = captureLogs("info");
     const config = parseConfig(
       { channels: { telegram: { botToken: "1:A" } } },
       "hub.json5",

@@ -6,6 +6,7 @@ import {
   Backoff,
   ByteBudget,
   ChannelStatusCell,
+  captureLogs,
   classifySendFailure,
   createLogger,
   describeError,
@@ -64,12 +65,12 @@ describe("webhookRoute", () => {
   });
 
   it("logs a refused call once, with the why its verify gave", async () => {
-    const lines: string[] = [];
+    const { logger, records } = captureLogs("info");
     const route = webhookRoute({
       path: "/why",
       verify: () => "not signed by the platform: stale timestamp",
       handle: async () => ({ kind: "accepted" }),
-      logger: createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } }),
+      logger,
     });
     const refusing = createServer((req, res) => void route.handle(req, res));
     await new Promise<void>((r) => refusing.listen(0, "127.0.0.1", () => r()));
@@ -77,7 +78,7 @@ describe("webhookRoute", () => {
       const port = (refusing.address() as AddressInfo).port;
       const res = await fetch(`http://127.0.0.1:${port}/why`, { method: "POST", body: "{}" });
       expect(res.status).toBe(401);
-      expect(lines.map((l) => JSON.parse(l) as { msg: string; why?: string })).toEqual([
+      expect(records).toEqual([
         expect.objectContaining({
           msg: "webhook call failed verification; refused",
           why: "not signed by the platform: stale timestamp",

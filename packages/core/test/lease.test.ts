@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import {
   ConnectionLease,
-  createLogger,
+  captureLogs,
   isDeadLocalHolder,
   type LeaseStore,
   PID_SPACE,
@@ -70,11 +70,7 @@ describe("SingleHolder: one process holds a connection", () => {
         unavailable ? Promise.reject(new Error("Redis down")) : store.hold(key, token, ttl),
       release: (key, token) => store.release(key, token),
     };
-    const lines: Array<{ level: number; msg: string }> = [];
-    const logger = createLogger({
-      level: "info",
-      destination: { write: (l) => void lines.push(JSON.parse(l)) },
-    });
+    const { logger, records: lines } = captureLogs("info");
     const stop = new AbortController();
     const holder = new SingleHolder({
       lease: new ConnectionLease(flaky, "k", 600),

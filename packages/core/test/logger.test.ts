@@ -1,6 +1,6 @@
 import { pino } from "pino";
 import { describe, expect, it } from "vitest";
-import { createLogger, REDACTED_PATHS } from "../src/index.js";
+import { captureLogs, createLogger, REDACTED_PATHS } from "../src/index.js";
 
 /** The fields of each line `log` writes, parsed (time dropped: it differs between two loggers). */
 function linesOf(log: (logger: ReturnType<typeof createLogger>) => void, logger?: "pino-redact") {
@@ -28,8 +28,7 @@ class HttpError extends Error {
 
 describe("logger redaction", () => {
   it("never writes tokens, keys or authorization headers", () => {
-    const lines: string[] = [];
-    const logger = createLogger({ level: "info", destination: { write: (l: string) => void lines.push(l) } });
+    const { logger, lines } = captureLogs("info");
     logger.info({ token: "tok-secret-1", botToken: "123:bot-secret-2", apiKey: "sk-secret-3" }, "flat");
     logger.info({ auth: { token: "tok-secret-4" }, params: { auth: { token: "tok-secret-5" } } }, "nested");
     logger.info(
@@ -102,5 +101,16 @@ describe("logger redaction is pino's redaction of REDACTED_PATHS", () => {
     expect(ours).toEqual(theirs);
     expect(JSON.stringify(ours)).not.toContain("child-secret");
     expect(bindings).toEqual(copy);
+  });
+});
+
+describe("captureLogs (the test kit's logger)", () => {
+  it("keeps the lines at its level and above, as written and parsed, redacted as any line", () => {
+    const { logger, lines, records } = captureLogs("warn");
+    logger.info("not kept");
+    logger.child({ channel: "telegram" }).warn({ token: "tok-secret" }, "kept");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).not.toContain("tok-secret");
+    expect(records).toEqual([expect.objectContaining({ level: 40, channel: "telegram", msg: "kept" })]);
   });
 });

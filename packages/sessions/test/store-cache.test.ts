@@ -1,7 +1,7 @@
 import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger } from "@hub/core";
+import { captureLogs, createLogger } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import { FileSessionStore } from "../src/store.js";
 
@@ -75,11 +75,7 @@ describe("SessionStore's in-memory copies", () => {
     const [index] = readdirSync(join(dir, "sessions"));
     // A key's first index is written in place: a full disk can leave part of it.
     writeFileSync(join(dir, "sessions", index!), '{"sessionKey":"agent:main:cut","sessionI');
-    const lines: string[] = [];
-    const watched = createLogger({
-      level: "warn",
-      destination: { write: (line: string) => lines.push(line) },
-    });
+    const { logger: watched, lines } = captureLogs("warn");
     const fresh = new FileSessionStore(dir, watched);
     expect(await fresh.get("agent:main:cut")).toBeUndefined();
     expect(lines.map((l) => JSON.parse(l))).toEqual([

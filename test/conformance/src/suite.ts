@@ -1,4 +1,4 @@
-import { createLogger, type HubConfigInput } from "@hub/core";
+import { captureLogs, type HubConfigInput } from "@hub/core";
 import { type FakeOpenAI, startFakeOpenAI } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestHub, type TestHub } from "../../support/hub.js";
@@ -52,11 +52,7 @@ export function describeAdapterConformance(
 ): void {
   describe(`channel adapter conformance: ${name}`, () => {
     const h = makeHarness();
-    const lines: string[] = [];
-    const logger = createLogger({
-      level: "info",
-      destination: { write: (line: string) => void lines.push(line) },
-    });
+    const { logger, lines } = captureLogs("info");
     let hub: TestHub;
     let model: FakeOpenAI;
     const modelSaw = (text: string) =>
