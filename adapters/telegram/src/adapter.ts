@@ -32,7 +32,7 @@ import {
   untilStopped,
   webhookRoute,
 } from "@hub/core";
-import { type Api, type ApiClientOptions, Bot, GrammyError } from "grammy";
+import { Api, type ApiClientOptions, Bot, GrammyError } from "grammy";
 import { botApiFetch } from "./bot-api-fetch.js";
 import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
 import { grammySignal } from "./grammy-signal.js";
@@ -88,6 +88,7 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly #pacing: PacingLimits;
   readonly #o: TelegramAdapterOptions;
   readonly #bot: Bot;
+  readonly #pollApi: Api;
   readonly #log: HubLogger;
   /** The account this adapter serves (`default` for the single-account shorthand). */
   readonly accountId: string;
@@ -115,14 +116,15 @@ export class TelegramAdapter implements ChannelAdapter {
     };
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
-    this.#bot = new Bot(options.botToken, {
-      client: {
-        apiRoot: options.apiRoot ?? "https://api.telegram.org",
-        // A request that hangs (a black-holed network) fails and is retried instead of blocking forever.
-        timeoutSeconds: (options.pollTimeoutSeconds ?? 25) + 15,
-        fetch: botApiFetch() as unknown as NonNullable<ApiClientOptions["fetch"]>,
-      },
+    const client = (connections?: number): ApiClientOptions => ({
+      apiRoot: options.apiRoot ?? "https://api.telegram.org",
+      // A request that hangs (a black-holed network) fails and is retried instead of blocking forever.
+      timeoutSeconds: (options.pollTimeoutSeconds ?? 25) + 15,
+      fetch: botApiFetch({ ...(connections ? { connections } : {}) }) as unknown as ApiClientOptions["fetch"],
     });
+    this.#bot = new Bot(options.botToken, { client: client() });
+    // getUpdates on a connection of its own (see botApiFetch).
+    this.#pollApi = new Api(options.botToken, client(1));
     this.#status = new ChannelStatusCell((status) => {
       if (status.state === "connected") this.#log.info("telegram connected");
     });
@@ -236,7 +238,7 @@ export class TelegramAdapter implements ChannelAdapter {
 
   #pollerDeps(): PollerDeps {
     return {
-      api: this.#bot.api,
+      api: this.#pollApi,
       state: this.#o.state,
       stateKey: `telegram:${this.accountId}:offset`,
       handle: (raw) => this.handleRawUpdate(raw),
