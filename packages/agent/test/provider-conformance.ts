@@ -40,6 +40,8 @@ export interface ProviderKit<F extends ScriptableFake, P extends ModelProvider> 
   toolCallIdPrefix: string;
   /** HTTP error statuses and the kind each is classified as. */
   statusKinds: ReadonlyArray<{ status: number; kind: ModelErrorKind }>;
+  /** What the error's message says of the fake's scripted failure with `status` (default: the provider id). */
+  failureMessage?(status: number): string;
 }
 
 /** The fake and provider of the current test (a fresh pair per test), with a request for its model. */
@@ -210,7 +212,7 @@ function errorCases<F extends ScriptableFake, P extends ModelProvider>(
     const error = await failure(f.provider.stream(f.request()));
     expect(error.kind).toBe(kind);
     expect(error.status).toBe(status);
-    expect(error.message).toContain("fake:");
+    expect(error.message).toContain(kit.failureMessage?.(status) ?? "fake:");
   });
 
   it("throws a ModelError on a malformed stream", async () => {

@@ -7,6 +7,7 @@ import {
   readFileSync,
   renameSync,
   rmSync,
+  statSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
@@ -34,6 +35,10 @@ const delivery = (eventId: string) => ({ body: { type: "event_callback", event_i
 const line = (value: unknown) => `${JSON.stringify(value)}\n`;
 // A pid that ran and is gone: a child that exited.
 const deadPid = () => spawnSync(process.execPath, ["-e", "0"]).pid as number;
+
+// This process's journal in `dir`, and whether it was just compacted (it holds waiting records only).
+const journalPath = (dir: string) => join(dir, `${PID_SPACE}-${process.pid}-${PROCESS_START}.jsonl`);
+const justCompacted = (dir: string) => !readFileSync(journalPath(dir), "utf8").includes('"settled"');
 
 describe("AckJournal", () => {
   it("keeps a record on disk until it is settled, and leaves no file once nothing waits", () => {
@@ -91,11 +96,46 @@ describe("AckJournal", () => {
     mkdirSync(dir, { recursive: true });
     const dead = join(dir, `${PID_SPACE}-${deadPid()}-0a1b2c3d.compacting`);
     const ours = join(dir, `${PID_SPACE}-${process.pid}-${PROCESS_START}.compacting`);
-    writeFileSync(dead, line({ acked: "x.0", delivery: delivery("EvA") }));
-    writeFileSync(ours, line({ acked: "y.0", delivery: delivery("EvB") }));
+    // Another pid space's (a container restarted after a crash): removed once idle, as its journals are adopted.
+    const idle = join(dir, "ffffffffff-1-0a1b2c3d.compacting");
+    const fresh = join(dir, "ffffffffff-2-0a1b2c3d.compacting");
+    for (const path of [dead, ours, idle, fresh])
+      writeFileSync(path, line({ acked: "x.0", delivery: delivery("EvA") }));
+    const longAgo = (Date.now() - ORPHAN_IDLE_MS - 60_000) / 1000;
+    utimesSync(idle, longAgo, longAgo);
     expect(new AckJournal(dir, Delivery).adoptOrphans()).toEqual([]);
-    expect(existsSync(dead)).toBe(false);
-    expect(existsSync(ours)).toBe(true);
+    expect([dead, ours, idle, fresh].map((path) => existsSync(path))).toEqual([false, true, false, true]);
+  });
+
+  it("does not rewrite a large backlog at every settle while it drains", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir, Delivery, undefined, "test", 4096);
+    // About 10 KB waiting (Redis was down), more than the compaction threshold on its own.
+    const keys = Array.from({ length: 100 }, (_, i) => journal.record(delivery(`EvBacklog${i}`)));
+    let rewrites = 0;
+    for (const key of keys.slice(0, 99)) {
+      journal.settle(key);
+      if (justCompacted(dir)) rewrites++;
+    }
+    // A compaction every 4 KB of settled lines (about 30 settles), not one per settle.
+    expect(rewrites).toBeGreaterThan(0);
+    expect(rewrites).toBeLessThan(6);
+    expect(readFileSync(journalPath(dir), "utf8")).toContain("EvBacklog99");
+  });
+
+  it("keeps a compacted journal's time moving while a record is still tried (no adoption of a live one)", () => {
+    const dir = journalDir();
+    const journal = new AckJournal(dir, Delivery, undefined, "test", 4096);
+    journal.record(delivery("EvStuck"));
+    let settles = 0;
+    do journal.settle(journal.record(delivery(`Ev${settles++}`)));
+    while (!justCompacted(dir) && settles < 200);
+    // Stopped right after a compaction, with its record still waiting.
+    expect([justCompacted(dir), settles > 1]).toEqual([true, true]);
+    const longAgo = (Date.now() - ORPHAN_IDLE_MS - 60_000) / 1000;
+    utimesSync(journalPath(dir), longAgo, longAgo);
+    journal.touch();
+    expect(Date.now() - statSync(journalPath(dir)).mtimeMs).toBeLessThan(60_000);
   });
 
   it("adopts another pid space's journal (a container restarted after a crash) only once it is idle", () => {

@@ -32,8 +32,10 @@ const COMPACTING = /^([0-9a-f]+)-(\d+)-([0-9a-f]+)\.compacting$/;
 
 /**
  * A journal that never empties (a record still waiting while others come and go: a busy account, an
- * admission that keeps failing) is rewritten with only its waiting records once this many bytes were
- * appended to it; otherwise it would grow as long as the process runs.
+ * admission that keeps failing) is rewritten with only its waiting records once it holds this many bytes
+ * of lines no longer needed (settled records and their settles); otherwise it would grow as long as the
+ * process runs. Counted apart from the waiting records' own bytes, so a large backlog (Redis down for a
+ * while) is not rewritten at every settle while it drains.
  */
 export const COMPACT_AFTER_BYTES = 1024 * 1024;
 
@@ -65,10 +67,11 @@ export class AckJournal<T> {
   #next = 0;
   #claims = 0;
   #stopped = false;
-  // The records not settled yet, by key: what a compaction keeps.
-  readonly #open = new Map<string, Line<T>>();
-  // Bytes appended to the file since it was opened or compacted (or a compaction failed: tried again later).
+  // The records not settled yet, by key, as their lines: what a compaction keeps.
+  readonly #open = new Map<string, string>();
+  // Bytes of the file (since it was opened or compacted), and of its waiting records' lines.
   #appended = 0;
+  #waiting = 0;
 
   readonly #schema: z.ZodType<Line<T>>;
 
@@ -96,7 +99,7 @@ export class AckJournal<T> {
    */
   record(delivery: T, options: { sync?: boolean } = {}): string {
     const key = `${PROCESS_START}.${this.#next++}`;
-    const line: Line<T> = { acked: key, delivery: withoutUndefined(delivery) };
+    const line = lineOf({ acked: key, delivery: withoutUndefined(delivery) });
     const sync = options.sync ?? true;
     this.#append(line, sync);
     if (!this.#stillOurs()) {
@@ -104,6 +107,7 @@ export class AckJournal<T> {
       this.#append(line, sync);
     }
     this.#open.set(key, line);
+    this.#waiting += Buffer.byteLength(line);
     return key;
   }
 
@@ -123,9 +127,12 @@ export class AckJournal<T> {
    * is a duplicate.
    */
   settle(key: string): void {
-    if (this.#stopped || !this.#open.delete(key)) return;
+    const line = this.#open.get(key);
+    if (this.#stopped || line === undefined) return;
+    this.#open.delete(key);
+    this.#waiting -= Buffer.byteLength(line);
     try {
-      this.#append({ settled: key }, false);
+      this.#append(lineOf({ settled: key }), false);
       // Nothing left to wait for: the file goes, so a quiet process keeps none.
       if (this.#open.size === 0) this.#remove();
     } catch (error) {
@@ -135,7 +142,7 @@ export class AckJournal<T> {
       );
       return;
     }
-    if (this.#open.size > 0 && this.#appended > this.compactAfterBytes) this.#compactOrWarn();
+    if (this.#open.size > 0 && this.#appended - this.#waiting > this.compactAfterBytes) this.#compactOrWarn();
   }
 
   #compactOrWarn(): void {
@@ -147,8 +154,12 @@ export class AckJournal<T> {
         { err: describeError(error), path: this.#path },
         `${this.label}: the early-acknowledged deliveries' journal could not be compacted; it keeps every line until its records settle`,
       );
-      rmSync(join(this.dir, `${this.#stem}.compacting`), { force: true });
-      this.#appended = 0;
+      try {
+        rmSync(join(this.dir, `${this.#stem}.compacting`), { force: true });
+      } catch {
+        // Removed by the next start's adoption (see #removeIfLeftOver).
+      }
+      this.#appended = this.#waiting;
     }
   }
 
@@ -213,7 +224,7 @@ export class AckJournal<T> {
       return [];
     }
     return names.filter((name) => {
-      this.#removeIfLeftOver(name);
+      this.#removeIfLeftOver(name, now);
       const m = NAME.exec(name);
       if (m === null || join(this.dir, name) === this.#path) return false;
       if (isDeadProcess(m[1], m[2], m[3])) return true;
@@ -222,10 +233,15 @@ export class AckJournal<T> {
     });
   }
 
-  // A compaction's file its process did not live to rename.
-  #removeIfLeftOver(name: string): void {
+  // A compaction's file its process did not live to rename: that process is gone, or the file is idle (a
+  // live process writes and renames it in one synchronous step).
+  #removeIfLeftOver(name: string, now: number): void {
     const m = COMPACTING.exec(name);
-    if (m && isDeadProcess(m[1], m[2], m[3])) rmSync(join(this.dir, name), { force: true });
+    if (!m) return;
+    const path = join(this.dir, name);
+    const modified = statSync(path, { throwIfNoEntry: false })?.mtimeMs;
+    if (isDeadProcess(m[1], m[2], m[3]) || (modified !== undefined && now - modified > ORPHAN_IDLE_MS))
+      rmSync(path, { force: true });
   }
 
   /**
@@ -236,28 +252,32 @@ export class AckJournal<T> {
   #compact(): void {
     if (!this.#stillOurs()) return;
     const compacting = join(this.dir, `${this.#stem}.compacting`);
-    const text = [...this.#open.values()].map((line) => `${JSON.stringify(line)}\n`).join("");
+    const bytes = Buffer.from([...this.#open.values()].join(""));
     const fd = openSync(compacting, "w", 0o600);
     try {
-      const bytes = Buffer.from(text);
       for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
     }
     renameSync(compacting, this.#path);
+    // The rename itself on disk: a machine crash must not bring the old name back without the records
+    // fsynced into the new file since.
+    syncDirectory(this.dir);
+    // Open again at once: `touch` keeps the file's time moving while a record is still tried.
     this.close();
-    this.#appended = Buffer.byteLength(text);
+    this.#fd = openSync(this.#path, "a", 0o600);
+    this.#appended = bytes.length;
   }
 
-  #append(line: Line<T>, sync: boolean): void {
+  #append(text: string, sync: boolean): void {
     if (this.#fd === undefined) {
       mkdirSync(this.dir, { recursive: true, mode: 0o700 });
       this.#fd = openSync(this.#path, "a", 0o600);
       this.#appended = fstatSync(this.#fd).size;
     }
     const fd = this.#fd;
-    const bytes = Buffer.from(`${JSON.stringify(line)}\n`);
+    const bytes = Buffer.from(text);
     const before = fstatSync(fd).size;
     try {
       // A write may take only part of the line (a disk nearly full, a file size limit) without an error:
@@ -304,6 +324,22 @@ export class AckJournal<T> {
       else acked.delete(parsed.settled);
     }
     return [...acked.values()];
+  }
+}
+
+// One journal line's text.
+const lineOf = <T>(line: Line<T>): string => `${JSON.stringify(line)}\n`;
+
+// fsync of a directory (its entries: a rename); where the platform cannot, the rename stays in the cache.
+function syncDirectory(dir: string): void {
+  let fd: number | undefined;
+  try {
+    fd = openSync(dir, "r");
+    fsyncSync(fd);
+  } catch {
+    // Not every platform fsyncs a directory: the rename is on disk at the file system's next commit.
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
 
