@@ -80,4 +80,26 @@ describe("botApiFetch (grammY's Bot API calls over undici)", () => {
     );
     expect(describeTelegramError(error)).not.toContain("AAHsecret");
   });
+
+  it("on one connection, a call that hangs past grammY's timeout fails and frees it for the next", async () => {
+    let calls = 0;
+    const listening = createServer((_req, res) => {
+      // The first call never gets an answer (a black-holed long poll); the next one does.
+      if (++calls > 1)
+        res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true,"result":[]}');
+    });
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+    const apiRoot = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+    const api = new Api(token, {
+      apiRoot,
+      timeoutSeconds: 1,
+      fetch: botApiFetch({ connections: 1 }) as never,
+    });
+    const started = Date.now();
+    await expect(api.getUpdates({ timeout: 0 })).rejects.toBeInstanceOf(HttpError);
+    expect(Date.now() - started).toBeLessThan(3000);
+    await expect(api.getUpdates({ timeout: 0 })).resolves.toEqual([]);
+    listening.closeAllConnections();
+  });
 });
