@@ -20,8 +20,8 @@ import {
   type ToolCall,
   type ToolSpec,
 } from "../model.js";
-import { type SdkErrors, sdkModelError } from "./sdk-error.js";
-import { StallGuard, stalled } from "./stall-guard.js";
+import type { SdkErrors } from "./sdk-error.js";
+import { sdkStream } from "./sdk-stream.js";
 
 /** Options of `AnthropicProvider`. */
 export interface AnthropicProviderOptions {
@@ -97,34 +97,20 @@ export class AnthropicProvider implements ModelProvider {
    * then `done`. Throws `ModelError` with a classified kind on failure. Tool calls are emitted even
    * when the stop reason is `length`; their arguments may then be truncated JSON.
    */
-  async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    const { signal } = request;
-    if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
-
-    const guard = new StallGuard(signal, this.timeoutMs);
-
-    try {
-      guard.arm();
-      const stream = await this.#create(request, guard.controller.signal);
-      const message = new StreamedMessage(this.id);
-      for await (const event of stream) {
-        // Time spent by our consumer on a yielded delta is not the server's stall.
-        guard.disarm();
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    const message = new StreamedMessage(this.id);
+    return sdkStream({
+      providerId: this.id,
+      timeoutMs: this.timeoutMs,
+      signal: request.signal,
+      sdk: SDK_ERRORS,
+      open: (signal) => this.#create(request, signal),
+      take: (event) => {
         const text = message.take(event);
-        if (text) yield { type: "text", delta: text };
-        guard.arm();
-      }
-      guard.disarm();
-
-      // The SDK ends the iteration silently when aborted mid-stream, so check why it ended.
-      if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
-      if (guard.timedOut) throw stalled(this.id, this.timeoutMs);
-      yield* message.end();
-    } catch (error) {
-      throw sdkModelError(error, this.id, guard.state, SDK_ERRORS);
-    } finally {
-      guard.dispose();
-    }
+        return text ? [{ type: "text", delta: text }] : [];
+      },
+      end: () => message.end(),
+    });
   }
 
   #create(request: ModelRequest, signal: AbortSignal) {

@@ -17,8 +17,8 @@ import {
   type ToolSpec,
 } from "../model.js";
 import { imagesOf } from "./openai-images.js";
-import { type SdkErrors, sdkModelError } from "./sdk-error.js";
-import { StallGuard, stalled } from "./stall-guard.js";
+import type { SdkErrors } from "./sdk-error.js";
+import { sdkStream } from "./sdk-stream.js";
 
 /** Options of `OpenAIProvider`. */
 export interface OpenAIProviderOptions {
@@ -87,62 +87,65 @@ export class OpenAIProvider implements ModelProvider {
    * then `done`. Throws `ModelError` with a classified kind on failure. Tool calls are emitted even
    * when the stop reason is `length`; their arguments may then be truncated JSON.
    */
-  async *stream(request: ModelRequest): AsyncIterable<ModelEvent> {
-    const { signal } = request;
-    if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
+  stream(request: ModelRequest): AsyncIterable<ModelEvent> {
+    const reply = new StreamedCompletion(this.id);
+    return sdkStream({
+      providerId: this.id,
+      timeoutMs: this.timeoutMs,
+      signal: request.signal,
+      sdk: SDK_ERRORS,
+      open: (signal) =>
+        this.client.chat.completions.create(
+          {
+            model: request.model,
+            messages: request.messages.map(toOpenAIMessage),
+            // OpenAI rejects an empty `tools` array, so leave it out when there are none.
+            ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toOpenAITool) } : {}),
+            stream: true,
+            stream_options: { include_usage: true },
+          },
+          { signal },
+        ),
+      take: (chunk) => reply.take(chunk),
+      end: () => reply.end(),
+    });
+  }
+}
 
-    const guard = new StallGuard(signal, this.timeoutMs);
+/** One streamed completion as its chunks arrive: text and images at once, tool calls and `done` at its end. */
+class StreamedCompletion {
+  readonly #calls = new ToolCallAssembler();
+  #finishReason: ChatCompletionChunk.Choice["finish_reason"] = null;
+  #usage: ModelUsage | undefined;
 
-    try {
-      guard.arm();
-      const stream = await this.client.chat.completions.create(
-        {
-          model: request.model,
-          messages: request.messages.map(toOpenAIMessage),
-          // OpenAI rejects an empty `tools` array, so leave it out when there are none.
-          ...(request.tools && request.tools.length > 0 ? { tools: request.tools.map(toOpenAITool) } : {}),
-          stream: true,
-          stream_options: { include_usage: true },
-        },
-        { signal: guard.controller.signal },
-      );
+  constructor(private readonly providerId: string) {}
 
-      const calls = new ToolCallAssembler();
-      let finishReason: ChatCompletionChunk.Choice["finish_reason"] = null;
-      let usage: ModelUsage | undefined;
-      for await (const chunk of stream) {
-        // Time spent by our consumer on a yielded delta is not the server's stall.
-        guard.disarm();
-        if (chunk.usage) {
-          usage = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens };
-        }
-        for (const choice of chunk.choices) {
-          if (choice.index !== 0) continue; // we never ask for n > 1
-          for (const fragment of choice.delta?.tool_calls ?? []) calls.add(fragment);
-          if (choice.finish_reason) finishReason = choice.finish_reason;
-          const text = choice.delta?.content;
-          if (text) yield { type: "text", delta: text };
-          for (const image of imagesOf(choice.delta)) yield { type: "image", ...image };
-        }
-        guard.arm();
-      }
-      guard.disarm();
-
-      // The SDK ends the iteration silently when aborted mid-stream, so check why it ended.
-      if (signal?.aborted) throw new ModelError("aborted", `${this.id}: model call aborted`);
-      if (guard.timedOut) throw stalled(this.id, this.timeoutMs);
-      if (finishReason === null) {
-        // A cut connection can look like a clean end; without a finish_reason the reply is incomplete.
-        throw new ModelError("network", `${this.id}: stream ended without a finish_reason`);
-      }
-      const toolCalls = calls.finish(this.id);
-      for (const call of toolCalls) yield { type: "tool_call", call };
-      yield { type: "done", stopReason: toStopReason(finishReason, toolCalls.length > 0), usage };
-    } catch (error) {
-      throw sdkModelError(error, this.id, guard.state, SDK_ERRORS);
-    } finally {
-      guard.dispose();
+  *take(chunk: ChatCompletionChunk): Iterable<ModelEvent> {
+    if (chunk.usage) {
+      this.#usage = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens };
     }
+    for (const choice of chunk.choices) {
+      if (choice.index !== 0) continue; // we never ask for n > 1
+      for (const fragment of choice.delta?.tool_calls ?? []) this.#calls.add(fragment);
+      if (choice.finish_reason) this.#finishReason = choice.finish_reason;
+      const text = choice.delta?.content;
+      if (text) yield { type: "text", delta: text };
+      for (const image of imagesOf(choice.delta)) yield { type: "image", ...image };
+    }
+  }
+
+  *end(): Iterable<ModelEvent> {
+    if (this.#finishReason === null) {
+      // A cut connection can look like a clean end; without a finish_reason the reply is incomplete.
+      throw new ModelError("network", `${this.providerId}: stream ended without a finish_reason`);
+    }
+    const toolCalls = this.#calls.finish(this.providerId);
+    for (const call of toolCalls) yield { type: "tool_call", call };
+    yield {
+      type: "done",
+      stopReason: toStopReason(this.#finishReason, toolCalls.length > 0),
+      usage: this.#usage,
+    };
   }
 }
 
