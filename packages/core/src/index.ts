@@ -29,3 +29,4 @@ export * from "./redis-url.js";
 export * from "./sanitize.js";
 export * from "./secret.js";
 export * from "./session-key.js";
+export * from "./write-all.js";

@@ -1,5 +1,6 @@
-import { readFileSync, writeSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
+import { writeAllSync } from "@hub/core";
 
 interface OpenFile {
   /** Opened in the thread pool (creating a file can take a while); written synchronously once open. */
@@ -55,8 +56,7 @@ export class AppendFiles {
     const bytes = Buffer.from(data, "utf8");
     try {
       const { fd } = await file.handle;
-      // A regular file takes a small write whole; the loop is for the rare short write.
-      for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+      writeAllSync(fd, bytes);
     } catch (error) {
       // A failed write leaves no handle behind: the next append opens the file again.
       this.#close(path, file);

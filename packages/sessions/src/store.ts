@@ -8,11 +8,10 @@ import {
   readFileSync,
   readSync,
   statSync,
-  writeSync,
 } from "node:fs";
 import { open, readdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
-import type { HubLogger } from "@hub/core";
+import { type HubLogger, writeAllSync } from "@hub/core";
 import { z } from "zod";
 import { AppendFiles } from "./append-files.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
@@ -281,7 +280,7 @@ async function writeWhole(path: string, text: string, flag: "w" | "wx"): Promise
   );
   try {
     const bytes = Buffer.from(text, "utf8");
-    for (let at = 0; at < bytes.length; ) at += writeSync(fd, bytes, at);
+    writeAllSync(fd, bytes);
     return fstatSync(fd).ino;
   } finally {
     closeSync(fd);

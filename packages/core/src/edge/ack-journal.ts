@@ -11,11 +11,11 @@ import {
   renameSync,
   rmSync,
   statSync,
-  writeSync,
 } from "node:fs";
 import { join } from "node:path";
 import { z } from "zod";
 import type { HubLogger } from "../logger.js";
+import { writeAllSync } from "../write-all.js";
 import { describeError } from "./errors.js";
 import { isDeadProcess, PID_SPACE, PROCESS_START } from "./process-identity.js";
 
@@ -255,7 +255,7 @@ export class AckJournal<T> {
     const bytes = Buffer.from([...this.#open.values()].join(""));
     const fd = openSync(compacting, "w", 0o600);
     try {
-      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+      writeAllSync(fd, bytes);
       fsyncSync(fd);
     } finally {
       closeSync(fd);
@@ -280,9 +280,7 @@ export class AckJournal<T> {
     const bytes = Buffer.from(text);
     const before = fstatSync(fd).size;
     try {
-      // A write may take only part of the line (a disk nearly full, a file size limit) without an error:
-      // the rest is written, or its failure thrown.
-      for (let done = 0; done < bytes.length; ) done += writeSync(fd, bytes, done);
+      writeAllSync(fd, bytes);
       if (sync) fsyncSync(fd);
       this.#appended += bytes.length;
     } catch (error) {
