@@ -33,7 +33,7 @@ import {
   webhookRoute,
 } from "@hub/core";
 import { Api, type ApiClientOptions, Bot, GrammyError } from "grammy";
-import { botApiFetch } from "./bot-api-fetch.js";
+import { botApiFetch, type ClosableBotApiFetch } from "./bot-api-fetch.js";
 import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
 import { grammySignal } from "./grammy-signal.js";
 import { deleteMessage, editText, setReaction } from "./live.js";
@@ -89,6 +89,9 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly #o: TelegramAdapterOptions;
   readonly #bot: Bot;
   readonly #pollApi: Api;
+  // The Bot API connections: the sends' pool and polling's one; closed when the adapter stops.
+  readonly #sendFetch = botApiFetch();
+  readonly #pollFetch = botApiFetch({ connections: 1 });
   readonly #log: HubLogger;
   /** The account this adapter serves (`default` for the single-account shorthand). */
   readonly accountId: string;
@@ -116,15 +119,15 @@ export class TelegramAdapter implements ChannelAdapter {
     };
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
-    const client = (connections?: number): ApiClientOptions => ({
+    const client = (fetch: ClosableBotApiFetch): ApiClientOptions => ({
       apiRoot: options.apiRoot ?? "https://api.telegram.org",
       // A request that hangs (a black-holed network) fails and is retried instead of blocking forever.
       timeoutSeconds: (options.pollTimeoutSeconds ?? 25) + 15,
-      fetch: botApiFetch({ ...(connections ? { connections } : {}) }) as unknown as ApiClientOptions["fetch"],
+      fetch: fetch as unknown as ApiClientOptions["fetch"],
     });
-    this.#bot = new Bot(options.botToken, { client: client() });
+    this.#bot = new Bot(options.botToken, { client: client(this.#sendFetch) });
     // getUpdates on a connection of its own (see botApiFetch).
-    this.#pollApi = new Api(options.botToken, client(1));
+    this.#pollApi = new Api(options.botToken, client(this.#pollFetch));
     this.#status = new ChannelStatusCell((status) => {
       if (status.state === "connected") this.#log.info("telegram connected");
     });
@@ -263,6 +266,8 @@ export class TelegramAdapter implements ChannelAdapter {
     this.#stop.abort();
     await this.#polling;
     await this.#o.lease?.close?.().catch(() => undefined);
+    // Last: the hub stops its adapters once delivery has closed, so no send is left to make.
+    await Promise.all([this.#sendFetch.close(), this.#pollFetch.close()]);
     this.#status.set("stopped");
   }
 

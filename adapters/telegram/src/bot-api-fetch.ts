@@ -3,6 +3,15 @@ import { Agent, request } from "undici";
 /** The `fetch` grammY calls the Bot API with: it reads nothing of the answer but its JSON body. */
 export type BotApiFetch = (url: string, init: BotApiRequestInit) => Promise<{ json(): Promise<unknown> }>;
 
+/** A `BotApiFetch` on connections of its own, which `close` ends (the adapter's stop). */
+export interface ClosableBotApiFetch extends BotApiFetch {
+  /**
+   * Ends its kept-alive connections: at once when idle, a call still under way after `graceMs` is cut.
+   * Calls made after it fail.
+   */
+  close(graceMs?: number): Promise<void>;
+}
+
 /** What grammY's client passes to its `fetch` (JSON text, or a multipart stream for uploads). */
 export interface BotApiRequestInit {
   method?: string;
@@ -19,25 +28,50 @@ export interface BotApiRequestInit {
  * connections (polling takes one of its own: one poller is one connection, and no send waits behind a
  * long poll).
  */
-export function botApiFetch(options: { connections?: number } = {}): BotApiFetch {
+export function botApiFetch(options: { connections?: number } = {}): ClosableBotApiFetch {
   const dispatcher = new Agent({
     keepAliveTimeout: 30_000,
     ...(options.connections ? { connections: options.connections } : {}),
   });
-  return async (url, init) => {
-    try {
-      const { body } = await request(url, {
+  // The calls under way, from the request until their body is read: what `close` waits for.
+  const inFlight = new Set<Promise<unknown>>();
+  const track = <T>(work: Promise<T>): Promise<T> => {
+    const tracked = work.finally(() => inFlight.delete(tracked));
+    inFlight.add(tracked);
+    return tracked;
+  };
+  const call: BotApiFetch = (url, init) =>
+    track(
+      request(url, {
         method: (init.method ?? "GET") as "GET" | "POST",
         ...(init.headers ? { headers: init.headers } : {}),
         ...(init.body === undefined ? {} : { body: init.body as string }),
         ...(init.signal ? { signal: init.signal } : {}),
         dispatcher,
-      });
-      return { json: () => body.json() };
-    } catch (error) {
-      throw requestFailed(url, error);
-    }
-  };
+      }).then(
+        ({ body }) => ({ json: () => track(body.json()) }),
+        (error: unknown) => {
+          throw requestFailed(url, error);
+        },
+      ),
+    );
+  return Object.assign(call, { close: (graceMs = 1_000) => closeAgent(dispatcher, inFlight, graceMs) });
+}
+
+// Waits up to `graceMs` for the calls under way (one hanging on a black-holed network would hold the stop
+// up to grammY's timeout), then closes the agent, or cuts what is still under way (undici's destroy: a
+// close begun first would leave such a call unsettled).
+async function closeAgent(agent: Agent, inFlight: Set<Promise<unknown>>, graceMs: number): Promise<void> {
+  const deadline = Date.now() + graceMs;
+  while (inFlight.size > 0 && Date.now() < deadline) {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, deadline - Date.now());
+    });
+    await Promise.race([Promise.allSettled([...inFlight]), late]);
+    clearTimeout(timer);
+  }
+  await (inFlight.size > 0 ? agent.destroy() : agent.close());
 }
 
 // As node-fetch words it: the URL says which method failed (describeTelegramError cuts the token out of

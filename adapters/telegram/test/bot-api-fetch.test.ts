@@ -1,5 +1,5 @@
 import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
+import type { AddressInfo, Socket } from "node:net";
 import { Api, HttpError, InputFile } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
 import { botApiFetch } from "../src/bot-api-fetch.js";
@@ -102,4 +102,45 @@ describe("botApiFetch (grammY's Bot API calls over undici)", () => {
     await expect(api.getUpdates({ timeout: 0 })).resolves.toEqual([]);
     listening.closeAllConnections();
   });
+
+  it("close ends its kept-alive connection at once, and cuts a call still hanging after the grace", async () => {
+    const open = new Set<Socket>();
+    let calls = 0;
+    const listening = createServer((_req, res) => {
+      // The first call is answered (its connection is then kept alive); the second hangs.
+      if (++calls === 1)
+        res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true,"result":[]}');
+    });
+    listening.on("connection", (socket: Socket) => {
+      open.add(socket);
+      socket.on("close", () => open.delete(socket));
+    });
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+    const apiRoot = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+    const idle = botApiFetch();
+    await new Api(token, { apiRoot, fetch: idle as never }).getUpdates({ timeout: 0 });
+    expect(open.size).toBe(1);
+    await idle.close();
+    await until(() => open.size === 0);
+
+    const busy = botApiFetch();
+    const hanging = new Api(token, { apiRoot, fetch: busy as never }).getUpdates({ timeout: 0 });
+    hanging.catch(() => {});
+    await until(() => calls === 2);
+    const started = Date.now();
+    await busy.close(200);
+    expect(Date.now() - started).toBeLessThan(2000);
+    await expect(hanging).rejects.toBeInstanceOf(HttpError);
+    await until(() => open.size === 0);
+  });
 });
+
+// Resolves once `done` holds (checked every 10 ms), or fails after 3 s.
+async function until(done: () => boolean): Promise<void> {
+  const deadline = Date.now() + 3000;
+  while (!done()) {
+    if (Date.now() > deadline) throw new Error("timed out waiting");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
