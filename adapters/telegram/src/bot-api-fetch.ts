@@ -49,7 +49,14 @@ export function botApiFetch(options: { connections?: number } = {}): ClosableBot
         ...(init.signal ? { signal: init.signal } : {}),
         dispatcher,
       }).then(
-        ({ body }) => ({ json: () => track(body.json()) }),
+        ({ body }) => ({
+          json: () =>
+            track(
+              body.json().catch((error: unknown) => {
+                throw bodyFailed(url, error);
+              }),
+            ),
+        }),
         (error: unknown) => {
           throw requestFailed(url, error);
         },
@@ -72,6 +79,13 @@ async function closeAgent(agent: Agent, inFlight: Set<Promise<unknown>>, graceMs
     clearTimeout(timer);
   }
   await (inFlight.size > 0 ? agent.destroy() : agent.close());
+}
+
+// As node-fetch words a body it could not read: not JSON (a proxy's page), or cut off mid-way.
+function bodyFailed(url: string, error: unknown): Error {
+  if (!(error instanceof Error) || error.name === "AbortError") return error as Error;
+  if (!(error instanceof SyntaxError)) return requestFailed(url, error);
+  return new Error(`invalid json response body at ${url} reason: ${error.message}`, { cause: error });
 }
 
 // As node-fetch words it: the URL says which method failed (describeTelegramError cuts the token out of

@@ -66,7 +66,27 @@ describe("botApiFetch (grammY's Bot API calls over undici)", () => {
     }));
     const error = await api.getMe().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(HttpError);
-    expect(describeTelegramError(error)).toMatch(/^network error: /);
+    expect(describeTelegramError(error)).toMatch(
+      /^network error: invalid json response body at .*\/bot<token>\/getMe reason: /,
+    );
+    expect(describeTelegramError(error)).not.toContain("AAHsecret");
+  });
+
+  it("names the method whose answer was cut off mid-body, token cut", async () => {
+    const listening = createServer((_req, res) => {
+      res.writeHead(200, { "content-type": "application/json", "content-length": "100" });
+      res.write('{"ok":true,');
+      setTimeout(() => res.destroy(), 20);
+    });
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+    const apiRoot = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+    const api = new Api(token, { apiRoot, fetch: botApiFetch() as never });
+    const error = await api.getMe().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(HttpError);
+    expect(describeTelegramError(error)).toMatch(
+      /^network error: request to .*\/bot<token>\/getMe failed, reason: /,
+    );
     expect(describeTelegramError(error)).not.toContain("AAHsecret");
   });
 
