@@ -1,15 +1,21 @@
 // `tsx test/bench/paced-only.ts`: the hub-added latency phase of `npm run bench` alone, for tracing its
-// tail. BENCH_RATE messages/s (default 200) for BENCH_PACED_SECONDS (5) after BENCH_WARMUP_ROUNDS (3)
-// warm-up loads of 200 chats × 5 messages, so V8 has compiled the hot paths before the measured window.
+// tail. The hub runs in a process of its own (`hub start` with a config file); after BENCH_WARMUP_ROUNDS
+// (3) warm-up loads of 200 chats × 5 messages (so V8 has compiled the hot paths), its peak is measured
+// with the closed-loop load of `npm run bench` (BENCH_CHATS × BENCH_MESSAGES), then messages arrive at
+// half of it (or BENCH_RATE messages/s when set) for BENCH_PACED_SECONDS (5).
 // BENCH_TRACE_FILE: every answered message's sent time, chat, number and latency, as JSON lines (which
 // messages make the tail: e.g. each chat's first, which creates its session).
 import { writeFileSync } from "node:fs";
 import { benchEnv as env, startBenchRedis } from "./meter.js";
-import { benchHubPaced } from "./telegram.js";
+import { benchHubPaced, benchShape } from "./telegram.js";
 
 const redis = await startBenchRedis();
 try {
-  const load = await benchHubPaced(redis.url, env("BENCH_RATE", 200), env("BENCH_PACED_SECONDS", 5));
+  const load = await benchHubPaced(redis.url, {
+    ...(process.env.BENCH_RATE ? { rate: env("BENCH_RATE", 0) } : {}),
+    seconds: env("BENCH_PACED_SECONDS", 5),
+    shape: benchShape(),
+  });
   const trace = process.env.BENCH_TRACE_FILE;
   // BENCH_WINDOW_FILE: the load's start and end in monotonic µs (the clock of V8's CPU profiles).
   if (process.env.BENCH_WINDOW_FILE) {

@@ -3,7 +3,6 @@
 import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
 import { setTimeout as sleep } from "node:timers/promises";
 import { run, sequentialize } from "@grammyjs/runner";
 import { offlineAnswer } from "@hub/agent";
@@ -13,7 +12,7 @@ import { Bot } from "grammy";
 import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
-import { startAgentProcess } from "./agent-process.js";
+import { startHubProcess } from "./hub-process.js";
 import { benchEnv, type PhaseCost, PhaseMeter, printCost } from "./meter.js";
 import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
@@ -30,6 +29,8 @@ export interface BenchHub {
   logLines(): number;
   /** The CPU (user + system, ms) its agent process has used so far, when it has one. */
   agentCpuMs?(): number;
+  /** The CPU (user + system, ms) its own process has used so far, when it runs in one (`ownProcess`). */
+  hubCpuMs?(): number;
   stop(): Promise<void>;
 }
 
@@ -61,6 +62,12 @@ export interface BenchHubOptions {
    * one process.
    */
   agentProcess?: boolean;
+  /**
+   * Runs the whole hub in a process of its own (`hub start` with a config file, every role), so that
+   * this one holds only the fake Telegram and the load: as in a real installation, the platform's work
+   * is not done on the hub's event loop.
+   */
+  ownProcess?: boolean;
 }
 
 /** Starts the hub with every guarantee on, its Telegram channel polling a fresh fake, pacing off. */
@@ -72,6 +79,24 @@ export async function startBenchHub(
   const fake = await startFakeTelegram();
   // BENCH_STATE_DIR: where the state directory is made (default the OS temp dir).
   const stateDir = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
+  const settings = benchHubSettings(fake, redisUrl, runs);
+  if (options.ownProcess) {
+    const own = await startHubProcess({ ...settings, gateway: { port: 0 } }, stateDir, [
+      "ingress",
+      "agent",
+      "delivery",
+    ]);
+    return {
+      fake,
+      logLines: own.logLines,
+      hubCpuMs: own.cpuMs,
+      stop: async () => {
+        await own.stop();
+        await fake.close();
+        rmSync(stateDir, { recursive: true, force: true });
+      },
+    };
+  }
   let logLines = 0;
   // BENCH_LOG_FILE keeps the lines (e.g. at BENCH_LOG_LEVEL=debug, to trace where a slow message waited).
   const logFile = process.env.BENCH_LOG_FILE;
@@ -84,7 +109,6 @@ export async function startBenchHub(
       },
     },
   });
-  const settings = benchHubSettings(fake, redisUrl, runs);
   const roles = options.agentProcess ? ["ingress", "delivery"] : ["ingress", "agent", "delivery"];
   const config = parseConfig(
     { ...settings, gateway: { port: 0 }, roles },
@@ -92,7 +116,7 @@ export async function startBenchHub(
     {},
     channelPlugins,
   );
-  const agent = options.agentProcess ? await startAgentProcess(settings, stateDir) : undefined;
+  const agent = options.agentProcess ? await startHubProcess(settings, stateDir, ["agent"]) : undefined;
   // A hub that does not start leaves no agent process behind.
   const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger }).catch(
     async (error: unknown) => {
@@ -332,30 +356,42 @@ async function measured(
 }
 
 /**
- * Hub-added latency at half of the peak the closed-loop load reached: messages arrive at a steady
- * `rate` (open loop) on new chats; with the offline model and a fake platform that answers at once,
- * pushed -> reply at the fake is what the hub adds.
+ * Hub-added latency at half of the peak: the hub in a process of its own (this one holds only the fake
+ * Telegram and the load, as the platform is not on a real hub's event loop), its peak measured first with
+ * the closed-loop load of `shape` unless `rate` is given; then messages arrive at a steady rate (open
+ * loop) on new chats. With the offline model and a fake platform that answers at once, pushed -> reply at
+ * the fake is what the hub adds.
  */
-export async function benchHubPaced(redisUrl: string, rate: number, seconds: number): Promise<LoadResult> {
-  const bench = await startBenchHub(redisUrl);
+export async function benchHubPaced(
+  redisUrl: string,
+  o: { rate?: number; seconds: number; shape: LoadShape },
+): Promise<LoadResult> {
+  const bench = await startBenchHub(redisUrl, BENCH_RUNS, { ownProcess: true });
+  const hubCpuMs = () => bench.hubCpuMs?.() ?? 0;
   try {
     await warmUp(bench.fake);
-    const cpu0 = process.cpuUsage();
-    const elu0 = performance.eventLoopUtilization();
+    let rate = o.rate;
+    if (rate === undefined) {
+      await sleep(QUIET_MS);
+      const peak = await driveChats(bench.fake, { ...o.shape, firstChat: 70_000 });
+      printLoad("hub in a process of its own, closed loop (its peak)", peak);
+      rate = Math.max(10, peak.answered / peak.seconds / 2);
+    }
+    await sleep(QUIET_MS);
+    const cpu0 = hubCpuMs();
     const load = await drivePaced(bench.fake, {
       rate,
-      seconds,
+      seconds: o.seconds,
       chats: 200,
       firstChat: 60_000,
       timeoutMs: 60_000,
     });
-    const cpu = process.cpuUsage(cpu0);
-    const busy = performance.eventLoopUtilization(elu0).utilization;
-    printLoad(`hub at ${rate.toFixed(0)} messages/s (open loop)`, load);
-    // How near the process is to its limit at this rate: the tail grows with the event loop's busy share.
+    const cpuMs = hubCpuMs() - cpu0;
+    printLoad(`hub at ${rate.toFixed(0)} messages/s (open loop, half its peak)`, load);
+    // How near the hub's process is to its limit at this rate: the tail grows as its CPU share nears 100%.
     console.log(
-      `  node CPU per message ${((cpu.user + cpu.system) / 1000 / load.answered).toFixed(2)} ms, ` +
-        `event loop busy ${(busy * 100).toFixed(0)}% (the load driver and the fake Telegram included)`,
+      `  the hub process: ${(cpuMs / Math.max(1, load.answered)).toFixed(2)} ms node CPU per message, ` +
+        `${((cpuMs / 1000 / load.seconds) * 100).toFixed(0)}% of a core (its event loop and V8's helper threads)`,
     );
     return load;
   } finally {

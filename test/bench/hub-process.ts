@@ -1,5 +1,5 @@
-// A bench hub's agent role in a process of its own: `hub start` as the README starts it, with a config
-// file, on the bench hub's Redis and state directory.
+// A bench hub (or its agent role) in a process of its own: `hub start` as the README starts it, with a
+// config file, on the bench's Redis and the bench hub's state directory.
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,8 +11,8 @@ const MAIN = fileURLToPath(new URL("../../apps/hub/src/main.ts", import.meta.url
 /** How long `hub start` may take to say it started (tsx's start-up takes seconds on a loaded machine). */
 const START_TIMEOUT_MS = 60_000;
 
-/** A running agent-only hub process. */
-export interface AgentProcess {
+/** A running hub process. */
+export interface HubProcess {
   /** Its log lines so far (`BENCH_LOG_LEVEL`, info by default, as the bench hub's own). */
   logLines(): number;
   /** The CPU (user + system, ms) it has used so far, from /proc. */
@@ -22,19 +22,22 @@ export interface AgentProcess {
 }
 
 /**
- * Starts `hub start` with `settings` and roles `["agent"]` (no gateway: it has no ingress role) and
- * waits for its "hub started" line. Its log lines go to a pipe this process counts, as a hub's go
+ * Starts `hub start` with `settings` and `roles` (give `settings` a gateway when they include ingress)
+ * and waits for its "hub started" line. Its log lines go to a pipe this process counts, as a hub's go
  * to its supervisor. Its environment holds nothing but its config file, state directory and log level:
  * a variable of this process's (`REDIS_URL`, `HUB_ROLES`, ...) would win over the file. If this process
- * exits first, the agent process is killed with it.
+ * exits first, the hub process is killed with it.
  */
-export async function startAgentProcess(
+export async function startHubProcess(
   settings: Record<string, unknown>,
   stateDir: string,
-): Promise<AgentProcess> {
-  const configFile = join(stateDir, "agent-process.json5");
-  writeFileSync(configFile, JSON.stringify({ ...settings, roles: ["agent"] }), { mode: 0o600 });
-  const child = spawn(process.execPath, ["--import", "tsx", MAIN, "start"], {
+  roles: string[],
+): Promise<HubProcess> {
+  const configFile = join(stateDir, `hub-process-${roles.join("-")}.json5`);
+  writeFileSync(configFile, JSON.stringify({ ...settings, roles }), { mode: 0o600 });
+  // BENCH_HUB_NODE_ARGS: node's own flags for it (`--cpu-prof --cpu-prof-dir=<dir>` for its CPU profile).
+  const nodeArgs = (process.env.BENCH_HUB_NODE_ARGS ?? "").split(" ").filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", MAIN, "start"], {
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? stateDir,
@@ -54,9 +57,9 @@ export async function startAgentProcess(
       if (line.includes('"msg":"hub started"')) resolve();
     });
     child.once("error", reject);
-    void exited.then(() => reject(new Error("the bench's agent process exited before it started")));
+    void exited.then(() => reject(new Error("the bench's hub process exited before it started")));
     setTimeout(
-      () => reject(new Error(`the bench's agent process did not start within ${START_TIMEOUT_MS / 1000} s`)),
+      () => reject(new Error(`the bench's hub process did not start within ${START_TIMEOUT_MS / 1000} s`)),
       START_TIMEOUT_MS,
     ).unref();
   });
@@ -80,7 +83,7 @@ function processCpuMs(pid: number): number {
   try {
     stat = readFileSync(`/proc/${pid}/stat`, "utf8");
   } catch {
-    throw new Error(`the bench's agent process (pid ${pid}) is gone; see its output above`);
+    throw new Error(`the bench's hub process (pid ${pid}) is gone; see its output above`);
   }
   const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
   return (Number(fields[11]) + Number(fields[12])) * 10;
