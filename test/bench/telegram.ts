@@ -85,7 +85,14 @@ export async function startBenchHub(
       "ingress",
       "agent",
       "delivery",
-    ]);
+    ]).catch(async (error: unknown) => {
+      await fake.close();
+      rmSync(stateDir, { recursive: true, force: true });
+      throw error;
+    });
+    // Its channel polls (the in-process hub awaits channelsSettled): no start-up in what is measured.
+    const deadline = Date.now() + 30_000;
+    while (fake.callsOf("getUpdates").length === 0 && Date.now() < deadline) await sleep(20);
     return {
       fake,
       logLines: own.logLines,

@@ -75,6 +75,10 @@ export async function benchThrottled(
       .sort((a, b) => a - b);
   try {
     const warmUpOthers = await load("w", WARM_UP_SECONDS);
+    // Its backlog delivered first: the measured load starts on empty queues.
+    const drained = performance.now() + 30_000;
+    while (platform.messages.length < warmUpOthers && performance.now() < drained)
+      await new Promise((r) => setTimeout(r, 5));
     const started = performance.now();
     const others = await load("r", o.seconds);
     const deadline = performance.now() + 60_000;

@@ -7,7 +7,7 @@ export type BotApiFetch = (url: string, init: BotApiRequestInit) => Promise<{ js
 export interface ClosableBotApiFetch extends BotApiFetch {
   /**
    * Ends its kept-alive connections: at once when idle, a call still under way after `graceMs` is cut.
-   * Calls made after it fail.
+   * Calls made after it fail; closing again waits for the first close.
    */
   close(graceMs?: number): Promise<void>;
 }
@@ -62,7 +62,13 @@ export function botApiFetch(options: { connections?: number } = {}): ClosableBot
         },
       ),
     );
-  return Object.assign(call, { close: (graceMs = 1_000) => closeAgent(dispatcher, inFlight, graceMs) });
+  // Once: a second close (a second stop) waits for the first.
+  let closed: Promise<void> | undefined;
+  const close = (graceMs = 1_000) => {
+    closed ??= closeAgent(dispatcher, inFlight, graceMs);
+    return closed;
+  };
+  return Object.assign(call, { close });
 }
 
 // Waits up to `graceMs` for the calls under way (one hanging on a black-holed network would hold the stop

@@ -150,9 +150,27 @@ describe("botApiFetch (grammY's Bot API calls over undici)", () => {
     await until(() => calls === 2);
     const started = Date.now();
     await busy.close(200);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(190);
     expect(Date.now() - started).toBeLessThan(2000);
     await expect(hanging).rejects.toBeInstanceOf(HttpError);
     await until(() => open.size === 0);
+  });
+
+  it("close lets a call under way finish within the grace", async () => {
+    const listening = createServer((_req, res) => {
+      setTimeout(
+        () => res.writeHead(200, { "content-type": "application/json" }).end('{"ok":true,"result":[]}'),
+        100,
+      );
+    });
+    server = listening;
+    await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+    const apiRoot = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+    const fetch = botApiFetch();
+    const call = new Api(token, { apiRoot, fetch: fetch as never }).getUpdates({ timeout: 0 });
+    await new Promise((r) => setTimeout(r, 20));
+    await fetch.close(5_000);
+    await expect(call).resolves.toEqual([]);
   });
 });
 

@@ -303,6 +303,18 @@ describe("telegram adapter", () => {
     expect(next.at - limitedAt).toBeGreaterThanOrEqual(2900);
   }, 20_000);
 
+  it("closes its Bot API connections when it stops (twice is fine): a call after it fails, none reaches the fake", async () => {
+    const { fake, adapter } = await bareAdapter();
+    await adapter.start(async () => ({ kind: "accepted" }));
+    await adapter.bot.api.getMe();
+    await adapter.stop();
+    await adapter.stop(); // a second stop (the hub's, after a failed start's) is no error
+    const calls = fake.calls.length;
+    const error = await adapter.bot.api.getMe().catch((e: unknown) => e);
+    expect(describeTelegramError(error)).toMatch(/getMe failed, reason: .*(destroyed|closed)/i);
+    expect(fake.calls.length).toBe(calls);
+  }, 20_000);
+
   it("an edited message taken as new gets its reaction on Telegram's message_id, not the hub's edit id", async () => {
     const { fake, adapter } = await bareAdapter({ editedMessages: "as-new" });
     const seen: string[] = [];
