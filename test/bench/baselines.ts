@@ -1,27 +1,11 @@
 // Baselines for the ordered delivery figure: one raw BullMQ job per item (add -> process, no
-// ordering, no send), one BullMQ job per item that sends it (the fair comparison: a queue that
-// delivers), and plain sends with no queue at all. Every send is the one ordered delivery makes: the
-// fake chat adapter's (undici's `request`) to the fake chat platform, each side on a fake of its own.
+// ordering, no send), one BullMQ job per item that sends it over plain HTTP to a fake Bot API (the
+// fair comparison: a queue that delivers), and plain HTTP sends to a fake Bot API with no queue at all.
 import { performance } from "node:perf_hooks";
-import type { ReplyTarget } from "@hub/core";
+import { startFakeTelegram } from "@hub/fakes";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
-import { FakeChatAdapter, startFakeChatPlatform } from "../fakes/src/index.js";
 import { PhaseMeter, printCost } from "./meter.js";
-
-// A send of target t's segment s, as ordered delivery sends it (reply `label-t`, chat `chat-t`).
-type Send = (t: number, s: number) => Promise<void>;
-
-// The fake chat platform and a send to it through the fake chat adapter; `close` stops the platform.
-async function plainSend(label: string): Promise<{ send: Send; close(): Promise<void> }> {
-  const platform = await startFakeChatPlatform();
-  const adapter = new FakeChatAdapter("fakechat", platform.url, { textLimit: 1000 });
-  const send: Send = async (t, s) => {
-    const target: ReplyTarget = { channel: "fakechat", accountId: "default", chatId: `chat-${t}` };
-    await adapter.send({ replyId: `${label}-${t}`, index: s, text: `target ${t} segment ${s}` }, target);
-  };
-  return { send, close: () => platform.close() };
-}
 
 /** Raw BullMQ: `targets x perTarget` jobs added one by one (per target in sequence), processed at concurrency 50. */
 export async function benchRawBullmq(redisUrl: string, targets: number, perTarget: number): Promise<number> {
@@ -30,14 +14,23 @@ export async function benchRawBullmq(redisUrl: string, targets: number, perTarge
 
 /**
  * The fair baseline of ordered delivery: one BullMQ job per segment (unordered), whose processor
- * sends it as ordered delivery does (the fake chat adapter to the fake chat platform), at concurrency 50.
+ * sends it to a fake Bot API over plain HTTP, like the plain HTTP baseline, at concurrency 50.
  */
 export async function benchBullmqSend(redisUrl: string, targets: number, perTarget: number): Promise<number> {
-  const plain = await plainSend("bullmq");
+  const fake = await startFakeTelegram();
+  const url = `${fake.apiRoot}/bot${fake.token}/sendMessage`;
   try {
-    return await benchBullmq(redisUrl, targets, perTarget, ({ t, s }) => plain.send(t, s));
+    return await benchBullmq(redisUrl, targets, perTarget, async ({ t, s }) => {
+      const res = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ chat_id: 1000 + t, text: `target ${t} segment ${s}` }),
+      });
+      await res.arrayBuffer();
+      if (!res.ok) throw new Error(`the fake Bot API answered ${res.status}`);
+    });
   } finally {
-    await plain.close();
+    await fake.close();
   }
 }
 
@@ -80,7 +73,7 @@ async function benchBullmq(
     const cost = await meter.stop();
     console.log(
       send
-        ? `  BullMQ job per segment, each sending it as ordered delivery does (concurrency 50, unordered): ${rate.toFixed(0)} segments/s`
+        ? `  BullMQ job per segment, each sending it over plain HTTP to the fake Bot API (concurrency 50, unordered): ${rate.toFixed(0)} segments/s`
         : `  raw BullMQ add -> process (concurrency 50, unordered, no send): ${rate.toFixed(0)} jobs/s`,
     );
     printCost(cost, total, send ? "segment" : "job");
@@ -94,24 +87,30 @@ async function benchBullmq(
   }
 }
 
-/** Plain sends (the fake chat adapter's to the fake chat platform), 50 at a time, no queue. */
+/** Plain HTTP sendMessage calls to a fake Bot API, 50 at a time, no queue. */
 export async function benchPlainHttp(targets: number, perTarget: number): Promise<number> {
-  const plain = await plainSend("plain");
+  const fake = await startFakeTelegram();
+  const url = `${fake.apiRoot}/bot${fake.token}/sendMessage`;
   const total = targets * perTarget;
   let next = 0;
   try {
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 50 }, async () => {
-        for (let i = next++; i < total; i = next++) await plain.send(i % targets, Math.floor(i / targets));
+        for (let i = next++; i < total; i = next++) {
+          const res = await fetch(url, {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ chat_id: 1000 + (i % targets), text: `segment ${i}` }),
+          });
+          await res.arrayBuffer();
+        }
       }),
     );
     const rate = total / ((performance.now() - started) / 1000);
-    console.log(
-      `  plain HTTP sends, as ordered delivery sends (50 at a time, no queue): ${rate.toFixed(0)} sends/s`,
-    );
+    console.log(`  plain HTTP sends to the fake Bot API (50 at a time): ${rate.toFixed(0)} sends/s`);
     return rate;
   } finally {
-    await plain.close();
+    await fake.close();
   }
 }

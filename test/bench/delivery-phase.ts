@@ -7,31 +7,11 @@ import { benchThrottled } from "./throttled.js";
 
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
 
-// Runs `work` with console.log silenced (a warm-up's figures are not printed).
-async function quietly(work: () => Promise<void>): Promise<void> {
-  const log = console.log;
-  console.log = () => {};
-  try {
-    await work();
-  } finally {
-    console.log = log;
-  }
-}
-
 /** Ordered delivery of BENCH_TARGETS x BENCH_SEGMENTS against its baselines; then the throttled run unless told not to. */
 export async function benchDeliveryPhase(redisUrl: string, options: { throttled: boolean }): Promise<void> {
   const targets = env("BENCH_TARGETS", 200);
   const segments = env("BENCH_SEGMENTS", 10);
   console.log(`ordered delivery: ${targets} targets x ${segments} segments`);
-  // Each side once at a tenth of the size first, not counted: a cold send path ran at a third of its
-  // warm rate (V8 compiling, connections opening), which decided the ratios more than the queue did.
-  await quietly(async () => {
-    const [t, s] = [Math.max(1, Math.round(targets / 10)), segments];
-    await benchRawBullmq(redisUrl, t, s);
-    await benchBullmqSend(redisUrl, t, s);
-    await benchPlainHttp(t, s);
-    await benchDelivery(redisUrl, t, s);
-  });
   const raw = await benchRawBullmq(redisUrl, targets, segments);
   const bullmqSend = await benchBullmqSend(redisUrl, targets, segments);
   const http = await benchPlainHttp(targets, segments);

@@ -9,7 +9,6 @@ import {
   type ReplyTarget,
   type SendResult,
 } from "@hub/core";
-import { request } from "undici";
 import { z } from "zod";
 
 /** One message the fake platform accepted. */
@@ -131,9 +130,7 @@ export class FakeChatAdapter implements ChannelAdapter {
     target: ReplyTarget,
     options: { signal?: AbortSignal } = {},
   ): Promise<SendResult> {
-    // undici's request, as the hub's own adapters call their platforms (fetch's web streams made most of
-    // the garbage of the delivery benches, a real adapter's client does not).
-    const res = await request(`${this.platformUrl}/send`, {
+    const res = await fetch(`${this.platformUrl}/send`, {
       method: "POST",
       ...(options.signal ? { signal: options.signal } : {}),
       headers: { "content-type": "application/json", "x-sender": this.#sender },
@@ -145,10 +142,10 @@ export class FakeChatAdapter implements ChannelAdapter {
         text: segment.text,
       }),
     });
-    const json = (await res.body.json().catch(() => ({}))) as { messageId?: string };
-    if (res.statusCode === 429) throw new RateLimitedError(Number(res.headers["retry-after"] ?? "1") * 1000);
-    if (res.statusCode === 403) throw new PermanentSendError("the platform refused: forbidden");
-    if (res.statusCode < 200 || res.statusCode > 299) throw new Error(`platform answered ${res.statusCode}`);
+    if (res.status === 429) throw new RateLimitedError(Number(res.headers.get("retry-after") ?? "1") * 1000);
+    if (res.status === 403) throw new PermanentSendError("the platform refused: forbidden");
+    if (!res.ok) throw new Error(`platform answered ${res.status}`);
+    const json = (await res.json()) as { messageId?: string };
     return json.messageId ? { messageId: json.messageId } : {};
   }
 }
