@@ -11,8 +11,8 @@ const MAIN = fileURLToPath(new URL("../../apps/hub/src/main.ts", import.meta.url
 /** How long `hub start` may take to say it started (tsx's start-up takes seconds on a loaded machine). */
 const START_TIMEOUT_MS = 60_000;
 
-/** A running hub process. */
-export interface HubProcess {
+/** A running bench hub process (test/support's `startHubProcess` keeps every line; this one counts them). */
+export interface BenchHubProcess {
   /** Its log lines so far (`BENCH_LOG_LEVEL`, info by default, as the bench hub's own). */
   logLines(): number;
   /** The CPU (user + system, ms) it has used so far, from /proc. */
@@ -28,11 +28,11 @@ export interface HubProcess {
  * a variable of this process's (`REDIS_URL`, `HUB_ROLES`, ...) would win over the file. If this process
  * exits first, the hub process is killed with it.
  */
-export async function startHubProcess(
+export async function startBenchHubProcess(
   settings: Record<string, unknown>,
   stateDir: string,
   roles: string[],
-): Promise<HubProcess> {
+): Promise<BenchHubProcess> {
   const configFile = join(stateDir, `hub-process-${roles.join("-")}.json5`);
   writeFileSync(configFile, JSON.stringify({ ...settings, roles }), { mode: 0o600 });
   // BENCH_HUB_NODE_ARGS: node's own flags for it (`--cpu-prof --cpu-prof-dir=<dir>` for its CPU profile).

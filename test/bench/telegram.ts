@@ -12,7 +12,7 @@ import { Bot } from "grammy";
 import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
-import { startHubProcess } from "./hub-process.js";
+import { startBenchHubProcess } from "./hub-process.js";
 import { benchEnv, type PhaseCost, PhaseMeter, printCost } from "./meter.js";
 import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
@@ -80,14 +80,17 @@ export async function startBenchHub(
   // BENCH_STATE_DIR: where the state directory is made (default the OS temp dir).
   const stateDir = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
   const settings = benchHubSettings(fake, redisUrl, runs);
+  const release = async () => {
+    await fake.close();
+    rmSync(stateDir, { recursive: true, force: true });
+  };
   if (options.ownProcess) {
-    const own = await startHubProcess({ ...settings, gateway: { port: 0 } }, stateDir, [
+    const own = await startBenchHubProcess({ ...settings, gateway: { port: 0 } }, stateDir, [
       "ingress",
       "agent",
       "delivery",
     ]).catch(async (error: unknown) => {
-      await fake.close();
-      rmSync(stateDir, { recursive: true, force: true });
+      await release();
       throw error;
     });
     // Its channel polls (the in-process hub awaits channelsSettled): no start-up in what is measured.
@@ -99,8 +102,7 @@ export async function startBenchHub(
       hubCpuMs: own.cpuMs,
       stop: async () => {
         await own.stop();
-        await fake.close();
-        rmSync(stateDir, { recursive: true, force: true });
+        await release();
       },
     };
   }
@@ -123,7 +125,7 @@ export async function startBenchHub(
     {},
     channelPlugins,
   );
-  const agent = options.agentProcess ? await startHubProcess(settings, stateDir, ["agent"]) : undefined;
+  const agent = options.agentProcess ? await startBenchHubProcess(settings, stateDir, ["agent"]) : undefined;
   // A hub that does not start leaves no agent process behind.
   const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger }).catch(
     async (error: unknown) => {
@@ -141,8 +143,7 @@ export async function startBenchHub(
         await hub.stop();
       } finally {
         await agent?.stop();
-        await fake.close();
-        rmSync(stateDir, { recursive: true, force: true });
+        await release();
       }
     },
   };
@@ -378,6 +379,7 @@ export async function benchHubPaced(
   try {
     await warmUp(bench.fake);
     let rate = o.rate;
+    const given = rate !== undefined;
     if (rate === undefined) {
       await sleep(QUIET_MS);
       const peak = await driveChats(bench.fake, { ...o.shape, firstChat: 70_000 });
@@ -394,7 +396,10 @@ export async function benchHubPaced(
       timeoutMs: 60_000,
     });
     const cpuMs = hubCpuMs() - cpu0;
-    printLoad(`hub at ${rate.toFixed(0)} messages/s (open loop, half its peak)`, load);
+    printLoad(
+      `hub at ${rate.toFixed(0)} messages/s (open loop, ${given ? "BENCH_RATE" : "half its peak"})`,
+      load,
+    );
     // How near the hub's process is to its limit at this rate: the tail grows as its CPU share nears 100%.
     console.log(
       `  the hub process: ${(cpuMs / Math.max(1, load.answered)).toFixed(2)} ms node CPU per message, ` +

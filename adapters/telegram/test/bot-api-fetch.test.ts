@@ -2,6 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo, Socket } from "node:net";
 import { Api, HttpError, InputFile } from "grammy";
 import { afterEach, describe, expect, it } from "vitest";
+import { waitFor } from "../../../test/support/redis.js";
 import { botApiFetch } from "../src/bot-api-fetch.js";
 import { describeTelegramError } from "../src/errors.js";
 
@@ -142,18 +143,18 @@ describe("botApiFetch (grammY's Bot API calls over undici)", () => {
     await new Api(token, { apiRoot, fetch: idle as never }).getUpdates({ timeout: 0 });
     expect(open.size).toBe(1);
     await idle.close();
-    await until(() => open.size === 0);
+    await waitFor(() => open.size === 0, "the connection closed");
 
     const busy = botApiFetch();
     const hanging = new Api(token, { apiRoot, fetch: busy as never }).getUpdates({ timeout: 0 });
     hanging.catch(() => {});
-    await until(() => calls === 2);
+    await waitFor(() => calls === 2, "the hanging call");
     const started = Date.now();
     await busy.close(200);
     expect(Date.now() - started).toBeGreaterThanOrEqual(190);
     expect(Date.now() - started).toBeLessThan(2000);
     await expect(hanging).rejects.toBeInstanceOf(HttpError);
-    await until(() => open.size === 0);
+    await waitFor(() => open.size === 0, "the connection closed");
   });
 
   it("close lets a call under way finish within the grace", async () => {
@@ -173,12 +174,3 @@ describe("botApiFetch (grammY's Bot API calls over undici)", () => {
     await expect(call).resolves.toEqual([]);
   });
 });
-
-// Resolves once `done` holds (checked every 10 ms), or fails after 3 s.
-async function until(done: () => boolean): Promise<void> {
-  const deadline = Date.now() + 3000;
-  while (!done()) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
