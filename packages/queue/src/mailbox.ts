@@ -509,7 +509,7 @@ export class OrderedMailbox<T> {
     const { key, token } = waiting;
     this.wokeOnReady();
     const keys = [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`, this.#k("att", key)];
-    runScript(this.#redis, RECLAIM, keys, [token, Date.now(), key]).catch(() => {});
+    runScript(this.#redis, RECLAIM, keys, [token, Date.now(), key, this.#o.graceMs]).catch(() => {});
   }
 
   /**
@@ -972,7 +972,7 @@ export class OrderedMailbox<T> {
         this.#redis,
         RECLAIM,
         [this.#k("own", key), `${this.#base}:sched`, `${this.#base}:ready`],
-        [owner, Date.now(), key],
+        [owner, Date.now(), key, this.#o.graceMs],
       );
       if (woken === 1) reclaimed.push(key);
     }

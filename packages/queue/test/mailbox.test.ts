@@ -500,6 +500,9 @@ describe("OrderedMailbox", () => {
     try {
       await push("handed-back");
       await waitFor(() => woken.includes("handed-back"), "the hand-back", 5_000);
+      // Still waiting on the ready list for the busy slot, for a few sweeps (100 ms) within its grace
+      // (500 ms): woken once, not again by a sweep (the hand-back gives it a wake-up's deadline).
+      await new Promise((r) => setTimeout(r, 300));
       expect(woken).toEqual(["handed-back"]);
     } finally {
       gates.get("busy-2")?.();
