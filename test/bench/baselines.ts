@@ -1,11 +1,24 @@
 // Baselines for the ordered delivery figure: one raw BullMQ job per item (add -> process, no
-// ordering, no send), one BullMQ job per item that sends it over plain HTTP to a fake Bot API (the
-// fair comparison: a queue that delivers), and plain HTTP sends to a fake Bot API with no queue at all.
+// ordering, no send), one BullMQ job per item that sends it (the fair comparison: a queue that
+// delivers), and plain sends with no queue at all. Every send is the one ordered delivery makes, to a
+// fake of its own (see send-kits.ts).
 import { performance } from "node:perf_hooks";
-import { startFakeTelegram } from "@hub/fakes";
 import { Queue, Worker } from "bullmq";
 import { Redis } from "ioredis";
 import { PhaseMeter, printCost } from "./meter.js";
+import { type SendKind, segmentText } from "./send-kits.js";
+
+// A send of target t's segment s, as ordered delivery sends it (reply `label-t`).
+type Send = (t: number, s: number) => Promise<void>;
+
+// A kit of `kind` and a send through its adapter; `close` stops its fake.
+async function plainSend(kind: SendKind, label: string): Promise<{ send: Send; close(): Promise<void> }> {
+  const kit = await kind.open();
+  const send: Send = async (t, s) => {
+    await kit.adapter.send({ replyId: `${label}-${t}`, index: s, text: segmentText(t, s) }, kit.target(t));
+  };
+  return { send, close: () => kit.close() };
+}
 
 /** Raw BullMQ: `targets x perTarget` jobs added one by one (per target in sequence), processed at concurrency 50. */
 export async function benchRawBullmq(redisUrl: string, targets: number, perTarget: number): Promise<number> {
@@ -14,23 +27,19 @@ export async function benchRawBullmq(redisUrl: string, targets: number, perTarge
 
 /**
  * The fair baseline of ordered delivery: one BullMQ job per segment (unordered), whose processor
- * sends it to a fake Bot API over plain HTTP, like the plain HTTP baseline, at concurrency 50.
+ * sends it as ordered delivery does, at concurrency 50.
  */
-export async function benchBullmqSend(redisUrl: string, targets: number, perTarget: number): Promise<number> {
-  const fake = await startFakeTelegram();
-  const url = `${fake.apiRoot}/bot${fake.token}/sendMessage`;
+export async function benchBullmqSend(
+  redisUrl: string,
+  targets: number,
+  perTarget: number,
+  kind: SendKind,
+): Promise<number> {
+  const plain = await plainSend(kind, "bullmq");
   try {
-    return await benchBullmq(redisUrl, targets, perTarget, async ({ t, s }) => {
-      const res = await fetch(url, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ chat_id: 1000 + t, text: `target ${t} segment ${s}` }),
-      });
-      await res.arrayBuffer();
-      if (!res.ok) throw new Error(`the fake Bot API answered ${res.status}`);
-    });
+    return await benchBullmq(redisUrl, targets, perTarget, ({ t, s }) => plain.send(t, s));
   } finally {
-    await fake.close();
+    await plain.close();
   }
 }
 
@@ -73,7 +82,7 @@ async function benchBullmq(
     const cost = await meter.stop();
     console.log(
       send
-        ? `  BullMQ job per segment, each sending it over plain HTTP to the fake Bot API (concurrency 50, unordered): ${rate.toFixed(0)} segments/s`
+        ? `  BullMQ job per segment, each sending it (concurrency 50, unordered): ${rate.toFixed(0)} segments/s`
         : `  raw BullMQ add -> process (concurrency 50, unordered, no send): ${rate.toFixed(0)} jobs/s`,
     );
     printCost(cost, total, send ? "segment" : "job");
@@ -87,30 +96,22 @@ async function benchBullmq(
   }
 }
 
-/** Plain HTTP sendMessage calls to a fake Bot API, 50 at a time, no queue. */
-export async function benchPlainHttp(targets: number, perTarget: number): Promise<number> {
-  const fake = await startFakeTelegram();
-  const url = `${fake.apiRoot}/bot${fake.token}/sendMessage`;
+/** Plain sends (the kit's adapter to its fake), 50 at a time, no queue. */
+export async function benchPlainSends(targets: number, perTarget: number, kind: SendKind): Promise<number> {
+  const plain = await plainSend(kind, "plain");
   const total = targets * perTarget;
   let next = 0;
   try {
     const started = performance.now();
     await Promise.all(
       Array.from({ length: 50 }, async () => {
-        for (let i = next++; i < total; i = next++) {
-          const res = await fetch(url, {
-            method: "POST",
-            headers: { "content-type": "application/json" },
-            body: JSON.stringify({ chat_id: 1000 + (i % targets), text: `segment ${i}` }),
-          });
-          await res.arrayBuffer();
-        }
+        for (let i = next++; i < total; i = next++) await plain.send(i % targets, Math.floor(i / targets));
       }),
     );
     const rate = total / ((performance.now() - started) / 1000);
-    console.log(`  plain HTTP sends to the fake Bot API (50 at a time): ${rate.toFixed(0)} sends/s`);
+    console.log(`  plain sends, 50 at a time, no queue: ${rate.toFixed(0)} sends/s`);
     return rate;
   } finally {
-    await fake.close();
+    await plain.close();
   }
 }

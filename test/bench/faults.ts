@@ -36,7 +36,8 @@ async function restartedRedis(chats: number): Promise<boolean> {
     segments: 5,
     workers: 3,
     restartRedisAfterMs: 500,
-    sendDelayMs: 5,
+    // Sends of 50 ms keep the load running well past the restart (with no delay it can end before it).
+    sendDelayMs: 50,
     timeoutMs: 900_000,
   });
   console.log(

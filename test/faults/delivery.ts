@@ -179,8 +179,11 @@ export async function deliveryFaultRun(options: DeliveryFaultOptions): Promise<D
     const chaos = (async () => {
       const restartAt = o.restartRedisAfterMs === undefined ? Infinity : started + o.restartRedisAfterMs;
       while (!done) {
-        const [min, max] = o.killEveryMs ?? [200, 200];
-        await new Promise((r) => setTimeout(r, min + random() * (max - min)));
+        // The next kill, or (none asked for) the restart when it is due.
+        const [min, max] = o.killEveryMs ?? [0, 0];
+        if (!o.killEveryMs && restartAt === Infinity) return;
+        const wait = o.killEveryMs ? min + random() * (max - min) : restartAt - Date.now();
+        await new Promise((r) => setTimeout(r, Math.max(0, wait)));
         if (done) return;
         if (Date.now() >= restartAt) {
           await redis.restart({ downMs: 300 });

@@ -28,7 +28,8 @@ describe("fault runs (CI-sized)", () => {
       segments: 5,
       workers: 2,
       restartRedisAfterMs: 150,
-      sendDelayMs: 10,
+      // Each chat's five sends take 300 ms or more: the restart lands mid-load.
+      sendDelayMs: 60,
     });
     console.log("redis restarted:", r);
     expect(r.redisRestarts).toBe(1);
