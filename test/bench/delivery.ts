@@ -2,14 +2,14 @@ import { createLogger } from "@hub/core";
 import { ReplyDispatcher } from "@hub/reply";
 import { dropPrefix, testPrefix } from "../support/redis.js";
 import { PhaseMeter, printCost } from "./meter.js";
-import { bareHttpSend, outOfOrder, type SendKind, segmentText } from "./send-kits.js";
+import { outOfOrder, type SendKind, segmentText } from "./send-kits.js";
 
 /** Ordered delivery through the ReplyDispatcher to the kit's fake: segments/s and order kept. */
 export async function benchDelivery(
   redisUrl: string,
   targets: number,
   perTarget: number,
-  kind: SendKind = bareHttpSend,
+  kind: SendKind,
 ): Promise<number> {
   const kit = await kind.open();
   const prefix = testPrefix("bench-delivery");

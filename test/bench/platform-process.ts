@@ -34,22 +34,28 @@ export async function startPlatformProcess(): Promise<PlatformProcess> {
   });
   const killOnExit = () => child.kill("SIGKILL");
   process.once("exit", killOnExit);
-  const waiting = new Map<number, (answer: PlatformAnswer) => void>();
+  const waiting = new Map<number, { resolve(answer: PlatformAnswer): void; reject(error: Error): void }>();
   let nextId = 0;
   const url = await new Promise<string>((resolve, reject) => {
     child.on("message", (answer: PlatformAnswer) => {
       if ("url" in answer) return resolve(answer.url);
-      waiting.get(answer.id)?.(answer);
+      waiting.get(answer.id)?.resolve(answer);
       waiting.delete(answer.id);
     });
-    child.once("exit", (code) =>
-      reject(new Error(`the bench's platform process exited (${code}) before it started`)),
-    );
+    child.once("exit", (code) => {
+      const died = new Error(`the bench's platform process exited (${code})`);
+      reject(died);
+      // Asks in flight are never answered now: they fail instead of waiting for good.
+      for (const ask of waiting.values()) ask.reject(died);
+      waiting.clear();
+    });
   });
   const ask = (what: PlatformRequest["ask"]) =>
-    new Promise<PlatformAnswer>((resolve) => {
+    new Promise<PlatformAnswer>((resolve, reject) => {
+      if (child.exitCode !== null || child.signalCode !== null)
+        return reject(new Error("the bench's platform process has exited"));
       const id = nextId++;
-      waiting.set(id, resolve);
+      waiting.set(id, { resolve, reject });
       child.send({ id, ask: what } satisfies PlatformRequest);
     });
   return {
@@ -63,10 +69,11 @@ export async function startPlatformProcess(): Promise<PlatformProcess> {
       return "messages" in answer ? answer.messages : [];
     },
     close: async () => {
+      process.off("exit", killOnExit);
+      if (child.exitCode !== null || child.signalCode !== null) return;
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGTERM");
       await exited;
-      process.off("exit", killOnExit);
     },
   };
 }

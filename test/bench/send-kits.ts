@@ -65,17 +65,26 @@ export const bareHttpSend: SendKind = {
 
 function byChat(entries: Array<[string, string]>): Map<string, string[]> {
   const chats = new Map<string, string[]>();
-  for (const [chat, text] of entries) chats.set(chat, [...(chats.get(chat) ?? []), text]);
+  for (const [chat, text] of entries) {
+    const texts = chats.get(chat);
+    if (texts) texts.push(text);
+    else chats.set(chat, [text]);
+  }
   return chats;
 }
 
 /** The text of target `t`'s segment `s`, as every side of the delivery benches sends it. */
 export const segmentText = (t: number, s: number) => `target ${t} segment ${s}`;
 
-/** Segments a chat received out of order (each chat's texts should be segments 0, 1, 2, ... in turn). */
+/**
+ * Segments a chat received out of order or not as sent: each chat's texts should be its target's segments
+ * 0, 1, 2, ... in turn, exactly as `segmentText` wrote them.
+ */
 export function outOfOrder(received: Map<string, string[]>): number {
   let wrong = 0;
-  for (const texts of received.values())
-    wrong += texts.filter((text, i) => Number(text.slice(text.lastIndexOf(" ") + 1)) !== i).length;
+  for (const texts of received.values()) {
+    const target = Number(/^target (\d+) /.exec(texts[0] ?? "")?.[1]);
+    wrong += texts.filter((text, i) => text !== segmentText(target, i)).length;
+  }
   return wrong;
 }
