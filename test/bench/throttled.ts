@@ -24,21 +24,60 @@ const THROTTLED = "chat-throttled";
 /** The load not counted before the measured one (s). */
 const WARM_UP_SECONDS = 1;
 
-/** Pushes `rate` segments/s for `seconds` across `targets` targets (plus the throttled one); returns the others' p99 (ms). */
-export async function benchThrottled(
-  redisUrl: string,
-  o: { rate: number; seconds: number; targets: number },
-): Promise<number> {
-  const platform = await startPlatformProcess();
-  const prefix = testPrefix("bench-throttled");
-  const fake = new FakeChatAdapter("fakechat", platform.url, { textLimit: 1000 });
-  // The platform throttles one chat: every send to it is refused with a retry-after.
-  const adapter: ChannelAdapter = Object.assign(Object.create(fake) as ChannelAdapter, {
+/** The fake adapter, except that every send to THROTTLED is refused with a retry-after, as a throttling platform does. */
+function throttlingAdapter(fake: FakeChatAdapter): ChannelAdapter {
+  return Object.assign(Object.create(fake) as ChannelAdapter, {
     send: (segment: OutboundSegment, target: ReplyTarget, options?: { signal?: AbortSignal }) =>
       target.chatId === THROTTLED
         ? Promise.reject(new RateLimitedError(1000))
         : fake.send(segment, target, options ?? {}),
   });
+}
+
+/** Rates and targets of one throttled bench's load. */
+interface LoadShape {
+  rate: number;
+  targets: number;
+}
+
+/**
+ * Pushes `rate` segments/s for `seconds` round the targets (every `targets + 1`-th to THROTTLED), each
+ * reply's id `<label><n>`, noting when each was pushed; resolves when all are pushed with the count of
+ * the others' segments.
+ */
+async function pushAtRate(
+  dispatcher: ReplyDispatcher,
+  o: LoadShape,
+  label: string,
+  seconds: number,
+  pushedAt: Map<string, number>,
+): Promise<number> {
+  const started = performance.now();
+  const total = Math.round(o.rate * seconds);
+  const pushes: Array<Promise<void>> = [];
+  // Every 10 ms, the segments due by now: a steady rate, whatever the event loop's jitter.
+  for (let sent = 0; sent < total; ) {
+    const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * o.rate));
+    for (; sent < due; sent++) {
+      const t = sent % (o.targets + 1);
+      const chatId = t === o.targets ? THROTTLED : `chat-${t}`;
+      const replyId = `${label}${sent}`;
+      const reply = dispatcher.open(replyId, { channel: "fakechat", accountId: "default", chatId });
+      pushedAt.set(replyId, performance.now());
+      pushes.push(reply.push(`segment ${sent}`, undefined, { last: true }));
+    }
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  await Promise.all(pushes);
+  return total - Math.floor(total / (o.targets + 1));
+}
+
+/** Pushes `rate` segments/s for `seconds` across `targets` targets (plus the throttled one); returns the others' p99 (ms). */
+export async function benchThrottled(redisUrl: string, o: LoadShape & { seconds: number }): Promise<number> {
+  const platform = await startPlatformProcess();
+  const prefix = testPrefix("bench-throttled");
+  const fake = new FakeChatAdapter("fakechat", platform.url, { textLimit: 1000 });
+  const adapter = throttlingAdapter(fake);
   const dispatcher = new ReplyDispatcher({
     redisUrl,
     prefix,
@@ -48,27 +87,6 @@ export async function benchThrottled(
   const worker = dispatcher.startDelivery(() => adapter, { concurrency: 50 });
   const epochOffset = Date.now() - performance.now();
   const pushedAt = new Map<string, number>();
-  // Pushes `rate` segments/s for `seconds`, each reply's id `<label><n>`; resolves when all are pushed.
-  const load = async (label: string, seconds: number) => {
-    const started = performance.now();
-    const total = Math.round(o.rate * seconds);
-    const pushes: Array<Promise<void>> = [];
-    // Every 10 ms, the segments due by now: a steady rate, whatever the event loop's jitter.
-    for (let sent = 0; sent < total; ) {
-      const due = Math.min(total, Math.floor(((performance.now() - started) / 1000) * o.rate));
-      for (; sent < due; sent++) {
-        const t = sent % (o.targets + 1);
-        const chatId = t === o.targets ? THROTTLED : `chat-${t}`;
-        const replyId = `${label}${sent}`;
-        const reply = dispatcher.open(replyId, { channel: "fakechat", accountId: "default", chatId });
-        pushedAt.set(replyId, performance.now());
-        pushes.push(reply.push(`segment ${sent}`, undefined, { last: true }));
-      }
-      await new Promise((r) => setTimeout(r, 10));
-    }
-    await Promise.all(pushes);
-    return total - Math.floor(total / (o.targets + 1));
-  };
   // The others' latencies of the replies labelled `label`, sorted.
   const latenciesOf = (messages: PlatformMessage[], label: string) =>
     messages
@@ -82,11 +100,11 @@ export async function benchThrottled(
       await new Promise((r) => setTimeout(r, 5));
   };
   try {
-    const warmUpOthers = await load("w", WARM_UP_SECONDS);
+    const warmUpOthers = await pushAtRate(dispatcher, o, "w", WARM_UP_SECONDS, pushedAt);
     // Its backlog delivered first: the measured load starts on empty queues.
     await delivered(warmUpOthers);
     const started = performance.now();
-    const others = await load("r", o.seconds);
+    const others = await pushAtRate(dispatcher, o, "r", o.seconds, pushedAt);
     await delivered(warmUpOthers + others);
     const seconds = (performance.now() - started) / 1000;
     const messages = await platform.messages();

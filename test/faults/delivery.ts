@@ -146,6 +146,42 @@ async function queueReplies(
   return { streams, expected };
 }
 
+/**
+ * The faults of one run, until `isDone`: a worker killed (and replaced) every `killEveryMs`, and Redis
+ * restarted once when `restartRedisAfterMs` is due, whichever comes first; kills go on after the restart.
+ */
+async function runChaos(
+  o: DeliveryFaultOptions,
+  started: number,
+  random: () => number,
+  pool: Workers,
+  redis: OwnRedis,
+  isDone: () => boolean,
+  counts: { kills: number; redisRestarts: number },
+): Promise<void> {
+  let restartAt = o.restartRedisAfterMs === undefined ? Infinity : started + o.restartRedisAfterMs;
+  const nextKillIn = (): number => {
+    if (!o.killEveryMs) return Infinity;
+    const [min, max] = o.killEveryMs;
+    return min + random() * (max - min);
+  };
+  let killAt = Date.now() + nextKillIn();
+  while (!isDone() && (killAt !== Infinity || restartAt !== Infinity)) {
+    await new Promise((r) => setTimeout(r, Math.max(0, Math.min(killAt, restartAt) - Date.now())));
+    if (isDone()) return;
+    if (Date.now() >= restartAt) {
+      await redis.restart({ downMs: 300 });
+      counts.redisRestarts++;
+      restartAt = Infinity;
+    } else {
+      await pool.killOne(random);
+      counts.kills++;
+      await pool.spawn();
+      killAt = Date.now() + nextKillIn();
+    }
+  }
+}
+
 /** Runs one delivery fault run and reports what the platform saw. */
 export async function deliveryFaultRun(options: DeliveryFaultOptions): Promise<DeliveryFaultResult> {
   const o = {
@@ -170,33 +206,12 @@ export async function deliveryFaultRun(options: DeliveryFaultOptions): Promise<D
     capabilitiesOf: () => ({ textLimit: 200, markdown: "plain", threads: true, typing: false, edit: false }),
   });
   const pool = workerPool(redis.url, prefix, platform, o.leaseMs);
-  let kills = 0;
-  let redisRestarts = 0;
+  const counts = { kills: 0, redisRestarts: 0 };
   let done = false;
   try {
     await Promise.all(Array.from({ length: o.workers }, () => pool.spawn()));
     const started = Date.now();
-    const chaos = (async () => {
-      const restartAt = o.restartRedisAfterMs === undefined ? Infinity : started + o.restartRedisAfterMs;
-      while (!done) {
-        // The next kill, or (none asked for) the restart when it is due.
-        const [min, max] = o.killEveryMs ?? [0, 0];
-        if (!o.killEveryMs && restartAt === Infinity) return;
-        const wait = o.killEveryMs ? min + random() * (max - min) : restartAt - Date.now();
-        await new Promise((r) => setTimeout(r, Math.max(0, wait)));
-        if (done) return;
-        if (Date.now() >= restartAt) {
-          await redis.restart({ downMs: 300 });
-          redisRestarts++;
-          o.restartRedisAfterMs = undefined;
-          return;
-        }
-        if (!o.killEveryMs) continue;
-        await pool.killOne(random);
-        kills++;
-        await pool.spawn();
-      }
-    })();
+    const chaos = runChaos(o, started, random, pool, redis, () => done, counts);
     const { streams, expected } = await queueReplies(producer, o);
     const settled = await withTimeout(Promise.all(streams.map((s) => s.settled())), o.timeoutMs);
     done = true;
@@ -206,8 +221,7 @@ export async function deliveryFaultRun(options: DeliveryFaultOptions): Promise<D
       segments: o.chats * o.replies * o.segments,
       ...judged,
       failed: settled.reduce((n, s) => n + s.failed, 0),
-      kills,
-      redisRestarts,
+      ...counts,
       seconds: (Date.now() - started) / 1000,
     };
   } finally {

@@ -2,7 +2,7 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { runScript } from "../src/redis.js";
-import { CLAIM_NEXT, DELAY, PUSH, SWEEP } from "../src/scripts.js";
+import { CLAIM_NEXT, DELAY, PUSH, RECLAIM, SWEEP } from "../src/scripts.js";
 
 // The mailbox's safety rests on these atomic steps; each race is replayed here step by step.
 const redis = new Redis(REDIS_URL);
@@ -49,6 +49,13 @@ function box() {
         [k.own, k.nb, k.sched, k.delayed, k.att],
         [token, key, ms, Date.now(), 1000, ""],
       ) as Promise<number>,
+    reclaim: (token: string, now: number, graceMs: number) =>
+      runScript(
+        redis,
+        RECLAIM,
+        [k.own, k.sched, k.ready, k.att],
+        [token, now, key, graceMs],
+      ) as Promise<number>,
     sweep: (now: number) =>
       runScript(redis, SWEEP, [k.sched, k.ready], [now, 1000, 100, base]) as Promise<string[]>,
   };
@@ -91,5 +98,23 @@ describe("mailbox scripts", () => {
     await b.claim("t1");
     expect(await b.sweep(Date.now() + 120_000)).toEqual([]);
     expect(await redis.lrange(b.k.ready, 0, -1)).toEqual(["k"]);
+  });
+
+  it("a reclaimed key goes on ready once, with a wake-up's deadline, so the sweep does not wake it again", async () => {
+    const b = box();
+    await b.push("a|1");
+    await redis.del(b.k.ready);
+    await b.claim("t1");
+    // Another token's reclaim changes nothing.
+    const now = Date.now();
+    expect(await b.reclaim("t2", now, 1000)).toBe(0);
+    expect(await redis.get(b.k.own)).toBe("t1");
+    expect(await b.reclaim("t1", now, 1000)).toBe(1);
+    expect(await redis.exists(b.k.own, b.k.att)).toBe(0);
+    expect(await redis.lrange(b.k.ready, 0, -1)).toEqual(["k"]);
+    expect(Number(await redis.zscore(b.k.sched, "k"))).toBe(now + 1000);
+    // Waiting on ready for a slot, within its grace: the sweep leaves it; past it, the sweep wakes it.
+    expect(await b.sweep(now + 999)).toEqual([]);
+    expect(await b.sweep(now + 1001)).toEqual(["k"]);
   });
 });

@@ -151,7 +151,9 @@ export class FakeChatAdapter implements ChannelAdapter {
 }
 
 // One keep-alive pool for every fake adapter: connections are reused as a real adapter's client reuses them.
-const keepAlive = new Agent({ keepAlive: true });
+// An idle socket is closed after 4 s, as fetch's pool does, before the server's 5 s keep-alive timeout can
+// close it under a request that is just reusing it (an ECONNRESET no real send would see).
+const keepAlive = new Agent({ keepAlive: true, timeout: 4_000 });
 
 /**
  * POSTs `payload` as JSON over node:http and reads the whole answer. Not `fetch`: its web streams made
