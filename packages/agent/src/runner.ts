@@ -772,7 +772,7 @@ export class AgentRunner {
 }
 
 /** The requests whose user line is not in the transcript yet, in order. */
-function unwritten(entries: TranscriptEntry[], requests: RunRequest[]): RunRequest[] {
+function unwritten(entries: readonly TranscriptEntry[], requests: RunRequest[]): RunRequest[] {
   if (requests.length === 0) return requests;
   const written = writtenUserRuns(entries);
   return requests.filter((r) => !written.has(r.runId));

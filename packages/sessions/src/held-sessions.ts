@@ -1,11 +1,13 @@
 import type { ClaimSeen } from "./run-steps.js";
 import { type SessionRecord, type SessionStore, sessionHeader } from "./store.js";
-import { dropStaleWrites, type TranscriptEntry } from "./transcript.js";
+import { type TranscriptEntry, VisibleLines } from "./transcript.js";
 
 /** A process's copy of a session, kept from its last run of it. */
 interface Kept {
   record: SessionRecord;
   entries: TranscriptEntry[];
+  /** `entries` as a reader sees them, kept up to date with them. */
+  visible: VisibleLines;
   /** About how many characters the entries hold (see `weightOf`). */
   chars: number;
   /** The writer generation of the run that left it, and the writer's "touched" count that run saw. */
@@ -75,7 +77,7 @@ export class HeldSessions {
       seen.generation === kept.generation + 1 &&
       seen.touched === kept.touched
     ) {
-      const held = new HeldSession(this, this.store, kept.record, kept.entries, kept.chars, seen);
+      const held = new HeldSession(this, this.store, kept.record, kept, seen);
       await held.append(first);
       return held;
     }
@@ -84,12 +86,15 @@ export class HeldSessions {
       // Created here, under this run's claim: the transcript is its header and these lines.
       const record = await this.store.reset(sessionKey);
       await this.store.append(record.sessionId, first);
-      const lines = [sessionHeader(record), ...first];
-      return new HeldSession(this, this.store, record, lines, weightOfAll(lines), seen);
+      return this.#copyOf(record, [sessionHeader(record), ...first], seen);
     }
     await this.store.append(known.sessionId, first);
-    const entries = await this.store.read(known.sessionId);
-    return new HeldSession(this, this.store, known, [...entries], weightOfAll(entries), seen);
+    return this.#copyOf(known, [...(await this.store.read(known.sessionId))], seen);
+  }
+
+  #copyOf(record: SessionRecord, lines: TranscriptEntry[], seen: ClaimSeen | undefined): HeldSession {
+    const copy = { entries: lines, visible: new VisibleLines(lines), chars: weightOfAll(lines) };
+    return new HeldSession(this, this.store, record, copy, seen);
   }
 
   /** Forgets this process's copy of a session (it was written outside a claim, here). */
@@ -135,16 +140,17 @@ export class HeldSession {
     private readonly owner: HeldSessions,
     private readonly store: SessionStore,
     readonly record: SessionRecord,
-    /** Every line as read (a superseded writer's late lines already dropped) plus this run's appends. */
-    private readonly lines: TranscriptEntry[],
-    /** About how many characters `lines` holds. */
-    private chars: number,
+    /**
+     * Every line as read (a superseded writer's late lines already dropped) plus this run's appends, those
+     * a reader sees, and about how many characters they hold.
+     */
+    private readonly copy: Pick<Kept, "entries" | "visible" | "chars">,
     private readonly seen: ClaimSeen | undefined,
   ) {}
 
-  /** The transcript as every reader sees it (a superseded writer's late lines dropped). */
-  entries(): TranscriptEntry[] {
-    return dropStaleWrites(this.lines);
+  /** The transcript as every reader sees it (a superseded writer's late lines dropped); read only. */
+  entries(): readonly TranscriptEntry[] {
+    return this.copy.visible.lines;
   }
 
   /** Appends entries to the transcript in one write. */
@@ -156,8 +162,9 @@ export class HeldSession {
       this.#broken = true;
       throw error;
     }
-    this.lines.push(...entries);
-    this.chars += weightOfAll(entries);
+    this.copy.entries.push(...entries);
+    this.copy.visible.add(entries);
+    this.copy.chars += weightOfAll(entries);
   }
 
   /**
@@ -168,12 +175,6 @@ export class HeldSession {
   keep(): void {
     if (this.#broken || !this.seen) return;
     const { generation, touched } = this.seen;
-    this.owner.keep(this.record.sessionKey, {
-      record: this.record,
-      entries: this.lines,
-      chars: this.chars,
-      generation,
-      touched,
-    });
+    this.owner.keep(this.record.sessionKey, { record: this.record, ...this.copy, generation, touched });
   }
 }

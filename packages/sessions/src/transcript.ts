@@ -96,12 +96,29 @@ export type RunStatus = Extract<TranscriptEntry, { type: "outcome" }>["status"];
  * outcomes) are always kept.
  */
 export function dropStaleWrites(entries: TranscriptEntry[]): TranscriptEntry[] {
-  let current: string | undefined;
-  return entries.filter((e) => {
-    if (e.type === "writer") {
-      current = e.writer;
-      return true;
+  return new VisibleLines(entries).lines;
+}
+
+/**
+ * A transcript as every reader sees it (see `dropStaleWrites`), kept up to date line by line as lines are
+ * appended, so a long-lived session's copy is not filtered whole on every read.
+ */
+export class VisibleLines {
+  /** The lines a reader sees, in order. Appended to by `add`; not to be changed otherwise. */
+  readonly lines: TranscriptEntry[] = [];
+  // The writer of the latest claim line so far: only its lines (and lines of no writer) are seen.
+  #current: string | undefined;
+
+  constructor(entries: TranscriptEntry[] = []) {
+    this.add(entries);
+  }
+
+  /** Takes in lines appended to the transcript after those given so far. */
+  add(entries: TranscriptEntry[]): void {
+    for (const e of entries) {
+      if (e.type === "writer") this.#current = e.writer;
+      else if ("writer" in e && e.writer !== undefined && e.writer !== this.#current) continue;
+      this.lines.push(e);
     }
-    return !("writer" in e) || e.writer === undefined || e.writer === current;
-  });
+  }
 }
