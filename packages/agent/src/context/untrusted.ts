@@ -66,12 +66,20 @@ type UserEntry = Extract<TranscriptEntry, { type: "user" }>;
  * more than one person wrote in the session, every message says who wrote it.
  */
 export function historyUserContent(entries: readonly TranscriptEntry[]): (e: UserEntry) => string {
-  const senders = new Set(entries.flatMap((e) => (e.type === "user" ? [e.senderId ?? ""] : [])));
-  const several = senders.size > 1 || entries.some((e) => e.type === "user" && e.contextOnly);
+  // One pass, no copies: this runs over the whole history on every turn.
+  const senders = new Set<string>();
+  let contextOnly = false;
+  for (const e of entries) {
+    if (e.type !== "user") continue;
+    senders.add(e.senderId ?? "");
+    contextOnly ||= e.contextOnly === true;
+  }
+  const several = senders.size > 1 || contextOnly;
   return (e) => {
+    if (!several) return e.text;
     const who = describeSender(e.senderName, e.senderId);
     if (e.contextOnly)
       return `[group message from ${who}, not addressed to you]\n${markUntrusted(e.text, `group member ${who}`)}`;
-    return several ? `[from ${who}]\n${e.text}` : e.text;
+    return `[from ${who}]\n${e.text}`;
   };
 }
