@@ -1,7 +1,7 @@
 // A bench hub (or its agent role) in a process of its own: `hub start` as the README starts it, with a
 // config file, on the bench's Redis and the bench hub's state directory.
 import { spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { createWriteStream, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
@@ -51,9 +51,15 @@ export async function startBenchHubProcess(
   process.once("exit", killOnExit);
   const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
   let lines = 0;
+  // BENCH_LOG_FILE keeps its lines too, as it keeps the in-process hub's (telegram.ts).
+  const logFile = process.env.BENCH_LOG_FILE
+    ? createWriteStream(process.env.BENCH_LOG_FILE, { flags: "a" })
+    : undefined;
+  void exited.then(() => logFile?.end());
   const started = new Promise<void>((resolve, reject) => {
     createInterface({ input: child.stdout }).on("line", (line) => {
       lines++;
+      logFile?.write(`${line}\n`);
       if (line.includes('"msg":"hub started"')) resolve();
     });
     child.once("error", reject);
