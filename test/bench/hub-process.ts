@@ -55,9 +55,12 @@ export async function startBenchHubProcess(
   const logFile = process.env.BENCH_LOG_FILE
     ? createWriteStream(process.env.BENCH_LOG_FILE, { flags: "a" })
     : undefined;
-  void exited.then(() => logFile?.end());
+  logFile?.on("error", (error) => console.error(`BENCH_LOG_FILE: ${error.message}`));
+  const output = createInterface({ input: child.stdout });
+  // Ended when its output is, not at its exit: stdout can still hold lines then.
+  output.once("close", () => logFile?.end());
   const started = new Promise<void>((resolve, reject) => {
-    createInterface({ input: child.stdout }).on("line", (line) => {
+    output.on("line", (line) => {
       lines++;
       logFile?.write(`${line}\n`);
       if (line.includes('"msg":"hub started"')) resolve();

@@ -208,12 +208,14 @@ export async function deliveryFaultRun(options: DeliveryFaultOptions): Promise<D
   const pool = workerPool(redis.url, prefix, platform, o.leaseMs);
   const counts = { kills: 0, redisRestarts: 0 };
   let done = false;
+  let chaos: Promise<void> = Promise.resolve();
   try {
     await Promise.all(Array.from({ length: o.workers }, () => pool.spawn()));
     const started = Date.now();
-    const chaos = runChaos(o, started, random, pool, redis, () => done, counts);
+    chaos = runChaos(o, started, random, pool, redis, () => done, counts);
     const { streams, expected } = await queueReplies(producer, o);
     const settled = await withTimeout(Promise.all(streams.map((s) => s.settled())), o.timeoutMs);
+    const seconds = (Date.now() - started) / 1000;
     done = true;
     await chaos;
     const judged = judgeArrivals(platform.messages, expected);
@@ -222,10 +224,12 @@ export async function deliveryFaultRun(options: DeliveryFaultOptions): Promise<D
       ...judged,
       failed: settled.reduce((n, s) => n + s.failed, 0),
       ...counts,
-      seconds: (Date.now() - started) / 1000,
+      seconds,
     };
   } finally {
     done = true;
+    // A spawn or a restart under way finishes first, so none is left running after the pool and Redis stop.
+    await chaos.catch(() => {});
     pool.stop();
     await producer.close();
     await platform.close();

@@ -5,10 +5,12 @@ import { type TranscriptEntry, VisibleLines } from "./transcript.js";
 /** A process's copy of a session, kept from its last run of it. */
 interface Kept {
   record: SessionRecord;
-  entries: TranscriptEntry[];
-  /** `entries` as a reader sees them, kept up to date with them. */
+  /**
+   * The transcript as a reader sees it (a superseded writer's late lines dropped), kept up to date as the
+   * run appends: its own lines, which a reader always sees, so no line it read or wrote is left out.
+   */
   visible: VisibleLines;
-  /** About how many characters the entries hold (see `weightOf`). */
+  /** About how many characters the lines hold (see `weightOf`). */
   chars: number;
   /** The writer generation of the run that left it, and the writer's "touched" count that run saw. */
   generation: number;
@@ -93,7 +95,7 @@ export class HeldSessions {
   }
 
   #copyOf(record: SessionRecord, lines: TranscriptEntry[], seen: ClaimSeen | undefined): HeldSession {
-    const copy = { entries: lines, visible: new VisibleLines(lines), chars: weightOfAll(lines) };
+    const copy = { visible: new VisibleLines(lines), chars: weightOfAll(lines) };
     return new HeldSession(this, this.store, record, copy, seen);
   }
 
@@ -140,11 +142,8 @@ export class HeldSession {
     private readonly owner: HeldSessions,
     private readonly store: SessionStore,
     readonly record: SessionRecord,
-    /**
-     * Every line as read (a superseded writer's late lines already dropped) plus this run's appends, those
-     * a reader sees, and about how many characters they hold.
-     */
-    private readonly copy: Pick<Kept, "entries" | "visible" | "chars">,
+    /** The lines as read (a superseded writer's late lines dropped) plus this run's, and their weight. */
+    private readonly copy: Pick<Kept, "visible" | "chars">,
     private readonly seen: ClaimSeen | undefined,
   ) {}
 
@@ -162,7 +161,6 @@ export class HeldSession {
       this.#broken = true;
       throw error;
     }
-    this.copy.entries.push(...entries);
     this.copy.visible.add(entries);
     this.copy.chars += weightOfAll(entries);
   }
