@@ -548,9 +548,16 @@ describe("discord sends", () => {
 
   it("send errors carry Discord's status and message, never the request URL (an interaction's token)", async () => {
     const { fake, adapter } = await bare();
-    await adapter.start(async () => ({ kind: "accepted" }));
+    let handedOver = false;
+    await adapter.start(async () => {
+      handedOver = true;
+      return { kind: "accepted" };
+    });
     const i = fake.slashCommand("status", { channelId: fake.dmChannelId });
-    await waitFor(() => i.respondedAt !== undefined, "the deferral");
+    // The command reaches the hub once the adapter has the deferral's answer and the interaction's token (as
+    // in the hub, whose reply comes after that); the fake's record of the deferral can come before, and a send
+    // then finds no deferred reply and posts in the channel.
+    await waitFor(() => handedOver, "the command handed to the hub");
     const target = {
       channel: "discord",
       accountId: "default",
