@@ -91,7 +91,7 @@ export class HeldSessions {
       return this.#copyOf(record, [sessionHeader(record), ...first], seen);
     }
     await this.store.append(known.sessionId, first);
-    return this.#copyOf(known, [...(await this.store.read(known.sessionId))], seen);
+    return this.#copyOf(known, await this.store.read(known.sessionId), seen);
   }
 
   #copyOf(record: SessionRecord, lines: TranscriptEntry[], seen: ClaimSeen | undefined): HeldSession {
