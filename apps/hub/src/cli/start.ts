@@ -19,6 +19,7 @@ import { handleSignals } from "../lifecycle.js";
 import { channelPlugins } from "../plugins.js";
 import { ensureRedis, redisSetting } from "../redis-local.js";
 import { ensureStateDir, resolveGatewayToken } from "../state.js";
+import { tuneV8 } from "../v8-tuning.js";
 import { optionsOf, secrets } from "./context.js";
 
 /** `hub start [--config <file>] [--role <roles>]`: runs the hub in the foreground until SIGTERM. */
@@ -40,6 +41,7 @@ export function registerStart(program: Command): void {
 }
 
 async function startCommand(configPath: string | undefined, env: NodeJS.ProcessEnv): Promise<void> {
+  tuneV8();
   const stateDir = resolveStateDir();
   ensureStateDir(stateDir);
   const { config, path, fromFile } = loadConfig({ path: configPath, env, plugins: channelPlugins });
