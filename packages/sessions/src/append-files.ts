@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { fstatSync, readFileSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { writeAllSync } from "@hub/core";
 
@@ -64,6 +64,24 @@ export class AppendFiles {
     }
   }
 
+  /**
+   * Creates the file at `path` with `data` as its first write and keeps it open for later appends, as
+   * `append` does; undefined (nothing written) when the file already exists. Returns the new file's inode.
+   */
+  async create(path: string, data: string): Promise<number | undefined> {
+    if (this.#open.has(path)) return undefined; // open here: it exists
+    const file = this.#keep(path, open(path, "ax", 0o600));
+    try {
+      const { fd } = await file.handle;
+      writeAllSync(fd, Buffer.from(data, "utf8"));
+      return fstatSync(fd).ino;
+    } catch (error) {
+      this.#close(path, file);
+      if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
+      throw error;
+    }
+  }
+
   #get(path: string): OpenFile {
     const now = Date.now();
     const known = this.#open.get(path);
@@ -74,11 +92,16 @@ export class AppendFiles {
       this.#open.set(path, known);
       return known;
     }
+    return this.#keep(path, open(path, "a", 0o600));
+  }
+
+  // Keeps a file being opened, closing the least recently used one beyond the budget.
+  #keep(path: string, handle: Promise<FileHandle>): OpenFile {
     if (this.#open.size >= this.max) {
       const [oldPath, old] = this.#open.entries().next().value as [string, OpenFile];
       this.#close(oldPath, old);
     }
-    const file: OpenFile = { handle: open(path, "a", 0o600), usedAt: now };
+    const file: OpenFile = { handle, usedAt: Date.now() };
     file.handle.catch(() => {});
     this.#open.set(path, file);
     this.#sweeper ??= setInterval(() => this.#sweep(), Math.max(1000, this.idleMs / 2)).unref();

@@ -51,10 +51,13 @@ export function checkedSessionId(sessionId: string): string {
   return sessionId;
 }
 
-/** A new session's index record and its transcript header. */
-export function newSession(sessionKey: string): { record: SessionRecord; header: TranscriptEntry } {
+/** A new session's index record and its transcript header (a new random sessionId unless given). */
+export function newSession(
+  sessionKey: string,
+  sessionId: string = randomUUID(),
+): { record: SessionRecord; header: TranscriptEntry } {
   const now = Date.now();
-  const record: SessionRecord = { sessionKey, sessionId: randomUUID(), createdAt: now, updatedAt: now };
+  const record: SessionRecord = { sessionKey, sessionId, createdAt: now, updatedAt: now };
   return { record, header: sessionHeader(record) };
 }
 
@@ -81,10 +84,13 @@ export function transcriptLines(entries: TranscriptEntry[]): string[] {
 const producedOutside = (e: TranscriptEntry) => e.type === "assistant" || e.type === "tool_result";
 
 /**
- * Sessions on disk under the state directory: one small index file per
- * sessionKey (so sessions never contend on one shared file) and one JSONL
- * transcript per sessionId. Writes to one session happen inside its session
- * lane, so a transcript has one writer at a time.
+ * Sessions on disk under the state directory: one JSONL transcript per
+ * sessionId, and one small index file per sessionKey once the key was reset
+ * (so sessions never contend on one shared file). A key's first session needs
+ * no index: its sessionId is derived from the key (`k-<hash>`), so creating it
+ * creates one file, not two (on a busy disk, creating files was most of a new
+ * chat's cost). An index, once there, says where the key routes. Writes to one
+ * session happen inside its session lane, so a transcript has one writer at a time.
  *
  * What a run reads is cached in memory and checked with one `stat`: an index
  * file is replaced by rename (a new inode) on every write, and a transcript
@@ -109,7 +115,7 @@ export class FileSessionStore implements SessionStore {
   }
 
   #indexPath(sessionKey: string): string {
-    return join(this.#indexDir, `${createHash("sha256").update(sessionKey).digest("hex").slice(0, 40)}.json`);
+    return join(this.#indexDir, `${keyHash(sessionKey)}.json`);
   }
 
   #transcriptPath(sessionId: string): string {
@@ -122,7 +128,7 @@ export class FileSessionStore implements SessionStore {
     // A stat of a small local directory's entry is microseconds: synchronous, and no exception when
     // missing (every new session starts here), instead of a thread-pool round trip.
     const found = statSync(path, { throwIfNoEntry: false });
-    if (!found) return undefined;
+    if (!found) return this.#firstSession(sessionKey);
     const cached = this.#indexes.get(sessionKey);
     if (cached?.ino === found.ino) return cached.record;
     // An index is one short line: read at once, as its stat was.
@@ -131,6 +137,26 @@ export class FileSessionStore implements SessionStore {
     // nothing but its header yet, so it starts again.
     if (text === "") return undefined;
     const record = this.#parseIndex(sessionKey, path, text);
+    if (record) remember(this.#indexes, sessionKey, { ino: found.ino, record });
+    return record;
+  }
+
+  /**
+   * The key's first session (a key never reset has no index): its record from its transcript's header, or
+   * undefined when there is no such transcript, or only an empty one or a torn header (a crash while it
+   * was created: it holds nothing else, as a run's lines follow its creation, so the key starts anew).
+   */
+  #firstSession(sessionKey: string): SessionRecord | undefined {
+    const sessionId = firstSessionId(sessionKey);
+    const path = this.#transcriptPath(sessionId);
+    const found = statSync(path, { throwIfNoEntry: false });
+    if (!found) return undefined;
+    const cached = this.#indexes.get(sessionKey);
+    if (cached?.ino === found.ino) return cached.record;
+    const line = firstLine(path);
+    const described = line === undefined ? undefined : recordOfHeader(line);
+    const record =
+      described?.sessionKey === sessionKey && described.sessionId === sessionId ? described : undefined;
     if (record) remember(this.#indexes, sessionKey, { ino: found.ino, record });
     return record;
   }
@@ -157,13 +183,32 @@ export class FileSessionStore implements SessionStore {
     const record = SessionRecordSchema.safeParse(json);
     if (record.success) return record.data;
     throw new Error(
-      `The session index ${path} (${sessionKey}) is not a record this version can read (${record.error.issues[0]?.message}); restore it, or remove it to start the session again.`,
+      `The session index ${path} (${sessionKey}) is not a record this version can read (${record.error.issues[0]?.message}); restore it, or remove it to send the key back to its first session (a new one if it has none).`,
     );
   }
 
   /** Every session's index record, most recently updated first (for the operator). */
   async list(): Promise<SessionRecord[]> {
     const names = (await readdir(this.#indexDir)).filter((n) => n.endsWith(".json"));
+    const [indexed, firsts] = await Promise.all([this.#listIndexed(names), this.#listFirsts(names)]);
+    return [...indexed, ...firsts].sort((a, b) => b.updatedAt - a.updatedAt);
+  }
+
+  // The first sessions of keys never reset (no index names their key's hash).
+  async #listFirsts(indexNames: string[]): Promise<SessionRecord[]> {
+    const indexed = new Set(indexNames.map((n) => n.slice(0, -".json".length)));
+    const names = (await readdir(this.#transcriptDir)).filter(
+      (n) => n.startsWith(FIRST_PREFIX) && n.endsWith(".jsonl") && !indexed.has(n.slice(2, -".jsonl".length)),
+    );
+    return names.flatMap((n) => {
+      const header = firstLine(join(this.#transcriptDir, n));
+      const record = header === undefined ? undefined : recordOfHeader(header);
+      const id = n.slice(0, -".jsonl".length);
+      return record?.sessionId === id && firstSessionId(record.sessionKey) === id ? [record] : [];
+    });
+  }
+
+  async #listIndexed(names: string[]): Promise<SessionRecord[]> {
     const records = await Promise.all(
       names.map(async (n) => {
         const text = await readFile(join(this.#indexDir, n), "utf8");
@@ -177,7 +222,7 @@ export class FileSessionStore implements SessionStore {
         }
       }),
     );
-    return records.flatMap((r) => (r?.success ? [r.data] : [])).sort((a, b) => b.updatedAt - a.updatedAt);
+    return records.flatMap((r) => (r?.success ? [r.data] : []));
   }
 
   /** The session a key routes to, created (with its transcript header) on first use. */
@@ -185,8 +230,28 @@ export class FileSessionStore implements SessionStore {
     return (await this.get(sessionKey)) ?? this.reset(sessionKey);
   }
 
-  /** Starts a new sessionId (a new transcript) for the key. */
+  /** Starts a new sessionId (a new transcript) for the key: its first session, or one its index names. */
   async reset(sessionKey: string): Promise<SessionRecord> {
+    return (await this.#startFirst(sessionKey)) ?? this.#startIndexed(sessionKey);
+  }
+
+  /**
+   * The key's first session, created as its one file unless the key has an index (it was reset) or the
+   * file exists (a first session that is being replaced, or another process's creating it right now).
+   */
+  async #startFirst(sessionKey: string): Promise<SessionRecord | undefined> {
+    if (statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) return undefined;
+    const { record, header } = newSession(sessionKey, firstSessionId(sessionKey));
+    const line = `${transcriptLines([header])[0]}\n`;
+    const ino = await this.#files.create(this.#transcriptPath(record.sessionId), line);
+    if (ino === undefined) return undefined;
+    remember(this.#indexes, sessionKey, { ino, record });
+    remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(line), entries: [header] });
+    return record;
+  }
+
+  // A session with a new random id, and the key's index pointing at it.
+  async #startIndexed(sessionKey: string): Promise<SessionRecord> {
     const { record, header } = newSession(sessionKey);
     const line = `${transcriptLines([header])[0]}\n`;
     await this.#files.append(this.#transcriptPath(record.sessionId), line);
@@ -260,6 +325,49 @@ export class FileSessionStore implements SessionStore {
 }
 
 const CACHED_SESSIONS = 1000;
+
+/** The prefix of a first session's id (see `FileSessionStore`): random ids (UUIDs) never start so. */
+const FIRST_PREFIX = "k-";
+
+// The file name of a key's index, and the rest of its first session's id.
+const keyHash = (sessionKey: string) => createHash("sha256").update(sessionKey).digest("hex").slice(0, 40);
+
+/** The sessionId of a key's first session in a `FileSessionStore`. */
+export const firstSessionId = (sessionKey: string) => `${FIRST_PREFIX}${keyHash(sessionKey)}`;
+
+const safeJson = (text: string): unknown => {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+};
+
+// The session record a transcript's header line describes, or undefined when the line is no header (torn
+// by a crash, or another line).
+function recordOfHeader(line: string): SessionRecord | undefined {
+  const parsed = TranscriptEntrySchema.safeParse(safeJson(line));
+  if (!parsed.success || parsed.data.type !== "session") return undefined;
+  const { sessionKey, sessionId, at } = parsed.data;
+  return { sessionKey, sessionId, createdAt: at, updatedAt: at };
+}
+
+/** A header line is short: it is read whole within this many bytes. */
+const HEADER_BYTES = 4096;
+
+// The file's first whole line, or undefined when it has none (empty, or a line cut short).
+function firstLine(path: string): string | undefined {
+  const buffer = Buffer.alloc(HEADER_BYTES);
+  const fd = openSync(path, "r");
+  let read: number;
+  try {
+    read = readSync(fd, buffer, 0, HEADER_BYTES, 0);
+  } finally {
+    closeSync(fd);
+  }
+  const end = buffer.subarray(0, read).indexOf(0x0a);
+  return end < 0 ? undefined : buffer.subarray(0, end).toString("utf8");
+}
 
 /** A small LRU: the most recently used entries stay. */
 export function remember<V>(map: Map<string, V>, key: string, value: V): void {

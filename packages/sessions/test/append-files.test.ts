@@ -1,4 +1,12 @@
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync } from "node:fs";
+import {
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -43,6 +51,24 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
     expect(readFileSync(path, "utf8")).toBe("one\ntwo\nthree\n");
     expect(openOn(path)).toBe(1);
     expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it("creates a file only when it does not exist, keeping it open for the appends that follow", async () => {
+    const { dir, appender } = setup();
+    const path = join(dir, "new.jsonl");
+    expect(await appender.create(path, "first\n")).toBe(statSync(path).ino);
+    expect(statSync(path).mode & 0o777).toBe(0o600);
+    expect(openOn(path)).toBe(1);
+    await appender.append(path, "second\n");
+    expect(openOn(path)).toBe(1);
+    // Existing (kept open here, or made by anyone else): nothing is written.
+    expect(await appender.create(path, "again\n")).toBeUndefined();
+    const other = join(dir, "other.jsonl");
+    writeFileSync(other, "theirs\n");
+    expect(await appender.create(other, "mine\n")).toBeUndefined();
+    expect(readFileSync(path, "utf8")).toBe("first\nsecond\n");
+    expect(readFileSync(other, "utf8")).toBe("theirs\n");
+    expect(openOn(other)).toBe(0);
   });
 
   it("closes a file unused for idleMs, and opens it again for the next append", async () => {

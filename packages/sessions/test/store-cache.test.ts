@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureLogs, createLogger } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
-import { FileSessionStore } from "../src/store.js";
+import { FileSessionStore, firstSessionId } from "../src/store.js";
 
 const logger = createLogger({ level: "silent" });
 const dirs: string[] = [];
@@ -57,8 +57,10 @@ describe("SessionStore's in-memory copies", () => {
     const dir = stateDir();
     const store = new FileSessionStore(dir, logger);
     await store.resolve("agent:main:torn");
+    // A key's first session has no index: its first reset creates one.
+    await store.reset("agent:main:torn");
     const [index] = readdirSync(join(dir, "sessions"));
-    // What a crash between creating a new session's index and writing it leaves.
+    // What a crash between creating a key's index and writing it leaves.
     writeFileSync(join(dir, "sessions", index!), "");
     const fresh = new FileSessionStore(dir, logger);
     expect(await fresh.get("agent:main:torn")).toBeUndefined();
@@ -71,7 +73,8 @@ describe("SessionStore's in-memory copies", () => {
 
   it("an index cut short by a failed write reads as no session with a warning, and the key starts one", async () => {
     const dir = stateDir();
-    await new FileSessionStore(dir, logger).resolve("agent:main:cut");
+    await new FileSessionStore(dir, logger).reset("agent:main:cut");
+    await new FileSessionStore(dir, logger).reset("agent:main:cut");
     const [index] = readdirSync(join(dir, "sessions"));
     // A key's first index is written in place: a full disk can leave part of it.
     writeFileSync(join(dir, "sessions", index!), '{"sessionKey":"agent:main:cut","sessionI');
@@ -101,7 +104,8 @@ describe("SessionStore's in-memory copies", () => {
 
   it("a whole index this version cannot read is an error naming the file, not a new session", async () => {
     const dir = stateDir();
-    const first = await new FileSessionStore(dir, logger).resolve("agent:main:newer");
+    await new FileSessionStore(dir, logger).resolve("agent:main:newer");
+    const first = await new FileSessionStore(dir, logger).reset("agent:main:newer");
     const [index] = readdirSync(join(dir, "sessions"));
     // A newer version's record (a field this one does not know): its history must not be left behind.
     writeFileSync(join(dir, "sessions", index!), JSON.stringify({ ...first, origin: "v2" }));
@@ -109,7 +113,9 @@ describe("SessionStore's in-memory copies", () => {
     await expect(fresh.get("agent:main:newer")).rejects.toThrow(
       `The session index ${join(dir, "sessions", index!)}`,
     );
-    await expect(fresh.resolve("agent:main:newer")).rejects.toThrow("remove it to start the session again");
+    await expect(fresh.resolve("agent:main:newer")).rejects.toThrow(
+      "remove it to send the key back to its first session",
+    );
     expect(readdirSync(join(dir, "sessions"))).toEqual([index]);
   });
 
@@ -119,9 +125,69 @@ describe("SessionStore's in-memory copies", () => {
       const store = new FileSessionStore(dir, logger);
       await store.resolve("agent:main:ok");
       await store.resolve("agent:main:torn");
-      const [first] = readdirSync(join(dir, "sessions"));
-      writeFileSync(join(dir, "sessions", first!), torn);
-      expect(await new FileSessionStore(dir, logger).list()).toHaveLength(1);
+      await store.reset("agent:main:torn");
+      const [index] = readdirSync(join(dir, "sessions"));
+      writeFileSync(join(dir, "sessions", index!), torn);
+      // The key's first session is not listed either: its index (torn or not) says it moved on.
+      expect((await new FileSessionStore(dir, logger).list()).map((r) => r.sessionKey)).toEqual([
+        "agent:main:ok",
+      ]);
     }
+  });
+});
+
+describe("FileSessionStore's first sessions (a key never reset)", () => {
+  it("are one file, the transcript at an id derived from the key, with no index; another store finds it", async () => {
+    const dir = stateDir();
+    const created = await new FileSessionStore(dir, logger).resolve("agent:main:one");
+    expect(created.sessionId).toBe(firstSessionId("agent:main:one"));
+    expect(readdirSync(join(dir, "sessions"))).toEqual([]);
+    expect(readdirSync(join(dir, "transcripts"))).toEqual([`${created.sessionId}.jsonl`]);
+    const other = new FileSessionStore(dir, logger);
+    expect(await other.get("agent:main:one")).toEqual(created);
+    expect(await other.resolve("agent:main:one")).toEqual(created);
+    expect(await other.list()).toEqual([created]);
+  });
+
+  it("a reset moves the key to a new session with an index; every store follows, and lists the key once", async () => {
+    const dir = stateDir();
+    const mine = new FileSessionStore(dir, logger);
+    const first = await mine.resolve("agent:main:two");
+    await mine.append(first.sessionId, [user("before")]);
+    const other = new FileSessionStore(dir, logger);
+    expect(await other.get("agent:main:two")).toEqual(first);
+    const second = await mine.reset("agent:main:two");
+    expect(second.sessionId).not.toBe(first.sessionId);
+    expect(readdirSync(join(dir, "sessions"))).toHaveLength(1);
+    expect(await other.get("agent:main:two")).toEqual(second);
+    expect(await new FileSessionStore(dir, logger).resolve("agent:main:two")).toEqual(second);
+    expect(await other.list()).toEqual([second]);
+    // The first session's history stays where it was.
+    expect((await other.read(first.sessionId)).map((e) => e.type)).toEqual(["session", "user"]);
+  });
+
+  it("a first transcript a crash left empty or with a torn header reads as no session; the key starts an indexed one", async () => {
+    for (const torn of ["", '{"type":"session","sessionId":"k-']) {
+      const dir = stateDir();
+      const store = new FileSessionStore(dir, logger);
+      const sessionId = firstSessionId("agent:main:torn");
+      writeFileSync(join(dir, "transcripts", `${sessionId}.jsonl`), torn);
+      expect(await store.get("agent:main:torn")).toBeUndefined();
+      expect(await store.list()).toEqual([]);
+      const started = await store.resolve("agent:main:torn");
+      expect(started.sessionId).not.toBe(sessionId);
+      expect(await new FileSessionStore(dir, logger).get("agent:main:torn")).toEqual(started);
+      expect(readdirSync(join(dir, "sessions"))).toHaveLength(1);
+    }
+  });
+
+  it("two stores creating one key's first session at once end on one session", async () => {
+    const dir = stateDir();
+    const [a, b] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
+    const [ra, rb] = await Promise.all([a.resolve("agent:main:race"), b.resolve("agent:main:race")]);
+    const routed = await new FileSessionStore(dir, logger).get("agent:main:race");
+    expect([ra.sessionId, rb.sessionId]).toContain(routed?.sessionId);
+    expect(await a.get("agent:main:race")).toEqual(routed);
+    expect(await b.get("agent:main:race")).toEqual(routed);
   });
 });
