@@ -153,10 +153,8 @@ export class FileSessionStore implements SessionStore {
     if (!found) return undefined;
     const cached = this.#indexes.get(sessionKey);
     if (cached?.ino === found.ino) return cached.record;
-    const line = firstLine(path);
-    const described = line === undefined ? undefined : recordOfHeader(line);
-    const record =
-      described?.sessionKey === sessionKey && described.sessionId === sessionId ? described : undefined;
+    const described = firstSessionAt(path);
+    const record = described?.sessionKey === sessionKey ? described : undefined;
     if (record) remember(this.#indexes, sessionKey, { ino: found.ino, record });
     return record;
   }
@@ -198,13 +196,14 @@ export class FileSessionStore implements SessionStore {
   async #listFirsts(indexNames: string[]): Promise<SessionRecord[]> {
     const indexed = new Set(indexNames.map((n) => n.slice(0, -".json".length)));
     const names = (await readdir(this.#transcriptDir)).filter(
-      (n) => n.startsWith(FIRST_PREFIX) && n.endsWith(".jsonl") && !indexed.has(n.slice(2, -".jsonl".length)),
+      (n) =>
+        n.startsWith(FIRST_PREFIX) &&
+        n.endsWith(".jsonl") &&
+        !indexed.has(n.slice(FIRST_PREFIX.length, -".jsonl".length)),
     );
     return names.flatMap((n) => {
-      const header = firstLine(join(this.#transcriptDir, n));
-      const record = header === undefined ? undefined : recordOfHeader(header);
-      const id = n.slice(0, -".jsonl".length);
-      return record?.sessionId === id && firstSessionId(record.sessionKey) === id ? [record] : [];
+      const record = firstSessionAt(join(this.#transcriptDir, n));
+      return record?.sessionId === n.slice(0, -".jsonl".length) ? [record] : [];
     });
   }
 
@@ -244,10 +243,7 @@ export class FileSessionStore implements SessionStore {
     const { record, header } = newSession(sessionKey, firstSessionId(sessionKey));
     const line = `${transcriptLines([header])[0]}\n`;
     const ino = await this.#files.create(this.#transcriptPath(record.sessionId), line);
-    if (ino === undefined) return undefined;
-    remember(this.#indexes, sessionKey, { ino, record });
-    remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(line), entries: [header] });
-    return record;
+    return ino === undefined ? undefined : this.#started(record, header, line, ino);
   }
 
   // A session with a new random id, and the key's index pointing at it.
@@ -255,9 +251,13 @@ export class FileSessionStore implements SessionStore {
     const { record, header } = newSession(sessionKey);
     const line = `${transcriptLines([header])[0]}\n`;
     await this.#files.append(this.#transcriptPath(record.sessionId), line);
-    const ino = await this.#writeIndex(record);
-    // What was just written is what the next read would find: a new session reads nothing back.
-    remember(this.#indexes, sessionKey, { ino, record });
+    return this.#started(record, header, line, await this.#writeIndex(record));
+  }
+
+  // What was just written is what the next read would find: a new session reads nothing back. `ino` is
+  // the file `get` checks for the key (its index, or a first session's transcript).
+  #started(record: SessionRecord, header: TranscriptEntry, line: string, ino: number): SessionRecord {
+    remember(this.#indexes, record.sessionKey, { ino, record });
     remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(line), entries: [header] });
     return record;
   }
@@ -350,6 +350,14 @@ function recordOfHeader(line: string): SessionRecord | undefined {
   if (!parsed.success || parsed.data.type !== "session") return undefined;
   const { sessionKey, sessionId, at } = parsed.data;
   return { sessionKey, sessionId, createdAt: at, updatedAt: at };
+}
+
+// The first session whose transcript is at `path`, from its header: undefined unless the header is whole
+// and names a key whose first session that is.
+function firstSessionAt(path: string): SessionRecord | undefined {
+  const line = firstLine(path);
+  const record = line === undefined ? undefined : recordOfHeader(line);
+  return record && firstSessionId(record.sessionKey) === record.sessionId ? record : undefined;
 }
 
 /** A header line is short: it is read whole within this many bytes. */
