@@ -2,6 +2,12 @@ import { fstatSync, readFileSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { writeAllSync } from "@hub/core";
 
+/** Which file a path named when it was opened or created: a file replaced by rename has a new one. */
+export interface FileId {
+  dev: number;
+  ino: number;
+}
+
 interface OpenFile {
   /** Opened in the thread pool (creating a file can take a while); written synchronously once open. */
   handle: Promise<FileHandle>;
@@ -66,18 +72,30 @@ export class AppendFiles {
 
   /**
    * Creates the file at `path` with `data` as its first write and keeps it open for later appends, as
-   * `append` does; undefined (nothing written) when the file already exists. Returns the new file's inode.
+   * `append` does; undefined (nothing written) when the file already exists. Returns the new file's
+   * identity (device and inode).
+   *
+   * The exclusive open is not shared while it is pending: an `append` to the same path meanwhile (to a
+   * file that exists, say) opens its own handle instead of inheriting this open's EEXIST.
    */
-  async create(path: string, data: string): Promise<number | undefined> {
+  async create(path: string, data: string): Promise<FileId | undefined> {
     if (this.#open.has(path)) return undefined; // open here: it exists
-    const file = this.#keep(path, open(path, "ax", 0o600));
+    let handle: FileHandle;
     try {
-      const { fd } = await file.handle;
-      writeAllSync(fd, Buffer.from(data, "utf8"));
-      return fstatSync(fd).ino;
+      handle = await open(path, "ax", 0o600);
     } catch (error) {
-      this.#close(path, file);
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
+      throw error;
+    }
+    try {
+      writeAllSync(handle.fd, Buffer.from(data, "utf8"));
+      const { dev, ino } = fstatSync(handle.fd);
+      // An append that opened the path meanwhile keeps its handle (both write with O_APPEND): one is enough.
+      if (this.#open.has(path)) void handle.close().catch(() => {});
+      else this.#keep(path, Promise.resolve(handle));
+      return { dev, ino };
+    } catch (error) {
+      void handle.close().catch(() => {});
       throw error;
     }
   }

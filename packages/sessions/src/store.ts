@@ -13,7 +13,7 @@ import { open, readdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { type HubLogger, writeAllSync } from "@hub/core";
 import { z } from "zod";
-import { AppendFiles } from "./append-files.js";
+import { AppendFiles, type FileId } from "./append-files.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
 
 /** The index record of a session as stored (validated whenever it is read back). */
@@ -101,7 +101,7 @@ export class FileSessionStore implements SessionStore {
   readonly #indexDir: string;
   readonly #transcriptDir: string;
   readonly #files = new AppendFiles();
-  readonly #indexes = new Map<string, { ino: number; record: SessionRecord }>();
+  readonly #indexes = new Map<string, RoutedBy>();
   readonly #transcripts = new Map<string, { bytes: number; entries: TranscriptEntry[] }>();
 
   constructor(
@@ -130,14 +130,15 @@ export class FileSessionStore implements SessionStore {
     const found = statSync(path, { throwIfNoEntry: false });
     if (!found) return this.#firstSession(sessionKey);
     const cached = this.#indexes.get(sessionKey);
-    if (cached?.ino === found.ino) return cached.record;
+    if (cached && isFile(cached, "index", found)) return cached.record;
     // An index is one short line: read at once, as its stat was.
     const text = readFileSync(path, "utf8");
     // Only a crash while a new session's index was being created leaves it empty: that session has
     // nothing but its header yet, so it starts again.
     if (text === "") return undefined;
     const record = this.#parseIndex(sessionKey, path, text);
-    if (record) remember(this.#indexes, sessionKey, { ino: found.ino, record });
+    if (record)
+      remember(this.#indexes, sessionKey, { file: "index", dev: found.dev, ino: found.ino, record });
     return record;
   }
 
@@ -145,6 +146,8 @@ export class FileSessionStore implements SessionStore {
    * The key's first session (a key never reset has no index): its record from its transcript's header, or
    * undefined when there is no such transcript, or only an empty one or a torn header (a crash while it
    * was created: it holds nothing else, as a run's lines follow its creation, so the key starts anew).
+   * A whole header this version cannot read is an error, as for an index: starting over would hide the
+   * session's history.
    */
   #firstSession(sessionKey: string): SessionRecord | undefined {
     const sessionId = firstSessionId(sessionKey);
@@ -152,11 +155,21 @@ export class FileSessionStore implements SessionStore {
     const found = statSync(path, { throwIfNoEntry: false });
     if (!found) return undefined;
     const cached = this.#indexes.get(sessionKey);
-    if (cached?.ino === found.ino) return cached.record;
-    const described = firstSessionAt(path);
-    const record = described?.sessionKey === sessionKey ? described : undefined;
-    if (record) remember(this.#indexes, sessionKey, { ino: found.ino, record });
-    return record;
+    if (cached && isFile(cached, "first", found)) return cached.record;
+    const header = firstSessionAt(path, sessionId);
+    if ("torn" in header) return undefined;
+    if ("unreadable" in header) {
+      throw new Error(
+        `The transcript ${path} of ${sessionKey}'s first session ${header.unreadable}, which this version cannot read; restore it, or move it aside to start the key anew.`,
+      );
+    }
+    remember(this.#indexes, sessionKey, {
+      file: "first",
+      dev: found.dev,
+      ino: found.ino,
+      record: header.record,
+    });
+    return header.record;
   }
 
   /**
@@ -201,9 +214,10 @@ export class FileSessionStore implements SessionStore {
         n.endsWith(".jsonl") &&
         !indexed.has(n.slice(FIRST_PREFIX.length, -".jsonl".length)),
     );
+    // A header torn or unreadable does not hide every other session (get() reports an unreadable one).
     return names.flatMap((n) => {
-      const record = firstSessionAt(join(this.#transcriptDir, n));
-      return record?.sessionId === n.slice(0, -".jsonl".length) ? [record] : [];
+      const header = firstSessionAt(join(this.#transcriptDir, n), n.slice(0, -".jsonl".length));
+      return "record" in header ? [header.record] : [];
     });
   }
 
@@ -226,24 +240,47 @@ export class FileSessionStore implements SessionStore {
 
   /** The session a key routes to, created (with its transcript header) on first use. */
   async resolve(sessionKey: string): Promise<SessionRecord> {
-    return (await this.get(sessionKey)) ?? this.reset(sessionKey);
+    const known = await this.get(sessionKey);
+    // None: the key's first session, or the one someone else created since get() looked.
+    return known ?? (await this.#startFirst(sessionKey, "or join")) ?? this.#startIndexed(sessionKey);
   }
 
   /** Starts a new sessionId (a new transcript) for the key: its first session, or one its index names. */
   async reset(sessionKey: string): Promise<SessionRecord> {
-    return (await this.#startFirst(sessionKey)) ?? this.#startIndexed(sessionKey);
+    return (await this.#startFirst(sessionKey, "only new")) ?? this.#startIndexed(sessionKey);
   }
 
   /**
    * The key's first session, created as its one file unless the key has an index (it was reset) or the
-   * file exists (a first session that is being replaced, or another process's creating it right now).
+   * file exists: a first session being replaced (undefined), or, for `resolve` ("or join"), one another
+   * store or process may be creating right now (that one, once its header is there).
    */
-  async #startFirst(sessionKey: string): Promise<SessionRecord | undefined> {
+  async #startFirst(
+    sessionKey: string,
+    existing: "or join" | "only new",
+  ): Promise<SessionRecord | undefined> {
     if (statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) return undefined;
     const { record, header } = newSession(sessionKey, firstSessionId(sessionKey));
     const line = `${transcriptLines([header])[0]}\n`;
-    const ino = await this.#files.create(this.#transcriptPath(record.sessionId), line);
-    return ino === undefined ? undefined : this.#started(record, header, line, ino);
+    const file = await this.#files.create(this.#transcriptPath(record.sessionId), line);
+    if (file) return this.#started(record, header, line, { file: "first", ...file });
+    return existing === "or join" ? this.#createdMeanwhile(sessionKey) : undefined;
+  }
+
+  /**
+   * The first session another store (or process) created while this one found none: its creator writes
+   * the header right after the file appears, so a fresh file is given a moment to be whole. Undefined
+   * when there is none after all, or what is there is an old torn header (a crash's: the key moves on).
+   */
+  async #createdMeanwhile(sessionKey: string): Promise<SessionRecord | undefined> {
+    const path = this.#transcriptPath(firstSessionId(sessionKey));
+    for (const deadline = Date.now() + HEADER_WAIT_MS; ; ) {
+      const record = this.#firstSession(sessionKey);
+      if (record) return record;
+      const found = statSync(path, { throwIfNoEntry: false });
+      if (!found || found.mtimeMs < Date.now() - HEADER_WAIT_MS || Date.now() > deadline) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   // A session with a new random id, and the key's index pointing at it.
@@ -251,13 +288,18 @@ export class FileSessionStore implements SessionStore {
     const { record, header } = newSession(sessionKey);
     const line = `${transcriptLines([header])[0]}\n`;
     await this.#files.append(this.#transcriptPath(record.sessionId), line);
-    return this.#started(record, header, line, await this.#writeIndex(record));
+    return this.#started(record, header, line, { file: "index", ...(await this.#writeIndex(record)) });
   }
 
-  // What was just written is what the next read would find: a new session reads nothing back. `ino` is
-  // the file `get` checks for the key (its index, or a first session's transcript).
-  #started(record: SessionRecord, header: TranscriptEntry, line: string, ino: number): SessionRecord {
-    remember(this.#indexes, record.sessionKey, { ino, record });
+  // What was just written is what the next read would find: a new session reads nothing back. `routedBy`
+  // is the file `get` checks for the key (its index, or a first session's transcript).
+  #started(
+    record: SessionRecord,
+    header: TranscriptEntry,
+    line: string,
+    routedBy: Omit<RoutedBy, "record">,
+  ): SessionRecord {
+    remember(this.#indexes, record.sessionKey, { ...routedBy, record });
     remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(line), entries: [header] });
     return record;
   }
@@ -268,7 +310,7 @@ export class FileSessionStore implements SessionStore {
    * directory). A crash in between leaves an empty file, which `get` reads as no session. Any other
    * index is replaced whole, through a rename.
    */
-  async #writeIndex(record: SessionRecord): Promise<number> {
+  async #writeIndex(record: SessionRecord): Promise<FileId> {
     const path = this.#indexPath(record.sessionKey);
     const text = JSON.stringify(record);
     // The inode is taken from the file this call wrote, not from the path afterwards: a rename by
@@ -326,6 +368,22 @@ export class FileSessionStore implements SessionStore {
 
 const CACHED_SESSIONS = 1000;
 
+/**
+ * Which file routed a key when its record was cached: its index, or (a key never reset) its first
+ * session's transcript. The kind and the device are kept with the inode, so an inode number reused by
+ * the other kind of file (or on another mount) is not taken for the cached one.
+ */
+interface RoutedBy extends FileId {
+  file: "index" | "first";
+  record: SessionRecord;
+}
+
+const isFile = (cached: RoutedBy, file: RoutedBy["file"], found: FileId) =>
+  cached.file === file && cached.ino === found.ino && cached.dev === found.dev;
+
+/** How long a first session's header is waited for when another process has just created its file. */
+const HEADER_WAIT_MS = 2000;
+
 /** The prefix of a first session's id (see `FileSessionStore`): random ids (UUIDs) never start so. */
 const FIRST_PREFIX = "k-";
 
@@ -343,28 +401,34 @@ const safeJson = (text: string): unknown => {
   }
 };
 
-// The session record a transcript's header line describes, or undefined when the line is no header (torn
-// by a crash, or another line).
-function recordOfHeader(line: string): SessionRecord | undefined {
-  const parsed = TranscriptEntrySchema.safeParse(safeJson(line));
-  if (!parsed.success || parsed.data.type !== "session") return undefined;
-  const { sessionKey, sessionId, at } = parsed.data;
-  return { sessionKey, sessionId, createdAt: at, updatedAt: at };
-}
+/**
+ * What a first session's transcript starts with: its record; torn (no whole line: empty, or a header a
+ * crash cut short); or a header this version cannot read, with a sentence saying why.
+ */
+type FirstHeader = { record: SessionRecord } | { torn: true } | { unreadable: string };
 
-// The first session whose transcript is at `path`, from its header: undefined unless the header is whole
-// and names a key whose first session that is.
-function firstSessionAt(path: string): SessionRecord | undefined {
+// The first session whose transcript is at `path` (its id `sessionId`), from its header.
+function firstSessionAt(path: string, sessionId: string): FirstHeader {
   const line = firstLine(path);
-  const record = line === undefined ? undefined : recordOfHeader(line);
-  return record && firstSessionId(record.sessionKey) === record.sessionId ? record : undefined;
+  if (line === undefined) return { torn: true };
+  if (line === TOO_LONG) return { unreadable: `has a header over ${HEADER_BYTES} bytes` };
+  const parsed = TranscriptEntrySchema.safeParse(safeJson(line));
+  if (!parsed.success || parsed.data.type !== "session") {
+    return { unreadable: "starts with a line that is not a session header" };
+  }
+  const { sessionKey, at } = parsed.data;
+  if (parsed.data.sessionId !== sessionId || firstSessionId(sessionKey) !== sessionId) {
+    return { unreadable: `has a header naming another session (${parsed.data.sessionId} of ${sessionKey})` };
+  }
+  return { record: { sessionKey, sessionId, createdAt: at, updatedAt: at } };
 }
 
 /** A header line is short: it is read whole within this many bytes. */
 const HEADER_BYTES = 4096;
+const TOO_LONG = Symbol("no line ends within HEADER_BYTES");
 
-// The file's first whole line, or undefined when it has none (empty, or a line cut short).
-function firstLine(path: string): string | undefined {
+// The file's first whole line; undefined when it has none (empty, or a line cut short).
+function firstLine(path: string): string | typeof TOO_LONG | undefined {
   const buffer = Buffer.alloc(HEADER_BYTES);
   const fd = openSync(path, "r");
   let read: number;
@@ -374,7 +438,8 @@ function firstLine(path: string): string | undefined {
     closeSync(fd);
   }
   const end = buffer.subarray(0, read).indexOf(0x0a);
-  return end < 0 ? undefined : buffer.subarray(0, end).toString("utf8");
+  if (end >= 0) return buffer.subarray(0, end).toString("utf8");
+  return read < HEADER_BYTES ? undefined : TOO_LONG;
 }
 
 /** A small LRU: the most recently used entries stay. */
@@ -390,14 +455,15 @@ export function remember<V>(map: Map<string, V>, key: string, value: V): void {
  * event loop for a millisecond at times (8% of its time under load). Writing a few bytes to the open
  * file is a syscall into the page cache, done at once.
  */
-async function writeWhole(path: string, text: string, flag: "w" | "wx"): Promise<number> {
+async function writeWhole(path: string, text: string, flag: "w" | "wx"): Promise<FileId> {
   const fd = await new Promise<number>((resolve, reject) =>
     openFd(path, flag, 0o600, (error, opened) => (error ? reject(error) : resolve(opened))),
   );
   try {
     const bytes = Buffer.from(text, "utf8");
     writeAllSync(fd, bytes);
-    return fstatSync(fd).ino;
+    const { dev, ino } = fstatSync(fd);
+    return { dev, ino };
   } finally {
     closeSync(fd);
   }

@@ -56,7 +56,8 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
   it("creates a file only when it does not exist, keeping it open for the appends that follow", async () => {
     const { dir, appender } = setup();
     const path = join(dir, "new.jsonl");
-    expect(await appender.create(path, "first\n")).toBe(statSync(path).ino);
+    const created = await appender.create(path, "first\n");
+    expect(created).toEqual({ dev: statSync(path).dev, ino: statSync(path).ino });
     expect(statSync(path).mode & 0o777).toBe(0o600);
     expect(openOn(path)).toBe(1);
     await appender.append(path, "second\n");
@@ -68,7 +69,21 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
     expect(await appender.create(other, "mine\n")).toBeUndefined();
     expect(readFileSync(path, "utf8")).toBe("first\nsecond\n");
     expect(readFileSync(other, "utf8")).toBe("theirs\n");
-    expect(openOn(other)).toBe(0);
+    // The failed create left nothing behind that a later append would trip on.
+    await appender.append(other, "more\n");
+    expect(readFileSync(other, "utf8")).toBe("theirs\nmore\n");
+  });
+
+  it("an append while a create of the same existing file is pending appends (it does not share the create's EEXIST)", async () => {
+    const { dir, appender } = setup();
+    const path = join(dir, "exists.jsonl");
+    writeFileSync(path, "header\n");
+    const [created] = await Promise.all([appender.create(path, "mine\n"), appender.append(path, "line\n")]);
+    expect(created).toBeUndefined();
+    expect(readFileSync(path, "utf8")).toBe("header\nline\n");
+    await appender.append(path, "next\n");
+    expect(readFileSync(path, "utf8")).toBe("header\nline\nnext\n");
+    expect(openOn(path)).toBe(1);
   });
 
   it("closes a file unused for idleMs, and opens it again for the next append", async () => {

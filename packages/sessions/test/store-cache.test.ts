@@ -1,4 +1,14 @@
-import { appendFileSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  appendFileSync,
+  linkSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  unlinkSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { captureLogs, createLogger } from "@hub/core";
@@ -171,7 +181,10 @@ describe("FileSessionStore's first sessions (a key never reset)", () => {
       const dir = stateDir();
       const store = new FileSessionStore(dir, logger);
       const sessionId = firstSessionId("agent:main:torn");
-      writeFileSync(join(dir, "transcripts", `${sessionId}.jsonl`), torn);
+      const path = join(dir, "transcripts", `${sessionId}.jsonl`);
+      writeFileSync(path, torn);
+      // Left by a crash a while ago (a file created just now is another process's, its header coming).
+      utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
       expect(await store.get("agent:main:torn")).toBeUndefined();
       expect(await store.list()).toEqual([]);
       const started = await store.resolve("agent:main:torn");
@@ -181,13 +194,66 @@ describe("FileSessionStore's first sessions (a key never reset)", () => {
     }
   });
 
-  it("two stores creating one key's first session at once end on one session", async () => {
+  it("two stores creating one key's first session at once both resolve to it (the loser of the create joins it)", async () => {
+    for (let round = 0; round < 5; round++) {
+      const dir = stateDir();
+      const [a, b] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
+      const [ra, rb] = await Promise.all([a.resolve("agent:main:race"), b.resolve("agent:main:race")]);
+      expect(ra).toEqual(rb);
+      expect(ra.sessionId).toBe(firstSessionId("agent:main:race"));
+      expect(readdirSync(join(dir, "sessions"))).toEqual([]);
+      expect(await new FileSessionStore(dir, logger).get("agent:main:race")).toEqual(ra);
+    }
+  });
+
+  it("a first transcript created a moment ago whose header is not written yet is waited for, not replaced", async () => {
     const dir = stateDir();
-    const [a, b] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
-    const [ra, rb] = await Promise.all([a.resolve("agent:main:race"), b.resolve("agent:main:race")]);
-    const routed = await new FileSessionStore(dir, logger).get("agent:main:race");
-    expect([ra.sessionId, rb.sessionId]).toContain(routed?.sessionId);
-    expect(await a.get("agent:main:race")).toEqual(routed);
-    expect(await b.get("agent:main:race")).toEqual(routed);
+    const mine = new FileSessionStore(dir, logger);
+    const theirs = new FileSessionStore(join(dir, "elsewhere"), logger);
+    const made = await theirs.resolve("agent:main:slow");
+    const header = readFileSync(join(dir, "elsewhere", "transcripts", `${made.sessionId}.jsonl`), "utf8");
+    // Another process has created the file and not yet written its header.
+    const path = join(dir, "transcripts", `${made.sessionId}.jsonl`);
+    writeFileSync(path, header.slice(0, 20));
+    setTimeout(() => appendFileSync(path, header.slice(20)), 100);
+    expect(await mine.resolve("agent:main:slow")).toEqual(made);
+    expect(readdirSync(join(dir, "sessions"))).toEqual([]);
+  });
+
+  it("a whole first-session header this version cannot read is an error naming the file, not a new session", async () => {
+    const key = "agent:main:unreadable";
+    const sessionId = firstSessionId(key);
+    const other = firstSessionId("agent:main:other");
+    const whole = JSON.stringify({ type: "session", sessionId, sessionKey: key, at: 1 });
+    for (const [content, why] of [
+      [`${JSON.stringify({ ...JSON.parse(whole), origin: "v2" })}\n`, "not a session header"],
+      [`${whole.replace("}", `,"pad":"${"x".repeat(5000)}"}`)}`, "over 4096 bytes"],
+      [`${whole.replaceAll(sessionId, other).replace(key, "agent:main:other")}\n`, "naming another session"],
+    ] as const) {
+      const dir = stateDir();
+      const path = join(dir, "transcripts", `${sessionId}.jsonl`);
+      const store = new FileSessionStore(dir, logger);
+      const kept = await store.resolve("agent:main:kept");
+      writeFileSync(path, content);
+      await expect(store.get(key)).rejects.toThrow(why);
+      await expect(store.resolve(key)).rejects.toThrow(`${path} of ${key}'s first session`);
+      expect(readdirSync(join(dir, "sessions"))).toEqual([]);
+      // The operator's list still shows every other session.
+      expect(await store.list()).toEqual([kept]);
+    }
+  });
+
+  it("a key's cached first session is not taken for an index that has the same inode number", async () => {
+    const dir = stateDir();
+    const store = new FileSessionStore(dir, logger);
+    const first = await store.resolve("agent:main:inode");
+    const moved = await new FileSessionStore(join(dir, "elsewhere"), logger).reset("agent:main:inode");
+    // An index whose inode number is the transcript's (as a reused inode number would be).
+    const index = join(dir, "sessions", `${first.sessionId.slice(2)}.json`);
+    const transcript = join(dir, "transcripts", `${first.sessionId}.jsonl`);
+    linkSync(transcript, index);
+    unlinkSync(transcript);
+    writeFileSync(index, JSON.stringify({ ...moved, sessionId: "indexed-one" }));
+    expect((await store.get("agent:main:inode"))?.sessionId).toBe("indexed-one");
   });
 });
