@@ -31,6 +31,7 @@ export type FailpointName =
   | "run.after-take-steering"
   | "run.after-steered-write"
   | "transcript.before-append"
+  | "transcript.after-create"
   | "delivery.before-send"
   | "delivery.after-send"
   | "delivery.before-preview"

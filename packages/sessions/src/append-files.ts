@@ -1,6 +1,6 @@
 import { fstatSync, readFileSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
-import { writeAllSync } from "@hub/core";
+import { failpoint, writeAllSync } from "@hub/core";
 
 /** Which file a path named when it was opened or created: a file replaced by rename has a new one. */
 export interface FileId {
@@ -88,6 +88,7 @@ export class AppendFiles {
       throw error;
     }
     try {
+      failpoint("transcript.after-create"); // the file is there, empty: what a crash here leaves
       writeAllSync(handle.fd, Buffer.from(data, "utf8"));
       const { dev, ino } = fstatSync(handle.fd);
       // An append that opened the path meanwhile keeps its handle (both write with O_APPEND): one is enough.

@@ -1,5 +1,5 @@
 import type { ClaimSeen } from "./run-steps.js";
-import { type SessionRecord, type SessionStore, sessionHeader } from "./store.js";
+import type { SessionRecord, SessionStore } from "./store.js";
 import { type TranscriptEntry, VisibleLines } from "./transcript.js";
 
 /** A process's copy of a session, kept from its last run of it. */
@@ -83,15 +83,12 @@ export class HeldSessions {
       await held.append(first);
       return held;
     }
-    const known = await this.store.get(sessionKey);
-    if (!known) {
-      // Created here, under this run's claim: the transcript is its header and these lines.
-      const record = await this.store.reset(sessionKey);
-      await this.store.append(record.sessionId, first);
-      return this.#copyOf(record, [sessionHeader(record), ...first], seen);
-    }
-    await this.store.append(known.sessionId, first);
-    return this.#copyOf(known, await this.store.read(known.sessionId), seen);
+    // A new session is created through `resolve`, not `reset`: a write outside any claim (a context-only
+    // message) may be creating it at this moment, and both must end in the one session the key routes to.
+    // Read back after the write, so what that write put there is in the copy.
+    const record = await this.store.resolve(sessionKey);
+    await this.store.append(record.sessionId, first);
+    return this.#copyOf(record, await this.store.read(record.sessionId), seen);
   }
 
   #copyOf(record: SessionRecord, lines: TranscriptEntry[], seen: ClaimSeen | undefined): HeldSession {

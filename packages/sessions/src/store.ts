@@ -61,8 +61,8 @@ export function newSession(
   return { record, header: sessionHeader(record) };
 }
 
-/** The first line of a session's transcript (what `reset` writes for `record`). */
-export function sessionHeader(record: SessionRecord): TranscriptEntry {
+// The first line of a session's transcript (what `reset` writes for `record`).
+function sessionHeader(record: SessionRecord): TranscriptEntry {
   return {
     type: "session",
     sessionId: record.sessionId,

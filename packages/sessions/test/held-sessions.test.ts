@@ -115,6 +115,29 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
     expect((await a.store.get(key))?.sessionId).toBe(reset.sessionId);
   });
 
+  it("a context-only message written while a run creates the session lands in the one session the key routes to", async () => {
+    const dir = stateDir();
+    for (let round = 0; round < 10; round++) {
+      const a = hubProcess(dir);
+      const b = hubProcess(dir);
+      const key = `agent:main:held:new-${round}`;
+      const context = async () => {
+        const { sessionId } = await b.store.resolve(key);
+        await b.store.append(sessionId, [
+          { type: "user", text: "context", contextOnly: true, at: Date.now() },
+        ]);
+        await writers.touch(key);
+      };
+      await Promise.all([context(), run(a, key, `h-new-${round}`, "question")]);
+      const fresh = new FileSessionStore(dir, logger);
+      const routed = await fresh.read((await fresh.get(key))!.sessionId);
+      expect(routed.flatMap((e) => (e.type === "user" ? [e.text] : [])).sort()).toEqual([
+        "context",
+        "question",
+      ]);
+    }
+  });
+
   it("a run whose claim was taken over keeps nothing: the next run reads again", async () => {
     const dir = stateDir();
     const a = hubProcess(dir);
