@@ -1,17 +1,10 @@
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  type FakeOpenAI,
-  type FakeTelegram,
-  privateText,
-  startFakeOpenAI,
-  startFakeTelegram,
-} from "../fakes/src/index.js";
-import { fakeModelEnv } from "../support/hub-process.js";
-import { type Installation, installation } from "../support/installation.js";
+import { type FakeOpenAI, type FakeTelegram, privateText } from "../fakes/src/index.js";
+import type { Installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
-import { fakeTelegramChannel } from "../support/telegram-channel.js";
+import { telegramInstallation } from "../support/telegram-installation.js";
 
 // A hub killed (SIGKILL) or frozen (SIGSTOP) right after it created a new chat's first transcript and
 // before it wrote the header: the file is there, empty. Whoever runs the chat next starts it anew (an
@@ -20,17 +13,14 @@ const USER = 4242;
 let model: FakeOpenAI;
 let telegram: FakeTelegram;
 let inst: Installation;
+let close: () => Promise<void>;
 beforeEach(async () => {
-  [model, telegram] = await Promise.all([startFakeOpenAI(), startFakeTelegram()]);
-  inst = installation("crash-first-session", {
-    config: { channels: { telegram: fakeTelegramChannel(telegram, [USER], { streaming: "off" }) } },
-    env: { ...fakeModelEnv(model), HUB_LANE_LEASE_MS: "1500" },
-  });
+  ({ model, telegram, inst, close } = await telegramInstallation("crash-first-session", USER, {
+    channel: { streaming: "off" },
+    env: { HUB_LANE_LEASE_MS: "1500" },
+  }));
 });
-afterEach(async () => {
-  await inst.dispose();
-  await Promise.all([model.close(), telegram.close()]);
-});
+afterEach(() => close());
 
 const sentTexts = () => telegram.sent(USER).map((m) => String(m.text));
 const transcripts = () =>

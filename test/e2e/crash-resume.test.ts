@@ -1,15 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import {
-  type FakeOpenAI,
-  type FakeTelegram,
-  privateText,
-  startFakeOpenAI,
-  startFakeTelegram,
-} from "../fakes/src/index.js";
-import { fakeModelEnv } from "../support/hub-process.js";
-import { type Installation, installation } from "../support/installation.js";
+import { type FakeOpenAI, type FakeTelegram, privateText } from "../fakes/src/index.js";
+import type { Installation } from "../support/installation.js";
 import { waitFor } from "../support/redis.js";
-import { fakeTelegramChannel } from "../support/telegram-channel.js";
+import { telegramInstallation } from "../support/telegram-installation.js";
 
 // A hub SIGKILLed while it streams an answer (after its first paragraph went out) and started again:
 // the resumed attempt answers again, but does not send what the user already has when it repeats it.
@@ -17,17 +10,13 @@ const USER = 7373;
 let model: FakeOpenAI;
 let telegram: FakeTelegram;
 let inst: Installation;
+let close: () => Promise<void>;
 beforeEach(async () => {
-  [model, telegram] = await Promise.all([startFakeOpenAI(), startFakeTelegram()]);
-  inst = installation("crash-resume", {
-    config: { channels: { telegram: fakeTelegramChannel(telegram, [USER], { streaming: "off" }) } },
-    env: fakeModelEnv(model),
-  });
+  ({ model, telegram, inst, close } = await telegramInstallation("crash-resume", USER, {
+    channel: { streaming: "off" },
+  }));
 });
-afterEach(async () => {
-  await inst.dispose();
-  await Promise.all([model.close(), telegram.close()]);
-});
+afterEach(() => close());
 
 // Paragraphs long enough that Telegram's blocks (1,500 characters at least) are cut between them.
 const paragraphs = (tag: string, n: number) =>
