@@ -1,4 +1,5 @@
 import type { HubLogger } from "@hub/core";
+import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import {
   checkedSessionId,
@@ -10,6 +11,8 @@ import {
   transcriptLines,
 } from "./store.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
+
+const CREATE_SESSION = loadScript(new URL("./scripts/create-session.lua", import.meta.url));
 
 /**
  * Sessions in Redis, for processes that share nothing but Redis (no shared
@@ -63,7 +66,19 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async resolve(sessionKey: string): Promise<SessionRecord> {
-    return (await this.get(sessionKey)) ?? this.reset(sessionKey);
+    return (await this.get(sessionKey)) ?? this.#create(sessionKey);
+  }
+
+  // A new session unless the key has one by now (another process resolving it at the same moment): then that one.
+  async #create(sessionKey: string): Promise<SessionRecord> {
+    const { record, header } = newSession(sessionKey);
+    const existing = await runScript(
+      this.redis,
+      CREATE_SESSION,
+      [this.#indexKey(sessionKey), this.#allKey, this.#transcriptKey(record.sessionId)],
+      [JSON.stringify(record), transcriptLines([header])[0]!, record.updatedAt, sessionKey],
+    );
+    return typeof existing === "string" ? SessionRecordSchema.parse(JSON.parse(existing)) : record;
   }
 
   async reset(sessionKey: string): Promise<SessionRecord> {

@@ -60,4 +60,13 @@ describe("RedisSessionStore", () => {
   it("refuses a sessionId that is not a plain id", async () => {
     await expect(store().append("../x", [user("x")])).rejects.toThrow(/invalid sessionId/);
   });
+
+  it("two stores resolving a new key at once end on one session, with one header", async () => {
+    const [a, b] = [store(), store()];
+    const [ra, rb] = await Promise.all([a.resolve("agent:main:race"), b.resolve("agent:main:race")]);
+    expect(ra).toEqual(rb);
+    expect(await store().get("agent:main:race")).toEqual(ra);
+    expect((await store().read(ra.sessionId)).map((e) => e.type)).toEqual(["session"]);
+    expect((await store().list()).filter((r) => r.sessionKey === "agent:main:race")).toEqual([ra]);
+  });
 });
