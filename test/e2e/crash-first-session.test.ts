@@ -84,6 +84,12 @@ describe("a new chat's first transcript created, its header not yet written", ()
     );
     a.hub.resume();
     await a.hub.waitForOutput(/lost the session lane/);
-    await expectOneAnswerAndHistory();
+    // What the woken process wrote there, read by nobody: its header, and its run's writer and user lines.
+    const first = await expectOneAnswerAndHistory();
+    expect(first.split("\n").flatMap((l) => (l ? [JSON.parse(l).type] : []))).toEqual([
+      "session",
+      "writer",
+      "user",
+    ]);
   }, 90_000);
 });

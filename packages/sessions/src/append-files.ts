@@ -1,4 +1,4 @@
-import { fstatSync, readFileSync } from "node:fs";
+import { constants, fstatSync, readFileSync } from "node:fs";
 import { type FileHandle, open } from "node:fs/promises";
 import { failpoint, writeAllSync } from "@hub/core";
 
@@ -13,6 +13,9 @@ interface OpenFile {
   handle: Promise<FileHandle>;
   usedAt: number;
 }
+
+// Opened for appending without O_CREAT: only `create` makes a file.
+const APPEND_EXISTING = constants.O_WRONLY | constants.O_APPEND;
 
 /**
  * How many transcripts may stay open: a quarter of the process's open-file limit (Node raises its soft
@@ -40,7 +43,8 @@ function readLimits(): string {
  * Append-only files kept open between writes (one `write` per append instead
  * of open + write + close), closed after `idleMs` without writes, at most
  * `max` at once. Each append is one O_APPEND write of whole lines, so a crash
- * leaves whole lines, as with `appendFile`.
+ * leaves whole lines, as with `appendFile`. A file is made by `create` (O_EXCL, its
+ * first line written at once); `append` never makes one.
  *
  * Writes are synchronous: a few hundred bytes into the page cache cost about
  * a microsecond and a syscall, where a thread-pool write costs ten times that
@@ -56,7 +60,10 @@ export class AppendFiles {
     private readonly max = openFilesBudget(),
   ) {}
 
-  /** Appends `data` to the file at `path` (created with mode 0600 if missing). */
+  /**
+   * Appends `data` to the file at `path`, which must exist (see `create`): ENOENT when it does not. A file
+   * moved aside or deleted is not made again without its first line.
+   */
   async append(path: string, data: string): Promise<void> {
     const file = this.#get(path);
     const bytes = Buffer.from(data, "utf8");
@@ -76,7 +83,8 @@ export class AppendFiles {
    * identity (device and inode).
    *
    * The exclusive open is not shared while it is pending: an `append` to the same path meanwhile (to a
-   * file that exists, say) opens its own handle instead of inheriting this open's EEXIST.
+   * file that exists, say) opens its own handle instead of inheriting this open's EEXIST (and fails with
+   * ENOENT, writing nothing, if it opens before the file is there).
    */
   async create(path: string, data: string): Promise<FileId | undefined> {
     if (this.#open.has(path)) return undefined; // open here: it exists
@@ -111,7 +119,7 @@ export class AppendFiles {
       this.#open.set(path, known);
       return known;
     }
-    return this.#keep(path, open(path, "a", 0o600));
+    return this.#keep(path, open(path, APPEND_EXISTING));
   }
 
   // Keeps a file being opened, closing the least recently used one beyond the budget.

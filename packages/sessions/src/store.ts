@@ -130,7 +130,7 @@ export class FileSessionStore implements SessionStore {
     const found = statSync(path, { throwIfNoEntry: false });
     if (!found) return this.#firstSession(sessionKey);
     const cached = this.#indexes.get(sessionKey);
-    if (cached && isFile(cached, "index", found)) return cached.record;
+    if (cached && sameRoutingFile(cached, "index", found)) return cached.record;
     // An index is one short line: read at once, as its stat was.
     const text = readFileSync(path, "utf8");
     // Only a crash while a new session's index was being created leaves it empty: that session has
@@ -138,7 +138,13 @@ export class FileSessionStore implements SessionStore {
     if (text === "") return undefined;
     const record = this.#parseIndex(sessionKey, path, text);
     if (record)
-      remember(this.#indexes, sessionKey, { file: "index", dev: found.dev, ino: found.ino, record });
+      remember(this.#indexes, sessionKey, {
+        kind: "index",
+        dev: found.dev,
+        ino: found.ino,
+        ctimeMs: found.ctimeMs,
+        record,
+      });
     return record;
   }
 
@@ -155,7 +161,7 @@ export class FileSessionStore implements SessionStore {
     const found = statSync(path, { throwIfNoEntry: false });
     if (!found) return undefined;
     const cached = this.#indexes.get(sessionKey);
-    if (cached && isFile(cached, "first", found)) return cached.record;
+    if (cached && sameRoutingFile(cached, "first", found)) return cached.record;
     const header = firstSessionAt(path, sessionId);
     if ("torn" in header) return undefined;
     if ("unreadable" in header) {
@@ -164,7 +170,7 @@ export class FileSessionStore implements SessionStore {
       );
     }
     remember(this.#indexes, sessionKey, {
-      file: "first",
+      kind: "first",
       dev: found.dev,
       ino: found.ino,
       record: header.record,
@@ -241,54 +247,67 @@ export class FileSessionStore implements SessionStore {
   /** The session a key routes to, created (with its transcript header) on first use. */
   async resolve(sessionKey: string): Promise<SessionRecord> {
     const known = await this.get(sessionKey);
-    // None: the key's first session, or the one someone else created since get() looked.
-    return known ?? (await this.#startFirst(sessionKey, "or join")) ?? this.#startIndexed(sessionKey);
+    // None: the key's first session, or the one someone else created since get() looked (either kind).
+    return known ?? (await this.#startFirst(sessionKey, "join")) ?? this.#startIndexed(sessionKey, "join");
   }
 
   /** Starts a new sessionId (a new transcript) for the key: its first session, or one its index names. */
   async reset(sessionKey: string): Promise<SessionRecord> {
-    return (await this.#startFirst(sessionKey, "only new")) ?? this.#startIndexed(sessionKey);
+    return (await this.#startFirst(sessionKey, "skip")) ?? this.#startIndexed(sessionKey, "replace");
   }
 
   /**
-   * The key's first session, created as its one file unless the key has an index (it was reset) or the
-   * file exists: a first session being replaced (undefined), or, for `resolve` ("or join"), one another
-   * store or process may be creating right now (that one, once its header is there).
+   * The key's first session, created as its one file unless the key has an index (it was reset), its
+   * header would be too long to read back (a very long key), or the file exists: a first session being
+   * replaced ("skip"), or, for `resolve` ("join"), one another store or process may be creating right now.
    */
-  async #startFirst(
-    sessionKey: string,
-    existing: "or join" | "only new",
-  ): Promise<SessionRecord | undefined> {
+  async #startFirst(sessionKey: string, ifExists: "join" | "skip"): Promise<SessionRecord | undefined> {
     if (statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) return undefined;
     const { record, header } = newSession(sessionKey, firstSessionId(sessionKey));
     const line = `${transcriptLines([header])[0]}\n`;
-    const file = await this.#files.create(this.#transcriptPath(record.sessionId), line);
-    if (file) return this.#started(record, header, line, { file: "first", ...file });
-    return existing === "or join" ? this.#createdMeanwhile(sessionKey) : undefined;
+    if (Buffer.byteLength(line) > HEADER_BYTES) return undefined;
+    const path = this.#transcriptPath(record.sessionId);
+    const file = await this.#files.create(path, line);
+    if (file) return this.#started(record, header, line, { kind: "first", ...file });
+    return ifExists === "join" ? this.#joinFirstBeingCreated(sessionKey, path) : undefined;
   }
 
   /**
-   * The first session another store (or process) created while this one found none: its creator writes
-   * the header right after the file appears, so a fresh file is given a moment to be whole. Undefined
-   * when there is none after all, or what is there is an old torn header (a crash's: the key moves on).
+   * The session another store (or process) gave the key while this one found none: its first session
+   * once the header is there (its creator writes it right after the file appears), or an index written
+   * meanwhile (a reset), which `get` reads first. Undefined when the header is still not whole after
+   * HEADER_WAIT_MS: a crash's leftover, and the key moves on to an indexed session.
    */
-  async #createdMeanwhile(sessionKey: string): Promise<SessionRecord | undefined> {
-    const path = this.#transcriptPath(firstSessionId(sessionKey));
-    for (const deadline = Date.now() + HEADER_WAIT_MS; ; ) {
-      const record = this.#firstSession(sessionKey);
+  async #joinFirstBeingCreated(sessionKey: string, path: string): Promise<SessionRecord | undefined> {
+    const deadline = performance.now() + HEADER_WAIT_MS;
+    for (;;) {
+      const record = await this.get(sessionKey);
       if (record) return record;
-      const found = statSync(path, { throwIfNoEntry: false });
-      if (!found || found.mtimeMs < Date.now() - HEADER_WAIT_MS || Date.now() > deadline) return undefined;
+      if (!statSync(path, { throwIfNoEntry: false })) return undefined;
+      if (performance.now() > deadline) {
+        this.logger.warn(
+          { sessionKey, path },
+          "a first session's transcript has no whole header (a crash while it was created?); the key starts a new session",
+        );
+        return undefined;
+      }
       await new Promise((resolve) => setTimeout(resolve, 5));
     }
   }
 
-  // A session with a new random id, and the key's index pointing at it.
-  async #startIndexed(sessionKey: string): Promise<SessionRecord> {
+  /**
+   * A session with a new random id, and the key's index pointing at it. For `resolve` ("join"), an index
+   * another store wrote meanwhile wins (this one's transcript, a header alone, is left unused); for
+   * `reset` ("replace"), this one replaces it.
+   */
+  async #startIndexed(sessionKey: string, ifIndexed: "join" | "replace"): Promise<SessionRecord> {
     const { record, header } = newSession(sessionKey);
     const line = `${transcriptLines([header])[0]}\n`;
-    await this.#files.append(this.#transcriptPath(record.sessionId), line);
-    return this.#started(record, header, line, { file: "index", ...(await this.#writeIndex(record)) });
+    if (!(await this.#files.create(this.#transcriptPath(record.sessionId), line)))
+      throw new Error(`a new session's transcript ${record.sessionId} exists already`);
+    const index = await this.#writeIndex(record, ifIndexed);
+    if ("record" in index) return index.record;
+    return this.#started(record, header, line, { kind: "index", ...index });
   }
 
   // What was just written is what the next read would find: a new session reads nothing back. `routedBy`
@@ -305,32 +324,47 @@ export class FileSessionStore implements SessionStore {
   }
 
   /**
-   * Points the key at `record`. A key's first index is created in place: no temporary file and no
-   * rename, which on a busy disk are most of a new session's cost (directory updates serialize per
-   * directory). A crash in between leaves an empty file, which `get` reads as no session. Any other
-   * index is replaced whole, through a rename.
+   * Points the key at `record`, unless ("join") the key has a readable index by now: then that index's
+   * record. A key's first index is created in place: no temporary file and no rename, which on a busy
+   * disk are most of a new session's cost (directory updates serialize per directory). A crash in
+   * between leaves an empty file, which `get` reads as no session. Any other index is replaced whole,
+   * through a rename.
    */
-  async #writeIndex(record: SessionRecord): Promise<FileId> {
+  async #writeIndex(
+    record: SessionRecord,
+    ifIndexed: "join" | "replace",
+  ): Promise<WrittenFile | { record: SessionRecord }> {
     const path = this.#indexPath(record.sessionKey);
     const text = JSON.stringify(record);
-    // The inode is taken from the file this call wrote, not from the path afterwards: a rename by
+    // The file's identity is taken from the file this call wrote, not from the path afterwards: a rename by
     // another writer in between must not pair its file with this record in the cache.
     try {
       return await writeWhole(path, text, "wx");
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
+    const current = ifIndexed === "join" ? await this.get(record.sessionKey) : undefined;
+    if (current) return { record: current };
     const tmp = `${path}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
-    const ino = await writeWhole(tmp, text, "w");
+    const written = await writeWhole(tmp, text, "w");
     await rename(tmp, path);
-    return ino;
+    return written;
   }
 
   /** Appends entries to a transcript in one write, so a crash leaves whole lines. */
   async append(sessionId: string, entries: TranscriptEntry[]): Promise<void> {
     if (entries.length === 0) return;
     const lines = transcriptLines(entries).join("\n");
-    await this.#files.append(this.#transcriptPath(sessionId), `${lines}\n`);
+    const path = this.#transcriptPath(sessionId);
+    try {
+      await this.#files.append(path, `${lines}\n`);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+      // Not created again here: a transcript without its header would make the key unreadable.
+      throw new Error(
+        `The transcript ${path} of session ${sessionId} is gone (moved or deleted while the session was in use); nothing was written. Restore it, or start a new session with /new.`,
+      );
+    }
   }
 
   /** Reads a transcript; an unreadable line (a torn write) is skipped and logged, a superseded writer's late lines dropped. */
@@ -368,18 +402,29 @@ export class FileSessionStore implements SessionStore {
 
 const CACHED_SESSIONS = 1000;
 
+/** A file this store wrote: which one (device, inode) and when it last changed (ctime). */
+interface WrittenFile extends FileId {
+  ctimeMs: number;
+}
+
 /**
  * Which file routed a key when its record was cached: its index, or (a key never reset) its first
  * session's transcript. The kind and the device are kept with the inode, so an inode number reused by
- * the other kind of file (or on another mount) is not taken for the cached one.
+ * the other kind of file (or on another mount) is not taken for the cached one; an index's change time
+ * too, as an index replaced later may get a freed inode number back. (A transcript only grows, and
+ * every append changes its ctime: a first session is known by device and inode.)
  */
 interface RoutedBy extends FileId {
-  file: "index" | "first";
+  kind: "index" | "first";
+  ctimeMs?: number;
   record: SessionRecord;
 }
 
-const isFile = (cached: RoutedBy, file: RoutedBy["file"], found: FileId) =>
-  cached.file === file && cached.ino === found.ino && cached.dev === found.dev;
+const sameRoutingFile = (cached: RoutedBy, kind: RoutedBy["kind"], found: WrittenFile) =>
+  cached.kind === kind &&
+  cached.ino === found.ino &&
+  cached.dev === found.dev &&
+  (kind === "first" || cached.ctimeMs === found.ctimeMs);
 
 /** How long a first session's header is waited for when another process has just created its file. */
 const HEADER_WAIT_MS = 2000;
@@ -455,15 +500,15 @@ export function remember<V>(map: Map<string, V>, key: string, value: V): void {
  * event loop for a millisecond at times (8% of its time under load). Writing a few bytes to the open
  * file is a syscall into the page cache, done at once.
  */
-async function writeWhole(path: string, text: string, flag: "w" | "wx"): Promise<FileId> {
+async function writeWhole(path: string, text: string, flag: "w" | "wx"): Promise<WrittenFile> {
   const fd = await new Promise<number>((resolve, reject) =>
     openFd(path, flag, 0o600, (error, opened) => (error ? reject(error) : resolve(opened))),
   );
   try {
     const bytes = Buffer.from(text, "utf8");
     writeAllSync(fd, bytes);
-    const { dev, ino } = fstatSync(fd);
-    return { dev, ino };
+    const { dev, ino, ctimeMs } = fstatSync(fd);
+    return { dev, ino, ctimeMs };
   } finally {
     closeSync(fd);
   }

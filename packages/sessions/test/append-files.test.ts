@@ -3,6 +3,7 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -43,14 +44,26 @@ const closed = async (path: string) => {
 };
 
 describe("AppendFiles (transcripts' kept-open files)", () => {
-  it("appends through one kept-open file, created with mode 0600, each append whole", async () => {
+  it("appends through one kept-open file, each append whole", async () => {
     const { dir, appender } = setup();
     const path = join(dir, "t.jsonl");
+    writeFileSync(path, "");
     await Promise.all([appender.append(path, "one\n"), appender.append(path, "two\n")]);
     await appender.append(path, "three\n");
     expect(readFileSync(path, "utf8")).toBe("one\ntwo\nthree\n");
     expect(openOn(path)).toBe(1);
-    expect(statSync(path).mode & 0o777).toBe(0o600);
+  });
+
+  it("never makes a missing file: an append to one moved aside fails and writes nothing", async () => {
+    const { dir, appender } = setup();
+    const path = join(dir, "moved.jsonl");
+    await expect(appender.append(path, "orphan\n")).rejects.toMatchObject({ code: "ENOENT" });
+    expect(readdirSync(dir)).toEqual([]);
+    await appender.create(path, "header\n");
+    renameSync(path, join(dir, "aside.jsonl"));
+    appender.closeAll();
+    await expect(appender.append(path, "late\n")).rejects.toMatchObject({ code: "ENOENT" });
+    expect(readdirSync(dir)).toEqual(["aside.jsonl"]);
   });
 
   it("creates a file only when it does not exist, keeping it open for the appends that follow", async () => {
@@ -89,7 +102,7 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
   it("closes a file unused for idleMs, and opens it again for the next append", async () => {
     const { dir, appender } = setup(100);
     const path = join(dir, "idle.jsonl");
-    await appender.append(path, "a\n");
+    await appender.create(path, "a\n");
     expect(openOn(path)).toBe(1);
     // The sweep runs every second at the least.
     await new Promise((r) => setTimeout(r, 1300));
@@ -102,10 +115,10 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
   it("keeps at most `max` files open, closing the least recently used first", async () => {
     const { dir, appender } = setup(60_000, 2);
     const [a, b, c] = ["a", "b", "c"].map((n) => join(dir, `${n}.jsonl`)) as [string, string, string];
-    await appender.append(a, "a1\n");
-    await appender.append(b, "b1\n");
+    await appender.create(a, "a1\n");
+    await appender.create(b, "b1\n");
     await appender.append(a, "a2\n");
-    await appender.append(c, "c1\n");
+    await appender.create(c, "c1\n");
     // b was used least recently: it went; a (used again) stayed.
     expect(await closed(b)).toBe(true);
     expect([openOn(a), openOn(c)]).toEqual([1, 1]);
@@ -117,7 +130,7 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
   it("closeAll closes every file", async () => {
     const { dir, appender } = setup();
     const paths = ["x", "y"].map((n) => join(dir, `${n}.jsonl`));
-    for (const p of paths) await appender.append(p, "line\n");
+    for (const p of paths) await appender.create(p, "line\n");
     appender.closeAll();
     for (const p of paths) expect(await closed(p)).toBe(true);
   });

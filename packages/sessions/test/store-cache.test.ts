@@ -4,9 +4,9 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   unlinkSync,
-  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -176,22 +176,72 @@ describe("FileSessionStore's first sessions (a key never reset)", () => {
     expect((await other.read(first.sessionId)).map((e) => e.type)).toEqual(["session", "user"]);
   });
 
-  it("a first transcript a crash left empty or with a torn header reads as no session; the key starts an indexed one", async () => {
+  it("a first transcript a crash left empty or with a torn header reads as no session; after waiting for its header, with a warning, the key starts an indexed one", async () => {
     for (const torn of ["", '{"type":"session","sessionId":"k-']) {
       const dir = stateDir();
-      const store = new FileSessionStore(dir, logger);
+      const { logger: watched, lines } = captureLogs("warn");
+      const store = new FileSessionStore(dir, watched);
       const sessionId = firstSessionId("agent:main:torn");
-      const path = join(dir, "transcripts", `${sessionId}.jsonl`);
-      writeFileSync(path, torn);
-      // Left by a crash a while ago (a file created just now is another process's, its header coming).
-      utimesSync(path, new Date(Date.now() - 60_000), new Date(Date.now() - 60_000));
+      writeFileSync(join(dir, "transcripts", `${sessionId}.jsonl`), torn);
       expect(await store.get("agent:main:torn")).toBeUndefined();
       expect(await store.list()).toEqual([]);
       const started = await store.resolve("agent:main:torn");
       expect(started.sessionId).not.toBe(sessionId);
+      expect(lines.map((l) => JSON.parse(l).msg)).toEqual([expect.stringContaining("has no whole header")]);
       expect(await new FileSessionStore(dir, logger).get("agent:main:torn")).toEqual(started);
       expect(readdirSync(join(dir, "sessions"))).toHaveLength(1);
     }
+  });
+
+  it("two stores resolving a key whose first transcript a crash left torn end on one indexed session", async () => {
+    const dir = stateDir();
+    const [a, b] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
+    writeFileSync(join(dir, "transcripts", `${firstSessionId("agent:main:both")}.jsonl`), "");
+    const [ra, rb] = await Promise.all([a.resolve("agent:main:both"), b.resolve("agent:main:both")]);
+    expect(ra).toEqual(rb);
+    expect(await new FileSessionStore(dir, logger).get("agent:main:both")).toEqual(ra);
+  });
+
+  it("a reset while a store waits for a first session's header wins: the waiter resolves to the reset's session", async () => {
+    const dir = stateDir();
+    const [waiter, resetter] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
+    const path = join(dir, "transcripts", `${firstSessionId("agent:main:moved")}.jsonl`);
+    writeFileSync(path, "");
+    const waiting = waiter.resolve("agent:main:moved");
+    await new Promise((r) => setTimeout(r, 50));
+    const reset = await resetter.reset("agent:main:moved");
+    // The first session's header is whole only now: too late, the key routes to the reset's session.
+    const header = {
+      type: "session",
+      sessionId: firstSessionId("agent:main:moved"),
+      sessionKey: "agent:main:moved",
+      at: 1,
+    };
+    appendFileSync(path, `${JSON.stringify(header)}\n`);
+    expect(await waiting).toEqual(reset);
+  });
+
+  it("a key too long for a readable header gets an indexed session that every store reads", async () => {
+    const dir = stateDir();
+    const key = `agent:main:telegram:${"x".repeat(5000)}`;
+    const created = await new FileSessionStore(dir, logger).resolve(key);
+    expect(created.sessionId).not.toBe(firstSessionId(key));
+    expect(await new FileSessionStore(dir, logger).get(key)).toEqual(created);
+    expect(await new FileSessionStore(dir, logger).resolve(key)).toEqual(created);
+  });
+
+  it("an append to a transcript moved aside fails with a clear error and does not make it again", async () => {
+    const dir = stateDir();
+    const store = new FileSessionStore(dir, logger);
+    const { sessionId } = await store.resolve("agent:main:aside");
+    const path = join(dir, "transcripts", `${sessionId}.jsonl`);
+    renameSync(path, `${path}.aside`);
+    const other = new FileSessionStore(dir, logger);
+    await expect(other.append(sessionId, [user("late")])).rejects.toThrow(
+      `The transcript ${path} of session`,
+    );
+    expect(readdirSync(join(dir, "transcripts"))).toEqual([`${sessionId}.jsonl.aside`]);
+    expect(await other.get("agent:main:aside")).toBeUndefined();
   });
 
   it("two stores creating one key's first session at once both resolve to it (the loser of the create joins it)", async () => {
@@ -241,6 +291,18 @@ describe("FileSessionStore's first sessions (a key never reset)", () => {
       // The operator's list still shows every other session.
       expect(await store.list()).toEqual([kept]);
     }
+  });
+
+  it("an index rewritten in place (the same inode, as a freed inode number given out again) is read again", async () => {
+    const dir = stateDir();
+    const store = new FileSessionStore(dir, logger);
+    await store.resolve("agent:main:ctime");
+    const reset = await store.reset("agent:main:ctime");
+    expect(await store.get("agent:main:ctime")).toEqual(reset);
+    const [index] = readdirSync(join(dir, "sessions"));
+    await new Promise((r) => setTimeout(r, 20));
+    writeFileSync(join(dir, "sessions", index!), JSON.stringify({ ...reset, sessionId: "rewritten" }));
+    expect((await store.get("agent:main:ctime"))?.sessionId).toBe("rewritten");
   });
 
   it("a key's cached first session is not taken for an index that has the same inode number", async () => {
