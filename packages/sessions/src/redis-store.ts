@@ -71,21 +71,21 @@ export class RedisSessionStore implements SessionStore {
 
   // A new session unless the key has one by now (another process resolving it at the same moment): then that one.
   async #create(sessionKey: string): Promise<SessionRecord> {
-    const { record, header } = newSession(sessionKey);
+    const { record, headerLine } = newSession(sessionKey);
     const existing = await runScript(
       this.redis,
       CREATE_SESSION,
       [this.#indexKey(sessionKey), this.#allKey, this.#transcriptKey(record.sessionId)],
-      [JSON.stringify(record), transcriptLines([header])[0]!, record.updatedAt, sessionKey],
+      [JSON.stringify(record), headerLine, record.updatedAt, sessionKey],
     );
     return typeof existing === "string" ? SessionRecordSchema.parse(JSON.parse(existing)) : record;
   }
 
   async reset(sessionKey: string): Promise<SessionRecord> {
-    const { record, header } = newSession(sessionKey);
+    const { record, headerLine } = newSession(sessionKey);
     await this.redis
       .multi()
-      .rpush(this.#transcriptKey(record.sessionId), ...transcriptLines([header]))
+      .rpush(this.#transcriptKey(record.sessionId), headerLine)
       .set(this.#indexKey(sessionKey), JSON.stringify(record))
       .zadd(this.#allKey, record.updatedAt, sessionKey)
       .exec();

@@ -51,14 +51,18 @@ export function checkedSessionId(sessionId: string): string {
   return sessionId;
 }
 
-/** A new session's index record and its transcript header (a new random sessionId unless given). */
+/**
+ * A new session's index record, its transcript header, and the header as its line (JSON, no newline) as
+ * both stores write it (a new random sessionId unless given).
+ */
 export function newSession(
   sessionKey: string,
   sessionId: string = randomUUID(),
-): { record: SessionRecord; header: TranscriptEntry } {
+): { record: SessionRecord; header: TranscriptEntry; headerLine: string } {
   const now = Date.now();
   const record: SessionRecord = { sessionKey, sessionId, createdAt: now, updatedAt: now };
-  return { record, header: sessionHeader(record) };
+  const header = sessionHeader(record);
+  return { record, header, headerLine: JSON.stringify(header) };
 }
 
 // The first line of a session's transcript (what `reset` writes for `record`).
@@ -263,8 +267,8 @@ export class FileSessionStore implements SessionStore {
    */
   async #startFirst(sessionKey: string, ifExists: "join" | "skip"): Promise<SessionRecord | undefined> {
     if (statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) return undefined;
-    const { record, header } = newSession(sessionKey, firstSessionId(sessionKey));
-    const line = `${transcriptLines([header])[0]}\n`;
+    const { record, header, headerLine } = newSession(sessionKey, firstSessionId(sessionKey));
+    const line = `${headerLine}\n`;
     if (Buffer.byteLength(line) > HEADER_BYTES) return undefined;
     const path = this.#transcriptPath(record.sessionId);
     const file = await this.#files.create(path, line);
@@ -301,8 +305,8 @@ export class FileSessionStore implements SessionStore {
    * `reset` ("replace"), this one replaces it.
    */
   async #startIndexed(sessionKey: string, ifIndexed: "join" | "replace"): Promise<SessionRecord> {
-    const { record, header } = newSession(sessionKey);
-    const line = `${transcriptLines([header])[0]}\n`;
+    const { record, header, headerLine } = newSession(sessionKey);
+    const line = `${headerLine}\n`;
     if (!(await this.#files.create(this.#transcriptPath(record.sessionId), line)))
       throw new Error(`a new session's transcript ${record.sessionId} exists already`);
     const index = await this.#writeIndex(record, ifIndexed);
