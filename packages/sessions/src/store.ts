@@ -347,12 +347,23 @@ export class FileSessionStore implements SessionStore {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
     }
-    const current = ifIndexed === "join" ? await this.get(record.sessionKey) : undefined;
+    const current = ifIndexed === "join" ? await this.#indexBeingWritten(record.sessionKey) : undefined;
     if (current) return { record: current };
     const tmp = `${path}.${process.pid}.${randomUUID().slice(0, 8)}.tmp`;
     const written = await writeWhole(tmp, text, "w");
     await rename(tmp, path);
     return written;
+  }
+
+  // The key's index another store has just created: empty until its writer's write, which follows its open
+  // at once; still empty after INDEX_WAIT_MS, it is a crash's leftover (undefined: it is replaced).
+  async #indexBeingWritten(sessionKey: string): Promise<SessionRecord | undefined> {
+    const deadline = performance.now() + INDEX_WAIT_MS;
+    for (;;) {
+      const record = await this.get(sessionKey);
+      if (record || performance.now() > deadline) return record;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
   }
 
   /** Appends entries to a transcript in one write, so a crash leaves whole lines. */
@@ -429,6 +440,9 @@ const sameRoutingFile = (cached: RoutedBy, kind: RoutedBy["kind"], found: Writte
   cached.ino === found.ino &&
   cached.dev === found.dev &&
   (kind === "first" || cached.ctimeMs === found.ctimeMs);
+
+/** How long an empty index another store has just created is given to be written. */
+const INDEX_WAIT_MS = 200;
 
 /** How long a first session's header is waited for when another process has just created its file. */
 const HEADER_WAIT_MS = 2000;
