@@ -152,7 +152,7 @@ export async function startAgentRole(deps: {
       const onLane = () => controller.abort(new LeaseLostError());
       laneSignal.addEventListener("abort", onLane);
       try {
-        if (!laneSignal.aborted) await deps.runner.run(request, controller.signal, handOut);
+        if (!laneSignal.aborted) await deps.runner.run(request, controller, handOut);
       } finally {
         stops.ended(request.runId, controller);
         laneSignal.removeEventListener("abort", onLane);

@@ -188,8 +188,12 @@ export class AgentRunner {
     this.#held = new HeldSessions(o.sessions);
   }
 
-  /** Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. */
-  async run(request: RunRequest, stopSignal: AbortSignal, lane?: RunHandOut): Promise<void> {
+  /**
+   * Runs a request to its terminal outcome. Never throws for a failed run: it records `failed`. `stop` is
+   * this run's own controller: its owner aborts it to stop the run (a /stop, a lost lease), and the run
+   * aborts it itself when it times out (one controller per run, not one per stop and one per turn).
+   */
+  async run(request: RunRequest, stop: AbortController, lane?: RunHandOut): Promise<void> {
     const { ctx, runId } = request;
     const log = this.o.logger.child({ runId, sessionKey: ctx.sessionKey, channel: ctx.channel });
     if (request.command === "new") return this.#startNewSession(request);
@@ -202,7 +206,7 @@ export class AgentRunner {
     }
     const run = await this.#claim(request, log, lane);
     if (!run) return;
-    const turn = await this.#runTurn(run, stopSignal);
+    const turn = await this.#runTurn(run, stop);
     // The acknowledgement reaction stays until the answer is on screen: the announce removes it once the
     // reply settles (every segment posted or given up; at the latest after the run timeout); any other way
     // out (the run handed to another process, Redis' data lost, a failure) removes it at once.
@@ -388,15 +392,11 @@ export class AgentRunner {
   }
 
   // Phase 2: the turn, from the user's lines to the last pushed block, bounded by stop, timeout and lease.
-  async #runTurn(run: ClaimedRun, stopSignal: AbortSignal): Promise<TurnResult> {
+  async #runTurn(run: ClaimedRun, abort: AbortController): Promise<TurnResult> {
     const { ctx } = run.request;
     const caps = this.o.capabilitiesOf?.(ctx.channel);
     const { reply, streamer, pusher, preview } = this.#openReply(run, caps);
-    const abort = new AbortController();
-    const onStop = () => abort.abort(stopSignal.reason);
-    stopSignal.addEventListener("abort", onStop);
-    if (stopSignal.aborted) onStop();
-    else if (run.stop) abort.abort(new RunStopError(run.stop));
+    if (!abort.signal.aborted && run.stop) abort.abort(new RunStopError(run.stop));
     const timeout = setTimeout(() => abort.abort(new RunStopError("timed_out")), this.o.runTimeoutMs);
     const stopTyping = this.#startTyping(ctx.replyTarget, run.log, typingDelayOf(caps));
     const unacknowledge = acknowledge(this.o.live, ctx, run.log, run.request.runId);
@@ -429,7 +429,6 @@ export class AgentRunner {
       stopTyping();
       if (!handedOn) void unacknowledge?.();
       clearTimeout(timeout);
-      stopSignal.removeEventListener("abort", onStop);
     }
   }
 

@@ -23,7 +23,7 @@ describe("the agent role's stop control", () => {
     // What the runner is handed for each run: whether its stop signal was already raised, and why.
     const started = new Map<string, string>();
     const runner = {
-      run: async (r: RunRequest, signal: AbortSignal) => {
+      run: async (r: RunRequest, { signal }: AbortController) => {
         started.set(r.runId, signal.aborted ? String((signal.reason as Error).message) : "running");
       },
     } as unknown as AgentRunner;

@@ -206,7 +206,7 @@ describe("a steered message's write that fails after its line landed", () => {
     const w = world(sessions, async () => {
       expect(await w.steer(request("a-s1", "also this", "a"))).toBe("steered");
     });
-    await w.runner.run(x, new AbortController().signal);
+    await w.runner.run(x, new AbortController());
     expect(await w.runs.get("a-x")).toMatchObject({ status: "failed" });
     expect(await laneHolds(x.ctx.sessionKey)).toEqual([]);
     expect(await w.runs.get("a-s1")).toMatchObject({ status: "failed" });
@@ -231,12 +231,12 @@ describe("a steered message's write that fails before its line landed", () => {
     const w = world(sessions, async () => {
       expect(await w.steer(request("f-s1", "also this", "f"))).toBe("steered");
     });
-    await w.runner.run(x, new AbortController().signal);
+    await w.runner.run(x, new AbortController());
     expect(await w.runs.get("f-x")).toMatchObject({ status: "failed" });
     expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["f-s1"]);
     // The run's item is handed out again (its ack was lost) and found over: its end hands on what it took,
     // and the follow-up it queued already is not queued a second time.
-    await w.runner.run(x, new AbortController().signal);
+    await w.runner.run(x, new AbortController());
     expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["f-s1"]);
     expect(await w.runs.get("f-s1")).toMatchObject({ status: "queued" });
   });
@@ -260,7 +260,7 @@ describe("a frozen attempt whose run is finalized meanwhile", () => {
       if (checks === 2) await frozen.hold();
       return assertCurrent(claim);
     };
-    const a1 = w.runner.run(x, stop.signal);
+    const a1 = w.runner.run(x, stop);
     await frozen.reached;
     const requeued = await finalizeElsewhere(w, sessions, "b-x");
     expect(requeued.map((r) => r.runId)).toEqual(["b-s1"]);
@@ -269,7 +269,7 @@ describe("a frozen attempt whose run is finalized meanwhile", () => {
     stop.abort(new LeaseLostError());
     frozen.release();
     await a1;
-    await w.runner.run(requeued[0]!, new AbortController().signal);
+    await w.runner.run(requeued[0]!, new AbortController());
     expect(await w.runs.get("b-s1")).toMatchObject({ status: "completed" });
     expect((await w.runs.get("b-s1"))?.text).not.toBe("(answered in run b-x)");
     expect(w.sink.blocks.some((b) => b.includes("answer to: also this"))).toBe(true);
@@ -302,7 +302,7 @@ describe("a frozen collect run whose run is finalized meanwhile", () => {
     expect(await collect(request("e-c2", "second", "e"))).toBe("collected");
     await w.runs.finish("e-busy", { status: "completed", text: "done" });
     const stop = new AbortController();
-    const a1 = w.runner.run({ ...request("e-c1", "first", "e"), collect: true }, stop.signal);
+    const a1 = w.runner.run({ ...request("e-c1", "first", "e"), collect: true }, stop);
     await frozen.reached;
     // Meanwhile, another process finalizes the collect run: nothing of its batch is written yet.
     const requeued = await finalizeElsewhere(w, sessions, "e-c1");
@@ -311,7 +311,7 @@ describe("a frozen collect run whose run is finalized meanwhile", () => {
     stop.abort(new LeaseLostError());
     frozen.release();
     await a1;
-    await w.runner.run(requeued[0]!, new AbortController().signal);
+    await w.runner.run(requeued[0]!, new AbortController());
     expect(await w.runs.get("e-c2")).toMatchObject({ status: "completed" });
     expect((await w.runs.get("e-c2"))?.text).not.toBe("(answered in run e-c1)");
     expect(w.sink.blocks.some((b) => b.includes("answer to: second"))).toBe(true);
@@ -329,7 +329,7 @@ describe("a run handed out again and found over", () => {
     expect(await w.steer(request("c-s1", "also this", "c"))).toBe("steered");
     // A finalize decided the run's outcome and died before it handed on the steered message.
     await w.runs.finish("c-x", { status: "interrupted", error: "interrupted by a restart; not resumed" });
-    await w.runner.run(x, new AbortController().signal);
+    await w.runner.run(x, new AbortController());
     expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["c-s1"]);
     expect(await w.activity.activeRun(key)).toBeUndefined();
     expect(w.calls).toEqual([]);
