@@ -2,7 +2,9 @@
 // tail. The hub runs in a process of its own (`hub start` with a config file); after BENCH_WARMUP_ROUNDS
 // (3) warm-up loads of 200 chats × 5 messages (so V8 has compiled the hot paths), its peak is measured
 // with the closed-loop load of `npm run bench` (BENCH_CHATS × BENCH_MESSAGES), then messages arrive at
-// half of it (or BENCH_RATE messages/s when set) for BENCH_PACED_SECONDS (5).
+// half of it (or BENCH_RATE messages/s when set) for BENCH_PACED_SECONDS (5), round-robin over
+// BENCH_PACED_CHATS (200) new chats (2,000 spreads each chat's first message, which creates its session,
+// over the whole load).
 // BENCH_TRACE_FILE: every answered message's sent time, chat, number and latency, as JSON lines (which
 // messages make the tail: e.g. each chat's first, which creates its session).
 import { writeFileSync } from "node:fs";

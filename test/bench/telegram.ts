@@ -391,7 +391,7 @@ export async function benchHubPaced(
     const load = await drivePaced(bench.fake, {
       rate,
       seconds: o.seconds,
-      chats: 200,
+      chats: Number(process.env.BENCH_PACED_CHATS ?? 200),
       firstChat: 60_000,
       timeoutMs: 60_000,
     });
