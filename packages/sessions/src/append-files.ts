@@ -58,6 +58,8 @@ function readLimits(): string {
  */
 export class AppendFiles {
   readonly #open = new Map<string, OpenFile>();
+  /** Creates whose exclusive open is pending in the thread pool, by path. */
+  readonly #creating = new Map<string, Promise<unknown>>();
   #sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -70,6 +72,10 @@ export class AppendFiles {
    * moved aside or deleted is not made again without its first line.
    */
   async append(path: string, data: string): Promise<void> {
+    // A create of this path in flight writes its first line first (opened here at once, this append's line
+    // could land before it); its outcome is its own (EEXIST included).
+    const creating = this.#creating.get(path);
+    if (creating) await creating.catch(() => {});
     const file = this.#get(path);
     try {
       writeAllSync(file.fd, Buffer.from(data, "utf8"));
@@ -85,15 +91,22 @@ export class AppendFiles {
    * `append` does; undefined (nothing written) when the file already exists. Returns the new file's
    * identity (device and inode).
    *
-   * An `append` to the same path while the exclusive open is pending (to a file that exists, say) opens
-   * its own descriptor, and the create's EEXIST stays the create's.
+   * An `append` to the same path while the create is pending waits for it, then opens its own descriptor
+   * if the create did not keep one (the file existed: the create's EEXIST stays the create's).
    */
   async create(path: string, data: string): Promise<FileId | undefined> {
     if (this.#open.has(path)) return undefined; // open here: it exists
     let fd: number;
+    const opening = createFile(path);
+    const done = opening.then(
+      () => {},
+      () => {},
+    );
+    this.#creating.set(path, done);
     try {
-      fd = await createFile(path);
+      fd = await opening;
     } catch (error) {
+      this.#doneCreating(path, done);
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
       throw error;
     }
@@ -108,7 +121,13 @@ export class AppendFiles {
     } catch (error) {
       closeQuietly(fd);
       throw error;
+    } finally {
+      this.#doneCreating(path, done);
     }
+  }
+
+  #doneCreating(path: string, done: Promise<unknown>): void {
+    if (this.#creating.get(path) === done) this.#creating.delete(path);
   }
 
   #get(path: string): OpenFile {
@@ -160,7 +179,7 @@ export class AppendFiles {
   }
 }
 
-// A new file, opened in the thread pool (see AppendFiles): its descriptor, or EEXIST.
+// A new file, opened in the thread pool (see AppendFiles): its descriptor, or the open's error (EEXIST…).
 function createFile(path: string): Promise<number> {
   return new Promise((resolve, reject) =>
     openFd(path, CREATE_NEW, 0o600, (error, fd) => (error ? reject(error) : resolve(fd))),

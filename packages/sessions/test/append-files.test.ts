@@ -99,6 +99,15 @@ describe("AppendFiles (transcripts' kept-open files)", () => {
     expect(openOn(path)).toBe(1);
   });
 
+  it("an append while a create of the same new file is pending lands after the create's first line", async () => {
+    const { dir, appender } = setup();
+    const path = join(dir, "new.jsonl");
+    const [created] = await Promise.all([appender.create(path, "header\n"), appender.append(path, "line\n")]);
+    expect(created).toBeDefined();
+    expect(readFileSync(path, "utf8")).toBe("header\nline\n");
+    expect(openOn(path)).toBe(1);
+  });
+
   it("closes a file unused for idleMs, and opens it again for the next append", async () => {
     const { dir, appender } = setup(100);
     const path = join(dir, "idle.jsonl");
