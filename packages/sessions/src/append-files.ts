@@ -58,8 +58,8 @@ function readLimits(): string {
  */
 export class AppendFiles {
   readonly #open = new Map<string, OpenFile>();
-  /** Creates whose exclusive open is pending in the thread pool, by path. */
-  readonly #creating = new Map<string, Promise<unknown>>();
+  /** Creates under way (their exclusive open pending in the thread pool), by path; settled, never rejected. */
+  readonly #creating = new Map<string, Promise<void>>();
   #sweeper: NodeJS.Timeout | undefined;
 
   constructor(
@@ -75,7 +75,7 @@ export class AppendFiles {
     // A create of this path in flight writes its first line first (opened here at once, this append's line
     // could land before it); its outcome is its own (EEXIST included).
     const creating = this.#creating.get(path);
-    if (creating) await creating.catch(() => {});
+    if (creating) await creating;
     const file = this.#get(path);
     try {
       writeAllSync(file.fd, Buffer.from(data, "utf8"));
@@ -96,17 +96,24 @@ export class AppendFiles {
    */
   async create(path: string, data: string): Promise<FileId | undefined> {
     if (this.#open.has(path)) return undefined; // open here: it exists
-    let fd: number;
-    const opening = createFile(path);
-    const done = opening.then(
+    const created = this.#createFirst(path, data);
+    const done = created.then(
       () => {},
       () => {},
     );
     this.#creating.set(path, done);
     try {
-      fd = await opening;
+      return await created;
+    } finally {
+      if (this.#creating.get(path) === done) this.#creating.delete(path);
+    }
+  }
+
+  async #createFirst(path: string, data: string): Promise<FileId | undefined> {
+    let fd: number;
+    try {
+      fd = await openInPool(path, CREATE_NEW);
     } catch (error) {
-      this.#doneCreating(path, done);
       if ((error as NodeJS.ErrnoException).code === "EEXIST") return undefined;
       throw error;
     }
@@ -121,13 +128,7 @@ export class AppendFiles {
     } catch (error) {
       closeQuietly(fd);
       throw error;
-    } finally {
-      this.#doneCreating(path, done);
     }
-  }
-
-  #doneCreating(path: string, done: Promise<unknown>): void {
-    if (this.#creating.get(path) === done) this.#creating.delete(path);
   }
 
   #get(path: string): OpenFile {
@@ -179,10 +180,13 @@ export class AppendFiles {
   }
 }
 
-// A new file, opened in the thread pool (see AppendFiles): its descriptor, or the open's error (EEXIST…).
-function createFile(path: string): Promise<number> {
+/**
+ * Opens (or creates) a file in the thread pool, mode 0600: its plain descriptor, or the open's error. For
+ * opens that change a directory (O_CREAT), which can wait on the file system's journal.
+ */
+export function openInPool(path: string, flags: number | string): Promise<number> {
   return new Promise((resolve, reject) =>
-    openFd(path, CREATE_NEW, 0o600, (error, fd) => (error ? reject(error) : resolve(fd))),
+    openFd(path, flags, 0o600, (error, fd) => (error ? reject(error) : resolve(fd))),
   );
 }
 

@@ -1,19 +1,10 @@
 import { createHash, randomUUID } from "node:crypto";
-import {
-  closeSync,
-  fstatSync,
-  mkdirSync,
-  open as openFd,
-  openSync,
-  readFileSync,
-  readSync,
-  statSync,
-} from "node:fs";
+import { closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync, statSync } from "node:fs";
 import { open, readdir, readFile, rename } from "node:fs/promises";
 import { join } from "node:path";
 import { type HubLogger, writeAllSync } from "@hub/core";
 import { z } from "zod";
-import { AppendFiles, type FileId } from "./append-files.js";
+import { AppendFiles, type FileId, openInPool } from "./append-files.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
 
 /** The index record of a session as stored (validated whenever it is read back). */
@@ -519,9 +510,7 @@ export function remember<V>(map: Map<string, V>, key: string, value: V): void {
  * file is a syscall into the page cache, done at once.
  */
 async function writeWhole(path: string, text: string, flag: "w" | "wx"): Promise<WrittenFile> {
-  const fd = await new Promise<number>((resolve, reject) =>
-    openFd(path, flag, 0o600, (error, opened) => (error ? reject(error) : resolve(opened))),
-  );
+  const fd = await openInPool(path, flag);
   try {
     const bytes = Buffer.from(text, "utf8");
     writeAllSync(fd, bytes);
