@@ -1,6 +1,6 @@
 // Steering's races, on one runner with real Redis and a real session store: a transcript write that fails
 // after its line landed, and a frozen attempt (held at its claim check, as SIGSTOP would hold it) whose run
-// is finalized meanwhile.
+// is finalized meanwhile; and a stop marked before a run starts (its announcement missed).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -333,5 +333,18 @@ describe("a run handed out again and found over", () => {
     expect((await laneHolds(key)).map((r) => r.runId)).toEqual(["c-s1"]);
     expect(await w.activity.activeRun(key)).toBeUndefined();
     expect(w.calls).toEqual([]);
+  });
+});
+
+describe("a stop marked before its run starts, its announcement missed", () => {
+  it("stops the run in its first step: aborted, and no answer", async () => {
+    const w = world(new FileSessionStore(join(stateDir, "g"), logger), async () => {});
+    const x = request("g-x", "hello", "g");
+    expect(await w.steer(x)).toBe("queued");
+    // The mark alone (as RunControl.stop leaves it when no process heard its announcement).
+    await w.runs.markStop("g-x", "aborted");
+    await w.runner.run(x, new AbortController());
+    expect(await w.runs.get("g-x")).toMatchObject({ status: "aborted" });
+    expect(w.sink.blocks.some((b) => b.includes("answer to"))).toBe(false);
   });
 });
