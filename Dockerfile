@@ -9,6 +9,7 @@ ENV CI=true COREPACK_ENABLE_DOWNLOAD_PROMPT=0 COREPACK_INTEGRITY_KEYS=0
 RUN corepack enable
 WORKDIR /src
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml tsconfig.json tsconfig.build.json ./
+COPY patches ./patches
 COPY packages ./packages
 COPY adapters ./adapters
 COPY apps ./apps

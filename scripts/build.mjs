@@ -48,8 +48,9 @@ for (const pkg of workspace) {
   if (pkg.startsWith("test/")) continue;
   for (const dir of ["src", "public"]) if (existsSync(join(root, pkg, dir))) copyAssets(join(pkg, dir));
 }
-for (const file of ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml"])
-  cpSync(join(root, file), join(out, file));
+// patches/: the lockfile's patched dependencies, which pnpm reads even when a production install skips them.
+for (const file of ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", "patches"])
+  cpSync(join(root, file), join(out, file), { recursive: true });
 console.log(
   `build: compiled hub in ${relative(process.cwd(), out) || "."} (run: node apps/hub/src/main.js start)`,
 );
