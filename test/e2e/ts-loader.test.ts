@@ -6,8 +6,8 @@ const FIXTURE = fileURLToPath(new URL("./fixtures/closure-source.ts", import.met
 
 // `npm start`, `hub`, the bench and the tests' child processes run the TypeScript sources through tsx's
 // loader. Stock tsx compiles with esbuild's keepNames, which wraps every closure in a `__name(fn, "name")`
-// call run each time the closure is made: a property definition per closure that cost 15-20% of the
-// hub's CPU per message under the bench's load. `patches/tsx@<version>.patch` turns it off (names stay
+// call run each time the closure is made: a property definition per closure, 4.3% of a CPU profile's
+// self time under the bench's load. `patches/tsx@<version>.patch` turns it off (names stay
 // right: nothing is renamed without minifying identifiers). This goes red if a tsx upgrade drops the patch.
 describe("the TypeScript loader the hub runs under", () => {
   it("makes closures without a naming call, and they keep their names", () => {
