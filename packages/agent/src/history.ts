@@ -1,50 +1,125 @@
 import type { RunRequest } from "@hub/core";
 import type { TranscriptEntry } from "@hub/sessions";
-import { compactionMessage } from "./context/compaction.js";
-import { historyUserContent } from "./context/untrusted.js";
+import { compactionMessage, messageTokens } from "./context/compaction.js";
+import { HistorySenders, type UserEntry, userContent } from "./context/untrusted.js";
 import { withMediaNotes } from "./media/prepare.js";
 import type { ChatMessage } from "./model.js";
 
+type CompactionEntry = Extract<TranscriptEntry, { type: "compaction" }>;
+
+/** A session's past as the model sees it, and what assembling a turn's context needs of it. */
+export interface History {
+  /** Model messages from the latest compaction on (its summary first); read only. */
+  readonly messages: readonly ChatMessage[];
+  /** `indices[i]` is the transcript line of message i (-1 for a summary). */
+  readonly indices: readonly number[];
+  /** `estimateTokens(messages)`. */
+  readonly tokens: number;
+  /** The latest compaction line, if any. */
+  readonly lastCompaction: CompactionEntry | undefined;
+}
+
 /**
  * Turns transcript entries into model messages, from the latest compaction on
- * (its summary stands for everything before it); context-only group messages
- * are marked as such. `indices[i]` is the transcript line of message i (-1 for a summary).
+ * (its summary stands for everything before it), leaving out the lines of
+ * `skipRunId`; context-only group messages are marked as such.
  */
-export function historyMessages(
-  entries: TranscriptEntry[],
-  skipRunId?: string,
-): { messages: ChatMessage[]; indices: number[] } {
-  const messages: ChatMessage[] = [];
-  const indices: number[] = [];
-  let start = 0;
-  for (let i = entries.length - 1; i >= 0; i--) {
-    const e = entries[i];
-    if (e?.type === "compaction") {
-      messages.push(compactionMessage(e.summary));
-      indices.push(-1);
-      start = e.keepFrom;
-      break;
-    }
+export function historyMessages(entries: readonly TranscriptEntry[], skipRunId?: string): History {
+  const history = new HistoryBuilder(skipRunId);
+  history.takeIn(entries, entries.length);
+  return history;
+}
+
+// Each held session's history, kept up to date as its lines grow (see `historyOfHeld`).
+const heldHistories = new WeakMap<readonly TranscriptEntry[], HistoryBuilder>();
+
+/**
+ * `historyMessages(lines.slice(0, count))` for a held session's lines (`HeldSession.entries()`, which
+ * only grow and persist across the session's runs in this process): only the lines added since the
+ * session's last run here are turned into messages, instead of its whole history on every run. The
+ * result is shared with the next run's: read only.
+ */
+export function historyOfHeld(lines: readonly TranscriptEntry[], count: number): History {
+  let history = heldHistories.get(lines);
+  if (!history || history.taken > count) {
+    history = new HistoryBuilder();
+    heldHistories.set(lines, history);
   }
-  const userContent = historyUserContent(entries);
-  for (let i = start; i < entries.length; i++) {
-    const e = entries[i]!;
-    if (skipRunId && "runId" in e && e.runId === skipRunId) continue;
+  history.takeIn(lines, count);
+  return history;
+}
+
+/** A history built line by line (see `historyMessages`). */
+class HistoryBuilder implements History {
+  messages: ChatMessage[] = [];
+  indices: number[] = [];
+  tokens = 0;
+  lastCompaction: CompactionEntry | undefined;
+  /** How many lines were taken in. */
+  taken = 0;
+  readonly #senders = new HistorySenders();
+  /** Where in `messages` the user lines are: their text changes when the session gets a second sender. */
+  #userAt: number[] = [];
+
+  constructor(private readonly skipRunId?: string) {}
+
+  /** Takes in `lines[taken..count)`: lines appended after those taken in so far. */
+  takeIn(lines: readonly TranscriptEntry[], count: number): void {
+    const wasSeveral = this.#senders.several;
+    let from = this.taken;
+    let compacted = false;
+    for (let i = from; i < count; i++) {
+      const e = lines[i]!;
+      if (e.type === "user") this.#senders.add(e);
+      else if (e.type === "compaction") {
+        this.lastCompaction = e;
+        compacted = true;
+      }
+    }
+    // A compaction among the new lines: its summary stands for everything before its first kept line.
+    if (compacted && this.lastCompaction) {
+      this.#restart(compactionMessage(this.lastCompaction.summary));
+      from = this.lastCompaction.keepFrom;
+    } else if (!wasSeveral && this.#senders.several) this.#retell(lines);
+    for (let i = from; i < count; i++) this.#add(lines[i]!, i);
+    this.taken = count;
+  }
+
+  #restart(summary: ChatMessage): void {
+    this.messages = [summary];
+    this.indices = [-1];
+    this.tokens = messageTokens(summary);
+    this.#userAt = [];
+  }
+
+  #add(e: TranscriptEntry, line: number): void {
+    if (this.skipRunId && "runId" in e && e.runId === this.skipRunId) return;
     let m: ChatMessage | undefined;
-    if (e.type === "user") m = { role: "user", content: userContent(e) };
-    else if (e.type === "assistant")
+    if (e.type === "user") {
+      this.#userAt.push(this.messages.length);
+      m = { role: "user", content: userContent(e, this.#senders.several) };
+    } else if (e.type === "assistant")
       m = { role: "assistant", content: e.text, ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}) };
     else if (e.type === "tool_result") m = { role: "tool", toolCallId: e.toolCallId, content: e.content };
-    if (m) {
-      messages.push(m);
-      indices.push(i);
+    if (!m) return;
+    this.messages.push(m);
+    this.indices.push(line);
+    this.tokens += messageTokens(m);
+  }
+
+  // The session got its second sender: every user line kept so far now says who wrote it.
+  #retell(lines: readonly TranscriptEntry[]): void {
+    for (const at of this.#userAt) {
+      const e = lines[this.indices[at]!] as UserEntry;
+      const m: ChatMessage = { role: "user", content: userContent(e, true) };
+      this.tokens += messageTokens(m) - messageTokens(this.messages[at]!);
+      this.messages[at] = m;
     }
   }
-  return { messages, indices };
 }
 
 /** The last `limit` messages, never starting on a tool result or a tool call whose results were cut off. */
-export function trimHistory(messages: ChatMessage[], limit: number): ChatMessage[] {
+export function trimHistory(messages: readonly ChatMessage[], limit: number): ChatMessage[] {
   let start = Math.max(0, messages.length - limit);
   while (start < messages.length && messages[start]?.role !== "user") start++;
   return messages.slice(start);

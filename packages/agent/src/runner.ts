@@ -36,7 +36,7 @@ import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
-import { historyMessages, toEntry, userEntryOf } from "./history.js";
+import { type History, historyMessages, historyOfHeld, toEntry, userEntryOf } from "./history.js";
 import { finalizeInterrupted, handOnSteering } from "./interrupted.js";
 import { acknowledge, type LiveFeatures, LivePreviewFeed } from "./live.js";
 import type { MediaPreparer } from "./media/prepare.js";
@@ -118,8 +118,8 @@ interface ClaimedRun {
   request: RunRequest;
   /** The session, in memory while the run holds its claim. */
   held: HeldSession;
-  /** The transcript as of the claim, without this run's own user lines (the turn adds those). */
-  entries: TranscriptEntry[];
+  /** The session's history as of the claim, without this run's own user lines (the turn adds those). */
+  history: History;
   /** What an interrupted attempt of this run already handed to delivery. */
   shown: ShownPrefix | undefined;
   /** The messages this turn answers (one, or a collected batch). */
@@ -290,14 +290,14 @@ export class AgentRunner {
       await this.o.supersede(started.superseded);
     }
     const seen = begun.kind === "started" ? begun.seen : undefined;
-    const { held, entries, afresh, steered } = await this.#hold(request, batch, claim, seen, resuming);
+    const { held, history, afresh, steered } = await this.#hold(request, batch, claim, seen, resuming);
     if (!(await this.#markBatchAnswered(batch, claim, log))) return undefined;
     const writeChecked = this.#checkedWriter(held, claim);
     const stop = begun.stop;
     return {
       request,
       held,
-      entries,
+      history,
       batch,
       steered,
       attempt,
@@ -322,7 +322,7 @@ export class AgentRunner {
     claim: WriterClaim,
     seen: ClaimSeen | undefined,
     resuming: boolean,
-  ): Promise<{ held: HeldSession; entries: TranscriptEntry[]; afresh: boolean; steered: RunRequest[] }> {
+  ): Promise<{ held: HeldSession; history: History; afresh: boolean; steered: RunRequest[] }> {
     const { runId, ctx } = request;
     const writer = `${runId}#${claim.generation}`;
     const users = resuming ? [] : batch.map((r) => ({ ...userEntryOf(r), writer }));
@@ -336,14 +336,31 @@ export class AgentRunner {
     const afresh = resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId);
     if (afresh) await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
     const steered = resuming ? await this.#recoverSteered(held, runId, writer) : [];
-    // What the turn sees of the past: the transcript without its own questions (its batch's user lines, by
-    // this attempt or, on a resume, a dead one) and, on a resume, the messages steered into it (they follow).
+    return { held, history: this.#pastOf(held, batch, steered, users, runId), afresh, steered };
+  }
+
+  // What the turn sees of the past: the transcript without its own questions (its batch's user lines, by
+  // this attempt or, on a resume, a dead one) and, on a resume, the messages steered into it (they follow).
+  #pastOf(
+    held: HeldSession,
+    batch: RunRequest[],
+    steered: RunRequest[],
+    users: TranscriptEntry[],
+    runId: string,
+  ): History {
+    const lines = held.entries();
+    // A first attempt's own questions are the lines it just appended to its held copy, last: the lines
+    // before them are a prefix of the next run's, whose history is built on from this one.
+    const start = lines.length - users.length;
+    if (users.length > 0 && users.every((u, i) => lines[start + i] === u)) return historyOfHeld(lines, start);
     const batchIds = new Set(batch.map((r) => r.runId));
     const steeredIds = new Set(steered.map((r) => r.runId));
     const ownQuestion = (e: TranscriptEntry) =>
       e.type === "user" && e.runId !== undefined && (batchIds.has(e.runId) || steeredIds.has(e.runId));
-    const entries = held.entries().filter((e) => !ownQuestion(e));
-    return { held, entries, afresh, steered };
+    return historyMessages(
+      lines.filter((e) => !ownQuestion(e)),
+      runId,
+    );
   }
 
   // Messages the interrupted attempt took from its steering: those it was killed before writing are
@@ -433,7 +450,7 @@ export class AgentRunner {
   }
 
   async #turn(run: ClaimedRun, io: TurnIo): Promise<TurnAnswer> {
-    const { request, entries, writeChecked, log } = run;
+    const { request, history, writeChecked, log } = run;
     const { ctx, runId } = request;
     const { streamer, pusher, signal } = io;
     // On a resume, this run's own earlier lines are left out: its user message is re-added below.
@@ -448,8 +465,7 @@ export class AgentRunner {
     const context: ContextInput = {
       ctx,
       runId,
-      entries,
-      history: historyMessages(entries, runId),
+      history,
       userText: media.userText,
       steered: run.steered.map((s) => withMediaNotes(s.ctx)),
       resuming: run.resuming,

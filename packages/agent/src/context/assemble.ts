@@ -1,6 +1,6 @@
 import type { HubLogger, MsgContext } from "@hub/core";
 import type { TranscriptEntry } from "@hub/sessions";
-import { trimHistory } from "../history.js";
+import { type History, trimHistory } from "../history.js";
 import type { ChatMessage, ModelImage, ModelProvider } from "../model.js";
 import type { AgentTool } from "../tools.js";
 import { cachedWorkspaceBootstrap } from "./bootstrap-cache.js";
@@ -20,9 +20,8 @@ const resumeNote = (steered: number) =>
 export interface ContextInput {
   ctx: MsgContext;
   runId: string;
-  /** The session's transcript as read at the start of the run, and its history as model messages. */
-  entries: TranscriptEntry[];
-  history: { messages: ChatMessage[]; indices: number[] };
+  /** The session's history as model messages (as of the start of the run, without its own question). */
+  history: History;
   userText: string;
   /** Messages steered into the turn before it was interrupted (a resume): asked after `userText`. */
   steered?: string[];
@@ -95,10 +94,10 @@ async function compactIfNeeded(
   input: ContextInput,
   settings: ContextSettings,
   system: string,
-): Promise<ChatMessage[]> {
-  const { history, entries } = input;
+): Promise<readonly ChatMessage[]> {
+  const { history } = input;
   const past = history.messages;
-  const plan = planCompaction(past, {
+  const options = {
     contextWindow: settings.contextWindowTokens,
     reserveTokens:
       estimateTokens([
@@ -106,13 +105,16 @@ async function compactIfNeeded(
         { role: "user", content: input.userText },
       ]) + 4096,
     keepRecentTokens: Math.floor(settings.contextWindowTokens * 0.3),
-  });
+  };
+  // planCompaction's own first test, from the history's running count (no pass over it).
+  if (history.tokens + options.reserveTokens <= options.contextWindow) return past;
+  const plan = planCompaction(past, options);
   if (!plan) return past;
   const summary = await summarize(input.provider, input.model, plan.older, input.signal);
   const firstKept = history.indices[past.length - plan.kept.length] ?? -1;
   // A tail that starts at the previous summary keeps what that summary kept.
-  const previous = entries.findLast((e) => e.type === "compaction");
-  const keepFrom = firstKept >= 0 ? firstKept : previous?.type === "compaction" ? previous.keepFrom : 0;
+  const previous = history.lastCompaction;
+  const keepFrom = firstKept >= 0 ? firstKept : (previous?.keepFrom ?? 0);
   await input.writeChecked([{ type: "compaction", runId: input.runId, summary, keepFrom, at: Date.now() }]);
   input.log.info({ summarized: plan.older.length, kept: plan.kept.length }, "history compacted");
   return [compactionMessage(summary), ...plan.kept];

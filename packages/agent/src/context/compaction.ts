@@ -35,7 +35,8 @@ export function estimateTokens(messages: ChatMessage[]): number {
   return tokens;
 }
 
-function messageTokens(m: ChatMessage): number {
+/** The tokens `estimateTokens` counts for one message. */
+export function messageTokens(m: ChatMessage): number {
   let chars = m.content.length;
   let overhead = MESSAGE_OVERHEAD_TOKENS;
   if (m.role === "tool") chars += m.toolCallId.length;
@@ -59,7 +60,7 @@ function messageTokens(m: ChatMessage): number {
  * summarize and undefined is returned too.
  */
 export function planCompaction(
-  messages: ChatMessage[],
+  messages: readonly ChatMessage[],
   options: CompactionOptions,
 ): CompactionPlan | undefined {
   const perMessage = messages.map(messageTokens);

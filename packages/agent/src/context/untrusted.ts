@@ -58,28 +58,36 @@ export function withQuotedReply(ctx: {
   return `[replying to this message]\n${markUntrusted(quoted, `quoted message${author}`)}\n\n${ctx.body}`;
 }
 
-type UserEntry = Extract<TranscriptEntry, { type: "user" }>;
+/** A transcript's user line. */
+export type UserEntry = Extract<TranscriptEntry, { type: "user" }>;
 
 /**
- * How user lines of a transcript read in the model's history. Group messages
- * not addressed to the agent are marked untrusted and name their author; when
- * more than one person wrote in the session, every message says who wrote it.
+ * Who wrote in a session so far: whether its user lines must say who wrote each (more than one sender,
+ * or a group message not addressed to the agent). Once true, it stays true as lines are added.
  */
-export function historyUserContent(entries: readonly TranscriptEntry[]): (e: UserEntry) => string {
-  // One pass, no copies: this runs over the whole history on every turn.
-  const senders = new Set<string>();
-  let contextOnly = false;
-  for (const e of entries) {
-    if (e.type !== "user") continue;
-    senders.add(e.senderId ?? "");
-    contextOnly ||= e.contextOnly === true;
+export class HistorySenders {
+  readonly #senders = new Set<string>();
+  #contextOnly = false;
+
+  add(e: UserEntry): void {
+    this.#senders.add(e.senderId ?? "");
+    this.#contextOnly ||= e.contextOnly === true;
   }
-  const several = senders.size > 1 || contextOnly;
-  return (e) => {
-    if (!several) return e.text;
-    const who = describeSender(e.senderName, e.senderId);
-    if (e.contextOnly)
-      return `[group message from ${who}, not addressed to you]\n${markUntrusted(e.text, `group member ${who}`)}`;
-    return `[from ${who}]\n${e.text}`;
-  };
+
+  get several(): boolean {
+    return this.#senders.size > 1 || this.#contextOnly;
+  }
+}
+
+/**
+ * How a user line of a transcript reads in the model's history. A group message not addressed to the
+ * agent is marked untrusted and names its author; when more than one person wrote in the session
+ * (`several`, see `HistorySenders`), every message says who wrote it.
+ */
+export function userContent(e: UserEntry, several: boolean): string {
+  if (!several) return e.text;
+  const who = describeSender(e.senderName, e.senderId);
+  if (e.contextOnly)
+    return `[group message from ${who}, not addressed to you]\n${markUntrusted(e.text, `group member ${who}`)}`;
+  return `[from ${who}]\n${e.text}`;
 }

@@ -1,0 +1,128 @@
+import type { TranscriptEntry } from "@hub/sessions";
+import { describe, expect, it } from "vitest";
+import { estimateTokens } from "../src/context/compaction.js";
+import { historyMessages, historyOfHeld } from "../src/history.js";
+
+const user = (n: number, senderId = "u1", contextOnly = false): TranscriptEntry => ({
+  type: "user",
+  runId: `r${n}`,
+  senderId,
+  senderName: `name ${senderId}`,
+  text: `question ${n}`,
+  at: n,
+  ...(contextOnly ? { contextOnly: true } : {}),
+});
+const answer = (n: number): TranscriptEntry => ({
+  type: "assistant",
+  runId: `r${n}`,
+  text: `answer ${n}`,
+  at: n,
+});
+const toolCall = (n: number): TranscriptEntry => ({
+  type: "assistant",
+  runId: `r${n}`,
+  text: "",
+  toolCalls: [{ id: `c${n}`, name: "lookup", arguments: "{}" }],
+  at: n,
+});
+const toolResult = (n: number): TranscriptEntry => ({
+  type: "tool_result",
+  runId: `r${n}`,
+  toolCallId: `c${n}`,
+  content: `result ${n}`,
+  at: n,
+});
+const outcome = (n: number): TranscriptEntry => ({
+  type: "outcome",
+  runId: `r${n}`,
+  status: "completed",
+  at: n,
+});
+
+// A seeded generator, so a failure can be replayed.
+function random(seed: number): () => number {
+  let s = seed;
+  return () => {
+    s = (s * 1103515245 + 12345) % 2 ** 31;
+    return s / 2 ** 31;
+  };
+}
+
+/** A session's lines as runs append them: each run's question, maybe a tool step, its answer, its outcome. */
+function* runs(seed: number, count: number): Generator<TranscriptEntry[]> {
+  const next = random(seed);
+  const lines: TranscriptEntry[] = [];
+  for (let n = 0; n < count; n++) {
+    const r = next();
+    const run: TranscriptEntry[] = [];
+    // Mostly one sender; now and then a second one or a group message not addressed to the agent.
+    run.push(user(n, r < 0.1 ? "u2" : "u1", r > 0.95));
+    if (next() < 0.3) run.push(toolCall(n), toolResult(n));
+    run.push(answer(n), outcome(n));
+    if (n > 3 && next() < 0.08)
+      run.push({
+        type: "compaction",
+        runId: `r${n}`,
+        summary: `summary ${n}`,
+        keepFrom: lines.length - 2,
+        at: n,
+      });
+    lines.push(...run);
+    yield run;
+  }
+}
+
+describe("historyOfHeld", () => {
+  it("equals the history built whole from the same lines, run after run", () => {
+    for (let seed = 1; seed <= 40; seed++) {
+      const lines: TranscriptEntry[] = [];
+      for (const run of runs(seed, 30)) {
+        // The run's question is appended first; its history is what came before it.
+        const count = lines.length;
+        lines.push(...run);
+        const held = historyOfHeld(lines, count);
+        const whole = historyMessages(lines.slice(0, count));
+        expect({ seed, messages: held.messages, indices: held.indices }).toEqual({
+          seed,
+          messages: whole.messages,
+          indices: whole.indices,
+        });
+        expect(held.tokens).toBe(estimateTokens([...whole.messages]));
+        expect(held.lastCompaction).toBe(whole.lastCompaction);
+      }
+    }
+  });
+
+  it("says who wrote every earlier message once a second person writes", () => {
+    const lines = [user(0), answer(0), user(1), answer(1)];
+    expect(historyOfHeld(lines, 4).messages[0]).toEqual({ role: "user", content: "question 0" });
+    lines.push(user(2, "u2"), answer(2));
+    const history = historyOfHeld(lines, 6);
+    expect(history.messages.filter((m) => m.role === "user").map((m) => m.content)).toEqual([
+      `[from "name u1" (id "u1")]\nquestion 0`,
+      `[from "name u1" (id "u1")]\nquestion 1`,
+      `[from "name u2" (id "u2")]\nquestion 2`,
+    ]);
+    expect(history.tokens).toBe(estimateTokens([...history.messages]));
+  });
+
+  it("turns only the lines added since the last run into messages", () => {
+    const backing: TranscriptEntry[] = [];
+    for (let n = 0; n < 50; n++) backing.push(user(n), answer(n), outcome(n));
+    let reads = 0;
+    const lines = new Proxy(backing, {
+      get(target, key, receiver) {
+        if (typeof key === "string" && /^\d+$/.test(key)) reads++;
+        return Reflect.get(target, key, receiver);
+      },
+    });
+    historyOfHeld(lines, 150);
+    expect(reads).toBeGreaterThanOrEqual(150);
+    backing.push(user(50), answer(50), outcome(50));
+    reads = 0;
+    const history = historyOfHeld(lines, 153);
+    expect(history.messages).toHaveLength(102);
+    // Each new line read once to count its sender and once to turn it into a message, none of the old ones.
+    expect(reads).toBeLessThanOrEqual(6);
+  });
+});
