@@ -144,18 +144,20 @@ export async function startAgentRole(deps: {
   await deps.recover();
   const worker = deps.lane.startRunner(
     async (request: RunRequest, handOut: LaneHandOut) => {
-      const laneSignal = handOut.signal;
       // A stop asked for before the run started is read in the run's first step (RunSteps.begin), except for
       // a run admission began itself (its runner starts it at once): a stop announced just before is here.
       const controller = await stops.starting(request.runId);
       // A lost lane lease means another process now runs this session: stop writing (or never start).
-      const onLane = () => controller.abort(new LeaseLostError());
-      laneSignal.addEventListener("abort", onLane);
+      let laneLost = false;
+      const unlisten = handOut.onLost(() => {
+        laneLost = true;
+        controller.abort(new LeaseLostError());
+      });
       try {
-        if (!laneSignal.aborted) await deps.runner.run(request, controller, handOut);
+        if (!laneLost) await deps.runner.run(request, controller, handOut);
       } finally {
         stops.ended(request.runId, controller);
-        laneSignal.removeEventListener("abort", onLane);
+        unlisten();
       }
     },
     { maxConcurrentRuns: deps.maxConcurrentRuns },

@@ -12,6 +12,7 @@ import {
   WriteFencedError,
 } from "@hub/core";
 import type { Redis } from "ioredis";
+import { LeaseLoss } from "./lease-loss.js";
 import { createRedis, runScript } from "./redis.js";
 import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
 import { type WaitingKey, WaitingKeys } from "./waiting-keys.js";
@@ -28,8 +29,13 @@ export interface DrainContext {
   key: string;
   /** 1 on the first try of this item. */
   attempt: number;
-  /** Aborted when this drainer lost its lease; stop and do not write anything more. */
-  signal: AbortSignal;
+  /** Aborted when this drainer lost its lease; stop and do not write anything more. Made when read. */
+  readonly signal: AbortSignal;
+  /**
+   * Calls `listener` once when this drainer loses its lease (at once if it has); returns what stops the
+   * listening. Cheaper than listening on `signal`, which is made only when read.
+   */
+  onLost(listener: (reason: unknown) => void): () => void;
   /**
    * Throws `LeaseExpiredError` (and aborts `signal`) unless the lease is still
    * this drainer's by the time of its last confirmed renewal, with `marginMs`
@@ -268,7 +274,7 @@ interface HandOut {
 
 /** A drainer's hold on one key: lost when renewal fails, confirmed up to a time by each renewal. */
 interface DrainLease {
-  lost: AbortController;
+  loss: LeaseLoss;
   confirmedUntil: number;
   confirm(sentAt: number): void;
   assert(marginMs?: number): void;
@@ -748,18 +754,18 @@ export class OrderedMailbox<T> {
   // Renews the lease in the background and remembers until when it is confirmed ours.
   #holdLease(key: string, own: string, token: string, claimedAt: number): DrainLease {
     const { leaseMs } = this.#o;
-    const lost = new AbortController();
+    const loss = new LeaseLoss();
     const lease: DrainLease = {
-      lost,
+      loss,
       confirmedUntil: claimedAt + leaseMs,
       // A renewal counts from when it was sent, never from when its answer came back.
       confirm: (sentAt) => {
         lease.confirmedUntil = Math.max(lease.confirmedUntil, sentAt + leaseMs);
       },
       assert: (marginMs = leaseMs / 3) => {
-        if (!lost.signal.aborted && Date.now() + marginMs <= lease.confirmedUntil) return;
+        if (!loss.lost && Date.now() + marginMs <= lease.confirmedUntil) return;
         const error = new LeaseExpiredError(key);
-        lost.abort(error);
+        loss.lose(error);
         throw error;
       },
       release: () => clearInterval(heartbeat),
@@ -770,7 +776,7 @@ export class OrderedMailbox<T> {
         runScript(this.#redis, RENEW, [own, `${this.#base}:sched`], [token, leaseMs, sentAt, key])
           .then((ok) => {
             if (ok === 1) lease.confirm(sentAt);
-            else lost.abort(new Error("mailbox lease lost"));
+            else loss.lose(new Error("mailbox lease lost"));
           })
           .catch(() => {});
       },
@@ -792,7 +798,7 @@ export class OrderedMailbox<T> {
     let next: [string, number] | null = first;
     let handled = 0;
     while (next !== null) {
-      if (lease.lost.signal.aborted) return;
+      if (lease.loss.lost) return;
       const [head, attempt] = next;
       const item = this.#decode(head, key);
       if (!item) {
@@ -847,7 +853,10 @@ export class OrderedMailbox<T> {
     const ctx: DrainContext = {
       key,
       attempt,
-      signal: lease.lost.signal,
+      get signal() {
+        return lease.loss.signal;
+      },
+      onLost: (listener) => lease.loss.onLost(listener),
       assertLease: lease.assert,
       countAsFailed: () => {
         state.failed = true;
@@ -900,7 +909,7 @@ export class OrderedMailbox<T> {
         { ...this.#logFields(item), mailbox: this.#o.name, key, itemId: item.id },
         "the lease may have expired before a write (this process was paused); leaving the key to its new drainer",
       );
-    if (lease.lost.signal.aborted) return "stop";
+    if (lease.loss.lost) return "stop";
     const after = await this.#handleFailure(item, error, attempt, key, own, token, lease);
     return after === "delayed" ? "stop" : after;
   }

@@ -17,6 +17,7 @@ import {
 } from "@hub/core";
 import {
   createRedis,
+  type DrainContext,
   groupEndId,
   loadScript,
   type MailboxTuning,
@@ -268,7 +269,7 @@ export class ReplyDispatcher implements ReplySink {
           target,
           signal: ctx.signal,
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
-          send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs),
+          send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs),
         });
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) {
@@ -282,7 +283,7 @@ export class ReplyDispatcher implements ReplySink {
         const { preview } = item.data;
         // A file cannot be edited into a preview: the preview is then removed at the reply's end.
         if (!(preview && !segment.attachment && (await this.#previews.takeOver(preview, segment, io()))))
-          await this.#sendOnce(adapter, item.data, segment, ctx.signal, sendTimeoutMs);
+          await this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs);
         failpoint("delivery.after-send");
       },
       { concurrency: options.concurrency ?? 50 },
@@ -322,13 +323,12 @@ export class ReplyDispatcher implements ReplySink {
     adapter: ChannelAdapter,
     item: SegmentItem,
     segment: OutboundSegment,
-    lost: AbortSignal,
+    lease: Pick<DrainContext, "onLost">,
     sendTimeoutMs: number,
   ): Promise<SendResult> {
     const { target } = item;
     const controller = new AbortController();
-    const onLost = () => controller.abort(new Error("delivery lease lost"));
-    lost.addEventListener("abort", onLost);
+    const unlisten = lease.onLost(() => controller.abort(new Error("delivery lease lost")));
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
@@ -341,7 +341,7 @@ export class ReplyDispatcher implements ReplySink {
       throw error;
     } finally {
       clearTimeout(timer);
-      lost.removeEventListener("abort", onLost);
+      unlisten();
       await this.#paceFrom(adapter, target).catch(() => {});
     }
   }

@@ -24,8 +24,10 @@ export interface SessionLaneOptions extends MailboxTuning {
 export interface LaneHandOut {
   /** 1 the first time the request is handed out (a start made for it in the hand-out's step holds). */
   attempt: number;
-  /** Aborted when this process lost the session's lane: another process runs the session now. */
-  signal: AbortSignal;
+  /** Aborted when this process lost the session's lane: another process runs the session now. Made when read. */
+  readonly signal: AbortSignal;
+  /** Calls `listener` once when this process loses the session's lane (at once if it has); see `DrainContext.onLost`. */
+  onLost(listener: (reason: unknown) => void): () => void;
   /** The request's ack, for the runner's last step (see `DrainContext.ackStep`, `RunSteps.settle`). */
   ackStep(): AckStep;
 }
