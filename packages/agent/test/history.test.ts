@@ -1,7 +1,45 @@
 import type { TranscriptEntry } from "@hub/sessions";
 import { describe, expect, it } from "vitest";
-import { estimateTokens } from "../src/context/compaction.js";
+import { compactionMessage, estimateTokens } from "../src/context/compaction.js";
+import { userContent } from "../src/context/untrusted.js";
 import { historyMessages, historyOfHeld } from "../src/history.js";
+import type { ChatMessage } from "../src/model.js";
+
+/**
+ * The history built the plain way, as the hub did before it was built line by line: the latest
+ * compaction's summary, then every line from its first kept one, users' lines naming their sender
+ * when more than one person (or a group message not addressed to the agent) is in the whole transcript.
+ */
+function reference(
+  entries: TranscriptEntry[],
+  skipRunId?: string,
+): { messages: ChatMessage[]; indices: number[] } {
+  const messages: ChatMessage[] = [];
+  const indices: number[] = [];
+  const compaction = entries.findLast((e) => e.type === "compaction");
+  if (compaction?.type === "compaction") {
+    messages.push(compactionMessage(compaction.summary));
+    indices.push(-1);
+  }
+  const users = entries.filter((e) => e.type === "user");
+  const several = new Set(users.map((e) => e.senderId ?? "")).size > 1 || users.some((e) => e.contextOnly);
+  const start = compaction?.type === "compaction" ? compaction.keepFrom : 0;
+  entries.forEach((e, i) => {
+    if (i < start || (skipRunId && "runId" in e && e.runId === skipRunId)) return;
+    if (e.type === "user") messages.push({ role: "user", content: userContent(e, several) });
+    else if (e.type === "assistant")
+      messages.push({
+        role: "assistant",
+        content: e.text,
+        ...(e.toolCalls ? { toolCalls: e.toolCalls } : {}),
+      });
+    else if (e.type === "tool_result")
+      messages.push({ role: "tool", toolCallId: e.toolCallId, content: e.content });
+    else return;
+    indices.push(i);
+  });
+  return { messages, indices };
+}
 
 const user = (n: number, senderId = "u1", contextOnly = false): TranscriptEntry => ({
   type: "user",
@@ -81,15 +119,23 @@ describe("historyOfHeld", () => {
         const count = lines.length;
         lines.push(...run);
         const held = historyOfHeld(lines, count);
-        const whole = historyMessages(lines.slice(0, count));
-        expect({ seed, messages: held.messages, indices: held.indices }).toEqual({
-          seed,
-          messages: whole.messages,
-          indices: whole.indices,
-        });
-        expect(held.tokens).toBe(estimateTokens([...whole.messages]));
-        expect(held.lastCompaction).toBe(whole.lastCompaction);
+        const expected = reference(lines.slice(0, count));
+        expect({ seed, messages: held.messages, indices: held.indices }).toEqual({ seed, ...expected });
+        expect(held.tokens).toBe(estimateTokens(expected.messages));
+        expect(held.lastCompaction).toBe(lines.slice(0, count).findLast((e) => e.type === "compaction"));
       }
+    }
+  });
+
+  it("built whole, leaves out a run's own lines as the plain way does", () => {
+    for (let seed = 41; seed <= 60; seed++) {
+      const lines = [...runs(seed, 30)].flat();
+      const skip = `r${seed % 30}`;
+      const whole = historyMessages(lines, skip);
+      expect({ seed, messages: whole.messages, indices: whole.indices }).toEqual({
+        seed,
+        ...reference(lines, skip),
+      });
     }
   });
 

@@ -25,8 +25,8 @@ export class LeaseLoss {
   }
 
   /**
-   * Calls `listener` once when the lease is lost (at once if it is already); returns what stops the
-   * listening.
+   * Calls `listener` once when the lease is lost (at once, before returning, if it is already); returns
+   * what stops the listening.
    */
   onLost(listener: (reason: unknown) => void): () => void {
     if (this.#lost) {
@@ -49,6 +49,16 @@ export class LeaseLoss {
     this.#controller?.abort(reason);
     const listeners = this.#listeners ?? [];
     this.#listeners = undefined;
-    for (const listener of listeners) listener(reason);
+    for (const listener of listeners) {
+      try {
+        listener(reason);
+      } catch (error) {
+        // As an EventTarget reports a listener's throw: the others are still told, and the error is
+        // not the caller's (`assertLease` throws its own).
+        process.nextTick(() => {
+          throw error;
+        });
+      }
+    }
   }
 }

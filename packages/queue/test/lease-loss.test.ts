@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { LeaseLoss } from "../src/lease-loss.js";
 
 describe("LeaseLoss", () => {
@@ -36,5 +36,27 @@ describe("LeaseLoss", () => {
     after.lose(reason);
     expect(after.signal.aborted).toBe(true);
     expect(after.signal.reason).toBe(reason);
+  });
+
+  it("tells every listener when one throws, and reports that throw as an EventTarget would", () => {
+    const loss = new LeaseLoss();
+    const broken = new Error("listener bug");
+    const heard: string[] = [];
+    loss.onLost(() => {
+      throw broken;
+    });
+    loss.onLost(() => heard.push("second"));
+    const ticks: Array<() => void> = [];
+    const nextTick = vi.spyOn(process, "nextTick").mockImplementation(((fn: () => void) => {
+      ticks.push(fn);
+    }) as typeof process.nextTick);
+    try {
+      expect(() => loss.lose(new Error("renewal refused"))).not.toThrow();
+    } finally {
+      nextTick.mockRestore();
+    }
+    expect(heard).toEqual(["second"]);
+    expect(ticks).toHaveLength(1);
+    expect(() => ticks[0]!()).toThrow(broken);
   });
 });
