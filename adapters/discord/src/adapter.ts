@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import {
   type AccountLease,
   type AdapterFields,
@@ -33,6 +34,7 @@ import {
   type SendResult,
   SingleHolder,
   sleep,
+  waitAtMost,
 } from "@hub/core";
 import {
   Client,
@@ -251,6 +253,9 @@ export class DiscordAdapter implements ChannelAdapter {
     this.#onInbound = onInbound;
     this.#stopped = false;
     this.#stopSignal = new AbortController();
+    // Each READY's read-back waits on it (for CATCH_UP_BUDGET_MS at most): a gateway that reconnects
+    // again and again may give it more than Node's ten listeners before it warns of a leak.
+    setMaxListeners(0, this.#stopSignal.signal);
     this.#status.starting();
     if (this.#o.lease) return this.#connectHolding(this.#o.lease);
     await this.#connect().catch((error: unknown) => {
@@ -508,7 +513,7 @@ export class DiscordAdapter implements ChannelAdapter {
     const done = this.#catchUp(client).catch((error: unknown) =>
       this.#log.warn({ err: describe(error) }, "discord read-back of missed messages failed"),
     );
-    return Promise.race([done, sleep(CATCH_UP_BUDGET_MS, this.#stopSignal.signal).catch(() => {})]);
+    return waitAtMost(done, CATCH_UP_BUDGET_MS, this.#stopSignal.signal).then(() => {});
   }
 
   /**

@@ -1,4 +1,5 @@
 import { createHmac } from "node:crypto";
+import { getEventListeners } from "node:events";
 import { createServer, request, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -18,6 +19,7 @@ import {
   sameHmacSha256,
   sameSecret,
   sleep,
+  waitAtMost,
   webhookRoute,
 } from "../src/index.js";
 
@@ -210,6 +212,23 @@ describe("edge helpers", () => {
     });
     expect(describeError(error)).toBe("E1: connect refused (ECONNREFUSED)");
     expect(describeError("plain")).toBe("plain");
+  });
+});
+
+describe("waitAtMost", () => {
+  it("ends with the work, at the time cap or at the abort, and leaves no listener on the signal", async () => {
+    const stop = new AbortController();
+    // Many waits on one long-lived signal, each for work that ends at once: none stays behind.
+    for (let i = 0; i < 20; i++) expect(await waitAtMost(Promise.resolve(i), 60_000, stop.signal)).toBe(true);
+    expect(await waitAtMost(Promise.reject(new Error("failed")), 60_000, stop.signal)).toBe(true);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    const never = new Promise(() => {});
+    expect(await waitAtMost(never, 20, stop.signal)).toBe(false);
+    expect(getEventListeners(stop.signal, "abort")).toHaveLength(0);
+    setTimeout(() => stop.abort(), 20);
+    const started = Date.now();
+    expect(await waitAtMost(never, 60_000, stop.signal)).toBe(false);
+    expect(Date.now() - started).toBeLessThan(5_000);
   });
 });
 

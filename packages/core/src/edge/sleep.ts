@@ -41,3 +41,26 @@ export class Backoff {
     this.#attempt = 0;
   }
 }
+
+/**
+ * Waits for `work` to settle, at most `ms`, or until `signal` aborts: true when `work` settled first.
+ * The timer and the listener go as soon as one of them ends (a `sleep` raced against `work` would keep
+ * both until `ms`, one listener per call left on a long-lived signal).
+ */
+export function waitAtMost(work: Promise<unknown>, ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const end = (settled: boolean) => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+      resolve(settled);
+    };
+    const onAbort = () => end(false);
+    const timer = setTimeout(() => end(false), ms);
+    signal?.addEventListener("abort", onAbort, { once: true });
+    work.then(
+      () => end(true),
+      () => end(true),
+    );
+  });
+}
