@@ -1,9 +1,9 @@
-import { createLogger, type OutboundSegment, type ReplyTarget, type SendResult } from "@hub/core";
+import type { OutboundSegment, ReplyTarget, SendResult } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { FakeChatAdapter } from "../../../test/fakes/src/index.js";
-import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { ReplyDispatcher } from "../src/index.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { plainTextDispatcher } from "./dispatcher-kit.js";
 
 const prefix = testPrefix("lease-lost");
 const redis = new Redis(REDIS_URL);
@@ -33,30 +33,9 @@ afterAll(async () => {
   redis.disconnect();
 });
 
-async function until(check: () => boolean | Promise<boolean>, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error("timed out waiting");
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
-
 describe("a send in flight when the delivery lease is lost", () => {
   it("is aborted, so it cannot land after the key's new drainer sends", async () => {
-    const replies = new ReplyDispatcher({
-      redisUrl: REDIS_URL,
-      prefix,
-      logger: createLogger({ level: "silent" }),
-      capabilitiesOf: () => ({
-        textLimit: 200,
-        markdown: "plain",
-        threads: false,
-        typing: false,
-        edit: false,
-      }),
-      sendTimeoutMs: 30_000,
-      leaseMs: 600,
-    });
+    const replies = plainTextDispatcher(prefix, { sendTimeoutMs: 30_000, leaseMs: 600 });
     const adapter = new HangingAdapter("fakechat", "http://127.0.0.1:9");
     const worker = replies.startDelivery(() => adapter, { concurrency: 2 });
     try {
@@ -66,12 +45,12 @@ describe("a send in flight when the delivery lease is lost", () => {
         chatId: "c1",
       });
       await reply.push("never answered");
-      await until(() => adapter.sending, 5_000);
+      await waitFor(() => adapter.sending, "the send to start", 5_000);
       // Another drainer takes the key: this one's next renewal is refused.
       const owners = await redis.keys(`${prefix}*:own:*`);
       expect(owners).toHaveLength(1);
       await redis.set(owners[0]!, "another-drainer", "PX", 60_000);
-      await until(() => adapter.aborted.length > 0, 3_000);
+      await waitFor(() => adapter.aborted.length > 0, "the send to be aborted", 3_000);
       expect(String(adapter.aborted[0])).toContain("delivery lease lost");
     } finally {
       await worker.close();

@@ -1,9 +1,10 @@
-import { createLogger, type ReplyTarget } from "@hub/core";
+import type { ReplyTarget } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { FakeChatAdapter, startFakeChatPlatform } from "../../../test/fakes/src/index.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
-import { FailedDeliveries, ReplyDispatcher } from "../src/index.js";
+import { FailedDeliveries } from "../src/index.js";
+import { plainTextDispatcher } from "./dispatcher-kit.js";
 
 const prefix = testPrefix("max-age");
 const redis = new Redis(REDIS_URL);
@@ -18,21 +19,7 @@ describe("delivery.maxAge", () => {
   it("segments older than maxAge when delivery resumes are not sent: recorded as expired, the chat told once", async () => {
     const platform = await startFakeChatPlatform();
     cleanups.push(() => platform.close());
-    const replies = new ReplyDispatcher({
-      redisUrl: REDIS_URL,
-      prefix,
-      logger: createLogger({ level: "silent" }),
-      capabilitiesOf: () => ({
-        textLimit: 200,
-        markdown: "plain",
-        threads: false,
-        typing: false,
-        edit: false,
-      }),
-      maxAgeMs: 300,
-      sweepIntervalMs: 100,
-      graceMs: 500,
-    });
+    const replies = plainTextDispatcher(prefix, { maxAgeMs: 300, sweepIntervalMs: 100, graceMs: 500 });
     cleanups.push(() => replies.close());
     const target: ReplyTarget = { channel: "fakechat", accountId: "default", chatId: "stale-chat" };
     // Two replies queued while no delivery process runs (the hub is down)...
