@@ -22,10 +22,16 @@ export interface History {
 /**
  * Turns transcript entries into model messages, from the latest compaction on
  * (its summary stands for everything before it), leaving out the lines of
- * `skipRunId`; context-only group messages are marked as such.
+ * `skipRunId` and the lines `leaveOut` names (counted nowhere, not even as a
+ * sender); context-only group messages are marked as such. `indices` are
+ * positions in `entries`, whatever is left out.
  */
-export function historyMessages(entries: readonly TranscriptEntry[], skipRunId?: string): History {
-  const history = new HistoryBuilder(skipRunId);
+export function historyMessages(
+  entries: readonly TranscriptEntry[],
+  skipRunId?: string,
+  leaveOut?: (e: TranscriptEntry) => boolean,
+): History {
+  const history = new HistoryBuilder(skipRunId, leaveOut);
   history.takeIn(entries, entries.length);
   return history;
 }
@@ -61,7 +67,10 @@ class HistoryBuilder implements History {
   /** Where in `messages` the user lines are: their text changes when the session gets a second sender. */
   #userAt: number[] = [];
 
-  constructor(private readonly skipRunId?: string) {}
+  constructor(
+    private readonly skipRunId?: string,
+    private readonly leaveOut?: (e: TranscriptEntry) => boolean,
+  ) {}
 
   /** Takes in `lines[taken..count)`: lines appended after those taken in so far. */
   takeIn(lines: readonly TranscriptEntry[], count: number): void {
@@ -70,6 +79,7 @@ class HistoryBuilder implements History {
     let compacted = false;
     for (let i = from; i < count; i++) {
       const e = lines[i]!;
+      if (this.leaveOut?.(e)) continue;
       if (e.type === "user") this.#senders.add(e);
       else if (e.type === "compaction") {
         this.lastCompaction = e;
@@ -94,6 +104,7 @@ class HistoryBuilder implements History {
 
   #add(e: TranscriptEntry, line: number): void {
     if (this.skipRunId && "runId" in e && e.runId === this.skipRunId) return;
+    if (this.leaveOut?.(e)) return;
     let m: ChatMessage | undefined;
     if (e.type === "user") {
       this.#userAt.push(this.messages.length);

@@ -357,10 +357,9 @@ export class AgentRunner {
     const steeredIds = new Set(steered.map((r) => r.runId));
     const ownQuestion = (e: TranscriptEntry) =>
       e.type === "user" && e.runId !== undefined && (batchIds.has(e.runId) || steeredIds.has(e.runId));
-    return historyMessages(
-      lines.filter((e) => !ownQuestion(e)),
-      runId,
-    );
+    // Left out in place, not filtered out: the history's line numbers stay the transcript's (a compaction's
+    // keepFrom is one).
+    return historyMessages(lines, runId, ownQuestion);
   }
 
   // Messages the interrupted attempt took from its steering: those it was killed before writing are

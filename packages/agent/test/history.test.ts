@@ -139,6 +139,29 @@ describe("historyOfHeld", () => {
     }
   });
 
+  it("leaves a resumed run's own question out in place: line numbers stay the transcript's", () => {
+    // A resumed run's question sits among the lines (its dead attempt wrote it), before later context.
+    const own = user(9, "u2");
+    const lines: TranscriptEntry[] = [user(0), answer(0), outcome(0), own, user(1), answer(1)];
+    lines.push(
+      { type: "compaction", runId: "r1", summary: "earlier", keepFrom: 4, at: 1 },
+      user(2),
+      answer(2),
+    );
+    const history = historyMessages(lines, undefined, (e) => e === own);
+    // The summary, then the lines from the kept one on (line 4: user 1), each numbered as in the transcript.
+    expect(history.indices).toEqual([-1, 4, 5, 7, 8]);
+    expect(history.messages.map((m) => m.content)).toEqual([
+      compactionMessage("earlier").content,
+      "question 1",
+      "answer 1",
+      "question 2",
+      "answer 2",
+    ]);
+    // Left out everywhere: its sender (a second person) does not make the others say who wrote them.
+    expect(history.messages[1]).toEqual({ role: "user", content: "question 1" });
+  });
+
   it("says who wrote every earlier message once a second person writes", () => {
     const lines = [user(0), answer(0), user(1), answer(1)];
     expect(historyOfHeld(lines, 4).messages[0]).toEqual({ role: "user", content: "question 0" });
