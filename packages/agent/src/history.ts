@@ -76,20 +76,18 @@ class HistoryBuilder implements History {
   takeIn(lines: readonly TranscriptEntry[], count: number): void {
     const wasSeveral = this.#senders.several;
     let from = this.taken;
-    let compacted = false;
+    let compaction: CompactionEntry | undefined;
     for (let i = from; i < count; i++) {
       const e = lines[i]!;
       if (this.leaveOut?.(e)) continue;
       if (e.type === "user") this.#senders.add(e);
-      else if (e.type === "compaction") {
-        this.lastCompaction = e;
-        compacted = true;
-      }
+      else if (e.type === "compaction") compaction = e;
     }
     // A compaction among the new lines: its summary stands for everything before its first kept line.
-    if (compacted && this.lastCompaction) {
-      this.#restart(compactionMessage(this.lastCompaction.summary));
-      from = this.lastCompaction.keepFrom;
+    if (compaction) {
+      this.lastCompaction = compaction;
+      this.#restart(compactionMessage(compaction.summary));
+      from = compaction.keepFrom;
     } else if (!wasSeveral && this.#senders.several) this.#retell(lines);
     for (let i = from; i < count; i++) this.#add(lines[i]!, i);
     this.taken = count;

@@ -106,9 +106,8 @@ async function compactIfNeeded(
       ]) + 4096,
     keepRecentTokens: Math.floor(settings.contextWindowTokens * 0.3),
   };
-  // planCompaction's own first test, from the history's running count (no pass over it).
-  if (history.tokens + options.reserveTokens <= options.contextWindow) return past;
-  const plan = planCompaction(past, options);
+  // From the history's running count: no pass over it when it fits.
+  const plan = planCompaction(past, options, history.tokens);
   if (!plan) return past;
   const summary = await summarize(input.provider, input.model, plan.older, input.signal);
   const firstKept = history.indices[past.length - plan.kept.length] ?? -1;

@@ -29,7 +29,7 @@ const TOOL_CALL_OVERHEAD_TOKENS = 3;
  * per-tool-call overhead. Rough but provider-independent; good enough to decide
  * when to compact.
  */
-export function estimateTokens(messages: ChatMessage[]): number {
+export function estimateTokens(messages: readonly ChatMessage[]): number {
   let tokens = 0;
   for (const m of messages) tokens += messageTokens(m);
   return tokens;
@@ -62,10 +62,11 @@ export function messageTokens(m: ChatMessage): number {
 export function planCompaction(
   messages: readonly ChatMessage[],
   options: CompactionOptions,
+  /** `estimateTokens(messages)` when the caller keeps it already (a held session's `History.tokens`). */
+  tokens = estimateTokens(messages),
 ): CompactionPlan | undefined {
+  if (tokens + options.reserveTokens <= options.contextWindow) return undefined;
   const perMessage = messages.map(messageTokens);
-  const total = perMessage.reduce((a, b) => a + b, 0);
-  if (total + options.reserveTokens <= options.contextWindow) return undefined;
 
   // splits[i]: cutting before message i would part a tool call from one of its results.
   const splits = new Array<boolean>(messages.length + 1).fill(false);
