@@ -51,6 +51,12 @@ describe("discord gateway lease", () => {
     });
     let most = 0;
     const watch = setInterval(() => (most = Math.max(most, fake.gateway.liveConnections)), 10);
+    // Each READY's read-back waits on the adapter's stop signal: a handover's READYs leave no pile of listeners.
+    const leaks: string[] = [];
+    const onWarning = (warning: Error) => {
+      if (warning.name === "MaxListenersExceededWarning") leaks.push(warning.message);
+    };
+    process.on("warning", onWarning);
     try {
       await new Promise((r) => setTimeout(r, 2000));
       expect(fake.gateway.liveConnections).toBe(1);
@@ -70,9 +76,11 @@ describe("discord gateway lease", () => {
       await waitFor(() => second.status().state === "connected", "connected again", 10_000);
     } finally {
       clearInterval(watch);
+      process.off("warning", onWarning);
     }
     expect(fake.gateway.liveConnections).toBe(1);
     expect(most).toBe(1);
+    expect(leaks).toEqual([]);
   }, 40_000);
 
   it("an unreachable Discord logs one line per retry, with the restApi hint; the status says the same", async () => {
