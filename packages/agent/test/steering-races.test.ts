@@ -8,6 +8,7 @@ import { createLogger, type ReplySink, type ReplyStream, type RunRequest } from 
 import {
   ApprovalStore,
   FileSessionStore,
+  openByParts,
   RunRecords,
   RunSteps,
   SessionActivity,
@@ -152,6 +153,10 @@ function withAppend(
     reset: (k) => store.reset(k),
     read: (id) => store.read(id),
     append: (id, entries) => append(id, entries, (i, e) => store.append(i, e)),
+    // Built from the three above, so the run's first lines go through `append` too.
+    open(k, first) {
+      return openByParts(this, k, first);
+    },
   };
 }
 

@@ -83,12 +83,11 @@ export class HeldSessions {
       await held.append(first);
       return held;
     }
-    // A new session is created through `resolve`, not `reset`: a write outside any claim (a context-only
-    // message) may be creating it at this moment, and both must end in the one session the key routes to.
-    // Read back after the write, so what that write put there is in the copy.
-    const record = await this.store.resolve(sessionKey);
-    await this.store.append(record.sessionId, first);
-    return this.#copyOf(record, await this.store.read(record.sessionId), seen);
+    // A new session is created as `resolve` creates it, not `reset`: a write outside any claim (a
+    // context-only message) may be creating it at this moment, and both must end in the one session the
+    // key routes to. Read back after the write, so what that write put there is in the copy.
+    const { record, entries } = await this.store.open(sessionKey, first);
+    return this.#copyOf(record, entries, seen);
   }
 
   #copyOf(record: SessionRecord, lines: TranscriptEntry[], seen: ClaimSeen | undefined): HeldSession {

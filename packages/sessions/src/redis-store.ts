@@ -4,6 +4,8 @@ import type { Redis } from "ioredis";
 import {
   checkedSessionId,
   newSession,
+  type OpenedSession,
+  openByParts,
   remember,
   type SessionRecord,
   SessionRecordSchema,
@@ -90,6 +92,10 @@ export class RedisSessionStore implements SessionStore {
       .zadd(this.#allKey, record.updatedAt, sessionKey)
       .exec();
     return record;
+  }
+
+  async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
+    return openByParts(this, sessionKey, first);
   }
 
   async append(sessionId: string, entries: TranscriptEntry[]): Promise<void> {

@@ -34,6 +34,29 @@ export interface SessionStore {
   append(sessionId: string, entries: TranscriptEntry[]): Promise<void>;
   /** Reads a transcript, a superseded writer's late lines dropped. */
   read(sessionId: string): Promise<TranscriptEntry[]>;
+  /**
+   * The session a key routes to (created on first use, as `resolve` does) with `first` appended in one
+   * write, and its transcript as `read` returns it after that write: what a run with no copy of the
+   * session in memory starts from. `openByParts` is the plain way; a store may do it in fewer steps.
+   */
+  open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession>;
+}
+
+/** A session as a run opens it (`SessionStore.open`): its record, and its transcript as a reader sees it. */
+export interface OpenedSession {
+  record: SessionRecord;
+  entries: TranscriptEntry[];
+}
+
+/** `SessionStore.open` as resolve, append, read: for a store with no shorter way. */
+export async function openByParts(
+  store: Pick<SessionStore, "resolve" | "append" | "read">,
+  sessionKey: string,
+  first: TranscriptEntry[],
+): Promise<OpenedSession> {
+  const record = await store.resolve(sessionKey);
+  await store.append(record.sessionId, first);
+  return { record, entries: await store.read(record.sessionId) };
 }
 
 /** Checks a sessionId before it becomes part of a file name or key. */
@@ -246,6 +269,38 @@ export class FileSessionStore implements SessionStore {
     return known ?? (await this.#startFirst(sessionKey, "join")) ?? this.#startIndexed(sessionKey, "join");
   }
 
+  /**
+   * As `resolve`, append and read, with a key's new first session created with `first` in its creating
+   * write and nothing read back: the file held nothing before that write (O_EXCL), and anything another
+   * writer appends comes after it, as after a read-back. (A key's first message made a create, a write,
+   * a stat, an open, a read and a close, and parsed its own lines back.)
+   */
+  async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
+    const known = await this.get(sessionKey);
+    if (!known) {
+      // `get` has just found no index: not looked for again before the create.
+      const created = await this.#createFirst(sessionKey, first);
+      if (created) return created;
+    }
+    const record = known ?? (await this.resolve(sessionKey));
+    await this.append(record.sessionId, first);
+    return { record, entries: await this.read(record.sessionId) };
+  }
+
+  // A key's first session with `first` after its header, in one exclusive create; undefined when its header
+  // would be too long to read back or the file exists (another store creating it: `resolve` joins it).
+  async #createFirst(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession | undefined> {
+    const { record, header, headerLine } = newSession(sessionKey, firstSessionId(sessionKey));
+    const line = `${headerLine}\n`;
+    if (Buffer.byteLength(line) > HEADER_BYTES) return undefined;
+    const text = first.length === 0 ? line : `${line}${transcriptLines(first).join("\n")}\n`;
+    const file = await this.#files.create(this.#transcriptPath(record.sessionId), text);
+    if (!file) return undefined;
+    const entries = [header, ...first];
+    this.#started(record, entries, text, { kind: "first", ...file });
+    return { record, entries: dropStaleWrites(entries) };
+  }
+
   /** Starts a new sessionId (a new transcript) for the key: its first session, or one its index names. */
   async reset(sessionKey: string): Promise<SessionRecord> {
     return (await this.#startFirst(sessionKey, "skip")) ?? this.#startIndexed(sessionKey, "replace");
@@ -263,7 +318,7 @@ export class FileSessionStore implements SessionStore {
     if (Buffer.byteLength(line) > HEADER_BYTES) return undefined;
     const path = this.#transcriptPath(record.sessionId);
     const file = await this.#files.create(path, line);
-    if (file) return this.#started(record, header, line, { kind: "first", ...file });
+    if (file) return this.#started(record, [header], line, { kind: "first", ...file });
     return ifExists === "join" ? this.#joinFirstBeingCreated(sessionKey, path) : undefined;
   }
 
@@ -302,19 +357,20 @@ export class FileSessionStore implements SessionStore {
       throw new Error(`a new session's transcript ${record.sessionId} exists already`);
     const index = await this.#writeIndex(record, ifIndexed);
     if ("record" in index) return index.record;
-    return this.#started(record, header, line, { kind: "index", ...index });
+    return this.#started(record, [header], line, { kind: "index", ...index });
   }
 
-  // What was just written is what the next read would find: a new session reads nothing back. `routedBy`
-  // is the file `get` checks for the key (its index, or a first session's transcript).
+  // What was just written (`text`, the lines of `entries`) is what the next read would find: a new session
+  // reads nothing back. `routedBy` is the file `get` checks for the key (its index, or a first session's
+  // transcript).
   #started(
     record: SessionRecord,
-    header: TranscriptEntry,
-    line: string,
+    entries: TranscriptEntry[],
+    text: string,
     routedBy: Omit<RoutedBy, "record">,
   ): SessionRecord {
     remember(this.#indexes, record.sessionKey, { ...routedBy, record });
-    remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(line), entries: [header] });
+    remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(text), entries });
     return record;
   }
 
