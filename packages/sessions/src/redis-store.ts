@@ -5,7 +5,6 @@ import {
   checkedSessionId,
   newSession,
   type OpenedSession,
-  openByParts,
   remember,
   type SessionRecord,
   SessionRecordSchema,
@@ -13,6 +12,12 @@ import {
   transcriptLines,
 } from "./store.js";
 import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
+
+/** A transcript as last read: how many lines of its list, and those lines as entries. */
+interface CachedTranscript {
+  lines: number;
+  entries: TranscriptEntry[];
+}
 
 const CREATE_SESSION = loadScript(new URL("./scripts/create-session.lua", import.meta.url));
 
@@ -29,7 +34,7 @@ const CREATE_SESSION = loadScript(new URL("./scripts/create-session.lua", import
  * since (by any process): one LRANGE from the cached length.
  */
 export class RedisSessionStore implements SessionStore {
-  readonly #transcripts = new Map<string, { lines: number; entries: TranscriptEntry[] }>();
+  readonly #transcripts = new Map<string, CachedTranscript>();
 
   constructor(
     private readonly redis: Redis,
@@ -68,19 +73,47 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async resolve(sessionKey: string): Promise<SessionRecord> {
-    return (await this.get(sessionKey)) ?? this.#create(sessionKey);
+    return (await this.get(sessionKey)) ?? (await this.#create(sessionKey, [])).record;
   }
 
-  // A new session unless the key has one by now (another process resolving it at the same moment): then that one.
-  async #create(sessionKey: string): Promise<SessionRecord> {
-    const { record, headerLine } = newSession(sessionKey);
+  /**
+   * As resolve, append and read, in two round trips instead of three or four: a new session is created
+   * with `first` after its header in its creating step (and not read back: its list held nothing before),
+   * and an existing one gets `first` and is read in one pipeline (the read sees the push).
+   */
+  async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
+    const known = await this.get(sessionKey);
+    const opened = known ? { record: known, created: undefined } : await this.#create(sessionKey, first);
+    if (opened.created) return { record: opened.record, entries: dropStaleWrites(opened.created) };
+    const { sessionId } = opened.record;
+    const key = this.#transcriptKey(sessionId);
+    const cached = this.#transcripts.get(sessionId) ?? { lines: 0, entries: [] };
+    const pipeline = this.redis.pipeline();
+    if (first.length > 0) pipeline.rpush(key, ...transcriptLines(first));
+    const results = await pipeline.lrange(key, cached.lines, -1).exec();
+    for (const [error] of results ?? []) if (error) throw error;
+    const fresh = results?.at(-1)?.[1] as string[];
+    return { record: opened.record, entries: this.#readOn(sessionId, cached, fresh) };
+  }
+
+  // A new session unless the key has one by now (another process resolving it at the same moment): then that
+  // one, and `created` undefined. A new one's transcript holds `first` after its header (created: its lines).
+  async #create(
+    sessionKey: string,
+    first: TranscriptEntry[],
+  ): Promise<{ record: SessionRecord; created: TranscriptEntry[] | undefined }> {
+    const { record, header, headerLine } = newSession(sessionKey);
     const existing = await runScript(
       this.redis,
       CREATE_SESSION,
       [this.#indexKey(sessionKey), this.#allKey, this.#transcriptKey(record.sessionId)],
-      [JSON.stringify(record), headerLine, record.updatedAt, sessionKey],
+      [JSON.stringify(record), headerLine, record.updatedAt, sessionKey, ...transcriptLines(first)],
     );
-    return typeof existing === "string" ? SessionRecordSchema.parse(JSON.parse(existing)) : record;
+    if (typeof existing === "string")
+      return { record: SessionRecordSchema.parse(JSON.parse(existing)), created: undefined };
+    const created = [header, ...first];
+    remember(this.#transcripts, record.sessionId, { lines: created.length, entries: created });
+    return { record, created };
   }
 
   async reset(sessionKey: string): Promise<SessionRecord> {
@@ -94,10 +127,6 @@ export class RedisSessionStore implements SessionStore {
     return record;
   }
 
-  async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
-    return openByParts(this, sessionKey, first);
-  }
-
   async append(sessionId: string, entries: TranscriptEntry[]): Promise<void> {
     if (entries.length === 0) return;
     await this.redis.rpush(this.#transcriptKey(sessionId), ...transcriptLines(entries));
@@ -106,6 +135,11 @@ export class RedisSessionStore implements SessionStore {
   async read(sessionId: string): Promise<TranscriptEntry[]> {
     const cached = this.#transcripts.get(sessionId) ?? { lines: 0, entries: [] };
     const fresh = await this.redis.lrange(this.#transcriptKey(sessionId), cached.lines, -1);
+    return this.#readOn(sessionId, cached, fresh);
+  }
+
+  // The cached copy with the lines read after it (`fresh`), kept as the new cached copy; what a reader sees.
+  #readOn(sessionId: string, cached: CachedTranscript, fresh: string[]): TranscriptEntry[] {
     if (fresh.length === 0 && cached.lines === 0) return [];
     const next = {
       lines: cached.lines + fresh.length,

@@ -344,36 +344,4 @@ describe("FileSessionStore.open (a run's first lines, with no copy of the sessio
     expect(await other.read(opened.record.sessionId)).toEqual(opened.entries);
     expect(await mine.read(opened.record.sessionId)).toEqual(opened.entries);
   });
-
-  it("appends to a session the key has (first or indexed) and returns all of it, other stores' lines included", async () => {
-    const dir = stateDir();
-    const [a, b] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
-    const one = await a.open("agent:main:more", lines("r1", "one"));
-    const two = await b.open("agent:main:more", lines("r2", "two"));
-    expect(two.record).toEqual(one.record);
-    expect(two.entries.flatMap((e) => (e.type === "user" ? [e.text] : []))).toEqual(["one", "two"]);
-    const reset = await a.reset("agent:main:more");
-    const three = await b.open("agent:main:more", lines("r3", "three"));
-    expect(three.record).toEqual(reset);
-    expect(three.entries.map((e) => e.type)).toEqual(["session", "writer", "user"]);
-  });
-
-  it("two stores opening one new key at once end in one session holding both runs' lines once", async () => {
-    for (let round = 0; round < 5; round++) {
-      const dir = stateDir();
-      const [a, b] = [new FileSessionStore(dir, logger), new FileSessionStore(dir, logger)];
-      const [oa, ob] = await Promise.all([
-        a.open("agent:main:race", lines("ra", "from a")),
-        b.open("agent:main:race", lines("rb", "from b")),
-      ]);
-      expect(oa.record).toEqual(ob.record);
-      const all = await new FileSessionStore(dir, logger).read(oa.record.sessionId);
-      expect(all.filter((e) => e.type === "session")).toHaveLength(1);
-      expect(all.flatMap((e) => (e.type === "user" ? [e.text] : [])).sort()).toEqual(["from a", "from b"]);
-      // The store that lost the create read the winner's lines back with its own; the winner has its own.
-      const [loser, winner] = oa.entries.length > ob.entries.length ? [oa, ob] : [ob, oa];
-      expect(loser.entries).toHaveLength(5);
-      expect(winner.entries).toHaveLength(3);
-    }
-  });
 });
