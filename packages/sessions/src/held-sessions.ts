@@ -85,7 +85,8 @@ export class HeldSessions {
     }
     // A new session is created as `resolve` creates it, not `reset`: a write outside any claim (a
     // context-only message) may be creating it at this moment, and both must end in the one session the
-    // key routes to. Read back after the write, so what that write put there is in the copy.
+    // key routes to. Read back after the write, so what that write put there is in the copy (a session
+    // this write created holds nothing else: it is not read back).
     const { record, entries } = await this.store.open(sessionKey, first);
     return this.#copyOf(record, entries, seen);
   }

@@ -277,8 +277,9 @@ export class FileSessionStore implements SessionStore {
    */
   async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
     const known = await this.get(sessionKey);
-    if (!known) {
-      // `get` has just found no index: not looked for again before the create.
+    // None: no session, or an index a crash left empty or cut short (a reset key: its next session is
+    // an indexed one, which `resolve` starts).
+    if (!known && !statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) {
       const created = await this.#createFirst(sessionKey, first);
       if (created) return created;
     }

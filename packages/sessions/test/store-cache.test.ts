@@ -341,7 +341,38 @@ describe("FileSessionStore.open (a run's first lines, with no copy of the sessio
     expect(onDisk.map((l) => JSON.parse(l).type)).toEqual(["session", "writer", "user"]);
     const other = new FileSessionStore(dir, logger);
     expect(await other.get("agent:main:open")).toEqual(opened.record);
-    expect(await other.read(opened.record.sessionId)).toEqual(opened.entries);
-    expect(await mine.read(opened.record.sessionId)).toEqual(opened.entries);
+    // Strictly: the lines as given are what a parse of the file gives (no field set to undefined).
+    expect(await other.read(opened.record.sessionId)).toStrictEqual(opened.entries);
+    expect(await mine.read(opened.record.sessionId)).toStrictEqual(opened.entries);
+  });
+
+  it("a key too long for a readable header gets an indexed session that every store reads", async () => {
+    const dir = stateDir();
+    const key = `agent:main:${"x".repeat(5000)}`;
+    const opened = await new FileSessionStore(dir, logger).open(key, lines("r1", "long"));
+    expect(opened.record.sessionId).not.toBe(firstSessionId(key));
+    const other = new FileSessionStore(dir, logger);
+    expect(await other.get(key)).toEqual(opened.record);
+    expect((await other.read(opened.record.sessionId)).map((e) => e.type)).toEqual([
+      "session",
+      "writer",
+      "user",
+    ]);
+  });
+
+  it("a key whose index a crash left empty (and no first transcript) keeps one indexed session", async () => {
+    const dir = stateDir();
+    const key = "agent:main:emptied";
+    const store = new FileSessionStore(dir, logger);
+    const reset = await store.reset(key);
+    await store.reset(key); // an index now names the key's session
+    const index = readdirSync(join(dir, "sessions"))[0] ?? "";
+    writeFileSync(join(dir, "sessions", index), "");
+    rmSync(join(dir, "transcripts", `${reset.sessionId}.jsonl`), { force: true });
+    const one = await new FileSessionStore(dir, logger).open(key, lines("r1", "one"));
+    const two = await new FileSessionStore(dir, logger).open(key, lines("r2", "two"));
+    expect(one.record.sessionId).not.toBe(firstSessionId(key));
+    expect(two.record).toEqual(one.record);
+    expect(two.entries.flatMap((e) => (e.type === "user" ? [e.text] : []))).toEqual(["one", "two"]);
   });
 });
