@@ -142,18 +142,24 @@ export class FileSessionStore implements SessionStore {
 
   /** The session a key routes to now, or undefined if it never had one. */
   async get(sessionKey: string): Promise<SessionRecord | undefined> {
+    return this.#find(sessionKey).record;
+  }
+
+  // The session a key routes to now, and whether the key has an index file (one a crash left empty or cut
+  // short, which routes nowhere, included).
+  #find(sessionKey: string): { record: SessionRecord | undefined; indexed: boolean } {
     const path = this.#indexPath(sessionKey);
     // A stat of a small local directory's entry is microseconds: synchronous, and no exception when
     // missing (every new session starts here), instead of a thread-pool round trip.
     const found = statSync(path, { throwIfNoEntry: false });
-    if (!found) return this.#firstSession(sessionKey);
+    if (!found) return { record: this.#firstSession(sessionKey), indexed: false };
     const cached = this.#indexes.get(sessionKey);
-    if (cached && sameRoutingFile(cached, "index", found)) return cached.record;
+    if (cached && sameRoutingFile(cached, "index", found)) return { record: cached.record, indexed: true };
     // An index is one short line: read at once, as its stat was.
     const text = readFileSync(path, "utf8");
     // Only a crash while a new session's index was being created leaves it empty: that session has
     // nothing but its header yet, so it starts again.
-    if (text === "") return undefined;
+    if (text === "") return { record: undefined, indexed: true };
     const record = this.#parseIndex(sessionKey, path, text);
     if (record)
       remember(this.#indexes, sessionKey, {
@@ -163,7 +169,7 @@ export class FileSessionStore implements SessionStore {
         ctimeMs: found.ctimeMs,
         record,
       });
-    return record;
+    return { record, indexed: true };
   }
 
   /**
@@ -276,10 +282,10 @@ export class FileSessionStore implements SessionStore {
    * a stat, an open, a read and a close, and parsed its own lines back.)
    */
   async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
-    const known = await this.get(sessionKey);
-    // None: no session, or an index a crash left empty or cut short (a reset key: its next session is
-    // an indexed one, which `resolve` starts).
-    if (!known && !statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) {
+    const { record: known, indexed } = this.#find(sessionKey);
+    // None and no index: a new key. (An index a crash left empty or cut short routes nowhere, but its key
+    // was reset: its next session is an indexed one, which `resolve` starts.)
+    if (!known && !indexed) {
       const created = await this.#createFirst(sessionKey, first);
       if (created) return created;
     }
