@@ -320,12 +320,10 @@ export class FileSessionStore implements SessionStore {
    */
   async #startFirst(sessionKey: string, ifExists: "join" | "skip"): Promise<SessionRecord | undefined> {
     if (statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) return undefined;
-    const { record, header, headerLine } = newSession(sessionKey, firstSessionId(sessionKey));
-    const line = `${headerLine}\n`;
-    if (Buffer.byteLength(line) > HEADER_BYTES) return undefined;
-    const path = this.#transcriptPath(record.sessionId);
-    const file = await this.#files.create(path, line);
-    if (file) return this.#started(record, [header], line, { kind: "first", ...file });
+    const created = await this.#createFirst(sessionKey, []);
+    if (created) return created.record;
+    // Not created: the file exists, or the header is too long (then there is no file, and the join finds none).
+    const path = this.#transcriptPath(firstSessionId(sessionKey));
     return ifExists === "join" ? this.#joinFirstBeingCreated(sessionKey, path) : undefined;
   }
 
