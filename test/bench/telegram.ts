@@ -1,6 +1,6 @@
 // End to end on Telegram: fake Bot API (polling) -> hub -> offline model -> ReplyDispatcher -> fake
 // Bot API, and the same load against a bare grammY echo bot (@grammyjs/runner + sequentialize).
-import { appendFileSync, mkdtempSync, rmSync } from "node:fs";
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -63,6 +63,11 @@ export interface BenchHubOptions {
    */
   agentProcess?: boolean;
   /**
+   * Runs the agent role on a worker thread of this process (`agent.threads: 1`): one process, its main
+   * thread doing ingress and delivery (and, here, the fake and the load) while the thread runs the turns.
+   */
+  agentThread?: boolean;
+  /**
    * Runs the whole hub in a process of its own (`hub start` with a config file, every role), so that
    * this one holds only the fake Telegram and the load: as in a real installation, the platform's work
    * is not done on the hub's event loop.
@@ -79,7 +84,7 @@ export async function startBenchHub(
   const fake = await startFakeTelegram();
   // BENCH_STATE_DIR: where the state directory is made (default the OS temp dir).
   const stateDir = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
-  const settings = benchHubSettings(fake, redisUrl, runs);
+  const settings = benchHubSettings(fake, redisUrl, runs, options.agentThread ? 1 : 0);
   const release = async () => {
     await fake.close();
     rmSync(stateDir, { recursive: true, force: true });
@@ -127,16 +132,25 @@ export async function startBenchHub(
   );
   const agent = options.agentProcess ? await startBenchHubProcess(settings, stateDir, ["agent"]) : undefined;
   // A hub that does not start leaves no agent process behind.
-  const hub = await startHub(config, { stateDir, token: "bench-token-0123456789abcdef", logger }).catch(
-    async (error: unknown) => {
-      await agent?.stop();
-      throw error;
-    },
-  );
+  // An agent thread writes its lines to a file (BENCH_LOG_FILE, where this process's go too, or its own).
+  const threadLog = logFile ?? join(stateDir, "agent-thread.log");
+  const hub = await startHub(config, {
+    stateDir,
+    token: "bench-token-0123456789abcdef",
+    logger,
+    agentThreads: { logFile: threadLog },
+  }).catch(async (error: unknown) => {
+    await agent?.stop();
+    throw error;
+  });
   await hub.channelsSettled();
+  const threadLines = () =>
+    options.agentThread && !logFile && existsSync(threadLog)
+      ? readFileSync(threadLog, "utf8").split("\n").length - 1
+      : 0;
   return {
     fake,
-    logLines: () => logLines + (agent?.logLines() ?? 0),
+    logLines: () => logLines + (agent?.logLines() ?? 0) + threadLines(),
     ...(agent ? { agentCpuMs: agent.cpuMs } : {}),
     stop: async () => {
       try {
@@ -150,7 +164,12 @@ export async function startBenchHub(
 }
 
 // The bench hub's configuration (without gateway and roles), as a hub config file would hold it.
-function benchHubSettings(fake: FakeTelegram, redisUrl: string, runs: number): Record<string, unknown> {
+function benchHubSettings(
+  fake: FakeTelegram,
+  redisUrl: string,
+  runs: number,
+  threads = 0,
+): Record<string, unknown> {
   return {
     // Unique per hub (BENCH_REDIS_URL may be a shared Redis), and about as short as an installation's own
     // (`hub` by default): every key of every command carries it.
@@ -159,6 +178,7 @@ function benchHubSettings(fake: FakeTelegram, redisUrl: string, runs: number): R
       offlineTokenDelayMs: 0,
       queueMode: "followup",
       maxConcurrentRuns: runs,
+      threads,
     },
     // Flood limits still taken on every message (the same Redis work), only wide enough that the
     // open-loop phase's 12 or more messages per chat in 5 s are not refused (the default is a burst of 10).

@@ -1,14 +1,15 @@
-import type { ChannelAdapter, ChannelPlugin, HubConfig, HubLogger } from "@hub/core";
+import { type ChannelAdapter, type ChannelPlugin, type HubConfig, HubError, type HubLogger } from "@hub/core";
 import type { InboundDispatcher } from "@hub/dispatch";
 import type { ReplyDispatcher } from "@hub/reply";
+import { AgentThreads } from "./agent-threads.js";
 import { type ProbeAddress, startHealthServer } from "./health-server.js";
 import type { HubOperations } from "./operations.js";
 import { announceProcess } from "./process-registry.js";
 import { startAdmission } from "./stages/admission.js";
-import { connectBase, type HubTuning, shutdownBase } from "./stages/base.js";
-import { buildEntry } from "./stages/entry.js";
+import { connectBase, type HubBase, type HubTuning, shutdownBase } from "./stages/base.js";
+import { buildEntry, type EntryStage } from "./stages/entry.js";
 import { startExecution } from "./stages/execution.js";
-import { buildSessionStage } from "./stages/session.js";
+import { buildSessionStage, type SessionStage } from "./stages/session.js";
 import { startSettlement } from "./stages/settlement.js";
 import type { ChannelReport } from "./supervisor.js";
 
@@ -46,6 +47,8 @@ export interface StartHubOptions {
   adapters?: ChannelAdapter[];
   /** The installed channel plugins (default: the hub's list in plugins.ts). */
   plugins?: ReadonlyArray<ChannelPlugin>;
+  /** Agent threads (`agent.threads`): the config file SIGHUP reads, and a file for their log lines instead of standard output. */
+  agentThreads?: { configPath?: string | undefined; logFile?: string | undefined };
 }
 
 /**
@@ -61,7 +64,7 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const entry = await buildEntry(base, options);
   const replies = await startSettlement(base, entry);
   const session = buildSessionStage(base);
-  if (base.roles.has("agent")) await startExecution(base, entry, replies, session);
+  if (base.roles.has("agent")) await startAgentRole(base, { entry, replies, session }, options);
   const ingress = base.roles.has("ingress")
     ? await startAdmission(base, entry, replies, session, options.token)
     : undefined;
@@ -80,5 +83,63 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
     channelsSettled: () => ingress?.supervisor.firstAttempts() ?? Promise.resolve(),
     operations: base.operations,
     stop: (options) => shutdownBase(base, options?.by),
+  };
+}
+
+// The agent role here, or on `agent.threads` worker threads of this process (each builds its own stages from
+// the config, as an `agent` process would: the installed plugins' adapters, not ones a test hands in).
+async function startAgentRole(
+  base: HubBase,
+  stages: { entry: EntryStage; replies: ReplyDispatcher; session: SessionStage },
+  options: StartHubOptions,
+): Promise<void> {
+  const { config, operations } = base;
+  if (config.agent.threads === 0) return startExecution(base, stages.entry, stages.replies, stages.session);
+  if (options.adapters || options.plugins)
+    throw new HubError(
+      "agent_threads",
+      "agent.threads runs the agent role on threads that build their channel adapters from the config; start the hub without adapters or plugins of its own, or with agent.threads 0",
+    );
+  const threads = await AgentThreads.start(
+    config.agent.threads,
+    {
+      config,
+      stateDir: base.stateDir,
+      token: options.token,
+      log: { level: base.logger.level, file: options.agentThreads?.logFile },
+      configPath: options.agentThreads?.configPath,
+    },
+    base.logger,
+  );
+  // Stopped before delivery (workers stop last registered first), as the runs' worker is.
+  base.shutdown.workers.push(threads);
+  operations.watchWorker("agent", threads);
+  operations.metrics.addThreads(() => threads.metrics());
+  operations.addThreadRuns(() => threads.runs());
+  operations.onReload(() => threads.reload());
+}
+
+/** The agent role as one agent thread of a hub process runs it (agent-thread.ts). */
+export interface AgentThreadRole {
+  /** The thread's own metrics and runs in flight, and its SIGHUP reload. */
+  operations: HubOperations;
+  /** Whether its runner takes work (and Redis answers). */
+  running(): Promise<boolean>;
+  stop(by?: number): Promise<void>;
+}
+
+/** Starts the agent role alone, on an agent thread (its own Redis connections, stages and metrics). */
+export async function startAgentThreadRole(
+  config: HubConfig,
+  options: { stateDir: string; logger: HubLogger },
+): Promise<AgentThreadRole> {
+  const base = await connectBase({ ...config, roles: ["agent"] }, { ...options, agentThread: true });
+  const entry = await buildEntry(base, {});
+  const replies = await startSettlement(base, entry);
+  await startExecution(base, entry, replies, buildSessionStage(base));
+  return {
+    operations: base.operations,
+    running: async () => (await base.operations.readiness([])).ready,
+    stop: (by) => shutdownBase(base, by),
   };
 }

@@ -42,13 +42,14 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
     drainingSince = Date.now();
     hub.operations.startDraining();
     const deadline = Date.now() + options.drainMs;
+    const inFlight = () => hub.operations.runsInFlight();
     logger.info(
-      { signal, drainMs: options.drainMs, runs: hub.operations.metrics.inFlight().length },
+      { signal, drainMs: options.drainMs, runs: (await inFlight()).length },
       "draining: no new work is taken",
     );
-    while (hub.operations.metrics.inFlight().length > 0 && Date.now() < deadline)
+    while ((await inFlight()).length > 0 && Date.now() < deadline)
       await new Promise((r) => setTimeout(r, 100));
-    const left = hub.operations.metrics.inFlight();
+    const left = await inFlight();
     for (const { runId, sessionKey, channel } of left)
       logger.warn(
         { runId, sessionKey, channel },

@@ -4,7 +4,16 @@ import { queueDepths } from "@hub/queue";
 import { FailedDeliveries } from "@hub/reply";
 import { RunRecords, type StartedRun, type TerminalStatus } from "@hub/sessions";
 import type { Redis } from "ioredis";
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import {
+  AggregatorRegistry,
+  Counter,
+  collectDefaultMetrics,
+  Gauge,
+  Histogram,
+  type MetricObjectWithValues,
+  type MetricValue,
+  Registry,
+} from "prom-client";
 
 /** What happened to an inbound message, as `/metrics` counts it. */
 export type InboundOutcome = "answered" | "ignored" | "denied" | "duplicate" | "rejected" | "retry";
@@ -23,10 +32,15 @@ export function inboundOutcome(result: InboundResult): InboundOutcome {
   }
 }
 
+/** The metrics of one part of a process (an agent thread), as prom-client's `getMetricsAsJSON` gives them. */
+export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
+
 /**
  * The hub's Prometheus metrics (one registry per hub, so tests can run several
  * hubs in one process). Counters are per process; the gauges read Redis when
- * scraped, so they show the whole installation.
+ * scraped, so they show the whole installation. An agent thread's own (`processWide`
+ * false) has only its counters and histograms: the process and the installation are
+ * the main thread's to report, and its scrape adds the threads' counts to its own.
  */
 export class HubMetrics {
   readonly registry = new Registry();
@@ -69,8 +83,11 @@ export class HubMetrics {
   });
   readonly #inFlight = new Map<string, StartedRun>();
   readonly #metered = new WeakMap<ChannelAdapter, ChannelAdapter>();
+  /** The agent threads' metrics, added to this registry's at each scrape. */
+  #threads: (() => Promise<MetricsSnapshot[]>) | undefined;
 
-  constructor(redis: Redis, prefix: string) {
+  constructor(redis: Redis, prefix: string, options: { processWide?: boolean } = {}) {
+    if (options.processWide === false) return;
     collectDefaultMetrics({ register: this.registry });
     const failed = new FailedDeliveries(redis, prefix);
     const records = new RunRecords(redis, prefix);
@@ -187,9 +204,16 @@ export class HubMetrics {
     });
   }
 
-  /** The text exposition of every metric. */
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** Adds the agent threads' counters and histograms to every scrape. */
+  addThreads(snapshots: () => Promise<MetricsSnapshot[]>): void {
+    this.#threads = snapshots;
+  }
+
+  /** The text exposition of every metric (this thread's, plus the agent threads' when it has any). */
+  async render(): Promise<string> {
+    if (!this.#threads) return this.registry.metrics();
+    const [own, threads] = await Promise.all([this.registry.getMetricsAsJSON(), this.#threads()]);
+    return AggregatorRegistry.aggregate([own, ...threads]).metrics();
   }
 }
 

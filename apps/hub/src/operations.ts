@@ -7,7 +7,7 @@ import {
   type Readiness,
   readinessRoute,
 } from "@hub/gateway";
-import type { MailboxWorker } from "@hub/queue";
+import type { StartedRun } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { HubMetrics } from "./metrics.js";
 import type { ChannelReport } from "./supervisor.js";
@@ -21,8 +21,11 @@ export class HubOperations {
   readonly metrics: HubMetrics;
   #draining = false;
   readonly #drainListeners: Array<() => Promise<void>> = [];
-  /** The workers of this process's roles (`agent`: the session lane's runner, `delivery`: the senders). */
-  readonly #workers: Array<{ role: string; worker: MailboxWorker }> = [];
+  readonly #reloadListeners: Array<() => void> = [];
+  /** The workers of this process's roles (`agent`: the session lane's runner or its threads, `delivery`: the senders). */
+  readonly #workers: Array<{ role: string; worker: RoleWorker }> = [];
+  /** The runs the agent threads have in flight (none without threads). */
+  #threadRuns: () => Promise<StartedRun[]> = async () => [];
   /** The channels this process was started with: only they have adapters. */
   readonly #startedWith: ReadonlySet<string>;
 
@@ -30,8 +33,9 @@ export class HubOperations {
     private readonly config: HubConfig,
     private readonly redis: Redis,
     private readonly logger: HubLogger,
+    options: { processWide?: boolean } = {},
   ) {
-    this.metrics = new HubMetrics(redis, config.redis.prefix);
+    this.metrics = new HubMetrics(redis, config.redis.prefix, options);
     this.#startedWith = new Set(Object.keys(config.channels));
   }
 
@@ -52,9 +56,24 @@ export class HubOperations {
     this.#drainListeners.push(listener);
   }
 
+  /** Called after each reload that applied (the agent threads read the file again). */
+  onReload(listener: () => void): void {
+    this.#reloadListeners.push(listener);
+  }
+
   /** Counts a role's worker in readiness: the process is not ready once it stopped taking work. */
-  watchWorker(role: string, worker: MailboxWorker): void {
+  watchWorker(role: string, worker: RoleWorker): void {
     this.#workers.push({ role, worker });
+  }
+
+  /** Counts the agent threads' runs among this process's runs in flight (`runsInFlight`). */
+  addThreadRuns(runs: () => Promise<StartedRun[]>): void {
+    this.#threadRuns = runs;
+  }
+
+  /** The runs this process has in flight, on its main thread and its agent threads: what a drain waits for. */
+  async runsInFlight(): Promise<StartedRun[]> {
+    return [...this.metrics.inFlight(), ...(await this.#threadRuns())];
   }
 
   /**
@@ -104,7 +123,7 @@ export class HubOperations {
     const reasons: string[] = [];
     if (this.#draining) reasons.push("the hub is shutting down");
     for (const { role, worker } of this.#workers)
-      if (!worker.running())
+      if (!(await worker.running()))
         reasons.push(`the ${role} role's worker has stopped taking work; restart this hub process`);
     try {
       await withTimeout(this.redis.ping(), 2000);
@@ -140,6 +159,7 @@ export class HubOperations {
           { added },
           `channels added to the config (${added.join(", ")}) connect only after a restart; the reload applies access settings`,
         );
+      for (const listener of this.#reloadListeners) listener();
       return true;
     } catch (error) {
       this.logger.error(
@@ -149,6 +169,11 @@ export class HubOperations {
       return false;
     }
   }
+}
+
+/** What readiness asks of a role's worker: a mailbox worker, or the agent threads standing for one. */
+export interface RoleWorker {
+  running(): boolean | Promise<boolean>;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {

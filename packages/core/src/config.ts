@@ -121,6 +121,12 @@ const BaseConfigSchema = z
           .default("offline/echo"),
         dmScope: z.enum(["main", "per-peer", "per-channel-peer"]).default("per-channel-peer"),
         maxConcurrentRuns: z.number().int().positive().default(8),
+        /**
+         * Worker threads of this process that run its `agent` role (0: the main thread runs it). Each
+         * takes runs as a separate `agent` process would, `maxConcurrentRuns` at a time, so the main
+         * thread keeps ingress and delivery and a machine's other cores run the turns.
+         */
+        threads: z.number().int().min(0).max(32).default(0),
         /** Which tools runs get, and which need the user's approval. */
         tools: z
           .object({

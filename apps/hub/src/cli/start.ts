@@ -59,7 +59,12 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
   const localRedis = await ensureRedis(config.redis.url, stateDir, (line) => logger.warn(line), redisAt);
   const { token, generated, path: tokenPath } = resolveGatewayToken(stateDir, config.gateway.token);
   secrets.add([token]);
-  const hub = await startHub(config, { stateDir, token, logger });
+  const hub = await startHub(config, {
+    stateDir,
+    token,
+    logger,
+    agentThreads: { configPath: fromFile ? path : undefined },
+  });
   const forgetRecord = recordProbes(stateDir, hub, config.roles, logger);
   logger.info(
     {

@@ -1,7 +1,7 @@
 import { PendingAnnouncements } from "@hub/agent";
 import type { HubConfig, HubLogger } from "@hub/core";
 import { ChatEventBus } from "@hub/gateway";
-import { createRedis, type MailboxWorker, onRedisConnectionError, RedisEpoch } from "@hub/queue";
+import { createRedis, onRedisConnectionError, RedisEpoch } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { HubOperations } from "../operations.js";
 import { instanceIdOf } from "../state.js";
@@ -41,7 +41,8 @@ export interface HubBase {
   /** Shutdown, in this order: intake, then workers and then the rest (each last registered first). */
   shutdown: {
     intake: Array<() => Promise<void>>;
-    workers: Array<Pick<MailboxWorker, "close">>;
+    /** Each given when the stop's caller stops waiting (`by`, epoch ms), for what announces in time. */
+    workers: Array<{ close(by?: number): Promise<void> }>;
     rest: Array<() => Promise<void> | void>;
   };
 }
@@ -66,7 +67,13 @@ function reportRedisOutages(log: HubLogger): void {
 /** Connects to Redis and checks its data epoch (a loss is reported, never silent). */
 export async function connectBase(
   config: HubConfig,
-  options: { stateDir: string; logger: HubLogger; tuning?: HubTuning | undefined },
+  options: {
+    stateDir: string;
+    logger: HubLogger;
+    tuning?: HubTuning | undefined;
+    /** An agent thread's base: its metrics are its counters only (the main thread reports the process). */
+    agentThread?: boolean;
+  },
 ): Promise<HubBase> {
   const { logger, tuning = {} } = options;
   reportRedisOutages(logger.child({ component: "redis" }));
@@ -90,7 +97,7 @@ export async function connectBase(
     subscriber,
     events,
     epoch,
-    operations: new HubOperations(config, redis, logger),
+    operations: new HubOperations(config, redis, logger, { processWide: !options.agentThread }),
     announcements: new PendingAnnouncements(),
     mailbox,
     shutdown: { intake: [], workers: [], rest: [] },
@@ -115,16 +122,16 @@ export async function shutdownBase(base: HubBase, by?: number): Promise<void> {
         );
   announceNow?.unref();
   try {
-    await stopInOrder(base);
+    await stopInOrder(base, by);
   } finally {
     clearTimeout(announceNow);
   }
 }
 
-async function stopInOrder(base: HubBase): Promise<void> {
+async function stopInOrder(base: HubBase, by: number | undefined): Promise<void> {
   for (const stop of base.shutdown.intake) await stop();
   // Runs first (they wait for their replies), delivery last.
-  for (const worker of [...base.shutdown.workers].reverse()) await worker.close();
+  for (const worker of [...base.shutdown.workers].reverse()) await worker.close(by);
   for (const close of [...base.shutdown.rest].reverse()) await close();
   base.events.close();
   base.epoch.stop();

@@ -1,0 +1,32 @@
+import type { HubConfig } from "@hub/core";
+
+/** What an agent thread starts from (its `workerData`): the hub's config and where its state and log go. */
+export interface AgentThreadData {
+  config: HubConfig;
+  stateDir: string;
+  /** The gateway token: a secret its log lines never show. */
+  token: string;
+  /** The thread's number (1, 2, …), on each of its log lines as `thread`. */
+  index: number;
+  /** The main thread's log level, and a file the lines go to instead of standard output. */
+  log: { level: string; file?: string | undefined };
+  /** The config file SIGHUP reads again (undefined: the hub runs on its defaults). */
+  configPath: string | undefined;
+}
+
+/** A question the main thread asks an agent thread; the answer comes back with the same `id`. */
+export interface AgentThreadRequest {
+  id: number;
+  /**
+   * `metrics`: its counters and histograms; `runs`: its runs in flight; `running`: whether its runner takes
+   * work; `reload`: read the config file again (SIGHUP); `stop`: stop as a hub process stops, by `by`.
+   */
+  ask: "metrics" | "runs" | "running" | "reload" | "stop";
+  by?: number | undefined;
+}
+
+/** What an agent thread posts: that it started (or why it could not), or the answer to a request. */
+export type AgentThreadMessage =
+  | { kind: "ready" }
+  | { kind: "failed"; error: string }
+  | { kind: "answer"; id: number; value: unknown };

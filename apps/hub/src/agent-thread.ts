@@ -1,0 +1,67 @@
+// An agent thread of a hub process (`agent.threads`; started by agent-threads.ts): the `agent` role on a
+// thread of its own, so another core runs the turns while the main thread does ingress and delivery. It
+// shares nothing with the main thread but Redis and the state directory, as an `agent` process would, and
+// answers the main thread's questions (metrics, runs in flight, readiness, reload, stop).
+import { openSync, writeSync } from "node:fs";
+import { parentPort, workerData } from "node:worker_threads";
+import { collectConfigSecrets, createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
+import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
+import { type AgentThreadRole, startAgentThreadRole } from "./hub.js";
+import { channelPlugins } from "./plugins.js";
+
+const port = parentPort;
+if (!port)
+  throw new Error("agent-thread runs as a worker thread of a hub process; set agent.threads instead");
+const data = workerData as AgentThreadData;
+const post = (message: AgentThreadMessage) => port.postMessage(message);
+
+try {
+  const role = await startAgentThreadRole(data.config, {
+    stateDir: data.stateDir,
+    logger: threadLogger(data),
+  });
+  port.on("message", (request: AgentThreadRequest) => {
+    void Promise.resolve(request)
+      .then((asked) => answer(role, asked))
+      .then(
+        (value: unknown) => post({ kind: "answer", id: request.id, value }),
+        (error: unknown) => post({ kind: "answer", id: request.id, value: { error: describeError(error) } }),
+      );
+  });
+  post({ kind: "ready" });
+} catch (error) {
+  post({ kind: "failed", error: describeError(error) });
+}
+
+function answer(role: AgentThreadRole, request: AgentThreadRequest): unknown {
+  const { operations } = role;
+  switch (request.ask) {
+    case "metrics":
+      return operations.metrics.registry.getMetricsAsJSON();
+    case "runs":
+      return operations.metrics.inFlight();
+    case "running":
+      return role.running();
+    case "reload":
+      return operations.reload(data.configPath, channelPlugins);
+    case "stop":
+      return role.stop(request.by);
+  }
+}
+
+// The main thread's level; its own lines go straight to standard output (or the file), not through the main
+// thread, with `thread` on each and the same secrets redacted.
+function threadLogger({ config, token, index, log }: AgentThreadData): HubLogger {
+  const secrets = new SecretRedactor([
+    ...collectConfigSecrets(
+      config,
+      channelPlugins.flatMap((p) => p.secretKeys ?? []),
+    ),
+    token,
+  ]);
+  const fd = log.file ? openSync(log.file, "a") : undefined;
+  const destination = fd === undefined ? undefined : { write: (line: string) => void writeSync(fd, line) };
+  return createLogger({ level: log.level, secrets, ...(destination ? { destination } : {}) }).child({
+    thread: index,
+  });
+}
