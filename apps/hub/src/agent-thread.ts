@@ -7,6 +7,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { collectConfigSecrets, createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
 import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
 import { type AgentThreadRole, startAgentThreadRole } from "./hub.js";
+import { logLibraryWarnings } from "./library-warnings.js";
 import { channelPlugins } from "./plugins.js";
 
 const port = parentPort;
@@ -16,10 +17,10 @@ const data = workerData as AgentThreadData;
 const post = (message: AgentThreadMessage) => port.postMessage(message);
 
 try {
-  const role = await startAgentThreadRole(data.config, {
-    stateDir: data.stateDir,
-    logger: threadLogger(data),
-  });
+  const logger = threadLogger(data);
+  // What a library prints in this thread is a log line too, not text through the main thread's stdout.
+  logLibraryWarnings(logger);
+  const role = await startAgentThreadRole(data.config, { stateDir: data.stateDir, logger });
   port.on("message", (request: AgentThreadRequest) => {
     void Promise.resolve(request)
       .then((asked) => answer(role, asked))

@@ -28,6 +28,7 @@ const ENV_OVERRIDES: Array<[string, string[], (v: string) => unknown, boolean]> 
   ["OPENAI_API_KEY", ["models", "providers", "openai", "apiKey"], String, false],
   ["HUB_ROLES", ["roles"], (v) => v.split(",").map((r) => r.trim()), true],
   ["HUB_LANE_LEASE_MS", ["agent", "laneLeaseMs"], Number, true],
+  ["HUB_AGENT_THREADS", ["agent", "threads"], Number, true],
 ];
 
 function setPath(target: Json, path: string[], value: unknown): void {
