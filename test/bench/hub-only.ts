@@ -18,7 +18,10 @@ const messages = Number(process.env.BENCH_MESSAGES ?? 5);
 const rounds = Number(process.env.BENCH_WARMUP_ROUNDS ?? 3);
 const side = process.env.BENCH_SIDE === "grammy" ? "bare grammY echo" : "hub";
 const redis = await startBenchRedis();
-const bench = side === "hub" ? await startBenchHub(redis.url) : await startBenchGrammy();
+const bench =
+  side === "hub"
+    ? await startBenchHub(redis.url, undefined, { agentThread: process.env.BENCH_AGENT_THREAD === "1" })
+    : await startBenchGrammy();
 try {
   // Each warm-up round on chats of its own: new sessions, as many as in the measured load.
   for (let round = 1; round <= rounds; round++)

@@ -45,7 +45,9 @@ try {
     );
   }
 
-  // The same pairs with the hub's agent role in a second process: how an operator uses a second core.
+  // The same pairs with the hub's agent role on a worker thread of its process (`agent.threads: 1`), then
+  // in a second process: how an operator uses a second core.
+  await runPhase("./agent-thread.ts", { BENCH_REDIS_URL: redis.url });
   await runPhase("./split-roles.ts", { BENCH_REDIS_URL: redis.url });
 
   console.log("hub-added latency at half of the peak (target: p99 <= 25 ms)");
