@@ -28,11 +28,17 @@ class AgentThread {
   readonly #pending = new Map<number, (value: unknown) => void>();
   #next = 0;
   #ended = false;
+  /** What ended the thread, when an uncaught error did. */
+  error: Error | undefined;
   /** Resolves when the thread has ended (its exit code). */
   readonly exited: Promise<number>;
 
   private constructor(data: AgentThreadData) {
     this.#worker = new Worker(threadEntry(), { workerData: data });
+    // Always listened to: an error event nobody listens to would end the whole process.
+    this.#worker.on("error", (error) => {
+      this.error = error;
+    });
     this.exited = new Promise((resolve) => this.#worker.once("exit", resolve));
     // An ended thread answers nothing: every question still waiting gets its fallback.
     void this.exited.then(() => {
@@ -51,10 +57,10 @@ class AgentThread {
         else if (message.kind === "failed") reject(new HubError("agent_thread", message.error));
         else thread.#pending.get(message.id)?.(message.value);
       });
-      thread.#worker.once("error", reject);
       void thread.exited.then((code) =>
         reject(
-          new HubError("agent_thread", `agent thread ${data.index} ended at its start (exit code ${code})`),
+          thread.error ??
+            new HubError("agent_thread", `agent thread ${data.index} ended at its start (exit code ${code})`),
         ),
       );
     }).catch(async (error: unknown) => {
@@ -172,7 +178,7 @@ export class AgentThreads implements RoleWorker {
     void thread.exited.then(async (code) => {
       if (this.#stopping) return;
       this.logger.error(
-        { thread: i + 1, code },
+        { thread: i + 1, code, ...(thread.error ? { err: thread.error } : {}) },
         "an agent thread ended unexpectedly; starting it again (its runs resume when their session leases run out)",
       );
       await new Promise((r) => setTimeout(r, RESTART_DELAY_MS));
