@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // What the Docker image does, without Docker: compile (scripts/build.mjs), install
 // production dependencies only, start the compiled hub with plain node (no tsx),
-// wait for /readyz, run the image's HEALTHCHECK (apps/hub/src/healthcheck.js: 0 while the hub is
+// wait for /readyz (its agent role on a worker thread), run the image's HEALTHCHECK (apps/hub/src/healthcheck.js: 0 while the hub is
 // ready, 1 once it stopped; the port comes from the config file, as an operator may set it), SIGTERM
 // the hub and expect exit code 0; then the same for a delivery-only process (no gateway: the health
 // check asks its health listener). Needs Redis at REDIS_URL.
@@ -35,7 +35,8 @@ const port = 20000 + Math.floor(Math.random() * 20000);
 const stateDir = join(work, "state");
 mkdirSync(stateDir, { mode: 0o700 });
 const configFile = join(stateDir, "hub.json5");
-writeFileSync(configFile, `{ gateway: { port: ${port} } }\n`);
+// The agent role on a worker thread: the compiled thread entry must load with plain node too (readiness asks it).
+writeFileSync(configFile, `{ gateway: { port: ${port} }, agent: { threads: 1 } }\n`);
 const { HUB_GATEWAY_PORT: _unset, ...inherited } = process.env;
 const env = { ...inherited, HUB_STATE_DIR: stateDir };
 const hub = spawn(process.execPath, ["apps/hub/src/main.js", "--config", configFile, "start"], {
