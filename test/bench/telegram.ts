@@ -394,7 +394,9 @@ export async function benchHubPaced(
   redisUrl: string,
   o: { rate?: number; seconds: number; shape: LoadShape },
 ): Promise<LoadResult> {
-  const bench = await startBenchHub(redisUrl, BENCH_RUNS, { ownProcess: true });
+  // BENCH_AGENT_THREAD=1: the hub process with its agent role on a worker thread (`agent.threads: 1`).
+  const agentThread = process.env.BENCH_AGENT_THREAD === "1";
+  const bench = await startBenchHub(redisUrl, BENCH_RUNS, { ownProcess: true, agentThread });
   const hubCpuMs = () => bench.hubCpuMs?.() ?? 0;
   try {
     await warmUp(bench.fake);

@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunRecords } from "@hub/sessions";
@@ -28,12 +28,14 @@ afterAll(async () => {
   redis.disconnect();
 });
 
+// `config`: a config file's text (the hub reads it from its state dir).
 async function startThreadedHub(
   name: string,
-  extra: Record<string, string> = {},
+  { config, ...extra }: Record<string, string> = {},
 ): Promise<{ hub: HubProcess; client: GatewayClient; port: number; prefix: string }> {
   const prefix = testPrefix(name);
   const stateDir = mkdtempSync(join(tmpdir(), "hub-threads-"));
+  if (config) writeFileSync(join(stateDir, "hub.json5"), config);
   const port = await freePort();
   const hub = await startHubProcess(
     {
@@ -61,6 +63,15 @@ function sample(text: string, line: string): number | undefined {
   const found = text.split("\n").find((l) => l.startsWith(`${line} `));
   return found === undefined ? undefined : Number(found.split(" ").pop());
 }
+
+// The model calls that answer `text` (their last user message; a resumed run's ends with a note).
+const asked = (text: string) =>
+  model.requests.filter((r) =>
+    JSON.stringify(r.messages.filter((m) => m.role === "user").at(-1)).includes(text),
+  );
+// How many of the hub's log lines begin with `msg`.
+const count = (hub: HubProcess, msg: string) =>
+  logLines(hub).filter((l) => String(l.msg).startsWith(msg)).length;
 
 const logLines = (hub: HubProcess) =>
   hub.output
@@ -108,7 +119,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     expect(await new RunRecords(redis, prefix).get("thread-run-2")).toMatchObject({ status: "completed" });
   });
 
-  it("starts a thread that ended by itself again: every message answered once, none run twice", async () => {
+  it("starts a thread that ended by itself again: not ready meanwhile, every message answered once, none run twice", async () => {
     // The thread exits right after each run's outcome is recorded (a crash in it), before anything else.
     const { hub, client, port } = await startThreadedHub("threads-restart", {
       HUB_FAILPOINTS: "run.after-settle=exit",
@@ -119,26 +130,16 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       expect((await client.request("chat.send", { text, idempotencyKey: runId })).ok).toBe(true);
       // The outcome is recorded before the thread ends: asking again with the key answers it.
       await waitFor(
-        async () => {
-          const again = await client.request("chat.send", { text, idempotencyKey: runId });
-          return (again.payload as { status?: string }).status === "completed";
-        },
-        `the end of ${runId}`,
-        30_000,
+        async () => (await statusOf(client, { text, idempotencyKey: runId })) === "completed",
+        runId,
       );
-      await waitFor(
-        () =>
-          logLines(hub).filter((l) => String(l.msg).startsWith("an agent thread ended unexpectedly"))
-            .length ===
-          i + 1,
-        "the thread's end to be seen",
-        15_000,
-      );
+      await waitFor(() => count(hub, "an agent thread ended unexpectedly") === i + 1, "the thread's end");
+      // Not ready while the thread is down (it is started again a second later), ready once it is back.
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(503);
+      await waitFor(() => count(hub, "agent thread started again") === i + 1, "the restart", 30_000);
+      expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
     }
-    // One model call per message: each request's last message is the one it answers.
-    const asked = model.requests.map((r) => JSON.stringify(r.messages.at(-1)));
-    for (const text of ["first on a thread", "second on a thread"])
-      expect(asked.filter((last) => last.includes(text))).toHaveLength(1);
+    for (const text of ["first on a thread", "second on a thread"]) expect(asked(text)).toHaveLength(1);
     const history = await client.request("chat.history", {});
     const messages = (history.payload as { messages: Array<{ role: string; text: string }> }).messages;
     expect(messages.map((m) => [m.role, m.text])).toEqual([
@@ -147,11 +148,46 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       ["user", "second on a thread"],
       ["assistant", "answer 2"],
     ]);
-    // Started again after each end, the process is ready (its agent thread takes work).
+  });
+
+  it("a thread started again leaves a live sibling's session alone: the sibling's run calls the model once", async () => {
+    // Two threads of one run each: the slow run holds one, the quick run goes to the other, which exits after
+    // it; its replacement starts (and takes over dead predecessors' sessions) while the slow run goes on.
+    const { hub, client } = await startThreadedHub("threads-sibling", {
+      HUB_AGENT_THREADS: "2",
+      HUB_FAILPOINTS: "run.after-settle=exit",
+      config: "{ agent: { maxConcurrentRuns: 1 } }",
+    });
+    const slow = {
+      sessionKey: "agent:main:webchat:direct:slow",
+      text: "slow one",
+      idempotencyKey: "sibling-slow",
+    };
+    const quick = {
+      sessionKey: "agent:main:webchat:direct:quick",
+      text: "quick one",
+      idempotencyKey: "sibling-quick",
+    };
+    model.script({ text: "slow sibling answer ".repeat(8), chunkSize: 20, delayMs: 1000 });
+    expect((await client.request("chat.send", slow)).ok).toBe(true);
+    await waitFor(() => asked("slow one").length === 1, "the slow run's model call");
+    model.script({ text: "quick answer" });
+    expect((await client.request("chat.send", quick)).ok).toBe(true);
     await waitFor(
-      async () => (await fetch(`http://127.0.0.1:${port}/readyz`)).status === 200,
-      "ready again",
-      15_000,
+      () => count(hub, "agent thread started again") === 1,
+      "the quick run's thread back",
+      30_000,
     );
+    await waitFor(async () => (await statusOf(client, slow)) === "completed", "the slow run's end", 30_000);
+    expect(asked("slow one")).toHaveLength(1);
+    expect(asked("quick one")).toHaveLength(1);
+    // Nothing of the live thread's was taken for a dead predecessor's.
+    expect(count(hub, "took over keys whose drainer died")).toBe(0);
+    expect(count(hub, "run resumed after an interruption")).toBe(0);
   });
 });
+
+// A chat.send repeated with its idempotency key: the run's recorded status.
+async function statusOf(client: GatewayClient, params: Record<string, string>): Promise<string | undefined> {
+  return ((await client.request("chat.send", params)).payload as { status?: string }).status;
+}

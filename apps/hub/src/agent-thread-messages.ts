@@ -8,8 +8,8 @@ export interface AgentThreadData {
   token: string;
   /** The thread's number (1, 2, …), on each of its log lines as `thread`. */
   index: number;
-  /** The main thread's log level, and a file the lines go to instead of standard output. */
-  log: { level: string; file?: string | undefined };
+  /** The main thread's log level, and the descriptor of a file the lines go to instead of standard output. */
+  log: { level: string; fd?: number | undefined };
   /** The config file SIGHUP reads again (undefined: the hub runs on its defaults). */
   configPath: string | undefined;
 }

@@ -2,7 +2,7 @@
 // thread of its own, so another core runs the turns while the main thread does ingress and delivery. It
 // shares nothing with the main thread but Redis and the state directory, as an `agent` process would, and
 // answers the main thread's questions (metrics, runs in flight, readiness, reload, stop).
-import { openSync, writeSync } from "node:fs";
+import { writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { collectConfigSecrets, createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
 import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
@@ -46,12 +46,13 @@ function answer(role: AgentThreadRole, request: AgentThreadRequest): unknown {
     case "reload":
       return operations.reload(data.configPath, channelPlugins);
     case "stop":
-      return role.stop(request.by);
+      // What it could not finish by then: the main thread's last log line counts them.
+      return role.stop(request.by).then(() => operations.metrics.inFlight());
   }
 }
 
-// The main thread's level; its own lines go straight to standard output (or the file), not through the main
-// thread, with `thread` on each and the same secrets redacted.
+// The main thread's level; its own lines go straight to standard output (or the file the main thread opened),
+// not through the main thread, with `thread` on each and the same secrets redacted.
 function threadLogger({ config, token, index, log }: AgentThreadData): HubLogger {
   const secrets = new SecretRedactor([
     ...collectConfigSecrets(
@@ -60,7 +61,7 @@ function threadLogger({ config, token, index, log }: AgentThreadData): HubLogger
     ),
     token,
   ]);
-  const fd = log.file ? openSync(log.file, "a") : undefined;
+  const { fd } = log;
   const destination = fd === undefined ? undefined : { write: (line: string) => void writeSync(fd, line) };
   return createLogger({ level: log.level, secrets, ...(destination ? { destination } : {}) }).child({
     thread: index,

@@ -1,8 +1,10 @@
+import { closeSync, openSync } from "node:fs";
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { HubError, type HubLogger } from "@hub/core";
 import type { StartedRun } from "@hub/sessions";
+import { AggregatorRegistry } from "prom-client";
 import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
 import type { MetricsSnapshot } from "./metrics.js";
 import type { RoleWorker } from "./operations.js";
@@ -70,14 +72,13 @@ class AgentThread {
     return thread;
   }
 
-  /** Asks the thread; `fallback` when it does not answer within `timeoutMs` (or has ended). */
+  /** Asks the thread; undefined when it does not answer within `timeoutMs` (or has ended, or failed to). */
   async ask<T>(
     ask: AgentThreadRequest["ask"],
-    fallback: T,
     timeoutMs = ASK_TIMEOUT_MS,
     by?: number,
-  ): Promise<T> {
-    if (this.#ended) return fallback;
+  ): Promise<T | undefined> {
+    if (this.#ended) return undefined;
     const id = ++this.#next;
     let timer: NodeJS.Timeout | undefined;
     const answer = await new Promise<unknown>((resolve) => {
@@ -87,15 +88,23 @@ class AgentThread {
     });
     clearTimeout(timer);
     this.#pending.delete(id);
-    const failed =
-      answer === undefined || (typeof answer === "object" && answer !== null && "error" in answer);
-    return failed ? fallback : (answer as T);
+    const failed = typeof answer === "object" && answer !== null && "error" in answer;
+    return failed ? undefined : (answer as T | undefined);
   }
 
   /** Ends the thread now (what is left of its runs resumes through the session lane's recovery). */
   async terminate(): Promise<void> {
     await this.#worker.terminate();
   }
+}
+
+/** One thread's place: the thread running in it now, and what it last answered. */
+interface Slot {
+  thread: AgentThread;
+  /** Its counters and histograms at the last scrape it answered (kept for a scrape it misses). */
+  metrics: MetricsSnapshot | undefined;
+  /** Its runs in flight when it last answered (kept while it is too busy to answer). */
+  runs: StartedRun[];
 }
 
 /**
@@ -105,30 +114,43 @@ class AgentThread {
  * SIGHUP and the stop reach every thread.
  */
 export class AgentThreads implements RoleWorker {
-  readonly #threads: AgentThread[];
+  readonly #slots: Slot[];
   #stopping = false;
+  /** Restarts under way (a stop waits for them, and stops what they started). */
+  readonly #restarts = new Set<Promise<void>>();
+  /** The counts of threads that ended, so the process's counters never go back. */
+  #retired: MetricsSnapshot | undefined;
+  /** The runs the threads left unfinished at the stop (for its last log line). */
+  #left: StartedRun[] = [];
 
   private constructor(
     threads: AgentThread[],
     private readonly data: Omit<AgentThreadData, "index">,
     private readonly logger: HubLogger,
   ) {
-    this.#threads = threads;
-    for (const [i, thread] of threads.entries()) this.#watch(thread, i);
+    this.#slots = threads.map((thread) => ({ thread, metrics: undefined, runs: [] }));
+    for (const [i, slot] of this.#slots.entries()) this.#watch(slot.thread, i);
   }
 
-  /** Starts `count` threads; rejects (having ended those that started) when one cannot start. */
+  /**
+   * Starts `count` threads (their log lines to `logFile` when given, else standard output); rejects
+   * (having ended those that started) when one cannot start.
+   */
   static async start(
     count: number,
-    data: Omit<AgentThreadData, "index">,
+    settings: Omit<AgentThreadData, "index" | "log"> & { log: { level: string; file?: string | undefined } },
     logger: HubLogger,
   ): Promise<AgentThreads> {
+    // Opened once here and shared: a thread that ends leaves no descriptor behind.
+    const fd = settings.log.file ? openSync(settings.log.file, "a") : undefined;
+    const data = { ...settings, log: { level: settings.log.level, fd } };
     const started = await Promise.allSettled(
       Array.from({ length: count }, (_, i) => AgentThread.start({ ...data, index: i + 1 })),
     );
     const failed = started.find((s) => s.status === "rejected");
     if (failed) {
       await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.terminate() : undefined)));
+      if (fd !== undefined) closeSync(fd);
       throw failed.reason;
     }
     const threads = started.map((s) => (s as PromiseFulfilledResult<AgentThread>).value);
@@ -138,58 +160,93 @@ export class AgentThreads implements RoleWorker {
 
   /** Whether every thread's runner takes work. */
   async running(): Promise<boolean> {
-    const answers = await Promise.all(this.#threads.map((t) => t.ask("running", false)));
-    return !this.#stopping && answers.every(Boolean);
+    const answers = await Promise.all(this.#slots.map((s) => s.thread.ask<boolean>("running")));
+    return !this.#stopping && answers.every((a) => a === true);
   }
 
-  /** Each thread's counters and histograms (a thread that does not answer in time is left out). */
+  /** Each thread's counters and histograms (its last ones when it does not answer), and the ended threads'. */
   async metrics(): Promise<MetricsSnapshot[]> {
-    const answers = await Promise.all(
-      this.#threads.map((t) => t.ask<MetricsSnapshot | null>("metrics", null)),
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        slot.metrics = (await slot.thread.ask<MetricsSnapshot>("metrics")) ?? slot.metrics;
+      }),
     );
-    return answers.filter((a): a is MetricsSnapshot => a !== null);
+    const current = this.#slots.flatMap((s) => (s.metrics ? [s.metrics] : []));
+    return this.#retired ? [this.#retired, ...current] : current;
   }
 
-  /** The runs the threads have in flight. */
+  /** The runs the threads have in flight (a busy thread's as it last said); after the stop, those left. */
   async runs(): Promise<StartedRun[]> {
-    return (await Promise.all(this.#threads.map((t) => t.ask<StartedRun[]>("runs", [])))).flat();
+    if (this.#stopping) return this.#left;
+    await Promise.all(
+      this.#slots.map(async (slot) => {
+        slot.runs = (await slot.thread.ask<StartedRun[]>("runs")) ?? slot.runs;
+      }),
+    );
+    return this.#slots.flatMap((s) => s.runs);
   }
 
   /** SIGHUP: each thread reads the config file again (and logs what it applied). */
   reload(): void {
-    for (const thread of this.#threads) void thread.ask("reload", false);
+    for (const slot of this.#slots) void slot.thread.ask("reload");
   }
 
   /** Stops every thread as a hub process stops (runs finish or are left to recovery by `by`), then ends it. */
   async close(by?: number): Promise<void> {
     this.#stopping = true;
+    await Promise.all(this.#restarts);
+    const left = await Promise.all(this.#slots.map((slot) => this.#stop(slot.thread, by)));
+    this.#left = left.flat();
+    if (this.data.log.fd !== undefined) closeSync(this.data.log.fd);
+  }
+
+  // Stops one thread and ends it; the runs it could not finish by `by`.
+  async #stop(thread: AgentThread, by: number | undefined): Promise<StartedRun[]> {
     const wait = by === undefined ? 60_000 : Math.max(0, by - Date.now());
-    await Promise.all(
-      this.#threads.map(async (thread) => {
-        await thread.ask("stop", undefined, wait, by);
-        await thread.terminate();
-      }),
-    );
+    const left = await thread.ask<StartedRun[]>("stop", wait, by);
+    await thread.terminate();
+    return left ?? [];
   }
 
   // A thread that ends while the hub is not stopping (a crash in it) is started again; its runs' sessions
   // resume when their lane leases run out, as a dead agent process's do.
   #watch(thread: AgentThread, i: number): void {
-    void thread.exited.then(async (code) => {
+    void thread.exited.then((code) => {
       if (this.#stopping) return;
       this.logger.error(
         { thread: i + 1, code, ...(thread.error ? { err: thread.error } : {}) },
         "an agent thread ended unexpectedly; starting it again (its runs resume when their session leases run out)",
       );
-      await new Promise((r) => setTimeout(r, RESTART_DELAY_MS));
-      if (this.#stopping) return;
-      try {
-        const next = await AgentThread.start({ ...this.data, index: i + 1 });
-        this.#threads[i] = next;
-        this.#watch(next, i);
-      } catch (error) {
-        this.logger.error({ thread: i + 1, err: error }, "an agent thread could not be started again");
-      }
+      const restart = this.#restart(i).finally(() => this.#restarts.delete(restart));
+      this.#restarts.add(restart);
     });
   }
+
+  async #restart(i: number): Promise<void> {
+    const slot = this.#slots[i] as Slot;
+    // Its counts so far stay in the process's total; the new thread counts from zero.
+    if (slot.metrics) this.#retired = await sumSnapshots(this.#retired, slot.metrics);
+    Object.assign(slot, { metrics: undefined, runs: [] });
+    await new Promise((r) => setTimeout(r, RESTART_DELAY_MS));
+    if (this.#stopping) return;
+    try {
+      const next = await AgentThread.start({ ...this.data, index: i + 1 });
+      // A stop that began meanwhile waits for this restart: what it started stops with the others.
+      if (this.#stopping) {
+        await this.#stop(next, undefined);
+        return;
+      }
+      slot.thread = next;
+      this.#watch(next, i);
+      this.logger.info({ thread: i + 1 }, "agent thread started again");
+    } catch (error) {
+      this.logger.error({ thread: i + 1, err: error }, "an agent thread could not be started again");
+    }
+  }
+}
+
+// Two sets of counts as one (counters and histograms summed).
+async function sumSnapshots(a: MetricsSnapshot | undefined, b: MetricsSnapshot): Promise<MetricsSnapshot> {
+  if (!a) return b;
+  return (await AggregatorRegistry.aggregate([a, b]).getMetricsAsJSON()) as MetricsSnapshot;
 }

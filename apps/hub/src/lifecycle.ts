@@ -80,7 +80,7 @@ export function handleSignals(options: LifecycleOptions): { drain: (signal: stri
       new Promise((r) => setTimeout(r, 5000).unref()),
     ]);
     // Counted now: a run still in flight at the budget's end may have ended while the hub stopped.
-    logger.info({ interrupted: hub.operations.metrics.inFlight().length }, "stopped");
+    logger.info({ interrupted: (await hub.operations.runsInFlight()).length }, "stopped");
     exit(0);
   };
   process.on("SIGTERM", () => void drain("SIGTERM"));

@@ -36,14 +36,18 @@ export function inboundOutcome(result: InboundResult): InboundOutcome {
 export type MetricsSnapshot = MetricObjectWithValues<MetricValue<string>>[];
 
 /**
- * The hub's Prometheus metrics (one registry per hub, so tests can run several
- * hubs in one process). Counters are per process; the gauges read Redis when
- * scraped, so they show the whole installation. An agent thread's own (`processWide`
- * false) has only its counters and histograms: the process and the installation are
- * the main thread's to report, and its scrape adds the threads' counts to its own.
+ * The hub's Prometheus metrics (registries per hub, so tests can run several
+ * hubs in one process). Counters and histograms are per process (`registry`); the
+ * process's own figures and the gauges, which read Redis when scraped and so show
+ * the whole installation, are in a registry of their own. An agent thread's
+ * (`processWide` false) has only the counters and histograms: the main thread's
+ * scrape adds them to its own and reports the process and the installation once.
  */
 export class HubMetrics {
+  /** The counters and histograms (what an agent thread reports to the main thread). */
   readonly registry = new Registry();
+  /** The process's default metrics and the installation's gauges (none on an agent thread). */
+  readonly #processWide = new Registry();
   readonly inbound = new Counter({
     name: "hub_inbound_messages_total",
     help: "Inbound messages by channel and outcome (answered, ignored, denied, duplicate, rejected, retry).",
@@ -88,14 +92,14 @@ export class HubMetrics {
 
   constructor(redis: Redis, prefix: string, options: { processWide?: boolean } = {}) {
     if (options.processWide === false) return;
-    collectDefaultMetrics({ register: this.registry });
+    collectDefaultMetrics({ register: this.#processWide });
     const failed = new FailedDeliveries(redis, prefix);
     const records = new RunRecords(redis, prefix);
     new Gauge({
       name: "hub_queue_depth",
       help: "Items waiting in each ordered mailbox kind (reply = segments to deliver, runs = runs waiting for their session).",
       labelNames: ["queue"] as const,
-      registers: [this.registry],
+      registers: [this.#processWide],
       async collect() {
         this.reset();
         for (const [queue, depth] of Object.entries(await queueDepths(redis, prefix)))
@@ -105,7 +109,7 @@ export class HubMetrics {
     new Gauge({
       name: "hub_failed_deliveries",
       help: "Segments delivery gave up on, kept for `hub deliveries retry`.",
-      registers: [this.registry],
+      registers: [this.#processWide],
       async collect() {
         this.set(await failed.count());
       },
@@ -113,7 +117,7 @@ export class HubMetrics {
     new Gauge({
       name: "hub_active_sessions",
       help: "Sessions with a run in flight.",
-      registers: [this.registry],
+      registers: [this.#processWide],
       async collect() {
         this.set(new Set((await records.running()).map((r) => r.sessionKey)).size);
       },
@@ -209,8 +213,13 @@ export class HubMetrics {
     this.#threads = snapshots;
   }
 
-  /** The text exposition of every metric (this thread's, plus the agent threads' when it has any). */
+  /** The text exposition of every metric: the process's and the installation's, then the counts (with the agent threads'). */
   async render(): Promise<string> {
+    const [processWide, counts] = await Promise.all([this.#processWide.metrics(), this.#counts()]);
+    return `${processWide}\n${counts}`;
+  }
+
+  async #counts(): Promise<string> {
     if (!this.#threads) return this.registry.metrics();
     const [own, threads] = await Promise.all([this.registry.getMetricsAsJSON(), this.#threads()]);
     return AggregatorRegistry.aggregate([own, ...threads]).metrics();

@@ -29,3 +29,31 @@ describe("HubMetrics.meterAdapter", () => {
     expect(await metrics.render()).toMatch(/^hub_delivery_seconds_count\{channel="webchat"\} 2$/m);
   });
 });
+
+describe("HubMetrics with agent threads", () => {
+  // The value of one sample line (undefined when absent).
+  const sample = (text: string, line: string) => {
+    const found = text.split("\n").find((l) => l.startsWith(`${line} `));
+    return found === undefined ? undefined : Number(found.split(" ").pop());
+  };
+
+  it("a thread's have its counts only; the main thread's scrape adds them and shows the process once", async () => {
+    const main = new HubMetrics(redis, prefix);
+    const thread = new HubMetrics(redis, prefix, { processWide: false });
+    const threadText = await thread.registry.metrics();
+    expect(threadText).not.toMatch(/^process_|^nodejs_|^hub_queue_depth|^hub_failed_deliveries/m);
+    main.runFinished("run-a", "completed", Date.now() - 10);
+    thread.runFinished("run-b", "completed", Date.now() - 10);
+    thread.runFinished("run-c", "failed", Date.now() - 10);
+    main.addThreads(async () => [await thread.registry.getMetricsAsJSON()]);
+    const text = await main.render();
+    expect(sample(text, 'hub_runs_total{outcome="completed"}')).toBe(2);
+    expect(sample(text, 'hub_runs_total{outcome="failed"}')).toBe(1);
+    expect(sample(text, "hub_run_duration_seconds_count")).toBe(3);
+    // The process's figures and the installation's gauges, as without threads (a sum over threads would
+    // drop the start time and double the rest).
+    expect(sample(text, "process_start_time_seconds")).toBeGreaterThan(0);
+    expect(sample(text, "hub_failed_deliveries")).toBe(0);
+    expect(text.split("\n").filter((l) => l.startsWith("# TYPE process_cpu_seconds_total ")).length).toBe(1);
+  });
+});

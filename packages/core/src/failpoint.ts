@@ -1,3 +1,5 @@
+import { writeSync } from "node:fs";
+
 /**
  * Fault injection at named steps, for crash tests with real processes: the
  * step between two Redis writes, inside a send. `HUB_FAILPOINTS` lists
@@ -47,7 +49,9 @@ export function failpoint(name: FailpointName): void {
   if (!point) return;
   point.hits += 1;
   if (point.hits !== point.at) return;
-  process.stderr.write(`failpoint ${name}: ${point.action}\n`);
+  // Written at once, not queued: a worker thread's process.stderr goes through the main thread, too late
+  // for a line written just before the thread exits.
+  writeSync(2, `failpoint ${name}: ${point.action}\n`);
   if (point.action === "throw") throw new Error(`failpoint ${name}: an injected failure`);
   if (point.action === "exit") process.exit(1);
   process.kill(process.pid, point.action === "kill" ? "SIGKILL" : "SIGSTOP");

@@ -1,9 +1,24 @@
 import { createHash, randomUUID } from "node:crypto";
 import { readFileSync, readlinkSync } from "node:fs";
 import { hostname } from "node:os";
+import { getEnvironmentData, setEnvironmentData } from "node:worker_threads";
 
-/** Tells this start of the process from an earlier one with the same pid (a restarted process). */
-export const PROCESS_START = randomUUID().slice(0, 8);
+/**
+ * Tells this start of the process from an earlier one with the same pid (a restarted process). One value
+ * for the whole process: a worker thread (an agent thread) gets its creator's, so no thread takes a live
+ * sibling's pid with another start for a dead predecessor's.
+ */
+export const PROCESS_START = processStart();
+
+function processStart(): string {
+  const key = "hub.process-start";
+  const inherited = getEnvironmentData(key);
+  if (typeof inherited === "string") return inherited;
+  const start = randomUUID().slice(0, 8);
+  // Every worker thread created from now on (and theirs) starts with this value.
+  setEnvironmentData(key, start);
+  return start;
+}
 
 /**
  * The space this process's pid is unique in: this kernel's boot and PID namespace (Linux), so a pid
