@@ -61,71 +61,85 @@ async function startResettingProxy(target: string, reset: Map<string, number>): 
   return server;
 }
 
-let telegram: FakeTelegram;
-let model: FakeOpenAI;
-let proxy: Server;
-let hub: HubProcess;
-let stateDir: string;
-let port: number;
-const prefix = testPrefix("secrets");
-const reset = new Map<string, number>([
-  ["getUpdates", 2],
-  ["sendMessage", 100],
-]);
+// The agent role on the main thread, and on a worker thread (its lines have a logger of their own).
+describe.each([
+  ["on the main thread", "0"],
+  ["on an agent thread", "1"],
+])("no configured secret in any log line, the agent role %s", (_where, threads) => {
+  let telegram: FakeTelegram;
+  let model: FakeOpenAI;
+  let proxy: Server;
+  let hub: HubProcess;
+  let stateDir: string;
+  let port: number;
+  const prefix = testPrefix(`secrets-${threads}`);
+  const reset = new Map<string, number>([
+    ["getUpdates", 2],
+    ["sendMessage", 100],
+    ["sendChatAction", 100],
+  ]);
 
-beforeAll(async () => {
-  telegram = await startFakeTelegram({ token: SECRETS.botToken });
-  model = await startFakeOpenAI({ apiKey: SECRETS.rightApiKey });
-  proxy = await startResettingProxy(telegram.apiRoot, reset);
-  stateDir = mkdtempSync(join(tmpdir(), "hub-secrets-"));
-  const configPath = join(stateDir, "hub.json5");
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      gateway: {
-        token: SECRETS.gatewayToken,
-        password: SECRETS.password,
-        clients: [{ name: "dash", token: SECRETS.clientToken, scopes: ["read", "write"] }],
-      },
-      agent: { model: "fake/m", offlineTokenDelayMs: 0 },
-      models: {
-        providers: {
-          fake: { baseUrl: model.url, apiKey: SECRETS.wrongApiKey, apiKeys: [SECRETS.rightApiKey] },
+  beforeAll(async () => {
+    telegram = await startFakeTelegram({ token: SECRETS.botToken });
+    model = await startFakeOpenAI({ apiKey: SECRETS.rightApiKey });
+    proxy = await startResettingProxy(telegram.apiRoot, reset);
+    stateDir = mkdtempSync(join(tmpdir(), "hub-secrets-"));
+    const configPath = join(stateDir, "hub.json5");
+    writeFileSync(
+      configPath,
+      JSON.stringify({
+        gateway: {
+          token: SECRETS.gatewayToken,
+          password: SECRETS.password,
+          clients: [{ name: "dash", token: SECRETS.clientToken, scopes: ["read", "write"] }],
         },
-      },
-      delivery: { maxAttempts: 2 },
-      channels: {
-        telegram: {
-          botToken: SECRETS.botToken,
-          webhookSecret: SECRETS.webhookSecret,
-          apiRoot: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
-          dmPolicy: "allowlist",
-          allowFrom: ["4242"],
+        agent: { model: "fake/m", offlineTokenDelayMs: 0 },
+        models: {
+          providers: {
+            fake: { baseUrl: model.url, apiKey: SECRETS.wrongApiKey, apiKeys: [SECRETS.rightApiKey] },
+          },
         },
+        delivery: { maxAttempts: 2 },
+        channels: {
+          telegram: {
+            botToken: SECRETS.botToken,
+            webhookSecret: SECRETS.webhookSecret,
+            apiRoot: `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`,
+            dmPolicy: "allowlist",
+            allowFrom: ["4242"],
+          },
+        },
+      }),
+    );
+    port = await freePort();
+    hub = await startHubProcess(
+      {
+        HUB_CONFIG: configPath,
+        HUB_STATE_DIR: stateDir,
+        HUB_REDIS_PREFIX: prefix,
+        HUB_LOG_LEVEL: "debug",
+        HUB_AGENT_THREADS: threads,
       },
-    }),
-  );
-  port = await freePort();
-  hub = await startHubProcess(
-    { HUB_CONFIG: configPath, HUB_STATE_DIR: stateDir, HUB_REDIS_PREFIX: prefix, HUB_LOG_LEVEL: "debug" },
-    port,
-  );
-}, 30_000);
+      port,
+    );
+  }, 30_000);
 
-afterAll(async () => {
-  if (hub?.child.exitCode === null) await hub.stop();
-  await new Promise<void>((resolve) => proxy?.close(() => resolve()));
-  await telegram?.close();
-  await model?.close();
-  rmSync(stateDir, { recursive: true, force: true });
-  await dropPrefix(prefix);
-});
+  afterAll(async () => {
+    if (hub?.child.exitCode === null) await hub.stop();
+    await new Promise<void>((resolve) => proxy?.close(() => resolve()));
+    await telegram?.close();
+    await model?.close();
+    rmSync(stateDir, { recursive: true, force: true });
+    await dropPrefix(prefix);
+  });
 
-describe("no configured secret in any log line", () => {
   it("network failures of getUpdates and sendMessage, a failed model key and bad gateway logins leave no secret in the output", async () => {
     const output = () => hub.output.join("");
     await waitFor(() => /getUpdates failed/.test(output()), "a logged getUpdates network failure", 15_000);
-    // A message from the allowed user: the first model key is refused, the reply's sendMessage resets.
+    // A message from the allowed user: the first model key is refused, the answer takes long enough for the
+    // run to show typing (a call of the agent role, on the agent thread when there is one), which resets as
+    // the reply's sendMessage does.
+    model.script({ text: "a slow hello", chunkSize: 2, delayMs: 250 });
     telegram.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "hello" }));
     await waitFor(() => model.requests.length >= 2, "the model call with the second key", 15_000);
     await waitFor(() => /failed for good/.test(output()), "the reply's delivery failing for good", 20_000);
@@ -161,6 +175,7 @@ describe("no configured secret in any log line", () => {
     const all = output();
     // The failure paths really ran and were logged (with their URLs), just without the secrets.
     expect(all).toMatch(/getUpdates failed/);
+    expect(all).toMatch(/typing indicator failed/);
     expect(all).toMatch(/sendMessage/);
     expect(all).toContain("[redacted]");
     expect(all).toMatch(/malformed frame/);
