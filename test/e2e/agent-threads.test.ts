@@ -82,7 +82,9 @@ const logLines = (hub: HubProcess) =>
 
 describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000 }, () => {
   it("answers once, counts the thread's runs in /metrics, is ready, and its drain waits for the thread's run", async () => {
-    const { hub, client, port, prefix } = await startThreadedHub("threads-run");
+    const { hub, client, port, prefix } = await startThreadedHub("threads-run", {
+      config: "{ channels: {} }",
+    });
     expect(
       logLines(hub).some((l) => l.msg === "agent role running on worker threads" && l.threads === 1),
     ).toBe(true);
@@ -103,6 +105,10 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     // The process's own figures once (the main thread's), not once per thread.
     expect(metrics.split("\n").filter((l) => l.startsWith("process_cpu_seconds_total ")).length).toBe(1);
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    // SIGHUP reaches the thread: it reads the config file again too.
+    hub.child.kill("SIGHUP");
+    const reloaded = (l: Record<string, unknown>) => l.msg === "reloaded channel allowlists and policies";
+    await waitFor(() => logLines(hub).some((l) => reloaded(l) && l.thread === 1), "the thread's reload");
 
     // A run in flight on the thread when SIGTERM comes: the drain waits for it, it is answered, exit 0.
     model.script({ text: "slow answer ".repeat(10), chunkSize: 12, delayMs: 150 });
