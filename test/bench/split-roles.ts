@@ -3,17 +3,10 @@
 // delivery in this one: how an operator uses a machine's second core. The bare grammY bot cannot (its
 // updates are sequentialized in one process), so this is a figure of its own, beside the one-process
 // ratio. Same sizes as `npm run bench` (BENCH_CHATS, BENCH_MESSAGES, BENCH_WINDOW, BENCH_PAIRS).
-import { benchEnv, startBenchRedis } from "./meter.js";
-import { benchShape, benchTelegramPairs, printRatios } from "./telegram.js";
+import { runLayoutPairs } from "./telegram.js";
 
-const redis = await startBenchRedis();
-try {
-  console.log("end to end, the hub's agent role in a second process (ingress and delivery in the first):");
-  const pairs = await benchTelegramPairs(redis.url, benchShape(), benchEnv("BENCH_PAIRS", 3), {
-    agentProcess: true,
-  });
-  printRatios("hub (two processes) / bare grammY", pairs);
-} finally {
-  await redis.stop();
-}
-process.exit(0);
+await runLayoutPairs(
+  "end to end, the hub's agent role in a second process (ingress and delivery in the first):",
+  "hub (two processes) / bare grammY",
+  { agentProcess: true },
+);

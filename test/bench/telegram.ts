@@ -13,7 +13,7 @@ import { startHub } from "../../apps/hub/src/hub.js";
 import { channelPlugins } from "../../apps/hub/src/plugins.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
 import { startBenchHubProcess } from "./hub-process.js";
-import { benchEnv, type PhaseCost, PhaseMeter, printCost } from "./meter.js";
+import { benchEnv, type PhaseCost, PhaseMeter, printCost, startBenchRedis } from "./meter.js";
 import { driveChats, drivePaced, type LoadResult, type LoadShape, printLoad } from "./telegram-load.js";
 
 /** The figures of one side of the comparison. */
@@ -321,6 +321,26 @@ export async function benchTelegramPairs(
     hubRate: median(hubs.map(rateOf)),
     echoRate: median(echoes.map(rateOf)),
   };
+}
+
+/**
+ * A script's whole run of the end-to-end pairs in one layout of the hub (a second process, an agent thread) on
+ * a private Redis (or BENCH_REDIS_URL): `title` first, then the pairs, then their ratio as `ratioName`. Exits.
+ */
+export async function runLayoutPairs(
+  title: string,
+  ratioName: string,
+  layout: BenchHubOptions,
+): Promise<never> {
+  const redis = await startBenchRedis();
+  try {
+    console.log(title);
+    const pairs = await benchTelegramPairs(redis.url, benchShape(), benchEnv("BENCH_PAIRS", 3), layout);
+    printRatios(ratioName, pairs);
+  } finally {
+    await redis.stop();
+  }
+  process.exit(0);
 }
 
 /** Prints the median messages/s ratio of paired loads, each pair's, and each pair's node CPU per message ratio. */

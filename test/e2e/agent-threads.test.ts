@@ -2,31 +2,18 @@ import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { RunRecords } from "@hub/sessions";
-import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { fakeModelEnv, freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
-import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
+import { processSuite } from "../support/process-suite.js";
+import { dropPrefix, testPrefix, waitFor } from "../support/redis.js";
 
 // `agent.threads`: a real `hub start` whose agent role runs on a worker thread. What a user and an operator
 // see must be what a hub without threads shows: one answer per message, the runs in /metrics, a drain that
 // waits for the thread's run, and a thread that ends by itself started again without losing or doubling.
 const TOKEN = "threads-test-token-0123456789";
-let model: FakeOpenAI;
-let redis: Redis;
-const cleanups: Array<() => Promise<void> | void> = [];
-beforeAll(async () => {
-  model = await startFakeOpenAI();
-  redis = new Redis(REDIS_URL);
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-afterAll(async () => {
-  await model.close();
-  redis.disconnect();
-});
+const suite = processSuite();
+const { cleanups } = suite;
 
 // `config`: a config file's text (the hub reads it from its state dir).
 async function startThreadedHub(
@@ -43,7 +30,7 @@ async function startThreadedHub(
       HUB_REDIS_PREFIX: prefix,
       HUB_GATEWAY_TOKEN: TOKEN,
       HUB_AGENT_THREADS: "1",
-      ...fakeModelEnv(model),
+      ...fakeModelEnv(suite.model),
       ...extra,
     },
     port,
@@ -66,7 +53,7 @@ function sample(text: string, line: string): number | undefined {
 
 // The model calls that answer `text` (their last user message; a resumed run's ends with a note).
 const asked = (text: string) =>
-  model.requests.filter((r) =>
+  suite.model.requests.filter((r) =>
     JSON.stringify(r.messages.filter((m) => m.role === "user").at(-1)).includes(text),
   );
 // How many of the hub's log lines begin with `msg`.
@@ -88,7 +75,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     expect(
       logLines(hub).some((l) => l.msg === "agent role running on worker threads" && l.threads === 1),
     ).toBe(true);
-    model.script({ text: "Answered on a thread." });
+    suite.model.script({ text: "Answered on a thread." });
     const sent = await client.request("chat.send", { text: "hello thread", idempotencyKey: "thread-run-1" });
     expect(sent.ok).toBe(true);
     expect(await client.terminal("thread-run-1")).toMatchObject({
@@ -111,10 +98,10 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     await waitFor(() => logLines(hub).some((l) => reloaded(l) && l.thread === 1), "the thread's reload");
 
     // A run in flight on the thread when SIGTERM comes: the drain waits for it, it is answered, exit 0.
-    model.script({ text: "slow answer ".repeat(10), chunkSize: 12, delayMs: 150 });
+    suite.model.script({ text: "slow answer ".repeat(10), chunkSize: 12, delayMs: 150 });
     await client.request("chat.send", { text: "take your time", idempotencyKey: "thread-run-2" });
     await waitFor(
-      () => model.requests.some((r) => JSON.stringify(r.messages).includes("take your time")),
+      () => suite.model.requests.some((r) => JSON.stringify(r.messages).includes("take your time")),
       "model",
     );
     hub.child.kill("SIGTERM");
@@ -122,7 +109,9 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     expect(hub.child.exitCode).toBe(0);
     const draining = logLines(hub).find((l) => l.msg === "draining: no new work is taken");
     expect(draining?.runs).toBe(1);
-    expect(await new RunRecords(redis, prefix).get("thread-run-2")).toMatchObject({ status: "completed" });
+    expect(await new RunRecords(suite.redis, prefix).get("thread-run-2")).toMatchObject({
+      status: "completed",
+    });
   });
 
   it("starts a thread that ended by itself again: not ready meanwhile, every message answered once, none run twice", async () => {
@@ -131,7 +120,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       HUB_FAILPOINTS: "run.after-settle=exit",
     });
     for (const [i, text] of ["first on a thread", "second on a thread"].entries()) {
-      model.script({ text: `answer ${i + 1}` });
+      suite.model.script({ text: `answer ${i + 1}` });
       const runId = `thread-restart-${i + 1}`;
       expect((await client.request("chat.send", { text, idempotencyKey: runId })).ok).toBe(true);
       // The outcome is recorded before the thread ends: asking again with the key answers it.
@@ -174,10 +163,10 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       text: "quick one",
       idempotencyKey: "sibling-quick",
     };
-    model.script({ text: "slow sibling answer ".repeat(8), chunkSize: 20, delayMs: 1000 });
+    suite.model.script({ text: "slow sibling answer ".repeat(8), chunkSize: 20, delayMs: 1000 });
     expect((await client.request("chat.send", slow)).ok).toBe(true);
     await waitFor(() => asked("slow one").length === 1, "the slow run's model call");
-    model.script({ text: "quick answer" });
+    suite.model.script({ text: "quick answer" });
     expect((await client.request("chat.send", quick)).ok).toBe(true);
     await waitFor(
       () => count(hub, "agent thread started again") === 1,

@@ -4,29 +4,16 @@ import { join } from "node:path";
 import { recoverInterruptedRuns } from "@hub/agent";
 import { createLogger, finalizeInboundContext, type RunRequest } from "@hub/core";
 import { FileSessionStore, RunRecords, SessionLane, SessionWriters } from "@hub/sessions";
-import { Redis } from "ioredis";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { fakeModelEnv, freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
+import { processSuite } from "../support/process-suite.js";
 import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../support/redis.js";
 
 const TOKEN = "restart-test-token-0123456789";
 const LEASE_MS = 1500;
-let model: FakeOpenAI;
-let redis: Redis;
-const cleanups: Array<() => Promise<void>> = [];
-beforeAll(async () => {
-  model = await startFakeOpenAI();
-  redis = new Redis(REDIS_URL);
-});
-afterEach(async () => {
-  for (const c of cleanups.splice(0).reverse()) await c();
-});
-afterAll(async () => {
-  await model.close();
-  redis.disconnect();
-});
+const suite = processSuite();
+const { cleanups } = suite;
 
 /** One hub installation (state dir + Redis prefix) that can be started, killed and started again. */
 function installation(name: string) {
@@ -42,7 +29,7 @@ function installation(name: string) {
     HUB_STATE_DIR: stateDir,
     HUB_REDIS_PREFIX: prefix,
     HUB_GATEWAY_TOKEN: TOKEN,
-    ...fakeModelEnv(model),
+    ...fakeModelEnv(suite.model),
     HUB_LANE_LEASE_MS: String(LEASE_MS),
   };
   return {
@@ -60,7 +47,7 @@ function installation(name: string) {
 }
 
 const requestsWith = (text: string) =>
-  model.requests.filter((r) => JSON.stringify(r.messages).includes(text));
+  suite.model.requests.filter((r) => JSON.stringify(r.messages).includes(text));
 
 /** Starts a run that hangs in the model, then SIGKILLs the hub mid-run. */
 async function crashMidRun(
@@ -68,7 +55,7 @@ async function crashMidRun(
   text: string,
   runId: string,
 ): Promise<void> {
-  model.script({ text: "this answer never finishes ".repeat(50), chunkSize: 5, delayMs: 200 });
+  suite.model.script({ text: "this answer never finishes ".repeat(50), chunkSize: 5, delayMs: 200 });
   const { hub, client } = await inst.start();
   const res = await client.request("chat.send", { text, idempotencyKey: runId });
   expect(res.ok).toBe(true);
@@ -98,7 +85,7 @@ describe("restart recovery with real processes", () => {
   it("a run interrupted by SIGKILL is resumed once after the restart and answered once", async () => {
     const inst = installation("resume");
     await crashMidRun(inst, "resume me please", "resume-run-0001");
-    model.script({ text: "Resumed answer." });
+    suite.model.script({ text: "Resumed answer." });
     const { client } = await inst.start();
     expect(await recordedEnd(client, "resume me please", "resume-run-0001")).toMatchObject({
       status: "completed",
@@ -107,7 +94,7 @@ describe("restart recovery with real processes", () => {
     const calls = requestsWith("resume me please");
     expect(calls).toHaveLength(2);
     expect(JSON.stringify(calls[1]?.messages)).toContain("the hub restarted while you were answering");
-    expect(await new RunRecords(redis, inst.prefix).get("resume-run-0001")).toMatchObject({
+    expect(await new RunRecords(suite.redis, inst.prefix).get("resume-run-0001")).toMatchObject({
       status: "completed",
       attempt: 2,
     });
@@ -121,10 +108,11 @@ describe("restart recovery with real processes", () => {
     const inst = installation("stale");
     await crashMidRun(inst, "stale job", "stale-run-0001");
     // The clock moved on: the run started six hours ago.
-    await redis.hset(`${inst.prefix}:run:stale-run-0001`, "startedAt", Date.now() - 6 * 3600_000);
+    await suite.redis.hset(`${inst.prefix}:run:stale-run-0001`, "startedAt", Date.now() - 6 * 3600_000);
     const { client, hub } = await inst.start();
     await waitFor(
-      async () => (await new RunRecords(redis, inst.prefix).get("stale-run-0001"))?.status === "interrupted",
+      async () =>
+        (await new RunRecords(suite.redis, inst.prefix).get("stale-run-0001"))?.status === "interrupted",
       "finalized",
       20_000,
     );
@@ -140,8 +128,8 @@ describe("restart recovery with real processes", () => {
   it("a run 55 seconds old is resumed", async () => {
     const inst = installation("fresh");
     await crashMidRun(inst, "fresh job", "fresh-run-0001");
-    await redis.hset(`${inst.prefix}:run:fresh-run-0001`, "startedAt", Date.now() - 55_000);
-    model.script({ text: "Fresh answer." });
+    await suite.redis.hset(`${inst.prefix}:run:fresh-run-0001`, "startedAt", Date.now() - 55_000);
+    suite.model.script({ text: "Fresh answer." });
     const { client } = await inst.start();
     expect(await recordedEnd(client, "fresh job", "fresh-run-0001")).toMatchObject({
       status: "completed",
@@ -156,15 +144,15 @@ describe("restart recovery scan", () => {
     const prefix = testPrefix("scan-outside");
     const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));
     const logger = createLogger({ level: "silent" });
-    const runs = new RunRecords(redis, prefix);
+    const runs = new RunRecords(suite.redis, prefix);
     const sessions = new FileSessionStore(stateDir, logger);
     const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
     try {
       const key = webchatRequest("cmd-old", "cmd").ctx.sessionKey;
       await runs.start("cmd-old", key, 600_000, "webchat", { outsideLane: true });
-      await redis.hset(`${prefix}:run:cmd-old`, "startedAt", Date.now() - 120_000);
+      await suite.redis.hset(`${prefix}:run:cmd-old`, "startedAt", Date.now() - 120_000);
       await runs.start("cmd-new", key, 600_000, "webchat", { outsideLane: true });
-      const startedAt = Number(await redis.hget(`${prefix}:run:cmd-new`, "startedAt"));
+      const startedAt = Number(await suite.redis.hget(`${prefix}:run:cmd-new`, "startedAt"));
       // Seen at 59.8 s after the young one's start: ended 0.2 s later, not at once.
       const scanTime = startedAt + 59_800;
       const result = await recoverInterruptedRuns({
@@ -194,10 +182,10 @@ describe("restart recovery scan", () => {
     const prefix = testPrefix("scan");
     const stateDir = mkdtempSync(join(tmpdir(), "hub-scan-"));
     const logger = createLogger({ level: "silent" });
-    const runs = new RunRecords(redis, prefix);
+    const runs = new RunRecords(suite.redis, prefix);
     const sessions = new FileSessionStore(stateDir, logger);
     const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
-    const writers = new SessionWriters(redis, prefix);
+    const writers = new SessionWriters(suite.redis, prefix);
     try {
       // A run in flight is the head of its session's lane (no process drains these lanes here).
       const stale = webchatRequest("old-gen", "gen");
@@ -206,7 +194,7 @@ describe("restart recovery scan", () => {
       await lane.enqueue(webchatRequest("new-gen", "gen"));
       const session = await sessions.resolve(key);
       await runs.start("old-gen", key, 600_000);
-      await redis.hset(`${prefix}:run:old-gen`, "startedAt", Date.now() - 6 * 3600_000);
+      await suite.redis.hset(`${prefix}:run:old-gen`, "startedAt", Date.now() - 6 * 3600_000);
       await writers.claim(key, session.sessionId, "old-gen");
       // A newer claim of the same session (as a superseding run takes it) must survive the finalizing.
       const fresh = await writers.claim(key, session.sessionId, "new-gen");
