@@ -29,6 +29,8 @@ export interface BenchHub {
   logLines(): number;
   /** The CPU (user + system, ms) its agent process has used so far, when it has one. */
   agentCpuMs?(): number;
+  /** Whether its agent role runs on a worker thread (`agentThread`). */
+  agentThread?: boolean;
   /** The CPU (user + system, ms) its own process has used so far, when it runs in one (`ownProcess`). */
   hubCpuMs?(): number;
   stop(): Promise<void>;
@@ -151,6 +153,7 @@ export async function startBenchHub(
   return {
     fake,
     logLines: () => logLines + (agent?.logLines() ?? 0) + threadLines(),
+    ...(options.agentThread ? { agentThread: true } : {}),
     ...(agent ? { agentCpuMs: agent.cpuMs } : {}),
     stop: async () => {
       try {
@@ -371,7 +374,12 @@ async function measuredHub(
   runs: number,
 ): Promise<SideResult> {
   const linesBefore = bench.logLines();
-  const name = `hub (maxConcurrentRuns ${runs}${bench.agentCpuMs ? ", agent role in a second process" : ""})`;
+  const layout = bench.agentCpuMs
+    ? ", agent role in a second process"
+    : bench.agentThread
+      ? ", agent role on a worker thread"
+      : "";
+  const name = `hub (maxConcurrentRuns ${runs}${layout})`;
   const hub = await measured(meter, bench.fake, shape, name, bench.agentCpuMs);
   const lines = (bench.logLines() - linesBefore) / Math.max(1, hub.load.answered);
   console.log(`  log lines per message: ${lines.toFixed(2)}`);
