@@ -145,6 +145,35 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     ]);
   });
 
+  it("keeps a thread's counts when it ends: /metrics never goes back", async () => {
+    // Each thread exits at its second run's settle: the first run is counted (and scraped) while it runs.
+    const { hub, client, port } = await startThreadedHub("threads-counts", {
+      HUB_FAILPOINTS: "run.after-settle=exit@2",
+    });
+    const completed = async () =>
+      sample(
+        await (await fetch(`http://127.0.0.1:${port}/metrics`)).text(),
+        'hub_runs_total{outcome="completed"}',
+      );
+    const answered = async (text: string, idempotencyKey: string) => {
+      suite.model.script({ text: `answer to ${text}` });
+      expect((await client.request("chat.send", { text, idempotencyKey })).ok).toBe(true);
+      await waitFor(
+        async () => (await statusOf(client, { text, idempotencyKey })) === "completed",
+        idempotencyKey,
+      );
+    };
+    await answered("count one", "thread-count-1");
+    expect(await completed()).toBe(1);
+    await answered("count two", "thread-count-2");
+    await waitFor(() => count(hub, "agent thread started again") === 1, "the restart", 30_000);
+    // What the ended thread had counted when last scraped stays in the total (a run it ended after that
+    // scrape is not counted: its count went with it).
+    expect(await completed()).toBeGreaterThanOrEqual(1);
+    await answered("count three", "thread-count-3");
+    expect(await completed()).toBeGreaterThanOrEqual(2);
+  });
+
   it("a thread started again leaves a live sibling's session alone: the sibling's run calls the model once", async () => {
     // Two threads of one run each: the slow run holds one, the quick run goes to the other, which exits after
     // it; its replacement starts (and takes over dead predecessors' sessions) while the slow run goes on.

@@ -22,7 +22,13 @@ export function processSuite(): ProcessSuite {
     redis = new Redis(REDIS_URL);
   });
   afterEach(async () => {
-    for (const c of cleanups.splice(0).reverse()) await c();
+    // Every cleanup runs, even after one that fails; the first failure is reported.
+    const failures: unknown[] = [];
+    for (const c of cleanups.splice(0).reverse())
+      await Promise.resolve()
+        .then(c)
+        .catch((e) => failures.push(e));
+    if (failures.length > 0) throw failures[0];
   });
   afterAll(async () => {
     await model?.close();

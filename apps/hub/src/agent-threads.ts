@@ -1,104 +1,22 @@
 import { closeSync, openSync } from "node:fs";
-import { extname } from "node:path";
-import { fileURLToPath } from "node:url";
-import { Worker } from "node:worker_threads";
+import { setTimeout as sleep } from "node:timers/promises";
 import { HubError, type HubLogger } from "@hub/core";
 import type { StartedRun } from "@hub/sessions";
 import { AggregatorRegistry } from "prom-client";
-import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
+import { AgentThread } from "./agent-thread-handle.js";
+import type { AgentThreadData } from "./agent-thread-messages.js";
 import type { MetricsSnapshot } from "./metrics.js";
 import type { RoleWorker } from "./operations.js";
 
-/** How long a question to a thread may take before it counts as unanswered (a stuck or dying thread). */
-const ASK_TIMEOUT_MS = 2000;
-/** How long a thread that ended by itself waits before it is started again. */
+/** The wait before a thread that ended by itself is started again; doubled after each failed start, to the max. */
 const RESTART_DELAY_MS = 1000;
+const RESTART_MAX_DELAY_MS = 30_000;
+/** How long a thread started again may take to start before it is ended and tried again. */
+const RESTART_TIMEOUT_MS = 60_000;
+/** How long a stop without a deadline waits for a thread to stop. */
+const STOP_WAIT_MS = 60_000;
 
-// The thread's entry beside this file: agent-thread.js in the build. Under tsx (this file is .ts) a worker
-// does not inherit tsx's `--import`, so a small module registers tsx first and then imports the entry.
-function threadEntry(): URL {
-  if (extname(fileURLToPath(import.meta.url)) !== ".ts") return new URL("./agent-thread.js", import.meta.url);
-  const entry = new URL("./agent-thread.ts", import.meta.url).href;
-  const tsx = import.meta.resolve("tsx/esm/api");
-  const boot = `import { register } from ${JSON.stringify(tsx)}; register(); await import(${JSON.stringify(entry)});`;
-  return new URL(`data:text/javascript,${encodeURIComponent(boot)}`);
-}
-
-/** One worker thread running the agent role, and the questions in flight to it. */
-class AgentThread {
-  readonly #worker: Worker;
-  readonly #pending = new Map<number, (value: unknown) => void>();
-  #next = 0;
-  #ended = false;
-  /** What ended the thread, when an uncaught error did. */
-  error: Error | undefined;
-  /** Resolves when the thread has ended (its exit code). */
-  readonly exited: Promise<number>;
-
-  private constructor(data: AgentThreadData) {
-    this.#worker = new Worker(threadEntry(), { workerData: data });
-    // Always listened to: an error event nobody listens to would end the whole process.
-    this.#worker.on("error", (error) => {
-      this.error = error;
-    });
-    this.exited = new Promise((resolve) => this.#worker.once("exit", resolve));
-    // An ended thread answers nothing: every question still waiting gets its fallback.
-    void this.exited.then(() => {
-      this.#ended = true;
-      for (const resolve of this.#pending.values()) resolve(undefined);
-      this.#pending.clear();
-    });
-  }
-
-  /** Starts a thread; resolves once its agent role runs, rejects with why it could not start. */
-  static async start(data: AgentThreadData): Promise<AgentThread> {
-    const thread = new AgentThread(data);
-    await new Promise<void>((resolve, reject) => {
-      thread.#worker.on("message", (message: AgentThreadMessage) => {
-        if (message.kind === "ready") resolve();
-        else if (message.kind === "failed") reject(new HubError("agent_thread", message.error));
-        else thread.#pending.get(message.id)?.(message.value);
-      });
-      void thread.exited.then((code) =>
-        reject(
-          thread.error ??
-            new HubError("agent_thread", `agent thread ${data.index} ended at its start (exit code ${code})`),
-        ),
-      );
-    }).catch(async (error: unknown) => {
-      await thread.#worker.terminate();
-      throw error;
-    });
-    return thread;
-  }
-
-  /** Asks the thread; undefined when it does not answer within `timeoutMs` (or has ended, or failed to). */
-  async ask<T>(
-    ask: AgentThreadRequest["ask"],
-    timeoutMs = ASK_TIMEOUT_MS,
-    by?: number,
-  ): Promise<T | undefined> {
-    if (this.#ended) return undefined;
-    const id = ++this.#next;
-    let timer: NodeJS.Timeout | undefined;
-    const answer = await new Promise<unknown>((resolve) => {
-      this.#pending.set(id, resolve);
-      timer = setTimeout(() => resolve(undefined), timeoutMs);
-      this.#worker.postMessage({ id, ask, by } satisfies AgentThreadRequest);
-    });
-    clearTimeout(timer);
-    this.#pending.delete(id);
-    const failed = typeof answer === "object" && answer !== null && "error" in answer;
-    return failed ? undefined : (answer as T | undefined);
-  }
-
-  /** Ends the thread now (what is left of its runs resumes through the session lane's recovery). */
-  async terminate(): Promise<void> {
-    await this.#worker.terminate();
-  }
-}
-
-/** One thread's place: the thread running in it now, and what it last answered. */
+/** One thread's place: the thread in it now (running, or starting again), and what it last answered. */
 interface Slot {
   thread: AgentThread;
   /** Its counters and histograms at the last scrape it answered (kept for a scrape it misses). */
@@ -110,13 +28,16 @@ interface Slot {
 /**
  * The agent role on `agent.threads` worker threads of this process (agent-thread.ts): each runs it as an
  * `agent` process would, so the main thread keeps ingress and delivery and other cores run the turns. A
- * thread that ends by itself is logged and started again; readiness, metrics, the drain's runs in flight,
- * SIGHUP and the stop reach every thread.
+ * thread that ends by itself is logged and started again (and again, backing off, while it cannot start);
+ * readiness, metrics, the drain's runs in flight, SIGHUP and the stop reach every thread.
  */
 export class AgentThreads implements RoleWorker {
   readonly #slots: Slot[];
   #stopping = false;
-  /** Restarts under way (a stop waits for them, and stops what they started). */
+  #closed = false;
+  /** Ends the restarts' waits when the stop begins. */
+  readonly #stop = new AbortController();
+  /** Restarts under way (the stop waits for them). */
   readonly #restarts = new Set<Promise<void>>();
   /** The counts of threads that ended, so the process's counters never go back. */
   #retired: MetricsSnapshot | undefined;
@@ -144,21 +65,20 @@ export class AgentThreads implements RoleWorker {
     // Opened once here and shared: a thread that ends leaves no descriptor behind.
     const fd = settings.log.file ? openSync(settings.log.file, "a") : undefined;
     const data = { ...settings, log: { level: settings.log.level, fd } };
-    const started = await Promise.allSettled(
-      Array.from({ length: count }, (_, i) => AgentThread.start({ ...data, index: i + 1 })),
+    const threads = Array.from({ length: count }, (_, i) => new AgentThread({ ...data, index: i + 1 }));
+    const failed = (await Promise.allSettled(threads.map((t) => t.ready))).find(
+      (s) => s.status === "rejected",
     );
-    const failed = started.find((s) => s.status === "rejected");
     if (failed) {
-      await Promise.all(started.map((s) => (s.status === "fulfilled" ? s.value.terminate() : undefined)));
+      await Promise.all(threads.map((t) => t.terminate()));
       if (fd !== undefined) closeSync(fd);
       throw failed.reason;
     }
-    const threads = started.map((s) => (s as PromiseFulfilledResult<AgentThread>).value);
     logger.info({ threads: count }, "agent role running on worker threads");
     return new AgentThreads(threads, data, logger);
   }
 
-  /** Whether every thread's runner takes work. */
+  /** Whether every thread's runner takes work (a thread starting again does not yet). */
   async running(): Promise<boolean> {
     const answers = await Promise.all(this.#slots.map((s) => s.thread.ask<boolean>("running")));
     return !this.#stopping && answers.every((a) => a === true);
@@ -175,9 +95,9 @@ export class AgentThreads implements RoleWorker {
     return this.#retired ? [this.#retired, ...current] : current;
   }
 
-  /** The runs the threads have in flight (a busy thread's as it last said); after the stop, those left. */
+  /** The runs the threads have in flight (a busy thread's as it last said); once stopped, those left. */
   async runs(): Promise<StartedRun[]> {
-    if (this.#stopping) return this.#left;
+    if (this.#closed) return this.#left;
     await Promise.all(
       this.#slots.map(async (slot) => {
         slot.runs = (await slot.thread.ask<StartedRun[]>("runs")) ?? slot.runs;
@@ -194,18 +114,22 @@ export class AgentThreads implements RoleWorker {
   /** Stops every thread as a hub process stops (runs finish or are left to recovery by `by`), then ends it. */
   async close(by?: number): Promise<void> {
     this.#stopping = true;
+    this.#stop.abort();
+    // A thread still starting again has taken no work: it is ended, and its restart gives up.
+    await Promise.all(this.#slots.filter((s) => !s.thread.started).map((s) => s.thread.terminate()));
     await Promise.all(this.#restarts);
-    const left = await Promise.all(this.#slots.map((slot) => this.#stop(slot.thread, by)));
+    const left = await Promise.all(this.#slots.map((slot) => this.#stopSlot(slot, by)));
     this.#left = left.flat();
+    this.#closed = true;
     if (this.data.log.fd !== undefined) closeSync(this.data.log.fd);
   }
 
-  // Stops one thread and ends it; the runs it could not finish by `by`.
-  async #stop(thread: AgentThread, by: number | undefined): Promise<StartedRun[]> {
-    const wait = by === undefined ? 60_000 : Math.max(0, by - Date.now());
-    const left = await thread.ask<StartedRun[]>("stop", wait, by);
-    await thread.terminate();
-    return left ?? [];
+  // Stops a slot's thread and ends it; the runs it could not finish by `by` (as it last said, if it is silent).
+  async #stopSlot(slot: Slot, by: number | undefined): Promise<StartedRun[]> {
+    const wait = by === undefined ? STOP_WAIT_MS : Math.max(0, by - Date.now());
+    const left = await slot.thread.ask<StartedRun[]>("stop", wait, by);
+    await slot.thread.terminate();
+    return left ?? slot.runs;
   }
 
   // A thread that ends while the hub is not stopping (a crash in it) is started again; its runs' sessions
@@ -227,21 +151,50 @@ export class AgentThreads implements RoleWorker {
     // Its counts so far stay in the process's total; the new thread counts from zero.
     if (slot.metrics) this.#retired = await sumSnapshots(this.#retired, slot.metrics);
     Object.assign(slot, { metrics: undefined, runs: [] });
-    await new Promise((r) => setTimeout(r, RESTART_DELAY_MS));
-    if (this.#stopping) return;
-    try {
-      const next = await AgentThread.start({ ...this.data, index: i + 1 });
-      // A stop that began meanwhile waits for this restart: what it started stops with the others.
-      if (this.#stopping) {
-        await this.#stop(next, undefined);
-        return;
-      }
+    for (let wait = RESTART_DELAY_MS; ; wait = Math.min(wait * 2, RESTART_MAX_DELAY_MS)) {
+      if (!(await this.#waitUnlessStopped(wait))) return;
+      const next = new AgentThread({ ...this.data, index: i + 1 });
+      // In its slot while it starts: a stop ends it there.
       slot.thread = next;
+      try {
+        await withDeadline(next.ready, RESTART_TIMEOUT_MS);
+      } catch (error) {
+        await next.terminate();
+        if (this.#stopping) return;
+        this.logger.error(
+          { thread: i + 1, err: error },
+          "an agent thread could not be started again; trying again",
+        );
+        continue;
+      }
+      // A stop that began meanwhile stops it with the others, by the stop's deadline.
+      if (this.#stopping) return;
       this.#watch(next, i);
       this.logger.info({ thread: i + 1 }, "agent thread started again");
-    } catch (error) {
-      this.logger.error({ thread: i + 1, err: error }, "an agent thread could not be started again");
+      return;
     }
+  }
+
+  // Waits `ms`; false when the stop began (at once, not after the wait).
+  async #waitUnlessStopped(ms: number): Promise<boolean> {
+    const waited = await sleep(ms, true, { signal: this.#stop.signal }).catch(() => false);
+    return waited && !this.#stopping;
+  }
+}
+
+// `work`, or a rejection after `ms`.
+async function withDeadline<T>(work: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => reject(new HubError("agent_thread", `the agent thread did not start within ${ms} ms`)),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([work, late]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
