@@ -145,6 +145,23 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     ]);
   });
 
+  it("stops at once when SIGTERM comes while a thread is about to start again", async () => {
+    const { hub, client } = await startThreadedHub("threads-stop-restart", {
+      HUB_FAILPOINTS: "run.after-settle=exit",
+    });
+    suite.model.script({ text: "last words" });
+    await client.request("chat.send", { text: "end the thread", idempotencyKey: "thread-stop-1" });
+    await waitFor(() => count(hub, "an agent thread ended unexpectedly") === 1, "the thread's end");
+    const signalled = Date.now();
+    hub.child.kill("SIGTERM");
+    await hub.exited;
+    expect(hub.child.exitCode).toBe(0);
+    // No drain budget spent waiting (the thread takes no work while it is down), and it was not started again.
+    expect(Date.now() - signalled).toBeLessThan(10_000);
+    expect(count(hub, "agent thread started again")).toBe(0);
+    expect(count(hub, "stopped")).toBe(1);
+  });
+
   it("keeps a thread's counts when it ends: /metrics never goes back", async () => {
     // Each thread exits at its second run's settle: the first run is counted (and scraped) while it runs.
     const { hub, client, port } = await startThreadedHub("threads-counts", {
