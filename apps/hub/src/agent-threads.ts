@@ -153,6 +153,7 @@ export class AgentThreads implements RoleWorker {
     Object.assign(slot, { metrics: undefined, runs: [] });
     for (let wait = RESTART_DELAY_MS; ; wait = Math.min(wait * 2, RESTART_MAX_DELAY_MS)) {
       if (!(await this.#waitUnlessStopped(wait))) return;
+      // From the running config: a SIGHUP reload changes its channels in place, so this thread starts with them.
       const next = new AgentThread({ ...this.data, index: i + 1 });
       // In its slot while it starts: a stop ends it there.
       slot.thread = next;
