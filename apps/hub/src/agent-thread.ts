@@ -4,11 +4,11 @@
 // answers the main thread's questions (metrics, runs in flight, readiness, reload, stop).
 import { writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
-import { collectConfigSecrets, createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
+import { createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
 import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
 import { type AgentThreadRole, startAgentThreadRole } from "./hub.js";
 import { logLibraryWarnings } from "./library-warnings.js";
-import { channelPlugins } from "./plugins.js";
+import { channelPlugins, configSecrets } from "./plugins.js";
 
 const port = parentPort;
 if (!port)
@@ -54,13 +54,7 @@ function answer(role: AgentThreadRole, request: AgentThreadRequest): unknown {
 // The main thread's level; its own lines go straight to standard output (or the file the main thread opened),
 // not through the main thread, with `thread` on each and the same secrets redacted.
 function threadLogger({ config, token, index, log }: AgentThreadData): HubLogger {
-  const secrets = new SecretRedactor([
-    ...collectConfigSecrets(
-      config,
-      channelPlugins.flatMap((p) => p.secretKeys ?? []),
-    ),
-    token,
-  ]);
+  const secrets = new SecretRedactor([...configSecrets(config), token]);
   const { fd } = log;
   const destination = fd === undefined ? undefined : { write: (line: string) => void writeSync(fd, line) };
   return createLogger({ level: log.level, secrets, ...(destination ? { destination } : {}) }).child({

@@ -1,4 +1,4 @@
-import type { ChannelPlugin } from "@hub/core";
+import { type ChannelPlugin, collectConfigSecrets, type HubConfig } from "@hub/core";
 import { discordPlugin } from "@hub/discord/plugin";
 import { slackPlugin } from "@hub/slack/plugin";
 import { telegramPlugin } from "@hub/telegram/plugin";
@@ -20,3 +20,11 @@ export const channelPlugins: ReadonlyArray<ChannelPlugin> = [
   slackPlugin,
   whatsappPlugin,
 ];
+
+/** Every secret `config` holds, the installed plugins' own secret keys included: what a log line never shows. */
+export function configSecrets(config: HubConfig): string[] {
+  return collectConfigSecrets(
+    config,
+    channelPlugins.flatMap((p) => p.secretKeys ?? []),
+  );
+}

@@ -1,6 +1,5 @@
 import { join } from "node:path";
 import {
-  collectConfigSecrets,
   configWarnings,
   createLogger,
   describeError,
@@ -16,7 +15,7 @@ import { writeHealthRecord } from "../health-record.js";
 import { type RunningHub, startHub } from "../hub.js";
 import { logLibraryWarnings } from "../library-warnings.js";
 import { handleSignals } from "../lifecycle.js";
-import { channelPlugins } from "../plugins.js";
+import { channelPlugins, configSecrets } from "../plugins.js";
 import { ensureRedis, redisSetting } from "../redis-local.js";
 import { ensureStateDir, resolveGatewayToken } from "../state.js";
 import { tuneV8 } from "../v8-tuning.js";
@@ -45,12 +44,7 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
   const stateDir = resolveStateDir();
   ensureStateDir(stateDir);
   const { config, path, fromFile } = loadConfig({ path: configPath, env, plugins: channelPlugins });
-  secrets.add(
-    collectConfigSecrets(
-      config,
-      channelPlugins.flatMap((p) => p.secretKeys ?? []),
-    ),
-  );
+  secrets.add(configSecrets(config));
   const logger = createLogger({ secrets });
   logLibraryWarnings(logger);
   for (const warning of configWarnings(config)) logger.warn(warning);
