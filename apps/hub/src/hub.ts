@@ -113,10 +113,7 @@ async function startAgentRole(
   );
   // Stopped before delivery (workers stop last registered first), as the runs' worker is.
   base.shutdown.workers.push(threads);
-  operations.watchWorker("agent", threads);
-  operations.metrics.addThreads(() => threads.metrics());
-  operations.addThreadRuns(() => threads.runs());
-  operations.onReload(() => threads.reload());
+  operations.addAgentThreads(threads);
 }
 
 /** The agent role as one agent thread of a hub process runs it (agent-thread.ts). */

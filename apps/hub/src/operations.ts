@@ -9,7 +9,7 @@ import {
 } from "@hub/gateway";
 import type { StartedRun } from "@hub/sessions";
 import type { Redis } from "ioredis";
-import { HubMetrics } from "./metrics.js";
+import { HubMetrics, type MetricsSnapshot } from "./metrics.js";
 import type { ChannelReport } from "./supervisor.js";
 
 /**
@@ -21,11 +21,10 @@ export class HubOperations {
   readonly metrics: HubMetrics;
   #draining = false;
   readonly #drainListeners: Array<() => Promise<void>> = [];
-  readonly #reloadListeners: Array<() => void> = [];
   /** The workers of this process's roles (`agent`: the session lane's runner or its threads, `delivery`: the senders). */
   readonly #workers: Array<{ role: string; worker: RoleWorker }> = [];
-  /** The runs the agent threads have in flight (none without threads). */
-  #threadRuns: () => Promise<StartedRun[]> = async () => [];
+  /** The agent threads running this process's agent role, when it has them (`agent.threads`). */
+  #threads: AgentThreadsView | undefined;
   /** The channels this process was started with: only they have adapters. */
   readonly #startedWith: ReadonlySet<string>;
 
@@ -56,24 +55,24 @@ export class HubOperations {
     this.#drainListeners.push(listener);
   }
 
-  /** Called after each reload that applied (the agent threads read the file again). */
-  onReload(listener: () => void): void {
-    this.#reloadListeners.push(listener);
-  }
-
   /** Counts a role's worker in readiness: the process is not ready once it stopped taking work. */
   watchWorker(role: string, worker: RoleWorker): void {
     this.#workers.push({ role, worker });
   }
 
-  /** Counts the agent threads' runs among this process's runs in flight (`runsInFlight`). */
-  addThreadRuns(runs: () => Promise<StartedRun[]>): void {
-    this.#threadRuns = runs;
+  /**
+   * The agent threads that run this process's agent role: readiness asks them, `/metrics` adds their counts,
+   * `runsInFlight` their runs, and a reload that applied reaches them.
+   */
+  addAgentThreads(threads: AgentThreadsView): void {
+    this.#threads = threads;
+    this.watchWorker("agent", threads);
+    this.metrics.addThreads(() => threads.metrics());
   }
 
   /** The runs this process has in flight, on its main thread and its agent threads: what a drain waits for. */
   async runsInFlight(): Promise<StartedRun[]> {
-    return [...this.metrics.inFlight(), ...(await this.#threadRuns())];
+    return [...this.metrics.inFlight(), ...((await this.#threads?.runs()) ?? [])];
   }
 
   /**
@@ -159,7 +158,7 @@ export class HubOperations {
           { added },
           `channels added to the config (${added.join(", ")}) connect only after a restart; the reload applies access settings`,
         );
-      for (const listener of this.#reloadListeners) listener();
+      this.#threads?.reload();
       return true;
     } catch (error) {
       this.logger.error(
@@ -174,6 +173,14 @@ export class HubOperations {
 /** What readiness asks of a role's worker: a mailbox worker, or the agent threads standing for one. */
 export interface RoleWorker {
   running(): boolean | Promise<boolean>;
+}
+
+/** What HubOperations asks of the agent threads (agent-threads.ts). */
+export interface AgentThreadsView extends RoleWorker {
+  metrics(): Promise<MetricsSnapshot[]>;
+  runs(): Promise<StartedRun[]>;
+  /** Each thread reads the config file again. */
+  reload(): void;
 }
 
 function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
