@@ -82,8 +82,12 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       state: "final",
       text: "Answered on a thread.",
     });
-    // The run's lines come from the thread (each marked), with the run's own fields.
-    expect(logLines(hub).some((l) => l.thread === 1 && l.runId === "thread-run-1")).toBe(true);
+    // The run's lines come from the thread (each marked), with the run's own fields. They reach
+    // the process's stdout on their own (the thread writes fd 1), so they may follow the answer.
+    await waitFor(
+      () => logLines(hub).some((l) => l.thread === 1 && l.runId === "thread-run-1"),
+      "the thread's run lines",
+    );
 
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
     expect(sample(metrics, 'hub_runs_total{outcome="completed"}')).toBe(1);
