@@ -140,26 +140,23 @@ export class FileSessionStore implements SessionStore {
     return join(this.#transcriptDir, `${checkedSessionId(sessionId)}.jsonl`);
   }
 
-  /** The session a key routes to now, or undefined if it never had one. */
+  /**
+   * The session a key routes to now, or undefined if it never had one (or its index is one a crash left
+   * empty or cut short).
+   */
   async get(sessionKey: string): Promise<SessionRecord | undefined> {
-    return this.#find(sessionKey).record;
-  }
-
-  // The session a key routes to now, and whether the key has an index file (one a crash left empty or cut
-  // short, which routes nowhere, included).
-  #find(sessionKey: string): { record: SessionRecord | undefined; indexed: boolean } {
     const path = this.#indexPath(sessionKey);
     // A stat of a small local directory's entry is microseconds: synchronous, and no exception when
     // missing (every new session starts here), instead of a thread-pool round trip.
     const found = statSync(path, { throwIfNoEntry: false });
-    if (!found) return { record: this.#firstSession(sessionKey), indexed: false };
+    if (!found) return this.#firstSession(sessionKey);
     const cached = this.#indexes.get(sessionKey);
-    if (cached && sameRoutingFile(cached, "index", found)) return { record: cached.record, indexed: true };
+    if (cached && sameRoutingFile(cached, "index", found)) return cached.record;
     // An index is one short line: read at once, as its stat was.
     const text = readFileSync(path, "utf8");
     // Only a crash while a new session's index was being created leaves it empty: that session has
     // nothing but its header yet, so it starts again.
-    if (text === "") return { record: undefined, indexed: true };
+    if (text === "") return undefined;
     const record = this.#parseIndex(sessionKey, path, text);
     if (record)
       remember(this.#indexes, sessionKey, {
@@ -169,7 +166,7 @@ export class FileSessionStore implements SessionStore {
         ctimeMs: found.ctimeMs,
         record,
       });
-    return { record, indexed: true };
+    return record;
   }
 
   /**
@@ -282,14 +279,16 @@ export class FileSessionStore implements SessionStore {
    * a stat, an open, a read and a close, and parsed its own lines back.)
    */
   async open(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession> {
-    const { record: known, indexed } = this.#find(sessionKey);
-    // None and no index: a new key. (An index a crash left empty or cut short routes nowhere, but its key
-    // was reset: its next session is an indexed one, which `resolve` starts.)
-    if (!known && !indexed) {
+    // No index: the key's first session, created here unless it exists. The create is tried before looking
+    // for the transcript: a key with no copy in memory is most often a new one, and a stat in the
+    // transcripts directory waits (on the event loop) behind the creates under way there, where a failed
+    // exclusive create waits in the thread pool. (An index a crash left empty or cut short routes nowhere,
+    // but its key was reset: its next session is an indexed one, which `resolve` starts.)
+    if (!statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) {
       const created = await this.#createFirst(sessionKey, first);
       if (created) return created;
     }
-    const record = known ?? (await this.resolve(sessionKey));
+    const record = await this.resolve(sessionKey);
     await this.append(record.sessionId, first);
     return { record, entries: await this.read(record.sessionId) };
   }
