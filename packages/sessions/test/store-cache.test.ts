@@ -360,6 +360,19 @@ describe("FileSessionStore.open (a run's first lines, with no copy of the sessio
     ]);
   });
 
+  it("a key whose first transcript a crash left torn (no index): the run's lines go to a new indexed session, the torn file left alone", async () => {
+    const dir = stateDir();
+    const key = "agent:main:torn-open";
+    const path = join(dir, "transcripts", `${firstSessionId(key)}.jsonl`);
+    const store = new FileSessionStore(dir, logger);
+    writeFileSync(path, '{"type":"session","sessionId":"k-');
+    const opened = await store.open(key, lines("r1", "after the crash"));
+    expect(opened.record.sessionId).not.toBe(firstSessionId(key));
+    expect(opened.entries.map((e) => e.type)).toEqual(["session", "writer", "user"]);
+    expect(readFileSync(path, "utf8")).toBe('{"type":"session","sessionId":"k-');
+    expect(await new FileSessionStore(dir, logger).get(key)).toEqual(opened.record);
+  });
+
   it("a key whose index a crash left empty (and no first transcript) keeps one indexed session", async () => {
     const dir = stateDir();
     const key = "agent:main:emptied";
