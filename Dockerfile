@@ -35,4 +35,5 @@ HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "apps/hub/src/healthcheck.js"]
 # node is PID 1 and handles SIGTERM itself: drain (lifecycle.drainSeconds), then exit 0.
 STOPSIGNAL SIGTERM
-CMD ["node", "apps/hub/src/main.js", "start"]
+# Node's flags for the hub (HUB_NODE_FLAGS in apps/hub/src/v8-tuning.ts): V8 reads them only at start.
+CMD ["node", "--max-semi-space-size=64", "apps/hub/src/main.js", "start"]

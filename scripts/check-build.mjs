@@ -39,7 +39,9 @@ const configFile = join(stateDir, "hub.json5");
 writeFileSync(configFile, `{ gateway: { port: ${port} }, agent: { threads: 1 } }\n`);
 const { HUB_GATEWAY_PORT: _unset, ...inherited } = process.env;
 const env = { ...inherited, HUB_STATE_DIR: stateDir };
-const hub = spawn(process.execPath, ["apps/hub/src/main.js", "--config", configFile, "start"], {
+// Node's flags as the Dockerfile's CMD gives them (HUB_NODE_FLAGS in apps/hub/src/v8-tuning.ts).
+const nodeFlags = ["--max-semi-space-size=64"];
+const hub = spawn(process.execPath, [...nodeFlags, "apps/hub/src/main.js", "--config", configFile, "start"], {
   cwd: out,
   stdio: "inherit",
   env: {
@@ -61,11 +63,15 @@ hub.kill("SIGTERM");
 const code = await exited;
 const healthyAfterStop = healthcheck();
 // A container of a process without the ingress role: the same HEALTHCHECK finds its health listener.
-const delivery = spawn(process.execPath, ["apps/hub/src/main.js", "start", "--role", "delivery"], {
-  cwd: out,
-  stdio: "inherit",
-  env: { ...env, HUB_REDIS_PREFIX: prefix },
-});
+const delivery = spawn(
+  process.execPath,
+  [...nodeFlags, "apps/hub/src/main.js", "start", "--role", "delivery"],
+  {
+    cwd: out,
+    stdio: "inherit",
+    env: { ...env, HUB_REDIS_PREFIX: prefix },
+  },
+);
 const deliveryExited = new Promise((r) => delivery.once("exit", (code) => r(code)));
 let deliveryHealthy = false;
 for (let i = 0; i < 100 && !deliveryHealthy; i++) {

@@ -5,6 +5,7 @@ import { createWriteStream, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
+import { HUB_NODE_FLAGS } from "../../apps/hub/src/v8-tuning.js";
 
 const MAIN = fileURLToPath(new URL("../../apps/hub/src/main.ts", import.meta.url));
 
@@ -35,9 +36,10 @@ export async function startBenchHubProcess(
 ): Promise<BenchHubProcess> {
   const configFile = join(stateDir, `hub-process-${roles.join("-")}.json5`);
   writeFileSync(configFile, JSON.stringify({ ...settings, roles }), { mode: 0o600 });
-  // BENCH_HUB_NODE_ARGS: node's own flags for it (`--cpu-prof --cpu-prof-dir=<dir>` for its CPU profile).
+  // Started as `npm start` starts it (HUB_NODE_FLAGS); BENCH_HUB_NODE_ARGS: node's own flags for it besides
+  // (`--cpu-prof --cpu-prof-dir=<dir>` for its CPU profile; a flag given there again wins).
   const nodeArgs = (process.env.BENCH_HUB_NODE_ARGS ?? "").split(" ").filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, "--import", "tsx", MAIN, "start"], {
+  const child = spawn(process.execPath, [...HUB_NODE_FLAGS, ...nodeArgs, "--import", "tsx", MAIN, "start"], {
     env: {
       PATH: process.env.PATH ?? "",
       HOME: process.env.HOME ?? stateDir,

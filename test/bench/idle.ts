@@ -8,6 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startFakeTelegram } from "@hub/fakes";
 import { Redis } from "ioredis";
+import { HUB_NODE_FLAGS } from "../../apps/hub/src/v8-tuning.js";
 import { freePort, startHubProcess } from "../support/hub-process.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
 import { driveChats } from "./telegram-load.js";
@@ -57,8 +58,10 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
       HUB_STATE_DIR: stateDir,
       HUB_LOG_LEVEL: "warn",
       // The heap capped as a container would cap it: without a cap, V8 on a big machine lets garbage
-      // pile up for long before it collects, and the RSS says more about that than about the hub.
-      NODE_OPTIONS: process.env.BENCH_HUB_NODE_OPTIONS ?? "--max-old-space-size=160",
+      // pile up for long before it collects, and the RSS says more about that than about the hub. With
+      // the flags `npm start` gives the hub (HUB_NODE_FLAGS).
+      NODE_OPTIONS:
+        process.env.BENCH_HUB_NODE_OPTIONS ?? ["--max-old-space-size=160", ...HUB_NODE_FLAGS].join(" "),
     },
     port,
   );

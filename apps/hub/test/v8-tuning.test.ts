@@ -1,5 +1,8 @@
+import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { HUB_V8_FLAGS, v8FlagsToSet } from "../src/v8-tuning.js";
+import { HUB_NODE_FLAGS, HUB_V8_FLAGS, v8FlagsToSet } from "../src/v8-tuning.js";
+
+const repoFile = (path: string) => readFileSync(new URL(`../../../${path}`, import.meta.url), "utf8");
 
 describe("the hub's V8 flags", () => {
   it("turns allocation-site pretenuring off when the command line says nothing of it", () => {
@@ -14,5 +17,16 @@ describe("the hub's V8 flags", () => {
     expect(v8FlagsToSet(["--allocation-site-pretenuring"])).toEqual([]);
     expect(v8FlagsToSet(["--no-allocation-site-pretenuring"])).toEqual([]);
     expect(v8FlagsToSet(["--allocation_site_pretenuring"])).toEqual([]);
+  });
+});
+
+describe("the hub's node flags (V8 reads them only at start)", () => {
+  it("are on every command line that starts the hub as shipped: npm start, the Docker image, check-build", () => {
+    expect(HUB_NODE_FLAGS).toContain("--max-semi-space-size=64");
+    // Each file lists the flags as string literals, in order, before the hub's entry.
+    const literals = HUB_NODE_FLAGS.map((flag) => `"${flag}"`).join(", ");
+    expect(repoFile("scripts/bootstrap.mjs")).toContain(`const hubNodeFlags = [${literals}];`);
+    expect(repoFile("scripts/check-build.mjs")).toContain(`const nodeFlags = [${literals}];`);
+    expect(repoFile("Dockerfile")).toContain(`CMD ["node", ${literals}, "apps/hub/src/main.js", "start"]`);
   });
 });
