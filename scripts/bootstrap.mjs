@@ -52,8 +52,7 @@ const scripts = {
   start: [process.execPath, [...hubArgs, "start"]],
   hub: [process.execPath, hubArgs],
   test: [pm, [...pmArgs, "run", "test:all"]],
-  // The bench hosts a hub in its own process (the end-to-end pairs), so it runs with the hub's flags too.
-  bench: [pm, [...pmArgs, "exec", "tsx", "test/bench/run.ts"], { NODE_OPTIONS: hubNodeFlags.join(" ") }],
+  bench: [pm, [...pmArgs, "exec", "tsx", "test/bench/run.ts"]],
   "bench:faults": [pm, [...pmArgs, "exec", "tsx", "test/bench/faults.ts"]],
 };
 const script = scripts[command];
@@ -61,11 +60,6 @@ if (!script) {
   console.error(`bootstrap: unknown command "${command}" (start, hub, test, bench, bench:faults)`);
   process.exit(2);
 }
-const [cmd, args, env] = script;
-const child = spawn(cmd, [...args, ...rest], {
-  cwd: root,
-  stdio: "inherit",
-  ...(env ? { env: { ...process.env, ...env } } : {}),
-});
+const child = spawn(script[0], [...script[1], ...rest], { cwd: root, stdio: "inherit" });
 for (const signal of ["SIGTERM", "SIGINT", "SIGHUP"]) process.on(signal, () => child.kill(signal));
 child.on("exit", (code, signal) => process.exit(code ?? (signal === "SIGKILL" ? 137 : 1)));
