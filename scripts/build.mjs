@@ -52,5 +52,5 @@ for (const pkg of workspace) {
 for (const file of ["package.json", "pnpm-lock.yaml", "pnpm-workspace.yaml", "patches"])
   cpSync(join(root, file), join(out, file), { recursive: true });
 console.log(
-  `build: compiled hub in ${relative(process.cwd(), out) || "."} (run: node apps/hub/src/main.js start)`,
+  `build: compiled hub in ${relative(process.cwd(), out) || "."} (run: node --max-semi-space-size=64 apps/hub/src/main.js start)`,
 );

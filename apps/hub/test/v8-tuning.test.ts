@@ -25,8 +25,15 @@ describe("the hub's node flags (V8 reads them only at start)", () => {
     expect(HUB_NODE_FLAGS).toContain("--max-semi-space-size=64");
     // Each file lists the flags as string literals, in order, before the hub's entry.
     const literals = HUB_NODE_FLAGS.map((flag) => `"${flag}"`).join(", ");
-    expect(repoFile("scripts/bootstrap.mjs")).toContain(`const hubNodeFlags = [${literals}];`);
-    expect(repoFile("scripts/check-build.mjs")).toContain(`const nodeFlags = [${literals}];`);
+    const bootstrap = repoFile("scripts/bootstrap.mjs");
+    expect(bootstrap).toContain(`const hubNodeFlags = [${literals}];`);
+    expect(bootstrap).toContain(
+      'const hubArgs = [...hubNodeFlags, "--import", "tsx", "apps/hub/src/main.ts"];',
+    );
+    const checkBuild = repoFile("scripts/check-build.mjs");
+    expect(checkBuild).toContain(`const nodeFlags = [${literals}];`);
+    // Both processes it starts (every role, then a delivery-only one).
+    expect(checkBuild.split('[...nodeFlags, "apps/hub/src/main.js"').length - 1).toBe(2);
     expect(repoFile("Dockerfile")).toContain(`CMD ["node", ${literals}, "apps/hub/src/main.js", "start"]`);
   });
 });
