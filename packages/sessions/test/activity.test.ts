@@ -1,5 +1,5 @@
 import { createLogger, type RunRequest, sleep, WriteFencedError } from "@hub/core";
-import { Redis } from "ioredis";
+import { type Command, Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import {
@@ -264,21 +264,27 @@ function freezableRedis(redis: Redis, freezesAfter: (args: unknown[]) => boolean
     "lrange",
     "llen",
   ]);
+  // Scripts go out as a Command of their own (runScript's `sendCommand`), other commands by name.
+  const sent = async (name: string, args: unknown[], send: () => Promise<unknown>) => {
+    if (thawed) await thawed;
+    const answer = await send();
+    if (!thawed && name.startsWith("eval") && freezesAfter(args)) {
+      thawed = new Promise<void>((resolve) => {
+        thaw = resolve;
+      });
+      reachedIt();
+    }
+    return answer;
+  };
   const proxy = new Proxy(redis, {
     get(target, name, receiver) {
       const value: unknown = Reflect.get(target, name, receiver);
-      if (typeof name !== "string" || !commands.has(name) || typeof value !== "function") return value;
-      return async (...args: unknown[]) => {
-        if (thawed) await thawed;
-        const answer: unknown = await value.apply(target, args);
-        if (!thawed && name.startsWith("eval") && freezesAfter(args)) {
-          thawed = new Promise<void>((resolve) => {
-            thaw = resolve;
-          });
-          reachedIt();
-        }
-        return answer;
-      };
+      if (typeof value !== "function") return value;
+      if (name === "sendCommand")
+        return (command: Command) =>
+          sent(command.name, command.args, () => value.call(target, command) as Promise<unknown>);
+      if (typeof name !== "string" || !commands.has(name)) return value;
+      return (...args: unknown[]) => sent(name, args, () => value.apply(target, args) as Promise<unknown>);
     },
   });
   return { redis: proxy, reached, thaw: () => thaw() };

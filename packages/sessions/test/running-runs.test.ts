@@ -1,5 +1,5 @@
 import { createLogger } from "@hub/core";
-import { Redis } from "ioredis";
+import { type Command, Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { RunRecords, SessionLane } from "../src/index.js";
@@ -52,14 +52,17 @@ describe("RunRecords.finish", () => {
     await runs.start("fin-1", "agent:main:telegram:direct:8", 60_000);
     const outcome = { status: "failed" as const, error: "boom", endedAt: Date.now() };
     let answers = 0;
-    // The first answer lost on the way back: the step is sent again, as withRetries does.
+    // The first answer lost on the way back: the step is sent again, as withRetries does. (Scripts go
+    // out as a Command of their own: runScript's `sendCommand`.)
+    // Connected first: a command sent before that is queued, and sent again through `sendCommand`.
     const lost = new Redis(REDIS_URL);
-    const original = lost.evalsha.bind(lost);
-    lost.evalsha = (async (...args: Parameters<typeof original>) => {
-      const answer = await original(...args);
-      if (answers++ === 0) throw new Error("connection lost before the answer");
+    await lost.ping();
+    const original = lost.sendCommand.bind(lost);
+    lost.sendCommand = (async (command: Command) => {
+      const answer = await original(command);
+      if (command.name === "evalsha" && answers++ === 0) throw new Error("connection lost before the answer");
       return answer;
-    }) as typeof lost.evalsha;
+    }) as typeof lost.sendCommand;
     try {
       expect(await new RunRecords(lost, prefix).finish("fin-1", outcome)).toBe(true);
     } finally {
