@@ -136,6 +136,11 @@ export class FileSessionStore implements SessionStore {
     return join(this.#indexDir, `${keyHash(sessionKey)}.json`);
   }
 
+  // Whether the key has an index file (it was reset; one a crash left empty or cut short included).
+  #hasIndex(sessionKey: string): boolean {
+    return statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false }) !== undefined;
+  }
+
   #transcriptPath(sessionId: string): string {
     return join(this.#transcriptDir, `${checkedSessionId(sessionId)}.jsonl`);
   }
@@ -284,7 +289,7 @@ export class FileSessionStore implements SessionStore {
     // transcripts directory waits (on the event loop) behind the creates under way there, where a failed
     // exclusive create waits in the thread pool. (An index a crash left empty or cut short routes nowhere,
     // but its key was reset: its next session is an indexed one, which `resolve` starts.)
-    if (!statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) {
+    if (!this.#hasIndex(sessionKey)) {
       const created = await this.#createFirst(sessionKey, first);
       if (created) return created;
     }
@@ -318,7 +323,7 @@ export class FileSessionStore implements SessionStore {
    * replaced ("skip"), or, for `resolve` ("join"), one another store or process may be creating right now.
    */
   async #startFirst(sessionKey: string, ifExists: "join" | "skip"): Promise<SessionRecord | undefined> {
-    if (statSync(this.#indexPath(sessionKey), { throwIfNoEntry: false })) return undefined;
+    if (this.#hasIndex(sessionKey)) return undefined;
     const created = await this.#createFirst(sessionKey, []);
     if (created) return created.record;
     // Not created: the file exists, or the header is too long (then there is no file, and the join finds none).

@@ -252,18 +252,7 @@ function freezableRedis(redis: Redis, freezesAfter: (args: unknown[]) => boolean
   const reached = new Promise<void>((resolve) => {
     reachedIt = resolve;
   });
-  const commands = new Set([
-    "evalsha",
-    "eval",
-    "get",
-    "set",
-    "del",
-    "hget",
-    "hmget",
-    "hset",
-    "lrange",
-    "llen",
-  ]);
+  const commands = new Set(["eval", "get", "set", "del", "hget", "hmget", "hset", "lrange", "llen"]);
   // Scripts go out as a Command of their own (runScript's `sendCommand`), other commands by name.
   const sent = async (name: string, args: unknown[], send: () => Promise<unknown>) => {
     if (thawed) await thawed;
