@@ -1,4 +1,4 @@
-import { setMaxListeners } from "node:events";
+import { LightAbort } from "@hub/core";
 
 /**
  * The run ends this process has still to announce. A run's end (its `final` event) is published once its
@@ -8,17 +8,13 @@ import { setMaxListeners } from "node:events";
  */
 export class PendingAnnouncements {
   readonly #pending = new Set<Promise<unknown>>();
-  readonly #stopWaiting = new AbortController();
-
-  constructor() {
-    // Every reply in delivery waits on this one signal: dozens at once on a busy hub are no leak, and Node's
-    // warning about more than 10 listeners would be a line outside the JSON log.
-    setMaxListeners(0, this.#stopWaiting.signal);
-  }
+  // Not an AbortSignal: every reply in delivery waits on this one stop, hundreds at once on a busy hub, and
+  // an EventTarget finds a listener to remove by walking its list (see LightAbort).
+  readonly #stopWaiting = new LightAbort();
 
   /** Aborted once the process stops waiting for replies to settle: the ends are announced now. */
-  get stopWaiting(): AbortSignal {
-    return this.#stopWaiting.signal;
+  get stopWaiting(): LightAbort {
+    return this.#stopWaiting;
   }
 
   /** Keeps `announcement` until it is done (it never rejects here: a failure is the announcer's to log). */

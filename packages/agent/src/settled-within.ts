@@ -1,4 +1,4 @@
-import type { ReplySettlement, ReplyStream } from "@hub/core";
+import { LightAbort, type ReplySettlement, type ReplyStream, type StopSignal } from "@hub/core";
 
 /**
  * The reply's settlement, or undefined once `ms` passed first (or `stop` was aborted: the process stops):
@@ -9,12 +9,13 @@ import type { ReplySettlement, ReplyStream } from "@hub/core";
 export async function settledWithin(
   reply: ReplyStream,
   ms: number,
-  stop?: AbortSignal,
+  stop?: StopSignal,
 ): Promise<ReplySettlement | undefined> {
   if (stop?.aborted) return undefined;
   let timer: NodeJS.Timeout | undefined;
   let onStop: (() => void) | undefined;
-  const giveUp = new AbortController();
+  // Not an AbortController: one per reply, almost never aborted (see LightAbort).
+  const giveUp = new LightAbort();
   const givenUp = new Promise<undefined>((resolve) => {
     const end = () => {
       resolve(undefined);
@@ -26,7 +27,7 @@ export async function settledWithin(
     onStop = end;
     stop?.addEventListener("abort", end, { once: true });
   });
-  const settled = reply.settled(giveUp.signal);
+  const settled = reply.settled(giveUp);
   settled.catch(() => {}); // rejects once given up, after the race is decided
   try {
     return await Promise.race([settled, givenUp]);

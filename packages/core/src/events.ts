@@ -51,9 +51,10 @@ export interface ReplyStream {
   readonly ended?: boolean;
   /**
    * Resolves when every segment is delivered or failed for good. `signal` gives the wait up (it rejects
-   * with the signal's reason and stops reading the reply's status).
+   * with the signal's reason and stops reading the reply's status); a `LightAbort` costs less than an
+   * AbortSignal.
    */
-  settled(signal?: AbortSignal): Promise<ReplySettlement>;
+  settled(signal?: import("./light-abort.js").StopSignal): Promise<ReplySettlement>;
   /**
    * Shows `text` (the answer so far, not yet pushed as blocks) as the reply's live preview: one
    * message edited in place, in order with the blocks; the next block pushed becomes that message.

@@ -14,6 +14,7 @@ import {
   type ReplyTarget,
   replyTargetKey,
   type SendResult,
+  type StopSignal,
 } from "@hub/core";
 import {
   createRedis,
@@ -158,7 +159,7 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   /** Resolves when the reply has ended and every segment is delivered or failed for good (`signal`: see `ReplyStream.settled`). */
-  async settled(replyId: string, signal?: AbortSignal): Promise<ReplySettlement> {
+  async settled(replyId: string, signal?: StopSignal): Promise<ReplySettlement> {
     // Registered before checking, so a settle that lands in between still wakes us.
     const waiter = await this.#waiter(replyId);
     const s = await this.status(replyId).catch((error: unknown) => {
@@ -189,7 +190,7 @@ export class ReplyDispatcher implements ReplySink {
 
   // Belt and braces: a lost announcement only delays us (the status is read after a while, backing
   // off, so a slow delivery is not polled hard).
-  async #until(replyId: string, waiter: SettleWaiter, signal?: AbortSignal): Promise<ReplySettlement> {
+  async #until(replyId: string, waiter: SettleWaiter, signal?: StopSignal): Promise<ReplySettlement> {
     for (let fallbackMs = 2_000; ; fallbackMs = Math.min(fallbackMs * 2, 10_000)) {
       let timer: NodeJS.Timeout | undefined;
       let onAbort = () => {};

@@ -7,6 +7,7 @@ import type {
   ReplySettlement,
   ReplyStream,
   ReplyTarget,
+  StopSignal,
 } from "@hub/core";
 import { groupEndId } from "@hub/queue";
 import { MAX_CAPTION_CHARS } from "./attachments.js";
@@ -34,9 +35,9 @@ export interface OpenReplyDeps {
   /** Registers a wait for the reply's settlement (before the step that may settle it). */
   waiter(): Promise<SettleWaiter>;
   /** The settlement, from a registered wait (or from Redis if its announcement was missed). */
-  until(waiter: SettleWaiter, signal?: AbortSignal): Promise<ReplySettlement>;
+  until(waiter: SettleWaiter, signal?: StopSignal): Promise<ReplySettlement>;
   /** The settlement of a reply whose end this stream did not queue. */
-  settled(signal?: AbortSignal): Promise<ReplySettlement>;
+  settled(signal?: StopSignal): Promise<ReplySettlement>;
 }
 
 /**
@@ -106,7 +107,7 @@ export class OpenReply implements ReplyStream {
     return this.#next;
   }
 
-  async settled(signal?: AbortSignal): Promise<ReplySettlement> {
+  async settled(signal?: StopSignal): Promise<ReplySettlement> {
     return this.#settlement ? this.deps.until(this.#settlement, signal) : this.deps.settled(signal);
   }
 
