@@ -18,8 +18,8 @@ export interface StopSignal {
 export class LightAbort implements StopSignal {
   #aborted = false;
   #reason: unknown;
-  // A set, not EventTarget's list: one stop may have hundreds of waits listening (every reply in delivery),
-  // each removing itself when done.
+  // A set: one stop may have hundreds of waits listening (every reply in delivery), each removing itself
+  // when done.
   #listeners: Set<() => void> | undefined;
   #controller: AbortController | undefined;
 
