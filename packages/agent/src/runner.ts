@@ -36,7 +36,7 @@ import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
-import { type History, historyMessages, historyOfHeld, toEntry, userEntryOf } from "./history.js";
+import { type History, historyMessages, historyOfHeld, toEntry, userEntryOf, writtenBy } from "./history.js";
 import { finalizeInterrupted, handOnSteering } from "./interrupted.js";
 import { acknowledge, type LiveFeatures, LivePreviewFeed } from "./live.js";
 import type { MediaPreparer } from "./media/prepare.js";
@@ -325,7 +325,7 @@ export class AgentRunner {
   ): Promise<{ held: HeldSession; history: History; afresh: boolean; steered: RunRequest[] }> {
     const { runId, ctx } = request;
     const writer = `${runId}#${claim.generation}`;
-    const users = resuming ? [] : batch.map((r) => ({ ...userEntryOf(r), writer }));
+    const users = resuming ? [] : batch.map((r) => writtenBy(userEntryOf(r), writer));
     failpoint("transcript.before-append");
     const held = await this.#held.hold(ctx.sessionKey, seen, [
       { type: "writer", runId, writer, at: Date.now() },
@@ -334,7 +334,7 @@ export class AgentRunner {
     // An attempt killed before this first write (or one begun by admission's step, killed before its
     // runner started) never wrote the user's lines: the resume writes them and starts afresh.
     const afresh = resuming && !held.entries().some((e) => e.type === "user" && e.runId === runId);
-    if (afresh) await held.append(batch.map((r) => ({ ...userEntryOf(r), writer })));
+    if (afresh) await held.append(batch.map((r) => writtenBy(userEntryOf(r), writer)));
     const steered = resuming ? await this.#recoverSteered(held, runId, writer) : [];
     return { held, history: this.#pastOf(held, batch, steered, users, runId), afresh, steered };
   }
@@ -369,7 +369,7 @@ export class AgentRunner {
     const taken = await this.o.activity.readTaken(runId);
     if (taken.length === 0) return taken;
     const missing = unwritten(held.entries(), taken);
-    if (missing.length) await held.append(missing.map((r) => ({ ...userEntryOf(r), writer })));
+    if (missing.length) await held.append(missing.map((r) => writtenBy(userEntryOf(r), writer)));
     for (const s of taken) await this.#absorbed(s, runId);
     return taken;
   }
@@ -403,7 +403,7 @@ export class AgentRunner {
     return async (entries, options) => {
       if (options?.check !== false) await this.o.writers.assertCurrent(claim);
       failpoint("transcript.before-append");
-      await held.append(entries.map((e) => ({ ...e, writer }) as TranscriptEntry));
+      await held.append(entries.map((e) => writtenBy(e, writer)));
     };
   }
 

@@ -2,7 +2,7 @@ import type { TranscriptEntry } from "@hub/sessions";
 import { describe, expect, it } from "vitest";
 import { compactionMessage, estimateTokens } from "../src/context/compaction.js";
 import { userContent } from "../src/context/untrusted.js";
-import { historyMessages, historyOfHeld } from "../src/history.js";
+import { historyMessages, historyOfHeld, writtenBy } from "../src/history.js";
 import type { ChatMessage } from "../src/model.js";
 
 /**
@@ -193,5 +193,20 @@ describe("historyOfHeld", () => {
     expect(history.messages).toHaveLength(102);
     // Each new line read once to count its sender and once to turn it into a message, none of the old ones.
     expect(reads).toBeLessThanOrEqual(6);
+  });
+});
+
+describe("writtenBy", () => {
+  it("tags a copy of the line with its writer and leaves the line as it was", () => {
+    const lines: TranscriptEntry[] = [
+      { type: "user", runId: "r-1", messageId: "m-1", senderId: "u-1", text: "hi", at: 1 },
+      { type: "assistant", runId: "r-1", text: "hello", at: 2 },
+      { type: "outcome", runId: "r-1", status: "completed", stopReason: "stop", at: 3 },
+    ];
+    const before = structuredClone(lines);
+    const tagged = lines.map((line) => writtenBy(line, "r-1#7"));
+    expect(tagged).toEqual(before.map((line) => ({ ...line, writer: "r-1#7" })));
+    expect(lines).toEqual(before);
+    expect(tagged.every((line, i) => line !== lines[i])).toBe(true);
   });
 });
