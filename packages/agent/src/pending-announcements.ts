@@ -8,8 +8,8 @@ import { LightAbort } from "@hub/core";
  */
 export class PendingAnnouncements {
   readonly #pending = new Set<Promise<unknown>>();
-  // Not an AbortSignal: every reply in delivery adds and removes a listener on this one stop (hundreds wait
-  // at once on a busy hub), which costs an EventTarget 1-3 µs each time (see LightAbort).
+  // Not an AbortSignal: every reply whose end is announced adds and removes a listener on this one stop
+  // (hundreds wait at once on a busy hub), which costs an EventTarget 1-3 µs each time (see LightAbort).
   readonly #stopWaiting = new LightAbort();
 
   /** Aborted once the process stops waiting for replies to settle: the ends are announced now. */

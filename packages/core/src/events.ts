@@ -52,9 +52,10 @@ export interface ReplyStream {
   /**
    * Resolves when every segment is delivered or failed for good. `signal` gives the wait up (it rejects
    * with the signal's reason and stops reading the reply's status); a `LightAbort` costs less than an
-   * AbortSignal.
+   * AbortSignal. A property, not a method, so that an implementation must take any StopSignal (a method's
+   * parameter is checked loosely: one typed AbortSignal would compile and fail on a LightAbort).
    */
-  settled(signal?: import("./light-abort.js").StopSignal): Promise<ReplySettlement>;
+  settled: (signal?: import("./light-abort.js").StopSignal) => Promise<ReplySettlement>;
   /**
    * Shows `text` (the answer so far, not yet pushed as blocks) as the reply's live preview: one
    * message edited in place, in order with the blocks; the next block pushed becomes that message.

@@ -3,23 +3,27 @@
  * wait that only has to be told should take instead.
  */
 export interface StopSignal {
+  /** True once stopped. */
   readonly aborted: boolean;
+  /** Why it stopped (undefined until then). */
   readonly reason: unknown;
+  /** Calls `listener` once when stopped (never when added after). */
   addEventListener(type: "abort", listener: () => void, options?: { once?: boolean }): void;
+  /** Stops calling `listener`. */
   removeEventListener(type: "abort", listener: () => void): void;
 }
 
 /**
  * An abort told by a flag and plain listeners, with an AbortSignal made only when one is read (for an
  * API that takes nothing else). Node 20 makes each AbortSignal slowly (an EventTarget: about 6 µs with
- * a listener added and removed) and every one lives past a scavenge; the hub makes several per message
- * for waits that are almost never aborted.
+ * a listener added and removed), and the hub made several per message for waits that are almost never
+ * aborted.
  */
 export class LightAbort implements StopSignal {
   #aborted = false;
   #reason: unknown;
-  // A set: one stop may have hundreds of waits listening (every reply in delivery), each removing itself
-  // when done.
+  // A set: one stop may have hundreds of waits listening (every reply whose end is announced), each
+  // removing itself when done.
   #listeners: Set<() => void> | undefined;
   #controller: AbortController | undefined;
 
@@ -57,6 +61,7 @@ export class LightAbort implements StopSignal {
     this.#listeners.add(listener);
   }
 
+  /** Stops calling `listener` (during an abort too, as an AbortSignal does, if it was not called yet). */
   removeEventListener(_type: "abort", listener: () => void): void {
     this.#listeners?.delete(listener);
   }
@@ -81,8 +86,9 @@ export class LightAbort implements StopSignal {
     this.#aborted = true;
     this.#reason = reason;
     this.#controller?.abort(reason);
+    // Walked in place: a listener removed by an earlier one is skipped (a Set's iteration does), as an
+    // AbortSignal skips it; none is added now (see addEventListener).
     const listeners = this.#listeners ?? new Set();
-    this.#listeners = undefined;
     for (const listener of listeners) {
       try {
         listener();
@@ -94,5 +100,6 @@ export class LightAbort implements StopSignal {
         });
       }
     }
+    this.#listeners = undefined;
   }
 }

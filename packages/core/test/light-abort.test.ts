@@ -62,4 +62,18 @@ describe("LightAbort", () => {
     controller.abort("controller");
     expect(await Promise.all(waits)).toEqual(["light", "controller"]);
   });
+
+  it("skips a listener an earlier one removed during the abort, as an AbortSignal does", () => {
+    const heard: string[] = [];
+    const second = () => heard.push("second");
+    const light = new LightAbort();
+    light.addEventListener("abort", () => light.removeEventListener("abort", second));
+    light.addEventListener("abort", second);
+    light.abort();
+    const controller = new AbortController();
+    controller.signal.addEventListener("abort", () => controller.signal.removeEventListener("abort", second));
+    controller.signal.addEventListener("abort", second);
+    controller.abort();
+    expect(heard).toEqual([]);
+  });
 });

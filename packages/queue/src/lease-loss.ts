@@ -20,7 +20,7 @@ export class LeaseLoss extends LightAbort {
   }
 
   /** Marks the lease lost; only the first call counts. */
-  lose(reason: unknown): void {
+  lose(reason: Error): void {
     this.abort(reason);
   }
 }

@@ -194,13 +194,17 @@ export class ReplyDispatcher implements ReplySink {
     for (let fallbackMs = 2_000; ; fallbackMs = Math.min(fallbackMs * 2, 10_000)) {
       let timer: NodeJS.Timeout | undefined;
       let onAbort = () => {};
+      // Given up before this wait began, it does not wait (a listener added then is never called); a
+      // settlement already announced still wins.
       const announced = await Promise.race([
         waiter.woke,
-        new Promise<undefined>((resolve) => {
-          timer = setTimeout(() => resolve(undefined), fallbackMs).unref();
-          onAbort = () => resolve(undefined);
-          signal?.addEventListener("abort", onAbort, { once: true });
-        }),
+        signal?.aborted
+          ? undefined
+          : new Promise<undefined>((resolve) => {
+              timer = setTimeout(() => resolve(undefined), fallbackMs).unref();
+              onAbort = () => resolve(undefined);
+              signal?.addEventListener("abort", onAbort, { once: true });
+            }),
       ]);
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);

@@ -35,9 +35,9 @@ export interface OpenReplyDeps {
   /** Registers a wait for the reply's settlement (before the step that may settle it). */
   waiter(): Promise<SettleWaiter>;
   /** The settlement, from a registered wait (or from Redis if its announcement was missed). */
-  until(waiter: SettleWaiter, signal?: StopSignal): Promise<ReplySettlement>;
+  until: (waiter: SettleWaiter, signal?: StopSignal) => Promise<ReplySettlement>;
   /** The settlement of a reply whose end this stream did not queue. */
-  settled(signal?: StopSignal): Promise<ReplySettlement>;
+  settled: (signal?: StopSignal) => Promise<ReplySettlement>;
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createLogger, type ReplyTarget, replyTargetKey } from "@hub/core";
+import { createLogger, LightAbort, type ReplyTarget, replyTargetKey } from "@hub/core";
 import { mailboxBase, mailboxKeyName } from "@hub/queue";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -160,5 +160,19 @@ describe("a settlement wait given up", () => {
     } finally {
       monitor.disconnect();
     }
+  });
+
+  it("a wait given up before it began rejects at once, with a LightAbort as with an AbortSignal", async () => {
+    const reply = replies.open("r-given-up-first", { ...targetOf("nobody"), channel: "nochannel" });
+    await reply.push("never sent", undefined, { last: true });
+    const light = new LightAbort();
+    light.abort(new Error("the hub stops"));
+    const controller = new AbortController();
+    controller.abort(new Error("the run timed out"));
+    const started = Date.now();
+    await expect(reply.settled(light)).rejects.toThrow("the hub stops");
+    await expect(reply.settled(controller.signal)).rejects.toThrow("the run timed out");
+    // Not after the first fallback read (2 s): at once.
+    expect(Date.now() - started).toBeLessThan(1_500);
   });
 });
