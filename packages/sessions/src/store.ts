@@ -378,7 +378,9 @@ export class FileSessionStore implements SessionStore {
     text: string,
     routedBy: Omit<RoutedBy, "record">,
   ): SessionRecord {
-    remember(this.#indexes, record.sessionKey, { ...routedBy, record });
+    // Assigned, not spread: `{ ...routedBy, record }` gave every cached entry a hidden class of its own (as
+    // the agent's transcript lines had, see its `writtenBy`).
+    remember(this.#indexes, record.sessionKey, Object.assign({}, routedBy, { record }));
     remember(this.#transcripts, record.sessionId, { bytes: Buffer.byteLength(text), entries });
     return record;
   }
