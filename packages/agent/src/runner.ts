@@ -199,7 +199,10 @@ export class AgentRunner {
     if (request.command === "new") return this.#startNewSession(request);
     if (request.contextOnly) {
       const session = await this.o.sessions.resolve(ctx.sessionKey);
-      await this.o.sessions.append(session.sessionId, [{ ...userEntryOf(request), contextOnly: true }]);
+      // Assigned, not spread (see writtenBy): the store keeps the line in its cached transcript.
+      await this.o.sessions.append(session.sessionId, [
+        Object.assign(userEntryOf(request), { contextOnly: true }),
+      ]);
       await this.#touched(ctx.sessionKey);
       log.debug("recorded group message as context");
       return;

@@ -131,7 +131,10 @@ export class ReplyDispatcher implements ReplySink {
     const drainHere = this.#deliversTo(target);
     return new OpenReply(replyId, target, options, {
       capabilities: this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 },
-      push: (items, push) => this.#mailbox.push(key, items, { ...push, drainHere }),
+      // Named, not spread: `{ ...push, drainHere }` made a hidden class per push (the push options come in
+      // several shapes), and the mailbox's reads of them missed their inline caches every time.
+      push: (items, push) =>
+        this.#mailbox.push(key, items, { fence: push.fence, note: push.note, drainHere }),
       pushPreview: async (id, item) => {
         await this.#previews.markLatest(item.preview, id);
         await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], {
