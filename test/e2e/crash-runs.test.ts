@@ -80,9 +80,12 @@ describe("a run that lost its claim changes nothing", () => {
   }, 60_000);
 
   it("a frozen run's late transcript append is ignored by every reader", async () => {
-    const inst = make("fence-transcript");
+    // A short delivery lease: the old attempt's answer, pushed before the freeze, is delivered by B
+    // (and the new one after it, in order) once the frozen process's drain of the chat runs out.
+    const inst = make("fence-transcript", { config: { delivery: { leaseMs: 1500 } } });
     model.script({ text: "The old attempt's answer." }, { text: "The new attempt's answer." });
-    // The 2nd checked append is the old attempt's assistant line: frozen between its check and the write.
+    // The 2nd append is the old attempt's answer with its outcome, written by its settle once its last
+    // block's push passed the writer fence: frozen right before the write.
     const a = await inst.start({ failpoints: "transcript.before-append=stop@2" });
     await a.client!.request("chat.send", { text: "fence my transcript", idempotencyKey: "fence-run-0002" });
     await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);

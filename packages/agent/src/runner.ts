@@ -136,6 +136,8 @@ interface ClaimedRun {
    * claim is announced), checked first against the claim in Redis unless `check` is false.
    */
   writeChecked: (entries: TranscriptEntry[], options?: { check: boolean }) => Promise<void>;
+  /** The answer's last step, staged by the turn for the settle's write (see #settle); empty until then. */
+  answer: TranscriptEntry[];
   startedAt: number;
   log: HubLogger;
   /** How the session lane handed the run out (absent for a run started outside it). */
@@ -309,6 +311,7 @@ export class AgentRunner {
       claim,
       stop,
       writeChecked,
+      answer: [],
       startedAt,
       log,
       shown,
@@ -499,11 +502,16 @@ export class AgentRunner {
         (file) => this.#sendFile(io, file),
         async (text) => pusher.push([...streamer.flush(), text]),
       ),
-      // Every step is checked first, the answer's too: readers drop a superseded writer's line only after
-      // the newer claim's own `writer` line, which that claim writes after taking the claim in Redis (and a
-      // bare claim never): a line appended unchecked in between is read back by every reader (the next
-      // run's context, chat.history, `hub sessions show`) though its reply was fenced and never delivered.
-      onCommit: (step) => writeChecked(step.map((m) => toEntry(m, runId))),
+      // Every step is checked first: readers drop a superseded writer's line only after the newer claim's
+      // own `writer` line, which that claim writes after taking the claim in Redis (and a bare claim
+      // never): a line appended unchecked in between is read back by every reader (the next run's context,
+      // chat.history, `hub sessions show`) though its reply was fenced and never delivered. The answer's
+      // last step is written by the settle, with the outcome, once its last block's push passed the fence.
+      onCommit: async (step, final) => {
+        const entries = step.map((m) => toEntry(m, runId));
+        if (final) run.answer = entries;
+        else await writeChecked(entries);
+      },
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: () => this.#takeSteered(run),
     });
@@ -650,9 +658,13 @@ export class AgentRunner {
     }
     const error = end.errorText ? { error: end.errorText } : {};
     if (end.status !== "superseded") {
-      // Not checked first: the run ends either way, and a newer writer's readers drop the tagged line.
+      // The outcome is not checked first: the run ends either way, and a newer writer's readers drop the
+      // tagged line. The answer's last step (staged by the turn) is written in the same append: checked by
+      // its last block's push when that ended the reply (the push script checks the claim, later than a
+      // check made before it would), else here; one write and no extra Redis step for most answers.
+      const check = run.answer.length > 0 && !reply.ended;
       await run
-        .writeChecked([outcomeEntry(runId, end)], { check: false })
+        .writeChecked([...run.answer, outcomeEntry(runId, end)], { check })
         .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
     }
     // The answer's text stays in the run record only where a client can ask for it again (the web chat's

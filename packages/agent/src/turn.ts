@@ -22,9 +22,10 @@ export interface AgentTurnInput {
   /**
    * Persists one completed step (an assistant message and its tool results)
    * before the next model call; throws to stop the turn (e.g. the run lost its
-   * writer claim). A failed model call commits nothing.
+   * writer claim). A failed model call commits nothing. `final` is true for the
+   * answer's last step (no tool calls: no model call follows it).
    */
-  onCommit?: (step: ChatMessage[]) => Promise<void>;
+  onCommit?: (step: ChatMessage[], final: boolean) => Promise<void>;
   /** Messages that arrived while the run was working (steering), injected at the next batch boundary. */
   takeSteering?: () => Promise<string[]>;
   /** Loop guard, policy, approval and hooks, before each tool call; without it, listed tools just run. */
@@ -99,7 +100,7 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
         skip = "Skipped: the run was stopped by policy before this tool ran.";
       }
     }
-    await input.onCommit?.(step);
+    await input.onCommit?.(step, calls.length === 0);
     messages.push(...step);
     produced.push(...step);
     if (calls.length === 0) return { produced, text, stopReason, usage };
