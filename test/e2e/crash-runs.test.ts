@@ -102,6 +102,29 @@ describe("a run that lost its claim changes nothing", () => {
       "The new attempt's answer.",
     ]);
   }, 60_000);
+  it("a frozen run's late tool step, checked before the freeze, is ignored by every reader", async () => {
+    const inst = make("fence-step", { config: { delivery: { leaseMs: 1500 } } });
+    model.script(
+      { text: "The old attempt's step.", toolCalls: [{ name: "current_time", arguments: "{}" }] },
+      { text: "The new attempt's answer." },
+    );
+    // The 2nd append is the old attempt's tool step: frozen between its claim check and the write.
+    const a = await inst.start({ failpoints: "transcript.before-append=stop@2" });
+    await a.client!.request("chat.send", { text: "fence my tool step", idempotencyKey: "fence-run-0003" });
+    await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
+    const b = await inst.start();
+    await b.client!.request("chat.history", {});
+    expect(await b.client!.terminal("fence-run-0003", 30_000)).toMatchObject({
+      state: "final",
+      text: "The new attempt's answer.",
+    });
+    a.hub.resume();
+    await new Promise((r) => setTimeout(r, 2000));
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([
+      "The new attempt's answer.",
+    ]);
+  }, 60_000);
 });
 
 describe("a run killed before its first transcript write", () => {

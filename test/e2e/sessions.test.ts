@@ -96,8 +96,9 @@ describe("session writer claims through the hub", () => {
     client.close();
   }, 30_000);
 
-  // The answer's own step (no tool calls) is written after its last block's push, fenced by the claim in
-  // Redis, which is what keeps a superseded run out (with every reader dropping a superseded writer's lines).
+  // The answer's own step (no tool calls) is written by the settle, after its blocks' pushes: each push is
+  // fenced by the claim in Redis, which keeps a superseded run out (with every reader dropping a superseded
+  // writer's lines). Here an early block's push is refused; answer-write.test.ts refuses the last one.
   it("a newer claim while the model writes the answer: nothing of it is delivered or read back", async () => {
     model.script({ text: "This answer must never reach anyone.", chunkSize: 4, delayMs: 60 });
     const sessionKey = "agent:main:webchat:direct:takeover-answer";

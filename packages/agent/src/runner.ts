@@ -170,6 +170,8 @@ interface TurnResult {
   end: RunEnd;
   text: string;
   reply: ReplyStream;
+  /** True when the answer's last block ended the reply in its own (fenced) push. */
+  endedByPush: boolean;
   usage?: { inputTokens: number; outputTokens: number };
   /** Removes the acknowledgement reaction (none: undefined); called once the answer is delivered. */
   unacknowledge?: (() => Promise<void>) | undefined;
@@ -432,7 +434,14 @@ export class AgentRunner {
         preview,
       });
       handedOn = true;
-      return { end: completedRun(text.stopReason), text: text.text, reply, usage: text.usage, unacknowledge };
+      return {
+        end: completedRun(text.stopReason),
+        text: text.text,
+        reply,
+        endedByPush: pusher.endedReply,
+        usage: text.usage,
+        unacknowledge,
+      };
     } catch (error) {
       const end = interruptedRun(error, abort.signal.aborted, abort.signal.reason);
       // Why it stopped: the abort's reason (a timeout, a newer writer), not the abort error the turn threw.
@@ -444,7 +453,7 @@ export class AgentRunner {
       await pusher.drained();
       if (pusher.error) run.log.warn({ err: pusher.error }, "could not queue every block of the reply");
       handedOn = true;
-      return { end, text: "", reply, unacknowledge };
+      return { end, text: "", reply, endedByPush: false, unacknowledge };
     } finally {
       // Whatever way the run ended, typing stops before the outcome is announced (the reaction goes once
       // the answer is delivered: see run; at once if this phase itself failed).
@@ -502,11 +511,12 @@ export class AgentRunner {
         (file) => this.#sendFile(io, file),
         async (text) => pusher.push([...streamer.flush(), text]),
       ),
-      // Every step is checked first: readers drop a superseded writer's line only after the newer claim's
+      // A tool step is checked first: readers drop a superseded writer's line only after the newer claim's
       // own `writer` line, which that claim writes after taking the claim in Redis (and a bare claim
       // never): a line appended unchecked in between is read back by every reader (the next run's context,
       // chat.history, `hub sessions show`) though its reply was fenced and never delivered. The answer's
-      // last step is written by the settle, with the outcome, once its last block's push passed the fence.
+      // last step is staged: the settle writes it with the outcome, checked by the fenced push of its last
+      // block or by a check of its own (see #answerEnd).
       onCommit: async (step, final) => {
         const entries = step.map((m) => toEntry(m, runId));
         if (final) run.answer = entries;
@@ -644,8 +654,8 @@ export class AgentRunner {
   // Resolves true when the end is announced (after delivery settles, see #announce).
   async #settle(run: ClaimedRun, turn: TurnResult): Promise<boolean> {
     const { request, claim, attempt, log } = run;
-    const { runId } = request;
-    const { end, text, reply } = turn;
+    const { text, reply } = turn;
+    const end = await this.#answerEnd(run, turn);
     // A claim or lease that vanished with Redis's data was not taken over: nobody else will end this run.
     if ((end.abandoned || end.status === "superseded") && (await this.o.dataLost?.(run.startedAt))) {
       await this.#endAfterDataLoss(request, run.held.record.sessionId, log);
@@ -657,16 +667,7 @@ export class AgentRunner {
       return false;
     }
     const error = end.errorText ? { error: end.errorText } : {};
-    if (end.status !== "superseded") {
-      // The outcome is not checked first: the run ends either way, and a newer writer's readers drop the
-      // tagged line. The answer's last step (staged by the turn) is written in the same append: checked by
-      // its last block's push when that ended the reply (the push script checks the claim, later than a
-      // check made before it would), else here; one write and no extra Redis step for most answers.
-      const check = run.answer.length > 0 && !reply.ended;
-      await run
-        .writeChecked([...run.answer, outcomeEntry(runId, end)], { check })
-        .catch((e) => log.warn({ err: e }, "outcome not written to the transcript"));
-    }
+    if (end.status !== "superseded") await this.#writeEnd(run, end);
     // The answer's text stays in the run record only where a client can ask for it again (the web chat's
     // chat.send retried with its idempotency key); elsewhere the transcript has it, and a long value would
     // keep the record in Redis' larger hash encoding for the record's 7 days.
@@ -703,6 +704,36 @@ export class AgentRunner {
     );
     this.o.announcements?.track(announcement);
     return true;
+  }
+
+  // How the run ended, once its staged answer (the turn's last step, see #turn) may be written: the push
+  // of its last block checked the writer claim when that push ended the reply (the runner's replies are
+  // fenced by the claim), later than a check before it would have; else the claim is checked here, and a
+  // newer one ends the run as superseded (its answer unwritten), as a failed check during the turn does.
+  async #answerEnd(run: ClaimedRun, turn: TurnResult): Promise<RunEnd> {
+    if (run.answer.length === 0 || turn.endedByPush) return turn.end;
+    try {
+      await this.o.writers.assertCurrent(run.claim);
+      return turn.end;
+    } catch (error) {
+      run.answer = [];
+      const end = interruptedRun(error, false, undefined);
+      logInterrupted(run.log, end, error);
+      return end;
+    }
+  }
+
+  // The transcript's end of the run: its staged answer and its outcome, in one append. Not checked: the
+  // answer's check is done (see #answerEnd), the run ends either way, and a newer writer's readers drop
+  // the tagged lines.
+  async #writeEnd(run: ClaimedRun, end: RunEnd): Promise<void> {
+    const lines = [...run.answer, outcomeEntry(run.request.runId, end)];
+    try {
+      await run.writeChecked(lines, { check: false });
+    } catch (error) {
+      if (run.answer.length === 0) run.log.warn({ err: error }, "outcome not written to the transcript");
+      else run.log.error({ err: error }, "the answer and its outcome were not written to the transcript");
+    }
   }
 
   async #announce(run: ClaimedRun, turn: TurnResult, segments: number): Promise<void> {

@@ -23,7 +23,8 @@ export interface AgentTurnInput {
    * Persists one completed step (an assistant message and its tool results)
    * before the next model call; throws to stop the turn (e.g. the run lost its
    * writer claim). A failed model call commits nothing. `final` is true for the
-   * answer's last step (no tool calls: no model call follows it).
+   * answer's last step (no tool calls: no model call follows it), which the
+   * callee may keep to persist later (the runner writes it with the run's outcome).
    */
   onCommit?: (step: ChatMessage[], final: boolean) => Promise<void>;
   /** Messages that arrived while the run was working (steering), injected at the next batch boundary. */

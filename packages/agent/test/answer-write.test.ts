@@ -1,6 +1,7 @@
 // The answer's last step is written by the settle, with the outcome, in one append: unchecked when its last
 // block's push ended the reply (the push is fenced by the writer claim, later than a check before it would
-// be), checked when it did not. One runner with real Redis and a real session store.
+// be), checked when it did not. One runner with real Redis, a real session store and, where the fence
+// matters, the real ReplyDispatcher (no delivery worker: only what is queued counts here).
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -21,6 +22,7 @@ import {
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { plainTextDispatcher } from "../../reply/test/dispatcher-kit.js";
 import { directRequest } from "../../sessions/test/requests.js";
 import { AgentRunner, type ModelEvent, type ModelProvider } from "../src/index.js";
 
@@ -28,9 +30,11 @@ const redis = new Redis(REDIS_URL);
 const prefix = testPrefix("answer-write");
 const logger = createLogger({ level: "silent" });
 const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
+const dispatcher = plainTextDispatcher(prefix);
 const stateDir = mkdtempSync(join(tmpdir(), "hub-answer-write-"));
 afterAll(async () => {
   await lane.close();
+  await dispatcher.close();
   await dropPrefix(prefix);
   redis.disconnect();
   rmSync(stateDir, { recursive: true, force: true });
@@ -45,12 +49,9 @@ class CountedWriters extends SessionWriters {
   }
 }
 
-// A reply sink that keeps every pushed block; a push with `last` ends the reply when `lastEnds`, as the
-// dispatcher's (fenced) push of a reply's last block does.
-function replies(lastEnds: boolean): ReplySink & { blocks: string[] } {
-  const blocks: string[] = [];
+// A reply sink that keeps every pushed block and never ends the reply by a push (no fence either).
+function unendedReplies(): ReplySink {
   return {
-    blocks,
     open(replyId): ReplyStream {
       let ended = false;
       return {
@@ -58,10 +59,7 @@ function replies(lastEnds: boolean): ReplySink & { blocks: string[] } {
         get ended() {
           return ended;
         },
-        async push(block, _note, options) {
-          blocks.push(block);
-          if (lastEnds && options?.last) ended = true;
-        },
+        async push() {},
         async end() {
           ended = true;
           return 0;
@@ -106,7 +104,7 @@ function recorded(store: SessionStore): SessionStore & { writes: TranscriptEntry
   };
 }
 
-function world(dir: string, lastEnds: boolean, beforeDone: () => Promise<void> = async () => {}) {
+function world(dir: string, replies: ReplySink, beforeDone: () => Promise<void> = async () => {}) {
   const store = new FileSessionStore(join(stateDir, dir), logger);
   const sessions = recorded(store);
   const runs = new RunRecords(redis, prefix);
@@ -118,7 +116,7 @@ function world(dir: string, lastEnds: boolean, beforeDone: () => Promise<void> =
     runs,
     writers,
     steps: new RunSteps(redis, runs, writers, activity),
-    replies: replies(lastEnds),
+    replies,
     events: { publish: async () => {} },
     resolveModel: () => ({ provider: model(beforeDone), model: "m" }),
     modelRef: "fake/m",
@@ -137,11 +135,22 @@ function world(dir: string, lastEnds: boolean, beforeDone: () => Promise<void> =
 
 const kinds = (entries: TranscriptEntry[]) => entries.map((e) => e.type);
 
+// Claims the session of `key` for another run, as a takeover by another process would.
+async function takeOver(store: FileSessionStore, sessionKey: string, runId: string): Promise<void> {
+  const session = (await store.get(sessionKey))!;
+  await new SessionWriters(redis, prefix).claim(sessionKey, session.sessionId, runId);
+}
+
+// The transcript lines of `runId`, by kind.
+async function linesOf(store: FileSessionStore, sessionKey: string, runId: string): Promise<string[]> {
+  const session = (await store.get(sessionKey))!;
+  return kinds((await store.read(session.sessionId)).filter((e) => "runId" in e && e.runId === runId));
+}
+
 describe("the answer's transcript write", () => {
   it("goes with the outcome in one append, with no claim check, when its last block's push ended the reply", async () => {
-    const w = world("ended", true);
-    const x = directRequest("ended-x", "ended", "a question");
-    await w.runner.run(x, new AbortController());
+    const w = world("ended", dispatcher);
+    await w.runner.run(directRequest("ended-x", "ended", "a question"), new AbortController());
     expect(await w.runs.get("ended-x")).toMatchObject({ status: "completed" });
     // The run's writer line with the user's, then the answer with the outcome.
     expect(w.sessions.writes.map(kinds)).toEqual([
@@ -151,18 +160,21 @@ describe("the answer's transcript write", () => {
     expect(w.writers.checks).toBe(0);
   });
 
-  it("is checked first when the reply was not ended by a push: a newer claim keeps the answer out", async () => {
+  it("a newer claim before the last block's push: the fence refuses it, nothing of the answer is written", async () => {
+    const sessionKey = directRequest("fenced-x", "fenced", "q").ctx.sessionKey;
+    const w = world("fenced", dispatcher, () => takeOver(w.store, sessionKey, "fenced-newer"));
+    await w.runner.run(directRequest("fenced-x", "fenced", "a question"), new AbortController());
+    expect(await w.runs.get("fenced-x")).toMatchObject({ status: "superseded" });
+    expect(await linesOf(w.store, sessionKey, "fenced-x")).toEqual(["writer", "user"]);
+  });
+
+  it("is checked first when no push ended the reply: a newer claim ends the run as superseded, unwritten", async () => {
     const sessionKey = directRequest("open-x", "open", "q").ctx.sessionKey;
-    // The session is taken over after the answer streamed, before the run settles.
-    const w = world("open", false, async () => {
-      const session = (await w.store.get(sessionKey))!;
-      await new SessionWriters(redis, prefix).claim(sessionKey, session.sessionId, "open-newer");
-    });
+    const w = world("open", unendedReplies(), () => takeOver(w.store, sessionKey, "open-newer"));
     await w.runner.run(directRequest("open-x", "open", "a question"), new AbortController());
     expect(w.writers.checks).toBe(1);
-    const session = (await w.store.get(sessionKey))!;
-    const lines = (await w.store.read(session.sessionId)).filter((e) => "runId" in e && e.runId === "open-x");
-    // Its writer line and question only: no answer, and no outcome (written with the answer).
-    expect(kinds(lines)).toEqual(["writer", "user"]);
+    expect(await w.runs.get("open-x")).toMatchObject({ status: "superseded" });
+    // Its writer line and question only: no answer, and no outcome.
+    expect(await linesOf(w.store, sessionKey, "open-x")).toEqual(["writer", "user"]);
   });
 });

@@ -91,7 +91,8 @@ export type RunStatus = Extract<TranscriptEntry, { type: "outcome" }>["status"];
 
 /**
  * Drops the lines a superseded writer appended after a newer claim was
- * announced (a check-then-append race its claim check cannot close). Lines
+ * announced (a check-then-append race its claim check cannot close, or a
+ * fenced-push-then-append one for a run's answer and outcome). Lines
  * written outside any claim (the header, context-only messages, recovery's
  * outcomes) are always kept.
  */
