@@ -1,7 +1,7 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
+import { type FakeOpenAI, type FakeReplyScript, startFakeOpenAI } from "../fakes/src/index.js";
 import { fakeModelEnv, freePort } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
@@ -80,52 +80,41 @@ describe("a run that lost its claim changes nothing", () => {
   }, 60_000);
 
   it("a frozen run's late transcript append is ignored by every reader", async () => {
-    // A short delivery lease: the old attempt's answer, pushed before the freeze, is delivered by B
-    // (and the new one after it, in order) once the frozen process's drain of the chat runs out.
-    const inst = make("fence-transcript", { config: { delivery: { leaseMs: 1500 } } });
-    model.script({ text: "The old attempt's answer." }, { text: "The new attempt's answer." });
     // The 2nd append is the old attempt's answer with its outcome, written by its settle once its last
     // block's push passed the writer fence: frozen right before the write.
-    const a = await inst.start({ failpoints: "transcript.before-append=stop@2" });
-    await a.client!.request("chat.send", { text: "fence my transcript", idempotencyKey: "fence-run-0002" });
-    await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
-    const b = await inst.start();
-    await b.client!.request("chat.history", {});
-    expect(await b.client!.terminal("fence-run-0002", 30_000)).toMatchObject({
-      state: "final",
-      text: "The new attempt's answer.",
-    });
-    a.hub.resume();
-    await new Promise((r) => setTimeout(r, 2000));
-    const history = (await b.client!.request("chat.history", {})).payload as History;
-    expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([
-      "The new attempt's answer.",
-    ]);
+    await lateAppendIgnored("fence-transcript", "fence-run-0002", { text: "The old attempt's answer." });
   }, 60_000);
+
   it("a frozen run's late tool step, checked before the freeze, is ignored by every reader", async () => {
-    const inst = make("fence-step", { config: { delivery: { leaseMs: 1500 } } });
-    model.script(
-      { text: "The old attempt's step.", toolCalls: [{ name: "current_time", arguments: "{}" }] },
-      { text: "The new attempt's answer." },
-    );
     // The 2nd append is the old attempt's tool step: frozen between its claim check and the write.
-    const a = await inst.start({ failpoints: "transcript.before-append=stop@2" });
-    await a.client!.request("chat.send", { text: "fence my tool step", idempotencyKey: "fence-run-0003" });
-    await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
-    const b = await inst.start();
-    await b.client!.request("chat.history", {});
-    expect(await b.client!.terminal("fence-run-0003", 30_000)).toMatchObject({
-      state: "final",
-      text: "The new attempt's answer.",
-    });
-    a.hub.resume();
-    await new Promise((r) => setTimeout(r, 2000));
-    const history = (await b.client!.request("chat.history", {})).payload as History;
-    expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([
-      "The new attempt's answer.",
-    ]);
+    const old = { text: "The old attempt's step.", toolCalls: [{ name: "current_time", arguments: "{}" }] };
+    await lateAppendIgnored("fence-step", "fence-run-0003", old);
   }, 60_000);
 });
+
+// A run frozen at its 2nd transcript append (what that is depends on `old`, the first attempt's model
+// answer) and resumed by a second process: after it wakes, no reader sees what it wrote late. A short
+// delivery lease: what the old attempt pushed before the freeze is delivered by the second process (and
+// the new answer after it, in order) once the frozen process's drain of the chat runs out.
+async function lateAppendIgnored(name: string, runId: string, old: FakeReplyScript): Promise<void> {
+  const inst = make(name, { config: { delivery: { leaseMs: 1500 } } });
+  model.script(old, { text: "The new attempt's answer." });
+  const a = await inst.start({ failpoints: "transcript.before-append=stop@2" });
+  await a.client!.request("chat.send", { text: `fence ${name}`, idempotencyKey: runId });
+  await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
+  const b = await inst.start();
+  await b.client!.request("chat.history", {});
+  expect(await b.client!.terminal(runId, 30_000)).toMatchObject({
+    state: "final",
+    text: "The new attempt's answer.",
+  });
+  a.hub.resume();
+  await new Promise((r) => setTimeout(r, 2000));
+  const history = (await b.client!.request("chat.history", {})).payload as History;
+  expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([
+    "The new attempt's answer.",
+  ]);
+}
 
 describe("a run killed before its first transcript write", () => {
   it("resumes with the user's message in the transcript: answered once, the question kept for later turns", async () => {

@@ -1,26 +1,18 @@
 // Steering's races, on one runner with real Redis and a real session store: a transcript write that fails
 // after its line landed, and a frozen attempt (held at its claim check, as SIGSTOP would hold it) whose run
 // is finalized meanwhile; and a stop marked before a run starts (its announcement missed).
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createLogger, type ReplySink, type ReplyStream, type RunRequest } from "@hub/core";
+import type { ReplySink, ReplyStream, RunRequest } from "@hub/core";
 import {
-  ApprovalStore,
   FileSessionStore,
-  openByParts,
   RunRecords,
-  RunSteps,
   SessionActivity,
   SessionAdmission,
-  SessionLane,
   type SessionStore,
   SessionWriters,
   type TranscriptEntry,
 } from "@hub/sessions";
-import { Redis } from "ioredis";
-import { afterAll, describe, expect, it } from "vitest";
-import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { describe, expect, it } from "vitest";
 import { directRequest } from "../../sessions/test/requests.js";
 import {
   AgentRunner,
@@ -31,18 +23,10 @@ import {
   type ModelProvider,
   type ModelRequest,
 } from "../src/index.js";
+import { keptBlocks, runnerBed, runnerOptions, withAppend } from "./runner-kit.js";
 
-const redis = new Redis(REDIS_URL);
-const prefix = testPrefix("steer-races");
-const logger = createLogger({ level: "silent" });
-const lane = new SessionLane({ redisUrl: REDIS_URL, prefix, logger });
-const stateDir = mkdtempSync(join(tmpdir(), "hub-steer-races-"));
-afterAll(async () => {
-  await lane.close();
-  await dropPrefix(prefix);
-  redis.disconnect();
-  rmSync(stateDir, { recursive: true, force: true });
-});
+const bed = runnerBed("steer-races");
+const { redis, prefix, logger, lane, stateDir } = bed;
 
 const request = (runId: string, body: string, chat: string) => directRequest(runId, chat, body);
 
@@ -51,33 +35,6 @@ const laneHolds = async (sessionKey: string): Promise<RunRequest[]> =>
   (await redis.lrange(lane.pushKeys(sessionKey).list, 0, -1)).map(
     (item) => JSON.parse(item.slice(item.indexOf("|") + 1)) as RunRequest,
   );
-
-// A reply sink that keeps every pushed block.
-function replies(): ReplySink & { blocks: string[] } {
-  const blocks: string[] = [];
-  return {
-    blocks,
-    open(replyId): ReplyStream {
-      let ended = false;
-      return {
-        replyId,
-        get ended() {
-          return ended;
-        },
-        async push(block) {
-          blocks.push(block);
-        },
-        async end() {
-          ended = true;
-          return 0;
-        },
-        async settled() {
-          return { delivered: 0, failed: 0 } as never;
-        },
-      };
-    },
-  };
-}
 
 // A model that calls `tool` once (first call), then answers with the last user message it was given.
 function model(calls: ModelRequest[]): ModelProvider {
@@ -102,9 +59,8 @@ function world(sessions: SessionStore, toolRun: () => Promise<void>) {
   const runs = new RunRecords(redis, prefix);
   const writers = new SessionWriters(redis, prefix);
   const activity = new SessionActivity(redis, prefix, "steer", { lane });
-  const steps = new RunSteps(redis, runs, writers, activity);
   const admission = new SessionAdmission(redis, prefix, lane, "steer");
-  const sink = replies();
+  const sink = keptBlocks();
   const calls: ModelRequest[] = [];
   const tool: AgentTool = {
     spec: { name: "tool", description: "t", parameters: { type: "object", properties: {} } },
@@ -113,52 +69,22 @@ function world(sessions: SessionStore, toolRun: () => Promise<void>) {
       return "ok";
     },
   };
-  const o = {
-    agentId: "main",
+  const o = runnerOptions(bed, {
     sessions,
     runs,
     writers,
-    steps,
-    replies: sink,
-    events: { publish: async () => {} },
-    resolveModel: () => ({ provider: model(calls), model: "m" }),
-    modelRef: "fake/m",
-    toolsFor: () => ({ tools: [tool], approvals: {}, approvalTimeoutMs: 1000 }),
-    approvals: new ApprovalStore(redis, prefix),
-    runTimeoutMs: 60_000,
-    logger,
-    supersede: async () => {},
     activity,
-    workspaceDir: stateDir,
-    bootstrapLimits: { perFileChars: 1000, totalChars: 1000 },
-    contextWindowTokens: 100_000,
-  };
+    replies: sink,
+    provider: model(calls),
+    tools: [tool],
+  });
   const runner = new AgentRunner(o);
   const steer = (r: RunRequest) => admission.admit(r, { key: `${prefix}:dedupe:${r.runId}`, ttlSeconds: 60 });
-  return { runner, runs, writers, activity, steps, sink, calls, steer, o };
+  return { runner, runs, writers, activity, sink, calls, steer, o };
 }
 
 const userLines = (entries: TranscriptEntry[], runId: string) =>
   entries.filter((e) => e.type === "user" && e.runId === runId).length;
-
-// A store whose appends go through `append` (given the real store's), the rest straight to `store`.
-function withAppend(
-  store: SessionStore,
-  append: (id: string, entries: TranscriptEntry[], real: SessionStore["append"]) => Promise<void>,
-): SessionStore {
-  return {
-    get: (k) => store.get(k),
-    list: () => store.list(),
-    resolve: (k) => store.resolve(k),
-    reset: (k) => store.reset(k),
-    read: (id) => store.read(id),
-    append: (id, entries) => append(id, entries, (i, e) => store.append(i, e)),
-    // Built from the three above, so the run's first lines go through `append` too.
-    open(k, first) {
-      return openByParts(this, k, first);
-    },
-  };
-}
 
 // A step an attempt is held at until let go (as SIGSTOP would hold its process), and when it got there.
 function freezePoint(): { hold: () => Promise<void>; reached: Promise<void>; release: () => void } {
