@@ -2,7 +2,7 @@
 // after its line landed, and a frozen attempt (held at its claim check, as SIGSTOP would hold it) whose run
 // is finalized meanwhile; and a stop marked before a run starts (its announcement missed).
 import { join } from "node:path";
-import type { ReplySink, ReplyStream, RunRequest } from "@hub/core";
+import type { RunRequest } from "@hub/core";
 import {
   FileSessionStore,
   RunRecords,
