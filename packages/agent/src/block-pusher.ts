@@ -21,7 +21,6 @@ export interface BlockPusherOptions {
 export class OrderedBlockPusher {
   #pushing: Promise<void> = Promise.resolve();
   #error: unknown;
-  #ended = false;
   readonly #filter: ShownPrefixFilter | undefined;
   readonly #noteOf: BlockPusherOptions["noteOf"];
   readonly #shown = new ShownText();
@@ -54,8 +53,6 @@ export class OrderedBlockPusher {
           if (this.#error !== undefined) return;
           failpoint("run.before-push");
           await this.reply.push(push, note, options);
-          // A last block that chunked to nothing queued nothing (and passed no fence): the reply says.
-          if (options?.last && this.reply.ended) this.#ended = true;
         })
         .catch((error) => {
           this.#error ??= error;
@@ -92,14 +89,6 @@ export class OrderedBlockPusher {
     this.#pushing = this.#pushing
       .then(() => (this.#error === undefined ? preview.call(this.reply, text) : undefined))
       .catch(() => {});
-  }
-
-  /**
-   * True once a block pushed with `last` ended the reply: that push went through (on a reply opened
-   * with a writer fence, through the fence, see `ReplyOpenOptions.fence`).
-   */
-  get endedReply(): boolean {
-    return this.#ended;
   }
 
   /** The first push failure, if any. */

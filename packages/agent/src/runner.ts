@@ -170,7 +170,11 @@ interface TurnResult {
   end: RunEnd;
   text: string;
   reply: ReplyStream;
-  /** True when the answer's last block ended the reply in its own (fenced) push. */
+  /**
+   * True when the answer's last block ended the reply in its own (fenced) push: the reply had ended when
+   * the turn returned (its `end` comes only after the settle's write; a last block that chunked to
+   * nothing queued nothing and ended nothing).
+   */
   endedByPush: boolean;
   usage?: { inputTokens: number; outputTokens: number };
   /** Removes the acknowledgement reaction (none: undefined); called once the answer is delivered. */
@@ -438,7 +442,7 @@ export class AgentRunner {
         end: completedRun(text.stopReason),
         text: text.text,
         reply,
-        endedByPush: pusher.endedReply,
+        endedByPush: reply.ended === true,
         usage: text.usage,
         unacknowledge,
       };
