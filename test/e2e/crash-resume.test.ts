@@ -1,7 +1,8 @@
+import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAI, type FakeTelegram, privateText } from "../fakes/src/index.js";
 import type { Installation } from "../support/installation.js";
-import { waitFor } from "../support/redis.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
 import { telegramInstallation } from "../support/telegram-installation.js";
 
 // A hub SIGKILLed while it streams an answer (after its first paragraph went out) and started again:
@@ -26,6 +27,18 @@ const paragraphs = (tag: string, n: number) =>
   ).join("\n\n");
 const sentTexts = () => telegram.sent(USER).map((m) => String(m.text));
 const copiesOf = (text: string) => sentTexts().filter((t) => t.includes(text)).length;
+
+// What the run records under `prefix` say their pushes showed (`shownChars`), for those that pushed.
+async function shownNotes(prefix: string): Promise<string[]> {
+  const redis = new Redis(REDIS_URL);
+  try {
+    const keys = await redis.keys(`${prefix}:run:*`);
+    const shown = await Promise.all(keys.map((k) => redis.hget(k, "shownChars").catch(() => null)));
+    return shown.filter((v): v is string => v !== null);
+  } finally {
+    redis.disconnect();
+  }
+}
 
 /** Starts a hub that dies right before pushing its answer's 2nd block, sends a message and waits for the death. */
 async function killedAfterFirstBlock(text: string): Promise<void> {
@@ -77,5 +90,23 @@ describe("an answer cut by a crash, resumed after the restart", () => {
     expect(copiesOf("Old paragraph 0.")).toBe(1);
     expect(copiesOf("Old paragraph 2.")).toBe(0);
     for (let i = 0; i < 3; i++) expect(copiesOf(`New paragraph ${i}.`), `paragraph ${i}`).toBe(1);
+  }, 90_000);
+
+  it("killed between its last block's push and the settle's write: the answer reaches the chat once", async () => {
+    const answer = "The one answer, queued whole before the crash.";
+    model.script({ text: answer }, { text: answer });
+    // The 1st append is the run's writer line with the question; the 2nd, the settle's answer and outcome,
+    // after the push of the answer's only (last) block.
+    const a = await inst.start({ failpoints: "transcript.before-append=kill@2" });
+    telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text: "answer me once" }));
+    await a.hub.exited;
+    // Killed after the push: the run's record notes what that push queued (the push's own step).
+    expect(await shownNotes(inst.prefix)).toEqual([String(answer.length)]);
+    await inst.start();
+    await waitFor(() => model.requests.length === 2, "the resumed attempt's model call", 40_000);
+    await waitFor(() => copiesOf(answer) >= 1, "the answer", 40_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    // The resumed attempt answered the same and sent none of it again: what the first one pushed was shown.
+    expect(copiesOf(answer)).toBe(1);
   }, 90_000);
 });
