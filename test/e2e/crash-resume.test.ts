@@ -7,6 +7,7 @@ import { telegramInstallation } from "../support/telegram-installation.js";
 
 // A hub SIGKILLed while it streams an answer (after its first paragraph went out) and started again:
 // the resumed attempt answers again, but does not send what the user already has when it repeats it.
+// Killed once the whole answer is queued, the run is finished from it without answering again.
 const USER = 7373;
 let model: FakeOpenAI;
 let telegram: FakeTelegram;
@@ -28,13 +29,14 @@ const paragraphs = (tag: string, n: number) =>
 const sentTexts = () => telegram.sent(USER).map((m) => String(m.text));
 const copiesOf = (text: string) => sentTexts().filter((t) => t.includes(text)).length;
 
-// What the run records under `prefix` say their pushes showed (`shownChars`), for those that pushed.
-async function shownNotes(prefix: string): Promise<string[]> {
+// The answers staged under `prefix` (`run:<runId>:answer`, written by a reply's last push and deleted by
+// its run's settle), by their text.
+async function stagedAnswers(prefix: string): Promise<string[]> {
   const redis = new Redis(REDIS_URL);
   try {
-    const keys = await redis.keys(`${prefix}:run:*`);
-    const shown = await Promise.all(keys.map((k) => redis.hget(k, "shownChars").catch(() => null)));
-    return shown.filter((v): v is string => v !== null);
+    const keys = await redis.keys(`${prefix}:run:*:answer`);
+    const texts = await Promise.all(keys.map((k) => redis.hget(k, "text")));
+    return texts.filter((v): v is string => v !== null);
   } finally {
     redis.disconnect();
   }
@@ -92,21 +94,24 @@ describe("an answer cut by a crash, resumed after the restart", () => {
     for (let i = 0; i < 3; i++) expect(copiesOf(`New paragraph ${i}.`), `paragraph ${i}`).toBe(1);
   }, 90_000);
 
-  it("killed between its last block's push and the settle's write: the answer reaches the chat once", async () => {
+  it("killed between its last block's push and the settle's write: finished from its staged answer, sent once", async () => {
     const answer = "The one answer, queued whole before the crash.";
-    model.script({ text: answer }, { text: answer });
+    const never = "A second answer, which no model call is made for.";
+    model.script({ text: answer }, { text: never });
     // The 1st append is the run's writer line with the question; the 2nd, the settle's answer and outcome,
     // after the push of the answer's only (last) block.
     const a = await inst.start({ failpoints: "transcript.before-append=kill@2" });
     telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text: "answer me once" }));
     await a.hub.exited;
-    // Killed after the push: the run's record notes what that push queued (the push's own step).
-    expect(await shownNotes(inst.prefix)).toEqual([String(answer.length)]);
+    // Killed after the push: the answer was staged in that push's own step.
+    expect(await stagedAnswers(inst.prefix)).toEqual([answer]);
     await inst.start();
-    await waitFor(() => model.requests.length === 2, "the resumed attempt's model call", 40_000);
+    await waitFor(async () => (await stagedAnswers(inst.prefix)).length === 0, "the run's settle", 40_000);
     await waitFor(() => copiesOf(answer) >= 1, "the answer", 40_000);
     await new Promise((r) => setTimeout(r, 1500));
-    // The resumed attempt answered the same and sent none of it again: what the first one pushed was shown.
+    // One model call, one answer: the resumed attempt wrote and settled the staged one, and queued nothing.
+    expect(model.requests).toHaveLength(1);
     expect(copiesOf(answer)).toBe(1);
+    expect(copiesOf(never)).toBe(0);
   }, 90_000);
 });

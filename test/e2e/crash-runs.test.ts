@@ -81,22 +81,30 @@ describe("a run that lost its claim changes nothing", () => {
 
   it("a frozen run's late transcript append is ignored by every reader", async () => {
     // The 2nd append is the old attempt's answer with its outcome, written by its settle once its last
-    // block's push passed the writer fence: frozen right before the write.
-    await lateAppendIgnored("fence-transcript", "fence-run-0002", { text: "The old attempt's answer." });
+    // block's push passed the writer fence (and staged the answer): frozen right before the write. The
+    // resumed attempt finishes the run with that staged answer (no model call): it is read back once.
+    const old = "The old attempt's answer.";
+    await lateAppendIgnored("fence-transcript", "fence-run-0002", { text: old }, old);
   }, 60_000);
 
   it("a frozen run's late tool step, checked before the freeze, is ignored by every reader", async () => {
     // The 2nd append is the old attempt's tool step: frozen between its claim check and the write.
     const old = { text: "The old attempt's step.", toolCalls: [{ name: "current_time", arguments: "{}" }] };
-    await lateAppendIgnored("fence-step", "fence-run-0003", old);
+    await lateAppendIgnored("fence-step", "fence-run-0003", old, "The new attempt's answer.");
   }, 60_000);
 });
 
 // A run frozen at its 2nd transcript append (what that is depends on `old`, the first attempt's model
-// answer) and resumed by a second process: after it wakes, no reader sees what it wrote late. A short
+// answer) and resumed by a second process, which ends it with `answer`: after it wakes, no reader sees
+// what it wrote late. A short
 // delivery lease: what the old attempt pushed before the freeze is delivered by the second process (and
 // the new answer after it, in order) once the frozen process's drain of the chat runs out.
-async function lateAppendIgnored(name: string, runId: string, old: FakeReplyScript): Promise<void> {
+async function lateAppendIgnored(
+  name: string,
+  runId: string,
+  old: FakeReplyScript,
+  answer: string,
+): Promise<void> {
   const inst = make(name, { config: { delivery: { leaseMs: 1500 } } });
   model.script(old, { text: "The new attempt's answer." });
   const a = await inst.start({ failpoints: "transcript.before-append=stop@2" });
@@ -104,16 +112,11 @@ async function lateAppendIgnored(name: string, runId: string, old: FakeReplyScri
   await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
   const b = await inst.start();
   await b.client!.request("chat.history", {});
-  expect(await b.client!.terminal(runId, 30_000)).toMatchObject({
-    state: "final",
-    text: "The new attempt's answer.",
-  });
+  expect(await b.client!.terminal(runId, 30_000)).toMatchObject({ state: "final", text: answer });
   a.hub.resume();
   await new Promise((r) => setTimeout(r, 2000));
   const history = (await b.client!.request("chat.history", {})).payload as History;
-  expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([
-    "The new attempt's answer.",
-  ]);
+  expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([answer]);
 }
 
 describe("a run killed before its first transcript write", () => {

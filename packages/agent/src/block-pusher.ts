@@ -38,16 +38,19 @@ export class OrderedBlockPusher {
     this.#queue(this.#filter ? this.#filter.decide(blocks) : blocks.map(passed));
   }
 
-  // With `last`, the last block pushed ends the reply in its own push. Every block counts toward what the
-  // reply has shown, those a resumed attempt drops too (an earlier attempt showed them): so the note is
-  // this attempt's whole account, and an attempt resumed after this one skips what this one pushed.
-  #queue(decided: DecidedBlock[], last = false): void {
+  // With `last`, the last block pushed ends the reply in its own push, with `last.note` (in place of what
+  // the reply has shown: an attempt resumed after it needs no account of the text). Every block counts
+  // toward what the reply has shown, those a resumed attempt drops too (an earlier attempt showed them):
+  // so the note is this attempt's whole account, and an attempt resumed after this one skips what this
+  // one pushed.
+  #queue(decided: DecidedBlock[], last?: { note: HashNote | undefined }): void {
     const lastPush = last ? decided.findLastIndex((d) => d.push !== undefined) : -1;
     for (const [i, { block, push }] of decided.entries()) {
       const shown = this.#shown.add(block);
       if (push === undefined) continue;
-      const note = this.#noteOf?.(shown);
-      const options = i === lastPush ? { last } : undefined;
+      const ending = i === lastPush;
+      const note = ending && last?.note ? last.note : this.#noteOf?.(shown);
+      const options = ending ? { last: true } : undefined;
       this.#pushing = this.#pushing
         .then(async () => {
           if (this.#error !== undefined) return;
@@ -98,14 +101,15 @@ export class OrderedBlockPusher {
 
   /**
    * Queues the reply's last blocks behind every earlier one (held ones included), the last of them
-   * ending the reply in its own push, and resolves when every block is pushed (or the pusher stopped
-   * at a failure). With no block left to push, the reply's `end` ends it.
+   * ending the reply in its own push, with `note` when given (written in that push's step), and resolves
+   * when every block is pushed (or the pusher stopped at a failure). With no block left to push, the
+   * reply's `end` ends it (and `note` is not written).
    */
-  async finish(blocks: string[]): Promise<void> {
+  async finish(blocks: string[], note?: HashNote): Promise<void> {
     const decided = this.#filter
       ? [...this.#filter.decide(blocks), ...this.#filter.releaseDecided()]
       : blocks.map(passed);
-    this.#queue(decided, true);
+    this.#queue(decided, { note });
     await this.#pushing;
   }
 

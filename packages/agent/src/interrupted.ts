@@ -23,7 +23,9 @@ export interface InterruptedRunDeps {
  * Ends a run that a crash interrupted and that is not resumed (stale, or out
  * of attempts): `interrupted` by its exact runId and attempt, with no model
  * call and no message; the transcript gets its closing line, and messages
- * steered into it (or collected into its batch) that it never wrote to its transcript run as follow-ups. Returns false when something else decided
+ * steered into it (or collected into its batch) that it never wrote to its transcript run as follow-ups.
+ * A run whose whole reply was queued before the crash (its last push staged the answer) ends `completed`
+ * instead, its answer written before the closing line. Returns false when something else decided
  * the run meanwhile (a newer attempt, another process's recovery).
  */
 export async function finalizeInterrupted(
@@ -31,22 +33,24 @@ export async function finalizeInterrupted(
   record: Pick<RunRecord, "runId" | "sessionKey" | "attempt" | "startedAt">,
   log: HubLogger,
 ): Promise<boolean> {
-  const decided = await deps.runs.finish(
-    record.runId,
-    { status: "interrupted", error: "interrupted by a restart; not resumed" },
-    record.attempt,
-  );
+  const { runId } = record;
+  const staged = await deps.runs.stagedAnswer(runId);
+  const outcome = staged
+    ? { status: "completed" as const, stopReason: staged.stopReason }
+    : { status: "interrupted" as const, error: "interrupted by a restart; not resumed" };
+  const decided = await deps.runs.finish(runId, outcome, record.attempt);
   if (decided) {
     // No SessionWriters.touch needed: the interrupted run claimed the session, which already made every
     // process's kept copy of it stale (see HeldSessions).
     const session = await deps.sessions.get(record.sessionKey);
-    if (session)
-      await deps.sessions.append(session.sessionId, [
-        { type: "outcome", runId: record.runId, status: "interrupted", at: Date.now() },
-      ]);
+    const end = { type: "outcome" as const, runId, ...outcome, at: Date.now() };
+    if (session) await deps.sessions.append(session.sessionId, [...(staged?.entries ?? []), end]);
+    if (staged) await deps.runs.dropAnswer(runId);
     log.warn(
-      { startedAt: record.startedAt, attempt: record.attempt },
-      "interrupted run finalized without resuming",
+      { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },
+      staged
+        ? "interrupted run finalized with its answer, queued whole before the interruption"
+        : "interrupted run finalized without resuming",
     );
   }
   // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).

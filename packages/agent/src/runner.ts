@@ -27,6 +27,7 @@ import {
   type SessionActivity,
   type SessionStore,
   type SessionWriters,
+  type StagedAnswer,
   type TranscriptEntry,
   type WriterClaim,
   WriterSupersededError,
@@ -45,6 +46,7 @@ import { mediaForTurn } from "./media/turn-media.js";
 import type { ModelProvider } from "./model.js";
 import { modelImageSender } from "./model-images.js";
 import type { PendingAnnouncements } from "./pending-announcements.js";
+import { queuedReply } from "./queued-reply.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { settledWithin } from "./settled-within.js";
@@ -122,6 +124,8 @@ interface ClaimedRun {
   history: History;
   /** What an interrupted attempt of this run already handed to delivery. */
   shown: ShownPrefix | undefined;
+  /** The answer an interrupted attempt staged with its reply's last push: the run ends with it, no turn. */
+  queued: StagedAnswer | undefined;
   /** The messages this turn answers (one, or a collected batch). */
   batch: RunRequest[];
   /** On a resume: the messages the interrupted attempt took from its steering (answered after the batch). */
@@ -217,7 +221,7 @@ export class AgentRunner {
     }
     const run = await this.#claim(request, log, lane);
     if (!run) return;
-    const turn = await this.#runTurn(run, stop);
+    const turn = run.queued ? this.#queuedTurn(run, run.queued) : await this.#runTurn(run, stop);
     // The acknowledgement reaction stays until the answer is on screen: the announce removes it once the
     // reply settles (every segment posted or given up; at the latest after the run timeout); any other way
     // out (the run handed to another process, Redis' data lost, a failure) removes it at once.
@@ -290,6 +294,7 @@ export class AgentRunner {
     if (!started) return undefined;
     const { attempt, claim } = started;
     const shown = "shown" in started ? started.shown : undefined;
+    const queued = "queued" in started ? started.queued : undefined;
     const resuming = begun.kind === "running";
     // One info line per run ("run finished"); its start is debug detail.
     log[resuming ? "info" : "debug"](
@@ -321,6 +326,7 @@ export class AgentRunner {
       startedAt,
       log,
       shown,
+      queued,
       lane,
     };
   }
@@ -391,7 +397,14 @@ export class AgentRunner {
     request: RunRequest,
     log: HubLogger,
   ): Promise<
-    { attempt: number; claim: WriterClaim; superseded: string | undefined; shown?: ShownPrefix } | undefined
+    | {
+        attempt: number;
+        claim: WriterClaim;
+        superseded: string | undefined;
+        shown?: ShownPrefix;
+        queued?: StagedAnswer;
+      }
+    | undefined
   > {
     const { ctx, runId } = request;
     const record = await this.o.runs.get(runId);
@@ -407,7 +420,9 @@ export class AgentRunner {
     // What the interrupted attempt already handed to delivery is not sent again if this one repeats it.
     const shown =
       record?.shownChars && record.shownSig ? { chars: record.shownChars, sig: record.shownSig } : undefined;
-    return { attempt, claim, superseded, ...(shown ? { shown } : {}) };
+    // Its whole reply queued (the last push staged the answer): this attempt only finishes the run.
+    const queued = await this.o.runs.stagedAnswer(runId);
+    return { attempt, claim, superseded, ...(shown ? { shown } : {}), ...(queued ? { queued } : {}) };
   }
 
   #checkedWriter(held: HeldSession, claim: WriterClaim): ClaimedRun["writeChecked"] {
@@ -465,6 +480,42 @@ export class AgentRunner {
       if (!handedOn) void unacknowledge?.();
       clearTimeout(timeout);
     }
+  }
+
+  // The interrupted attempt queued its whole reply and staged its answer with the last push: the run ends
+  // with that answer, written and settled under this attempt's claim (whose `writer` line the resume wrote:
+  // the dead attempt's late lines, were it only frozen, are dropped by readers), with no model call and no
+  // new reply. Its end is announced once the queued reply settles.
+  #queuedTurn(run: ClaimedRun, staged: StagedAnswer): TurnResult {
+    run.log.info(
+      { replyId: staged.replyId },
+      "the interrupted attempt had queued its whole answer; finishing the run with it",
+    );
+    run.answer = staged.entries;
+    return {
+      end: { status: "completed", stopReason: staged.stopReason, abandoned: false },
+      text: staged.text,
+      reply: queuedReply(this.o.replies, staged.replyId, run.request.ctx.replyTarget),
+      endedByPush: true,
+      usage: staged.usage,
+    };
+  }
+
+  // The note the answer's last push writes in its own step: the answer staged (see RunRecords.answerNote),
+  // so that a crash between that push and the settle leaves the run to be finished, not answered again.
+  #answerNote(
+    run: ClaimedRun,
+    result: { text: string; stopReason: TurnAnswer["stopReason"]; usage: TurnAnswer["usage"] },
+  ) {
+    if (run.answer.length === 0) return undefined;
+    const { runId } = run.request;
+    return this.o.runs.answerNote(runId, {
+      replyId: replyIdOf(runId, run.attempt),
+      entries: run.answer,
+      text: result.text,
+      stopReason: completedRun(result.stopReason).stopReason,
+      usage: result.usage,
+    });
   }
 
   async #turn(run: ClaimedRun, io: TurnIo): Promise<TurnAnswer> {
@@ -529,8 +580,8 @@ export class AgentRunner {
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: () => this.#takeSteered(run),
     });
-    // The answer's last block ends the reply in its own push.
-    await pusher.finish(streamer.flush());
+    // The answer's last block ends the reply in its own push, which stages the answer (see #answerNote).
+    await pusher.finish(streamer.flush(), this.#answerNote(run, result));
     if (pusher.error !== undefined) throw pusher.error;
     // The usage is added to the session's totals when the run settles (one step with its outcome).
     return { text: result.text, stopReason: result.stopReason, usage: result.usage };
@@ -635,7 +686,7 @@ export class AgentRunner {
     const { request, attempt, claim } = run;
     const { ctx, runId } = request;
     const live = this.o.live?.previewFor(ctx) === true;
-    const reply = this.o.replies.open(attempt === 1 ? runId : `${runId}.${attempt}`, ctx.replyTarget, {
+    const reply = this.o.replies.open(replyIdOf(runId, attempt), ctx.replyTarget, {
       fence: this.o.writers.fenceOf(claim),
       runId,
       sessionKey: ctx.sessionKey,
@@ -758,11 +809,13 @@ export class AgentRunner {
           ? "the hub stops before the reply settled; announcing the end of the run now"
           : "reply not settled within the run timeout; announcing the end anyway",
       );
-    log.info({ status: end.status, segments, ...(settlement ?? {}) }, "run finished");
+    // A reply an earlier attempt queued (see #queuedTurn) counts its segments in its settlement.
+    const total = settlement?.total ?? segments;
+    log.info({ status: end.status, segments: total, ...(settlement ?? {}) }, "run finished");
     await this.o.events.publish({
       runId,
       sessionKey: ctx.sessionKey,
-      seq: segments,
+      seq: total,
       state: terminalState(end.status),
       text: end.status === "completed" ? text : (end.errorText ?? end.status),
     });
@@ -833,6 +886,11 @@ export class AgentRunner {
       clearInterval(timer);
     };
   }
+}
+
+/** The reply of a run's attempt: the run's id for its first, `<runId>.<attempt>` after. */
+function replyIdOf(runId: string, attempt: number): string {
+  return attempt === 1 ? runId : `${runId}.${attempt}`;
 }
 
 /** The requests whose user line is not in the transcript yet, in order. */

@@ -91,6 +91,8 @@ export interface WriteFence {
 export interface HashNote {
   key: string;
   fields: Record<string, string | number>;
+  /** Given: the hash expires this many seconds after the write (a note kept apart from any record). */
+  ttlSeconds?: number | undefined;
 }
 
 /** A write refused by its fence: the writer no longer holds its claim. */

@@ -378,6 +378,7 @@ export class OrderedMailbox<T> {
             ...owe,
             fence.field,
             fence.value,
+            note?.ttlSeconds ?? 0,
             noteArgs.length,
             ...noteArgs,
             ...encoded,

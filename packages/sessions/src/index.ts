@@ -7,6 +7,7 @@ export * from "./recovery.js";
 export * from "./redis-store.js";
 export * from "./run-records.js";
 export * from "./run-steps.js";
+export * from "./staged-answer.js";
 export * from "./store.js";
 export * from "./transcript.js";
 export * from "./writer.js";

@@ -3,6 +3,7 @@ import type { HashNote } from "@hub/core";
 import { loadScript, mailboxHeads, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
+import { readStagedAnswer, type StagedAnswer, stagedAnswerNote } from "./staged-answer.js";
 
 /** Terminal and non-terminal states of a run record. */
 export const RunRecordStatusSchema = z.enum([
@@ -166,6 +167,32 @@ export class RunRecords {
    */
   shownNote(runId: string, shown: { chars: number; sig: string }): HashNote {
     return { key: this.#key(runId), fields: { shownChars: shown.chars, shownSig: shown.sig } };
+  }
+
+  /** The Redis key of a run's staged answer (see `answerNote`). */
+  answerKeyOf(runId: string): string {
+    return `${this.#key(runId)}:answer`;
+  }
+
+  /**
+   * The note that stages a run's answer, written by the fenced push of its last block (so the push and
+   * the answer cannot be parted by a crash) and deleted by the run's settle: a run found interrupted with
+   * it had its whole reply queued, and is finished from it without a second model call. A hash of its
+   * own, not fields of the record: a long value would keep the record in Redis's larger hash encoding for
+   * its 7 days. It expires with the record.
+   */
+  answerNote(runId: string, answer: StagedAnswer): HashNote {
+    return stagedAnswerNote(this.answerKeyOf(runId), answer, RECORD_TTL_SECONDS);
+  }
+
+  /** The answer a run's last push staged (see `answerNote`), if its settle has not deleted it. */
+  stagedAnswer(runId: string): Promise<StagedAnswer | undefined> {
+    return readStagedAnswer(this.redis, this.answerKeyOf(runId));
+  }
+
+  /** Deletes a run's staged answer (a finalize that wrote it; a settle deletes it in its own step). */
+  async dropAnswer(runId: string): Promise<void> {
+    await this.redis.del(this.answerKeyOf(runId));
   }
 
   /**

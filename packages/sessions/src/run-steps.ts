@@ -150,7 +150,13 @@ export class RunSteps {
   ): Promise<{ decided: boolean; released: boolean }> {
     const { runId, sessionKey } = claim;
     const activity = this.activity.keysOf(sessionKey, runId);
-    const keys = [this.runs.keyOf(runId), this.writers.keyOf(sessionKey), activity.steer, activity.usage];
+    const keys = [
+      this.runs.keyOf(runId),
+      this.writers.keyOf(sessionKey),
+      activity.steer,
+      activity.usage,
+      this.runs.answerKeyOf(runId),
+    ];
     const outcome = RunRecords.outcomeFields(end.outcome);
     const args = [
       runId,

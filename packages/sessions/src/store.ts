@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { type HubLogger, writeAllSync } from "@hub/core";
 import { z } from "zod";
 import { AppendFiles, type FileId, openInPool } from "./append-files.js";
-import { dropStaleWrites, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
+import { dropStaleWrites, safeJson, type TranscriptEntry, TranscriptEntrySchema } from "./transcript.js";
 
 /** The index record of a session as stored (validated whenever it is read back). */
 export const SessionRecordSchema = z
@@ -513,14 +513,6 @@ const keyHash = (sessionKey: string) => createHash("sha256").update(sessionKey).
 
 /** The sessionId of a key's first session in a `FileSessionStore`. */
 export const firstSessionId = (sessionKey: string) => `${FIRST_PREFIX}${keyHash(sessionKey)}`;
-
-const safeJson = (text: string): unknown => {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
-  }
-};
 
 /**
  * What a first session's transcript starts with: its record; torn (no whole line: empty, or a header a

@@ -83,6 +83,15 @@ export const TranscriptEntrySchema = z.discriminatedUnion("type", [
     .strict(),
 ]);
 
+/** `text` parsed as JSON, or undefined where it is not JSON (a torn line, a damaged value). */
+export function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** One persisted transcript line: the session header, a message, a tool result or a run's terminal outcome. */
 export type TranscriptEntry = z.infer<typeof TranscriptEntrySchema>;
 

@@ -1,9 +1,10 @@
 --[[
-  settle(record, writer, steer, usage[, the lane's ack keys];
+  settle(record, writer, steer, usage, answer[, the lane's ack keys];
          runId, attempt, generation, inputTokens, outputTokens, n, field, value, ...[, ack args, begin args])
   A run's end in one step: its terminal outcome decided once (as finish.lua), its writer claim
   released unless a newer claim holds it (as release.lua), its token usage added to the session's
-  with the outcome (not again by a retry, nor for an outcome decided elsewhere),
+  with the outcome (not again by a retry, nor for an outcome decided elsewhere), its staged answer
+  deleted with the outcome it staged,
   and its activity ended when nothing was steered in late (else SessionActivity.end's hand-on ends it).
   Given the session lane's ack (ack_next, from @hub/queue's ack-next.lua, is prepended to this script),
   the run's lane item is acked in the same step, and the next run it hands out is begun there, as
@@ -13,7 +14,8 @@
   KEYS[2] writer:<sessionKey> (also the running run: fields active, activeUntil)
   KEYS[3] steer:<runId> (and steer:<runId>:settled, what settle took from it)
   KEYS[4] usage:<sessionKey> (hash input, output)
-  KEYS[5..] the lane item's ack keys (see ack-next.lua), if any
+  KEYS[5] run:<runId>:answer (the answer its last push staged; see RunRecords.answerNote)
+  KEYS[6..] the lane item's ack keys (see ack-next.lua), if any
 
   ARGV[2] attempt that must still be current ('' = any); ARGV[6] n, how many ARGV after it are the
   record's outcome fields and values; then, with ack keys, the 13 ack arguments (see ack-next.lua),
@@ -43,6 +45,8 @@ local writes = (state[1] == 'running' or state[1] == 'queued') and (ARGV[2] == '
 local retried = not writes and state[5] and state[1] == outcome('status') and state[5] == outcome('endedAt')
 -- The record keeps the TTL admission (or its first start) gave it.
 if writes and n > 0 then redis.call('HSET', KEYS[1], unpack(ARGV, 7, 6 + n)) end
+-- Written with the outcome it was staged for (an older attempt's late settle leaves a newer one's alone).
+if writes then redis.call('DEL', KEYS[5]) end
 local decided = (writes or retried) and 1 or 0
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'active', 'touched', 'sessionId')
 -- Only a run that had a message steered in (admit.lua marks its record) can have any left. They move to
@@ -101,8 +105,8 @@ end
 -- queues them first and the lane's worker acks after, so a crash in between leaves the run's lane item
 -- to be handed out again and found over, which hands them on from the stash.
 local begun, wrote = nil, false
-if KEYS[5] and #steered == 0 then
-  local ack = ack_next({KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]}, {unpack(ARGV, first, first + 12)})
+if KEYS[6] and #steered == 0 then
+  local ack = ack_next({KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10], KEYS[11]}, {unpack(ARGV, first, first + 12)})
   if type(ack) == 'table' and ack.err then
     table.insert(settled, 'lost')
   else

@@ -1,0 +1,142 @@
+// A run whose process stopped after its whole reply was queued (the last block's push, which stages the
+// answer in its own step) and before its settle: the run is finished from the staged answer, with no second
+// model call and no second reply, whether it is resumed or finalized. One process stands in for the dead
+// one: its settle's transcript write never returns. Real Redis, real session store, real ReplyDispatcher
+// (no delivery worker: only what is queued counts here).
+import { join } from "node:path";
+import type { ReplySink } from "@hub/core";
+import {
+  FileSessionStore,
+  RunRecords,
+  SessionActivity,
+  SessionWriters,
+  type TranscriptEntry,
+} from "@hub/sessions";
+import { afterAll, describe, expect, it } from "vitest";
+import { plainTextDispatcher } from "../../reply/test/dispatcher-kit.js";
+import { directRequest } from "../../sessions/test/requests.js";
+import { AgentRunner, finalizeInterrupted, type ModelEvent, type ModelProvider } from "../src/index.js";
+import { runnerBed, runnerOptions, withAppend } from "./runner-kit.js";
+
+const bed = runnerBed("queued-answer");
+const { redis, prefix, logger, lane, stateDir } = bed;
+const dispatcher = plainTextDispatcher(prefix);
+afterAll(() => dispatcher.close());
+
+/** A model that answers `text` in one step, counting its calls. */
+function countedModel(text: string): ModelProvider & { calls: number } {
+  return {
+    id: "fake",
+    calls: 0,
+    async *stream(): AsyncIterable<ModelEvent> {
+      this.calls += 1;
+      yield { type: "text", delta: text };
+      yield { type: "done", stopReason: "stop", usage: { inputTokens: 5, outputTokens: 3 } };
+    },
+  };
+}
+
+/** A reply sink over the dispatcher that counts the blocks pushed through it. */
+function countedPushes(): ReplySink & { pushes: number } {
+  const sink = {
+    pushes: 0,
+    open: (...args: Parameters<ReplySink["open"]>) => {
+      const reply = dispatcher.open(...args);
+      const push = reply.push.bind(reply);
+      reply.push = async (...pushArgs) => {
+        sink.pushes += 1;
+        return push(...pushArgs);
+      };
+      return reply;
+    },
+  };
+  return sink;
+}
+
+// A runner on `dir`'s sessions; `stopAtSettle`: its settle's write (the answer and outcome) never returns,
+// as if the process died there, and `stopped` resolves when it got there.
+function world(dir: string, provider: ModelProvider, stopAtSettle = false) {
+  const store = new FileSessionStore(join(stateDir, dir), logger);
+  let reached = () => {};
+  const stopped = new Promise<void>((resolve) => {
+    reached = resolve;
+  });
+  const sessions = withAppend(store, async (id, entries, append) => {
+    if (stopAtSettle && entries.some((e) => e.type === "outcome")) {
+      reached();
+      return new Promise(() => {});
+    }
+    await append(id, entries);
+  });
+  const runs = new RunRecords(redis, prefix);
+  const writers = new SessionWriters(redis, prefix);
+  const activity = new SessionActivity(redis, prefix, "steer", { lane });
+  const replies = countedPushes();
+  const parts = { sessions, runs, writers, activity, replies, provider, tools: [] };
+  return {
+    runner: new AgentRunner(runnerOptions(bed, parts)),
+    runs,
+    writers,
+    activity,
+    replies,
+    store,
+    stopped,
+  };
+}
+
+// The transcript lines of `runId` as [type, writer] (a reader's view: stale writers' lines dropped).
+async function linesOf(store: FileSessionStore, sessionKey: string, runId: string) {
+  const session = (await store.get(sessionKey))!;
+  const lines = await store.read(session.sessionId);
+  return lines
+    .filter((e): e is Exclude<TranscriptEntry, { type: "session" }> => "runId" in e && e.runId === runId)
+    .map((e) => [e.type, "writer" in e ? e.writer : undefined]);
+}
+
+// Runs `runId` in a world that stops at its settle, once its whole reply is queued.
+async function stoppedAfterQueuing(dir: string, runId: string, answer: string) {
+  const model = countedModel(answer);
+  const dead = world(dir, model, true);
+  void dead.runner.run(directRequest(runId, dir, "a question"), new AbortController());
+  await dead.stopped;
+  return { model, dead };
+}
+
+describe("a run stopped between its reply's last push and its settle", () => {
+  it("is resumed without a model call: the staged answer is written and settled under the new claim, nothing queued again", async () => {
+    const { model, dead } = await stoppedAfterQueuing("resumed", "queued-x", "The answer, queued whole.");
+    expect(model.calls).toBe(1);
+    expect((await dead.runs.stagedAnswer("queued-x"))?.text).toBe("The answer, queued whole.");
+    const next = world("resumed", model);
+    await next.runner.run(directRequest("queued-x", "resumed", "a question"), new AbortController());
+    expect(model.calls).toBe(1);
+    expect(next.replies.pushes).toBe(0);
+    expect(await next.runs.get("queued-x")).toMatchObject({ status: "completed", attempt: 2 });
+    expect(await next.runs.stagedAnswer("queued-x")).toBeUndefined();
+    // The dead attempt's writer line and question, then the resumed attempt's writer line, answer and outcome.
+    const sessionKey = directRequest("queued-x", "resumed").ctx.sessionKey;
+    const lines = await linesOf(next.store, sessionKey, "queued-x");
+    expect(lines.map(([type]) => type)).toEqual(["writer", "user", "writer", "assistant", "outcome"]);
+    const [first, , resumed] = lines.map(([, writer]) => writer);
+    expect(lines.map(([, writer]) => writer)).toEqual([first, first, resumed, resumed, resumed]);
+    expect(resumed).not.toBe(first);
+    expect(await redis.hgetall(`${prefix}:usage:${sessionKey}`)).toEqual({ input: "5", output: "3" });
+  });
+
+  it("finalized (not resumed): it ends completed with its staged answer written", async () => {
+    const { dead } = await stoppedAfterQueuing("finalized", "final-x", "The answer, finalized.");
+    const record = (await dead.runs.get("final-x"))!;
+    expect(record.status).toBe("running");
+    const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
+    expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
+    expect(await dead.runs.get("final-x")).toMatchObject({ status: "completed", stopReason: "natural_end" });
+    expect(await dead.runs.stagedAnswer("final-x")).toBeUndefined();
+    const sessionKey = directRequest("final-x", "finalized").ctx.sessionKey;
+    const session = (await dead.store.get(sessionKey))!;
+    const tail = (await dead.store.read(session.sessionId)).slice(-2);
+    expect(tail).toMatchObject([
+      { type: "assistant", runId: "final-x", text: "The answer, finalized." },
+      { type: "outcome", runId: "final-x", status: "completed" },
+    ]);
+  });
+});
