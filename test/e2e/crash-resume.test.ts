@@ -35,8 +35,8 @@ async function stagedAnswers(prefix: string): Promise<string[]> {
   const redis = new Redis(REDIS_URL);
   try {
     const keys = await redis.keys(`${prefix}:run:*:answer`);
-    const texts = await Promise.all(keys.map((k) => redis.hget(k, "text")));
-    return texts.filter((v): v is string => v !== null);
+    const values = await Promise.all(keys.map((k) => redis.get(k)));
+    return values.filter((v): v is string => v !== null).map((v) => String(JSON.parse(v).text));
   } finally {
     redis.disconnect();
   }

@@ -1,4 +1,4 @@
-import { failpoint, type HashNote, type OutboxFile, type ReplyStream } from "@hub/core";
+import { failpoint, type HashNote, type OutboxFile, type PushNote, type ReplyStream } from "@hub/core";
 import { type DecidedBlock, passed, type ShownPrefix, ShownPrefixFilter, ShownText } from "./shown-prefix.js";
 
 /** Options of an `OrderedBlockPusher`. */
@@ -43,7 +43,7 @@ export class OrderedBlockPusher {
   // toward what the reply has shown, those a resumed attempt drops too (an earlier attempt showed them):
   // so the note is this attempt's whole account, and an attempt resumed after this one skips what this
   // one pushed.
-  #queue(decided: DecidedBlock[], last?: { note: HashNote | undefined }): void {
+  #queue(decided: DecidedBlock[], last?: { note: PushNote | undefined }): void {
     const lastPush = last ? decided.findLastIndex((d) => d.push !== undefined) : -1;
     for (const [i, { block, push }] of decided.entries()) {
       const shown = this.#shown.add(block);
@@ -105,7 +105,7 @@ export class OrderedBlockPusher {
    * when every block is pushed (or the pusher stopped at a failure). With no block left to push, the
    * reply's `end` ends it (and `note` is not written).
    */
-  async finish(blocks: string[], note?: HashNote): Promise<void> {
+  async finish(blocks: string[], note?: PushNote): Promise<void> {
     const decided = this.#filter
       ? [...this.#filter.decide(blocks), ...this.#filter.releaseDecided()]
       : blocks.map(passed);

@@ -22,7 +22,7 @@ function recordingReply(): ReplyStream & { pushed: string[]; notes: HashNote[]; 
     lasts,
     push: async (block, note, options) => {
       pushed.push(block);
-      if (note) notes.push(note);
+      if (note && "fields" in note) notes.push(note);
       if (options?.last) lasts.push(block);
     },
     end: async () => pushed.length,

@@ -39,7 +39,7 @@ export interface ReplyStream {
    * (only on a fenced reply), its fields are written in the same step. With `last`, the reply ends
    * with this block in the same step (`end` then has nothing left to do).
    */
-  push(block: string, note?: HashNote, options?: ReplyPushOptions): Promise<void>;
+  push(block: string, note?: PushNote, options?: ReplyPushOptions): Promise<void>;
   /**
    * Queues a file from the outbox as one segment in its place after the blocks pushed so far,
    * with an optional caption (the ReplyDispatcher implements it).
@@ -91,9 +91,20 @@ export interface WriteFence {
 export interface HashNote {
   key: string;
   fields: Record<string, string | number>;
-  /** Given: the hash expires this many seconds after the write (a note kept apart from any record). */
-  ttlSeconds?: number | undefined;
 }
+
+/**
+ * A string value written in the same atomic Redis step as a fenced push, after its fence holds, kept for
+ * `ttlSeconds`: a record of what was pushed that lives in a key of its own (e.g. a run's staged answer).
+ */
+export interface ValueNote {
+  key: string;
+  value: string;
+  ttlSeconds: number;
+}
+
+/** What a fenced push may write in its own step: hash fields, or a value with a TTL. */
+export type PushNote = HashNote | ValueNote;
 
 /** A write refused by its fence: the writer no longer holds its claim. */
 export class WriteFencedError extends Error {

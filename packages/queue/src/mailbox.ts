@@ -1,12 +1,12 @@
 import { randomUUID } from "node:crypto";
 import {
   failpoint,
-  type HashNote,
   type HubLogger,
   isDeadProcess,
   PermanentSendError,
   PID_SPACE,
   PROCESS_START,
+  type PushNote,
   RateLimitedError,
   type WriteFence,
   WriteFencedError,
@@ -352,7 +352,7 @@ export class OrderedMailbox<T> {
     items: ReadonlyArray<MailboxItem<T>>,
     options: {
       fence?: WriteFence | undefined;
-      note?: HashNote | undefined;
+      note?: PushNote | undefined;
       /**
        * This process may drain the key itself: when nobody owes it a drain and one of this process's
        * workers has a free slot, the push claims the key in its own step and that worker drains it at
@@ -371,14 +371,15 @@ export class OrderedMailbox<T> {
     try {
       const now = Date.now();
       const owe = [now, this.#o.graceMs, key, here?.token ?? "", this.#o.leaseMs];
-      const noteArgs = note ? Object.entries(note.fields).flat() : [];
+      const noteArgs =
+        note === undefined ? [] : "value" in note ? [note.value] : Object.entries(note.fields).flat();
       // The wake-up (the key put on `ready`), or this process's claim, is part of the push's own step.
       const pushed = await (fence
         ? runScript(this.#redis, FENCED_PUSH, note ? [...keys, fence.key, note.key] : [...keys, fence.key], [
             ...owe,
             fence.field,
             fence.value,
-            note?.ttlSeconds ?? 0,
+            note && "value" in note ? note.ttlSeconds : 0,
             noteArgs.length,
             ...noteArgs,
             ...encoded,

@@ -623,11 +623,11 @@ describe("OrderedMailbox", () => {
     expect(await redis.hgetall(note.key)).toEqual({ shownChars: "4", shownSig: "abc" });
     expect(await mailbox.depth("k")).toBe(1);
     await expect(mailbox.push("k", [{ id: "c", data: { n: 3 } }], { note })).rejects.toThrow(/fenced/);
-    // A note with a TTL expires on its own; one without keeps the hash's (none here).
+    // A value note is a string of its own, kept for its TTL.
     await redis.hset(fence.key, "generation", "9");
-    const kept = { key: `${prefix}:answer`, fields: { text: "hi" }, ttlSeconds: 60 };
+    const kept = { key: `${prefix}:answer`, value: '{"text":"hi"}', ttlSeconds: 60 };
     await mailbox.push("k", [{ id: "d", data: { n: 4 } }], { fence: { ...fence, value: "9" }, note: kept });
-    expect(await redis.hgetall(kept.key)).toEqual({ text: "hi" });
+    expect(await redis.get(kept.key)).toBe('{"text":"hi"}');
     expect(await redis.ttl(kept.key)).toBeGreaterThan(50);
     expect(await redis.ttl(note.key)).toBe(-1);
   });

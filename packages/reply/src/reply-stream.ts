@@ -1,7 +1,7 @@
 import type {
   ChannelCapabilities,
-  HashNote,
   OutboxFile,
+  PushNote,
   ReplyOpenOptions,
   ReplyPushOptions,
   ReplySettlement,
@@ -29,7 +29,7 @@ type QueuedItem = { id: string; data: SegmentItem };
 export interface OpenReplyDeps {
   capabilities: Pick<ChannelCapabilities, "textLimit" | "measure">;
   /** Queues items to the reply target's mailbox, in order. */
-  push(items: QueuedItem[], options: { fence?: ReplyOpenOptions["fence"]; note?: HashNote }): Promise<void>;
+  push(items: QueuedItem[], options: { fence?: ReplyOpenOptions["fence"]; note?: PushNote }): Promise<void>;
   /** Queues a live preview's newest text. */
   pushPreview(id: string, item: Omit<SegmentItem, "kind"> & { preview: string }): Promise<void>;
   /** Registers a wait for the reply's settlement (before the step that may settle it). */
@@ -67,7 +67,7 @@ export class OpenReply implements ReplyStream {
   /** Shows the answer so far as the live preview (only on a reply opened with one). */
   readonly preview?: (text: string) => Promise<void>;
 
-  async push(block: string, note?: HashNote, options?: ReplyPushOptions): Promise<void> {
+  async push(block: string, note?: PushNote, options?: ReplyPushOptions): Promise<void> {
     if (this.#ended) throw new Error(`reply ${this.replyId} already ended`);
     const items = chunkForChannel(block, this.deps.capabilities).map((text, i) => ({
       id: `${this.replyId}#${this.#next + i}`,
@@ -140,7 +140,7 @@ export class OpenReply implements ReplyStream {
   // that may settle it.
   async #queue(
     items: QueuedItem[],
-    push: { fence?: ReplyOpenOptions["fence"]; note?: HashNote },
+    push: { fence?: ReplyOpenOptions["fence"]; note?: PushNote },
     last: boolean,
   ): Promise<void> {
     const waiter = last ? await this.deps.waiter() : undefined;

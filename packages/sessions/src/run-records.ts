@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import type { HashNote } from "@hub/core";
+import type { HashNote, ValueNote } from "@hub/core";
 import { loadScript, mailboxHeads, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -181,7 +181,7 @@ export class RunRecords {
    * own, not fields of the record: a long value would keep the record in Redis's larger hash encoding for
    * its 7 days. It expires with the record.
    */
-  answerNote(runId: string, answer: StagedAnswer): HashNote {
+  answerNote(runId: string, answer: StagedAnswer): ValueNote {
     return stagedAnswerNote(this.answerKeyOf(runId), answer, RECORD_TTL_SECONDS);
   }
 

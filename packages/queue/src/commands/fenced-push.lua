@@ -1,15 +1,16 @@
 --[[
   fencedPush(q, sched, ready, own, att, fence[, note]; now, graceMs, key, claimToken, leaseMs, fenceField,
-  fenceValue, noteTtl, noteArgs, noteField, noteValue, ..., items...) -> like push (see push.lua), or error
-  FENCED (nothing written) unless hash `fence` holds `fenceValue` in `fenceField`. noteArgs is how many
-  ARGV after it are the note's field/value pairs, written to hash `note` in the same step (a record of
-  what was pushed); noteTtl > 0: the note expires that many seconds later.
+  fenceValue, noteTtl, noteArgs, note..., items...) -> like push (see push.lua), or error FENCED (nothing
+  written) unless hash `fence` holds `fenceValue` in `fenceField`. noteArgs is how many ARGV after it are
+  the note, written to key `note` in the same step (a record of what was pushed): with noteTtl 0, its
+  field/value pairs, to a hash; else its one value, to a string kept noteTtl seconds.
 ]]
 if redis.call('HGET', KEYS[6], ARGV[6]) ~= ARGV[7] then return redis.error_reply('FENCED') end
 local first = 10 + tonumber(ARGV[9])
-if first > 10 then
+if first > 10 and ARGV[8] ~= '0' then
+  redis.call('SET', KEYS[7], ARGV[10], 'EX', ARGV[8])
+elseif first > 10 then
   redis.call('HSET', KEYS[7], unpack(ARGV, 10, first - 1))
-  if tonumber(ARGV[8]) > 0 then redis.call('EXPIRE', KEYS[7], ARGV[8]) end
 end
 local head
 for i = first, #ARGV, 500 do
