@@ -1,3 +1,4 @@
+import { RunRecords } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAI, type FakeTelegram, privateText } from "../fakes/src/index.js";
@@ -34,9 +35,11 @@ const copiesOf = (text: string) => sentTexts().filter((t) => t.includes(text)).l
 async function stagedAnswers(prefix: string): Promise<string[]> {
   const redis = new Redis(REDIS_URL);
   try {
+    const runs = new RunRecords(redis, prefix);
     const keys = await redis.keys(`${prefix}:run:*:answer`);
-    const values = await Promise.all(keys.map((k) => redis.get(k)));
-    return values.filter((v): v is string => v !== null).map((v) => String(JSON.parse(v).text));
+    const runIds = keys.map((k) => k.slice(`${prefix}:run:`.length, -":answer".length));
+    const staged = await Promise.all(runIds.map((runId) => runs.stagedAnswer(runId)));
+    return staged.flatMap((answer) => (answer ? [answer.text] : []));
   } finally {
     redis.disconnect();
   }

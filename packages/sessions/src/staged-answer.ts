@@ -3,7 +3,6 @@ import type { Redis } from "ioredis";
 import { z } from "zod";
 import { safeJson, TranscriptEntrySchema } from "./transcript.js";
 
-// A staged answer as its note stores it (JSON); read back through this schema (Redis is an edge).
 const StagedAnswerSchema = z.object({
   /** The reply that carried the answer, queued whole (its last item pushed). */
   replyId: z.string().min(1),
@@ -19,6 +18,14 @@ const StagedAnswerSchema = z.object({
   }),
 });
 
+// As its note stores it (JSON; read back through this schema, Redis being an edge): without the text
+// when it is the answer's own (no earlier step said anything), which halves the note of most answers.
+const StoredAnswerSchema = StagedAnswerSchema.extend({ text: z.string().optional() });
+
+// The text of an answer's own lines.
+const textOf = (entries: StagedAnswer["entries"]) =>
+  entries.map((e) => (e.type === "assistant" ? e.text : "")).join("");
+
 /**
  * A run's answer as its last block's push left it (see `RunRecords.answerNote`): everything its settle
  * writes and records, so that a run whose process died between that push and the settle is finished from
@@ -28,13 +35,15 @@ export type StagedAnswer = z.infer<typeof StagedAnswerSchema>;
 
 /** The note that stages `answer` at `key` for `ttlSeconds` (written by the fenced push of its last block). */
 export function stagedAnswerNote(key: string, answer: StagedAnswer, ttlSeconds: number): ValueNote {
-  return { key, value: JSON.stringify(answer), ttlSeconds };
+  const stored = answer.text === textOf(answer.entries) ? { ...answer, text: undefined } : answer;
+  return { key, value: JSON.stringify(stored), ttlSeconds };
 }
 
 /** The answer staged at `key`, or undefined when there is none (or it cannot be read: then it is not used). */
 export async function readStagedAnswer(redis: Redis, key: string): Promise<StagedAnswer | undefined> {
   const value = await redis.get(key);
   if (value === null) return undefined;
-  const staged = StagedAnswerSchema.safeParse(safeJson(value));
-  return staged.success ? staged.data : undefined;
+  const stored = StoredAnswerSchema.safeParse(safeJson(value));
+  if (!stored.success) return undefined;
+  return { ...stored.data, text: stored.data.text ?? textOf(stored.data.entries) };
 }
