@@ -33,21 +33,22 @@ export interface SystemPromptInput {
 const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"];
 
 /**
- * Builds the system prompt: identity, rules, tool catalog, channel facts,
- * current time (UTC) and workspace files, each under a markdown heading, in
- * that order. A pure function of its input (no clock, no locale), so the same
- * input always gives the same text and provider prompt caches stay warm.
+ * Builds the system prompt: identity, rules, tool catalog, workspace files,
+ * channel facts and current time (UTC, to the minute), each under a markdown
+ * heading, in that order. A pure function of its input (no clock, no locale),
+ * so the same input always gives the same text; what changes from message to
+ * message comes last and only by the minute, so a provider's prompt cache
+ * keeps the operator's part for every chat, and a chat's history within a minute.
  */
 export function buildSystemPrompt(input: SystemPromptInput): string {
   const sections = [
     `# Identity\n\n${input.identity.trim()}`,
     `# Rules\n\n${rulesOf(input.rules)}`,
     `# Tools\n\n${toolCatalog(input.tools)}`,
-    `# Channel\n\n${channelFacts(input.channel)}`,
-    `# Current time\n\n${timeFacts(input.now)}`,
   ];
   const files = input.bootstrap?.files ?? [];
   if (files.length > 0) sections.push(workspaceSection(files));
+  sections.push(`# Channel\n\n${channelFacts(input.channel)}`, `# Current time\n\n${timeFacts(input.now)}`);
   return `${sections.join("\n\n")}\n`;
 }
 
@@ -108,8 +109,9 @@ function channelFacts(c: PromptChannel): string {
   );
 }
 
+// To the minute: a prompt that changed every millisecond could never be cached by a provider.
 function timeFacts(now: Date): string {
-  return `${now.toISOString()} (${WEEKDAYS[now.getUTCDay()]}, UTC)`;
+  return `${now.toISOString().slice(0, 16)}Z (${WEEKDAYS[now.getUTCDay()]}, UTC)`;
 }
 
 function oneLine(text: string): string {

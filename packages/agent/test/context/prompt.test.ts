@@ -34,16 +34,28 @@ describe("buildSystemPrompt", () => {
       "# Identity",
       "# Rules",
       "# Tools",
-      "# Channel",
-      "# Current time",
       "# Workspace files",
       "## AGENTS.md",
       "## USER.md",
+      "# Channel",
+      "# Current time",
     ]);
     expect(prompt).toContain("You are Hubby, a helpful assistant.");
     expect(prompt).toContain("- Answer in the user's language.");
-    expect(prompt).toContain("2024-05-01T12:34:56.000Z (Wednesday, UTC)");
+    expect(prompt).toContain("2024-05-01T12:34Z (Wednesday, UTC)");
     expect(prompt).toContain("## AGENTS.md\n\nBe brief.\n\n## USER.md\n\nThe user is Ada.");
+  });
+
+  it("stays the same within a minute, and keeps the operator's part ahead of what differs per chat", () => {
+    const first = buildSystemPrompt(input());
+    expect(buildSystemPrompt(input({ now: new Date("2024-05-01T12:34:01.999Z") }))).toBe(first);
+    expect(buildSystemPrompt(input({ now: new Date("2024-05-01T12:35:00.000Z") }))).not.toBe(first);
+    const elsewhere = buildSystemPrompt(
+      input({ channel: { channel: "discord", chatType: "group", senderName: "Bo", senderId: "7" } }),
+    );
+    const shared = first.slice(0, first.indexOf("# Channel"));
+    expect(shared).toContain("## USER.md\n\nThe user is Ada.");
+    expect(elsewhere.startsWith(shared)).toBe(true);
   });
 
   it("always carries the untrusted-text rule", () => {
