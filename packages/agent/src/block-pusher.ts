@@ -39,7 +39,8 @@ export class OrderedBlockPusher {
   }
 
   // With `last`, the last block pushed ends the reply in its own push, with `last.note` (in place of what
-  // the reply has shown: an attempt resumed after it needs no account of the text). Every block counts
+  // the reply has shown: an attempt resumed after it finishes from that note, and sends again only if it
+  // cannot read it). Every block counts
   // toward what the reply has shown, those a resumed attempt drops too (an earlier attempt showed them):
   // so the note is this attempt's whole account, and an attempt resumed after this one skips what this
   // one pushed.

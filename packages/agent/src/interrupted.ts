@@ -44,7 +44,14 @@ export async function finalizeInterrupted(
     // process's kept copy of it stale (see HeldSessions).
     const session = await deps.sessions.get(record.sessionKey);
     const end = { type: "outcome" as const, runId, ...outcome, at: Date.now() };
-    if (session) await deps.sessions.append(session.sessionId, [...(staged?.entries ?? []), end]);
+    // A staged answer goes in after a `writer` line of the finalize's own, with the claim taken again first:
+    // an attempt that was only frozen, woken later, can then neither push more nor be read back writing
+    // the same answer again (its late lines carry the older claim).
+    if (staged) await deps.writers?.reclaimFor(record.sessionKey, runId);
+    const fenced = staged
+      ? [{ type: "writer" as const, runId, writer: `${runId}#finalized`, at: Date.now() }, ...staged.entries]
+      : [];
+    if (session) await deps.sessions.append(session.sessionId, [...fenced, end]);
     if (staged) await deps.runs.dropAnswer(runId);
     log.warn(
       { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },

@@ -492,12 +492,16 @@ export class AgentRunner {
       "the interrupted attempt had queued its whole answer; finishing the run with it",
     );
     run.answer = staged.entries;
+    const { ctx, runId } = run.request;
     return {
       end: { status: "completed", stopReason: staged.stopReason, abandoned: false },
       text: staged.text,
-      reply: queuedReply(this.o.replies, staged.replyId, run.request.ctx.replyTarget),
-      endedByPush: true,
+      reply: queuedReply(this.o.replies, staged.replyId, ctx.replyTarget),
+      // No push under this attempt's claim checked it: the settle checks it before writing (#answerEnd).
+      endedByPush: false,
       usage: staged.usage,
+      // The dead attempt's acknowledgement reaction comes off once the queued answer is delivered.
+      unacknowledge: acknowledge(this.o.live, ctx, run.log, runId),
     };
   }
 

@@ -138,5 +138,15 @@ describe("a run stopped between its reply's last push and its settle", () => {
       { type: "assistant", runId: "final-x", text: "The answer, finalized." },
       { type: "outcome", runId: "final-x", status: "completed" },
     ]);
+    // The dead attempt, had it only been frozen, wakes and writes its answer late, under its own claim:
+    // no reader sees it a second time.
+    const lines = await dead.store.read(session.sessionId);
+    const old = lines.find((e) => e.type === "writer" && e.runId === "final-x")!;
+    const writer = old.type === "writer" ? old.writer : "";
+    await dead.store.append(session.sessionId, [
+      { type: "assistant", runId: "final-x", text: "The answer, finalized.", writer, at: Date.now() },
+    ]);
+    const answers = (await dead.store.read(session.sessionId)).filter((e) => e.type === "assistant");
+    expect(answers.map((e) => e.type === "assistant" && e.text)).toEqual(["The answer, finalized."]);
   });
 });

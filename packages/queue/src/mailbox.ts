@@ -365,6 +365,8 @@ export class OrderedMailbox<T> {
     const encoded = items.map((item) => this.encode(item));
     const { fence, note } = options;
     if (note && !fence) throw new Error("a note is written only with a fenced push");
+    if (note && "value" in note && !(note.ttlSeconds >= 1))
+      throw new Error("a value note needs a TTL of 1 s or more");
     const own = this.#k("own", key);
     const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:ready`, own, this.#k("att", key)];
     const here = options.drainHere ? this.reserveDrainHere() : undefined;

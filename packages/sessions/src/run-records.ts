@@ -177,9 +177,9 @@ export class RunRecords {
   /**
    * The note that stages a run's answer, written by the fenced push of its last block (so the push and
    * the answer cannot be parted by a crash) and deleted by the run's settle: a run found interrupted with
-   * it had its whole reply queued, and is finished from it without a second model call. A hash of its
-   * own, not fields of the record: a long value would keep the record in Redis's larger hash encoding for
-   * its 7 days. It expires with the record.
+   * it had its whole reply queued, and is finished from it without a second model call. A string of
+   * its own, not fields of the record: a long value would keep the record in Redis's larger hash encoding
+   * for its 7 days. It is kept as long as a record is (7 days from the push).
    */
   answerNote(runId: string, answer: StagedAnswer): ValueNote {
     return stagedAnswerNote(this.answerKeyOf(runId), answer, RECORD_TTL_SECONDS);
