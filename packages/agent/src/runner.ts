@@ -180,6 +180,8 @@ interface TurnResult {
    * nothing queued nothing and ended nothing).
    */
   endedByPush: boolean;
+  /** The transcript has the run's answer and outcome already (an earlier attempt wrote them). */
+  written?: boolean;
   usage?: { inputTokens: number; outputTokens: number };
   /** Removes the acknowledgement reaction (none: undefined); called once the answer is delivered. */
   unacknowledge?: (() => Promise<void>) | undefined;
@@ -491,9 +493,12 @@ export class AgentRunner {
       { replyId: staged.replyId },
       "the interrupted attempt had queued its whole answer; finishing the run with it",
     );
-    run.answer = staged.entries;
     const { ctx, runId } = run.request;
+    // Killed after its settle's write but before the settle's step: the transcript has the end already.
+    const written = run.held.entries().some((e) => e.type === "outcome" && e.runId === runId);
+    run.answer = written ? [] : staged.entries;
     return {
+      written,
       end: { status: "completed", stopReason: staged.stopReason, abandoned: false },
       text: staged.text,
       reply: queuedReply(this.o.replies, staged.replyId, ctx.replyTarget),
@@ -726,7 +731,7 @@ export class AgentRunner {
       return false;
     }
     const error = end.errorText ? { error: end.errorText } : {};
-    if (end.status !== "superseded") await this.#writeEnd(run, end);
+    if (end.status !== "superseded" && !turn.written) await this.#writeEnd(run, end);
     // The answer's text stays in the run record only where a client can ask for it again (the web chat's
     // chat.send retried with its idempotency key); elsewhere the transcript has it, and a long value would
     // keep the record in Redis' larger hash encoding for the record's 7 days.

@@ -55,14 +55,16 @@ function countedPushes(): ReplySink & { pushes: number } {
 
 // A runner on `dir`'s sessions; `stopAtSettle`: its settle's write (the answer and outcome) never returns,
 // as if the process died there, and `stopped` resolves when it got there.
-function world(dir: string, provider: ModelProvider, stopAtSettle = false) {
+function world(dir: string, provider: ModelProvider, stopAtSettle: false | "before" | "after" = false) {
   const store = new FileSessionStore(join(stateDir, dir), logger);
   let reached = () => {};
   const stopped = new Promise<void>((resolve) => {
     reached = resolve;
   });
   const sessions = withAppend(store, async (id, entries, append) => {
-    if (stopAtSettle && entries.some((e) => e.type === "outcome")) {
+    const settling = stopAtSettle && entries.some((e) => e.type === "outcome");
+    if (settling && stopAtSettle === "after") await append(id, entries);
+    if (settling) {
       reached();
       return new Promise(() => {});
     }
@@ -94,9 +96,14 @@ async function linesOf(store: FileSessionStore, sessionKey: string, runId: strin
 }
 
 // Runs `runId` in a world that stops at its settle, once its whole reply is queued.
-async function stoppedAfterQueuing(dir: string, runId: string, answer: string) {
+async function stoppedAfterQueuing(
+  dir: string,
+  runId: string,
+  answer: string,
+  at: "before" | "after" = "before",
+) {
   const model = countedModel(answer);
-  const dead = world(dir, model, true);
+  const dead = world(dir, model, at);
   void dead.runner.run(directRequest(runId, dir, "a question"), new AbortController());
   await dead.stopped;
   return { model, dead };
@@ -121,6 +128,17 @@ describe("a run stopped between its reply's last push and its settle", () => {
     expect(lines.map(([, writer]) => writer)).toEqual([first, first, resumed, resumed, resumed]);
     expect(resumed).not.toBe(first);
     expect(await redis.hgetall(`${prefix}:usage:${sessionKey}`)).toEqual({ input: "5", output: "3" });
+  });
+
+  it("stopped after the settle's transcript write: the resume settles without writing the answer again", async () => {
+    const { model } = await stoppedAfterQueuing("written", "written-x", "The answer, written once.", "after");
+    const next = world("written", model);
+    await next.runner.run(directRequest("written-x", "written", "a question"), new AbortController());
+    expect(model.calls).toBe(1);
+    expect(await next.runs.get("written-x")).toMatchObject({ status: "completed", attempt: 2 });
+    const sessionKey = directRequest("written-x", "written").ctx.sessionKey;
+    const lines = await linesOf(next.store, sessionKey, "written-x");
+    expect(lines.map(([type]) => type)).toEqual(["writer", "user", "assistant", "outcome", "writer"]);
   });
 
   it("finalized (not resumed): it ends completed with its staged answer written", async () => {
