@@ -51,7 +51,12 @@ export async function finalizeInterrupted(
     const fenced = staged
       ? [{ type: "writer" as const, runId, writer: `${runId}#finalized`, at: Date.now() }, ...staged.entries]
       : [];
-    if (session) await deps.sessions.append(session.sessionId, [...fenced, end]);
+    // Killed after its settle's write (before the settle's step): the transcript has its end already.
+    const written =
+      staged !== undefined &&
+      session !== undefined &&
+      (await deps.sessions.read(session.sessionId)).some((e) => e.type === "outcome" && e.runId === runId);
+    if (session && !written) await deps.sessions.append(session.sessionId, [...fenced, end]);
     if (staged) await deps.runs.dropAnswer(runId);
     log.warn(
       { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },

@@ -141,6 +141,17 @@ describe("a run stopped between its reply's last push and its settle", () => {
     expect(lines.map(([type]) => type)).toEqual(["writer", "user", "assistant", "outcome", "writer"]);
   });
 
+  it("stopped after the settle's transcript write and finalized: its answer is not written again", async () => {
+    const { dead } = await stoppedAfterQueuing("written-f", "written-f", "Written before the stop.", "after");
+    const record = (await dead.runs.get("written-f"))!;
+    const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
+    expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
+    expect(await dead.runs.get("written-f")).toMatchObject({ status: "completed" });
+    const sessionKey = directRequest("written-f", "written-f").ctx.sessionKey;
+    const lines = await linesOf(dead.store, sessionKey, "written-f");
+    expect(lines.map(([type]) => type)).toEqual(["writer", "user", "assistant", "outcome"]);
+  });
+
   it("finalized (not resumed): it ends completed with its staged answer written", async () => {
     const { dead } = await stoppedAfterQueuing("finalized", "final-x", "The answer, finalized.");
     const record = (await dead.runs.get("final-x"))!;
