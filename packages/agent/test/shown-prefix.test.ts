@@ -1,4 +1,4 @@
-import type { HashNote, ReplyStream } from "@hub/core";
+import type { HashNote, PushNote, ReplyStream } from "@hub/core";
 import { describe, expect, it } from "vitest";
 import { OrderedBlockPusher } from "../src/block-pusher.js";
 import { type ShownPrefix, ShownPrefixFilter, ShownText } from "../src/shown-prefix.js";
@@ -54,6 +54,22 @@ describe("a resumed attempt does not repeat what the interrupted one showed", ()
     const filter = new ShownPrefixFilter(shownOf("One.", "Two."));
     expect(filter.take(["One."])).toEqual([]);
     expect(filter.release()).toEqual(["One."]);
+  });
+
+  it("finish stages its note on the last push only; the blocks before it carry what was shown", async () => {
+    const reply = recordingReply();
+    const notes: PushNote[] = [];
+    const push = reply.push;
+    reply.push = async (block, note, options) => {
+      if (note) notes.push(note);
+      return push(block, note, options);
+    };
+    const noteOf = (shown: ShownPrefix): HashNote => ({ key: "run:1", fields: { ...shown } });
+    const pusher = new OrderedBlockPusher(reply, { noteOf });
+    const staged = { key: "run:1:answer", value: "{}", ttlSeconds: 60 };
+    await pusher.finish(["One.", "Two.", "Three."], staged);
+    expect(reply.lasts).toEqual(["Three."]);
+    expect(notes.map((n) => ("value" in n ? "staged" : n.fields.chars))).toEqual([4, 10, "staged"]);
   });
 
   it("each push carries what the reply has shown with it, and a resumed pusher skips that much", async () => {
