@@ -1,4 +1,4 @@
-import type { AckLedger, LiveFeatures, ReactedMessage } from "@hub/agent";
+import { type AckLedger, type LiveFeatures, type ReactedMessage, replyIdOf } from "@hub/agent";
 import { type HubLogger, type ReplySettlement, ReplyTargetSchema } from "@hub/core";
 import type { RunRecords } from "@hub/sessions";
 import type { Redis } from "ioredis";
@@ -92,7 +92,7 @@ export async function removeLeftReactions(deps: LeftReactionDeps): Promise<numbe
       const run = await deps.runs.get(runId).catch(() => undefined);
       if (run && (run.status === "running" || run.status === "queued")) return;
       if (run) {
-        const replyId = run.attempt > 1 ? `${runId}.${run.attempt}` : runId;
+        const replyId = replyIdOf(runId, run.attempt);
         const signal = AbortSignal.timeout(deps.runTimeoutMs);
         const waited = await deps.settled(replyId, signal).then(
           () => true,

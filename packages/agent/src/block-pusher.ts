@@ -40,10 +40,9 @@ export class OrderedBlockPusher {
 
   // With `last`, the last block pushed ends the reply in its own push, with `last.note` (in place of what
   // the reply has shown: an attempt resumed after it finishes from that note, and sends again only if it
-  // cannot read it). Every block counts
-  // toward what the reply has shown, those a resumed attempt drops too (an earlier attempt showed them):
-  // so the note is this attempt's whole account, and an attempt resumed after this one skips what this
-  // one pushed.
+  // cannot read it). Every block counts toward what the reply has shown, those a resumed attempt drops
+  // too (an earlier attempt showed them): so the note is this attempt's whole account, and an attempt
+  // resumed after this one skips what this one pushed.
   #queue(decided: DecidedBlock[], last?: { note: PushNote | undefined }): void {
     const lastPush = last ? decided.findLastIndex((d) => d.push !== undefined) : -1;
     for (const [i, { block, push }] of decided.entries()) {

@@ -159,6 +159,11 @@ export function writtenBy<T extends TranscriptEntry>(entry: T, writer: string): 
   return Object.assign({}, entry, { writer });
 }
 
+/** True when the transcript has a run's outcome line: its end is written (an attempt's settle wrote it). */
+export function endWritten(entries: readonly TranscriptEntry[], runId: string): boolean {
+  return entries.some((e) => e.type === "outcome" && e.runId === runId);
+}
+
 /** The transcript line of a message a turn produced (the model's answer or a tool's result). */
 export function toEntry(m: ChatMessage, runId: string): TranscriptEntry {
   const at = Date.now();

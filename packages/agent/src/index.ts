@@ -17,6 +17,7 @@ export * from "./providers/lazy.js";
 export * from "./providers/offline.js";
 export type { OpenAIProviderOptions } from "./providers/openai.js";
 export * from "./recovery.js";
+export * from "./reply-id.js";
 export * from "./runner.js";
 export * from "./send-file.js";
 export * from "./session-commands.js";

@@ -7,6 +7,7 @@ import type {
   SessionStore,
   SessionWriters,
 } from "@hub/sessions";
+import { endWritten } from "./history.js";
 import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steering.js";
 
 /** What finalizing an interrupted run touches. */
@@ -55,7 +56,7 @@ export async function finalizeInterrupted(
     const written =
       staged !== undefined &&
       session !== undefined &&
-      (await deps.sessions.read(session.sessionId)).some((e) => e.type === "outcome" && e.runId === runId);
+      endWritten(await deps.sessions.read(session.sessionId), runId);
     if (session && !written) await deps.sessions.append(session.sessionId, [...fenced, end]);
     if (staged) await deps.runs.dropAnswer(runId);
     log.warn(

@@ -37,7 +37,15 @@ import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
-import { type History, historyMessages, historyOfHeld, toEntry, userEntryOf, writtenBy } from "./history.js";
+import {
+  endWritten,
+  type History,
+  historyMessages,
+  historyOfHeld,
+  toEntry,
+  userEntryOf,
+  writtenBy,
+} from "./history.js";
 import { finalizeInterrupted, handOnSteering } from "./interrupted.js";
 import { acknowledge, type LiveFeatures, LivePreviewFeed } from "./live.js";
 import type { MediaPreparer } from "./media/prepare.js";
@@ -47,6 +55,7 @@ import type { ModelProvider } from "./model.js";
 import { modelImageSender } from "./model-images.js";
 import type { PendingAnnouncements } from "./pending-announcements.js";
 import { queuedReply } from "./queued-reply.js";
+import { replyIdOf } from "./reply-id.js";
 import { RunStopError } from "./run-errors.js";
 import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
 import { settledWithin } from "./settled-within.js";
@@ -495,7 +504,7 @@ export class AgentRunner {
     );
     const { ctx, runId } = run.request;
     // Killed after its settle's write but before the settle's step: the transcript has the end already.
-    const written = run.held.entries().some((e) => e.type === "outcome" && e.runId === runId);
+    const written = endWritten(run.held.entries(), runId);
     run.answer = written ? [] : staged.entries;
     return {
       written,
@@ -895,11 +904,6 @@ export class AgentRunner {
       clearInterval(timer);
     };
   }
-}
-
-/** The reply of a run's attempt: the run's id for its first, `<runId>.<attempt>` after. */
-function replyIdOf(runId: string, attempt: number): string {
-  return attempt === 1 ? runId : `${runId}.${attempt}`;
 }
 
 /** The requests whose user line is not in the transcript yet, in order. */
