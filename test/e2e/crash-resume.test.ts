@@ -30,14 +30,14 @@ const paragraphs = (tag: string, n: number) =>
 const sentTexts = () => telegram.sent(USER).map((m) => String(m.text));
 const copiesOf = (text: string) => sentTexts().filter((t) => t.includes(text)).length;
 
-// The answers staged under `prefix` (`run:<runId>:answer`, written by a reply's last push and deleted by
+// The answers staged under `prefix` (`answer:<runId>`, written by a reply's last push and deleted by
 // its run's settle), by their text.
 async function stagedAnswers(prefix: string): Promise<string[]> {
   const redis = new Redis(REDIS_URL);
   try {
     const runs = new RunRecords(redis, prefix);
-    const keys = await redis.keys(`${prefix}:run:*:answer`);
-    const runIds = keys.map((k) => k.slice(`${prefix}:run:`.length, -":answer".length));
+    const keys = await redis.keys(`${prefix}:answer:*`);
+    const runIds = keys.map((k) => k.slice(`${prefix}:answer:`.length));
     const staged = await Promise.all(runIds.map((runId) => runs.stagedAnswer(runId)));
     return staged.flatMap((answer) => (answer ? [answer.text] : []));
   } finally {

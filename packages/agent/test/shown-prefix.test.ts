@@ -66,7 +66,7 @@ describe("a resumed attempt does not repeat what the interrupted one showed", ()
     };
     const noteOf = (shown: ShownPrefix): HashNote => ({ key: "run:1", fields: { ...shown } });
     const pusher = new OrderedBlockPusher(reply, { noteOf });
-    const staged = { key: "run:1:answer", value: "{}", ttlSeconds: 60 };
+    const staged = { key: "answer:1", value: "{}", ttlSeconds: 60 };
     await pusher.finish(["One.", "Two.", "Three."], staged);
     expect(reply.lasts).toEqual(["Three."]);
     expect(notes.map((n) => ("value" in n ? "staged" : n.fields.chars))).toEqual([4, 10, "staged"]);

@@ -169,9 +169,12 @@ export class RunRecords {
     return { key: this.#key(runId), fields: { shownChars: shown.chars, shownSig: shown.sig } };
   }
 
-  /** The Redis key of a run's staged answer (see `answerNote`). */
+  /**
+   * The Redis key of a run's staged answer (see `answerNote`): a namespace of its own, so that what lists
+   * `run:*` finds run records (hashes) only.
+   */
   answerKeyOf(runId: string): string {
-    return `${this.#key(runId)}:answer`;
+    return `${this.prefix}:answer:${runId}`;
   }
 
   /**

@@ -14,7 +14,7 @@
   KEYS[2] writer:<sessionKey> (also the running run: fields active, activeUntil)
   KEYS[3] steer:<runId> (and steer:<runId>:settled, what settle took from it)
   KEYS[4] usage:<sessionKey> (hash input, output)
-  KEYS[5] run:<runId>:answer (the answer its last push staged; see RunRecords.answerNote)
+  KEYS[5] answer:<runId> (the answer its last push staged; see RunRecords.answerNote)
   KEYS[6..] the lane item's ack keys (see ack-next.lua), if any
 
   ARGV[2] attempt that must still be current ('' = any); ARGV[6] n, how many ARGV after it are the
