@@ -6,9 +6,13 @@ import type {
   SessionActivity,
   SessionStore,
   SessionWriters,
+  StagedAnswer,
 } from "@hub/sessions";
 import { endWritten } from "./history.js";
 import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steering.js";
+
+// The text a staged answer's run record keeps (as the settle would have kept it, see StagedAnswer).
+const keptText = (staged: StagedAnswer) => (staged.recordKeepsText ? { text: staged.text } : {});
 
 /** What finalizing an interrupted run touches. */
 export interface InterruptedRunDeps {
@@ -37,9 +41,14 @@ export async function finalizeInterrupted(
   const { runId } = record;
   const staged = await deps.runs.stagedAnswer(runId);
   const outcome = staged
-    ? { status: "completed" as const, stopReason: staged.stopReason }
+    ? { status: "completed" as const, stopReason: staged.stopReason, ...keptText(staged) }
     : { status: "interrupted" as const, error: "interrupted by a restart; not resumed" };
-  const decided = await deps.runs.finish(runId, outcome, record.attempt);
+  // The staged answer's tokens count as a settle's would; the finish deletes the staged answer.
+  const usage =
+    staged && deps.activity
+      ? { key: deps.activity.keysOf(record.sessionKey, runId).usage, ...staged.usage }
+      : undefined;
+  const decided = await deps.runs.finish(runId, outcome, record.attempt, usage);
   if (decided) {
     // No SessionWriters.touch needed: the interrupted run claimed the session, which already made every
     // process's kept copy of it stale (see HeldSessions).
@@ -58,7 +67,6 @@ export async function finalizeInterrupted(
       session !== undefined &&
       endWritten(await deps.sessions.read(session.sessionId), runId);
     if (session && !written) await deps.sessions.append(session.sessionId, [...fenced, end]);
-    if (staged) await deps.runs.dropAnswer(runId);
     log.warn(
       { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },
       staged

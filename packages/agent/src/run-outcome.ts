@@ -23,6 +23,13 @@ const TURN_STOP_REASONS: Record<AgentTurnResult["stopReason"], string> = {
   content_filter: "content_filter",
 };
 
+/**
+ * Whether a run's record keeps its answer's text: only where a client can ask for it again (the web chat's
+ * chat.send retried with its idempotency key); elsewhere the transcript has it, and a long value would keep
+ * the record in Redis' larger hash encoding for the record's 7 days.
+ */
+export const recordKeepsText = (channel: string): boolean => channel === "webchat";
+
 /** A turn that ran to its end. */
 export function completedRun(stopReason: AgentTurnResult["stopReason"]): RunEnd {
   return { status: "completed", stopReason: TURN_STOP_REASONS[stopReason], abandoned: false };

@@ -57,7 +57,14 @@ import type { PendingAnnouncements } from "./pending-announcements.js";
 import { queuedReply } from "./queued-reply.js";
 import { replyIdOf } from "./reply-id.js";
 import { RunStopError } from "./run-errors.js";
-import { completedRun, failureNotice, interruptedRun, type RunEnd, terminalState } from "./run-outcome.js";
+import {
+  completedRun,
+  failureNotice,
+  interruptedRun,
+  type RunEnd,
+  recordKeepsText,
+  terminalState,
+} from "./run-outcome.js";
 import { settledWithin } from "./settled-within.js";
 import type { ShownPrefix } from "./shown-prefix.js";
 import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
@@ -533,6 +540,7 @@ export class AgentRunner {
       text: result.text,
       stopReason: completedRun(result.stopReason).stopReason,
       usage: result.usage,
+      recordKeepsText: recordKeepsText(run.request.ctx.channel),
     });
   }
 
@@ -741,10 +749,7 @@ export class AgentRunner {
     }
     const error = end.errorText ? { error: end.errorText } : {};
     if (end.status !== "superseded" && !turn.written) await this.#writeEnd(run, end);
-    // The answer's text stays in the run record only where a client can ask for it again (the web chat's
-    // chat.send retried with its idempotency key); elsewhere the transcript has it, and a long value would
-    // keep the record in Redis' larger hash encoding for the record's 7 days.
-    const kept = request.ctx.channel === "webchat" ? { text } : {};
+    const kept = recordKeepsText(request.ctx.channel) ? { text } : {};
     const outcome = { status: end.status, ...kept, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the
     // last batch boundary were never seen by this run: they run next.

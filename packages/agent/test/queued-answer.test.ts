@@ -101,10 +101,11 @@ async function stoppedAfterQueuing(
   runId: string,
   answer: string,
   at: "before" | "after" = "before",
+  request = directRequest(runId, dir, "a question"),
 ) {
   const model = countedModel(answer);
   const dead = world(dir, model, at);
-  void dead.runner.run(directRequest(runId, dir, "a question"), new AbortController());
+  void dead.runner.run(request, new AbortController());
   await dead.stopped;
   return { model, dead };
 }
@@ -158,9 +159,13 @@ describe("a run stopped between its reply's last push and its settle", () => {
     expect(record.status).toBe("running");
     const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
     expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
-    expect(await dead.runs.get("final-x")).toMatchObject({ status: "completed", stopReason: "natural_end" });
+    const ended = await dead.runs.get("final-x");
+    expect(ended).toMatchObject({ status: "completed", stopReason: "natural_end" });
+    // A Telegram run's record keeps no text (its transcript has it), as its settle would have left it.
+    expect(ended?.text).toBeUndefined();
     expect(await dead.runs.stagedAnswer("final-x")).toBeUndefined();
     const sessionKey = directRequest("final-x", "finalized").ctx.sessionKey;
+    expect(await redis.hgetall(`${prefix}:usage:${sessionKey}`)).toEqual({ input: "5", output: "3" });
     const session = (await dead.store.get(sessionKey))!;
     const tail = (await dead.store.read(session.sessionId)).slice(-2);
     expect(tail).toMatchObject([
@@ -177,5 +182,24 @@ describe("a run stopped between its reply's last push and its settle", () => {
     ]);
     const answers = (await dead.store.read(session.sessionId)).filter((e) => e.type === "assistant");
     expect(answers.map((e) => e.type === "assistant" && e.text)).toEqual(["The answer, finalized."]);
+  });
+
+  it("finalized on the web chat: its record keeps the answer, for a chat.send retried by its key", async () => {
+    const direct = directRequest("final-w", "final-w", "a question");
+    const request = { ...direct, ctx: { ...direct.ctx, channel: "webchat" } };
+    const { dead } = await stoppedAfterQueuing(
+      "final-w",
+      "final-w",
+      "Kept for the retry.",
+      "before",
+      request,
+    );
+    const record = (await dead.runs.get("final-w"))!;
+    const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
+    expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
+    expect(await dead.runs.get("final-w")).toMatchObject({
+      status: "completed",
+      text: "Kept for the retry.",
+    });
   });
 });

@@ -188,14 +188,9 @@ export class RunRecords {
     return stagedAnswerNote(this.answerKeyOf(runId), answer, RECORD_TTL_SECONDS);
   }
 
-  /** The answer a run's last push staged (see `answerNote`), if its settle has not deleted it. */
+  /** The answer a run's last push staged (see `answerNote`), if no settle or finish has deleted it. */
   stagedAnswer(runId: string): Promise<StagedAnswer | undefined> {
     return readStagedAnswer(this.redis, this.answerKeyOf(runId));
-  }
-
-  /** Deletes a run's staged answer (a finalize that wrote it; a settle deletes it in its own step). */
-  async dropAnswer(runId: string): Promise<void> {
-    await this.redis.del(this.answerKeyOf(runId));
   }
 
   /**
@@ -266,7 +261,7 @@ export class RunRecords {
 
   /**
    * Decides a run's terminal outcome, once: returns false if it was already
-   * decided (a late writer cannot reopen or change it). Retries until Redis
+   * decided (a late writer cannot reopen or change it). Deciding deletes the run's staged answer. Retries until Redis
    * has it, because nothing may announce the end of a run before this resolves.
    */
   async finish(
@@ -274,13 +269,16 @@ export class RunRecords {
     outcome: RunOutcome,
     /** Only decide if this attempt is still the current one (an older attempt cannot end a resumed run). */
     attempt?: number,
+    /** Tokens the run used, added to its session's totals (`key`, see `SessionActivity.keysOf`) when this decides. */
+    usage?: { key: string; inputTokens: number; outputTokens: number },
   ): Promise<boolean> {
     const fields = RunRecords.outcomeFields(outcome);
     // Its retries (the first answer lost) recognise the outcome as theirs by this token.
-    const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", randomUUID(), ...fields];
-    const decided = await withRetries(
-      async () => (await runScript(this.redis, FINISH, [this.#key(runId), this.#outsideLane], args)) === 1,
-    );
+    const tokens = [usage?.inputTokens ?? 0, usage?.outputTokens ?? 0];
+    const args = [runId, RECORD_TTL_SECONDS, attempt ?? "", randomUUID(), ...tokens, ...fields];
+    const keys = [this.#key(runId), this.#outsideLane, this.answerKeyOf(runId)];
+    if (usage) keys.push(usage.key);
+    const decided = await withRetries(async () => (await runScript(this.redis, FINISH, keys, args)) === 1);
     if (decided) await this.noteFinished(runId, outcome.status);
     return decided;
   }

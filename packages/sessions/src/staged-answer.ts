@@ -16,6 +16,8 @@ const StagedAnswerSchema = z.object({
     inputTokens: z.number().int().nonnegative(),
     outputTokens: z.number().int().nonnegative(),
   }),
+  /** The run's record keeps the text (a client can ask for it again: the web chat's `chat.send` retry). */
+  recordKeepsText: z.boolean().optional(),
 });
 
 // As its note stores it (JSON; read back through this schema, Redis being an edge): without the text

@@ -40,7 +40,18 @@ describe("a staged answer", () => {
     await redis.set(runs.answerKeyOf("bad"), "{not json");
     expect(await runs.stagedAnswer("bad")).toBeUndefined();
     expect(await runs.stagedAnswer("missing")).toBeUndefined();
-    await runs.dropAnswer("bad");
-    expect(await redis.exists(runs.answerKeyOf("bad"))).toBe(0);
+  });
+
+  it("is deleted by the finish that decides its run, with its usage added when given", async () => {
+    const usageKey = `${prefix}:usage:s-finish`;
+    await runs.start("fin", "s-finish", 60_000);
+    await stage("fin", answer("Done.", "Done."));
+    // A finish that does not decide (another attempt owns the run) leaves both alone.
+    const tokens = { key: usageKey, inputTokens: 5, outputTokens: 3 };
+    expect(await runs.finish("fin", { status: "completed" }, 2, tokens)).toBe(false);
+    expect(await runs.stagedAnswer("fin")).toBeDefined();
+    expect(await runs.finish("fin", { status: "completed" }, 1, tokens)).toBe(true);
+    expect(await redis.exists(runs.answerKeyOf("fin"))).toBe(0);
+    expect(await redis.hgetall(usageKey)).toEqual({ input: "5", output: "3" });
   });
 });
