@@ -140,6 +140,33 @@ describe("a run killed before its first transcript write", () => {
   }, 60_000);
 });
 
+describe("a run killed after its settle's transcript write, before the settle's step", () => {
+  it("is finished from its staged answer after the restart: one model call, the answer in the history once", async () => {
+    const inst = make("written-crash");
+    const answer = "Written and queued, not yet settled.";
+    model.script({ text: answer }, { text: "A second answer, which no model call is made for." });
+    const a = await inst.start({ failpoints: "run.before-settle=kill@1" });
+    a.client!.request("chat.send", { text: "answer me once", idempotencyKey: "written-run-0001" }).catch(
+      () => {},
+    );
+    await a.hub.waitForOutput(/failpoint run\.before-settle: kill/);
+    const b = await inst.start();
+    await resumedRunCompleted(inst, "written-run-0001");
+    expect(model.requests).toHaveLength(1);
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "answer me once"],
+      ["assistant", answer],
+    ]);
+    // The chat.send retried by its key gets the answer the record kept.
+    const again = await b.client!.request("chat.send", {
+      text: "answer me once",
+      idempotencyKey: "written-run-0001",
+    });
+    expect(again.payload).toMatchObject({ status: "completed", text: answer });
+  }, 60_000);
+});
+
 describe("a run killed right after its settle began the session's next run", () => {
   it("the next run, begun but never started, runs once after the restart; both answered once, in order", async () => {
     const inst = make("settle-crash", { config: { agent: { queueMode: "followup" } } });

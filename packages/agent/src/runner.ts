@@ -749,6 +749,8 @@ export class AgentRunner {
     }
     const error = end.errorText ? { error: end.errorText } : {};
     if (end.status !== "superseded" && !turn.written) await this.#writeEnd(run, end);
+    // Written, not yet settled: a resume or finalize finds the answer in the transcript (TurnResult.written).
+    failpoint("run.before-settle");
     const kept = recordKeepsText(request.ctx.channel) ? { text } : {};
     const outcome = { status: end.status, ...kept, stopReason: end.stopReason, ...error };
     // Outcome, claim release, usage and the end of activity in one step; messages steered in after the

@@ -30,6 +30,7 @@ export type FailpointName =
   | "admission.before-admit"
   | "admission.after-admit"
   | "run.before-push"
+  | "run.before-settle"
   | "run.after-settle"
   | "run.before-late-requeue"
   | "run.after-take-steering"
