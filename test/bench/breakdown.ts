@@ -47,6 +47,9 @@ function scriptNames(root: string): Map<string, string> {
 class Tally {
   readonly scripts = new Map<string, { calls: number; inner: Map<string, number> }>();
   readonly plain = new Map<string, number>();
+  // The length of each call's MONITOR line (about what the hub sent for it: MONITOR quotes and escapes), by
+  // script or command.
+  readonly sent = new Map<string, number>();
   #current: { calls: number; inner: Map<string, number> } | undefined;
 
   constructor(readonly names: Map<string, string>) {}
@@ -68,10 +71,12 @@ class Tally {
       entry.calls++;
       this.scripts.set(script, entry);
       this.#current = entry;
+      this.sent.set(script, (this.sent.get(script) ?? 0) + text.length);
       return;
     }
     this.#current = undefined;
     this.plain.set(name, (this.plain.get(name) ?? 0) + 1);
+    this.sent.set(name, (this.sent.get(name) ?? 0) + text.length);
   }
 
   print(messages: number): void {
@@ -92,6 +97,10 @@ class Tally {
       console.log(`  ${per(n).padStart(6)}  ${command}`);
     }
     console.log(`  ${per(total).padStart(6)}  in all`);
+    const sent = [...this.sent].sort((a, b) => b[1] - a[1]);
+    const bytes = sent.reduce((a, [, n]) => a + n, 0);
+    console.log(`Bytes sent to Redis per inbound message (MONITOR's line lengths): ${Math.round(bytes / messages)}`);
+    for (const [name, n] of sent.slice(0, 12)) console.log(`  ${String(Math.round(n / messages)).padStart(6)}  ${name}`);
   }
 }
 

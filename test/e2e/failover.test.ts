@@ -105,6 +105,12 @@ describe("model failover", () => {
     });
     expect(await client.terminal("failover-chain-1")).toMatchObject({ state: "final", text: "From Claude." });
     expect(claude.requests.at(-1)?.model).toBe("sonnet");
+    // The system prompt's operator part goes in a block of its own, marked for Anthropic's prompt cache.
+    const system = claude.requests.at(-1)?.system as Array<{ text: string; cache_control?: unknown }>;
+    expect(system.map((b) => [b.text.split("\n")[0], b.cache_control])).toEqual([
+      ["# Identity", { type: "ephemeral" }],
+      ["# Channel", undefined],
+    ]);
     expect((await history(s)).map((m) => m.text)).toEqual(["anyone there?", "From Claude."]);
   });
 

@@ -42,7 +42,10 @@ function profilesOf(name: string, p: ProviderConfig): AuthProfile[] {
     const options = { id: name, ...(p.baseUrl ? { baseUrl: p.baseUrl } : {}), ...(apiKey ? { apiKey } : {}) };
     return {
       id: `${name}#${i + 1}`,
-      provider: p.api === "anthropic" ? anthropicProvider(options) : openAIProvider(options),
+      provider:
+        p.api === "anthropic"
+          ? anthropicProvider({ ...options, promptCache: p.promptCache })
+          : openAIProvider(options),
     };
   };
   // A keyless provider (a local Ollama, say) is one profile without a key.

@@ -17,7 +17,16 @@ export interface ModelImage {
 
 /** One message of the conversation sent to a model. */
 export type ChatMessage =
-  | { role: "system"; content: string }
+  | {
+      role: "system";
+      content: string;
+      /**
+       * How many leading characters of `content` are the same on every turn of every chat (the operator's
+       * part of the system prompt): a provider whose prompt cache needs explicit breakpoints (Anthropic's
+       * `cache_control`) marks its end. Unset: none of it is known to be.
+       */
+      stableChars?: number;
+    }
   | { role: "user"; content: string; images?: ModelImage[] }
   | { role: "assistant"; content: string; toolCalls?: ToolCall[] }
   | { role: "tool"; toolCallId: string; content: string };

@@ -147,6 +147,34 @@ describe("AnthropicProvider streaming", () => {
     ]);
   });
 
+  it("marks the system prompt's operator part for the prompt cache, in a block of its own", async () => {
+    const stable = "# Identity\n\nThe operator's part.\n\n";
+    const messages: ChatMessage[] = [
+      { role: "system", content: `${stable}# Channel\n\nA direct chat.\n`, stableChars: stable.length },
+      { role: "user", content: "hi" },
+      { role: "system", content: "Note: resumed." },
+    ];
+    await collect(f.provider.stream(f.request({ messages })));
+    expect(f.fake.requests[0]?.system).toEqual([
+      { type: "text", text: "# Identity\n\nThe operator's part.", cache_control: { type: "ephemeral" } },
+      { type: "text", text: "# Channel\n\nA direct chat.\n\n\nNote: resumed." },
+    ]);
+    // Turned off (`promptCache: false`), or with no stable part said: one plain text, as before.
+    const plain = kit.create({ id: "fake", baseUrl: f.fake.url, apiKey: "k", promptCache: false });
+    await collect(plain.stream(f.request({ messages })));
+    const unsaid = messages.map((m) => (m.role === "system" ? { role: m.role, content: m.content } : m));
+    await collect(f.provider.stream(f.request({ messages: unsaid })));
+    const joined = `${stable}# Channel\n\nA direct chat.\n\n\nNote: resumed.`;
+    expect(f.fake.requests.slice(1).map((r) => r.system)).toEqual([joined, joined]);
+  });
+
+  it("counts the prompt's cached tokens as input: read from and written to the cache", async () => {
+    const usage = { inputTokens: 12, outputTokens: 3, cacheReadTokens: 1500, cacheCreationTokens: 40 };
+    f.fake.script({ text: "ok", usage });
+    const events = await collect(f.provider.stream(f.request()));
+    expect(events.at(-1)).toMatchObject({ type: "done", usage: { inputTokens: 1552, outputTokens: 3 } });
+  });
+
   it("leaves `system` and `tools` out when there are none", async () => {
     await collect(f.provider.stream(f.request({ tools: [] })));
     expect(f.fake.requests[0]).not.toHaveProperty("tools");

@@ -32,6 +32,12 @@ const ProviderSchema = z
      * `api: "anthropic"` and for OpenAI's own API (no `baseUrl`), no for other OpenAI-compatible servers.
      */
     vision: z.union([z.boolean(), z.array(z.string().min(1))]).optional(),
+    /**
+     * Whether the system prompt's operator part (identity, rules, tools, workspace files) is marked for the
+     * provider's prompt cache: Anthropic's `cache_control` (OpenAI-compatible APIs cache prefixes by
+     * themselves; this changes nothing there).
+     */
+    promptCache: z.boolean().default(true),
   })
   .strict();
 

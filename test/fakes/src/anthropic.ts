@@ -40,8 +40,17 @@ export interface FakeAnthropicReplyScript {
   delayMs?: number;
   /** Overrides the stop_reason (default `tool_use` when there are tool calls, else `end_turn`). */
   stopReason?: "end_turn" | "tool_use" | "max_tokens" | "stop_sequence";
-  /** Overrides the reported token counts (default: a rough chars/4 estimate). */
-  usage?: { inputTokens: number; outputTokens: number };
+  /**
+   * Overrides the reported token counts (default: a rough chars/4 estimate); `cacheReadTokens` and
+   * `cacheCreationTokens` are reported as the prompt's tokens read from and written to the prompt cache
+   * (`cache_read_input_tokens`, `cache_creation_input_tokens`; 0 by default), which `input_tokens` leaves out.
+   */
+  usage?: {
+    inputTokens: number;
+    outputTokens: number;
+    cacheReadTokens?: number;
+    cacheCreationTokens?: number;
+  };
 }
 
 /**
@@ -229,7 +238,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
             content: [],
             stop_reason: null,
             stop_sequence: null,
-            usage: { input_tokens: reply.usage?.inputTokens ?? ctx.inputTokens, output_tokens: 1 },
+            usage: { ...inputUsage(reply, ctx), output_tokens: 1 },
           },
         },
       },
@@ -312,10 +321,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
       content,
       stop_reason: stopReasonOf(script),
       stop_sequence: null,
-      usage: {
-        input_tokens: script.usage?.inputTokens ?? ctx.inputTokens,
-        output_tokens: outputTokens(script),
-      },
+      usage: { ...inputUsage(script, ctx), output_tokens: outputTokens(script) },
     });
   }
 
@@ -420,4 +426,13 @@ function statusOf(type: FakeAnthropicErrorType): number {
 
 function errorBody(type: FakeAnthropicErrorType, message: string) {
   return { type: "error", error: { type, message } };
+}
+
+// A reply's prompt-side usage fields, as the Messages API reports them.
+function inputUsage(script: { usage?: FakeAnthropicReplyScript["usage"] }, ctx: { inputTokens: number }) {
+  return {
+    input_tokens: script.usage?.inputTokens ?? ctx.inputTokens,
+    cache_creation_input_tokens: script.usage?.cacheCreationTokens ?? 0,
+    cache_read_input_tokens: script.usage?.cacheReadTokens ?? 0,
+  };
 }

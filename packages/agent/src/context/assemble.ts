@@ -5,7 +5,7 @@ import type { ChatMessage, ModelImage, ModelProvider } from "../model.js";
 import type { AgentTool } from "../tools.js";
 import { cachedWorkspaceBootstrap } from "./bootstrap-cache.js";
 import { compactionMessage, estimateTokens, planCompaction, summarize } from "./compaction.js";
-import { buildSystemPrompt } from "./prompt.js";
+import { systemPromptParts } from "./prompt.js";
 import { pruneToolResults } from "./prune.js";
 
 const DEFAULT_IDENTITY = "You are a helpful assistant reached through a chat hub. Answer concisely.";
@@ -57,11 +57,11 @@ export async function assembleContext(
   /** Images of the user's message, for a model that takes them. */
   images: ModelImage[] = [],
 ): Promise<ChatMessage[]> {
-  const system = await systemPromptFor(input, settings);
+  const { text: system, stableChars } = await systemPromptFor(input, settings);
   const past = await compactIfNeeded(input, settings, system);
   const steered = input.steered ?? [];
   return [
-    { role: "system", content: system },
+    { role: "system", content: system, stableChars },
     ...pruneToolResults(trimHistory(past, settings.historyLimit ?? 200)),
     { role: "user", content: input.userText, ...(images.length ? { images } : {}) },
     ...steered.map((content) => ({ role: "user" as const, content })),
@@ -69,12 +69,15 @@ export async function assembleContext(
   ];
 }
 
-async function systemPromptFor(input: ContextInput, settings: ContextSettings): Promise<string> {
+async function systemPromptFor(
+  input: ContextInput,
+  settings: ContextSettings,
+): Promise<{ text: string; stableChars: number }> {
   const { ctx } = input;
   const bootstrap = await cachedWorkspaceBootstrap(settings.workspaceDir, settings.bootstrapLimits);
   if (bootstrap.diagnostics.length)
     input.log.warn({ diagnostics: bootstrap.diagnostics }, "workspace files were cut for the model");
-  return buildSystemPrompt({
+  return systemPromptParts({
     identity: settings.systemPrompt ?? DEFAULT_IDENTITY,
     tools: input.tools.map((t) => t.spec),
     channel: {

@@ -41,6 +41,15 @@ const WEEKDAYS = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Frida
  * keeps the operator's part for every chat, and a chat's history within a minute.
  */
 export function buildSystemPrompt(input: SystemPromptInput): string {
+  return systemPromptParts(input).text;
+}
+
+/**
+ * The system prompt (see `buildSystemPrompt`) and how many of its leading characters are the operator's
+ * part (identity, rules, tools, workspace files), the same for every chat and turn: what a provider's
+ * prompt cache can keep for all of them (see `ChatMessage`'s `stableChars`).
+ */
+export function systemPromptParts(input: SystemPromptInput): { text: string; stableChars: number } {
   const sections = [
     `# Identity\n\n${input.identity.trim()}`,
     `# Rules\n\n${rulesOf(input.rules)}`,
@@ -48,8 +57,9 @@ export function buildSystemPrompt(input: SystemPromptInput): string {
   ];
   const files = input.bootstrap?.files ?? [];
   if (files.length > 0) sections.push(workspaceSection(files));
-  sections.push(`# Channel\n\n${channelFacts(input.channel)}`, `# Current time\n\n${timeFacts(input.now)}`);
-  return `${sections.join("\n\n")}\n`;
+  const stable = `${sections.join("\n\n")}\n\n`;
+  const turn = `# Channel\n\n${channelFacts(input.channel)}\n\n# Current time\n\n${timeFacts(input.now)}\n`;
+  return { text: stable + turn, stableChars: stable.length };
 }
 
 const DEFAULT_RULES = `- ${UNTRUSTED_RULE}`;

@@ -4,6 +4,7 @@ import type {
   MessageParam,
   RawMessageStreamEvent,
   StopReason,
+  TextBlockParam,
   Tool,
   ToolResultBlockParam,
 } from "@anthropic-ai/sdk/resources/messages";
@@ -46,6 +47,12 @@ export interface AnthropicProviderOptions {
   maxRetries?: number;
   /** `max_tokens` of every call, which Anthropic requires (default 4096). */
   maxTokens?: number;
+  /**
+   * Marks the end of the system prompt's operator part (see `ChatMessage`'s `stableChars`) for Anthropic's
+   * prompt cache (`cache_control`), so the tools and that part are read from it on every call within its
+   * lifetime (default true).
+   */
+  promptCache?: boolean;
 }
 
 const DEFAULT_BASE_URL = "https://api.anthropic.com";
@@ -72,12 +79,14 @@ export class AnthropicProvider implements ModelProvider {
   private readonly client: Anthropic;
   private readonly timeoutMs: number;
   private readonly maxTokens: number;
+  private readonly promptCache: boolean;
 
   /** Creates the provider; no request is made until `stream()`. */
   constructor(options: AnthropicProviderOptions = {}) {
     this.id = options.id ?? "anthropic";
     this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.maxTokens = options.maxTokens ?? DEFAULT_MAX_TOKENS;
+    this.promptCache = options.promptCache ?? true;
     const envKey = options.baseUrl === undefined ? process.env.ANTHROPIC_API_KEY : undefined;
     this.client = new Anthropic({
       // Explicit base URL and key, so ANTHROPIC_BASE_URL, ANTHROPIC_AUTH_TOKEN or a credentials
@@ -114,7 +123,7 @@ export class AnthropicProvider implements ModelProvider {
   }
 
   #create(request: ModelRequest, signal: AbortSignal) {
-    const { system, messages } = toAnthropicMessages(request.messages);
+    const { system, messages } = toAnthropicMessages(request.messages, this.promptCache);
     return this.client.messages.create(
       {
         model: request.model,
@@ -127,6 +136,21 @@ export class AnthropicProvider implements ModelProvider {
       { signal },
     );
   }
+}
+
+/**
+ * The prompt's tokens as a call's usage counts them: Anthropic's `input_tokens` leaves out those read from or
+ * written to its prompt cache, which the model read all the same (OpenAI's `prompt_tokens` has them).
+ * Undefined when the event carries no input count.
+ */
+function inputTokensOf(usage: {
+  input_tokens?: number | null;
+  cache_creation_input_tokens?: number | null;
+  cache_read_input_tokens?: number | null;
+}): number | undefined {
+  // Left out of message_delta by some API versions (typed as always there).
+  if (usage.input_tokens === null || usage.input_tokens === undefined) return undefined;
+  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 }
 
 /** One streamed message as its events arrive: its tool calls, stop reason and token counts. */
@@ -142,7 +166,7 @@ class StreamedMessage {
     switch (event.type) {
       case "message_start":
         this.#usage = {
-          inputTokens: event.message.usage.input_tokens,
+          inputTokens: inputTokensOf(event.message.usage) ?? 0,
           outputTokens: event.message.usage.output_tokens,
         };
         return undefined;
@@ -162,7 +186,7 @@ class StreamedMessage {
         if (event.delta.stop_reason) this.#stopReason = event.delta.stop_reason;
         // The counts here are cumulative; input_tokens is only sent by some API versions.
         this.#usage = {
-          inputTokens: event.usage.input_tokens ?? this.#usage?.inputTokens ?? 0,
+          inputTokens: inputTokensOf(event.usage) ?? this.#usage?.inputTokens ?? 0,
           outputTokens: event.usage.output_tokens,
         };
         return undefined;
@@ -195,12 +219,15 @@ interface Turn {
 }
 
 /**
- * Maps our messages to the Messages API: system messages joined into the top-level `system`,
- * assistant tool calls as `tool_use` blocks, tool results as `tool_result` blocks of a user turn,
- * and consecutive same-role turns merged (empty text is dropped: the API rejects empty blocks).
+ * Maps our messages to the Messages API: system messages joined into the top-level `system` (see
+ * `systemOf`), assistant tool calls as `tool_use` blocks, tool results as `tool_result` blocks of a user
+ * turn, and consecutive same-role turns merged (empty text is dropped: the API rejects empty blocks).
  */
-function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messages: MessageParam[] } {
-  const system: string[] = [];
+function toAnthropicMessages(
+  messages: ChatMessage[],
+  promptCache: boolean,
+): { system?: string | TextBlockParam[]; messages: MessageParam[] } {
+  const system: Array<Extract<ChatMessage, { role: "system" }>> = [];
   const turns: Turn[] = [];
   const add = (role: Turn["role"], blocks: ContentBlockParam[]): void => {
     if (blocks.length === 0) return;
@@ -213,7 +240,7 @@ function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messag
   for (const message of messages) {
     switch (message.role) {
       case "system":
-        if (message.content) system.push(message.content);
+        if (message.content) system.push(message);
         break;
       case "user":
         // Images first, then the text that speaks about them (Anthropic's advice).
@@ -243,7 +270,7 @@ function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messag
   }
 
   return {
-    ...(system.length > 0 ? { system: system.join("\n\n") } : {}),
+    ...(system.length > 0 ? { system: systemOf(system, promptCache) } : {}),
     messages: turns.map(({ role, blocks }) => {
       // tool_result blocks must open their user turn, before any text merged into it.
       const ordered =
@@ -257,6 +284,25 @@ function toAnthropicMessages(messages: ChatMessage[]): { system?: string; messag
         : { role, content: ordered };
     }),
   };
+}
+
+/**
+ * The top-level `system`: the system messages' texts joined. With `promptCache`, when the first one says how
+ * much of it is the same on every call (`stableChars`), that part is a block of its own marked for the
+ * prompt cache (`cache_control`), and the rest follows in a second block; a prefix under the model's
+ * minimum (1,024 tokens on most models) is simply not cached.
+ */
+function systemOf(
+  system: Array<Extract<ChatMessage, { role: "system" }>>,
+  promptCache: boolean,
+): string | TextBlockParam[] {
+  const text = system.map((m) => m.content).join("\n\n");
+  const stable = system[0]?.stableChars ?? 0;
+  const cached = system[0]?.content.slice(0, stable).trimEnd() ?? "";
+  if (!promptCache || cached === "" || stable > (system[0]?.content.length ?? 0)) return text;
+  const rest = text.slice(stable).trim();
+  const head: TextBlockParam = { type: "text", text: cached, cache_control: { type: "ephemeral" } };
+  return rest ? [head, { type: "text", text: rest }] : [head];
 }
 
 function imageBlock(image: ModelImage): ContentBlockParam {

@@ -1,6 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { WorkspaceBootstrap } from "../../src/context/bootstrap.js";
-import { buildSystemPrompt, type SystemPromptInput, UNTRUSTED_RULE } from "../../src/context/prompt.js";
+import {
+  buildSystemPrompt,
+  type SystemPromptInput,
+  systemPromptParts,
+  UNTRUSTED_RULE,
+} from "../../src/context/prompt.js";
 
 const bootstrap: WorkspaceBootstrap = {
   files: [
@@ -56,6 +61,21 @@ describe("buildSystemPrompt", () => {
     const shared = first.slice(0, first.indexOf("# Channel"));
     expect(shared).toContain("## USER.md\n\nThe user is Ada.");
     expect(elsewhere.startsWith(shared)).toBe(true);
+  });
+
+  it("says how much of it is the operator's part: the same for another chat at another time", () => {
+    const { text, stableChars } = systemPromptParts(input());
+    expect(text).toBe(buildSystemPrompt(input()));
+    const stable = text.slice(0, stableChars);
+    expect(stable).toContain("## USER.md\n\nThe user is Ada.");
+    expect(text.slice(stableChars).startsWith("# Channel\n\n")).toBe(true);
+    const later = systemPromptParts(
+      input({
+        channel: { channel: "slack", chatType: "group", chatTitle: "ops", senderId: "U1" },
+        now: new Date("2025-01-02T03:04:05.000Z"),
+      }),
+    );
+    expect(later.text.slice(0, later.stableChars)).toBe(stable);
   });
 
   it("always carries the untrusted-text rule", () => {
