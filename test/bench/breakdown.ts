@@ -99,8 +99,11 @@ class Tally {
     console.log(`  ${per(total).padStart(6)}  in all`);
     const sent = [...this.sent].sort((a, b) => b[1] - a[1]);
     const bytes = sent.reduce((a, [, n]) => a + n, 0);
-    console.log(`Bytes sent to Redis per inbound message (MONITOR's line lengths): ${Math.round(bytes / messages)}`);
-    for (const [name, n] of sent.slice(0, 12)) console.log(`  ${String(Math.round(n / messages)).padStart(6)}  ${name}`);
+    console.log(
+      `Bytes sent to Redis per inbound message (MONITOR's line lengths): ${Math.round(bytes / messages)}`,
+    );
+    for (const [name, n] of sent.slice(0, 12))
+      console.log(`  ${String(Math.round(n / messages)).padStart(6)}  ${name}`);
   }
 }
 
