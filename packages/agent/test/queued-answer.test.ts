@@ -4,7 +4,7 @@
 // one: its settle's transcript write never returns. Real Redis, real session store, real ReplyDispatcher
 // (no delivery worker: only what is queued counts here).
 import { join } from "node:path";
-import type { ReplySink } from "@hub/core";
+import type { ChatEvent, ReplySink } from "@hub/core";
 import {
   FileSessionStore,
   RunRecords,
@@ -13,6 +13,8 @@ import {
   type TranscriptEntry,
 } from "@hub/sessions";
 import { afterAll, describe, expect, it } from "vitest";
+import { FakeChatAdapter, startFakeChatPlatform } from "../../../test/fakes/src/index.js";
+import { waitFor } from "../../../test/support/redis.js";
 import { plainTextDispatcher } from "../../reply/test/dispatcher-kit.js";
 import { directRequest } from "../../sessions/test/requests.js";
 import { AgentRunner, finalizeInterrupted, type ModelEvent, type ModelProvider } from "../src/index.js";
@@ -75,8 +77,11 @@ function world(dir: string, provider: ModelProvider, stopAtSettle: false | "befo
   const activity = new SessionActivity(redis, prefix, "steer", { lane });
   const replies = countedPushes();
   const parts = { sessions, runs, writers, activity, replies, provider, tools: [] };
+  const events: ChatEvent[] = [];
+  const publish = async (event: ChatEvent) => void events.push(event);
   return {
-    runner: new AgentRunner(runnerOptions(bed, parts)),
+    runner: new AgentRunner({ ...runnerOptions(bed, parts), events: { publish } }),
+    events,
     runs,
     writers,
     activity,
@@ -116,9 +121,21 @@ describe("a run stopped between its reply's last push and its settle", () => {
     expect(model.calls).toBe(1);
     expect((await dead.runs.stagedAnswer("queued-x"))?.text).toBe("The answer, queued whole.");
     const next = world("resumed", model);
-    await next.runner.run(directRequest("queued-x", "resumed", "a question"), new AbortController());
+    // Delivered from here on: the run's end is announced once the dead attempt's reply has settled.
+    const platform = await startFakeChatPlatform();
+    const worker = dispatcher.startDelivery(() => new FakeChatAdapter("fakechat", platform.url));
+    try {
+      await next.runner.run(directRequest("queued-x", "resumed", "a question"), new AbortController());
+      await waitFor(() => next.events.length > 0, "the run's end announced");
+    } finally {
+      await worker.close();
+      await platform.close();
+    }
     expect(model.calls).toBe(1);
     expect(next.replies.pushes).toBe(0);
+    expect(platform.messages.map((m) => m.text)).toEqual(["The answer, queued whole."]);
+    // Numbered after that reply's one segment, as the dead attempt's own announcement would have been.
+    expect(next.events).toMatchObject([{ state: "final", seq: 1, text: "The answer, queued whole." }]);
     expect(await next.runs.get("queued-x")).toMatchObject({ status: "completed", attempt: 2 });
     expect(await next.runs.stagedAnswer("queued-x")).toBeUndefined();
     // The dead attempt's writer line and question, then the resumed attempt's writer line, answer and outcome.
