@@ -290,7 +290,7 @@ function toAnthropicMessages(
  * The top-level `system`: the system messages' texts joined. With `promptCache`, when the first one says how
  * much of it is the same on every call (`stableChars`), that part is a block of its own marked for the
  * prompt cache (`cache_control`), and the rest follows in a second block; a prefix under the model's
- * minimum (1,024 tokens on most models) is simply not cached.
+ * minimum (1,024 to 4,096 tokens, by model) is simply not cached.
  */
 function systemOf(
   system: Array<Extract<ChatMessage, { role: "system" }>>,
