@@ -1,4 +1,6 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { createLogger } from "@hub/core";
+import { FileSessionStore } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAI, type FakeReplyScript, startFakeOpenAI } from "../fakes/src/index.js";
@@ -140,6 +142,20 @@ describe("a run killed before its first transcript write", () => {
   }, 60_000);
 });
 
+// The answer and outcome lines of `runId` in `sessionKey`'s transcript file, as [type, text or status].
+async function answerLines(inst: Installation, sessionKey: string, runId: string) {
+  const store = new FileSessionStore(inst.stateDir, createLogger({ level: "silent" }));
+  const session = await store.get(sessionKey);
+  const lines = session ? await store.read(session.sessionId) : [];
+  return lines.flatMap((e) =>
+    e.type === "assistant" && e.runId === runId
+      ? [[e.type, e.text]]
+      : e.type === "outcome" && e.runId === runId
+        ? [[e.type, e.status]]
+        : [],
+  );
+}
+
 describe("a run killed after its settle's transcript write, before the settle's step", () => {
   it("is finished from its staged answer after the restart: one model call, the answer in the history once", async () => {
     const inst = make("written-crash");
@@ -150,6 +166,12 @@ describe("a run killed after its settle's transcript write, before the settle's 
       () => {},
     );
     await a.hub.waitForOutput(/failpoint run\.before-settle: kill/);
+    await a.hub.exited;
+    // Killed after the settle's write: the transcript has the answer and its outcome already.
+    expect(await answerLines(inst, "agent:main:webchat:direct:owner", "written-run-0001")).toEqual([
+      ["assistant", answer],
+      ["outcome", "completed"],
+    ]);
     const b = await inst.start();
     await resumedRunCompleted(inst, "written-run-0001");
     expect(model.requests).toHaveLength(1);
