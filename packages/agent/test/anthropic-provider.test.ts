@@ -173,6 +173,13 @@ describe("AnthropicProvider streaming", () => {
     f.fake.script({ text: "ok", usage });
     const events = await collect(f.provider.stream(f.request()));
     expect(events.at(-1)).toMatchObject({ type: "done", usage: { inputTokens: 1552, outputTokens: 3 } });
+    // message_delta's counts replace message_start's field by field: one it leaves out keeps its count.
+    f.fake.script({ text: "ok", usage, deltaUsage: { inputTokens: 12 } });
+    const kept = await collect(f.provider.stream(f.request()));
+    expect(kept.at(-1)).toMatchObject({ usage: { inputTokens: 1552 } });
+    f.fake.script({ text: "ok", usage, deltaUsage: { inputTokens: 20, cacheReadTokens: 1600 } });
+    const moved = await collect(f.provider.stream(f.request()));
+    expect(moved.at(-1)).toMatchObject({ usage: { inputTokens: 1660 } });
   });
 
   it("leaves `system` and `tools` out when there are none", async () => {

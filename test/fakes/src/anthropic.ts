@@ -51,6 +51,11 @@ export interface FakeAnthropicReplyScript {
     cacheReadTokens?: number;
     cacheCreationTokens?: number;
   };
+  /**
+   * Prompt-side counts message_delta's usage carries besides `output_tokens` (newer API versions repeat them
+   * there, cumulative; by default it carries none), each sent only when given.
+   */
+  deltaUsage?: { inputTokens?: number; cacheReadTokens?: number; cacheCreationTokens?: number };
 }
 
 /**
@@ -279,7 +284,7 @@ export async function startFakeAnthropic(options: FakeAnthropicOptions = {}): Pr
         data: {
           type: "message_delta",
           delta: { stop_reason: stopReasonOf(script), stop_sequence: null },
-          usage: { output_tokens: outputTokens(script) },
+          usage: { ...deltaPromptUsage(script), output_tokens: outputTokens(script) },
         },
       });
       events.push({ event: "message_stop", data: { type: "message_stop" } });
@@ -434,5 +439,15 @@ function inputUsage(script: { usage?: FakeAnthropicReplyScript["usage"] }, ctx: 
     input_tokens: script.usage?.inputTokens ?? ctx.inputTokens,
     cache_creation_input_tokens: script.usage?.cacheCreationTokens ?? 0,
     cache_read_input_tokens: script.usage?.cacheReadTokens ?? 0,
+  };
+}
+
+// The prompt-side fields a script asks message_delta to carry (see `deltaUsage`).
+function deltaPromptUsage(script: { deltaUsage?: FakeAnthropicReplyScript["deltaUsage"] }) {
+  const d = script.deltaUsage ?? {};
+  return {
+    ...(d.inputTokens !== undefined ? { input_tokens: d.inputTokens } : {}),
+    ...(d.cacheCreationTokens !== undefined ? { cache_creation_input_tokens: d.cacheCreationTokens } : {}),
+    ...(d.cacheReadTokens !== undefined ? { cache_read_input_tokens: d.cacheReadTokens } : {}),
   };
 }

@@ -138,26 +138,44 @@ export class AnthropicProvider implements ModelProvider {
   }
 }
 
-/**
- * The prompt's tokens as a call's usage counts them: Anthropic's `input_tokens` leaves out those read from or
- * written to its prompt cache, which the model read all the same (OpenAI's `prompt_tokens` has them).
- * Undefined when the event carries no input count.
- */
-function inputTokensOf(usage: {
+/** A prompt-side usage count as the Messages API reports it (in message_start, and cumulative in message_delta). */
+interface PromptUsage {
   input_tokens?: number | null;
   cache_creation_input_tokens?: number | null;
   cache_read_input_tokens?: number | null;
-}): number | undefined {
-  // Left out of message_delta by some API versions (typed as always there).
-  if (usage.input_tokens === null || usage.input_tokens === undefined) return undefined;
-  return usage.input_tokens + (usage.cache_creation_input_tokens ?? 0) + (usage.cache_read_input_tokens ?? 0);
 }
+
+/**
+ * The prompt's token counts so far: each field the event carries replaces the earlier one (message_delta's
+ * counts are cumulative, and some API versions leave fields out of it).
+ */
+function mergedPrompt(earlier: Required<PromptUsage>, usage: PromptUsage): Required<PromptUsage> {
+  return {
+    input_tokens: usage.input_tokens ?? earlier.input_tokens,
+    cache_creation_input_tokens: usage.cache_creation_input_tokens ?? earlier.cache_creation_input_tokens,
+    cache_read_input_tokens: usage.cache_read_input_tokens ?? earlier.cache_read_input_tokens,
+  };
+}
+
+/**
+ * The prompt's tokens as a call's usage counts them: Anthropic's `input_tokens` leaves out those read from or
+ * written to its prompt cache, which the model read all the same (OpenAI's `prompt_tokens` has them).
+ */
+const promptTokens = (p: Required<PromptUsage>) =>
+  (p.input_tokens ?? 0) + (p.cache_creation_input_tokens ?? 0) + (p.cache_read_input_tokens ?? 0);
+
+const NO_PROMPT: Required<PromptUsage> = {
+  input_tokens: null,
+  cache_creation_input_tokens: null,
+  cache_read_input_tokens: null,
+};
 
 /** One streamed message as its events arrive: its tool calls, stop reason and token counts. */
 class StreamedMessage {
   readonly #calls = new ToolUseAssembler();
   #stopReason: StopReason | null = null;
   #usage: ModelUsage | undefined;
+  #prompt = NO_PROMPT;
 
   constructor(private readonly providerId: string) {}
 
@@ -165,8 +183,9 @@ class StreamedMessage {
   take(event: RawMessageStreamEvent): string | undefined {
     switch (event.type) {
       case "message_start":
+        this.#prompt = mergedPrompt(NO_PROMPT, event.message.usage);
         this.#usage = {
-          inputTokens: inputTokensOf(event.message.usage) ?? 0,
+          inputTokens: promptTokens(this.#prompt),
           outputTokens: event.message.usage.output_tokens,
         };
         return undefined;
@@ -184,11 +203,8 @@ class StreamedMessage {
         return undefined;
       case "message_delta":
         if (event.delta.stop_reason) this.#stopReason = event.delta.stop_reason;
-        // The counts here are cumulative; input_tokens is only sent by some API versions.
-        this.#usage = {
-          inputTokens: inputTokensOf(event.usage) ?? this.#usage?.inputTokens ?? 0,
-          outputTokens: event.usage.output_tokens,
-        };
+        this.#prompt = mergedPrompt(this.#prompt, event.usage);
+        this.#usage = { inputTokens: promptTokens(this.#prompt), outputTokens: event.usage.output_tokens };
         return undefined;
       default:
         // content_block_stop and message_stop need nothing: tool calls are emitted at the end.
