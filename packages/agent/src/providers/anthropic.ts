@@ -313,9 +313,11 @@ function systemOf(
   promptCache: boolean,
 ): string | TextBlockParam[] {
   const text = system.map((m) => m.content).join("\n\n");
+  const first = system[0]?.content ?? "";
   const stable = system[0]?.stableChars ?? 0;
-  const cached = system[0]?.content.slice(0, stable).trimEnd() ?? "";
-  if (!promptCache || cached === "" || stable > (system[0]?.content.length ?? 0)) return text;
+  const cached = first.slice(0, stable).trimEnd();
+  // A mark past the first message's end would cut into the next one's text.
+  if (!promptCache || cached === "" || stable > first.length) return text;
   const rest = text.slice(stable).trim();
   const head: TextBlockParam = { type: "text", text: cached, cache_control: { type: "ephemeral" } };
   return rest ? [head, { type: "text", text: rest }] : [head];
