@@ -187,6 +187,32 @@ describe("a run killed after its settle's transcript write, before the settle's 
     });
     expect(again.payload).toMatchObject({ status: "completed", text: answer });
   }, 60_000);
+
+  it("frozen there and woken after another process finished it: its late settle changes nothing", async () => {
+    const inst = make("written-freeze");
+    const answer = "Written, then frozen before the settle.";
+    model.script({ text: answer }, { text: "A second answer, which no model call is made for." });
+    const a = await inst.start({ failpoints: "run.before-settle=stop@1" });
+    a.client!.request("chat.send", { text: "answer me once", idempotencyKey: "written-run-0002" }).catch(
+      () => {},
+    );
+    await a.hub.waitForOutput(/failpoint run\.before-settle: stop/);
+    // Another process takes the session over once the frozen one's lease runs out, and finishes the run.
+    const b = await inst.start();
+    await resumedRunCompleted(inst, "written-run-0002");
+    a.hub.resume();
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(model.requests).toHaveLength(1);
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "answer me once"],
+      ["assistant", answer],
+    ]);
+    expect(await answerLines(inst, "agent:main:webchat:direct:owner", "written-run-0002")).toEqual([
+      ["assistant", answer],
+      ["outcome", "completed"],
+    ]);
+  }, 60_000);
 });
 
 describe("a run killed right after its settle began the session's next run", () => {
