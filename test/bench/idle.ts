@@ -3,14 +3,14 @@
 // as its own process here (`hub start` with a config file, as the README starts it), so its RSS is
 // the hub's alone (read from /proc), not the bench's. Its in-memory caches are bounded, so the
 // projection to 100,000 sessions uses the second half's growth per session, once the caches are full.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { startFakeTelegram } from "@hub/fakes";
 import { Redis } from "ioredis";
 import { HUB_NODE_FLAGS } from "../../apps/hub/src/v8-tuning.js";
 import { freePort, startHubProcess } from "../support/hub-process.js";
 import { fakeTelegramChannel } from "../support/telegram-channel.js";
+import { benchStateDir } from "./telegram.js";
 import { driveChats } from "./telegram-load.js";
 
 const usedMemory = async (redis: Redis) =>
@@ -38,7 +38,7 @@ async function settledRss(pid: number, metricsUrl: string): Promise<number> {
 export async function benchIdleSessions(redisUrl: string, sessions: number): Promise<void> {
   const redis = new Redis(redisUrl);
   const fake = await startFakeTelegram();
-  const stateDir = mkdtempSync(join(tmpdir(), "hub-bench-idle-"));
+  const stateDir = benchStateDir();
   const configFile = join(stateDir, "hub.json5");
   writeFileSync(
     configFile,
@@ -119,6 +119,5 @@ export async function benchIdleSessions(redisUrl: string, sessions: number): Pro
     await hub.stop();
     await fake.close();
     redis.disconnect();
-    rmSync(stateDir, { recursive: true, force: true });
   }
 }

@@ -7,7 +7,14 @@
 import { spawn } from "node:child_process";
 import { benchIdleSessions } from "./idle.js";
 import { benchEnv as env, startBenchRedis } from "./meter.js";
-import { BENCH_RUNS, benchHubTelegram, benchShape, benchTelegramPairs, printRatios } from "./telegram.js";
+import {
+  BENCH_RUNS,
+  benchHubTelegram,
+  benchShape,
+  benchStateRoot,
+  benchTelegramPairs,
+  printRatios,
+} from "./telegram.js";
 
 const shape = benchShape();
 const ratio = (a: number, b: number) => (b > 0 ? (a / b).toFixed(2) : "-");
@@ -26,6 +33,8 @@ async function runPhase(script: string, env: Record<string, string>): Promise<vo
   if (code !== 0) throw new Error(`bench phase ${script} exited with ${code}`);
 }
 
+// Made before any phase's process starts, so that every phase makes its state there and none removes it.
+benchStateRoot();
 const redis = await startBenchRedis();
 try {
   console.log(

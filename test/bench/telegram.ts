@@ -77,23 +77,27 @@ export interface BenchHubOptions {
   ownProcess?: boolean;
 }
 
-const stateDirs: string[] = [];
-
 /**
- * A fresh state directory for one bench hub, under BENCH_STATE_DIR (default the OS temp dir), removed when
- * the bench process exits, not when its hub stops. On ext4, a file created soon after many were deleted
- * near it costs 0.1-0.7 ms of kernel CPU instead of about 25 µs (`perf`: `recently_deleted` while the
- * inode allocator skips the freed inodes), so one phase's cleanup (hundreds of transcripts) made the next
- * phase's new sessions pay for it: a running hub deletes no transcripts.
+ * The directory every bench hub's state directory is made in: the one a parent bench process made
+ * (`BENCH_STATE_ROOT`, which its phases' processes inherit), or a new one under BENCH_STATE_DIR (default
+ * the OS temp dir), removed when this process exits. Nothing is removed before the whole run ends: on
+ * ext4, a file created within a minute after many were deleted near it cost 0.1-0.7 ms of kernel CPU
+ * instead of about 25 µs (`perf`: `recently_deleted`, the inode allocator skipping the freed inodes), so
+ * one phase's cleanup (thousands of transcripts) made the next phase's new sessions pay for it, where a
+ * running hub deletes no transcripts.
  */
+export function benchStateRoot(): string {
+  const inherited = process.env.BENCH_STATE_ROOT;
+  if (inherited) return inherited;
+  const root = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
+  process.env.BENCH_STATE_ROOT = root;
+  process.on("exit", () => rmSync(root, { recursive: true, force: true }));
+  return root;
+}
+
+/** A fresh state directory for one bench hub (see benchStateRoot). */
 export function benchStateDir(): string {
-  const dir = mkdtempSync(join(process.env.BENCH_STATE_DIR ?? tmpdir(), "hub-bench-"));
-  if (stateDirs.length === 0)
-    process.on("exit", () => {
-      for (const each of stateDirs) rmSync(each, { recursive: true, force: true });
-    });
-  stateDirs.push(dir);
-  return dir;
+  return mkdtempSync(join(benchStateRoot(), "hub-"));
 }
 
 /** Starts the hub with every guarantee on, its Telegram channel polling a fresh fake, pacing off. */
