@@ -142,6 +142,37 @@ describe("a run killed before its first transcript write", () => {
   }, 60_000);
 });
 
+describe("a run frozen before its first transcript write", () => {
+  it("woken after another process answered it and the next message: its late question is read by no one", async () => {
+    const inst = make("hold-freeze");
+    model.script({ text: "The answer, by the second process." }, { text: "The next answer." });
+    // The 1st append is the run's writer line with the user's message: frozen right before it.
+    const a = await inst.start({ failpoints: "transcript.before-append=stop@1" });
+    a.client!.request("chat.send", { text: "the frozen question", idempotencyKey: "hold-run-0002" }).catch(
+      () => {},
+    );
+    await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
+    // Another process takes the session over once the frozen one's lease runs out, and answers the run.
+    const b = await inst.start();
+    await resumedRunCompleted(inst, "hold-run-0002");
+    // Woken: its writer line and question land after the second process's lines.
+    a.hub.resume();
+    await new Promise((r) => setTimeout(r, 2000));
+    await b.client!.request("chat.send", { text: "the next question", idempotencyKey: "hold-run-0003" });
+    expect(await b.client!.terminal("hold-run-0003", 30_000)).toMatchObject({ state: "final" });
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "the frozen question"],
+      ["assistant", "The answer, by the second process."],
+      ["user", "the next question"],
+      ["assistant", "The next answer."],
+    ]);
+    // The next run's model call saw the frozen question once.
+    const last = model.requests.at(-1);
+    expect(JSON.stringify(last?.messages).split("the frozen question").length - 1).toBe(1);
+  }, 60_000);
+});
+
 // The answer and outcome lines of `runId` in `sessionKey`'s transcript file, as [type, text or status].
 async function answerLines(inst: Installation, sessionKey: string, runId: string) {
   const store = new FileSessionStore(inst.stateDir, createLogger({ level: "silent" }));

@@ -56,10 +56,13 @@ export async function finalizeInterrupted(
     const end = { type: "outcome" as const, runId, ...outcome, at: Date.now() };
     // A staged answer goes in after a `writer` line of the finalize's own, with the claim taken again first:
     // an attempt that was only frozen, woken later, can then neither push more nor be read back writing
-    // the same answer again (its late lines carry the older claim).
-    if (staged) await deps.writers?.reclaimFor(record.sessionKey, runId);
+    // the same answer again (its late lines carry the older claim). The line names the new generation, so
+    // a reader takes it for a claim only if no newer one came first (see VisibleLines); `finalized` where
+    // the run no longer held the claim, as before.
+    const generation = staged ? await deps.writers?.reclaimFor(record.sessionKey, runId) : undefined;
+    const writer = `${runId}#${generation ?? "finalized"}`;
     const fenced = staged
-      ? [{ type: "writer" as const, runId, writer: `${runId}#finalized`, at: Date.now() }, ...staged.entries]
+      ? [{ type: "writer" as const, runId, writer, at: Date.now() }, ...staged.entries]
       : [];
     // Killed after its settle's write (before the settle's step): the transcript has its end already.
     const written =

@@ -47,7 +47,7 @@ const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => s
  * (the run that left the copy settled), and the writer's "touched" count is
  * the one that run saw (nothing was written outside a claim since: context-only
  * messages, resets, see `SessionWriters.touch`). Generations of a session with
- * no writer record start at a random base, so a sequence that restarted after
+ * no writer record start at the time in ms (above its earlier ones), so a sequence that restarted after
  * Redis lost its data cannot match an old copy. Anything else reads the store.
  * A run that ends otherwise (superseded, abandoned, a failed write) keeps nothing.
  */

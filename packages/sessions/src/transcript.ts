@@ -101,12 +101,23 @@ export type RunStatus = Extract<TranscriptEntry, { type: "outcome" }>["status"];
 /**
  * Drops the lines a superseded writer appended after a newer claim was
  * announced (a check-then-append race its claim check cannot close, or a
- * fenced-push-then-append one for a run's answer and outcome). Lines
- * written outside any claim (the header, context-only messages, recovery's
+ * fenced-push-then-append one for a run's answer and outcome), and the claim
+ * line itself of a writer that announced its claim late (frozen between
+ * taking the claim and its first write: see `VisibleLines`). Lines written
+ * outside any claim (the header, context-only messages, recovery's
  * outcomes) are always kept.
  */
 export function dropStaleWrites(entries: TranscriptEntry[]): TranscriptEntry[] {
   return new VisibleLines(entries).lines;
+}
+
+/**
+ * The claim generation a writer line names (`<runId>#<generation>`, as a run's claim writes it), or
+ * undefined for a writer that names none (a finalize's `<runId>#finalized`, lines of older versions).
+ */
+export function writerGeneration(writer: string): number | undefined {
+  const digits = /#(\d{1,15})$/.exec(writer)?.[1];
+  return digits === undefined ? undefined : Number(digits);
 }
 
 /**
@@ -118,6 +129,11 @@ export class VisibleLines {
   readonly lines: TranscriptEntry[] = [];
   // The writer of the latest claim line so far: only its lines (and lines of no writer) are seen.
   #current: string | undefined;
+  // The highest claim generation announced so far. A claim line with a lower one comes from a writer that
+  // was superseded before it wrote anything (frozen between its claim in Redis and its first append): it
+  // is not a claim, and its lines stay unseen, where taking it as one would show them and hide the
+  // current writer's later lines.
+  #generation: number | undefined;
 
   constructor(entries: TranscriptEntry[] = []) {
     this.add(entries);
@@ -126,8 +142,14 @@ export class VisibleLines {
   /** Takes in lines appended to the transcript after those given so far. */
   add(entries: TranscriptEntry[]): void {
     for (const e of entries) {
-      if (e.type === "writer") this.#current = e.writer;
-      else if ("writer" in e && e.writer !== undefined && e.writer !== this.#current) continue;
+      if (e.type === "writer") {
+        const generation = writerGeneration(e.writer);
+        if (generation !== undefined) {
+          if (this.#generation !== undefined && generation < this.#generation) continue;
+          this.#generation = generation;
+        }
+        this.#current = e.writer;
+      } else if ("writer" in e && e.writer !== undefined && e.writer !== this.#current) continue;
       this.lines.push(e);
     }
   }

@@ -34,11 +34,16 @@ export function writerKey(prefix: string, sessionKey: string): string {
 }
 
 /**
- * The generation a session's first claim follows: random, so that after Redis lost its data a
- * session's generations never repeat ones a process saw before (see `HeldSessions`).
+ * The generation a session's first claim follows: the time in milliseconds, so that after Redis lost its
+ * data a session's generations start above every one it had before (a session gets far fewer than one
+ * claim per millisecond). Readers of a transcript take a claim line with a lower generation than one before
+ * it as a late one, not a claim (see `VisibleLines`), and a process never takes an old copy of a session
+ * for a current one (see `HeldSessions`). (Machines whose clocks differ by more than the time from a
+ * session's first claim to Redis losing its data are the case this does not cover.) Thirteen digits: a
+ * Lua number becomes a string of at most 14 significant digits when a script writes it.
  */
 export function generationBase(): number {
-  return Math.floor(Math.random() * 2 ** 31);
+  return Date.now();
 }
 const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
 
@@ -83,10 +88,12 @@ export class SessionWriters {
 
   /**
    * Takes the claim again for the run that holds it (a new generation, so that run's earlier claim is
-   * superseded); false, touching nothing, when another run holds the session now.
+   * superseded) and returns the new generation; undefined, touching nothing, when another run holds the
+   * session now.
    */
-  async reclaimFor(sessionKey: string, runId: string): Promise<boolean> {
-    return (await runScript(this.redis, RECLAIM_FOR, [this.#key(sessionKey)], [runId])) === 1;
+  async reclaimFor(sessionKey: string, runId: string): Promise<number | undefined> {
+    const generation = Number(await runScript(this.redis, RECLAIM_FOR, [this.#key(sessionKey)], [runId]));
+    return generation > 0 ? generation : undefined;
   }
 
   /** Throws `WriterSupersededError` unless the claim is still the session's current one (one HMGET: a read needs no script). */

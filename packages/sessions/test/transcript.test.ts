@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dropStaleWrites, type TranscriptEntry, VisibleLines } from "../src/transcript.js";
+import { dropStaleWrites, type TranscriptEntry, VisibleLines, writerGeneration } from "../src/transcript.js";
 
 const at = 1;
 const claim = (writer: string): TranscriptEntry => ({ type: "writer", runId: writer, writer, at });
@@ -39,5 +39,55 @@ describe("what a reader sees of a transcript", () => {
       for (const line of transcript.slice(cut)) visible.add([line]);
       expect(visible.lines).toEqual(dropStaleWrites(transcript));
     }
+  });
+
+  it("takes a claim line with a lower generation than one before it for a late one: it and its lines unseen", () => {
+    // a#1 frozen between its claim and its first write; b#2 took over and wrote; a woke and wrote.
+    const late: TranscriptEntry[] = [
+      { type: "session", sessionId: "s", sessionKey: "k", at },
+      claim("b#2"),
+      said("b's question", "b#2"),
+      claim("a#1"),
+      said("a's late question", "a#1"),
+      said("b's answer", "b#2"),
+      said("context only"),
+    ];
+    const seen = (lines: TranscriptEntry[]) => lines.map((e) => ("text" in e ? e.text : e.type));
+    expect(seen(dropStaleWrites(late))).toEqual([
+      "session",
+      "writer",
+      "b's question",
+      "b's answer",
+      "context only",
+    ]);
+    for (let cut = 0; cut <= late.length; cut++) {
+      const visible = new VisibleLines(late.slice(0, cut));
+      for (const line of late.slice(cut)) visible.add([line]);
+      expect(visible.lines).toEqual(dropStaleWrites(late));
+    }
+  });
+
+  it("takes a claim line that names no generation as a claim, as before, and a newer one after it", () => {
+    const lines: TranscriptEntry[] = [
+      claim("r#5"),
+      said("r's late line", "r#5"),
+      claim("r#finalized"),
+      said("r's line after its finalize", "r#5"),
+      claim("q#6"),
+      said("q's question", "q#6"),
+      claim("p#4"),
+      said("p's late question", "p#4"),
+    ];
+    expect(
+      dropStaleWrites(lines).map((e) => ("text" in e ? e.text : e.type === "writer" ? e.writer : e.type)),
+    ).toEqual(["r#5", "r's late line", "r#finalized", "q#6", "q's question"]);
+  });
+
+  it("reads a claim's generation after the last #, and none from a writer that names none", () => {
+    expect(writerGeneration("run#with#hashes#1796585299897")).toBe(1796585299897);
+    expect(writerGeneration("run#finalized")).toBeUndefined();
+    expect(writerGeneration("run#")).toBeUndefined();
+    expect(writerGeneration("run#1.5")).toBeUndefined();
+    expect(writerGeneration("1796585299897")).toBeUndefined();
   });
 });

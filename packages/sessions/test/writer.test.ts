@@ -65,6 +65,30 @@ describe("SessionWriters", () => {
   });
 });
 
+describe("claim generations", () => {
+  it("start above every earlier one after the writer record is gone (Redis lost its data)", async () => {
+    const writers = new SessionWriters(redis, prefix);
+    const before: number[] = [];
+    for (let round = 0; round < 5; round++) {
+      const { claim } = await writers.claim("gone", "sid", `run-${round}`);
+      // Each claim after the record is gone starts anew: it must still be above every one before it,
+      // or readers would take the new writer's claim line for a late one (see VisibleLines).
+      expect(claim.generation).toBeGreaterThan(Math.max(0, ...before));
+      before.push((await writers.claim("gone", "sid", `run-${round}-next`)).claim.generation);
+      await redis.del(writers.keyOf("gone"));
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+  });
+
+  it("a claim taken again for its run gets the next generation; for another run, none", async () => {
+    const writers = new SessionWriters(redis, prefix);
+    const { claim } = await writers.claim("again", "sid", "run-a");
+    expect(await writers.reclaimFor("again", "run-a")).toBe(claim.generation + 1);
+    expect(await writers.reclaimFor("again", "run-b")).toBeUndefined();
+    await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
+  });
+});
+
 describe("run records and liveness", () => {
   it("a terminal outcome is decided once; late writes and older attempts cannot change it", async () => {
     const runs = new RunRecords(redis, prefix);

@@ -9,8 +9,8 @@
   KEYS[2] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
   (The runs in flight are the heads of the session lanes: see RunRecords.running.)
 
-  ARGV[7] the generation a session's first claim follows (random: after Redis lost its data, a session's
-          generations never repeat the ones a process saw before).
+  ARGV[7] the generation a session's first claim follows (the time in ms: after Redis lost its data, a
+          session's generations start above the ones before, see generationBase).
 
   Returns {'over', status} when the run already ended (nothing written),
   {'running', stop} when the record says running: an interrupted attempt, which the caller resumes

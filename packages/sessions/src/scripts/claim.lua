@@ -1,6 +1,6 @@
 --[[
   claim(writer; runId, sessionId, generationBase) -> {generation, previous runId or ""}
-  generationBase: the generation a session's first claim follows (random, as in begin.lua).
+  generationBase: the generation a session's first claim follows (the time in ms, as in begin.lua).
 ]]
 local writer = redis.call('HMGET', KEYS[1], 'runId', 'generation')
 local generation = (tonumber(writer[2]) or tonumber(ARGV[3])) + 1
