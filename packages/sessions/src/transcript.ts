@@ -113,12 +113,20 @@ export function dropStaleWrites(entries: TranscriptEntry[]): TranscriptEntry[] {
 
 /**
  * The claim generation a writer line names (`<runId>#<generation>`, as a run's claim writes it), or
- * undefined for a writer that names none (a finalize's `<runId>#finalized`, lines of older versions).
+ * undefined for a writer that names none (a finalize's `<runId>#finalized`).
  */
 export function writerGeneration(writer: string): number | undefined {
   const digits = /#(\d{1,15})$/.exec(writer)?.[1];
   return digits === undefined ? undefined : Number(digits);
 }
+
+/**
+ * The lowest generation that orders claims: generations start at the time in ms (see `generationBase`),
+ * where older versions started them at a random number below 2^31, which Redis losing its data could
+ * set below the ones a transcript already had. Those are taken as naming none (as before), until the
+ * session's next claim moves its generations up (begin.lua).
+ */
+export const ORDERED_GENERATION = 1e12;
 
 /**
  * A transcript as every reader sees it (see `dropStaleWrites`), kept up to date line by line as lines are
@@ -144,7 +152,7 @@ export class VisibleLines {
     for (const e of entries) {
       if (e.type === "writer") {
         const generation = writerGeneration(e.writer);
-        if (generation !== undefined) {
+        if (generation !== undefined && generation >= ORDERED_GENERATION) {
           if (this.#generation !== undefined && generation < this.#generation) continue;
           this.#generation = generation;
         }

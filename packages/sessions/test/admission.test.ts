@@ -195,6 +195,9 @@ describe("SessionAdmission", () => {
         hereAdmission.admit(request(runId, peer), { key: `${here}:dedupe:${runId}`, ttlSeconds: 60 });
       const session = "agent:main:telegram:direct:1";
       await writers.touch(session);
+      // A generation from an older version's random base: the claim taken here moves it up to the time.
+      await redis.hset(`${here}:writer:${session}`, "generation", "123456789");
+      const before = Date.now();
       expect(await admitHere("b-first", "1")).toBe("queued");
       // Begun in the admission's step: running, attempt 1, the session's running run and writer claim.
       expect(await redis.hmget(`${here}:run:b-first`, "status", "attempt", "timeoutMs")).toEqual([
@@ -206,6 +209,7 @@ describe("SessionAdmission", () => {
       expect((await runs.running()).map((r) => r.runId)).toEqual(["b-first"]);
       const writer = await redis.hgetall(`${here}:writer:${session}`);
       expect(writer).toMatchObject({ runId: "b-first", active: "b-first", touched: "1" });
+      expect(Number(writer.generation)).toBeGreaterThan(before);
       await waitFor(() => firstBeginScripts >= 0, "the first run's begin");
       expect(firstBeginScripts).toBe(0);
       expect(begun.get("b-first")).toMatchObject({

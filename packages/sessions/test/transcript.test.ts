@@ -41,15 +41,18 @@ describe("what a reader sees of a transcript", () => {
     }
   });
 
+  // Generations as claims now start them (at the time in ms).
+  const g = (n: number) => 1_796_585_299_000 + n;
+
   it("takes a claim line with a lower generation than one before it for a late one: it and its lines unseen", () => {
-    // a#1 frozen between its claim and its first write; b#2 took over and wrote; a woke and wrote.
+    // a frozen between its claim and its first write; b took over and wrote; a woke and wrote.
     const late: TranscriptEntry[] = [
       { type: "session", sessionId: "s", sessionKey: "k", at },
-      claim("b#2"),
-      said("b's question", "b#2"),
-      claim("a#1"),
-      said("a's late question", "a#1"),
-      said("b's answer", "b#2"),
+      claim(`b#${g(2)}`),
+      said("b's question", `b#${g(2)}`),
+      claim(`a#${g(1)}`),
+      said("a's late question", `a#${g(1)}`),
+      said("b's answer", `b#${g(2)}`),
       said("context only"),
     ];
     const seen = (lines: TranscriptEntry[]) => lines.map((e) => ("text" in e ? e.text : e.type));
@@ -69,18 +72,38 @@ describe("what a reader sees of a transcript", () => {
 
   it("takes a claim line that names no generation as a claim, as before, and a newer one after it", () => {
     const lines: TranscriptEntry[] = [
-      claim("r#5"),
-      said("r's late line", "r#5"),
+      claim(`r#${g(5)}`),
+      said("r's late line", `r#${g(5)}`),
       claim("r#finalized"),
-      said("r's line after its finalize", "r#5"),
-      claim("q#6"),
-      said("q's question", "q#6"),
-      claim("p#4"),
-      said("p's late question", "p#4"),
+      said("r's line after its finalize", `r#${g(5)}`),
+      claim(`q#${g(6)}`),
+      said("q's question", `q#${g(6)}`),
+      claim(`p#${g(4)}`),
+      said("p's late question", `p#${g(4)}`),
     ];
     expect(
       dropStaleWrites(lines).map((e) => ("text" in e ? e.text : e.type === "writer" ? e.writer : e.type)),
-    ).toEqual(["r#5", "r's late line", "r#finalized", "q#6", "q's question"]);
+    ).toEqual([`r#${g(5)}`, "r's late line", "r#finalized", `q#${g(6)}`, "q's question"]);
+  });
+
+  it("orders no claims by generations from a random base (older versions'), as before; the first newer one orders", () => {
+    // Redis lost its data under an older version: the session's generations started again lower.
+    const lines: TranscriptEntry[] = [
+      claim("a#2000000000"),
+      said("a's question", "a#2000000000"),
+      claim("b#1000"),
+      said("b's question", "b#1000"),
+      claim(`c#${g(1)}`),
+      said("c's question", `c#${g(1)}`),
+      claim("d#1001"),
+      said("d's question", "d#1001"),
+    ];
+    expect(dropStaleWrites(lines).flatMap((e) => ("text" in e ? [e.text] : []))).toEqual([
+      "a's question",
+      "b's question",
+      "c's question",
+      "d's question",
+    ]);
   });
 
   it("reads a claim's generation after the last #, and none from a writer that names none", () => {

@@ -80,6 +80,16 @@ describe("claim generations", () => {
     }
   });
 
+  it("one from a random base (an older version's) moves up to the time at the session's next claim, once", async () => {
+    const writers = new SessionWriters(redis, prefix);
+    await redis.hset(writers.keyOf("legacy"), "runId", "old-run", "generation", "123456789");
+    const before = Date.now();
+    const first = (await writers.claim("legacy", "sid", "run-a")).claim.generation;
+    expect(first).toBeGreaterThan(before);
+    expect(first).toBeLessThanOrEqual(Date.now() + 1);
+    expect((await writers.claim("legacy", "sid", "run-b")).claim.generation).toBe(first + 1);
+  });
+
   it("a claim taken again for its run gets the next generation; for another run, none", async () => {
     const writers = new SessionWriters(redis, prefix);
     const { claim } = await writers.claim("again", "sid", "run-a");

@@ -95,7 +95,10 @@ if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   end
   -- Claimed for this process's runner, which starts it at once: begun here (begin.lua's writes).
   record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[13])
-  local generation = (tonumber(running[4]) or tonumber(ARGV[15])) + 1
+  -- One from before generations started at the time in ms (under 10^12) moves up to it (see begin.lua).
+  local current = tonumber(running[4])
+  if not current or current < 1e12 then current = tonumber(ARGV[15]) end
+  local generation = current + 1
   redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'generation', generation, 'active', ARGV[1],
     'activeUntil', now + tonumber(ARGV[14]))
   return {'queued', woke, 1, generation, running[3] or '', running[5] or ''}

@@ -32,7 +32,11 @@ end
 -- Admission wrote the record with its TTL, which HSET keeps: only a record begun without one needs it.
 if not status then redis.call('EXPIRE', KEYS[1], ARGV[5]) end
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'touched')
-local generation = (tonumber(writer[2]) or tonumber(ARGV[7])) + 1
+-- A generation from before they started at the time in ms (under 10^12: a random base) moves up to it
+-- here, once: transcript readers order only those (see VisibleLines).
+local current = tonumber(writer[2])
+if not current or current < 1e12 then current = tonumber(ARGV[7]) end
+local generation = current + 1
 redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'generation', generation,
   'active', ARGV[1], 'activeUntil', tonumber(ARGV[3]) + tonumber(ARGV[6]))
 return {'started', attempt, generation, writer[1] or '', stop, writer[3] or ''}
