@@ -57,6 +57,19 @@ async function resumedRunCompleted(inst: Installation, runId: string): Promise<v
   }
 }
 
+// A run frozen (SIGSTOP) at `failpoint` in process A, finished by process B once A's lease runs out, then
+// A woken: what A does late is what the caller checks. Returns B.
+async function frozenThenTakenOver(inst: Installation, failpoint: string, text: string, runId: string) {
+  const a = await inst.start({ failpoints: `${failpoint}=stop@1` });
+  a.client!.request("chat.send", { text, idempotencyKey: runId }).catch(() => {});
+  await a.hub.waitForOutput(new RegExp(`failpoint ${failpoint.replace(".", "\\.")}: stop`));
+  const b = await inst.start();
+  await resumedRunCompleted(inst, runId);
+  a.hub.resume();
+  await new Promise((r) => setTimeout(r, 2000));
+  return b;
+}
+
 describe("a run that lost its claim changes nothing", () => {
   it("a frozen run resumed elsewhere pushes no segment after it wakes", async () => {
     const inst = make("fence-reply");
@@ -146,18 +159,14 @@ describe("a run frozen before its first transcript write", () => {
   it("woken after another process answered it and the next message: its late question is read by no one", async () => {
     const inst = make("hold-freeze");
     model.script({ text: "The answer, by the second process." }, { text: "The next answer." });
-    // The 1st append is the run's writer line with the user's message: frozen right before it.
-    const a = await inst.start({ failpoints: "transcript.before-append=stop@1" });
-    a.client!.request("chat.send", { text: "the frozen question", idempotencyKey: "hold-run-0002" }).catch(
-      () => {},
+    // The 1st append is the run's writer line with the user's message: frozen right before it. Woken after
+    // the second process answered, its writer line and question land after that process's lines.
+    const b = await frozenThenTakenOver(
+      inst,
+      "transcript.before-append",
+      "the frozen question",
+      "hold-run-0002",
     );
-    await a.hub.waitForOutput(/failpoint transcript\.before-append: stop/);
-    // Another process takes the session over once the frozen one's lease runs out, and answers the run.
-    const b = await inst.start();
-    await resumedRunCompleted(inst, "hold-run-0002");
-    // Woken: its writer line and question land after the second process's lines.
-    a.hub.resume();
-    await new Promise((r) => setTimeout(r, 2000));
     await b.client!.request("chat.send", { text: "the next question", idempotencyKey: "hold-run-0003" });
     expect(await b.client!.terminal("hold-run-0003", 30_000)).toMatchObject({ state: "final" });
     const history = (await b.client!.request("chat.history", {})).payload as History;
@@ -223,16 +232,8 @@ describe("a run killed after its settle's transcript write, before the settle's 
     const inst = make("written-freeze");
     const answer = "Written, then frozen before the settle.";
     model.script({ text: answer }, { text: "A second answer, which no model call is made for." });
-    const a = await inst.start({ failpoints: "run.before-settle=stop@1" });
-    a.client!.request("chat.send", { text: "answer me once", idempotencyKey: "written-run-0002" }).catch(
-      () => {},
-    );
-    await a.hub.waitForOutput(/failpoint run\.before-settle: stop/);
     // Another process takes the session over once the frozen one's lease runs out, and finishes the run.
-    const b = await inst.start();
-    await resumedRunCompleted(inst, "written-run-0002");
-    a.hub.resume();
-    await new Promise((r) => setTimeout(r, 2000));
+    const b = await frozenThenTakenOver(inst, "run.before-settle", "answer me once", "written-run-0002");
     expect(model.requests).toHaveLength(1);
     const history = (await b.client!.request("chat.history", {})).payload as History;
     expect(history.messages.map((m) => [m.role, m.text])).toEqual([
