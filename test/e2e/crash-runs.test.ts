@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { createLogger } from "@hub/core";
-import { FileSessionStore } from "@hub/sessions";
+import { FileSessionStore, writerGeneration } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { type FakeOpenAI, type FakeReplyScript, startFakeOpenAI } from "../fakes/src/index.js";
@@ -176,6 +178,17 @@ describe("a run frozen before its first transcript write", () => {
       ["user", "the next question"],
       ["assistant", "The next answer."],
     ]);
+    // The frozen run's late claim line is in the file, after the second process's newer one.
+    const session = await new FileSessionStore(inst.stateDir, createLogger({ level: "silent" })).get(
+      "agent:main:webchat:direct:owner",
+    );
+    const raw = readFileSync(join(inst.stateDir, "transcripts", `${session?.sessionId}.jsonl`), "utf8");
+    const claims = raw
+      .split("\n")
+      .filter((line) => line.includes('"type":"writer"') && line.includes("hold-run-0002"))
+      .map((line) => writerGeneration(JSON.parse(line).writer) ?? 0);
+    expect(claims.length).toBeGreaterThanOrEqual(2);
+    expect(claims.at(-1)).toBeLessThan(Math.max(...claims));
     // The next run's model call saw the frozen question once.
     const last = model.requests.at(-1);
     expect(JSON.stringify(last?.messages).split("the frozen question").length - 1).toBe(1);

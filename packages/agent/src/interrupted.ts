@@ -57,13 +57,14 @@ export async function finalizeInterrupted(
     // A staged answer goes in after a `writer` line of the finalize's own, with the claim taken again first:
     // an attempt that was only frozen, woken later, can then neither push more nor be read back writing
     // the same answer again (its late lines carry the older claim). The line names the new generation, so
-    // a reader takes it for a claim only if no newer one came first (see VisibleLines); `finalized` where
-    // the run no longer held the claim, as before.
+    // a reader takes it for a claim only if no newer one came first (see VisibleLines). Where the run no
+    // longer held the claim, a newer claim fences that attempt already, and a claim line of no generation
+    // would hide the newer writer's later lines: the answer goes in without one (its lines carry no claim).
     const generation = staged ? await deps.writers?.reclaimFor(record.sessionKey, runId) : undefined;
-    const writer = `${runId}#${generation ?? "finalized"}`;
-    const fenced = staged
-      ? [{ type: "writer" as const, runId, writer, at: Date.now() }, ...staged.entries]
+    const claimLine = generation
+      ? [{ type: "writer" as const, runId, writer: `${runId}#${generation}`, at: Date.now() }]
       : [];
+    const fenced = staged ? [...claimLine, ...staged.entries] : [];
     // Killed after its settle's write (before the settle's step): the transcript has its end already.
     const written =
       staged !== undefined &&

@@ -200,10 +200,12 @@ describe("a run stopped between its reply's last push and its settle", () => {
     ]);
     const answers = (await dead.store.read(session.sessionId)).filter((e) => e.type === "assistant");
     expect(answers.map((e) => e.type === "assistant" && e.text)).toEqual(["The answer, finalized."]);
-    // The finalize's claim line names the claim it took again, one above the dead attempt's: a claim line
+    // The finalize's claim line names the claim it took again, above the dead attempt's: a claim line
     // the dead attempt writes late (its own again) is then no claim to any reader, and its lines stay unseen.
     const claims = lines.flatMap((e) => (e.type === "writer" && e.runId === "final-x" ? [e.writer] : []));
-    expect(claims.map(writerGeneration)).toEqual([writerGeneration(writer)!, writerGeneration(writer)! + 1]);
+    const [attempt, finalize] = claims.map(writerGeneration);
+    expect(claims).toHaveLength(2);
+    expect(finalize).toBeGreaterThan(attempt!);
     await dead.store.append(session.sessionId, [
       { type: "writer", runId: "final-x", writer, at: Date.now() },
       { type: "assistant", runId: "final-x", text: "A late step.", writer, at: Date.now() },

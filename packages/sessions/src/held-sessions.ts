@@ -42,13 +42,13 @@ const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => s
  * here, so a run reads nothing back from disk or Redis.
  *
  * A kept copy is used only when it is provably current, from what the claim
- * found in Redis (`ClaimSeen`): the new generation is exactly the kept one
- * + 1 (no other claim since, in any process), the previous claim was released
+ * found in Redis (`ClaimSeen`): the generation the claim replaced is the kept
+ * one (no other claim since, in any process), the previous claim was released
  * (the run that left the copy settled), and the writer's "touched" count is
  * the one that run saw (nothing was written outside a claim since: context-only
- * messages, resets, see `SessionWriters.touch`). Generations of a session with
- * no writer record start at the time in ms (above its earlier ones), so a sequence that restarted after
- * Redis lost its data cannot match an old copy. Anything else reads the store.
+ * messages, resets, see `SessionWriters.touch`). A claim's generation is at least
+ * the time of the claim (see `generationBase`), so a sequence that restarted after Redis lost its data
+ * cannot match an old copy. Anything else reads the store.
  * A run that ends otherwise (superseded, abandoned, a failed write) keeps nothing.
  */
 export class HeldSessions {
@@ -76,7 +76,7 @@ export class HeldSessions {
     if (
       kept &&
       seen?.previousReleased &&
-      seen.generation === kept.generation + 1 &&
+      seen.previousGeneration === kept.generation &&
       seen.touched === kept.touched
     ) {
       const held = new HeldSession(this, this.store, kept.record, kept, seen);

@@ -38,11 +38,13 @@ export type RunBegin =
     };
 
 /**
- * What a claim found in the session's writer record: the new generation, whether the previous
- * claim had been released (its run settled), and the count of writes made outside any claim.
+ * What a claim found in the session's writer record: the new generation and the one it followed, whether
+ * the previous claim had been released (its run settled), and the count of writes made outside any claim.
  */
 export interface ClaimSeen {
   generation: number;
+  /** The generation the claim replaced (undefined when there was none, or the step does not say). */
+  previousGeneration: number | undefined;
   previousReleased: boolean;
   touched: string;
 }
@@ -85,11 +87,19 @@ export class RunSteps {
 
   /**
    * Notes a run admission began in its step (admit.lua's {attempt, generation, previous writer,
-   * touched}), so this process's `begin` of it is that start instead of another step.
+   * touched, previous generation}), so this process's `begin` of it is that start instead of another step.
    */
   begunInAdmission(run: StartedRun, begun: Array<string | number>): void {
-    const [attempt = 1, generation = 0, previous = "", touched = ""] = begun;
-    this.#noteBegunHere(run.runId, ["started", attempt, generation, previous, "", touched]);
+    const [attempt = 1, generation = 0, previous = "", touched = "", previousGeneration = ""] = begun;
+    this.#noteBegunHere(run.runId, [
+      "started",
+      attempt,
+      generation,
+      previous,
+      "",
+      touched,
+      previousGeneration,
+    ]);
   }
 
   /**
@@ -119,10 +129,11 @@ export class RunSteps {
     return this.#started(run, reply);
   }
 
-  // A start's reply: ["started", attempt, generation, previous writer or '', stop mark or '', touched].
+  // A start's reply: ["started", attempt, generation, previous writer or '', stop mark or '', touched,
+  // previous generation or ''].
   #started(run: StartedRun, reply: Array<string | number>): Extract<RunBegin, { kind: "started" }> {
     const { runId, sessionKey } = run;
-    const [, attempt, generation, previous, stop, touched] = reply;
+    const [, attempt, generation, previous, stop, touched, previousGeneration] = reply;
     this.runs.noteStarted(run);
     return {
       kind: "started",
@@ -130,7 +141,12 @@ export class RunSteps {
       claim: { sessionKey, runId, generation: Number(generation) },
       superseded: previous && previous !== runId ? String(previous) : undefined,
       stop: stopMark(String(stop)),
-      seen: { generation: Number(generation), previousReleased: previous === "", touched: String(touched) },
+      seen: {
+        generation: Number(generation),
+        previousGeneration: previousGeneration ? Number(previousGeneration) : undefined,
+        previousReleased: previous === "",
+        touched: String(touched),
+      },
     };
   }
 

@@ -113,7 +113,7 @@ export function dropStaleWrites(entries: TranscriptEntry[]): TranscriptEntry[] {
 
 /**
  * The claim generation a writer line names (`<runId>#<generation>`, as a run's claim writes it), or
- * undefined for a writer that names none (a finalize's `<runId>#finalized`).
+ * undefined for a writer that names none (an older version's finalize wrote `<runId>#finalized`).
  */
 export function writerGeneration(writer: string): number | undefined {
   const digits = /#(\d{1,15})$/.exec(writer)?.[1];
@@ -121,10 +121,10 @@ export function writerGeneration(writer: string): number | undefined {
 }
 
 /**
- * The lowest generation that orders claims: generations start at the time in ms (see `generationBase`),
- * where older versions started them at a random number below 2^31, which Redis losing its data could
- * set below the ones a transcript already had. Those are taken as naming none (as before), until the
- * session's next claim moves its generations up (begin.lua).
+ * The lowest generation that orders claims: a claim's generation is at least the time in ms (see
+ * `generationBase`), where older versions started them at a random number below 2^31 and added one per
+ * claim, which Redis losing its data could set below the ones a transcript already had. Those are taken
+ * as naming none (as before); the session's next claim moves its generations up to the time.
  */
 export const ORDERED_GENERATION = 1e12;
 

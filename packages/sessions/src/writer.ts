@@ -34,13 +34,13 @@ export function writerKey(prefix: string, sessionKey: string): string {
 }
 
 /**
- * The generation a session's first claim follows: the time in milliseconds, so that after Redis lost its
- * data a session's generations start above every one it had before (a session gets far fewer than one
- * claim per millisecond). Readers of a transcript take a claim line with a lower generation than one before
- * it as a late one, not a claim (see `VisibleLines`), and a process never takes an old copy of a session
- * for a current one (see `HeldSessions`). (Machines whose clocks differ by more than the time from a
- * session's first claim to Redis losing its data are the case this does not cover.) Thirteen digits: a
- * Lua number becomes a string of at most 14 significant digits when a script writes it.
+ * The lowest generation a claim taken now may take: the time in milliseconds. A claim's generation is one
+ * more than the session's last one and at least this, so generations always grow, and stay above the ones
+ * a transcript already has after Redis lost its data or came back with older data (a restored snapshot,
+ * the last second an AOF had not written, a replica promoted behind). Readers of a transcript take a claim
+ * line with a lower generation than one before it for a late one, not a claim (see `VisibleLines`).
+ * (Hub machines whose clocks differ by more than the time Redis takes to come back are the case this does
+ * not cover.) A generation passes through Lua as a double, exact far beyond 13 digits.
  */
 export function generationBase(): number {
   return Date.now();
@@ -79,9 +79,9 @@ export class SessionWriters {
       CLAIM,
       [this.#key(sessionKey)],
       [runId, sessionId, generationBase()],
-    )) as [number, string];
+    )) as [number, string, string];
     return {
-      claim: { sessionKey, runId, generation },
+      claim: { sessionKey, runId, generation: Number(generation) },
       superseded: previous && previous !== runId ? previous : undefined,
     };
   }
@@ -92,7 +92,9 @@ export class SessionWriters {
    * session now.
    */
   async reclaimFor(sessionKey: string, runId: string): Promise<number | undefined> {
-    const generation = Number(await runScript(this.redis, RECLAIM_FOR, [this.#key(sessionKey)], [runId]));
+    const generation = Number(
+      await runScript(this.redis, RECLAIM_FOR, [this.#key(sessionKey)], [runId, generationBase()]),
+    );
     return generation > 0 ? generation : undefined;
   }
 

@@ -28,18 +28,18 @@
   ARGV[11] a claim token ('' none): a session nobody owes a drain is claimed for this process's runner
            instead of woken (see owe-drain.lua)   ARGV[12] the lane's lease (ms)
   ARGV[13] the run's timeout (ms; '' = never begin here)   ARGV[14] its activity's TTL (ms)
-  ARGV[15] the generation a session's first writer claim follows (see begin.lua)
+  ARGV[15] the lowest generation a writer claim taken here may take (the time in ms, see begin.lua)
   ARGV[16] who sent it ("<channel>:<senderId>", kept in the run record as field sender: the gateway answers
            a repeated chat.send's recorded text to a client without the read scope only if it sent it;
            '' for a platform message's run, which nobody asks for by key)
   ARGV[17..] per bucket (KEYS[11..]): capacity, then refill per ms
 
-  Returns {outcome, woke[, attempt, generation, previous writer, touched]}: outcome is duplicate |
+  Returns {outcome, woke[, attempt, generation, previous writer, touched, previous generation]}: outcome is duplicate |
   rate_limited | queued | steered | collected | interrupted; woke 1 when this step put the session on the
   lane's ready list (a drain was not owed before), or the lane's head item when it claimed the session
   for this process (ARGV[11]). A run (kind "run") claimed so with ARGV[13] given is also begun in this
   step, as begin.lua would begin it (record running, attempt 1, the session's running run and writer
-  claim): the four values after woke are begin.lua's, for the runner that starts it here.
+  claim): the values after woke are begin.lua's, for the runner that starts it here.
 ]]
 if redis.call('EXISTS', KEYS[1], KEYS[2]) > 0 then
   return {'duplicate', 0}
@@ -95,13 +95,10 @@ if not active or active == ARGV[1] or (tonumber(running[2]) or 0) <= now then
   end
   -- Claimed for this process's runner, which starts it at once: begun here (begin.lua's writes).
   record('status', 'running', 'attempt', 1, 'timeoutMs', ARGV[13])
-  -- One from before generations started at the time in ms (under 10^12) moves up to it (see begin.lua).
-  local current = tonumber(running[4])
-  if not current or current < 1e12 then current = tonumber(ARGV[15]) end
-  local generation = current + 1
+  local generation = math.max((tonumber(running[4]) or 0) + 1, tonumber(ARGV[15]))
   redis.call('HSET', KEYS[3], 'runId', ARGV[1], 'generation', generation, 'active', ARGV[1],
     'activeUntil', now + tonumber(ARGV[14]))
-  return {'queued', woke, 1, generation, running[3] or '', running[5] or ''}
+  return {'queued', woke, 1, generation, running[3] or '', running[5] or '', running[4] or ''}
 end
 record('status', 'queued', 'attempt', 0)
 local mode = running[6] or ARGV[7]

@@ -1,22 +1,24 @@
 --[[
   begin(record, writer;
-        runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, generationBase)
+        runId, sessionKey, now, timeoutMs, ttl, activeTtlMs, generation floor)
   A queued run's start in one step: run record "running" (attempt + 1; startedAt on the first), the
-  session's running run (active, until now + activeTtlMs) and the writer claim (generation + 1), both in
+  session's running run (active, until now + activeTtlMs) and the writer claim (a new generation), both in
   the session's writer hash, and the run's stop mark (the record's field `stop`, see mark-stop.lua).
 
   KEYS[1] run record run:<runId>
   KEYS[2] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
   (The runs in flight are the heads of the session lanes: see RunRecords.running.)
 
-  ARGV[7] the generation a session's first claim follows (the time in ms: after Redis lost its data, a
-          session's generations start above the ones before, see generationBase).
+  ARGV[7] the lowest generation the claim may take (the time in ms): a claim's generation is one more than
+          the last one, and at least the time of the claim, so a session's generations stay above the ones
+          its transcript has after Redis lost its data or came back older (see generationBase).
 
   Returns {'over', status} when the run already ended (nothing written),
   {'running', stop} when the record says running: an interrupted attempt, which the caller resumes
   or finalizes through the separate steps (nothing written),
   else {'started', attempt, generation, previous writer runId or '' (released), stop mark or '',
-  the writer's "touched" count or '' (writes made outside any claim, see SessionWriters.touch)}.
+  the writer's "touched" count or '' (writes made outside any claim, see SessionWriters.touch),
+  the previous generation or ''}.
 ]]
 local record = redis.call('HMGET', KEYS[1], 'status', 'attempt', 'stop')
 local status = record[1]
@@ -32,11 +34,7 @@ end
 -- Admission wrote the record with its TTL, which HSET keeps: only a record begun without one needs it.
 if not status then redis.call('EXPIRE', KEYS[1], ARGV[5]) end
 local writer = redis.call('HMGET', KEYS[2], 'runId', 'generation', 'touched')
--- A generation from before they started at the time in ms (under 10^12: a random base) moves up to it
--- here, once: transcript readers order only those (see VisibleLines).
-local current = tonumber(writer[2])
-if not current or current < 1e12 then current = tonumber(ARGV[7]) end
-local generation = current + 1
+local generation = math.max((tonumber(writer[2]) or 0) + 1, tonumber(ARGV[7]))
 redis.call('HSET', KEYS[2], 'runId', ARGV[1], 'generation', generation,
   'active', ARGV[1], 'activeUntil', tonumber(ARGV[3]) + tonumber(ARGV[6]))
-return {'started', attempt, generation, writer[1] or '', stop, writer[3] or ''}
+return {'started', attempt, generation, writer[1] or '', stop, writer[3] or '', writer[2] or ''}

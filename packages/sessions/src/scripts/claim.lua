@@ -1,11 +1,10 @@
 --[[
-  claim(writer; runId, sessionId, generationBase) -> {generation, previous runId or ""}
-  generationBase: the generation a session's first claim follows (the time in ms, as in begin.lua).
+  claim(writer; runId, sessionId, now) -> {generation, previous runId or "", previous generation or ""}
+
+  KEYS[1] writer:<sessionKey>   the session's writer claim (runId, generation)
+  ARGV[3] now (ms): the new generation is one more than the last, and at least this (see begin.lua)
 ]]
 local writer = redis.call('HMGET', KEYS[1], 'runId', 'generation')
--- One from before generations started at the time in ms (under 10^12) moves up to it (see begin.lua).
-local current = tonumber(writer[2])
-if not current or current < 1e12 then current = tonumber(ARGV[3]) end
-local generation = current + 1
+local generation = math.max((tonumber(writer[2]) or 0) + 1, tonumber(ARGV[3]))
 redis.call('HSET', KEYS[1], 'runId', ARGV[1], 'sessionId', ARGV[2], 'generation', generation)
-return {generation, writer[1] or ''}
+return {generation, writer[1] or '', writer[2] or ''}

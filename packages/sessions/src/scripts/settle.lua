@@ -27,7 +27,7 @@
   stays active until it has), the record's startedAt or false},
   and with ack keys (and nothing steered in late) also: 'lost' (the lane's lease is not ours: nothing
   acked), or 'acked', ack_next's answer, and when the next run was begun here {its runId, attempt, generation, previous writer or '',
-  stop mark or '', touched}, as begin.lua's values.
+  stop mark or '', touched, previous generation or ''}, as begin.lua's values.
 ]]
 local n = tonumber(ARGV[6])
 -- Where the lane's ack arguments start (with ack keys), then the next run's begin arguments.
@@ -90,7 +90,7 @@ local function begin_next(head)
   local nextRun = redis.call('HMGET', record, 'status', 'attempt', 'stop')
   if again then
     if nextRun[1] ~= 'running' or nextRun[2] ~= '1' then return nil end
-    return {runId, 1, tonumber(writer[2]), '', nextRun[3] or '', writer[4] or ''}, false
+    return {runId, 1, tonumber(writer[2]), '', nextRun[3] or '', writer[4] or '', ''}, false
   end
   if nextRun[1] ~= 'queued' then return nil end
   local attempt = (tonumber(nextRun[2]) or 0) + 1
@@ -98,7 +98,9 @@ local function begin_next(head)
   -- A first start is the run's start (begin.lua's startedAt).
   if attempt == 1 then fields[7], fields[8] = 'startedAt', tonumber(ARGV[first + 4]) end
   redis.call('HSET', record, unpack(fields))
-  return {runId, attempt, tonumber(writer[2]) + 1, '', nextRun[3] or '', writer[4] or ''}, true
+  -- A new generation as begin.lua takes one (one more, and at least the time: ARGV[first + 4] is now).
+  local generation = math.max(tonumber(writer[2]) + 1, tonumber(ARGV[first + 4]))
+  return {runId, attempt, generation, '', nextRun[3] or '', writer[4] or '', writer[2]}, true
 end
 
 -- The lane's ack, and the next run begun in the same step; not with messages steered in late: the caller
