@@ -60,13 +60,20 @@ async function resumedRunCompleted(inst: Installation, runId: string): Promise<v
 }
 
 // A run frozen (SIGSTOP) at `failpoint` in process A, finished by process B once A's lease runs out, then
-// A woken: what A does late is what the caller checks. Returns B.
-async function frozenThenTakenOver(inst: Installation, failpoint: string, text: string, runId: string) {
+// (after `meanwhile`, given B) A woken: what A does late is what the caller checks. Returns B.
+async function frozenThenTakenOver(
+  inst: Installation,
+  failpoint: string,
+  text: string,
+  runId: string,
+  meanwhile?: (b: Awaited<ReturnType<Installation["start"]>>) => Promise<void>,
+) {
   const a = await inst.start({ failpoints: `${failpoint}=stop@1` });
   a.client!.request("chat.send", { text, idempotencyKey: runId }).catch(() => {});
   await a.hub.waitForOutput(new RegExp(`failpoint ${failpoint.replace(".", "\\.")}: stop`));
   const b = await inst.start();
   await resumedRunCompleted(inst, runId);
+  await meanwhile?.(b);
   a.hub.resume();
   await new Promise((r) => setTimeout(r, 2000));
   return b;
@@ -192,6 +199,31 @@ describe("a run frozen before its first transcript write", () => {
     // The next run's model call saw the frozen question once.
     const last = model.requests.at(-1);
     expect(JSON.stringify(last?.messages).split("the frozen question").length - 1).toBe(1);
+  }, 60_000);
+});
+
+describe("a run frozen before its first transcript write, and /new before it wakes", () => {
+  it("writes into the new transcript when it wakes, and no reader of it sees that", async () => {
+    const inst = make("hold-freeze-new");
+    model.script({ text: "The answer, by the second process." }, { text: "The first answer anew." });
+    const b = await frozenThenTakenOver(
+      inst,
+      "transcript.before-append",
+      "the frozen question",
+      "hold-run-0004",
+      async (b) => {
+        await b.client!.request("chat.send", { text: "/new", idempotencyKey: "hold-new-0001" });
+        expect(await b.client!.terminal("hold-new-0001", 30_000)).toMatchObject({ state: "final" });
+      },
+    );
+    await b.client!.request("chat.send", { text: "a question anew", idempotencyKey: "hold-run-0005" });
+    expect(await b.client!.terminal("hold-run-0005", 30_000)).toMatchObject({ state: "final" });
+    const history = (await b.client!.request("chat.history", {})).payload as History;
+    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+      ["user", "a question anew"],
+      ["assistant", "The first answer anew."],
+    ]);
+    expect(JSON.stringify(model.requests.at(-1)?.messages)).not.toContain("the frozen question");
   }, 60_000);
 });
 

@@ -259,8 +259,10 @@ export class AgentRunner {
   }
 
   async #startNewSession(request: RunRequest): Promise<void> {
-    await this.o.sessions.reset(request.ctx.sessionKey);
-    await this.#touched(request.ctx.sessionKey);
+    const { sessionKey } = request.ctx;
+    const record = await this.o.sessions.reset(sessionKey);
+    await this.o.sessions.append(record.sessionId, await this.o.writers.newTranscriptLine(sessionKey));
+    await this.#touched(sessionKey);
     await this.answerDirectly(
       request,
       "Started a new session: earlier messages are no longer part of the conversation.",

@@ -1,6 +1,7 @@
 import type { WriteFence } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
+import type { TranscriptEntry } from "./transcript.js";
 
 /** The current writer of a session: which run, and its claim generation. */
 export interface WriterClaim {
@@ -46,6 +47,9 @@ export function generationBase(): number {
   return Date.now();
 }
 const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
+
+/** The runId of a new transcript's first claim line (no run's id: runIds never hold a `/`). */
+export const NEW_TRANSCRIPT = "/new";
 
 /**
  * Who may write a session right now, decided by generation in Redis (so it
@@ -116,6 +120,25 @@ export class SessionWriters {
    */
   async touch(sessionKey: string): Promise<void> {
     await this.redis.hincrby(this.#key(sessionKey), "touched", 1);
+  }
+
+  /** The session's current claim generation (undefined when it never had a claim, or Redis lost it). */
+  async generationOf(sessionKey: string): Promise<number | undefined> {
+    const generation = Number(await this.redis.hget(this.#key(sessionKey), "generation"));
+    return generation > 0 ? generation : undefined;
+  }
+
+  /**
+   * The claim line a new transcript of the session starts with (`/new`): its current generation, so that a
+   * run frozen before its first write (its claim older), which would write into the new transcript when it
+   * wakes, is a late writer there too (see `VisibleLines`). None when the session never had a claim.
+   */
+  async newTranscriptLine(sessionKey: string): Promise<TranscriptEntry[]> {
+    const generation = await this.generationOf(sessionKey);
+    if (generation === undefined) return [];
+    return [
+      { type: "writer", runId: NEW_TRANSCRIPT, writer: `${NEW_TRANSCRIPT}#${generation}`, at: Date.now() },
+    ];
   }
 
   /** Ends a claim; a newer claim (a successor) is left untouched. */

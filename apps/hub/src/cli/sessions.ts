@@ -2,6 +2,7 @@ import { createLogger, HubError, resolveStateDir } from "@hub/core";
 import { createRedis } from "@hub/queue";
 import {
   FileSessionStore,
+  NEW_TRANSCRIPT,
   RedisSessionStore,
   type SessionStore,
   SessionWriters,
@@ -68,26 +69,37 @@ export function registerSessions(program: Command): void {
     .command("reset <sessionKey>")
     .description("start a new transcript for the session (the old one is kept on disk)")
     .action(async (sessionKey: string, _opts: unknown, command: Command) => {
+      // As /new starts one: with the session's claim generation (see SessionWriters.newTranscriptLine).
+      const first = (await withWriters(command, (w) => w.newTranscriptLine(sessionKey), "quiet")) ?? [];
       const record = await withStore(command, async (s) => {
         if (!(await s.get(sessionKey))) throw noSession(sessionKey);
-        return s.reset(sessionKey);
+        const reset = await s.reset(sessionKey);
+        await s.append(reset.sessionId, first);
+        return reset;
       });
-      await touchSession(command, sessionKey);
+      await withWriters(command, (w) => w.touch(sessionKey));
       console.log(`Session ${sessionKey} now uses a new transcript ${record.sessionId}.`);
     });
 }
 
-// A running hub keeps a session in memory between its runs; this makes it read the reset session again.
-async function touchSession(command: Command, sessionKey: string): Promise<void> {
+// The session's writer record, for the reset: a running hub keeps a session in memory between its runs, and
+// the touch makes it read the reset session again. Undefined (and said, unless "quiet") when Redis does not answer.
+async function withWriters<T>(
+  command: Command,
+  work: (writers: SessionWriters) => Promise<T>,
+  unreachable: "warn" | "quiet" = "warn",
+): Promise<T | undefined> {
   const { config } = configOf(command);
   const redis = createRedis(config.redis.url, { maxRetriesPerRequest: 1, connectTimeoutMs: 3000 });
   redis.on("error", () => {});
   try {
-    await new SessionWriters(redis, config.redis.prefix).touch(sessionKey);
+    return await work(new SessionWriters(redis, config.redis.prefix));
   } catch {
-    console.warn(
-      `Could not reach Redis at ${config.redis.url}: a running hub may keep using the old transcript until it restarts.`,
-    );
+    if (unreachable === "warn")
+      console.warn(
+        `Could not reach Redis at ${config.redis.url}: a running hub may keep using the old transcript until it restarts.`,
+      );
+    return undefined;
   } finally {
     redis.disconnect();
   }
@@ -111,7 +123,9 @@ export function describeEntry(e: TranscriptEntry): string {
     case "compaction":
       return `summary of the earlier conversation: ${e.summary}`;
     case "writer":
-      return `run ${e.runId} took the session`;
+      return e.runId === NEW_TRANSCRIPT
+        ? "the transcript was started anew (claims older than this are late ones)"
+        : `run ${e.runId} took the session`;
     case "outcome":
       return `run ${e.runId} ${e.status}${e.stopReason ? ` (${e.stopReason})` : ""}${e.error ? `: ${e.error}` : ""}`;
   }

@@ -324,11 +324,22 @@ describe("hub sessions", { timeout: 120_000 }, () => {
     expect(show.stdout).toContain("[user] hello from 42");
     expect(show.stdout).toContain("[outcome] run run-1 failed: the model refused");
     expect(show.stdout).toMatch(/\[session\] transcript started \d{4}-/);
+    // The session's claim generation, as a hub's run left it: the new transcript starts with it (a run frozen
+    // before its first write, woken into the new transcript, is then a late writer there too).
+    await redis.hset(`${prefix}:writer:${key}`, "generation", "1796585299897");
     const reset = await runCli(["sessions", "reset", key], env);
     expect(reset.code).toBe(0);
     const after = await sessions.get(key);
     expect(after?.sessionId).not.toBe(record.sessionId);
     expect(reset.stdout).toContain(after!.sessionId);
+    expect(await sessions.read(after!.sessionId)).toMatchObject([
+      { type: "session" },
+      { type: "writer", writer: "/new#1796585299897" },
+    ]);
+    expect(await redis.hget(`${prefix}:writer:${key}`, "touched")).toBe("1");
+    expect((await runCli(["sessions", "show", key], env)).stdout).toContain(
+      "[writer] the transcript was started anew (claims older than this are late ones)",
+    );
     const missing = await runCli(["sessions", "show", "agent:main:nope"], env);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('run "hub sessions list"');
