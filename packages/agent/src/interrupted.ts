@@ -7,6 +7,7 @@ import type {
   SessionStore,
   SessionWriters,
   StagedAnswer,
+  TranscriptEntry,
 } from "@hub/sessions";
 import { endWritten } from "./history.js";
 import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steering.js";
@@ -50,27 +51,7 @@ export async function finalizeInterrupted(
       : undefined;
   const decided = await deps.runs.finish(runId, outcome, record.attempt, usage);
   if (decided) {
-    // No SessionWriters.touch needed: the interrupted run claimed the session, which already made every
-    // process's kept copy of it stale (see HeldSessions).
-    const session = await deps.sessions.get(record.sessionKey);
-    const end = { type: "outcome" as const, runId, ...outcome, at: Date.now() };
-    // A staged answer goes in after a `writer` line of the finalize's own, with the claim taken again first:
-    // an attempt that was only frozen, woken later, can then neither push more nor be read back writing
-    // the same answer again (its late lines carry the older claim). The line names the new generation, so
-    // a reader takes it for a claim only if no newer one came first (see VisibleLines). Where the run no
-    // longer held the claim, a newer claim fences that attempt already, and a claim line of no generation
-    // would hide the newer writer's later lines: the answer goes in without one (its lines carry no claim).
-    const generation = staged ? await deps.writers?.reclaimFor(record.sessionKey, runId) : undefined;
-    const claimLine = generation
-      ? [{ type: "writer" as const, runId, writer: `${runId}#${generation}`, at: Date.now() }]
-      : [];
-    const fenced = staged ? [...claimLine, ...staged.entries] : [];
-    // Killed after its settle's write (before the settle's step): the transcript has its end already.
-    const written =
-      staged !== undefined &&
-      session !== undefined &&
-      endWritten(await deps.sessions.read(session.sessionId), runId);
-    if (session && !written) await deps.sessions.append(session.sessionId, [...fenced, end]);
+    await writeFinalEnd(deps, record, staged, outcome);
     log.warn(
       { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },
       staged
@@ -81,6 +62,35 @@ export async function finalizeInterrupted(
   // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).
   if (decided) await handOnSteering(deps, record);
   return decided;
+}
+
+// The finalized run's end in its transcript: its staged answer (if any) and its outcome, after a claim line of
+// the finalize's own, the claim taken again first: an attempt that was only frozen, woken later, can then
+// neither push more nor write (its claim checks fail), nor be read back writing (its late lines carry the
+// older claim, and its late claim line names an older generation: see VisibleLines). Where the run no
+// longer held the claim, a newer claim fences that attempt already, and the lines go in without a claim
+// line (one of no generation would hide the newer writer's later lines). No SessionWriters.touch needed:
+// the interrupted run claimed the session, which already made every process's kept copy of it stale.
+async function writeFinalEnd(
+  deps: InterruptedRunDeps,
+  record: Pick<RunRecord, "runId" | "sessionKey">,
+  staged: StagedAnswer | undefined,
+  outcome: Omit<Extract<TranscriptEntry, { type: "outcome" }>, "type" | "runId" | "at">,
+): Promise<void> {
+  const { runId } = record;
+  const session = await deps.sessions.get(record.sessionKey);
+  const generation = await deps.writers?.reclaimFor(record.sessionKey, runId);
+  const claimLine = generation
+    ? [{ type: "writer" as const, runId, writer: `${runId}#${generation}`, at: Date.now() }]
+    : [];
+  const end = { type: "outcome" as const, runId, ...outcome, at: Date.now() };
+  // Killed after its settle's write (before the settle's step): the transcript has its end already.
+  const written =
+    staged !== undefined &&
+    session !== undefined &&
+    endWritten(await deps.sessions.read(session.sessionId), runId);
+  if (session && !written)
+    await deps.sessions.append(session.sessionId, [...claimLine, ...(staged?.entries ?? []), end]);
 }
 
 /**

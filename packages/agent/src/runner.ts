@@ -260,8 +260,9 @@ export class AgentRunner {
 
   async #startNewSession(request: RunRequest): Promise<void> {
     const { sessionKey } = request.ctx;
-    const record = await this.o.sessions.reset(sessionKey);
-    await this.o.sessions.append(record.sessionId, await this.o.writers.newTranscriptLine(sessionKey));
+    // Read first (retried: a failure after the reset would reset it again), and in the reset's own write.
+    const first = await withRetries(() => this.o.writers.newTranscriptLine(sessionKey));
+    await this.o.sessions.reset(sessionKey, first);
     await this.#touched(sessionKey);
     await this.answerDirectly(
       request,

@@ -35,6 +35,59 @@ const laneIds = async (key: string) =>
   (await redis.lrange(lane.pushKeys(key).list, 0, -1)).map((item) => item.slice(0, item.indexOf("|")));
 
 describe("finalizeInterrupted", () => {
+  it("takes the claim again before its outcome line: the dead attempt, had it only been frozen, is fenced and unseen", async () => {
+    const runs = new RunRecords(redis, prefix);
+    const sessions = new FileSessionStore(stateDir, logger);
+    const writers = new SessionWriters(redis, prefix);
+    const key = request("run-f", "8").ctx.sessionKey;
+    await runs.start("run-f", key, 60_000);
+    const { claim } = await writers.claim(key, "session-f", "run-f");
+    const session = await sessions.resolve(key);
+    const writer = `run-f#${claim.generation}`;
+    await sessions.append(session.sessionId, [
+      { type: "writer", runId: "run-f", writer, at: 1 },
+      { type: "user", runId: "run-f", senderId: "8", text: "the question", writer, at: 1 },
+    ]);
+    const record = (await runs.get("run-f"))!;
+    expect(await finalizeInterrupted({ runs, sessions, writers }, record, logger)).toBe(true);
+    await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
+    // Woken, the attempt writes its answer and outcome late, under its claim: no reader sees them.
+    await sessions.append(session.sessionId, [
+      { type: "assistant", runId: "run-f", text: "a late answer", writer, at: 2 },
+      { type: "outcome", runId: "run-f", status: "completed", writer, at: 2 },
+    ]);
+    const lines = await sessions.read(session.sessionId);
+    expect(lines.filter((e) => e.type === "outcome").map((e) => e.type === "outcome" && e.status)).toEqual([
+      "interrupted",
+    ]);
+    expect(lines.some((e) => e.type === "assistant")).toBe(false);
+  });
+
+  it("writes no claim line where the run no longer held the claim: the newer writer's later lines stay seen", async () => {
+    const runs = new RunRecords(redis, prefix);
+    const sessions = new FileSessionStore(stateDir, logger);
+    const writers = new SessionWriters(redis, prefix);
+    const key = request("run-g", "9").ctx.sessionKey;
+    await runs.start("run-g", key, 60_000);
+    await writers.claim(key, "session-g", "run-g");
+    // Another run took the session over and is writing.
+    const newer = await writers.claim(key, "session-g", "run-h");
+    const session = await sessions.resolve(key);
+    const writer = `run-h#${newer.claim.generation}`;
+    await sessions.append(session.sessionId, [{ type: "writer", runId: "run-h", writer, at: 1 }]);
+    const record = (await runs.get("run-g"))!;
+    expect(await finalizeInterrupted({ runs, sessions, writers }, record, logger)).toBe(true);
+    await sessions.append(session.sessionId, [
+      { type: "user", runId: "run-h", text: "h's question", writer, at: 2 },
+    ]);
+    const lines = await sessions.read(session.sessionId);
+    expect(lines.filter((e) => e.type === "writer").map((e) => e.type === "writer" && e.writer)).toEqual([
+      writer,
+    ]);
+    expect(lines.some((e) => e.type === "user" && e.text === "h's question")).toBe(true);
+    await writers.assertCurrent(newer.claim);
+  });
+
   it("follows up the taken messages it never wrote (before those it never took) and ends the written ones with it", async () => {
     const runs = new RunRecords(redis, prefix);
     const activity = new SessionActivity(redis, prefix, "steer", { lane });

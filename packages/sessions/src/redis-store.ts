@@ -116,11 +116,11 @@ export class RedisSessionStore implements SessionStore {
     return { record, created };
   }
 
-  async reset(sessionKey: string): Promise<SessionRecord> {
+  async reset(sessionKey: string, first: TranscriptEntry[] = []): Promise<SessionRecord> {
     const { record, headerLine } = newSession(sessionKey);
     await this.redis
       .multi()
-      .rpush(this.#transcriptKey(record.sessionId), headerLine)
+      .rpush(this.#transcriptKey(record.sessionId), headerLine, ...transcriptLines(first))
       .set(this.#indexKey(sessionKey), JSON.stringify(record))
       .zadd(this.#allKey, record.updatedAt, sessionKey)
       .exec();

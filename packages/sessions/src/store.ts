@@ -28,8 +28,11 @@ export interface SessionStore {
   list(): Promise<SessionRecord[]>;
   /** The session a key routes to, created (with its transcript header) on first use. */
   resolve(sessionKey: string): Promise<SessionRecord>;
-  /** Starts a new sessionId (a new transcript) for the key. */
-  reset(sessionKey: string): Promise<SessionRecord>;
+  /**
+   * Starts a new sessionId (a new transcript) for the key, with `first` after its header in the write that
+   * creates it (before the key routes to it).
+   */
+  reset(sessionKey: string, first?: TranscriptEntry[]): Promise<SessionRecord>;
   /** Appends entries to a transcript in one write, so a crash leaves whole entries. */
   append(sessionId: string, entries: TranscriptEntry[]): Promise<void>;
   /** Reads a transcript, a superseded writer's late lines dropped. */
@@ -313,8 +316,10 @@ export class FileSessionStore implements SessionStore {
   }
 
   /** Starts a new sessionId (a new transcript) for the key: its first session, or one its index names. */
-  async reset(sessionKey: string): Promise<SessionRecord> {
-    return (await this.#startFirst(sessionKey, "skip")) ?? this.#startIndexed(sessionKey, "replace");
+  async reset(sessionKey: string, first: TranscriptEntry[] = []): Promise<SessionRecord> {
+    return (
+      (await this.#startFirst(sessionKey, "skip", first)) ?? this.#startIndexed(sessionKey, "replace", first)
+    );
   }
 
   /**
@@ -322,9 +327,13 @@ export class FileSessionStore implements SessionStore {
    * header would be too long to read back (a very long key), or the file exists: a first session being
    * replaced ("skip"), or, for `resolve` ("join"), one another store or process may be creating right now.
    */
-  async #startFirst(sessionKey: string, ifExists: "join" | "skip"): Promise<SessionRecord | undefined> {
+  async #startFirst(
+    sessionKey: string,
+    ifExists: "join" | "skip",
+    first: TranscriptEntry[] = [],
+  ): Promise<SessionRecord | undefined> {
     if (this.#hasIndex(sessionKey)) return undefined;
-    const created = await this.#createFirst(sessionKey, []);
+    const created = await this.#createFirst(sessionKey, first);
     if (created) return created.record;
     // Not created: the file exists, or the header is too long (then there is no file, and the join finds none).
     const path = this.#transcriptPath(firstSessionId(sessionKey));
@@ -359,14 +368,19 @@ export class FileSessionStore implements SessionStore {
    * another store wrote meanwhile wins (this one's transcript, a header alone, is left unused); for
    * `reset` ("replace"), this one replaces it.
    */
-  async #startIndexed(sessionKey: string, ifIndexed: "join" | "replace"): Promise<SessionRecord> {
+  async #startIndexed(
+    sessionKey: string,
+    ifIndexed: "join" | "replace",
+    first: TranscriptEntry[] = [],
+  ): Promise<SessionRecord> {
     const { record, header, headerLine } = newSession(sessionKey);
-    const line = `${headerLine}\n`;
-    if (!(await this.#files.create(this.#transcriptPath(record.sessionId), line)))
+    const text =
+      first.length === 0 ? `${headerLine}\n` : `${headerLine}\n${transcriptLines(first).join("\n")}\n`;
+    if (!(await this.#files.create(this.#transcriptPath(record.sessionId), text)))
       throw new Error(`a new session's transcript ${record.sessionId} exists already`);
     const index = await this.#writeIndex(record, ifIndexed);
     if ("record" in index) return index.record;
-    return this.#started(record, [header], line, { kind: "index", ...index });
+    return this.#started(record, [header, ...first], text, { kind: "index", ...index });
   }
 
   // What was just written (`text`, the lines of `entries`) is what the next read would find: a new session

@@ -121,6 +121,12 @@ export function writerGeneration(writer: string): number | undefined {
 }
 
 /**
+ * The runId of the line a new transcript starts with (`/new`): the session's claim generation then, a floor
+ * for the claims read after it, not a claim itself (no run's id holds a `/`).
+ */
+export const NEW_TRANSCRIPT = "/new";
+
+/**
  * The lowest generation that orders claims: a claim's generation is at least the time in ms (see
  * `generationBase`), where older versions started them at a random number below 2^31 and added one per
  * claim, which Redis losing its data could set below the ones a transcript already had. Those are taken
@@ -156,7 +162,9 @@ export class VisibleLines {
           if (this.#generation !== undefined && generation < this.#generation) continue;
           this.#generation = generation;
         }
-        this.#current = e.writer;
+        // A new transcript's first line only sets the floor: a run that claimed that very generation and
+        // wrote first stays the writer.
+        if (e.runId !== NEW_TRANSCRIPT) this.#current = e.writer;
       } else if ("writer" in e && e.writer !== undefined && e.writer !== this.#current) continue;
       this.lines.push(e);
     }

@@ -1,7 +1,7 @@
 import type { WriteFence } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
-import type { TranscriptEntry } from "./transcript.js";
+import { NEW_TRANSCRIPT, type TranscriptEntry } from "./transcript.js";
 
 /** The current writer of a session: which run, and its claim generation. */
 export interface WriterClaim {
@@ -47,9 +47,6 @@ export function generationBase(): number {
   return Date.now();
 }
 const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
-
-/** The runId of a new transcript's first claim line (no run's id: runIds never hold a `/`). */
-export const NEW_TRANSCRIPT = "/new";
 
 /**
  * Who may write a session right now, decided by generation in Redis (so it
@@ -129,9 +126,10 @@ export class SessionWriters {
   }
 
   /**
-   * The claim line a new transcript of the session starts with (`/new`): its current generation, so that a
-   * run frozen before its first write (its claim older), which would write into the new transcript when it
-   * wakes, is a late writer there too (see `VisibleLines`). None when the session never had a claim.
+   * The line a new transcript of the session starts with (`/new`, in the write that creates it): its current
+   * generation, so that a run frozen before its first write (its claim older), which would write into the
+   * new transcript when it wakes, is a late writer there too (see `VisibleLines`). None when the session
+   * never had a claim.
    */
   async newTranscriptLine(sessionKey: string): Promise<TranscriptEntry[]> {
     const generation = await this.generationOf(sessionKey);

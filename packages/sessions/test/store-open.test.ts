@@ -76,6 +76,19 @@ describe.each(stores)("SessionStore.open (%s)", (_name, pair) => {
     expect(texts(four.entries)).toEqual(["four"]);
   });
 
+  it("a reset writes the lines it is given after the new transcript's header (a new key, and one with a session)", async () => {
+    const [a, b] = pair();
+    const floor: TranscriptEntry[] = [{ type: "writer", runId: "/new", writer: "/new#1796585299897", at: 1 }];
+    for (const key of ["agent:main:fresh", "agent:main:used"]) {
+      if (key.endsWith("used")) await a.open(key, lines("r0", "zero"));
+      const reset = await a.reset(key, floor);
+      for (const store of [a, b]) {
+        expect(await store.get(key)).toEqual(reset);
+        expect((await store.read(reset.sessionId)).map((e) => e.type)).toEqual(["session", "writer"]);
+      }
+    }
+  });
+
   it("two stores opening one new key at once end in one session holding both runs' lines once", async () => {
     for (let round = 0; round < 5; round++) {
       const [a, b] = pair();

@@ -106,6 +106,22 @@ describe("what a reader sees of a transcript", () => {
     ]);
   });
 
+  it("takes a new transcript's first line for a floor, not a claim: a run of that very generation stays the writer", () => {
+    const lines: TranscriptEntry[] = [
+      { type: "session", sessionId: "s2", sessionKey: "k", at },
+      claim(`r#${g(7)}`),
+      said("r's question", `r#${g(7)}`),
+      { type: "writer", runId: "/new", writer: `/new#${g(7)}`, at },
+      said("r's answer", `r#${g(7)}`),
+      claim(`a#${g(6)}`),
+      said("a's late question", `a#${g(6)}`),
+    ];
+    expect(dropStaleWrites(lines).flatMap((e) => ("text" in e ? [e.text] : []))).toEqual([
+      "r's question",
+      "r's answer",
+    ]);
+  });
+
   it("reads a claim's generation after the last #, and none from a writer that names none", () => {
     expect(writerGeneration("run#with#hashes#1796585299897")).toBe(1796585299897);
     expect(writerGeneration("run#finalized")).toBeUndefined();

@@ -73,9 +73,7 @@ export function registerSessions(program: Command): void {
       const first = (await withWriters(command, (w) => w.newTranscriptLine(sessionKey), "quiet")) ?? [];
       const record = await withStore(command, async (s) => {
         if (!(await s.get(sessionKey))) throw noSession(sessionKey);
-        const reset = await s.reset(sessionKey);
-        await s.append(reset.sessionId, first);
-        return reset;
+        return s.reset(sessionKey, first);
       });
       await withWriters(command, (w) => w.touch(sessionKey));
       console.log(`Session ${sessionKey} now uses a new transcript ${record.sessionId}.`);
