@@ -102,6 +102,11 @@ export function transcriptLines(entries: TranscriptEntry[]): string[] {
   return entries.map((e) => JSON.stringify(producedOutside(e) ? TranscriptEntrySchema.parse(e) : e));
 }
 
+// A new transcript's text: its header line, then `first`'s lines, each ended by a newline.
+function newTranscriptText(headerLine: string, first: TranscriptEntry[]): string {
+  return first.length === 0 ? `${headerLine}\n` : `${headerLine}\n${transcriptLines(first).join("\n")}\n`;
+}
+
 const producedOutside = (e: TranscriptEntry) => e.type === "assistant" || e.type === "tool_result";
 
 /**
@@ -305,9 +310,8 @@ export class FileSessionStore implements SessionStore {
   // would be too long to read back or the file exists (another store creating it: `resolve` joins it).
   async #createFirst(sessionKey: string, first: TranscriptEntry[]): Promise<OpenedSession | undefined> {
     const { record, header, headerLine } = newSession(sessionKey, firstSessionId(sessionKey));
-    const line = `${headerLine}\n`;
-    if (Buffer.byteLength(line) > HEADER_BYTES) return undefined;
-    const text = first.length === 0 ? line : `${line}${transcriptLines(first).join("\n")}\n`;
+    if (Buffer.byteLength(headerLine) + 1 > HEADER_BYTES) return undefined;
+    const text = newTranscriptText(headerLine, first);
     const file = await this.#files.create(this.#transcriptPath(record.sessionId), text);
     if (!file) return undefined;
     const entries = [header, ...first];
@@ -374,8 +378,7 @@ export class FileSessionStore implements SessionStore {
     first: TranscriptEntry[] = [],
   ): Promise<SessionRecord> {
     const { record, header, headerLine } = newSession(sessionKey);
-    const text =
-      first.length === 0 ? `${headerLine}\n` : `${headerLine}\n${transcriptLines(first).join("\n")}\n`;
+    const text = newTranscriptText(headerLine, first);
     if (!(await this.#files.create(this.#transcriptPath(record.sessionId), text)))
       throw new Error(`a new session's transcript ${record.sessionId} exists already`);
     const index = await this.#writeIndex(record, ifIndexed);

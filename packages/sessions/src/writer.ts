@@ -80,7 +80,7 @@ export class SessionWriters {
       CLAIM,
       [this.#key(sessionKey)],
       [runId, sessionId, generationBase()],
-    )) as [number, string, string];
+    )) as [number, string];
     return {
       claim: { sessionKey, runId, generation: Number(generation) },
       superseded: previous && previous !== runId ? previous : undefined,
@@ -119,12 +119,6 @@ export class SessionWriters {
     await this.redis.hincrby(this.#key(sessionKey), "touched", 1);
   }
 
-  /** The session's current claim generation (undefined when it never had a claim, or Redis lost it). */
-  async generationOf(sessionKey: string): Promise<number | undefined> {
-    const generation = Number(await this.redis.hget(this.#key(sessionKey), "generation"));
-    return generation > 0 ? generation : undefined;
-  }
-
   /**
    * The line a new transcript of the session starts with (`/new`, in the write that creates it): its current
    * generation, so that a run frozen before its first write (its claim older), which would write into the
@@ -132,8 +126,8 @@ export class SessionWriters {
    * never had a claim.
    */
   async newTranscriptLine(sessionKey: string): Promise<TranscriptEntry[]> {
-    const generation = await this.generationOf(sessionKey);
-    if (generation === undefined) return [];
+    const generation = Number(await this.redis.hget(this.#key(sessionKey), "generation"));
+    if (!(generation > 0)) return [];
     return [
       { type: "writer", runId: NEW_TRANSCRIPT, writer: `${NEW_TRANSCRIPT}#${generation}`, at: Date.now() },
     ];
