@@ -172,7 +172,10 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
     const b = hubProcess(dir);
     const key = "agent:main:held:lost";
     await run(a, key, "h4-r1", "one");
+    const lost = Number(await redis.hget(writers.keyOf(key), "generation"));
     await redis.del(writers.keyOf(key));
+    // Generations are the claim's millisecond; a Redis that lost its data takes far longer than one to come back.
+    while (Date.now() <= lost) await new Promise((resolve) => setTimeout(resolve, 1));
     // Another process runs the session as often as it takes to reach the generation after A's.
     await run(b, key, "h4-r2", "two");
     expect(await run(a, key, "h4-r3", "three")).toEqual(["one", "two", "three"]);
