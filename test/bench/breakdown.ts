@@ -110,7 +110,10 @@ class Tally {
 const chats = Number(process.env.BENCH_CHATS ?? 50);
 const messages = Number(process.env.BENCH_MESSAGES ?? 4);
 const redis = await startBenchRedis();
-const bench = await startBenchHub(redis.url);
+// BENCH_AGENT_THREAD=1: the agent role on a worker thread (`agent.threads: 1`), whose admission cannot begin runs.
+const bench = await startBenchHub(redis.url, undefined, {
+  agentThread: process.env.BENCH_AGENT_THREAD === "1",
+});
 const tally = new Tally(scriptNames(process.cwd()));
 // redis-cli's MONITOR output, one command per line: `<time> [<db> <client or lua>] "CMD" "arg" ...`.
 const monitor = spawn("redis-cli", ["-u", redis.url, "monitor"], { stdio: ["ignore", "pipe", "inherit"] });

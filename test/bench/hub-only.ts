@@ -42,7 +42,11 @@ try {
     writeFileSync(process.env.BENCH_WINDOW_FILE, `${from} ${process.hrtime.bigint() / 1000n}`);
   if (heap && heapFile) await stopHeapSampling(heap, heapFile, load.answered);
   printLoad(side, load);
-  console.log(`  node CPU per message: ${((cpu.user + cpu.system) / 1000 / load.answered).toFixed(2)} ms`);
+  const perMessage = (us: number) => (us / 1000 / load.answered).toFixed(2);
+  console.log(
+    `  node CPU per message: ${perMessage(cpu.user + cpu.system)} ms ` +
+      `(user ${perMessage(cpu.user)}, system ${perMessage(cpu.system)})`,
+  );
 } finally {
   await bench.stop();
   await redis.stop();
