@@ -1,10 +1,11 @@
 import { type QueueMode, type RunRequest, recordedSender } from "@hub/core";
 import { runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { generationBase } from "./generation-clock.js";
 import type { SessionLane } from "./lane.js";
 import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
 import type { RunSteps } from "./run-steps.js";
-import { generationBase, writerKey } from "./writer.js";
+import { writerKey } from "./writer.js";
 
 const ADMIT = scriptWith(new URL("./scripts/admit.lua", import.meta.url), "token-bucket", "owe-drain");
 

@@ -1,6 +1,7 @@
 export * from "./activity.js";
 export * from "./admission.js";
 export * from "./approvals.js";
+export * from "./generation-clock.js";
 export * from "./held-sessions.js";
 export * from "./lane.js";
 export * from "./recovery.js";

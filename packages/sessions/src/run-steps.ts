@@ -2,6 +2,7 @@ import { failpoint } from "@hub/core";
 import { type AckStep, loadScript, runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { SessionActivity } from "./activity.js";
+import { generationBase } from "./generation-clock.js";
 import {
   RUN_RECORD_TTL_SECONDS,
   type RunOutcome,
@@ -10,7 +11,7 @@ import {
   withRetries,
 } from "./run-records.js";
 import { requestsOf } from "./stored-requests.js";
-import { generationBase, type SessionWriters, type WriterClaim } from "./writer.js";
+import type { SessionWriters, WriterClaim } from "./writer.js";
 
 const BEGIN = loadScript(new URL("./scripts/begin.lua", import.meta.url));
 const SETTLE = scriptWith(new URL("./scripts/settle.lua", import.meta.url), "ack-next");
@@ -185,7 +186,7 @@ export class RunSteps {
     ];
     if (lane) {
       keys.push(...lane.ack.keys);
-      args.push(...lane.ack.args, lane.timeoutMs, lane.activeTtlMs, this.runs.keyOf(""));
+      args.push(...lane.ack.args, lane.timeoutMs, lane.activeTtlMs, this.runs.keyOf(""), generationBase());
     }
     const [decided, released, steered, startedAt, acked, answer, begun] = await withRetries(
       async () => (await runScript(this.redis, SETTLE, keys, args)) as SettleReply,

@@ -1,6 +1,7 @@
 import type { WriteFence } from "@hub/core";
 import { loadScript, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
+import { generationBase } from "./generation-clock.js";
 import { NEW_TRANSCRIPT, type TranscriptEntry } from "./transcript.js";
 
 /** The current writer of a session: which run, and its claim generation. */
@@ -34,18 +35,6 @@ export function writerKey(prefix: string, sessionKey: string): string {
   return `${prefix}:writer:${sessionKey}`;
 }
 
-/**
- * The lowest generation a claim taken now may take: the time in milliseconds. A claim's generation is one
- * more than the session's last one and at least this, so generations always grow, and stay above the ones
- * a transcript already has after Redis lost its data or came back with older data (a restored snapshot,
- * the last second an AOF had not written, a replica promoted behind). Readers of a transcript take a claim
- * line with a lower generation than one before it for a late one, not a claim (see `VisibleLines`).
- * (Hub machines whose clocks differ by more than the time Redis takes to come back are the case this does
- * not cover.) A generation passes through Lua as a double, exact far beyond 13 digits.
- */
-export function generationBase(): number {
-  return Date.now();
-}
 const RELEASE = loadScript(new URL("./scripts/release.lua", import.meta.url));
 
 /**

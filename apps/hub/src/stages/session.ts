@@ -2,6 +2,7 @@ import { handOnSteering, RunControl } from "@hub/agent";
 import {
   ApprovalStore,
   FileSessionStore,
+  keepGenerationClock,
   RedisSessionStore,
   type RunRecords,
   RunSteps,
@@ -40,6 +41,9 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const prefix = config.redis.prefix;
   const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
   const writers = new SessionWriters(redis, prefix);
+  // Claims take their generations on Redis's clock: hubs on machines whose clocks differ share one order.
+  const clock = keepGenerationClock(redis, base.logger.child({ component: "sessions" }));
+  base.shutdown.rest.push(() => clock.stop());
   const sessions = sessionStoreOf(base);
   const lane: SessionLane = new SessionLane({
     redisUrl: config.redis.url,

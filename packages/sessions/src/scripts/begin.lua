@@ -9,7 +9,7 @@
   KEYS[2] writer:<sessionKey> (hash runId, generation, touched, active, activeUntil)
   (The runs in flight are the heads of the session lanes: see RunRecords.running.)
 
-  ARGV[7] the lowest generation the claim may take (the time in ms): a claim's generation is one more than
+  ARGV[7] the lowest generation the claim may take (the time in ms, on Redis's clock): a claim's generation is one more than
           the last one, and at least the time of the claim, so a session's generations stay above the ones
           its transcript has after Redis lost its data or came back older (see generationBase).
 

@@ -2,7 +2,7 @@
   claim(writer; runId, sessionId, now) -> {generation, previous runId or ""}
 
   KEYS[1] writer:<sessionKey>   the session's writer claim (runId, generation)
-  ARGV[3] now (ms): the new generation is one more than the last, and at least this (see begin.lua)
+  ARGV[3] the lowest generation (ms): the new one is one more than the last, and at least this (see begin.lua)
 ]]
 local writer = redis.call('HMGET', KEYS[1], 'runId', 'generation')
 local generation = math.max((tonumber(writer[2]) or 0) + 1, tonumber(ARGV[3]))

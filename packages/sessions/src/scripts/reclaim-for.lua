@@ -3,7 +3,7 @@
   the last, and at least now: see begin.lua), 0 when another run (or none) holds the session: nothing changed
 
   KEYS[1] writer:<sessionKey>   the session's writer claim (runId, generation)
-  ARGV[1] the run that must hold it   ARGV[2] now (ms)
+  ARGV[1] the run that must hold it   ARGV[2] the lowest generation (ms, see begin.lua)
 ]]
 local writer = redis.call('HMGET', KEYS[1], 'runId', 'generation')
 if writer[1] ~= ARGV[1] or not writer[2] then return 0 end

@@ -19,8 +19,8 @@
 
   ARGV[2] attempt that must still be current ('' = any); ARGV[6] n, how many ARGV after it are the
   record's outcome fields and values; then, with ack keys, the 13 ack arguments (see ack-next.lua),
-  then the next run's timeout (ms), its activity's TTL (ms) and the prefix of run record keys (the next
-  run's is <prefix><runId>).
+  then the next run's timeout (ms), its activity's TTL (ms), the prefix of run record keys (the next
+  run's is <prefix><runId>) and the lowest generation its writer claim may take (see begin.lua).
 
   Returns {decided 1|0 (1 also to a retry of the step that decided it: same status and endedAt),
   released 1|0, steered requests the run never took (taken: the caller queues them again, and the run
@@ -98,8 +98,8 @@ local function begin_next(head)
   -- A first start is the run's start (begin.lua's startedAt).
   if attempt == 1 then fields[7], fields[8] = 'startedAt', tonumber(ARGV[first + 4]) end
   redis.call('HSET', record, unpack(fields))
-  -- A new generation as begin.lua takes one (one more, and at least the time: ARGV[first + 4] is now).
-  local generation = math.max(tonumber(writer[2]) + 1, tonumber(ARGV[first + 4]))
+  -- A new generation as begin.lua takes one (one more, and at least the given floor: the time).
+  local generation = math.max(tonumber(writer[2]) + 1, tonumber(ARGV[first + 16]))
   return {runId, attempt, generation, '', nextRun[3] or '', writer[4] or '', writer[2]}, true
 end
 
