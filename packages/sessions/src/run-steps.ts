@@ -188,9 +188,12 @@ export class RunSteps {
       keys.push(...lane.ack.keys);
       args.push(...lane.ack.args, lane.timeoutMs, lane.activeTtlMs, this.runs.keyOf(""), generationBase());
     }
-    const [decided, released, steered, startedAt, acked, answer, begun] = await withRetries(
-      async () => (await runScript(this.redis, SETTLE, keys, args)) as SettleReply,
-    );
+    const [decided, released, steered, startedAt, acked, answer, begun] = await withRetries(async () => {
+      // The next run's generation floor (the last argument) read again for each try: one after an outage
+      // must not take the time before it.
+      if (lane) args[args.length - 1] = generationBase();
+      return (await runScript(this.redis, SETTLE, keys, args)) as SettleReply;
+    });
     if (acked === "lost") lane?.ack.lost();
     else if (acked === "acked") lane?.ack.acked(answer);
     if (begun) {
