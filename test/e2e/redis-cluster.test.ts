@@ -63,5 +63,12 @@ describe("the hub on a 3-node Redis Cluster", () => {
     expect(slots.size).toBe(1);
     expect(keys.some((k) => k.includes(":run:cluster-run-0001"))).toBe(true);
     for (const node of client.nodes("master")) expect(await node.keys(`${prefix}:*`)).toEqual([]);
+
+    // Its claims' clock (see generationBase) is read on the node that holds those keys, and on no other.
+    for (const node of client.nodes("master")) {
+      const holds = (await node.keys(`{${prefix}}:*`)).length > 0;
+      const readTime = /^cmdstat_time:calls=[1-9]/m.test(await node.info("commandstats"));
+      expect(readTime).toBe(holds);
+    }
   }, 90_000);
 });

@@ -186,7 +186,8 @@ export class RunSteps {
     ];
     if (lane) {
       keys.push(...lane.ack.keys);
-      args.push(...lane.ack.args, lane.timeoutMs, lane.activeTtlMs, this.runs.keyOf(""), generationBase());
+      // The last: the next run's generation floor, set for each try below.
+      args.push(...lane.ack.args, lane.timeoutMs, lane.activeTtlMs, this.runs.keyOf(""), 0);
     }
     const [decided, released, steered, startedAt, acked, answer, begun] = await withRetries(async () => {
       // The next run's generation floor (the last argument) read again for each try: one after an outage

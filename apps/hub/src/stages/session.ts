@@ -42,7 +42,7 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
   const writers = new SessionWriters(redis, prefix);
   // Claims take their generations on Redis's clock: hubs on machines whose clocks differ share one order.
-  const clock = keepGenerationClock(redis, base.logger.child({ component: "sessions" }));
+  const clock = keepGenerationClock(redis, prefix, base.logger.child({ component: "sessions" }));
   base.shutdown.rest.push(() => clock.stop());
   const sessions = sessionStoreOf(base);
   const lane: SessionLane = new SessionLane({
