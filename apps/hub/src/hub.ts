@@ -64,6 +64,7 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const entry = await buildEntry(base, options);
   const replies = await startSettlement(base, entry);
   const session = buildSessionStage(base);
+  await session.clockRead;
   if (base.roles.has("agent")) await startAgentRole(base, { entry, replies, session }, options);
   const ingress = base.roles.has("ingress")
     ? await startAdmission(base, entry, replies, session, options.token)
@@ -133,7 +134,9 @@ export async function startAgentThreadRole(
   const base = await connectBase({ ...config, roles: ["agent"] }, { ...options, agentThread: true });
   const entry = await buildEntry(base, {});
   const replies = await startSettlement(base, entry);
-  await startExecution(base, entry, replies, buildSessionStage(base));
+  const session = buildSessionStage(base);
+  await session.clockRead;
+  await startExecution(base, entry, replies, session);
   return {
     operations: base.operations,
     running: async () => (await base.operations.readiness([])).ready,

@@ -45,6 +45,8 @@ export async function readGenerationClock(redis: Redis, prefix: string): Promise
 
 /** A running `keepGenerationClock`. */
 export interface GenerationClock {
+  /** Settles when the first read is over (kept or not), or after a second: what a start waits for. */
+  firstRead: Promise<void>;
   stop(): void;
 }
 
@@ -53,6 +55,7 @@ export interface GenerationClock {
  * that failed or was not kept), so this process's claims take their generations on it (see
  * `generationBase`) whatever its own clock says or is set to. Says so when this machine's clock is a second
  * or more off Redis's (again after it was back within a second). The timer does not keep the process alive.
+ * Until the first read, claims take this machine's clock: a start waits for it (`firstRead`).
  */
 export function keepGenerationClock(
   redis: Redis,
@@ -63,31 +66,42 @@ export function keepGenerationClock(
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let warned = false;
+  let firstOver = () => {};
+  const firstRead = new Promise<void>((resolve) => {
+    const waited = setTimeout(resolve, 1000);
+    firstOver = () => {
+      clearTimeout(waited);
+      resolve();
+    };
+  });
   const next = (ms: number) => {
     if (stopped) return;
     timer = setTimeout(read, ms);
     timer.unref();
   };
   const read = () =>
-    readGenerationClock(redis, prefix).then(
-      (aheadMs) => {
-        if (aheadMs === undefined) return next(Math.min(1000, everyMs));
-        const off = Math.abs(aheadMs) >= 1000;
-        if (off && !warned)
-          log.warn(
-            { redisAheadMs: aheadMs },
-            "this machine's clock differs from Redis's by a second or more",
-          );
-        warned = off;
-        next(everyMs);
-      },
-      (error: unknown) => {
-        log.debug({ err: error }, "could not read Redis's clock; reading it again in a second");
-        next(Math.min(1000, everyMs));
-      },
-    );
+    readGenerationClock(redis, prefix)
+      .finally(() => firstOver())
+      .then(
+        (aheadMs) => {
+          if (aheadMs === undefined) return next(Math.min(1000, everyMs));
+          const off = Math.abs(aheadMs) >= 1000;
+          if (off && !warned)
+            log.warn(
+              { redisAheadMs: aheadMs },
+              "this machine's clock differs from Redis's by a second or more",
+            );
+          warned = off;
+          next(everyMs);
+        },
+        (error: unknown) => {
+          log.debug({ err: error }, "could not read Redis's clock; reading it again in a second");
+          next(Math.min(1000, everyMs));
+        },
+      );
   void read();
   return {
+    firstRead,
     stop: () => {
       stopped = true;
       clearTimeout(timer);

@@ -87,6 +87,20 @@ describe("generation clock", () => {
     expect(await read).toBeUndefined();
   });
 
+  it("claims on this machine's clock only until the first read, which a start waits for", async () => {
+    vi.resetModules();
+    const fresh = await import("../src/generation-clock.js");
+    clockBehind(30_000);
+    expect(fresh.generationBase()).toBeLessThan(realNow() - 29_000);
+    const clock = fresh.keepGenerationClock(redis, prefix, createLogger({ level: "silent" }));
+    try {
+      await clock.firstRead;
+      expect(Math.abs(fresh.generationBase() - realNow())).toBeLessThan(200);
+    } finally {
+      clock.stop();
+    }
+  });
+
   it("says when this machine's clock is a second or more off Redis's, once, and again after it was right", async () => {
     const lines: string[] = [];
     const log = createLogger({

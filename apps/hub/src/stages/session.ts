@@ -33,6 +33,8 @@ export interface SessionStage {
   /** The latest model failover decision (JSON), kept in Redis for /status in any process. */
   lastModelDecision(): Promise<string | undefined>;
   recordModelDecision(decision: unknown): void;
+  /** Settles once Redis's clock was first read for the claims' generations (at most a second): waited for before any claim. */
+  clockRead: Promise<void>;
 }
 
 /** Builds the session layer; a request the lane gives up on gets a recorded failure, never silence. */
@@ -80,6 +82,7 @@ export function buildSessionStage(base: HubBase): SessionStage {
     activity,
     approvals: new ApprovalStore(redis, prefix),
     control,
+    clockRead: clock.firstRead,
     lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
     recordModelDecision: (decision) =>
       void redis
