@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
@@ -15,6 +15,10 @@ export interface OwnRedis {
   down(): Promise<void>;
   /** Starts again on the same port and directory (AOF reloaded) after `down`. */
   up(): Promise<void>;
+  /** Copies its data as it is now (the AOF), as an operator's backup would. */
+  backUp(): void;
+  /** SIGKILL, the data replaced by the last `backUp`'s, then started again: Redis restored from a backup. */
+  restoreBackup(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -103,9 +107,22 @@ export async function startOwnRedis(options: { password?: string } = {}): Promis
       child = spawnServer(port, dir, args);
       await ping(port, options.password);
     },
+    backUp() {
+      // appendfsync always: every acknowledged write is in the files copied.
+      rmSync(`${dir}.backup`, { recursive: true, force: true });
+      cpSync(join(dir, "appendonlydir"), `${dir}.backup`, { recursive: true });
+    },
+    async restoreBackup() {
+      await kill(child);
+      rmSync(join(dir, "appendonlydir"), { recursive: true, force: true });
+      cpSync(`${dir}.backup`, join(dir, "appendonlydir"), { recursive: true });
+      child = spawnServer(port, dir, args);
+      await ping(port, options.password);
+    },
     async stop() {
       await kill(child);
       rmSync(dir, { recursive: true, force: true });
+      rmSync(`${dir}.backup`, { recursive: true, force: true });
     },
   };
 }

@@ -17,6 +17,7 @@ import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
   type ClaimSeen,
+  type ConnectionEvents,
   type HeldSession,
   HeldSessions,
   type LaneHandOut,
@@ -84,6 +85,8 @@ export interface AgentRunnerOptions extends ContextSettings {
   writers: SessionWriters;
   /** A run's start (record, activity, claim) and end (outcome, release, usage, activity), each one atomic step. */
   steps: RunSteps;
+  /** The Redis connection of the claims: the sessions kept in memory between runs are dropped when it reconnects. */
+  connection?: ConnectionEvents;
   replies: ReplySink;
   events: ChatEventPublisher;
   /** Where run ends waiting for their replies to settle are kept, so that a stopping process announces them. */
@@ -215,7 +218,7 @@ export class AgentRunner {
   readonly #held: HeldSessions;
 
   constructor(private readonly o: AgentRunnerOptions) {
-    this.#held = new HeldSessions(o.sessions);
+    this.#held = new HeldSessions(o.sessions, undefined, o.connection);
   }
 
   /**

@@ -35,6 +35,11 @@ function weightOf(entry: TranscriptEntry): number {
 
 const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => sum + weightOf(e), 0);
 
+/** A connection that says when it is ready (again): an ioredis client or cluster. */
+export interface ConnectionEvents {
+  on(event: "ready", listener: () => void): unknown;
+}
+
 /**
  * The sessions this process's runs hold: the index record and the transcript
  * in memory while a run holds the session's writer claim, written through the
@@ -55,10 +60,25 @@ export class HeldSessions {
   readonly #kept = new Map<string, Kept>();
   #chars = 0;
 
+  /**
+   * `connection`: the Redis connection the claims go through. Every copy is dropped each time it is ready
+   * again after a reconnect: a Redis restored from a backup (or a replica promoted) comes back through a
+   * restart, and its writer records may then name a kept copy's claim as the last one while the transcript
+   * has moved on since the backup; a copy read again costs one read.
+   */
   constructor(
     private readonly store: SessionStore,
     private readonly limits: HeldSessionLimits = { sessions: 1000, chars: 64 * 1024 * 1024 },
-  ) {}
+    connection?: ConnectionEvents,
+  ) {
+    connection?.on("ready", () => this.clear());
+  }
+
+  /** Drops every kept copy: each session's next run here reads its store. */
+  clear(): void {
+    this.#kept.clear();
+    this.#chars = 0;
+  }
 
   /**
    * The session for a run that holds its claim, with `first` (the run's writer

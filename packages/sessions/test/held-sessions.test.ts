@@ -1,3 +1,4 @@
+import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -5,6 +6,7 @@ import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { hasRedisServer, startOwnRedis } from "../../../test/support/redis-server.js";
 import {
   FileSessionStore,
   HeldSessions,
@@ -44,11 +46,23 @@ function hubProcess(dir: string, limits?: { sessions: number; chars: number }) {
 }
 
 const writers = new SessionWriters(redis, prefix);
-const runs = new RunRecords(redis, prefix);
-const steps = new RunSteps(redis, runs, writers, new SessionActivity(redis, prefix, "followup", { lane }));
+const sharedSteps = stepsOver(redis, lane);
+
+// A run's steps over one Redis connection.
+function stepsOver(connection: Redis, on: SessionLane): RunSteps {
+  const records = new RunRecords(connection, prefix);
+  const activity = new SessionActivity(connection, prefix, "followup", { lane: on });
+  return new RunSteps(connection, records, new SessionWriters(connection, prefix), activity);
+}
 
 /** A run as the runner makes one: begin (claim), hold, answer, outcome, settle; what the turn saw. */
-async function run(p: { held: HeldSessions }, sessionKey: string, runId: string, text: string) {
+async function run(
+  p: { held: HeldSessions },
+  sessionKey: string,
+  runId: string,
+  text: string,
+  { steps } = { steps: sharedSteps },
+) {
   const begun = await steps.begin({ runId, sessionKey }, 60_000, 120_000);
   if (begun.kind !== "started") throw new Error(`run ${runId} did not start: ${begun.kind}`);
   const writer = `${runId}#${begun.claim.generation}`;
@@ -144,7 +158,7 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
     const b = hubProcess(dir);
     const key = "agent:main:held:takeover";
     await run(a, key, "h3-r1", "one");
-    const begun = await steps.begin({ runId: "h3-r2", sessionKey: key }, 60_000, 120_000);
+    const begun = await sharedSteps.begin({ runId: "h3-r2", sessionKey: key }, 60_000, 120_000);
     if (begun.kind !== "started") throw new Error("not started");
     const writer = `h3-r2#${begun.claim.generation}`;
     const held = await a.held.hold(key, begun.seen, [
@@ -158,7 +172,7 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
       { type: "user", runId: "h3-other", writer: otherWriter, text: "other", at: Date.now() },
     ]);
     await writers.release(other.claim);
-    const { released } = await steps.settle(begun.claim, {
+    const { released } = await sharedSteps.settle(begun.claim, {
       outcome: { status: "superseded" },
       attempt: begun.attempt,
     });
@@ -180,6 +194,36 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
     await run(b, key, "h4-r2", "two");
     expect(await run(a, key, "h4-r3", "three")).toEqual(["one", "two", "three"]);
   });
+
+  it.skipIf(!hasRedisServer())(
+    "after Redis was restored from a backup, a copy kept since is read again, not taken for current",
+    async () => {
+      const own = await startOwnRedis();
+      // Process A's claims go through this connection; its kept copies go when it reconnects.
+      const connection = new Redis(own.url);
+      const ownLane = new SessionLane({ redisUrl: own.url, prefix, logger });
+      const onOwn = { steps: stepsOver(connection, ownLane) };
+      try {
+        const dir = stateDir();
+        const a = { held: new HeldSessions(new FileSessionStore(dir, logger), undefined, connection) };
+        const b = hubProcess(dir);
+        const key = "agent:main:held:restored";
+        await run(a, key, "h6-r1", "one", onOwn);
+        // The operator's backup: the writer record says A's claim was the last one, released.
+        own.backUp();
+        await run(b, key, "h6-r2", "two", onOwn);
+        const readyAgain = once(connection, "ready");
+        await own.restoreBackup();
+        await readyAgain;
+        expect(await run(a, key, "h6-r3", "three", onOwn)).toEqual(["one", "two", "three"]);
+      } finally {
+        await ownLane.close();
+        connection.disconnect();
+        await own.stop();
+      }
+    },
+    30_000,
+  );
 
   it("keeps at most the configured sessions and characters, the least recently used going first", async () => {
     const dir = stateDir();

@@ -92,6 +92,7 @@ function agentRunner(
     runs: s.runs,
     writers: s.writers,
     steps: s.steps,
+    connection: base.redis,
     replies,
     events: base.events,
     announcements: base.announcements,
