@@ -21,6 +21,20 @@ interface CachedTranscript {
 
 const CREATE_SESSION = loadScript(new URL("./scripts/create-session.lua", import.meta.url));
 
+// How many times each connection was ready (again): one listener per connection, however many stores use it.
+const readyCounts = new WeakMap<Redis, { count: number }>();
+
+function readyCountOf(redis: Redis): { count: number } {
+  const known = readyCounts.get(redis);
+  if (known) return known;
+  const counter = { count: 0 };
+  redis.on("ready", () => {
+    counter.count++;
+  });
+  readyCounts.set(redis, counter);
+  return counter;
+}
+
 /**
  * Sessions in Redis, for processes that share nothing but Redis (no shared
  * disk): the index record of a sessionKey is one JSON string
@@ -31,16 +45,34 @@ const CREATE_SESSION = loadScript(new URL("./scripts/create-session.lua", import
  * one MULTI. Like the files, nothing expires: transcripts are kept.
  *
  * A transcript only grows, so a cached copy reads just the lines appended
- * since (by any process): one LRANGE from the cached length.
+ * since (by any process): one LRANGE from the cached length. Except when Redis
+ * comes back with less (restored from a backup, or without the last second of
+ * its AOF): the cache is dropped each time the connection is ready again after a
+ * reconnect, as the lines after the cached length would be others' or none.
  */
 export class RedisSessionStore implements SessionStore {
-  readonly #transcripts = new Map<string, CachedTranscript>();
+  readonly #cache = new Map<string, CachedTranscript>();
+  readonly #ready: { count: number };
+  // The connection's ready count the cache was filled under.
+  #cachedUnder: number;
 
   constructor(
     private readonly redis: Redis,
     private readonly prefix: string,
     private readonly logger: HubLogger,
-  ) {}
+  ) {
+    this.#ready = readyCountOf(redis);
+    this.#cachedUnder = this.#ready.count;
+  }
+
+  // The cached transcripts, none after the connection was ready again since they were read.
+  get #transcripts(): Map<string, CachedTranscript> {
+    if (this.#ready.count !== this.#cachedUnder) {
+      this.#cache.clear();
+      this.#cachedUnder = this.#ready.count;
+    }
+    return this.#cache;
+  }
 
   #indexKey(sessionKey: string): string {
     return `${this.prefix}:session:${sessionKey}`;

@@ -1,7 +1,9 @@
+import { once } from "node:events";
 import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
+import { hasRedisServer, startOwnRedis } from "../../../test/support/redis-server.js";
 import { RedisSessionStore } from "../src/redis-store.js";
 
 const logger = createLogger({ level: "silent" });
@@ -56,6 +58,34 @@ describe("RedisSessionStore", () => {
     expect(listed.map((r) => r.sessionKey).sort()).toEqual(["agent:main:a", "agent:main:b", "agent:main:c"]);
     expect(await s.get("agent:main:none")).toBeUndefined();
   });
+
+  it.skipIf(!hasRedisServer())(
+    "after Redis came back with fewer lines (a backup restored), a reader sees the lines appended since",
+    async () => {
+      const own = await startOwnRedis();
+      const mineConnection = new Redis(own.url);
+      const otherConnection = new Redis(own.url);
+      try {
+        const mine = new RedisSessionStore(mineConnection, prefix, logger);
+        const other = new RedisSessionStore(otherConnection, prefix, logger);
+        const { sessionId } = await mine.resolve("agent:main:restored");
+        await mine.append(sessionId, [user("one")]);
+        own.backUp();
+        await mine.append(sessionId, [user("two"), user("three")]);
+        expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
+        const readyAgain = Promise.all([once(mineConnection, "ready"), once(otherConnection, "ready")]);
+        await own.restoreBackup();
+        await readyAgain;
+        await other.append(sessionId, [user("after")]);
+        expect(texts(await mine.read(sessionId))).toEqual(["one", "after"]);
+      } finally {
+        mineConnection.disconnect();
+        otherConnection.disconnect();
+        await own.stop();
+      }
+    },
+    30_000,
+  );
 
   it("refuses a sessionId that is not a plain id", async () => {
     await expect(store().append("../x", [user("x")])).rejects.toThrow(/invalid sessionId/);
