@@ -1,4 +1,5 @@
 import { offlineAnswer } from "@hub/agent";
+import { createRedis, onEveryReady } from "@hub/queue";
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/index.js";
@@ -71,4 +72,20 @@ describe("the hub on a 3-node Redis Cluster", () => {
       expect(readTime).toBe(holds);
     }
   }, 90_000);
+
+  it("sees a node's connection ready again as the connection's (what drops kept sessions and cached transcripts)", async () => {
+    const connection = createRedis(cluster.url);
+    try {
+      await waitFor(() => connection.status === "ready", "the cluster connection", 10_000);
+      let readies = 0;
+      onEveryReady(connection, () => readies++);
+      const [node] = (connection as unknown as Cluster).nodes("master");
+      await node?.ping();
+      // The node's connection drops and comes back, as after its Redis restarted or was restored.
+      node?.disconnect(true);
+      await waitFor(() => readies > 0, "the node ready again", 10_000);
+    } finally {
+      connection.disconnect();
+    }
+  }, 30_000);
 });

@@ -17,7 +17,6 @@ import { BlockStreamer } from "@hub/reply";
 import {
   type ApprovalStore,
   type ClaimSeen,
-  type ConnectionEvents,
   type HeldSession,
   HeldSessions,
   type LaneHandOut,
@@ -34,6 +33,7 @@ import {
   WriterSupersededError,
   withRetries,
 } from "@hub/sessions";
+import type { Redis } from "ioredis";
 import { answerDirectly } from "./answer-directly.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
@@ -86,7 +86,7 @@ export interface AgentRunnerOptions extends ContextSettings {
   /** A run's start (record, activity, claim) and end (outcome, release, usage, activity), each one atomic step. */
   steps: RunSteps;
   /** The Redis connection of the claims: the sessions kept in memory between runs are dropped when it reconnects. */
-  connection?: ConnectionEvents;
+  connection?: Redis;
   replies: ReplySink;
   events: ChatEventPublisher;
   /** Where run ends waiting for their replies to settle are kept, so that a stopping process announces them. */

@@ -88,6 +88,23 @@ export function isCluster(redis: Redis): boolean {
 }
 
 /**
+ * Calls `listener` each time the connection is ready (again), from the next time on: after a reconnect, whatever
+ * it was a restart, a restored backup or a failover. On a cluster, each time one of its node connections is
+ * ready again, or the cluster adds or drops a node (a replica promoted), as well as when the cluster is.
+ */
+export function onEveryReady(redis: Redis, listener: () => void): void {
+  redis.on("ready", listener);
+  if (!isCluster(redis)) return;
+  const cluster = redis as unknown as Cluster;
+  for (const node of cluster.nodes("all")) node.on("ready", listener);
+  cluster.on("+node", (node: Redis) => {
+    node.on("ready", listener);
+    listener();
+  });
+  cluster.on("-node", listener);
+}
+
+/**
  * Every key matching `pattern` (SCAN), on a single Redis or on every master
  * of a cluster (SCAN walks one node only).
  */

@@ -1,3 +1,5 @@
+import { onEveryReady } from "@hub/queue";
+import type { Redis } from "ioredis";
 import type { ClaimSeen } from "./run-steps.js";
 import type { SessionRecord, SessionStore } from "./store.js";
 import { type TranscriptEntry, VisibleLines } from "./transcript.js";
@@ -35,11 +37,6 @@ function weightOf(entry: TranscriptEntry): number {
 
 const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => sum + weightOf(e), 0);
 
-/** A connection that says when it is ready (again): an ioredis client or cluster. */
-export interface ConnectionEvents {
-  on(event: "ready", listener: () => void): unknown;
-}
-
 /**
  * The sessions this process's runs hold: the index record and the transcript
  * in memory while a run holds the session's writer claim, written through the
@@ -69,9 +66,9 @@ export class HeldSessions {
   constructor(
     private readonly store: SessionStore,
     private readonly limits: HeldSessionLimits = { sessions: 1000, chars: 64 * 1024 * 1024 },
-    connection?: ConnectionEvents,
+    connection?: Redis,
   ) {
-    connection?.on("ready", () => this.clear());
+    if (connection) onEveryReady(connection, () => this.clear());
   }
 
   /** Drops every kept copy: each session's next run here reads its store. */

@@ -1,5 +1,5 @@
 import type { HubLogger } from "@hub/core";
-import { loadScript, runScript } from "@hub/queue";
+import { loadScript, onEveryReady, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import {
   checkedSessionId,
@@ -28,7 +28,7 @@ function readyCountOf(redis: Redis): { count: number } {
   const known = readyCounts.get(redis);
   if (known) return known;
   const counter = { count: 0 };
-  redis.on("ready", () => {
+  onEveryReady(redis, () => {
     counter.count++;
   });
   readyCounts.set(redis, counter);
