@@ -73,7 +73,7 @@ describe("the hub on a 3-node Redis Cluster", () => {
     }
   }, 90_000);
 
-  it("sees a node's connection ready again as the connection's (what drops kept sessions and cached transcripts)", async () => {
+  it("takes a node's connection dropped for the connection's reconnect (what drops kept sessions and cached transcripts)", async () => {
     const connection = createRedis(cluster.url);
     try {
       await waitFor(() => connection.status === "ready", "the cluster connection", 10_000);
@@ -81,7 +81,7 @@ describe("the hub on a 3-node Redis Cluster", () => {
       onEveryReady(connection, () => readies++);
       const [node] = (connection as unknown as Cluster).nodes("master");
       await node?.ping();
-      // The node's connection drops and comes back, as after its Redis restarted or was restored.
+      // The node's connection drops, as when its Redis restarts or is restored: the cluster drops the node.
       node?.disconnect(true);
       await waitFor(() => readies > 0, "the node ready again", 10_000);
     } finally {

@@ -89,18 +89,15 @@ export function isCluster(redis: Redis): boolean {
 
 /**
  * Calls `listener` each time the connection is ready (again), from the next time on: after a reconnect, whatever
- * it was a restart, a restored backup or a failover. On a cluster, each time one of its node connections is
- * ready again, or the cluster adds or drops a node (a replica promoted), as well as when the cluster is.
+ * it was a restart, a restored backup or a failover. On a cluster, also each time it drops or adds a node:
+ * a node connection that drops is not reconnected but dropped (`-node`) and opened again when next used
+ * (`+node`), and a replica promoted is a node added; the cluster's own `ready` comes only once.
  */
 export function onEveryReady(redis: Redis, listener: () => void): void {
   redis.on("ready", listener);
   if (!isCluster(redis)) return;
   const cluster = redis as unknown as Cluster;
-  for (const node of cluster.nodes("all")) node.on("ready", listener);
-  cluster.on("+node", (node: Redis) => {
-    node.on("ready", listener);
-    listener();
-  });
+  cluster.on("+node", listener);
   cluster.on("-node", listener);
 }
 

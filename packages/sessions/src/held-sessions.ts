@@ -56,6 +56,8 @@ const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => s
 export class HeldSessions {
   readonly #kept = new Map<string, Kept>();
   #chars = 0;
+  // Counts the clears: a copy a run took before one is not kept after it (it may be of the Redis before).
+  #epoch = 0;
 
   /**
    * `connection`: the Redis connection the claims go through. Every copy is dropped each time it is ready
@@ -75,6 +77,7 @@ export class HeldSessions {
   clear(): void {
     this.#kept.clear();
     this.#chars = 0;
+    this.#epoch++;
   }
 
   /**
@@ -89,6 +92,7 @@ export class HeldSessions {
     seen: ClaimSeen | undefined,
     first: TranscriptEntry[],
   ): Promise<HeldSession> {
+    const epoch = this.#epoch;
     const kept = this.#take(sessionKey);
     if (
       kept &&
@@ -96,7 +100,7 @@ export class HeldSessions {
       seen.previousGeneration === kept.generation &&
       seen.touched === kept.touched
     ) {
-      const held = new HeldSession(this, this.store, kept.record, kept, seen);
+      const held = new HeldSession(this, this.store, kept.record, kept, seen, epoch);
       await held.append(first);
       return held;
     }
@@ -105,12 +109,17 @@ export class HeldSessions {
     // key routes to. Read back after the write, so what that write put there is in the copy (a session
     // this write created holds nothing else: it is not read back).
     const { record, entries } = await this.store.open(sessionKey, first);
-    return this.#copyOf(record, entries, seen);
+    return this.#copyOf(record, entries, seen, epoch);
   }
 
-  #copyOf(record: SessionRecord, lines: TranscriptEntry[], seen: ClaimSeen | undefined): HeldSession {
+  #copyOf(
+    record: SessionRecord,
+    lines: TranscriptEntry[],
+    seen: ClaimSeen | undefined,
+    epoch: number,
+  ): HeldSession {
     const copy = { visible: new VisibleLines(lines), chars: weightOfAll(lines) };
-    return new HeldSession(this, this.store, record, copy, seen);
+    return new HeldSession(this, this.store, record, copy, seen, epoch);
   }
 
   /** Forgets this process's copy of a session (it was written outside a claim, here). */
@@ -118,9 +127,13 @@ export class HeldSessions {
     this.#take(sessionKey);
   }
 
-  /** Keeps a copy (most recently used last), dropping the oldest beyond the limits. */
-  keep(sessionKey: string, kept: Kept): void {
+  /**
+   * Keeps a copy (most recently used last), dropping the oldest beyond the limits; not one a run took before
+   * a `clear` since (`epoch`, as its `hold` found it).
+   */
+  keep(sessionKey: string, kept: Kept, epoch = this.#epoch): void {
     this.#take(sessionKey);
+    if (epoch !== this.#epoch) return;
     this.#kept.set(sessionKey, kept);
     this.#chars += kept.chars;
     for (const [key, old] of this.#kept) {
@@ -159,6 +172,7 @@ export class HeldSession {
     /** The lines as read (a superseded writer's late lines dropped) plus this run's, and their weight. */
     private readonly copy: Pick<Kept, "visible" | "chars">,
     private readonly seen: ClaimSeen | undefined,
+    private readonly epoch: number,
   ) {}
 
   /** The transcript as every reader sees it (a superseded writer's late lines dropped); read only. */
@@ -187,6 +201,10 @@ export class HeldSession {
   keep(): void {
     if (this.#broken || !this.seen) return;
     const { generation, touched } = this.seen;
-    this.owner.keep(this.record.sessionKey, { record: this.record, ...this.copy, generation, touched });
+    this.owner.keep(
+      this.record.sessionKey,
+      { record: this.record, ...this.copy, generation, touched },
+      this.epoch,
+    );
   }
 }

@@ -119,11 +119,14 @@ export class RedisSessionStore implements SessionStore {
     if (opened.created) return { record: opened.record, entries: dropStaleWrites(opened.created) };
     const { sessionId } = opened.record;
     const key = this.#transcriptKey(sessionId);
+    const under = this.#ready.count;
     const cached = this.#transcripts.get(sessionId) ?? { lines: 0, entries: [] };
     const pipeline = this.redis.pipeline();
     if (first.length > 0) pipeline.rpush(key, ...transcriptLines(first));
     const results = await pipeline.lrange(key, cached.lines, -1).exec();
     for (const [error] of results ?? []) if (error) throw error;
+    if (this.#readAcrossReconnect(under, cached))
+      return { record: opened.record, entries: await this.read(sessionId) };
     const fresh = results?.at(-1)?.[1] as string[];
     return { record: opened.record, entries: this.#readOn(sessionId, cached, fresh) };
   }
@@ -165,9 +168,17 @@ export class RedisSessionStore implements SessionStore {
   }
 
   async read(sessionId: string): Promise<TranscriptEntry[]> {
+    const under = this.#ready.count;
     const cached = this.#transcripts.get(sessionId) ?? { lines: 0, entries: [] };
     const fresh = await this.redis.lrange(this.#transcriptKey(sessionId), cached.lines, -1);
+    if (this.#readAcrossReconnect(under, cached)) return this.read(sessionId);
     return this.#readOn(sessionId, cached, fresh);
+  }
+
+  // Whether a read from the cached length was answered after the connection was ready again: the offset was
+  // the Redis before's, and the read is made again from the start (the cache is gone by now).
+  #readAcrossReconnect(under: number, cached: CachedTranscript): boolean {
+    return this.#ready.count !== under && cached.lines > 0;
   }
 
   // The cached copy with the lines read after it (`fresh`), kept as the new cached copy; what a reader sees.

@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -17,6 +16,12 @@ import {
   SessionWriters,
   type TranscriptEntry,
 } from "../src/index.js";
+
+// Resolves when a connection is ready again (its errors while Redis is down are expected, and not thrown).
+function readyAgain(connection: Redis): Promise<void> {
+  connection.on("error", () => {});
+  return new Promise((resolve) => connection.once("ready", () => resolve()));
+}
 
 const prefix = testPrefix("held");
 const redis = new Redis(REDIS_URL);
@@ -212,10 +217,47 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
         // The operator's backup: the writer record says A's claim was the last one, released.
         own.backUp();
         await run(b, key, "h6-r2", "two", onOwn);
-        const readyAgain = once(connection, "ready");
+        const ready = readyAgain(connection);
         await own.restoreBackup();
-        await readyAgain;
+        await ready;
         expect(await run(a, key, "h6-r3", "three", onOwn)).toEqual(["one", "two", "three"]);
+      } finally {
+        await ownLane.close();
+        connection.disconnect();
+        await own.stop();
+      }
+    },
+    30_000,
+  );
+
+  it.skipIf(!hasRedisServer())(
+    "a copy a run took before its connection was ready again is not kept after it",
+    async () => {
+      const own = await startOwnRedis();
+      const connection = new Redis(own.url);
+      const ownLane = new SessionLane({ redisUrl: own.url, prefix, logger });
+      const { steps } = { steps: stepsOver(connection, ownLane) };
+      try {
+        const a = { held: new HeldSessions(new FileSessionStore(stateDir(), logger), undefined, connection) };
+        const key = "agent:main:held:across";
+        await run(a, key, "h7-r1", "one", { steps });
+        expect(a.held.size).toBe(1);
+        // The next run takes the copy, and Redis restarts while it runs (what a restore would be).
+        const begun = await steps.begin({ runId: "h7-r2", sessionKey: key }, 60_000, 120_000);
+        if (begun.kind !== "started") throw new Error("not started");
+        const writer = `h7-r2#${begun.claim.generation}`;
+        const held = await a.held.hold(key, begun.seen, [{ type: "writer", runId: "h7-r2", writer, at: 1 }]);
+        const ready = readyAgain(connection);
+        await own.restart();
+        await ready;
+        await held.append([{ type: "outcome", runId: "h7-r2", writer, status: "completed", at: 2 }]);
+        const { released } = await steps.settle(begun.claim, {
+          outcome: { status: "completed" },
+          attempt: begun.attempt,
+        });
+        expect(released).toBe(true);
+        held.keep();
+        expect(a.held.size).toBe(0);
       } finally {
         await ownLane.close();
         connection.disconnect();

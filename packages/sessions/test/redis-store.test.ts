@@ -1,10 +1,15 @@
-import { once } from "node:events";
 import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
 import { hasRedisServer, startOwnRedis } from "../../../test/support/redis-server.js";
 import { RedisSessionStore } from "../src/redis-store.js";
+
+// Resolves when a connection is ready again (its errors while Redis is down are expected, and not thrown).
+function readyAgain(connection: Redis): Promise<void> {
+  connection.on("error", () => {});
+  return new Promise((resolve) => connection.once("ready", () => resolve()));
+}
 
 const logger = createLogger({ level: "silent" });
 const prefix = testPrefix("redis-store");
@@ -73,9 +78,41 @@ describe("RedisSessionStore", () => {
         own.backUp();
         await mine.append(sessionId, [user("two"), user("three")]);
         expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
-        const readyAgain = Promise.all([once(mineConnection, "ready"), once(otherConnection, "ready")]);
+        const ready = Promise.all([readyAgain(mineConnection), readyAgain(otherConnection)]);
         await own.restoreBackup();
-        await readyAgain;
+        await ready;
+        await other.append(sessionId, [user("after")]);
+        expect(texts(await mine.read(sessionId))).toEqual(["one", "after"]);
+      } finally {
+        mineConnection.disconnect();
+        otherConnection.disconnect();
+        await own.stop();
+      }
+    },
+    30_000,
+  );
+
+  it.skipIf(!hasRedisServer())(
+    "a read waiting while Redis is down and answered after a restore reads from the start",
+    async () => {
+      const own = await startOwnRedis();
+      const mineConnection = new Redis(own.url);
+      const otherConnection = new Redis(own.url);
+      try {
+        const mine = new RedisSessionStore(mineConnection, prefix, logger);
+        const other = new RedisSessionStore(otherConnection, prefix, logger);
+        const { sessionId } = await mine.resolve("agent:main:in-flight");
+        await mine.append(sessionId, [user("one")]);
+        own.backUp();
+        await mine.append(sessionId, [user("two"), user("three")]);
+        expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
+        await own.down();
+        // Asked while Redis is down: sent again, from the cached length, once the restored Redis is up.
+        const reading = mine.read(sessionId);
+        const ready = Promise.all([readyAgain(mineConnection), readyAgain(otherConnection)]);
+        await own.restoreBackup();
+        await ready;
+        expect(texts(await reading)).toEqual(["one"]);
         await other.append(sessionId, [user("after")]);
         expect(texts(await mine.read(sessionId))).toEqual(["one", "after"]);
       } finally {
