@@ -2,7 +2,7 @@ import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { hasRedisServer, startOwnRedis } from "../../../test/support/redis-server.js";
+import { hasRedisServer, type OwnRedis, startOwnRedis } from "../../../test/support/redis-server.js";
 import { RedisSessionStore } from "../src/redis-store.js";
 
 // Resolves when a connection is ready again (its errors while Redis is down are expected, and not thrown).
@@ -66,61 +66,29 @@ describe("RedisSessionStore", () => {
 
   it.skipIf(!hasRedisServer())(
     "after Redis came back with fewer lines (a backup restored), a reader sees the lines appended since",
-    async () => {
-      const own = await startOwnRedis();
-      const mineConnection = new Redis(own.url);
-      const otherConnection = new Redis(own.url);
-      try {
-        const mine = new RedisSessionStore(mineConnection, prefix, logger);
-        const other = new RedisSessionStore(otherConnection, prefix, logger);
-        const { sessionId } = await mine.resolve("agent:main:restored");
-        await mine.append(sessionId, [user("one")]);
-        own.backUp();
-        await mine.append(sessionId, [user("two"), user("three")]);
-        expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
-        const ready = Promise.all([readyAgain(mineConnection), readyAgain(otherConnection)]);
+    () =>
+      backedUpThenMore("agent:main:restored", async ({ own, mine, other, sessionId, ready }) => {
         await own.restoreBackup();
         await ready;
         await other.append(sessionId, [user("after")]);
         expect(texts(await mine.read(sessionId))).toEqual(["one", "after"]);
-      } finally {
-        mineConnection.disconnect();
-        otherConnection.disconnect();
-        await own.stop();
-      }
-    },
+      }),
     30_000,
   );
 
   it.skipIf(!hasRedisServer())(
     "a read waiting while Redis is down and answered after a restore reads from the start",
-    async () => {
-      const own = await startOwnRedis();
-      const mineConnection = new Redis(own.url);
-      const otherConnection = new Redis(own.url);
-      try {
-        const mine = new RedisSessionStore(mineConnection, prefix, logger);
-        const other = new RedisSessionStore(otherConnection, prefix, logger);
-        const { sessionId } = await mine.resolve("agent:main:in-flight");
-        await mine.append(sessionId, [user("one")]);
-        own.backUp();
-        await mine.append(sessionId, [user("two"), user("three")]);
-        expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
+    () =>
+      backedUpThenMore("agent:main:in-flight", async ({ own, mine, other, sessionId, ready }) => {
         await own.down();
         // Asked while Redis is down: sent again, from the cached length, once the restored Redis is up.
         const reading = mine.read(sessionId);
-        const ready = Promise.all([readyAgain(mineConnection), readyAgain(otherConnection)]);
         await own.restoreBackup();
         await ready;
         expect(texts(await reading)).toEqual(["one"]);
         await other.append(sessionId, [user("after")]);
         expect(texts(await mine.read(sessionId))).toEqual(["one", "after"]);
-      } finally {
-        mineConnection.disconnect();
-        otherConnection.disconnect();
-        await own.stop();
-      }
-    },
+      }),
     30_000,
   );
 
@@ -137,3 +105,35 @@ describe("RedisSessionStore", () => {
     expect((await store().list()).filter((r) => r.sessionKey === "agent:main:race")).toEqual([ra]);
   });
 });
+
+/**
+ * Two stores (two processes) on a Redis of the test's own: a transcript with "one" when it was backed up, and
+ * "two" and "three" after, read by `mine`; `ready` resolves when both connections are ready again.
+ */
+async function backedUpThenMore(
+  sessionKey: string,
+  test: (s: {
+    own: OwnRedis;
+    mine: RedisSessionStore;
+    other: RedisSessionStore;
+    sessionId: string;
+    ready: Promise<unknown>;
+  }) => Promise<void>,
+): Promise<void> {
+  const own = await startOwnRedis();
+  const connections = [new Redis(own.url), new Redis(own.url)] as const;
+  try {
+    const [mine, other] = connections.map((c) => new RedisSessionStore(c, prefix, logger));
+    if (!mine || !other) throw new Error("two stores");
+    const { sessionId } = await mine.resolve(sessionKey);
+    await mine.append(sessionId, [user("one")]);
+    own.backUp();
+    await mine.append(sessionId, [user("two"), user("three")]);
+    expect(texts(await mine.read(sessionId))).toEqual(["one", "two", "three"]);
+    const ready = Promise.all(connections.map(readyAgain));
+    await test({ own, mine, other, sessionId, ready });
+  } finally {
+    for (const c of connections) c.disconnect();
+    await own.stop();
+  }
+}
