@@ -1,5 +1,5 @@
 import { offlineAnswer } from "@hub/agent";
-import { createRedis, onEveryReady } from "@hub/queue";
+import { createRedis, readyCount } from "@hub/queue";
 import { Cluster } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type FakeTelegram, privateText, startFakeTelegram } from "../fakes/src/index.js";
@@ -77,13 +77,12 @@ describe("the hub on a 3-node Redis Cluster", () => {
     const connection = createRedis(cluster.url);
     try {
       await waitFor(() => connection.status === "ready", "the cluster connection", 10_000);
-      let readies = 0;
-      onEveryReady(connection, () => readies++);
+      const ready = readyCount(connection);
       const [node] = (connection as unknown as Cluster).nodes("master");
       await node?.ping();
       // The node's connection drops, as when its Redis restarts or is restored: the cluster drops the node.
       node?.disconnect(true);
-      await waitFor(() => readies > 0, "the node ready again", 10_000);
+      await waitFor(() => ready.count > 0, "the node ready again", 10_000);
     } finally {
       connection.disconnect();
     }

@@ -87,18 +87,36 @@ export function isCluster(redis: Redis): boolean {
   return (redis as unknown) instanceof Cluster;
 }
 
+/** How many times a connection was ready again after a reconnect (see `readyCount`). */
+export interface ReadyCount {
+  readonly count: number;
+}
+
+// One counter per connection, however many users read it.
+const readyCounts = new WeakMap<Redis, ReadyCount>();
+
 /**
- * Calls `listener` each time the connection is ready (again), from the next time on: after a reconnect, whatever
- * it was a restart, a restored backup or a failover. On a cluster, also each time it drops or adds a node:
- * a node connection that drops is not reconnected but dropped (`-node`) and opened again when next used
- * (`+node`), and a replica promoted is a node added; the cluster's own `ready` comes only once.
+ * Counts each time the connection is ready (again) from now on: after a reconnect, whatever it was a restart,
+ * a restored backup or a failover. What a process keeps of Redis's state compares the count with the one it
+ * kept that state under. On a cluster, also each time it drops or adds a node: a node connection that drops
+ * is not reconnected but dropped (`-node`) and opened again when next used (`+node`), and a replica promoted
+ * is a node added; the cluster's own `ready` comes only once.
  */
-export function onEveryReady(redis: Redis, listener: () => void): void {
-  redis.on("ready", listener);
-  if (!isCluster(redis)) return;
-  const cluster = redis as unknown as Cluster;
-  cluster.on("+node", listener);
-  cluster.on("-node", listener);
+export function readyCount(redis: Redis): ReadyCount {
+  const known = readyCounts.get(redis);
+  if (known) return known;
+  const counter = { count: 0 };
+  const count = () => {
+    counter.count++;
+  };
+  redis.on("ready", count);
+  if (isCluster(redis)) {
+    const cluster = redis as unknown as Cluster;
+    cluster.on("+node", count);
+    cluster.on("-node", count);
+  }
+  readyCounts.set(redis, counter);
+  return counter;
 }
 
 /**

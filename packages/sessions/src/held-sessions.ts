@@ -1,4 +1,4 @@
-import { onEveryReady } from "@hub/queue";
+import { type ReadyCount, readyCount } from "@hub/queue";
 import type { Redis } from "ioredis";
 import type { ClaimSeen } from "./run-steps.js";
 import type { SessionRecord, SessionStore } from "./store.js";
@@ -56,11 +56,13 @@ const weightOfAll = (entries: TranscriptEntry[]) => entries.reduce((sum, e) => s
 export class HeldSessions {
   readonly #kept = new Map<string, Kept>();
   #chars = 0;
-  // Counts the clears: a copy a run took before one is not kept after it (it may be of the Redis before).
-  #epoch = 0;
+  // The claims' connection's ready count, and the one the kept copies were kept under: a copy a run took
+  // before a reconnect is not kept after it either (it may be of the Redis before).
+  readonly #ready: ReadyCount;
+  #keptUnder: number;
 
   /**
-   * `connection`: the Redis connection the claims go through. Every copy is dropped each time it is ready
+   * `connection`: the Redis connection the claims go through. Every copy is dropped once it was ready
    * again after a reconnect: a Redis restored from a backup (or a replica promoted) comes back through a
    * restart, and its writer records may then name a kept copy's claim as the last one while the transcript
    * has moved on since the backup; a copy read again costs one read.
@@ -70,14 +72,18 @@ export class HeldSessions {
     private readonly limits: HeldSessionLimits = { sessions: 1000, chars: 64 * 1024 * 1024 },
     connection?: Redis,
   ) {
-    if (connection) onEveryReady(connection, () => this.clear());
+    this.#ready = connection ? readyCount(connection) : { count: 0 };
+    this.#keptUnder = this.#ready.count;
   }
 
-  /** Drops every kept copy: each session's next run here reads its store. */
-  clear(): void {
-    this.#kept.clear();
-    this.#chars = 0;
-    this.#epoch++;
+  // The ready count now, every kept copy dropped first if the connection was ready again since they were kept.
+  #epoch(): number {
+    if (this.#ready.count !== this.#keptUnder) {
+      this.#kept.clear();
+      this.#chars = 0;
+      this.#keptUnder = this.#ready.count;
+    }
+    return this.#keptUnder;
   }
 
   /**
@@ -92,7 +98,7 @@ export class HeldSessions {
     seen: ClaimSeen | undefined,
     first: TranscriptEntry[],
   ): Promise<HeldSession> {
-    const epoch = this.#epoch;
+    const epoch = this.#epoch();
     const kept = this.#take(sessionKey);
     if (
       kept &&
@@ -129,11 +135,11 @@ export class HeldSessions {
 
   /**
    * Keeps a copy (most recently used last), dropping the oldest beyond the limits; not one a run took before
-   * a `clear` since (`epoch`, as its `hold` found it).
+   * a reconnect since (`epoch`, as its `hold` found it).
    */
-  keep(sessionKey: string, kept: Kept, epoch = this.#epoch): void {
+  keep(sessionKey: string, kept: Kept, epoch = this.#epoch()): void {
     this.#take(sessionKey);
-    if (epoch !== this.#epoch) return;
+    if (epoch !== this.#epoch()) return;
     this.#kept.set(sessionKey, kept);
     this.#chars += kept.chars;
     for (const [key, old] of this.#kept) {
@@ -145,6 +151,7 @@ export class HeldSessions {
 
   /** How many sessions are kept (for tests and metrics). */
   get size(): number {
+    this.#epoch();
     return this.#kept.size;
   }
 

@@ -1,5 +1,5 @@
 import type { HubLogger } from "@hub/core";
-import { loadScript, onEveryReady, runScript } from "@hub/queue";
+import { loadScript, type ReadyCount, readyCount, runScript } from "@hub/queue";
 import type { Redis } from "ioredis";
 import {
   checkedSessionId,
@@ -21,20 +21,6 @@ interface CachedTranscript {
 
 const CREATE_SESSION = loadScript(new URL("./scripts/create-session.lua", import.meta.url));
 
-// How many times each connection was ready (again): one listener per connection, however many stores use it.
-const readyCounts = new WeakMap<Redis, { count: number }>();
-
-function readyCountOf(redis: Redis): { count: number } {
-  const known = readyCounts.get(redis);
-  if (known) return known;
-  const counter = { count: 0 };
-  onEveryReady(redis, () => {
-    counter.count++;
-  });
-  readyCounts.set(redis, counter);
-  return counter;
-}
-
 /**
  * Sessions in Redis, for processes that share nothing but Redis (no shared
  * disk): the index record of a sessionKey is one JSON string
@@ -52,7 +38,7 @@ function readyCountOf(redis: Redis): { count: number } {
  */
 export class RedisSessionStore implements SessionStore {
   readonly #cache = new Map<string, CachedTranscript>();
-  readonly #ready: { count: number };
+  readonly #ready: ReadyCount;
   // The connection's ready count the cache was filled under.
   #cachedUnder: number;
 
@@ -61,7 +47,7 @@ export class RedisSessionStore implements SessionStore {
     private readonly prefix: string,
     private readonly logger: HubLogger,
   ) {
-    this.#ready = readyCountOf(redis);
+    this.#ready = readyCount(redis);
     this.#cachedUnder = this.#ready.count;
   }
 
