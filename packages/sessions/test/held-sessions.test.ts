@@ -5,7 +5,7 @@ import { createLogger } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { hasRedisServer, startOwnRedis } from "../../../test/support/redis-server.js";
+import { hasRedisServer, type OwnRedis, startOwnRedis } from "../../../test/support/redis-server.js";
 import {
   FileSessionStore,
   HeldSessions,
@@ -202,42 +202,29 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
 
   it.skipIf(!hasRedisServer())(
     "after Redis was restored from a backup, a copy kept since is read again, not taken for current",
-    async () => {
-      const own = await startOwnRedis();
-      // Process A's claims go through this connection; its kept copies go when it reconnects.
-      const connection = new Redis(own.url);
-      const ownLane = new SessionLane({ redisUrl: own.url, prefix, logger });
-      const onOwn = { steps: stepsOver(connection, ownLane) };
-      try {
+    () =>
+      onOwnRedis(async ({ own, connection, steps }) => {
         const dir = stateDir();
+        // Process A's claims go through `connection`; its kept copies go when it reconnects.
         const a = { held: new HeldSessions(new FileSessionStore(dir, logger), undefined, connection) };
         const b = hubProcess(dir);
         const key = "agent:main:held:restored";
-        await run(a, key, "h6-r1", "one", onOwn);
+        await run(a, key, "h6-r1", "one", { steps });
         // The operator's backup: the writer record says A's claim was the last one, released.
         own.backUp();
-        await run(b, key, "h6-r2", "two", onOwn);
+        await run(b, key, "h6-r2", "two", { steps });
         const ready = readyAgain(connection);
         await own.restoreBackup();
         await ready;
-        expect(await run(a, key, "h6-r3", "three", onOwn)).toEqual(["one", "two", "three"]);
-      } finally {
-        await ownLane.close();
-        connection.disconnect();
-        await own.stop();
-      }
-    },
+        expect(await run(a, key, "h6-r3", "three", { steps })).toEqual(["one", "two", "three"]);
+      }),
     30_000,
   );
 
   it.skipIf(!hasRedisServer())(
     "a copy a run took before its connection was ready again is not kept after it",
-    async () => {
-      const own = await startOwnRedis();
-      const connection = new Redis(own.url);
-      const ownLane = new SessionLane({ redisUrl: own.url, prefix, logger });
-      const { steps } = { steps: stepsOver(connection, ownLane) };
-      try {
+    () =>
+      onOwnRedis(async ({ own, connection, steps }) => {
         const a = { held: new HeldSessions(new FileSessionStore(stateDir(), logger), undefined, connection) };
         const key = "agent:main:held:across";
         await run(a, key, "h7-r1", "one", { steps });
@@ -256,14 +243,11 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
           attempt: begun.attempt,
         });
         expect(released).toBe(true);
+        // The process has seen the reconnect (as another run's hold would) before this run keeps its copy.
+        expect(a.held.size).toBe(0);
         held.keep();
         expect(a.held.size).toBe(0);
-      } finally {
-        await ownLane.close();
-        connection.disconnect();
-        await own.stop();
-      }
-    },
+      }),
     30_000,
   );
 
@@ -282,3 +266,19 @@ describe("HeldSessions: a session held in memory across a process's runs", () =>
     expect(small.held.size).toBe(0);
   });
 });
+
+/** A run's steps over a connection to a Redis of the test's own (`own`), for cases that restart or restore it. */
+async function onOwnRedis(
+  test: (s: { own: OwnRedis; connection: Redis; steps: RunSteps }) => Promise<void>,
+): Promise<void> {
+  const own = await startOwnRedis();
+  const connection = new Redis(own.url);
+  const ownLane = new SessionLane({ redisUrl: own.url, prefix, logger });
+  try {
+    await test({ own, connection, steps: stepsOver(connection, ownLane) });
+  } finally {
+    await ownLane.close();
+    connection.disconnect();
+    await own.stop();
+  }
+}
