@@ -185,6 +185,8 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       );
     };
     await answered("count one", "thread-count-1");
+    // The run's status is in Redis (its settle) a moment before the thread counts it: wait for the count.
+    await waitFor(async () => (await completed()) === 1, "the first run counted");
     expect(await completed()).toBe(1);
     await answered("count two", "thread-count-2");
     await waitFor(() => count(hub, "agent thread started again") === 1, "the restart", 30_000);
@@ -192,6 +194,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     // scrape is not counted: its count went with it).
     expect(await completed()).toBeGreaterThanOrEqual(1);
     await answered("count three", "thread-count-3");
+    await waitFor(async () => ((await completed()) ?? 0) >= 2, "the third run counted");
     expect(await completed()).toBeGreaterThanOrEqual(2);
   });
 
