@@ -5,6 +5,7 @@ import { RunRecords } from "@hub/sessions";
 import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { fakeModelEnv, freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
+import { monitorRedis } from "../support/monitor.js";
 import { processSuite } from "../support/process-suite.js";
 import { dropPrefix, testPrefix, waitFor } from "../support/redis.js";
 
@@ -118,6 +119,33 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     });
   });
 
+  it("has each message admitted by a thread, whose free runner takes its session in that step: no wake-up through Redis", async () => {
+    const { client, prefix } = await startThreadedHub("threads-admit", {
+      HUB_AGENT_THREADS: "2",
+      config: "{ channels: {} }",
+    });
+    // Every session lane wake-up (a session put on the lane's ready list for some runner to claim), by session.
+    const readyList = `${prefix}:mb:runs:ready`;
+    const wokenThroughRedis: string[] = [];
+    const monitor = await monitorRedis();
+    cleanups.push(() => monitor.disconnect());
+    monitor.on("monitor", (_time, args) => {
+      if (args[0]?.toLowerCase() === "rpush" && args[1] === readyList)
+        wokenThroughRedis.push(...args.slice(2));
+    });
+    for (const [i, chat] of ["one", "two", "three", "four"].entries()) {
+      suite.model.script({ text: `answer ${chat}` });
+      const params = { sessionKey: `agent:main:webchat:direct:${chat}`, text: `ask ${chat}` };
+      const idempotencyKey = `thread-admit-${i}`;
+      expect((await client.request("chat.send", { ...params, idempotencyKey })).ok).toBe(true);
+      expect(await client.terminal(idempotencyKey)).toMatchObject({ state: "final", text: `answer ${chat}` });
+      expect(asked(`ask ${chat}`)).toHaveLength(1);
+    }
+    // Four sessions over two idle threads: each claimed in its admission (the main thread has no runner to
+    // claim for: admitted there, every one would have been woken through the ready list).
+    expect(wokenThroughRedis).toEqual([]);
+  });
+
   it("starts a thread that ended by itself again: not ready meanwhile, every message answered once, none run twice", async () => {
     // The thread exits right after each run's outcome is recorded (a crash in it), before anything else.
     const { hub, client, port } = await startThreadedHub("threads-restart", {
@@ -147,6 +175,36 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       ["user", "second on a thread"],
       ["assistant", "answer 2"],
     ]);
+  });
+
+  it("admits a message in the main thread while no thread answers: the thread started again runs it", async () => {
+    const { hub, client, prefix } = await startThreadedHub("threads-admit-down", {
+      HUB_FAILPOINTS: "run.after-settle=exit@1",
+    });
+    const readyList = `${prefix}:mb:runs:ready`;
+    const wokenThroughRedis: string[] = [];
+    const monitor = await monitorRedis();
+    cleanups.push(() => monitor.disconnect());
+    monitor.on("monitor", (_time, args) => {
+      if (args[0]?.toLowerCase() === "rpush" && args[1] === readyList) wokenThroughRedis.push(...args.slice(2));
+    });
+    suite.model.script({ text: "before the end" });
+    expect((await client.request("chat.send", { text: "end it", idempotencyKey: "admit-down-1" })).ok).toBe(true);
+    await waitFor(() => count(hub, "an agent thread ended unexpectedly") === 1, "the thread's end");
+    // The thread is started again a second later: this message is admitted (and accepted) meanwhile.
+    suite.model.script({ text: "after the restart" });
+    const other = { sessionKey: "agent:main:webchat:direct:other", text: "while it is down" };
+    expect((await client.request("chat.send", { ...other, idempotencyKey: "admit-down-2" })).ok).toBe(true);
+    expect(count(hub, "agent thread started again")).toBe(0);
+    expect(wokenThroughRedis).toEqual([other.sessionKey]);
+    // Its outcome is recorded before the thread ends again (the failpoint is per thread): ask with the key.
+    await waitFor(
+      async () => (await statusOf(client, { ...other, idempotencyKey: "admit-down-2" })) === "completed",
+      "the run after the restart",
+      30_000,
+    );
+    expect(count(hub, "agent thread started again")).toBe(1);
+    expect(asked("while it is down")).toHaveLength(1);
   });
 
   it("stops at once when SIGTERM comes while a thread is about to start again", async () => {

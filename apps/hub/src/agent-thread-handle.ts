@@ -2,7 +2,13 @@ import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { HubError } from "@hub/core";
-import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
+import type { AdmissionOutcome } from "@hub/dispatch";
+import type {
+  AdmitAsk,
+  AgentThreadData,
+  AgentThreadMessage,
+  AgentThreadRequest,
+} from "./agent-thread-messages.js";
 
 /** How long a question to a thread may take before it counts as unanswered (a stuck or dying thread). */
 const ASK_TIMEOUT_MS = 2000;
@@ -76,28 +82,53 @@ export class AgentThread {
     });
   }
 
+  /** Whether it answers: its role runs and it has not ended. */
+  get answering(): boolean {
+    return this.started && !this.#ended;
+  }
+
   /** Asks the thread; undefined when it does not answer within `timeoutMs` (or has ended, or failed to). */
   async ask<T>(
-    ask: AgentThreadRequest["ask"],
+    ask: Exclude<AgentThreadRequest["ask"], "admit">,
     timeoutMs = ASK_TIMEOUT_MS,
     by?: number,
   ): Promise<T | undefined> {
-    if (this.#ended || !this.started) return undefined;
+    const answer = await this.#request((id) => ({ id, ask, by }), timeoutMs);
+    return answer === undefined || failed(answer) ? undefined : (answer as T);
+  }
+
+  /**
+   * Has the thread admit a message into its session: its admission outcome; undefined when the thread does
+   * not answer within `timeoutMs` (or has ended); rejects with the thread's error when its step failed.
+   */
+  async admit(admit: AdmitAsk, timeoutMs: number): Promise<AdmissionOutcome | undefined> {
+    const answer = await this.#request((id) => ({ id, ask: "admit", admit }), timeoutMs);
+    if (answer !== undefined && failed(answer)) throw new Error(answer.error);
+    return answer as AdmissionOutcome | undefined;
+  }
+
+  // Posts a request with the next id; its answer, or undefined when none comes within `timeoutMs`.
+  async #request(request: (id: number) => AgentThreadRequest, timeoutMs: number): Promise<unknown> {
+    if (!this.answering) return undefined;
     const id = ++this.#next;
     let timer: NodeJS.Timeout | undefined;
     const answer = await new Promise<unknown>((resolve) => {
       this.#pending.set(id, resolve);
       timer = setTimeout(() => resolve(undefined), timeoutMs);
-      this.#worker.postMessage({ id, ask, by } satisfies AgentThreadRequest);
+      this.#worker.postMessage(request(id));
     });
     clearTimeout(timer);
     this.#pending.delete(id);
-    const failed = typeof answer === "object" && answer !== null && "error" in answer;
-    return failed ? undefined : (answer as T | undefined);
+    return answer;
   }
 
   /** Ends the thread now (what is left of its runs resumes through the session lane's recovery). */
   async terminate(): Promise<void> {
     await this.#worker.terminate();
   }
+}
+
+// An answer that is the thread's error (what it posts when answering threw).
+function failed(answer: unknown): answer is { error: string } {
+  return typeof answer === "object" && answer !== null && "error" in answer;
 }

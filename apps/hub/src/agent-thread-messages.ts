@@ -1,4 +1,4 @@
-import type { HubConfig } from "@hub/core";
+import type { HubConfig, RunRequest } from "@hub/core";
 
 /** What an agent thread starts from (its `workerData`): the hub's config and where its state and log go. */
 export interface AgentThreadData {
@@ -14,16 +14,26 @@ export interface AgentThreadData {
   configPath: string | undefined;
 }
 
-/** A question the main thread asks an agent thread; the answer comes back with the same `id`. */
-export interface AgentThreadRequest {
-  id: number;
-  /**
-   * `metrics`: its counters and histograms; `runs`: its runs in flight; `running`: whether its runner takes
-   * work; `reload`: read the config file again (SIGHUP); `stop`: stop as a hub process stops, by `by`.
-   */
-  ask: "metrics" | "runs" | "running" | "reload" | "stop";
-  by?: number | undefined;
+/** A message of the main thread's for an agent thread to admit into its session (see AgentThreads.admitting). */
+export interface AdmitAsk {
+  request: RunRequest;
+  dedupe: { key: string; ttlSeconds: number };
+  buckets: Array<{ key: string; burst: number; perMinute: number }>;
 }
+
+/** A question the main thread asks an agent thread; the answer comes back with the same `id`. */
+export type AgentThreadRequest =
+  | {
+      id: number;
+      /**
+       * `metrics`: its counters and histograms; `runs`: its runs in flight; `running`: whether its runner
+       * takes work; `reload`: read the config file again (SIGHUP); `stop`: stop as a hub process stops, by `by`.
+       */
+      ask: "metrics" | "runs" | "running" | "reload" | "stop";
+      by?: number | undefined;
+    }
+  /** `admit`: admit a message (the answer is its admission outcome). */
+  | { id: number; ask: "admit"; admit: AdmitAsk };
 
 /** What an agent thread posts: that it started (or why it could not), or the answer to a request. */
 export type AgentThreadMessage =

@@ -48,6 +48,10 @@ function answer(role: AgentThreadRole, request: AgentThreadRequest): unknown {
     case "stop":
       // What it could not finish by then: the main thread's last log line counts them.
       return role.stop(request.by).then(() => operations.metrics.inFlight());
+    case "admit": {
+      const { request: run, dedupe, buckets } = request.admit;
+      return role.admit(run, dedupe, buckets);
+    }
   }
 }
 

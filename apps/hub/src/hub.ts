@@ -1,5 +1,5 @@
 import { type ChannelAdapter, type ChannelPlugin, type HubConfig, HubError, type HubLogger } from "@hub/core";
-import type { InboundDispatcher } from "@hub/dispatch";
+import type { AdmitToSession, InboundDispatcher } from "@hub/dispatch";
 import type { ReplyDispatcher } from "@hub/reply";
 import { AgentThreads } from "./agent-threads.js";
 import { type ProbeAddress, startHealthServer } from "./health-server.js";
@@ -65,9 +65,11 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const replies = await startSettlement(base, entry);
   const session = buildSessionStage(base);
   await session.clockRead;
-  if (base.roles.has("agent")) await startAgentRole(base, { entry, replies, session }, options);
+  const threads = base.roles.has("agent")
+    ? await startAgentRole(base, { entry, replies, session }, options)
+    : undefined;
   const ingress = base.roles.has("ingress")
-    ? await startAdmission(base, entry, replies, session, options.token)
+    ? await startAdmission(base, entry, replies, session, options.token, threads)
     : undefined;
   const probes = ingress
     ? { host: config.gateway.host, port: ingress.gateway.port }
@@ -88,14 +90,18 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
 }
 
 // The agent role here, or on `agent.threads` worker threads of this process (each builds its own stages from
-// the config, as an `agent` process would: the installed plugins' adapters, not ones a test hands in).
+// the config, as an `agent` process would: the installed plugins' adapters, not ones a test hands in); the
+// threads, when it runs on them.
 async function startAgentRole(
   base: HubBase,
   stages: { entry: EntryStage; replies: ReplyDispatcher; session: SessionStage },
   options: StartHubOptions,
-): Promise<void> {
+): Promise<AgentThreads | undefined> {
   const { config, operations } = base;
-  if (config.agent.threads === 0) return startExecution(base, stages.entry, stages.replies, stages.session);
+  if (config.agent.threads === 0) {
+    await startExecution(base, stages.entry, stages.replies, stages.session);
+    return undefined;
+  }
   if (options.adapters || options.plugins)
     throw new HubError(
       "agent_threads",
@@ -115,12 +121,15 @@ async function startAgentRole(
   // Stopped before delivery (workers stop last registered first), as the runs' worker is.
   base.shutdown.workers.push(threads);
   operations.addAgentThreads(threads);
+  return threads;
 }
 
 /** The agent role as one agent thread of a hub process runs it (agent-thread.ts). */
 export interface AgentThreadRole {
   /** The thread's own metrics and runs in flight, and its SIGHUP reload. */
   operations: HubOperations;
+  /** Admits a message of the main thread's into its session (its runner may take the session in that step). */
+  admit: AdmitToSession;
   /** Whether its runner takes work (and Redis answers). */
   running(): Promise<boolean>;
   stop(by?: number): Promise<void>;
@@ -139,6 +148,7 @@ export async function startAgentThreadRole(
   await startExecution(base, entry, replies, session);
   return {
     operations: base.operations,
+    admit: (request, dedupe, buckets) => session.admission.admit(request, dedupe, buckets),
     running: async () => (await base.operations.readiness([])).ready,
     stop: (by) => shutdownBase(base, by),
   };

@@ -1,9 +1,9 @@
 import { createCommandHandler } from "@hub/agent";
-import { admitInbound, InboundDispatcher } from "@hub/dispatch";
+import { type AdmitToSession, admitInbound, InboundDispatcher } from "@hub/dispatch";
 import { AuthFailureLimiter, GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
-import { runActivityTtlMs, SessionAdmission } from "@hub/sessions";
 import { webRoot } from "@hub/web";
+import type { AgentThreads } from "../agent-threads.js";
 import { operatorRoutes } from "../operator-routes.js";
 import { approvePairing, sendNotice } from "../pairing.js";
 import { ChannelSupervisor } from "../supervisor.js";
@@ -23,7 +23,8 @@ export interface IngressStage {
  * through the gateway) is finalized, deduped, checked against the access
  * policy and rate limits, and admitted into its session in one atomic step;
  * session commands are answered here. Then the gateway listens and the
- * channels connect, each in the background.
+ * channels connect, each in the background. With the agent role on threads of this process, each message
+ * is admitted by one of them (see AgentThreads.admitting).
  */
 export async function startAdmission(
   base: HubBase,
@@ -31,21 +32,16 @@ export async function startAdmission(
   replies: ReplyDispatcher,
   s: SessionStage,
   token: string,
+  threads: AgentThreads | undefined,
 ): Promise<IngressStage> {
   const { config, redis, logger } = base;
   const prefix = config.redis.prefix;
-  // A run this process's runner takes at once is begun in admission's step (one step less per message).
-  const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
-  const admission = new SessionAdmission(redis, prefix, s.lane, config.agent.queueMode, {
-    steps: s.steps,
-    timeoutMs: runTimeoutMs,
-    activeTtlMs: runActivityTtlMs(runTimeoutMs),
-  });
+  const admitHere: AdmitToSession = (request, dedupe, buckets) => s.admission.admit(request, dedupe, buckets);
   const dispatcher = new InboundDispatcher({
     redis,
     prefix,
     config,
-    admit: (request, dedupe, buckets) => admission.admit(request, dedupe, buckets),
+    admit: threads ? threads.admitting(admitHere) : admitHere,
     commands: createCommandHandler({
       ...s,
       config,

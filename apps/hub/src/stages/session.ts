@@ -6,7 +6,9 @@ import {
   RedisSessionStore,
   type RunRecords,
   RunSteps,
+  runActivityTtlMs,
   SessionActivity,
+  SessionAdmission,
   SessionLane,
   type SessionStore,
   SessionWriters,
@@ -27,6 +29,12 @@ export interface SessionStage {
   writers: SessionWriters;
   /** A run's start and end, each one atomic step over the records, activity and claims above. */
   steps: RunSteps;
+  /**
+   * A message's admission into its session in one atomic step. A run this process's runner takes at once
+   * is begun in that step (one step less per message): which is why an agent thread admits its share of
+   * the main thread's messages itself (see AgentThreads.admitting).
+   */
+  admission: SessionAdmission;
   activity: SessionActivity;
   approvals: ApprovalStore;
   control: RunControl;
@@ -73,12 +81,19 @@ export function buildSessionStage(base: HubBase): SessionStage {
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode, { lane });
   const decisionsKey = `${prefix}:model-decisions`;
   const control = new RunControl(redis, prefix, runs);
+  const steps = new RunSteps(redis, runs, writers, activity);
+  const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
   return {
     lane,
     sessions,
     runs,
     writers,
-    steps: new RunSteps(redis, runs, writers, activity),
+    steps,
+    admission: new SessionAdmission(redis, prefix, lane, config.agent.queueMode, {
+      steps,
+      timeoutMs: runTimeoutMs,
+      activeTtlMs: runActivityTtlMs(runTimeoutMs),
+    }),
     activity,
     approvals: new ApprovalStore(redis, prefix),
     control,
