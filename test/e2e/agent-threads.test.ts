@@ -5,7 +5,7 @@ import { RunRecords } from "@hub/sessions";
 import { describe, expect, it } from "vitest";
 import { GatewayClient } from "../support/gateway-client.js";
 import { fakeModelEnv, freePort, type HubProcess, startHubProcess } from "../support/hub-process.js";
-import { monitorRedis } from "../support/monitor.js";
+import { monitorRedis, type RedisMonitor } from "../support/monitor.js";
 import { processSuite } from "../support/process-suite.js";
 import { dropPrefix, testPrefix, waitFor } from "../support/redis.js";
 
@@ -124,15 +124,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       HUB_AGENT_THREADS: "2",
       config: "{ channels: {} }",
     });
-    // Every session lane wake-up (a session put on the lane's ready list for some runner to claim), by session.
-    const readyList = `${prefix}:mb:runs:ready`;
-    const wokenThroughRedis: string[] = [];
-    const monitor = await monitorRedis();
-    cleanups.push(() => monitor.disconnect());
-    monitor.on("monitor", (_time, args) => {
-      if (args[0]?.toLowerCase() === "rpush" && args[1] === readyList)
-        wokenThroughRedis.push(...args.slice(2));
-    });
+    const wokenRuns = sessionsWoken(await monitorRedis(), prefix);
     for (const [i, chat] of ["one", "two", "three", "four"].entries()) {
       suite.model.script({ text: `answer ${chat}` });
       const params = { sessionKey: `agent:main:webchat:direct:${chat}`, text: `ask ${chat}` };
@@ -142,8 +134,8 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       expect(asked(`ask ${chat}`)).toHaveLength(1);
     }
     // Four sessions over two idle threads: each claimed in its admission (the main thread has no runner to
-    // claim for: admitted there, every one would have been woken through the ready list).
-    expect(wokenThroughRedis).toEqual([]);
+    // claim for: admitted there, every one would have been woken through the lane's ready list).
+    expect(wokenRuns).toEqual([]);
   });
 
   it("starts a thread that ended by itself again: not ready meanwhile, every message answered once, none run twice", async () => {
@@ -181,22 +173,18 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     const { hub, client, prefix } = await startThreadedHub("threads-admit-down", {
       HUB_FAILPOINTS: "run.after-settle=exit@1",
     });
-    const readyList = `${prefix}:mb:runs:ready`;
-    const wokenThroughRedis: string[] = [];
-    const monitor = await monitorRedis();
-    cleanups.push(() => monitor.disconnect());
-    monitor.on("monitor", (_time, args) => {
-      if (args[0]?.toLowerCase() === "rpush" && args[1] === readyList) wokenThroughRedis.push(...args.slice(2));
-    });
+    const wokenRuns = sessionsWoken(await monitorRedis(), prefix);
     suite.model.script({ text: "before the end" });
-    expect((await client.request("chat.send", { text: "end it", idempotencyKey: "admit-down-1" })).ok).toBe(true);
+    expect((await client.request("chat.send", { text: "end it", idempotencyKey: "admit-down-1" })).ok).toBe(
+      true,
+    );
     await waitFor(() => count(hub, "an agent thread ended unexpectedly") === 1, "the thread's end");
     // The thread is started again a second later: this message is admitted (and accepted) meanwhile.
     suite.model.script({ text: "after the restart" });
     const other = { sessionKey: "agent:main:webchat:direct:other", text: "while it is down" };
     expect((await client.request("chat.send", { ...other, idempotencyKey: "admit-down-2" })).ok).toBe(true);
     expect(count(hub, "agent thread started again")).toBe(0);
-    expect(wokenThroughRedis).toEqual([other.sessionKey]);
+    expect(wokenRuns).toEqual([other.sessionKey]);
     // Its outcome is recorded before the thread ends again (the failpoint is per thread): ask with the key.
     await waitFor(
       async () => (await statusOf(client, { ...other, idempotencyKey: "admit-down-2" })) === "completed",
@@ -292,6 +280,17 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     expect(count(hub, "run resumed after an interruption")).toBe(0);
   });
 });
+
+// The sessions put on the session lane's ready list (woken through Redis for a runner to claim) while
+// `monitor` watches.
+function sessionsWoken(monitor: RedisMonitor, prefix: string): string[] {
+  cleanups.push(() => monitor.disconnect());
+  const woken: string[] = [];
+  monitor.on("monitor", (_time, [command, key, ...values]) => {
+    if (command?.toLowerCase() === "rpush" && key === `${prefix}:mb:runs:ready`) woken.push(...values);
+  });
+  return woken;
+}
 
 // A chat.send repeated with its idempotency key: the run's recorded status.
 async function statusOf(client: GatewayClient, params: Record<string, string>): Promise<string | undefined> {
