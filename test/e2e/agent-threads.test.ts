@@ -119,12 +119,12 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     });
   });
 
-  it("has each message admitted by a thread, whose free runner takes its session in that step: no wake-up through Redis", async () => {
+  it("hands each message to a thread that admits it, and each reply back to the main thread's delivery: the runner and the delivery take their work in the steps that hand it over, no wake-up through Redis", async () => {
     const { client, prefix } = await startThreadedHub("threads-admit", {
       HUB_AGENT_THREADS: "2",
       config: "{ channels: {} }",
     });
-    const wokenRuns = sessionsWoken(await monitorRedis(), prefix);
+    const woken = wokenThroughRedis(await monitorRedis(), prefix);
     for (const [i, chat] of ["one", "two", "three", "four"].entries()) {
       suite.model.script({ text: `answer ${chat}` });
       const params = { sessionKey: `agent:main:webchat:direct:${chat}`, text: `ask ${chat}` };
@@ -134,8 +134,11 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       expect(asked(`ask ${chat}`)).toHaveLength(1);
     }
     // Four sessions over two idle threads: each claimed in its admission (the main thread has no runner to
-    // claim for: admitted there, every one would have been woken through the lane's ready list).
-    expect(wokenRuns).toEqual([]);
+    // claim for: admitted there, every one would have been woken through the lane's ready list), and each
+    // reply's target claimed for the main thread's delivery in the thread's push (which cannot deliver:
+    // without that claim each target would have been woken through delivery's ready list).
+    expect(woken.runs).toEqual([]);
+    expect(woken.replies).toEqual([]);
   });
 
   it("starts a thread that ended by itself again: not ready meanwhile, every message answered once, none run twice", async () => {
@@ -173,7 +176,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     const { hub, client, prefix } = await startThreadedHub("threads-admit-down", {
       HUB_FAILPOINTS: "run.after-settle=exit@1",
     });
-    const wokenRuns = sessionsWoken(await monitorRedis(), prefix);
+    const woken = wokenThroughRedis(await monitorRedis(), prefix);
     suite.model.script({ text: "before the end" });
     expect((await client.request("chat.send", { text: "end it", idempotencyKey: "admit-down-1" })).ok).toBe(
       true,
@@ -184,7 +187,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     const other = { sessionKey: "agent:main:webchat:direct:other", text: "while it is down" };
     expect((await client.request("chat.send", { ...other, idempotencyKey: "admit-down-2" })).ok).toBe(true);
     expect(count(hub, "agent thread started again")).toBe(0);
-    expect(wokenRuns).toEqual([other.sessionKey]);
+    expect(woken.runs).toEqual([other.sessionKey]);
     // Its outcome is recorded before the thread ends again (the failpoint is per thread): ask with the key.
     await waitFor(
       async () => (await statusOf(client, { ...other, idempotencyKey: "admit-down-2" })) === "completed",
@@ -281,13 +284,15 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
   });
 });
 
-// The sessions put on the session lane's ready list (woken through Redis for a runner to claim) while
-// `monitor` watches.
-function sessionsWoken(monitor: RedisMonitor, prefix: string): string[] {
+// The keys put on the session lane's and delivery's ready lists (sessions and reply targets woken through
+// Redis for a worker to claim) while `monitor` watches.
+function wokenThroughRedis(monitor: RedisMonitor, prefix: string): { runs: string[]; replies: string[] } {
   cleanups.push(() => monitor.disconnect());
-  const woken: string[] = [];
+  const woken = { runs: [] as string[], replies: [] as string[] };
   monitor.on("monitor", (_time, [command, key, ...values]) => {
-    if (command?.toLowerCase() === "rpush" && key === `${prefix}:mb:runs:ready`) woken.push(...values);
+    if (command?.toLowerCase() !== "rpush") return;
+    if (key === `${prefix}:mb:runs:ready`) woken.runs.push(...values);
+    if (key === `${prefix}:mb:reply:ready`) woken.replies.push(...values);
   });
   return woken;
 }

@@ -3,6 +3,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { HubError } from "@hub/core";
 import type { AdmissionOutcome } from "@hub/dispatch";
+import type { ClaimedKey } from "@hub/queue";
 import type {
   AdmitAsk,
   AgentThreadData,
@@ -42,7 +43,11 @@ export class AgentThread {
   /** Resolves once its agent role runs; rejects with why it could not start (the thread is then ended). */
   readonly ready: Promise<void>;
 
-  constructor(data: AgentThreadData) {
+  /** `adopt` takes the reply targets its pushes claimed for this thread's delivery (see `deliveryRoom`). */
+  constructor(
+    data: AgentThreadData,
+    private readonly adopt: (claim: ClaimedKey) => void,
+  ) {
     this.#worker = new Worker(threadEntry(), { workerData: data });
     // Always listened to: an error event nobody listens to would end the whole process.
     this.#worker.on("error", (error) => {
@@ -66,7 +71,8 @@ export class AgentThread {
   #starting(index: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#worker.on("message", (message: AgentThreadMessage) => {
-        if (message.kind === "answer") this.#pending.get(message.id)?.(message.value);
+        if (message.kind === "claimed") this.adopt(message.claim);
+        else if (message.kind === "answer") this.#pending.get(message.id)?.(message.value);
         else if (message.kind === "failed") reject(new HubError("agent_thread", message.error));
         else {
           this.started = true;

@@ -1,4 +1,5 @@
 import type { HubConfig, RunRequest } from "@hub/core";
+import type { ClaimedKey } from "@hub/queue";
 
 /** What an agent thread starts from (its `workerData`): the hub's config and where its state and log go. */
 export interface AgentThreadData {
@@ -12,6 +13,11 @@ export interface AgentThreadData {
   log: { level: string; fd?: number | undefined };
   /** The config file SIGHUP reads again (undefined: the hub runs on its defaults). */
   configPath: string | undefined;
+  /**
+   * The main thread's delivery room (shared memory), when it delivers: the thread's reply pushes claim idle
+   * targets for that delivery (see `ReplyDispatcherOptions.remoteDelivery`) and post each one it claimed.
+   */
+  deliveryRoom?: SharedArrayBuffer | undefined;
 }
 
 /** A message of the main thread's for an agent thread to admit into its session (see AgentThreads.admitting). */
@@ -35,8 +41,12 @@ export type AgentThreadRequest =
   /** `admit`: admit a message (the answer is its admission outcome). */
   | { id: number; ask: "admit"; admit: AdmitAsk };
 
-/** What an agent thread posts: that it started (or why it could not), or the answer to a request. */
+/**
+ * What an agent thread posts: that it started (or why it could not), the answer to a request, or a reply
+ * target one of its pushes claimed for the main thread's delivery (see `AgentThreadData.deliveryRoom`).
+ */
 export type AgentThreadMessage =
   | { kind: "ready" }
   | { kind: "failed"; error: string }
-  | { kind: "answer"; id: number; value: unknown };
+  | { kind: "answer"; id: number; value: unknown }
+  | { kind: "claimed"; claim: ClaimedKey };

@@ -5,6 +5,7 @@
 import { writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
+import { type ClaimedKey, WorkerRoom } from "@hub/queue";
 import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
 import { type AgentThreadRole, startAgentThreadRole } from "./hub.js";
 import { logLibraryWarnings } from "./library-warnings.js";
@@ -20,7 +21,12 @@ try {
   const logger = threadLogger(data);
   // What a library prints in this thread is a log line too, not text through the main thread's stdout.
   logLibraryWarnings(logger);
-  const role = await startAgentThreadRole(data.config, { stateDir: data.stateDir, logger });
+  // Its replies' pushes claim idle targets for the main thread's delivery, which takes each one posted.
+  const room = data.deliveryRoom;
+  const remoteDelivery = room
+    ? { room: new WorkerRoom(room), claimed: (claim: ClaimedKey) => post({ kind: "claimed", claim }) }
+    : undefined;
+  const role = await startAgentThreadRole(data.config, { stateDir: data.stateDir, logger, remoteDelivery });
   port.on("message", (request: AgentThreadRequest) => {
     void Promise.resolve(request)
       .then((asked) => answer(role, asked))

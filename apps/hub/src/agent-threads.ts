@@ -2,6 +2,7 @@ import { closeSync, openSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HubError, type HubLogger } from "@hub/core";
 import type { AdmitToSession } from "@hub/dispatch";
+import type { ClaimedKey } from "@hub/queue";
 import type { StartedRun } from "@hub/sessions";
 import { AggregatorRegistry } from "prom-client";
 import { AgentThread } from "./agent-thread-handle.js";
@@ -52,6 +53,7 @@ export class AgentThreads implements RoleWorker {
   private constructor(
     threads: AgentThread[],
     private readonly data: Omit<AgentThreadData, "index">,
+    private readonly adopt: (claim: ClaimedKey) => void,
     private readonly logger: HubLogger,
   ) {
     this.#slots = threads.map((thread) => ({ thread, metrics: undefined, runs: [] }));
@@ -59,18 +61,23 @@ export class AgentThreads implements RoleWorker {
   }
 
   /**
-   * Starts `count` threads (their log lines to `logFile` when given, else standard output); rejects
-   * (having ended those that started) when one cannot start.
+   * Starts `count` threads (their log lines to `logFile` when given, else standard output), whose reply
+   * pushes claim targets for this thread's delivery (`deliveryRoom`), taken by `adopt`; rejects (having
+   * ended those that started) when one cannot start.
    */
   static async start(
     count: number,
     settings: Omit<AgentThreadData, "index" | "log"> & { log: { level: string; file?: string | undefined } },
+    adopt: (claim: ClaimedKey) => void,
     logger: HubLogger,
   ): Promise<AgentThreads> {
     // Opened once here and shared: a thread that ends leaves no descriptor behind.
     const fd = settings.log.file ? openSync(settings.log.file, "a") : undefined;
     const data = { ...settings, log: { level: settings.log.level, fd } };
-    const threads = Array.from({ length: count }, (_, i) => new AgentThread({ ...data, index: i + 1 }));
+    const threads = Array.from(
+      { length: count },
+      (_, i) => new AgentThread({ ...data, index: i + 1 }, adopt),
+    );
     const failed = (await Promise.allSettled(threads.map((t) => t.ready))).find(
       (s) => s.status === "rejected",
     );
@@ -80,7 +87,7 @@ export class AgentThreads implements RoleWorker {
       throw failed.reason;
     }
     logger.info({ threads: count }, "agent role running on worker threads");
-    return new AgentThreads(threads, data, logger);
+    return new AgentThreads(threads, data, adopt, logger);
   }
 
   /**
@@ -188,7 +195,7 @@ export class AgentThreads implements RoleWorker {
     for (let wait = RESTART_DELAY_MS; ; wait = Math.min(wait * 2, RESTART_MAX_DELAY_MS)) {
       if (!(await this.#waitUnlessStopped(wait))) return;
       // From the running config: a SIGHUP reload changes its channels in place, so this thread starts with them.
-      const next = new AgentThread({ ...this.data, index: i + 1 });
+      const next = new AgentThread({ ...this.data, index: i + 1 }, this.adopt);
       // In its slot while it starts: a stop ends it there.
       slot.thread = next;
       try {

@@ -1,5 +1,6 @@
 import { type ChannelAdapter, type ChannelPlugin, type HubConfig, HubError, type HubLogger } from "@hub/core";
 import type { AdmitToSession, InboundDispatcher } from "@hub/dispatch";
+import type { RemoteWorker } from "@hub/queue";
 import type { ReplyDispatcher } from "@hub/reply";
 import { AgentThreads } from "./agent-threads.js";
 import { type ProbeAddress, startHealthServer } from "./health-server.js";
@@ -115,7 +116,9 @@ async function startAgentRole(
       token: options.token,
       log: { level: base.logger.level, file: options.agentThreads?.logFile },
       configPath: options.agentThreads?.configPath,
+      deliveryRoom: stages.replies.deliveryRoom,
     },
+    (claim) => stages.replies.adopt(claim),
     base.logger,
   );
   // Stopped before delivery (workers stop last registered first), as the runs' worker is.
@@ -138,11 +141,12 @@ export interface AgentThreadRole {
 /** Starts the agent role alone, on an agent thread (its own Redis connections, stages and metrics). */
 export async function startAgentThreadRole(
   config: HubConfig,
-  options: { stateDir: string; logger: HubLogger },
+  options: { stateDir: string; logger: HubLogger; remoteDelivery: RemoteWorker | undefined },
 ): Promise<AgentThreadRole> {
-  const base = await connectBase({ ...config, roles: ["agent"] }, { ...options, agentThread: true });
+  const { remoteDelivery, ...rest } = options;
+  const base = await connectBase({ ...config, roles: ["agent"] }, { ...rest, agentThread: true });
   const entry = await buildEntry(base, {});
-  const replies = await startSettlement(base, entry);
+  const replies = await startSettlement(base, entry, remoteDelivery);
   const session = buildSessionStage(base);
   await session.clockRead;
   await startExecution(base, entry, replies, session);

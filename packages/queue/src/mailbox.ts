@@ -16,6 +16,7 @@ import { LeaseLoss } from "./lease-loss.js";
 import { createRedis, runScript } from "./redis.js";
 import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
 import { type WaitingKey, WaitingKeys } from "./waiting-keys.js";
+import type { ClaimedKey, RemoteWorker, WorkerRoom } from "./worker-room.js";
 
 /** One item of a mailbox: a caller-chosen id (unique within the key) and its data. */
 export interface MailboxItem<T> {
@@ -194,13 +195,18 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
         waiterHere?: ((group: string) => ((status: GroupStatus) => void) | undefined) | undefined;
       }
     | undefined;
+  /**
+   * A worker on another thread of this process (this mailbox's own workers come first): a push with
+   * `drainHere` may claim an idle key for it while it has room (see `WorkerRoom`).
+   */
+  remoteWorker?: RemoteWorker | undefined;
 }
 
 /** An ordered mailbox's options with every default applied. */
 type ResolvedOptions<T> = Required<
-  Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "redis">
+  Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "redis" | "remoteWorker">
 > &
-  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups">;
+  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "remoteWorker">;
 
 /** A running drain worker; close it to stop taking new wake-ups. */
 export interface MailboxWorker {
@@ -249,6 +255,8 @@ interface LocalWorker<T> {
   drainMs: number | undefined;
   /** When each drain in flight started. */
   started: Map<Promise<void>, number>;
+  /** Its room as other threads see it (see `WorkerRoom`), when they may claim keys for it. */
+  room: WorkerRoom | undefined;
 }
 
 /** A drain slot held for a step that may claim a key for this process (see `reserveDrainHere`). */
@@ -414,7 +422,7 @@ export class OrderedMailbox<T> {
     if (worker) return this.#reserveSlot(worker);
     const roomy = [...this.#locals].find((w) => !w.closing() && !w.readyFirst && this.#slotSoon(w));
     // No room at all: the step wakes the key through the ready list (see `wokeOnReady`).
-    if (!roomy) return undefined;
+    if (!roomy) return this.#reserveRemote();
     const release = roomy.waiting.reserve();
     const token = this.#tokenFor();
     return {
@@ -428,6 +436,45 @@ export class OrderedMailbox<T> {
     };
   }
 
+  // A free slot of the worker on another thread, if it has one: the key the step claims is handed to it.
+  #reserveRemote(): DrainHereSlot | undefined {
+    const remote = this.#o.remoteWorker;
+    if (!remote?.room.tryReserve()) return undefined;
+    let held = true;
+    const token = this.#tokenFor();
+    return {
+      token,
+      waits: false,
+      // Its thread gives the slot back once it has taken the key (see `adopt`).
+      start: (key, head, claimedAt) => {
+        held = false;
+        remote.claimed({ key, token, claimedAt, head });
+      },
+      cancel: () => {
+        if (held) remote.room.release();
+        held = false;
+      },
+    };
+  }
+
+  /**
+   * A key a step on another thread claimed for this thread's worker (see `remoteWorker`): drained by it,
+   * waiting for a slot if every one is busy now, or handed back to the ready list if none is open. Gives
+   * back the slot that step held.
+   */
+  adopt(claim: ClaimedKey): void {
+    const local = [...this.#locals].find((w) => !w.closing() && w.room);
+    // Taken first (its slot counted in the room), then the step's hold given back: never both free at once.
+    if (local) this.#waitOrDrain(local, claim);
+    else this.#handBack(claim);
+    local?.room?.release();
+  }
+
+  // What other threads see of `local`'s room (see WorkerRoom); fewer free slots than it has is harmless.
+  #publishRoom(local: LocalWorker<T>): void {
+    local.room?.publish(local.concurrency - local.active.size - local.waiting.size, local.readyFirst);
+  }
+
   // A free slot of `worker`, held until the step starts a drain in it or claimed nothing.
   #reserveSlot(worker: LocalWorker<T>): DrainHereSlot {
     // Held in the worker's slots until started or cancelled, so no two steps count on one slot.
@@ -436,9 +483,11 @@ export class OrderedMailbox<T> {
       free = resolve;
     });
     worker.active.add(held);
+    this.#publishRoom(worker);
     const release = () => {
       worker.active.delete(held);
       free();
+      this.#publishRoom(worker);
     };
     const token = this.#tokenFor();
     return {
@@ -482,14 +531,20 @@ export class OrderedMailbox<T> {
    * later goes before it.
    */
   wokeOnReady(): void {
-    for (const local of this.#locals) local.readyFirst = true;
+    for (const local of this.#locals) {
+      local.readyFirst = true;
+      this.#publishRoom(local);
+    }
   }
 
   // A key claimed to wait for a slot: drained at once if one freed up meanwhile (or handed back if the
   // worker began closing: see #drainClaimedHere), else it waits.
   #waitOrDrain(local: LocalWorker<T>, waiting: WaitingKey): void {
     if (local.closing() || local.active.size < local.concurrency) this.#drainClaimedHere(local, waiting);
-    else local.waiting.add(waiting);
+    else {
+      local.waiting.add(waiting);
+      this.#publishRoom(local);
+    }
   }
 
   // Slots that freed up go to the keys claimed here that wait for one, longest waiting first.
@@ -590,7 +645,10 @@ export class OrderedMailbox<T> {
    * list, and keys this process's own steps claimed while a slot was free (`push`'s `drainHere`,
    * `reserveDrainHere`).
    */
-  startWorker(handler: MailboxHandler<T>, options: { concurrency: number }): MailboxWorker {
+  startWorker(
+    handler: MailboxHandler<T>,
+    options: { concurrency: number; room?: WorkerRoom | undefined },
+  ): MailboxWorker {
     const blocking = createRedis(this.#o.redisUrl);
     blocking.on("error", () => {});
     const active = new Set<Promise<void>>();
@@ -605,8 +663,10 @@ export class OrderedMailbox<T> {
       drainMs: undefined,
       started: new Map(),
       waiting: new WaitingKeys(this.#slotWaitMs, (waiting) => this.#handBack(waiting)),
+      room: options.room,
     };
     this.#locals.add(local);
+    this.#publishRoom(local);
     let loopEnded = false;
     const loop = this.#takeReady(blocking, local).finally(() => {
       loopEnded = true;
@@ -621,6 +681,8 @@ export class OrderedMailbox<T> {
       running: () => !closing && !loopEnded,
       close: async () => {
         closing = true;
+        // Other threads claim nothing more for it.
+        options.room?.publish(0, true);
         this.#locals.delete(local);
         local.waiting.handBackAll();
         clearInterval(sweep);
@@ -661,6 +723,7 @@ export class OrderedMailbox<T> {
       const room = Math.max(0, concurrency - active.size);
       for (const key of keys.slice(0, room)) this.#track(local, key, () => this.#drain(key, handler));
       local.readyFirst = keys.length > room || (local.readyFirst && keys.length >= asked);
+      this.#publishRoom(local);
       if (keys.length > room)
         await this.#redis.lpush(ready, ...keys.slice(room).reverse()).catch((error: unknown) => {
           this.#o.logger.warn({ err: error, mailbox: this.#o.name }, "mailbox could not hand keys back");
@@ -686,9 +749,11 @@ export class OrderedMailbox<T> {
         active.delete(drain);
         started.delete(drain);
         this.#fillFromWaiting(local);
+        this.#publishRoom(local);
       });
     active.add(drain);
     started.set(drain, startedAt);
+    this.#publishRoom(local);
   }
 
   async #sweep(): Promise<void> {

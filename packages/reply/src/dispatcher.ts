@@ -17,6 +17,7 @@ import {
   type StopSignal,
 } from "@hub/core";
 import {
+  type ClaimedKey,
   createRedis,
   type DrainContext,
   groupEndId,
@@ -24,7 +25,9 @@ import {
   type MailboxTuning,
   type MailboxWorker,
   OrderedMailbox,
+  type RemoteWorker,
   runScript,
+  WorkerRoom,
 } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { segmentToSend } from "./attachments.js";
@@ -63,6 +66,12 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
   maxAgeMs?: number | undefined;
   /** Where queued files' bytes are read from when they are sent (`<state dir>/outbox`). */
   outbox?: Outbox | undefined;
+  /**
+   * The delivery worker of another thread of this process (an agent thread's dispatcher: the main
+   * thread's, see `deliveryRoom`): a push claims an idle target for it in the push's own step while it has
+   * room, as a push claims one for this dispatcher's own delivery, instead of waking it through Redis.
+   */
+  remoteDelivery?: RemoteWorker | undefined;
 }
 
 /** What a chat is told, once, when answers to it expired unsent. */
@@ -92,6 +101,8 @@ export class ReplyDispatcher implements ReplySink {
   #subscriber: Redis | undefined;
   readonly #waiters = new Map<string, Set<(settlement: ReplySettlement) => void>>();
   readonly #previews: LivePreviews;
+  /** Its delivery's room as other threads see it, once it delivers (`startDelivery`). */
+  #room: WorkerRoom | undefined;
   /** The adapters this process delivers through, once it delivers (`startDelivery`). */
   #adapterOf: ((channel: string, accountId: string) => ChannelAdapter | undefined) | undefined;
 
@@ -116,6 +127,7 @@ export class ReplyDispatcher implements ReplySink {
       // (`<replyId>#<index>`) are counted on the way; previews (`#p<n>`) count nowhere.
       // A reply its own run waits for in this process is settled to that waiter, not published.
       groups: { ttlSeconds: REPLY_TTL_SECONDS, waiterHere: (replyId) => this.#wakerOf(replyId) },
+      remoteWorker: options.remoteDelivery,
       onFailed: async (item, error) => {
         // A preview that could not be shown is not a segment of the reply: nothing to keep.
         if (item.data.kind !== undefined) return;
@@ -127,8 +139,9 @@ export class ReplyDispatcher implements ReplySink {
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
   open(replyId: string, target: ReplyTarget, options: ReplyOpenOptions = {}): ReplyStream {
     const key = replyTargetKey(target);
-    // Delivered by this process when it can: a push claims an idle target for its own delivery.
-    const drainHere = this.#deliversTo(target);
+    // Delivered by this process when it can: a push claims an idle target for its own delivery (or for the
+    // delivery of the thread that delivers for this one).
+    const drainHere = this.#deliversTo(target) || this.#o.remoteDelivery !== undefined;
     return new OpenReply(replyId, target, options, {
       capabilities: this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 },
       // Named, not spread: `{ ...push, drainHere }` made a hidden class per push (the push options come in
@@ -263,6 +276,7 @@ export class ReplyDispatcher implements ReplySink {
   ): MailboxWorker {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     this.#adapterOf = adapterOf;
+    this.#room = new WorkerRoom();
     return this.#mailbox.startWorker(
       async (item, ctx) => {
         // An end marker only settles its reply, in its ack: no platform, no adapter.
@@ -294,8 +308,21 @@ export class ReplyDispatcher implements ReplySink {
           await this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs);
         failpoint("delivery.after-send");
       },
-      { concurrency: options.concurrency ?? 50 },
+      { concurrency: options.concurrency ?? 50, room: this.#room },
     );
+  }
+
+  /**
+   * This process's delivery room, for another thread's dispatcher to claim targets for it (its
+   * `remoteDelivery`, whose claims come back through `adopt`); undefined before `startDelivery`.
+   */
+  get deliveryRoom(): SharedArrayBuffer | undefined {
+    return this.#room?.buffer;
+  }
+
+  /** Delivers a target a push on another thread claimed for this dispatcher's delivery (see `deliveryRoom`). */
+  adopt(claim: ClaimedKey): void {
+    this.#mailbox.adopt(claim);
   }
 
   // The target's pacing and the account's rate, then the last check before the platform write: a process

@@ -1,3 +1,4 @@
+import type { RemoteWorker } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import { hubOutbox, startOutboxSweeper } from "../outbox.js";
 import type { HubBase } from "./base.js";
@@ -9,9 +10,14 @@ const ANNOUNCE_GRACE_MS = 5000;
 /**
  * Stage 5, settlement: the ReplyDispatcher that every run's reply goes
  * through (chunked per channel, ordered per reply target, durable), and, in a
- * process with the `delivery` role, the workers that send it to the platforms.
+ * process with the `delivery` role, the workers that send it to the platforms. An agent thread's pushes
+ * claim idle targets for the main thread's delivery (`remoteDelivery`).
  */
-export async function startSettlement(base: HubBase, entry: EntryStage): Promise<ReplyDispatcher> {
+export async function startSettlement(
+  base: HubBase,
+  entry: EntryStage,
+  remoteDelivery?: RemoteWorker,
+): Promise<ReplyDispatcher> {
   const { config, tuning } = base;
   const replies = new ReplyDispatcher({
     redisUrl: config.redis.url,
@@ -25,6 +31,7 @@ export async function startSettlement(base: HubBase, entry: EntryStage): Promise
     maxAgeMs: config.delivery.maxAgeMs,
     leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
     outbox: hubOutbox(base),
+    remoteDelivery,
     ...base.mailbox,
   });
   base.shutdown.rest.push(() => replies.close());

@@ -1,0 +1,56 @@
+/**
+ * A drain worker's room, shared with the other threads of its process: its free slots and whether keys
+ * wait on the ready list for it (written by the worker's own thread), and the claims other threads made for
+ * it and have not yet handed over. A step on another thread (an agent thread's push of a reply) may then
+ * claim an idle key for this worker in its own step, as a step of the worker's own thread does (see
+ * `OrderedMailbox.reserveDrainHere`), instead of waking it through the ready list for a separate claim.
+ * Racing threads never count on one free slot twice; a slot taken by the worker's own thread in between
+ * makes the handed-over key wait for one, or go back to the ready list (see `OrderedMailbox.adopt`).
+ */
+export class WorkerRoom {
+  // [free slots, keys wait on the ready list (1) or not (0), claims handed over from other threads]
+  readonly #cells: Int32Array;
+
+  /** `buffer`: the room as another thread received it (a new one when omitted). */
+  constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(3 * Int32Array.BYTES_PER_ELEMENT)) {
+    this.#cells = new Int32Array(buffer);
+  }
+
+  /** The worker's thread: its free slots now, and whether ready keys go first. */
+  publish(free: number, readyFirst: boolean): void {
+    Atomics.store(this.#cells, 0, free);
+    Atomics.store(this.#cells, 1, readyFirst ? 1 : 0);
+  }
+
+  /** Another thread: holds one of the free slots for a step that may claim a key (false: none free). */
+  tryReserve(): boolean {
+    const cells = this.#cells;
+    for (;;) {
+      const pending = Atomics.load(cells, 2);
+      if (Atomics.load(cells, 1) === 1 || Atomics.load(cells, 0) - pending <= 0) return false;
+      if (Atomics.compareExchange(cells, 2, pending, pending + 1) === pending) return true;
+    }
+  }
+
+  /** A held slot given back: the step claimed nothing, or the worker took the key it claimed. */
+  release(): void {
+    Atomics.sub(this.#cells, 2, 1);
+  }
+}
+
+/** A key a step on another thread claimed for a worker, handed to the worker's mailbox (see `OrderedMailbox.adopt`). */
+export interface ClaimedKey {
+  key: string;
+  /** The lease token the step claimed it with. */
+  token: string;
+  claimedAt: number;
+  /** Its head item, handed out as attempt 1. */
+  head: string;
+}
+
+/** A worker of another thread of this process that this mailbox's steps may claim keys for. */
+export interface RemoteWorker {
+  room: WorkerRoom;
+  /** Hands a key claimed for it to its thread (which calls `OrderedMailbox.adopt`). */
+  claimed(claim: ClaimedKey): void;
+}

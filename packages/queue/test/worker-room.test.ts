@@ -1,0 +1,139 @@
+import { MessageChannel } from "node:worker_threads";
+import { createLogger } from "@hub/core";
+import { afterEach, describe, expect, it } from "vitest";
+import { monitorRedis } from "../../../test/support/monitor.js";
+import { dropPrefix, REDIS_URL, testPrefix, waitFor } from "../../../test/support/redis.js";
+import { type ClaimedKey, mailboxBase, OrderedMailbox, WorkerRoom } from "../src/index.js";
+
+// A push on one thread claims an idle key for a worker on another thread of the process (an agent thread's
+// reply for the main thread's delivery): the claim crosses a real message port to the worker's mailbox.
+const logger = createLogger({ level: "silent" });
+const cleanups: Array<() => unknown> = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+});
+
+type Item = { n: number };
+
+/**
+ * The worker's mailbox (`delivering`, one worker of `concurrency` whose handler records each item and
+ * waits for `gate(key)` when one is set) and the pushing thread's (`handing`), whose claims reach
+ * `delivering.adopt` through a message port unless `hold` keeps them (see `held`).
+ */
+async function twoThreads(name: string, concurrency: number, o: { hold?: boolean } = {}) {
+  const prefix = testPrefix(name);
+  const options = { name: "m", redisUrl: REDIS_URL, prefix, logger, parse: (raw: unknown) => raw as Item };
+  const tuning = { sweepIntervalMs: 100, graceMs: 300, leaseMs: 3000, slotWaitMs: 300 };
+  const delivering = new OrderedMailbox<Item>({ ...options, ...tuning });
+  const room = new WorkerRoom();
+  const handled: string[] = [];
+  const gates = new Map<string, Promise<void>>();
+  const worker = delivering.startWorker(
+    async (item, ctx) => {
+      handled.push(`${ctx.key}:${item.data.n}`);
+      await gates.get(ctx.key);
+    },
+    { concurrency, room },
+  );
+  const port = new MessageChannel();
+  port.port2.on("message", (claim: ClaimedKey) => delivering.adopt(claim));
+  const held: ClaimedKey[] = [];
+  // The keys claimed for the worker by pushes here, in claim order.
+  const claimed: string[] = [];
+  const handing = new OrderedMailbox<Item>({
+    ...options,
+    ...tuning,
+    remoteWorker: {
+      room: new WorkerRoom(room.buffer),
+      claimed: (claim) => {
+        claimed.push(claim.key);
+        if (o.hold) held.push(claim);
+        else port.port1.postMessage(claim);
+      },
+    },
+  });
+  const ready = `${mailboxBase(prefix, "m")}:ready`;
+  const monitor = await monitorRedis();
+  const woken: string[] = [];
+  monitor.on("monitor", (_time, [command, key, ...values]) => {
+    if (command?.toLowerCase() === "rpush" && key === ready) woken.push(...values);
+  });
+  cleanups.push(async () => {
+    monitor.disconnect();
+    port.port1.close();
+    await worker.close();
+    await handing.close();
+    await delivering.close();
+    await dropPrefix(prefix);
+  });
+  const push = (key: string, n: number) =>
+    handing.push(key, [{ id: `i${n}`, data: { n } }], { drainHere: true });
+  return { delivering, worker, handing, handled, gates, woken, held, claimed, push, port };
+}
+
+describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
+  it("a push there claims an idle key for the worker, which drains each key in order; nothing goes through the ready list", async () => {
+    const t = await twoThreads("room-claims", 4);
+    for (let n = 0; n < 5; n++) await Promise.all(["a", "b", "c"].map((key) => t.push(key, n)));
+    await waitFor(() => t.handled.length === 15, "every item handled");
+    for (const key of ["a", "b", "c"])
+      expect(t.handled.filter((h) => h.startsWith(`${key}:`))).toEqual(
+        [0, 1, 2, 3, 4].map((n) => `${key}:${n}`),
+      );
+    expect(t.woken).toEqual([]);
+    // Each key claimed here at least once (again whenever its drain had ended before the next push).
+    expect(new Set(t.claimed)).toEqual(new Set(["a", "b", "c"]));
+  });
+
+  it("with every slot of the worker taken, a push wakes its key through the ready list, drained once a slot frees", async () => {
+    const t = await twoThreads("room-full", 1);
+    let open = () => {};
+    t.gates.set("busy", new Promise<void>((resolve) => (open = resolve)));
+    await t.push("busy", 1);
+    await waitFor(() => t.handled.includes("busy:1"), "the busy key in the only slot");
+    await t.push("next", 1);
+    // MONITOR's line may come after the push's answer.
+    await waitFor(() => t.woken.length > 0, "a wake-up");
+    expect(t.woken).toEqual(["next"]);
+    expect(t.claimed).toEqual(["busy"]);
+    open();
+    await waitFor(() => t.handled.includes("next:1"), "the woken key drained");
+    expect(t.handled).toEqual(["busy:1", "next:1"]);
+  });
+
+  it("a key handed over after the worker closed goes back to the ready list, and another worker drains it once", async () => {
+    const t = await twoThreads("room-closed", 2, { hold: true });
+    await t.push("late", 1);
+    expect(t.held.map((c) => c.key)).toEqual(["late"]);
+    await t.worker.close();
+    const handled: string[] = [];
+    const other = t.delivering.startWorker(
+      async (item, ctx) => void handled.push(`${ctx.key}:${item.data.n}`),
+      {
+        concurrency: 1,
+      },
+    );
+    cleanups.push(() => other.close());
+    t.delivering.adopt(t.held[0] as ClaimedKey);
+    await waitFor(() => handled.length === 1, "the key drained by the other worker");
+    expect(t.woken).toEqual(["late"]);
+    expect([...t.handled, ...handled]).toEqual(["late:1"]);
+  });
+});
+
+describe("WorkerRoom", () => {
+  it("hands out each free slot once across threads, none while ready keys go first, and takes back what is released", () => {
+    const room = new WorkerRoom();
+    const elsewhere = new WorkerRoom(room.buffer);
+    room.publish(2, false);
+    expect([elsewhere.tryReserve(), elsewhere.tryReserve(), elsewhere.tryReserve()]).toEqual([
+      true,
+      true,
+      false,
+    ]);
+    elsewhere.release();
+    expect(elsewhere.tryReserve()).toBe(true);
+    room.publish(5, true);
+    expect(elsewhere.tryReserve()).toBe(false);
+  });
+});
