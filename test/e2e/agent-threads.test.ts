@@ -119,7 +119,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     });
   });
 
-  it("hands each message to a thread that admits it, and each reply back to the main thread's delivery: the runner and the delivery take their work in the steps that hand it over, no wake-up through Redis", async () => {
+  it("hands each session to a thread's runner in its admission, and each reply back to the main thread's delivery in its push: no wake-up through Redis", async () => {
     const { client, prefix } = await startThreadedHub("threads-admit", {
       HUB_AGENT_THREADS: "2",
       config: "{ channels: {} }",
@@ -133,12 +133,49 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       expect(await client.terminal(idempotencyKey)).toMatchObject({ state: "final", text: `answer ${chat}` });
       expect(asked(`ask ${chat}`)).toHaveLength(1);
     }
-    // Four sessions over two idle threads: each claimed in its admission (the main thread has no runner to
-    // claim for: admitted there, every one would have been woken through the lane's ready list), and each
-    // reply's target claimed for the main thread's delivery in the thread's push (which cannot deliver:
-    // without that claim each target would have been woken through delivery's ready list).
+    // Four sessions over two idle threads: each claimed for a thread's runner in the main thread's admission
+    // (which has no runner of its own: without that claim every one would have been woken through the lane's
+    // ready list), and each reply's target claimed for the main thread's delivery in the thread's push (which
+    // cannot deliver: without that claim each target would have been woken through delivery's ready list).
     expect(woken.runs).toEqual([]);
     expect(woken.replies).toEqual([]);
+  });
+
+  it("keeps each session's messages in order when they arrive at once: two threads, messages sent without waiting", async () => {
+    const { client } = await startThreadedHub("threads-order", {
+      HUB_AGENT_THREADS: "2",
+      config: '{ channels: {}, agent: { queueMode: "followup" } }',
+    });
+    const sessions = Array.from({ length: 24 }, (_, i) => `agent:main:webchat:direct:order-${i}`);
+    // Eight sessions' A and B at a time (a connection has at most 32 requests in flight).
+    for (let from = 0; from < sessions.length; from += 8) {
+      const sends = sessions.slice(from, from + 8).flatMap((sessionKey, j) =>
+        ["A", "B"].map((m) => {
+          const i = from + j;
+          return client.request("chat.send", {
+            sessionKey,
+            text: `${m}-${i}`,
+            idempotencyKey: `order-${m}-${i}`,
+          });
+        }),
+      );
+      const answers = await Promise.all(sends);
+      expect(answers.filter((answer) => !answer.ok)).toEqual([]);
+    }
+    await waitFor(
+      () => suite.model.requests.length >= 2 * sessions.length,
+      "every message's model call",
+      60_000,
+    );
+    // Each session's B after its A (followup: one run each, in arrival order).
+    const turns = suite.model.requests.map((r) =>
+      JSON.stringify(r.messages.filter((m) => m.role === "user").at(-1)),
+    );
+    const reversed = sessions.filter((_, i) => {
+      const at = (m: string) => turns.findIndex((t) => t.includes(`${m}-${i}"`) || t.includes(`${m}-${i}\\`));
+      return at("B") < at("A");
+    });
+    expect(reversed).toEqual([]);
   });
 
   it("starts a thread that ended by itself again: not ready meanwhile, every message answered once, none run twice", async () => {
@@ -172,7 +209,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     ]);
   });
 
-  it("admits a message in the main thread while no thread answers: the thread started again runs it", async () => {
+  it("wakes a session through Redis while its thread is down: the thread started again runs it", async () => {
     const { hub, client, prefix } = await startThreadedHub("threads-admit-down", {
       HUB_FAILPOINTS: "run.after-settle=exit@1",
     });

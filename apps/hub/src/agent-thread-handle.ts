@@ -2,13 +2,12 @@ import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { HubError } from "@hub/core";
-import type { AdmissionOutcome } from "@hub/dispatch";
 import type { ClaimedKey } from "@hub/queue";
 import type {
-  AdmitAsk,
   AgentThreadData,
   AgentThreadMessage,
   AgentThreadRequest,
+  SessionClaimed,
 } from "./agent-thread-messages.js";
 
 /** How long a question to a thread may take before it counts as unanswered (a stuck or dying thread). */
@@ -88,53 +87,33 @@ export class AgentThread {
     });
   }
 
-  /** Whether it answers: its role runs and it has not ended. */
-  get answering(): boolean {
-    return this.started && !this.#ended;
-  }
-
   /** Asks the thread; undefined when it does not answer within `timeoutMs` (or has ended, or failed to). */
   async ask<T>(
-    ask: Exclude<AgentThreadRequest["ask"], "admit">,
+    ask: AgentThreadRequest["ask"],
     timeoutMs = ASK_TIMEOUT_MS,
     by?: number,
   ): Promise<T | undefined> {
-    const answer = await this.#request((id) => ({ id, ask, by }), timeoutMs);
-    return answer === undefined || failed(answer) ? undefined : (answer as T);
-  }
-
-  /**
-   * Has the thread admit a message into its session: its admission outcome; undefined when the thread does
-   * not answer within `timeoutMs` (or has ended); rejects with the thread's error when its step failed.
-   */
-  async admit(admit: AdmitAsk, timeoutMs: number): Promise<AdmissionOutcome | undefined> {
-    const answer = await this.#request((id) => ({ id, ask: "admit", admit }), timeoutMs);
-    if (answer !== undefined && failed(answer)) throw new Error(answer.error);
-    return answer as AdmissionOutcome | undefined;
-  }
-
-  // Posts a request with the next id; its answer, or undefined when none comes within `timeoutMs`.
-  async #request(request: (id: number) => AgentThreadRequest, timeoutMs: number): Promise<unknown> {
-    if (!this.answering) return undefined;
+    if (this.#ended || !this.started) return undefined;
     const id = ++this.#next;
     let timer: NodeJS.Timeout | undefined;
     const answer = await new Promise<unknown>((resolve) => {
       this.#pending.set(id, resolve);
       timer = setTimeout(() => resolve(undefined), timeoutMs);
-      this.#worker.postMessage(request(id));
+      this.#worker.postMessage({ id, ask, by } satisfies AgentThreadRequest);
     });
     clearTimeout(timer);
     this.#pending.delete(id);
-    return answer;
+    const failed = typeof answer === "object" && answer !== null && "error" in answer;
+    return failed ? undefined : (answer as T | undefined);
+  }
+
+  /** Hands the thread a session the main thread's admission claimed for its runner (lost if it has ended). */
+  claimed(claim: ClaimedKey): void {
+    if (!this.#ended) this.#worker.postMessage({ kind: "session", claim } satisfies SessionClaimed);
   }
 
   /** Ends the thread now (what is left of its runs resumes through the session lane's recovery). */
   async terminate(): Promise<void> {
     await this.#worker.terminate();
   }
-}
-
-// An answer that is the thread's error (what it posts when answering threw).
-function failed(answer: unknown): answer is { error: string } {
-  return typeof answer === "object" && answer !== null && "error" in answer;
 }

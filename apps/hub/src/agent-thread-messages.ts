@@ -1,4 +1,4 @@
-import type { HubConfig, RunRequest } from "@hub/core";
+import type { HubConfig } from "@hub/core";
 import type { ClaimedKey } from "@hub/queue";
 
 /** What an agent thread starts from (its `workerData`): the hub's config and where its state and log go. */
@@ -18,28 +18,29 @@ export interface AgentThreadData {
    * targets for that delivery (see `ReplyDispatcherOptions.remoteDelivery`) and post each one it claimed.
    */
   deliveryRoom?: SharedArrayBuffer | undefined;
-}
-
-/** A message of the main thread's for an agent thread to admit into its session (see AgentThreads.admitting). */
-export interface AdmitAsk {
-  request: RunRequest;
-  dedupe: { key: string; ttlSeconds: number };
-  buckets: Array<{ key: string; burst: number; perMinute: number }>;
+  /**
+   * The thread's runner's room (shared memory): the main thread's admission claims sessions for the runner
+   * while it has free slots, and posts each one it claimed (`SessionClaimed`).
+   */
+  laneRoom: SharedArrayBuffer;
 }
 
 /** A question the main thread asks an agent thread; the answer comes back with the same `id`. */
-export type AgentThreadRequest =
-  | {
-      id: number;
-      /**
-       * `metrics`: its counters and histograms; `runs`: its runs in flight; `running`: whether its runner
-       * takes work; `reload`: read the config file again (SIGHUP); `stop`: stop as a hub process stops, by `by`.
-       */
-      ask: "metrics" | "runs" | "running" | "reload" | "stop";
-      by?: number | undefined;
-    }
-  /** `admit`: admit a message (the answer is its admission outcome). */
-  | { id: number; ask: "admit"; admit: AdmitAsk };
+export interface AgentThreadRequest {
+  id: number;
+  /**
+   * `metrics`: its counters and histograms; `runs`: its runs in flight; `running`: whether its runner takes
+   * work; `reload`: read the config file again (SIGHUP); `stop`: stop as a hub process stops, by `by`.
+   */
+  ask: "metrics" | "runs" | "running" | "reload" | "stop";
+  by?: number | undefined;
+}
+
+/** A session the main thread's admission claimed for the thread's runner (see `AgentThreadData.laneRoom`). */
+export interface SessionClaimed {
+  kind: "session";
+  claim: ClaimedKey;
+}
 
 /**
  * What an agent thread posts: that it started (or why it could not), the answer to a request, or a reply

@@ -6,7 +6,12 @@ import { writeSync } from "node:fs";
 import { parentPort, workerData } from "node:worker_threads";
 import { createLogger, describeError, type HubLogger, SecretRedactor } from "@hub/core";
 import { type ClaimedKey, WorkerRoom } from "@hub/queue";
-import type { AgentThreadData, AgentThreadMessage, AgentThreadRequest } from "./agent-thread-messages.js";
+import type {
+  AgentThreadData,
+  AgentThreadMessage,
+  AgentThreadRequest,
+  SessionClaimed,
+} from "./agent-thread-messages.js";
 import { type AgentThreadRole, startAgentThreadRole } from "./hub.js";
 import { logLibraryWarnings } from "./library-warnings.js";
 import { channelPlugins, configSecrets } from "./plugins.js";
@@ -26,8 +31,15 @@ try {
   const remoteDelivery = room
     ? { room: new WorkerRoom(room), claimed: (claim: ClaimedKey) => post({ kind: "claimed", claim }) }
     : undefined;
-  const role = await startAgentThreadRole(data.config, { stateDir: data.stateDir, logger, remoteDelivery });
-  port.on("message", (request: AgentThreadRequest) => {
+  const role = await startAgentThreadRole(data.config, {
+    stateDir: data.stateDir,
+    logger,
+    remoteDelivery,
+    laneRoom: new WorkerRoom(data.laneRoom),
+  });
+  port.on("message", (request: AgentThreadRequest | SessionClaimed) => {
+    // A session the main thread's admission claimed for this thread's runner: it starts at once.
+    if ("kind" in request) return role.takeSession(request.claim);
     void Promise.resolve(request)
       .then((asked) => answer(role, asked))
       .then(
@@ -54,10 +66,6 @@ function answer(role: AgentThreadRole, request: AgentThreadRequest): unknown {
     case "stop":
       // What it could not finish by then: the main thread's last log line counts them.
       return role.stop(request.by).then(() => operations.metrics.inFlight());
-    case "admit": {
-      const { request: run, dedupe, buckets } = request.admit;
-      return role.admit(run, dedupe, buckets);
-    }
   }
 }
 

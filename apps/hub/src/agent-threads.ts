@@ -1,8 +1,7 @@
 import { closeSync, openSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HubError, type HubLogger } from "@hub/core";
-import type { AdmitToSession } from "@hub/dispatch";
-import type { ClaimedKey } from "@hub/queue";
+import { type ClaimedKey, type RemoteWorker, WorkerRoom } from "@hub/queue";
 import type { StartedRun } from "@hub/sessions";
 import { AggregatorRegistry } from "prom-client";
 import { AgentThread } from "./agent-thread-handle.js";
@@ -17,12 +16,12 @@ const RESTART_MAX_DELAY_MS = 30_000;
 const RESTART_TIMEOUT_MS = 60_000;
 /** How long a stop without a deadline waits for a thread to stop. */
 const STOP_WAIT_MS = 60_000;
-/** How long a thread may take to admit a message before the main thread admits it itself. */
-const ADMIT_WAIT_MS = 10_000;
 
 /** One thread's place: the thread in it now (running, or starting again), and what it last answered. */
 interface Slot {
   thread: AgentThread;
+  /** Its runner's room, shared with the thread in it now (see `runners`). */
+  room: WorkerRoom;
   /** Its counters and histograms at the last scrape it answered (kept for a scrape it misses). */
   metrics: MetricsSnapshot | undefined;
   /** Its runs in flight when it last answered (kept while it is too busy to answer). */
@@ -47,16 +46,20 @@ export class AgentThreads implements RoleWorker {
   #retired: MetricsSnapshot | undefined;
   /** The runs the threads left unfinished at the stop (for its last log line). */
   #left: StartedRun[] = [];
-  /** The slot whose thread admits the next message (round robin). */
-  #admitter = 0;
 
   private constructor(
     threads: AgentThread[],
-    private readonly data: Omit<AgentThreadData, "index">,
+    rooms: WorkerRoom[],
+    private readonly data: Omit<AgentThreadData, "index" | "laneRoom">,
     private readonly adopt: (claim: ClaimedKey) => void,
     private readonly logger: HubLogger,
   ) {
-    this.#slots = threads.map((thread) => ({ thread, metrics: undefined, runs: [] }));
+    this.#slots = threads.map((thread, i) => ({
+      thread,
+      room: rooms[i] as WorkerRoom,
+      metrics: undefined,
+      runs: [],
+    }));
     for (const [i, slot] of this.#slots.entries()) this.#watch(slot.thread, i);
   }
 
@@ -67,16 +70,18 @@ export class AgentThreads implements RoleWorker {
    */
   static async start(
     count: number,
-    settings: Omit<AgentThreadData, "index" | "log"> & { log: { level: string; file?: string | undefined } },
+    settings: Omit<AgentThreadData, "index" | "log" | "laneRoom"> & {
+      log: { level: string; file?: string | undefined };
+    },
     adopt: (claim: ClaimedKey) => void,
     logger: HubLogger,
   ): Promise<AgentThreads> {
     // Opened once here and shared: a thread that ends leaves no descriptor behind.
     const fd = settings.log.file ? openSync(settings.log.file, "a") : undefined;
     const data = { ...settings, log: { level: settings.log.level, fd } };
-    const threads = Array.from(
-      { length: count },
-      (_, i) => new AgentThread({ ...data, index: i + 1 }, adopt),
+    const rooms = Array.from({ length: count }, () => new WorkerRoom());
+    const threads = rooms.map(
+      (room, i) => new AgentThread({ ...data, index: i + 1, laneRoom: room.buffer }, adopt),
     );
     const failed = (await Promise.allSettled(threads.map((t) => t.ready))).find(
       (s) => s.status === "rejected",
@@ -87,36 +92,20 @@ export class AgentThreads implements RoleWorker {
       throw failed.reason;
     }
     logger.info({ threads: count }, "agent role running on worker threads");
-    return new AgentThreads(threads, data, adopt, logger);
+    return new AgentThreads(threads, rooms, data, adopt, logger);
   }
 
   /**
-   * Admission through the threads: each message is admitted by one of them in turn, so that the thread
-   * whose runner has a free slot takes the session in the admission's own step and begins the run there,
-   * as a process's own runner does (no wake-up through Redis, no separate claim or begin: about a fifth
-   * of a message's Redis commands). With no thread answering (all starting again, or stopped), or one
-   * silent for ADMIT_WAIT_MS, the main thread admits the message itself (`here`: its session lane then
-   * wakes a runner through Redis). Admitting twice is safe: the step's dedupe mark makes the second
-   * a duplicate.
+   * The threads' runners as this thread's session lane sees them (see `SessionLane.addRemoteRunner`): the
+   * main thread's admission claims an idle session for a runner with a free slot in its own step and
+   * begins the run there, as a process's own runner's admission does, and posts the claim to its thread.
    */
-  admitting(here: AdmitToSession): AdmitToSession {
-    return async (request, dedupe, buckets) => {
-      const thread = this.#nextAdmitter();
-      const outcome = await thread?.admit({ request, dedupe, buckets }, ADMIT_WAIT_MS);
-      return outcome ?? here(request, dedupe, buckets);
-    };
-  }
-
-  // The next answering thread after the last one that admitted, if any answers.
-  #nextAdmitter(): AgentThread | undefined {
-    const count = this.#slots.length;
-    for (let i = 0; i < count; i++) {
-      const slot = this.#slots[(this.#admitter + i) % count] as Slot;
-      if (!slot.thread.answering) continue;
-      this.#admitter = (this.#admitter + i + 1) % count;
-      return slot.thread;
-    }
-    return undefined;
+  runners(): RemoteWorker[] {
+    return this.#slots.map((slot) => ({
+      room: slot.room,
+      // To the thread in the slot now (one started again included).
+      claimed: (claim: ClaimedKey) => slot.thread.claimed(claim),
+    }));
   }
 
   /** Whether every thread's runner takes work (a thread starting again does not yet). */
@@ -177,6 +166,9 @@ export class AgentThreads implements RoleWorker {
   // resume when their lane leases run out, as a dead agent process's do.
   #watch(thread: AgentThread, i: number): void {
     void thread.exited.then((code) => {
+      // Admission claims no more sessions for it (those claimed for it and never taken resume when their
+      // leases run out, as its runs in flight do).
+      (this.#slots[i] as Slot).room.ended();
       if (this.#stopping) return;
       this.logger.error(
         { thread: i + 1, code, ...(thread.error ? { err: thread.error } : {}) },
@@ -195,7 +187,7 @@ export class AgentThreads implements RoleWorker {
     for (let wait = RESTART_DELAY_MS; ; wait = Math.min(wait * 2, RESTART_MAX_DELAY_MS)) {
       if (!(await this.#waitUnlessStopped(wait))) return;
       // From the running config: a SIGHUP reload changes its channels in place, so this thread starts with them.
-      const next = new AgentThread({ ...this.data, index: i + 1 }, this.adopt);
+      const next = new AgentThread({ ...this.data, index: i + 1, laneRoom: slot.room.buffer }, this.adopt);
       // In its slot while it starts: a stop ends it there.
       slot.thread = next;
       try {

@@ -1,7 +1,8 @@
 import { type ChannelAdapter, type ChannelPlugin, type HubConfig, HubError, type HubLogger } from "@hub/core";
-import type { AdmitToSession, InboundDispatcher } from "@hub/dispatch";
-import type { RemoteWorker } from "@hub/queue";
+import type { InboundDispatcher } from "@hub/dispatch";
+import type { ClaimedKey, RemoteWorker, WorkerRoom } from "@hub/queue";
 import type { ReplyDispatcher } from "@hub/reply";
+import { takeClaimedSession } from "@hub/sessions";
 import { AgentThreads } from "./agent-threads.js";
 import { type ProbeAddress, startHealthServer } from "./health-server.js";
 import type { HubOperations } from "./operations.js";
@@ -66,11 +67,9 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const replies = await startSettlement(base, entry);
   const session = buildSessionStage(base);
   await session.clockRead;
-  const threads = base.roles.has("agent")
-    ? await startAgentRole(base, { entry, replies, session }, options)
-    : undefined;
+  if (base.roles.has("agent")) await startAgentRole(base, { entry, replies, session }, options);
   const ingress = base.roles.has("ingress")
-    ? await startAdmission(base, entry, replies, session, options.token, threads)
+    ? await startAdmission(base, entry, replies, session, options.token)
     : undefined;
   const probes = ingress
     ? { host: config.gateway.host, port: ingress.gateway.port }
@@ -91,18 +90,14 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
 }
 
 // The agent role here, or on `agent.threads` worker threads of this process (each builds its own stages from
-// the config, as an `agent` process would: the installed plugins' adapters, not ones a test hands in); the
-// threads, when it runs on them.
+// the config, as an `agent` process would: the installed plugins' adapters, not ones a test hands in).
 async function startAgentRole(
   base: HubBase,
   stages: { entry: EntryStage; replies: ReplyDispatcher; session: SessionStage },
   options: StartHubOptions,
-): Promise<AgentThreads | undefined> {
+): Promise<void> {
   const { config, operations } = base;
-  if (config.agent.threads === 0) {
-    await startExecution(base, stages.entry, stages.replies, stages.session);
-    return undefined;
-  }
+  if (config.agent.threads === 0) return startExecution(base, stages.entry, stages.replies, stages.session);
   if (options.adapters || options.plugins)
     throw new HubError(
       "agent_threads",
@@ -124,15 +119,16 @@ async function startAgentRole(
   // Stopped before delivery (workers stop last registered first), as the runs' worker is.
   base.shutdown.workers.push(threads);
   operations.addAgentThreads(threads);
-  return threads;
+  // This thread's admission claims sessions for the threads' runners (and begins their runs) in its step.
+  for (const runner of threads.runners()) stages.session.lane.addRemoteRunner(runner);
 }
 
 /** The agent role as one agent thread of a hub process runs it (agent-thread.ts). */
 export interface AgentThreadRole {
   /** The thread's own metrics and runs in flight, and its SIGHUP reload. */
   operations: HubOperations;
-  /** Admits a message of the main thread's into its session (its runner may take the session in that step). */
-  admit: AdmitToSession;
+  /** Runs a session the main thread's admission claimed for its runner (see `AgentThreads.runners`). */
+  takeSession(claim: ClaimedKey): void;
   /** Whether its runner takes work (and Redis answers). */
   running(): Promise<boolean>;
   stop(by?: number): Promise<void>;
@@ -141,18 +137,23 @@ export interface AgentThreadRole {
 /** Starts the agent role alone, on an agent thread (its own Redis connections, stages and metrics). */
 export async function startAgentThreadRole(
   config: HubConfig,
-  options: { stateDir: string; logger: HubLogger; remoteDelivery: RemoteWorker | undefined },
+  options: {
+    stateDir: string;
+    logger: HubLogger;
+    remoteDelivery: RemoteWorker | undefined;
+    laneRoom: WorkerRoom;
+  },
 ): Promise<AgentThreadRole> {
-  const { remoteDelivery, ...rest } = options;
+  const { remoteDelivery, laneRoom, ...rest } = options;
   const base = await connectBase({ ...config, roles: ["agent"] }, { ...rest, agentThread: true });
   const entry = await buildEntry(base, {});
   const replies = await startSettlement(base, entry, remoteDelivery);
   const session = buildSessionStage(base);
   await session.clockRead;
-  await startExecution(base, entry, replies, session);
+  await startExecution(base, entry, replies, session, laneRoom);
   return {
     operations: base.operations,
-    admit: (request, dedupe, buckets) => session.admission.admit(request, dedupe, buckets),
+    takeSession: (claim) => takeClaimedSession(claim, session.lane, session.steps),
     running: async () => (await base.operations.readiness([])).ready,
     stop: (by) => shutdownBase(base, by),
   };

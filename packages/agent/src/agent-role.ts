@@ -1,5 +1,5 @@
 import type { RunRequest } from "@hub/core";
-import { createRedis, type MailboxWorker } from "@hub/queue";
+import { createRedis, type MailboxWorker, type WorkerRoom } from "@hub/queue";
 import type { LaneHandOut, RunRecords, SessionLane } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { z } from "zod";
@@ -138,6 +138,8 @@ export async function startAgentRole(deps: {
   prefix: string;
   maxConcurrentRuns: number;
   recover: () => Promise<unknown>;
+  /** The runner's room as the main thread sees it, on an agent thread (its admission claims sessions for it). */
+  room?: WorkerRoom | undefined;
 }): Promise<{ worker: MailboxWorker; close: () => Promise<void> }> {
   const stops = new StopListener(deps.redisUrl, deps.control);
   await stops.listen(deps.prefix);
@@ -160,7 +162,7 @@ export async function startAgentRole(deps: {
         unlisten();
       }
     },
-    { maxConcurrentRuns: deps.maxConcurrentRuns },
+    { maxConcurrentRuns: deps.maxConcurrentRuns, room: deps.room },
   );
   return {
     worker,

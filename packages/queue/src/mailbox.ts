@@ -195,10 +195,7 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
         waiterHere?: ((group: string) => ((status: GroupStatus) => void) | undefined) | undefined;
       }
     | undefined;
-  /**
-   * A worker on another thread of this process (this mailbox's own workers come first): a push with
-   * `drainHere` may claim an idle key for it while it has room (see `WorkerRoom`).
-   */
+  /** A worker on another thread of this process, as `addRemoteWorker` adds one. */
   remoteWorker?: RemoteWorker | undefined;
 }
 
@@ -261,10 +258,15 @@ interface LocalWorker<T> {
 
 /** A drain slot held for a step that may claim a key for this process (see `reserveDrainHere`). */
 export interface DrainHereSlot {
-  /** The lease token the step claims the key with. */
+  /** The lease token the step claimed the key with. */
   token: string;
-  /** Drains the key the step claimed, from its head item (handed out as attempt 1). */
-  start(key: string, head: string, claimedAt: number): void;
+  /**
+   * Drains the key the step claimed, from its head item (handed out as attempt 1); for a worker on another
+   * thread (`remote`), hands it over with `carry` (see `ClaimedKey`).
+   */
+  start(key: string, head: string, claimedAt: number, carry?: unknown): void;
+  /** A slot of a worker on another thread of this process (see `addRemoteWorker`). */
+  remote: boolean;
   /** Frees the slot when the step claimed nothing (no effect after `start`). */
   cancel(): void;
   /** Every slot is busy: a key the step claims waits for one (see `MailboxTuning.slotWaitMs`). */
@@ -328,6 +330,10 @@ export class OrderedMailbox<T> {
   readonly #timers = new Set<NodeJS.Timeout>();
   /** This process's running workers, which a push may hand its key to (see `push`'s `drainHere`). */
   readonly #locals = new Set<LocalWorker<T>>();
+  /** Workers on other threads of this process that this mailbox's steps may claim keys for. */
+  readonly #remotes: RemoteWorker[] = [];
+  /** Where the next search of #remotes starts, for a step with no key to prefer one by. */
+  #nextRemote = 0;
 
   constructor(options: OrderedMailboxOptions<T>) {
     this.#o = {
@@ -344,6 +350,16 @@ export class OrderedMailbox<T> {
     this.#slotWaitMs = Math.min(this.#o.slotWaitMs, this.#o.leaseMs / 6);
     this.#ownsRedis = options.redis === undefined;
     this.#redis = options.redis ?? createRedis(options.redisUrl);
+    if (options.remoteWorker) this.#remotes.push(options.remoteWorker);
+  }
+
+  /**
+   * A worker on another thread of this process (this mailbox's own workers come first): a step of this
+   * thread's (a push with `drainHere`, admission's) may claim an idle key for it while it has room (see
+   * `WorkerRoom`), and hands the claimed key to it (`claimed`, whose thread calls `adopt`).
+   */
+  addRemoteWorker(remote: RemoteWorker): void {
+    this.#remotes.push(remote);
   }
 
   #k(kind: MailboxKeyKind, key: string): string {
@@ -377,7 +393,7 @@ export class OrderedMailbox<T> {
       throw new Error("a value note needs a TTL of 1 s or more");
     const own = this.#k("own", key);
     const keys = [this.#k("q", key), `${this.#base}:sched`, `${this.#base}:ready`, own, this.#k("att", key)];
-    const here = options.drainHere ? this.reserveDrainHere() : undefined;
+    const here = options.drainHere ? this.reserveDrainHere(key) : undefined;
     try {
       const now = Date.now();
       const owe = [now, this.#o.graceMs, key, here?.token ?? "", this.#o.leaseMs];
@@ -414,20 +430,23 @@ export class OrderedMailbox<T> {
    * process (a push with `drainHere`, or admission's own step; see owe-drain.lua): pass its `token`
    * to the step, then `start` the drain with the head item the step claimed, or `cancel` (a no-op
    * after `start`). With every slot busy, a place among the keys waiting for one (`waits`; see
-   * `slotWaitMs`). Undefined when there is neither, or keys wait on the ready list for this process.
-   * A step that then woke its key through the ready list says so (`wokeOnReady`).
+   * `slotWaitMs`). Else a free slot of a worker on another thread (see `addRemoteWorker`; `key`, when
+   * given, keeps each key with one of them while it has room). Undefined when there is none, or keys
+   * wait on the ready list for this process. A step that then woke its key through the ready list says
+   * so (`wokeOnReady`).
    */
-  reserveDrainHere(): DrainHereSlot | undefined {
+  reserveDrainHere(key?: string): DrainHereSlot | undefined {
     const worker = this.#freeWorker();
     if (worker) return this.#reserveSlot(worker);
     const roomy = [...this.#locals].find((w) => !w.closing() && !w.readyFirst && this.#slotSoon(w));
     // No room at all: the step wakes the key through the ready list (see `wokeOnReady`).
-    if (!roomy) return this.#reserveRemote();
+    if (!roomy) return this.#reserveRemote(key);
     const release = roomy.waiting.reserve();
     const token = this.#tokenFor();
     return {
       token,
       waits: true,
+      remote: false,
       start: (key, head, claimedAt) => {
         release();
         this.#waitOrDrain(roomy, { key, token, claimedAt, head });
@@ -436,22 +455,32 @@ export class OrderedMailbox<T> {
     };
   }
 
-  // A free slot of the worker on another thread, if it has one: the key the step claims is handed to it.
-  #reserveRemote(): DrainHereSlot | undefined {
-    const remote = this.#o.remoteWorker;
-    if (!remote?.room.tryReserve()) return undefined;
+  // A free slot of a worker on another thread, if one has one: the key the step claims is handed to it.
+  // `key` starts the search at the same worker each time (its copies of the key's state stay useful there).
+  #reserveRemote(key: string | undefined): DrainHereSlot | undefined {
+    const count = this.#remotes.length;
+    if (count === 0) return undefined;
+    const first = key === undefined ? this.#nextRemote++ : hashOf(key);
+    let remote: RemoteWorker | undefined;
+    for (let i = 0; i < count && !remote; i++) {
+      const candidate = this.#remotes[(first + i) % count] as RemoteWorker;
+      if (candidate.room.tryReserve()) remote = candidate;
+    }
+    if (!remote) return undefined;
+    const chosen = remote;
     let held = true;
     const token = this.#tokenFor();
     return {
       token,
       waits: false,
+      remote: true,
       // Its thread gives the slot back once it has taken the key (see `adopt`).
-      start: (key, head, claimedAt) => {
+      start: (key, head, claimedAt, carry) => {
         held = false;
-        remote.claimed({ key, token, claimedAt, head });
+        chosen.claimed({ key, token, claimedAt, head, ...(carry === undefined ? {} : { carry }) });
       },
       cancel: () => {
-        if (held) remote.room.release();
+        if (held) chosen.room.release();
         held = false;
       },
     };
@@ -493,6 +522,7 @@ export class OrderedMailbox<T> {
     return {
       token,
       waits: false,
+      remote: false,
       start: (key, head, claimedAt) => {
         release();
         this.#drainClaimedHere(worker, { key, token, claimedAt, head });
@@ -1188,4 +1218,11 @@ export class OrderedMailbox<T> {
     for (const timer of this.#timers) clearTimeout(timer);
     if (this.#ownsRedis) this.#redis.disconnect();
   }
+}
+
+// A key's place among a few workers: the same for the same key in every thread.
+function hashOf(key: string): number {
+  let hash = 0;
+  for (let i = 0; i < key.length; i++) hash = (Math.imul(hash, 31) + key.charCodeAt(i)) >>> 0;
+  return hash;
 }

@@ -36,6 +36,16 @@ export class WorkerRoom {
   release(): void {
     Atomics.sub(this.#cells, 2, 1);
   }
+
+  /**
+   * The worker's thread ended: nothing more is claimed for it, and the claims handed to it and never taken
+   * are forgotten (their leases run out) until a worker started again on this room publishes its own.
+   */
+  ended(): void {
+    Atomics.store(this.#cells, 0, 0);
+    Atomics.store(this.#cells, 1, 1);
+    Atomics.store(this.#cells, 2, 0);
+  }
 }
 
 /** A key a step on another thread claimed for a worker, handed to the worker's mailbox (see `OrderedMailbox.adopt`). */
@@ -46,6 +56,8 @@ export interface ClaimedKey {
   claimedAt: number;
   /** Its head item, handed out as attempt 1. */
   head: string;
+  /** What the claiming step adds for the worker's thread (a session admission: the run it began there). */
+  carry?: unknown;
 }
 
 /** A worker of another thread of this process that this mailbox's steps may claim keys for. */

@@ -1,9 +1,9 @@
 import { type QueueMode, type RunRequest, recordedSender } from "@hub/core";
-import { runScript, scriptWith } from "@hub/queue";
+import { type ClaimedKey, runScript, scriptWith } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { generationBase } from "./generation-clock.js";
 import type { SessionLane } from "./lane.js";
-import { RUN_RECORD_TTL_SECONDS } from "./run-records.js";
+import { RUN_RECORD_TTL_SECONDS, type StartedRun } from "./run-records.js";
 import type { RunSteps } from "./run-steps.js";
 import { writerKey } from "./writer.js";
 
@@ -55,8 +55,9 @@ export class SessionAdmission {
     buckets: AdmissionBucket[] = [],
   ): Promise<AdmitOutcome> {
     const kind = request.contextOnly ? "context" : request.command ? "queued" : "run";
-    // This process's runner may take the session at once, in this step (no wake-up, no separate claim).
-    const here = this.lane.reserveDrainHere();
+    // This process's runner may take the session at once, in this step (no wake-up, no separate claim): this
+    // thread's, or an agent thread's.
+    const here = this.lane.reserveDrainHere(request.ctx.sessionKey);
     try {
       const now = Date.now();
       const [outcome, woke, ...begun] = await this.#admit(request, dedupe, buckets, {
@@ -67,11 +68,13 @@ export class SessionAdmission {
         begin: here !== undefined && !here.waits,
       });
       const { runId, ctx } = request;
-      if (begun.length > 0) {
-        const run = { runId, sessionKey: ctx.sessionKey, channel: ctx.channel };
-        this.beginHere?.steps.begunInAdmission(run, begun);
-      }
-      if (typeof woke === "string") here?.start(ctx.sessionKey, woke, now);
+      // The run begun in this step goes with the claim to the thread whose runner takes it.
+      const started =
+        begun.length > 0
+          ? { run: { runId, sessionKey: ctx.sessionKey, channel: ctx.channel }, begun }
+          : undefined;
+      if (started && !here?.remote) this.beginHere?.steps.begunInAdmission(started.run, started.begun);
+      if (typeof woke === "string") here?.start(ctx.sessionKey, woke, now, started);
       else if (woke === 1) this.lane.wokeOnReady();
       return outcome;
     } finally {
@@ -129,4 +132,21 @@ export class SessionAdmission {
       ],
     )) as [AdmitOutcome, number | string, ...Array<string | number>];
   }
+}
+
+/** A run admission began in its step for an agent thread's runner, handed over with the session's claim. */
+export interface BegunElsewhere {
+  run: StartedRun;
+  /** admit.lua's start values (see `RunSteps.begunInAdmission`). */
+  begun: Array<string | number>;
+}
+
+/**
+ * Runs a session an admission on another thread of this process claimed for this thread's runner (see
+ * `SessionLane.addRemoteRunner`): the run that step began, noted first, is what the runner's `begin` takes.
+ */
+export function takeClaimedSession(claim: ClaimedKey, lane: SessionLane, steps: RunSteps): void {
+  const started = claim.carry as BegunElsewhere | undefined;
+  if (started) steps.begunInAdmission(started.run, started.begun);
+  lane.adopt(claim);
 }

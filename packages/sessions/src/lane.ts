@@ -1,10 +1,13 @@
 import { type HubLogger, type RunRequest, RunRequestSchema } from "@hub/core";
 import {
   type AckStep,
+  type ClaimedKey,
   type DrainHereSlot,
   type MailboxTuning,
   type MailboxWorker,
   OrderedMailbox,
+  type RemoteWorker,
+  type WorkerRoom,
 } from "@hub/queue";
 import type { Redis } from "ioredis";
 import { SESSION_LANE_NAME } from "./run-records.js";
@@ -73,9 +76,22 @@ export class SessionLane {
     return this.#mailbox.pushKeys(sessionKey);
   }
 
-  /** A runner slot of this process for admission's step to claim the session with (see `OrderedMailbox.reserveDrainHere`). */
-  reserveDrainHere(): DrainHereSlot | undefined {
-    return this.#mailbox.reserveDrainHere();
+  /**
+   * A runner slot of this process for admission's step to claim the session with (see
+   * `OrderedMailbox.reserveDrainHere`): this thread's runner's, or one of an agent thread's.
+   */
+  reserveDrainHere(sessionKey: string): DrainHereSlot | undefined {
+    return this.#mailbox.reserveDrainHere(sessionKey);
+  }
+
+  /** An agent thread's runner, which this thread's admission may claim sessions for (see `WorkerRoom`). */
+  addRemoteRunner(runner: RemoteWorker): void {
+    this.#mailbox.addRemoteWorker(runner);
+  }
+
+  /** Runs a session another thread's admission claimed for this thread's runner (see `OrderedMailbox.adopt`). */
+  adopt(claim: ClaimedKey): void {
+    this.#mailbox.adopt(claim);
   }
 
   /** Admission's step woke a session through the ready list (see `OrderedMailbox.wokeOnReady`). */
@@ -91,10 +107,11 @@ export class SessionLane {
   /** Executes queued runs in this process, at most `maxConcurrentRuns` sessions at once. */
   startRunner(
     run: (request: RunRequest, handOut: LaneHandOut) => Promise<void>,
-    options: { maxConcurrentRuns: number },
+    options: { maxConcurrentRuns: number; room?: WorkerRoom | undefined },
   ): MailboxWorker {
     return this.#mailbox.startWorker((item, ctx) => run(item.data, ctx), {
       concurrency: options.maxConcurrentRuns,
+      room: options.room,
     });
   }
 

@@ -1,9 +1,8 @@
 import { createCommandHandler } from "@hub/agent";
-import { type AdmitToSession, admitInbound, InboundDispatcher } from "@hub/dispatch";
+import { admitInbound, InboundDispatcher } from "@hub/dispatch";
 import { AuthFailureLimiter, GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { webRoot } from "@hub/web";
-import type { AgentThreads } from "../agent-threads.js";
 import { operatorRoutes } from "../operator-routes.js";
 import { approvePairing, sendNotice } from "../pairing.js";
 import { ChannelSupervisor } from "../supervisor.js";
@@ -23,8 +22,7 @@ export interface IngressStage {
  * through the gateway) is finalized, deduped, checked against the access
  * policy and rate limits, and admitted into its session in one atomic step;
  * session commands are answered here. Then the gateway listens and the
- * channels connect, each in the background. With the agent role on threads of this process, each message
- * is admitted by one of them (see AgentThreads.admitting).
+ * channels connect, each in the background.
  */
 export async function startAdmission(
   base: HubBase,
@@ -32,16 +30,14 @@ export async function startAdmission(
   replies: ReplyDispatcher,
   s: SessionStage,
   token: string,
-  threads: AgentThreads | undefined,
 ): Promise<IngressStage> {
   const { config, redis, logger } = base;
   const prefix = config.redis.prefix;
-  const admitHere: AdmitToSession = (request, dedupe, buckets) => s.admission.admit(request, dedupe, buckets);
   const dispatcher = new InboundDispatcher({
     redis,
     prefix,
     config,
-    admit: threads ? threads.admitting(admitHere) : admitHere,
+    admit: (request, dedupe, buckets) => s.admission.admit(request, dedupe, buckets),
     commands: createCommandHandler({
       ...s,
       config,

@@ -9,6 +9,7 @@ import {
   startAgentRole,
 } from "@hub/agent";
 import type { HubLogger } from "@hub/core";
+import type { WorkerRoom } from "@hub/queue";
 import type { ReplyDispatcher } from "@hub/reply";
 import { withAckLedger } from "../ack-ledger.js";
 import { liveFeatures } from "../live-features.js";
@@ -23,13 +24,15 @@ import type { SessionStage } from "./session.js";
  * Stage 4, execution (a process with the `agent` role): restart recovery,
  * then the session lane's runner with bounded concurrency, where each run
  * claims its session, runs the model and tools, and hands its reply to
- * settlement.
+ * settlement. On an agent thread, `room` is its runner's room as the main thread sees it (the main
+ * thread's admission claims sessions for it: see `SessionLane.addRemoteRunner`).
  */
 export async function startExecution(
   base: HubBase,
   entry: EntryStage,
   replies: ReplyDispatcher,
   s: SessionStage,
+  room?: WorkerRoom,
 ): Promise<void> {
   const { config, logger } = base;
   const runTimeoutMs = config.agent.runTimeoutSeconds * 1000;
@@ -54,6 +57,7 @@ export async function startExecution(
     redisUrl: config.redis.url,
     prefix: config.redis.prefix,
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
+    room,
     recover: async () => {
       const recovered = await recoverAtStart(s, runTimeoutMs, agentLog);
       // After recovery decided which runs resume (those put their reaction on again and take it off).

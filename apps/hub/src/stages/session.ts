@@ -30,9 +30,9 @@ export interface SessionStage {
   /** A run's start and end, each one atomic step over the records, activity and claims above. */
   steps: RunSteps;
   /**
-   * A message's admission into its session in one atomic step. A run this process's runner takes at once
-   * is begun in that step (one step less per message): which is why an agent thread admits its share of
-   * the main thread's messages itself (see AgentThreads.admitting).
+   * A message's admission into its session in one atomic step. A run this process's runner (or an agent
+   * thread's, see `SessionLane.addRemoteRunner`) takes at once is begun in that step (one step less per
+   * message).
    */
   admission: SessionAdmission;
   activity: SessionActivity;
