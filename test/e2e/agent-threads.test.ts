@@ -154,7 +154,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
           const i = from + j;
           return client.request("chat.send", {
             sessionKey,
-            text: `${m}-${i}`,
+            text: `ordered ${m}-${i}`,
             idempotencyKey: `order-${m}-${i}`,
           });
         }),
@@ -162,19 +162,17 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
       const answers = await Promise.all(sends);
       expect(answers.filter((answer) => !answer.ok)).toEqual([]);
     }
-    await waitFor(
-      () => suite.model.requests.length >= 2 * sessions.length,
-      "every message's model call",
-      60_000,
-    );
+    // The model calls for these messages (the suite's fake model also has the other tests' calls), each
+    // named by its message: "A-3", "B-3", ...
+    const turns = () =>
+      suite.model.requests.flatMap((r) => {
+        const text = JSON.stringify(r.messages.filter((m) => m.role === "user").at(-1));
+        return /ordered ([AB]-\d+)/.exec(text)?.[1] ?? [];
+      });
+    await waitFor(() => turns().length === 2 * sessions.length, "every message's model call", 60_000);
     // Each session's B after its A (followup: one run each, in arrival order).
-    const turns = suite.model.requests.map((r) =>
-      JSON.stringify(r.messages.filter((m) => m.role === "user").at(-1)),
-    );
-    const reversed = sessions.filter((_, i) => {
-      const at = (m: string) => turns.findIndex((t) => t.includes(`${m}-${i}"`) || t.includes(`${m}-${i}\\`));
-      return at("B") < at("A");
-    });
+    const order = turns();
+    const reversed = sessions.filter((_, i) => order.indexOf(`B-${i}`) < order.indexOf(`A-${i}`));
     expect(reversed).toEqual([]);
   });
 

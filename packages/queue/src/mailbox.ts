@@ -461,23 +461,28 @@ export class OrderedMailbox<T> {
     const count = this.#remotes.length;
     if (count === 0) return undefined;
     const first = key === undefined ? this.#nextRemote++ : hashOf(key);
-    let remote: RemoteWorker | undefined;
-    for (let i = 0; i < count && !remote; i++) {
+    // A free slot first; else a place to wait for one that frees up soon.
+    let slot: RemoteWorker | undefined;
+    let wait: RemoteWorker | undefined;
+    for (let i = 0; i < count && !slot; i++) {
       const candidate = this.#remotes[(first + i) % count] as RemoteWorker;
-      if (candidate.room.tryReserve()) remote = candidate;
+      const kind = candidate.room.reserve();
+      if (kind === "slot") slot = candidate;
+      else if (kind === "wait") wait ??= candidate;
     }
-    if (!remote) return undefined;
-    const chosen = remote;
-    let held = true;
+    const chosen = slot ?? wait;
+    if (!chosen) return undefined;
+    const waits = slot === undefined;
+    let held = !waits;
     const token = this.#tokenFor();
     return {
       token,
-      waits: false,
+      waits,
       remote: true,
       // Its thread gives the slot back once it has taken the key (see `adopt`).
       start: (key, head, claimedAt, carry) => {
         held = false;
-        chosen.claimed({ key, token, claimedAt, head, ...(carry === undefined ? {} : { carry }) });
+        chosen.claimed({ key, token, claimedAt, head, waits, ...(carry === undefined ? {} : { carry }) });
       },
       cancel: () => {
         if (held) chosen.room.release();
@@ -493,15 +498,19 @@ export class OrderedMailbox<T> {
    */
   adopt(claim: ClaimedKey): void {
     const local = [...this.#locals].find((w) => !w.closing() && w.room);
+    const { key, token, claimedAt, head } = claim;
     // Taken first (its slot counted in the room), then the step's hold given back: never both free at once.
-    if (local) this.#waitOrDrain(local, claim);
+    if (local) this.#waitOrDrain(local, { key, token, claimedAt, head });
     else this.#handBack(claim);
-    local?.room?.release();
+    if (!claim.waits) local?.room?.release();
   }
 
   // What other threads see of `local`'s room (see WorkerRoom); fewer free slots than it has is harmless.
   #publishRoom(local: LocalWorker<T>): void {
-    local.room?.publish(local.concurrency - local.active.size - local.waiting.size, local.readyFirst);
+    const { room } = local;
+    if (!room) return;
+    const free = local.concurrency - local.active.size - local.waiting.size;
+    room.publish(free, local.readyFirst, free <= 0 && !local.readyFirst && this.#slotSoon(local));
   }
 
   // A free slot of `worker`, held until the step starts a drain in it or claimed nothing.

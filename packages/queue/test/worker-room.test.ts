@@ -28,10 +28,14 @@ async function twoThreads(name: string, concurrency: number, o: { hold?: boolean
   const room = new WorkerRoom();
   const handled: string[] = [];
   const gates = new Map<string, Promise<void>>();
+  // How long a key's drain takes, in ms.
+  const delays = new Map<string, number>();
   const worker = delivering.startWorker(
     async (item, ctx) => {
       handled.push(`${ctx.key}:${item.data.n}`);
       await gates.get(ctx.key);
+      const delay = delays.get(ctx.key);
+      if (delay) await new Promise((r) => setTimeout(r, delay));
     },
     { concurrency, room },
   );
@@ -68,7 +72,7 @@ async function twoThreads(name: string, concurrency: number, o: { hold?: boolean
   });
   const push = (key: string, n: number) =>
     handing.push(key, [{ id: `i${n}`, data: { n } }], { drainHere: true });
-  return { delivering, worker, handing, handled, gates, woken, held, claimed, push, port };
+  return { delivering, worker, handing, handled, gates, delays, woken, held, claimed, push, port };
 }
 
 describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
@@ -101,6 +105,23 @@ describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
     expect(t.handled).toEqual(["busy:1", "next:1"]);
   });
 
+  it("with its only slot busy in a short drain, a push claims the key to wait there for it: no wake-up through Redis", async () => {
+    const t = await twoThreads("room-wait", 1);
+    t.delays.set("warm", 40);
+    t.delays.set("busy", 100);
+    // One drain ended first: the worker knows how long its drains take.
+    await t.push("warm", 1);
+    await waitFor(() => t.handled.includes("warm:1"), "the first drain");
+    await new Promise((r) => setTimeout(r, 100));
+    await t.push("busy", 1);
+    await waitFor(() => t.handled.includes("busy:1"), "the busy key in the only slot");
+    await t.push("next", 1);
+    await waitFor(() => t.handled.includes("next:1"), "the waiting key drained");
+    expect(t.handled).toEqual(["warm:1", "busy:1", "next:1"]);
+    expect(t.claimed).toEqual(["warm", "busy", "next"]);
+    expect(t.woken).toEqual([]);
+  });
+
   it("a key handed over after the worker closed goes back to the ready list, and another worker drains it once", async () => {
     const t = await twoThreads("room-closed", 2, { hold: true });
     await t.push("late", 1);
@@ -122,18 +143,25 @@ describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
 });
 
 describe("WorkerRoom", () => {
-  it("hands out each free slot once across threads, none while ready keys go first, and takes back what is released", () => {
+  it("hands out each free slot once across threads, none while ready keys go first, a place to wait when one frees up soon", () => {
     const room = new WorkerRoom();
     const elsewhere = new WorkerRoom(room.buffer);
     room.publish(2, false);
-    expect([elsewhere.tryReserve(), elsewhere.tryReserve(), elsewhere.tryReserve()]).toEqual([
-      true,
-      true,
-      false,
+    expect([elsewhere.reserve(), elsewhere.reserve(), elsewhere.reserve()]).toEqual([
+      "slot",
+      "slot",
+      undefined,
     ]);
     elsewhere.release();
-    expect(elsewhere.tryReserve()).toBe(true);
-    room.publish(5, true);
-    expect(elsewhere.tryReserve()).toBe(false);
+    expect(elsewhere.reserve()).toBe("slot");
+    room.publish(0, false, true);
+    elsewhere.release();
+    elsewhere.release();
+    expect(elsewhere.reserve()).toBe("wait");
+    room.publish(5, true, true);
+    expect(elsewhere.reserve()).toBeUndefined();
+    room.publish(3, false);
+    room.ended();
+    expect(elsewhere.reserve()).toBeUndefined();
   });
 });
