@@ -110,7 +110,7 @@ class Tally {
 const chats = Number(process.env.BENCH_CHATS ?? 50);
 const messages = Number(process.env.BENCH_MESSAGES ?? 4);
 const redis = await startBenchRedis();
-// BENCH_AGENT_THREAD=1: the agent role on a worker thread (`agent.threads: 1`), whose admission cannot begin runs.
+// BENCH_AGENT_THREAD=1: the agent role on a worker thread (`agent.threads: 1`), whose runner the main thread's admission claims sessions for.
 const bench = await startBenchHub(redis.url, undefined, {
   agentThread: process.env.BENCH_AGENT_THREAD === "1",
 });
