@@ -167,7 +167,7 @@ export class AgentThreads implements RoleWorker {
   #watch(thread: AgentThread, i: number): void {
     void thread.exited.then((code) => {
       // Admission claims no more sessions for it (those claimed for it and never taken resume when their
-      // leases run out, as its runs in flight do).
+      // leases run out, as its runs in flight do, as interrupted runs).
       (this.#slots[i] as Slot).room.ended();
       if (this.#stopping) return;
       this.logger.error(
@@ -188,8 +188,10 @@ export class AgentThreads implements RoleWorker {
       if (!(await this.#waitUnlessStopped(wait))) return;
       // From the running config: a SIGHUP reload changes its channels in place, so this thread starts with them.
       const next = new AgentThread({ ...this.data, index: i + 1, laneRoom: slot.room.buffer }, this.adopt);
-      // In its slot while it starts: a stop ends it there.
+      // In its slot while it starts: a stop ends it there. Whenever it ends (a start that fails or times out
+      // included), nothing more is claimed for it.
       slot.thread = next;
+      void next.exited.then(() => slot.room.ended());
       try {
         await withDeadline(next.ready, RESTART_TIMEOUT_MS);
       } catch (error) {

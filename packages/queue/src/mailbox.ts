@@ -481,6 +481,7 @@ export class OrderedMailbox<T> {
       remote: true,
       // Its thread gives the slot back once it has taken the key (see `adopt`).
       start: (key, head, claimedAt, carry) => {
+        if (held) chosen.room.handedOver();
         held = false;
         chosen.claimed({ key, token, claimedAt, head, waits, ...(carry === undefined ? {} : { carry }) });
       },
@@ -499,18 +500,42 @@ export class OrderedMailbox<T> {
   adopt(claim: ClaimedKey): void {
     const local = [...this.#locals].find((w) => !w.closing() && w.room);
     const { key, token, claimedAt, head } = claim;
+    const holding = !claim.waits;
     // Taken first (its slot counted in the room), then the step's hold given back: never both free at once.
-    if (local) this.#waitOrDrain(local, { key, token, claimedAt, head });
+    if (local) this.#waitOrDrain(local, { key, token, claimedAt, head }, holding);
     else this.#handBack(claim);
-    if (!claim.waits) local?.room?.release();
+    if (holding) local?.room?.taken();
   }
 
-  // What other threads see of `local`'s room (see WorkerRoom); fewer free slots than it has is harmless.
+  // A worker's slots less those other threads hold for keys they are claiming for it (see WorkerRoom).
+  #capacity(local: LocalWorker<T>): number {
+    return local.concurrency - (local.room?.held() ?? 0);
+  }
+
+  // What other threads see of `local`'s room (see WorkerRoom); fewer free slots than it has is harmless. A
+  // closing worker has none.
   #publishRoom(local: LocalWorker<T>): void {
     const { room } = local;
     if (!room) return;
+    if (local.closing()) {
+      room.publish(0, true);
+      return;
+    }
     const free = local.concurrency - local.active.size - local.waiting.size;
-    room.publish(free, local.readyFirst, free <= 0 && !local.readyFirst && this.#slotSoon(local));
+    room.publish(free, local.readyFirst, free > 0 || local.readyFirst ? 0 : this.#waitPlaces(local));
+  }
+
+  // How many more keys may wait for a slot of `local`: each would get one within half the slot wait at the
+  // rate its slots have been freeing up (see #slotSoon), at most four per slot in all.
+  #waitPlaces(local: LocalWorker<T>): number {
+    const wait = this.#slotWaitMs;
+    const { drainMs, waiting, concurrency } = local;
+    if (drainMs === undefined || drainMs <= 0 || wait <= 0) return 0;
+    const now = Date.now();
+    let moving = 0;
+    for (const at of local.started.values()) if (now - at < 3 * drainMs) moving++;
+    const fit = Math.floor(((wait / 2) * moving) / drainMs) - waiting.size;
+    return Math.max(0, Math.min(fit, 4 * concurrency - waiting.size));
   }
 
   // A free slot of `worker`, held until the step starts a drain in it or claimed nothing.
@@ -546,7 +571,7 @@ export class OrderedMailbox<T> {
   // A worker of this process that may take a claimed key now: open, with a free slot, no ready keys waiting.
   #freeWorker(): LocalWorker<T> | undefined {
     for (const w of this.#locals)
-      if (!w.closing() && !w.readyFirst && w.active.size < w.concurrency) return w;
+      if (!w.closing() && !w.readyFirst && w.active.size < this.#capacity(w)) return w;
     return undefined;
   }
 
@@ -555,13 +580,7 @@ export class OrderedMailbox<T> {
   // the key goes to the ready list, where another process with a free slot may take it at once. Only
   // drains not much older than the recent ones count as freeing slots (one far older may be a long turn).
   #slotSoon(local: LocalWorker<T>): boolean {
-    const wait = this.#slotWaitMs;
-    const { drainMs, waiting, concurrency } = local;
-    if (drainMs === undefined || wait <= 0 || waiting.size >= 4 * concurrency) return false;
-    const now = Date.now();
-    let moving = 0;
-    for (const at of local.started.values()) if (now - at < 3 * drainMs) moving++;
-    return moving > 0 && ((waiting.size + 1) * drainMs) / moving <= wait / 2;
+    return this.#waitPlaces(local) > 0;
   }
 
   /**
@@ -578,8 +597,10 @@ export class OrderedMailbox<T> {
 
   // A key claimed to wait for a slot: drained at once if one freed up meanwhile (or handed back if the
   // worker began closing: see #drainClaimedHere), else it waits.
-  #waitOrDrain(local: LocalWorker<T>, waiting: WaitingKey): void {
-    if (local.closing() || local.active.size < local.concurrency) this.#drainClaimedHere(local, waiting);
+  // `holding`: a key claimed on another thread with a slot held for it here (counted in `#capacity` until taken).
+  #waitOrDrain(local: LocalWorker<T>, waiting: WaitingKey, holding = false): void {
+    if (local.closing() || local.active.size < this.#capacity(local) + (holding ? 1 : 0))
+      this.#drainClaimedHere(local, waiting);
     else {
       local.waiting.add(waiting);
       this.#publishRoom(local);
@@ -588,7 +609,7 @@ export class OrderedMailbox<T> {
 
   // Slots that freed up go to the keys claimed here that wait for one, longest waiting first.
   #fillFromWaiting(local: LocalWorker<T>): void {
-    while (!local.closing() && local.active.size < local.concurrency) {
+    while (!local.closing() && local.active.size < this.#capacity(local)) {
       const waiting = local.waiting.next();
       if (!waiting) return;
       this.#drainClaimedHere(local, waiting);
@@ -735,16 +756,17 @@ export class OrderedMailbox<T> {
   // Takes ready keys while a drain slot is free; each key is drained without holding up the others.
   async #takeReady(blocking: Redis, local: LocalWorker<T>): Promise<void> {
     const ready = `${this.#base}:ready`;
-    const { active, concurrency, handler } = local;
+    const { active, handler } = local;
     while (!local.closing()) {
-      if (active.size >= concurrency) {
-        await Promise.race(active);
+      // Slots other threads hold for keys they are claiming for this worker are theirs (see WorkerRoom).
+      if (active.size >= this.#capacity(local)) {
+        await (active.size > 0 ? Promise.race(active) : new Promise((r) => setTimeout(r, 5)));
         continue;
       }
       // As many ready keys as there are free slots in one round trip: under load, one key per round
       // trip would make the wake-ups queue up behind each other.
       let taken: [string, string[]] | null;
-      const asked = concurrency - active.size;
+      const asked = this.#capacity(local) - active.size;
       try {
         taken = (await blocking.blmpop(1, 1, ready, "LEFT", "COUNT", asked)) as [string, string[]] | null;
       } catch (error) {
@@ -759,7 +781,7 @@ export class OrderedMailbox<T> {
       // ready list first until it gives fewer keys than asked for (it is empty): no claim here jumps
       // ahead of keys waiting there.
       const keys = taken?.[1] ?? [];
-      const room = Math.max(0, concurrency - active.size);
+      const room = Math.max(0, this.#capacity(local) - active.size);
       for (const key of keys.slice(0, room)) this.#track(local, key, () => this.#drain(key, handler));
       local.readyFirst = keys.length > room || (local.readyFirst && keys.length >= asked);
       this.#publishRoom(local);

@@ -5,53 +5,83 @@
  * claim an idle key for this worker in its own step, as a step of the worker's own thread does (see
  * `OrderedMailbox.reserveDrainHere`), instead of waking it through the ready list for a separate claim.
  * Racing threads never count on one free slot twice; a slot taken by the worker's own thread in between
- * makes the handed-over key wait for one, or go back to the ready list (see `OrderedMailbox.adopt`). With
- * no slot free but one soon (see `MailboxTuning.slotWaitMs`), a key may be claimed to wait for it there.
+ * makes the handed-over key wait for one, or go back to the ready list (see `OrderedMailbox.adopt`); the
+ * worker's own thread leaves the slots other threads hold to them (`held`). With no slot free but one soon
+ * (see `MailboxTuning.slotWaitMs`), a few keys may be claimed to wait for it there.
  */
 export class WorkerRoom {
-  // [free slots, keys wait on the ready list (1) or not (0), claims handed over from other threads holding a
-  // slot, a slot frees up soon (1) or not (0)]
+  // [free slots, keys wait on the ready list (1) or not (0), slots other threads hold for claims not yet
+  // handed over, how many more keys may be claimed to wait for a slot]
   readonly #cells: Int32Array;
+  // Slots held through this object (on its thread) by steps still under way: neither handed over nor given back.
+  #mine = 0;
 
   /** `buffer`: the room as another thread received it (a new one when omitted). */
   constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT)) {
     this.#cells = new Int32Array(buffer);
   }
 
-  /** The worker's thread: its free slots now, whether ready keys go first, and whether a slot frees up soon. */
-  publish(free: number, readyFirst: boolean, soon = false): void {
+  /**
+   * The worker's thread: its free slots now, whether ready keys go first, and how many more keys may wait
+   * for a slot there (see `OrderedMailbox`'s slot-wait estimate).
+   */
+  publish(free: number, readyFirst: boolean, waits = 0): void {
     Atomics.store(this.#cells, 0, free);
     Atomics.store(this.#cells, 1, readyFirst ? 1 : 0);
-    Atomics.store(this.#cells, 3, soon ? 1 : 0);
+    Atomics.store(this.#cells, 3, waits);
+  }
+
+  /** The worker's thread: the slots other threads hold for keys they are claiming for it (not its to fill). */
+  held(): number {
+    return Math.max(0, Atomics.load(this.#cells, 2));
   }
 
   /**
-   * Another thread: holds one of the free slots for a step that may claim a key ("slot"), or, with none free
-   * and one soon, lets it claim a key to wait there ("wait"; nothing held); undefined when neither.
+   * Another thread: holds one of the free slots for a step that may claim a key ("slot"), or, with none free,
+   * one of the places to wait for a slot that frees up soon ("wait"; nothing to give back); undefined when
+   * neither. A slot is given back with `release` (nothing claimed) or `handedOver` (the claim posted).
    */
   reserve(): "slot" | "wait" | undefined {
     const cells = this.#cells;
     for (;;) {
       if (Atomics.load(cells, 1) === 1) return undefined;
       const pending = Atomics.load(cells, 2);
-      if (Atomics.load(cells, 0) - pending <= 0) return Atomics.load(cells, 3) === 1 ? "wait" : undefined;
-      if (Atomics.compareExchange(cells, 2, pending, pending + 1) === pending) return "slot";
+      if (Atomics.load(cells, 0) - pending > 0) {
+        if (Atomics.compareExchange(cells, 2, pending, pending + 1) !== pending) continue;
+        this.#mine++;
+        return "slot";
+      }
+      const waits = Atomics.load(cells, 3);
+      if (waits <= 0) return undefined;
+      if (Atomics.compareExchange(cells, 3, waits, waits - 1) === waits) return "wait";
     }
   }
 
-  /** A held slot given back: the step claimed nothing, or the worker took the key it claimed. */
+  /** The step that held a slot claimed nothing: the slot is free again. */
   release(): void {
+    this.#mine--;
+    Atomics.sub(this.#cells, 2, 1);
+  }
+
+  /** The step that held a slot posted its claim: the worker's thread gives the slot back as it takes the key. */
+  handedOver(): void {
+    this.#mine--;
+  }
+
+  /** The worker's thread took a key claimed for it: the slot held for it is its own now. */
+  taken(): void {
     Atomics.sub(this.#cells, 2, 1);
   }
 
   /**
-   * The worker's thread ended: nothing more is claimed for it, and the claims handed to it and never taken
-   * are forgotten (their leases run out) until a worker started again on this room publishes its own.
+   * The worker's thread ended (seen by the thread that holds this object, the only one that claims for
+   * it): nothing more is claimed for it, and the slots held for claims posted to it and never taken are
+   * forgotten (their keys' leases run out); those its steps still hold stay counted until they end.
    */
   ended(): void {
     Atomics.store(this.#cells, 0, 0);
     Atomics.store(this.#cells, 1, 1);
-    Atomics.store(this.#cells, 2, 0);
+    Atomics.store(this.#cells, 2, this.#mine);
     Atomics.store(this.#cells, 3, 0);
   }
 }

@@ -72,14 +72,19 @@ async function twoThreads(name: string, concurrency: number, o: { hold?: boolean
   });
   const push = (key: string, n: number) =>
     handing.push(key, [{ id: `i${n}`, data: { n } }], { drainHere: true });
-  return { delivering, worker, handing, handled, gates, delays, woken, held, claimed, push, port };
+  return { delivering, worker, handing, handled, gates, delays, woken, held, claimed, push, port, room };
 }
 
 describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
   it("a push there claims an idle key for the worker, which drains each key in order; nothing goes through the ready list", async () => {
-    const t = await twoThreads("room-claims", 4);
-    for (let n = 0; n < 5; n++) await Promise.all(["a", "b", "c"].map((key) => t.push(key, n)));
-    await waitFor(() => t.handled.length === 15, "every item handled");
+    // Slots enough for every key's drain and every push's held slot at once (a push holds one before its step
+    // knows whether it claims: with none left it wakes its key through Redis, as it would on one thread).
+    const t = await twoThreads("room-claims", 8);
+    // Each round's keys taken by the worker before the next round's pushes.
+    for (let n = 0; n < 5; n++) {
+      await Promise.all(["a", "b", "c"].map((key) => t.push(key, n)));
+      await waitFor(() => t.handled.length === 3 * (n + 1), `round ${n} handled`);
+    }
     for (const key of ["a", "b", "c"])
       expect(t.handled.filter((h) => h.startsWith(`${key}:`))).toEqual(
         [0, 1, 2, 3, 4].map((n) => `${key}:${n}`),
@@ -122,6 +127,34 @@ describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
     expect(t.woken).toEqual([]);
   });
 
+  it("the worker's own thread leaves a slot held for a claim under way to it: a key on the ready list waits", async () => {
+    const t = await twoThreads("room-held", 1, { hold: true });
+    // Claimed for the worker's only slot; the claim not handed over yet.
+    await t.push("claimed", 1);
+    expect(t.held.map((c) => c.key)).toEqual(["claimed"]);
+    // Woken through Redis meanwhile: the worker must not fill the held slot with it.
+    await t.delivering.push("woken", [{ id: "w", data: { n: 1 } }]);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(t.handled).toEqual([]);
+    t.delivering.adopt(t.held[0] as ClaimedKey);
+    await waitFor(() => t.handled.length === 2, "both keys drained");
+    expect(t.handled).toEqual(["claimed:1", "woken:1"]);
+  });
+
+  it("a closing worker offers no slot to other threads, even as its drains in flight end", async () => {
+    const t = await twoThreads("room-closing", 2);
+    let open = () => {};
+    t.gates.set("last", new Promise<void>((resolve) => (open = resolve)));
+    await t.push("last", 1);
+    await waitFor(() => t.handled.includes("last:1"), "the drain in flight");
+    const elsewhere = new WorkerRoom(t.room.buffer);
+    const closed = t.worker.close();
+    expect(elsewhere.reserve()).toBeUndefined();
+    open();
+    await closed;
+    expect(elsewhere.reserve()).toBeUndefined();
+  });
+
   it("a key handed over after the worker closed goes back to the ready list, and another worker drains it once", async () => {
     const t = await twoThreads("room-closed", 2, { hold: true });
     await t.push("late", 1);
@@ -143,7 +176,7 @@ describe("keys claimed for a worker on another thread (WorkerRoom)", () => {
 });
 
 describe("WorkerRoom", () => {
-  it("hands out each free slot once across threads, none while ready keys go first, a place to wait when one frees up soon", () => {
+  it("hands out each free slot once across threads, none while ready keys go first, and as many places to wait as published", () => {
     const room = new WorkerRoom();
     const elsewhere = new WorkerRoom(room.buffer);
     room.publish(2, false);
@@ -152,16 +185,42 @@ describe("WorkerRoom", () => {
       "slot",
       undefined,
     ]);
+    // The worker's thread leaves the held slots to the claims under way.
+    expect(room.held()).toBe(2);
     elsewhere.release();
     expect(elsewhere.reserve()).toBe("slot");
-    room.publish(0, false, true);
+    elsewhere.handedOver();
+    room.taken();
     elsewhere.release();
-    elsewhere.release();
-    expect(elsewhere.reserve()).toBe("wait");
-    room.publish(5, true, true);
+    expect(room.held()).toBe(0);
+    room.publish(0, false, 2);
+    expect([elsewhere.reserve(), elsewhere.reserve(), elsewhere.reserve()]).toEqual([
+      "wait",
+      "wait",
+      undefined,
+    ]);
+    room.publish(5, true, 3);
     expect(elsewhere.reserve()).toBeUndefined();
+  });
+
+  it("when the worker's thread ended, claims nothing more for it and forgets the slots held for claims posted to it", () => {
+    const room = new WorkerRoom();
+    const elsewhere = new WorkerRoom(room.buffer);
     room.publish(3, false);
-    room.ended();
+    // One claim posted to the thread (never taken: it ended), one step still under way.
+    expect([elsewhere.reserve(), elsewhere.reserve()]).toEqual(["slot", "slot"]);
+    elsewhere.handedOver();
+    elsewhere.ended();
     expect(elsewhere.reserve()).toBeUndefined();
+    expect(room.held()).toBe(1);
+    // The step under way claims nothing after all; a worker started again on the room has every slot.
+    elsewhere.release();
+    room.publish(3, false);
+    expect([elsewhere.reserve(), elsewhere.reserve(), elsewhere.reserve(), elsewhere.reserve()]).toEqual([
+      "slot",
+      "slot",
+      "slot",
+      undefined,
+    ]);
   });
 });
