@@ -18,6 +18,8 @@ export interface AgentThreadData {
    * targets for that delivery (see `ReplyDispatcherOptions.remoteDelivery`) and post each one it claimed.
    */
   deliveryRoom?: SharedArrayBuffer | undefined;
+  /** Where the thread keeps the slots it holds in `deliveryRoom`, freed by the main thread if it ends. */
+  deliveryHolds: SharedArrayBuffer;
   /**
    * The thread's runner's room (shared memory): the main thread's admission claims sessions for the runner
    * while it has free slots, and posts each one it claimed (`SessionClaimed`).

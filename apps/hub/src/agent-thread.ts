@@ -29,7 +29,10 @@ try {
   // Its replies' pushes claim idle targets for the main thread's delivery, which takes each one posted.
   const room = data.deliveryRoom;
   const remoteDelivery = room
-    ? { room: new WorkerRoom(room), claimed: (claim: ClaimedKey) => post({ kind: "claimed", claim }) }
+    ? {
+        room: new WorkerRoom(room, data.deliveryHolds),
+        claimed: (claim: ClaimedKey) => post({ kind: "claimed", claim }),
+      }
     : undefined;
   const role = await startAgentThreadRole(data.config, {
     stateDir: data.stateDir,

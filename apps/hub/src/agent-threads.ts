@@ -2,6 +2,7 @@ import { closeSync, openSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HubError, type HubLogger } from "@hub/core";
 import { type ClaimedKey, type RemoteWorker, WorkerRoom } from "@hub/queue";
+import type { ReplyDispatcher } from "@hub/reply";
 import type { StartedRun } from "@hub/sessions";
 import { AggregatorRegistry } from "prom-client";
 import { AgentThread } from "./agent-thread-handle.js";
@@ -17,11 +18,16 @@ const RESTART_TIMEOUT_MS = 60_000;
 /** How long a stop without a deadline waits for a thread to stop. */
 const STOP_WAIT_MS = 60_000;
 
+/** The main thread's delivery, as the threads' pushes claim targets for it (see `ReplyDispatcher.deliveryRoom`). */
+export type ThreadDelivery = Pick<ReplyDispatcher, "adopt" | "forgetHolds">;
+
 /** One thread's place: the thread in it now (running, or starting again), and what it last answered. */
 interface Slot {
   thread: AgentThread;
   /** Its runner's room, shared with the thread in it now (see `runners`). */
   room: WorkerRoom;
+  /** Where the thread in it keeps the slots it holds in the main thread's delivery room (freed if it ends). */
+  deliveryHolds: SharedArrayBuffer;
   /** Its counters and histograms at the last scrape it answered (kept for a scrape it misses). */
   metrics: MetricsSnapshot | undefined;
   /** Its runs in flight when it last answered (kept while it is too busy to answer). */
@@ -50,13 +56,15 @@ export class AgentThreads implements RoleWorker {
   private constructor(
     threads: AgentThread[],
     rooms: WorkerRoom[],
-    private readonly data: Omit<AgentThreadData, "index" | "laneRoom">,
-    private readonly adopt: (claim: ClaimedKey) => void,
+    holds: SharedArrayBuffer[],
+    private readonly data: Omit<AgentThreadData, "index" | "laneRoom" | "deliveryHolds">,
+    private readonly delivery: ThreadDelivery,
     private readonly logger: HubLogger,
   ) {
     this.#slots = threads.map((thread, i) => ({
       thread,
       room: rooms[i] as WorkerRoom,
+      deliveryHolds: holds[i] as SharedArrayBuffer,
       metrics: undefined,
       runs: [],
     }));
@@ -65,23 +73,28 @@ export class AgentThreads implements RoleWorker {
 
   /**
    * Starts `count` threads (their log lines to `logFile` when given, else standard output), whose reply
-   * pushes claim targets for this thread's delivery (`deliveryRoom`), taken by `adopt`; rejects (having
+   * pushes claim targets for this thread's `delivery` (`deliveryRoom`); rejects (having
    * ended those that started) when one cannot start.
    */
   static async start(
     count: number,
-    settings: Omit<AgentThreadData, "index" | "log" | "laneRoom"> & {
+    settings: Omit<AgentThreadData, "index" | "log" | "laneRoom" | "deliveryHolds"> & {
       log: { level: string; file?: string | undefined };
     },
-    adopt: (claim: ClaimedKey) => void,
+    delivery: ThreadDelivery,
     logger: HubLogger,
   ): Promise<AgentThreads> {
     // Opened once here and shared: a thread that ends leaves no descriptor behind.
     const fd = settings.log.file ? openSync(settings.log.file, "a") : undefined;
     const data = { ...settings, log: { level: settings.log.level, fd } };
     const rooms = Array.from({ length: count }, () => new WorkerRoom());
+    const holds = rooms.map(() => WorkerRoom.holdsCell());
     const threads = rooms.map(
-      (room, i) => new AgentThread({ ...data, index: i + 1, laneRoom: room.buffer }, adopt),
+      (room, i) =>
+        new AgentThread(
+          { ...data, index: i + 1, laneRoom: room.buffer, deliveryHolds: holds[i] as SharedArrayBuffer },
+          (claim) => delivery.adopt(claim),
+        ),
     );
     const failed = (await Promise.allSettled(threads.map((t) => t.ready))).find(
       (s) => s.status === "rejected",
@@ -92,7 +105,7 @@ export class AgentThreads implements RoleWorker {
       throw failed.reason;
     }
     logger.info({ threads: count }, "agent role running on worker threads");
-    return new AgentThreads(threads, rooms, data, adopt, logger);
+    return new AgentThreads(threads, rooms, holds, data, delivery, logger);
   }
 
   /**
@@ -168,7 +181,7 @@ export class AgentThreads implements RoleWorker {
     void thread.exited.then((code) => {
       // Admission claims no more sessions for it (those claimed for it and never taken resume when their
       // leases run out, as its runs in flight do, as interrupted runs).
-      (this.#slots[i] as Slot).room.ended();
+      this.#ended(this.#slots[i] as Slot);
       if (this.#stopping) return;
       this.logger.error(
         { thread: i + 1, code, ...(thread.error ? { err: thread.error } : {}) },
@@ -179,6 +192,12 @@ export class AgentThreads implements RoleWorker {
     });
   }
 
+  // A slot's thread ended: nothing more is claimed for it, and what it held in the delivery room is free.
+  #ended(slot: Slot): void {
+    slot.room.ended();
+    this.delivery.forgetHolds(slot.deliveryHolds);
+  }
+
   async #restart(i: number): Promise<void> {
     const slot = this.#slots[i] as Slot;
     // Its counts so far stay in the process's total; the new thread counts from zero.
@@ -187,11 +206,14 @@ export class AgentThreads implements RoleWorker {
     for (let wait = RESTART_DELAY_MS; ; wait = Math.min(wait * 2, RESTART_MAX_DELAY_MS)) {
       if (!(await this.#waitUnlessStopped(wait))) return;
       // From the running config: a SIGHUP reload changes its channels in place, so this thread starts with them.
-      const next = new AgentThread({ ...this.data, index: i + 1, laneRoom: slot.room.buffer }, this.adopt);
+      const next = new AgentThread(
+        { ...this.data, index: i + 1, laneRoom: slot.room.buffer, deliveryHolds: slot.deliveryHolds },
+        (claim) => this.delivery.adopt(claim),
+      );
       // In its slot while it starts: a stop ends it there. Whenever it ends (a start that fails or times out
       // included), nothing more is claimed for it.
       slot.thread = next;
-      void next.exited.then(() => slot.room.ended());
+      void next.exited.then(() => this.#ended(slot));
       try {
         await withDeadline(next.ready, RESTART_TIMEOUT_MS);
       } catch (error) {

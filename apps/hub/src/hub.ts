@@ -113,7 +113,7 @@ async function startAgentRole(
       configPath: options.agentThreads?.configPath,
       deliveryRoom: stages.replies.deliveryRoom,
     },
-    (claim) => stages.replies.adopt(claim),
+    stages.replies,
     base.logger,
   );
   // Stopped before delivery (workers stop last registered first), as the runs' worker is.

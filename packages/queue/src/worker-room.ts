@@ -15,10 +15,38 @@ export class WorkerRoom {
   readonly #cells: Int32Array;
   // Slots held through this object (on its thread) by steps still under way: neither handed over nor given back.
   #mine = 0;
+  // Where #mine is mirrored for the worker's thread, which forgets those slots if this thread ends (`forget`).
+  readonly #mirror: Int32Array | undefined;
 
-  /** `buffer`: the room as another thread received it (a new one when omitted). */
-  constructor(readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT)) {
+  /**
+   * `buffer`: the room as another thread received it (a new one when omitted); `holds`: a cell the worker's
+   * thread can read this object's held slots from (see `forget`).
+   */
+  constructor(
+    readonly buffer: SharedArrayBuffer = new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT),
+    holds?: SharedArrayBuffer,
+  ) {
     this.#cells = new Int32Array(buffer);
+    this.#mirror = holds && new Int32Array(holds);
+  }
+
+  /** A cell for `holds` (one per thread that claims through this room). */
+  static holdsCell(): SharedArrayBuffer {
+    return new SharedArrayBuffer(Int32Array.BYTES_PER_ELEMENT);
+  }
+
+  /**
+   * The worker's thread: a thread that claimed through this room ended; the slots it held (read from its
+   * `holds` cell, then cleared) are free again.
+   */
+  forget(holds: SharedArrayBuffer): void {
+    const cell = new Int32Array(holds);
+    Atomics.sub(this.#cells, 2, Atomics.exchange(cell, 0, 0));
+  }
+
+  #mineChanged(by: number): void {
+    this.#mine += by;
+    if (this.#mirror) Atomics.store(this.#mirror, 0, this.#mine);
   }
 
   /**
@@ -48,7 +76,7 @@ export class WorkerRoom {
       const pending = Atomics.load(cells, 2);
       if (Atomics.load(cells, 0) - pending > 0) {
         if (Atomics.compareExchange(cells, 2, pending, pending + 1) !== pending) continue;
-        this.#mine++;
+        this.#mineChanged(1);
         return "slot";
       }
       const waits = Atomics.load(cells, 3);
@@ -59,13 +87,13 @@ export class WorkerRoom {
 
   /** The step that held a slot claimed nothing: the slot is free again. */
   release(): void {
-    this.#mine--;
+    this.#mineChanged(-1);
     Atomics.sub(this.#cells, 2, 1);
   }
 
   /** The step that held a slot posted its claim: the worker's thread gives the slot back as it takes the key. */
   handedOver(): void {
-    this.#mine--;
+    this.#mineChanged(-1);
   }
 
   /** The worker's thread took a key claimed for it: the slot held for it is its own now. */

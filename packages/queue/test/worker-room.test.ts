@@ -203,6 +203,27 @@ describe("WorkerRoom", () => {
     expect(elsewhere.reserve()).toBeUndefined();
   });
 
+  it("frees the slots a thread that claimed through it held when that thread ended, once", () => {
+    const room = new WorkerRoom();
+    const holds = WorkerRoom.holdsCell();
+    const thread = new WorkerRoom(room.buffer, holds);
+    room.publish(3, false);
+    expect([thread.reserve(), thread.reserve()]).toEqual(["slot", "slot"]);
+    // One claim posted and taken; the other step under way when the thread ended.
+    thread.handedOver();
+    room.taken();
+    expect(room.held()).toBe(1);
+    room.forget(holds);
+    room.forget(holds);
+    expect(room.held()).toBe(0);
+    expect([thread.reserve(), thread.reserve(), thread.reserve(), thread.reserve()]).toEqual([
+      "slot",
+      "slot",
+      "slot",
+      undefined,
+    ]);
+  });
+
   it("when the worker's thread ended, claims nothing more for it and forgets the slots held for claims posted to it", () => {
     const room = new WorkerRoom();
     const elsewhere = new WorkerRoom(room.buffer);

@@ -325,6 +325,11 @@ export class ReplyDispatcher implements ReplySink {
     this.#mailbox.adopt(claim);
   }
 
+  /** A thread that claimed through `deliveryRoom` ended: the slots it held there (its `holds` cell) are free. */
+  forgetHolds(holds: SharedArrayBuffer): void {
+    this.#room?.forget(holds);
+  }
+
   // The target's pacing and the account's rate, then the last check before the platform write: a process
   // frozen past its lease (a failpoint freezes it right before) stops here.
   async #gate(
