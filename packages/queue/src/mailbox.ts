@@ -195,15 +195,13 @@ export interface OrderedMailboxOptions<T> extends MailboxTuning {
         waiterHere?: ((group: string) => ((status: GroupStatus) => void) | undefined) | undefined;
       }
     | undefined;
-  /** A worker on another thread of this process, as `addRemoteWorker` adds one. */
-  remoteWorker?: RemoteWorker | undefined;
 }
 
 /** An ordered mailbox's options with every default applied. */
 type ResolvedOptions<T> = Required<
-  Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "redis" | "remoteWorker">
+  Omit<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "redis">
 > &
-  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups" | "remoteWorker">;
+  Pick<OrderedMailboxOptions<T>, "onFailed" | "logFields" | "groups">;
 
 /** A running drain worker; close it to stop taking new wake-ups. */
 export interface MailboxWorker {
@@ -350,7 +348,6 @@ export class OrderedMailbox<T> {
     this.#slotWaitMs = Math.min(this.#o.slotWaitMs, this.#o.leaseMs / 6);
     this.#ownsRedis = options.redis === undefined;
     this.#redis = options.redis ?? createRedis(options.redisUrl);
-    if (options.remoteWorker) this.#remotes.push(options.remoteWorker);
   }
 
   /**
@@ -461,18 +458,17 @@ export class OrderedMailbox<T> {
     const count = this.#remotes.length;
     if (count === 0) return undefined;
     const first = key === undefined ? this.#nextRemote++ : hashOf(key);
-    // A free slot first; else a place to wait for one that frees up soon.
-    let slot: RemoteWorker | undefined;
-    let wait: RemoteWorker | undefined;
-    for (let i = 0; i < count && !slot; i++) {
-      const candidate = this.#remotes[(first + i) % count] as RemoteWorker;
-      const kind = candidate.room.reserve();
-      if (kind === "slot") slot = candidate;
-      else if (kind === "wait") wait ??= candidate;
-    }
-    const chosen = slot ?? wait;
-    if (!chosen) return undefined;
-    const waits = slot === undefined;
+    // A free slot of any of them first; else a place to wait for one that frees up soon (a place is taken
+    // only where it is used).
+    let chosen: RemoteWorker | undefined;
+    let kind: "slot" | "wait" | undefined;
+    for (const slotOnly of [true, false])
+      for (let i = 0; i < count && !kind; i++) {
+        chosen = this.#remotes[(first + i) % count] as RemoteWorker;
+        kind = chosen.room.reserve(slotOnly);
+      }
+    if (!chosen || !kind) return undefined;
+    const waits = kind === "wait";
     let held = !waits;
     const token = this.#tokenFor();
     return {
@@ -742,7 +738,7 @@ export class OrderedMailbox<T> {
       close: async () => {
         closing = true;
         // Other threads claim nothing more for it.
-        options.room?.publish(0, true);
+        this.#publishRoom(local);
         this.#locals.delete(local);
         local.waiting.handBackAll();
         clearInterval(sweep);

@@ -67,9 +67,10 @@ export class WorkerRoom {
   /**
    * Another thread: holds one of the free slots for a step that may claim a key ("slot"), or, with none free,
    * one of the places to wait for a slot that frees up soon ("wait"; nothing to give back); undefined when
-   * neither. A slot is given back with `release` (nothing claimed) or `handedOver` (the claim posted).
+   * neither (`slotOnly`: no place to wait is taken). A slot is given back with `release` (nothing claimed)
+   * or `handedOver` (the claim posted).
    */
-  reserve(): "slot" | "wait" | undefined {
+  reserve(slotOnly = false): "slot" | "wait" | undefined {
     const cells = this.#cells;
     for (;;) {
       if (Atomics.load(cells, 1) === 1) return undefined;
@@ -79,7 +80,7 @@ export class WorkerRoom {
         this.#mineChanged(1);
         return "slot";
       }
-      const waits = Atomics.load(cells, 3);
+      const waits = slotOnly ? 0 : Atomics.load(cells, 3);
       if (waits <= 0) return undefined;
       if (Atomics.compareExchange(cells, 3, waits, waits - 1) === waits) return "wait";
     }

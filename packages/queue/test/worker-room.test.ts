@@ -44,16 +44,13 @@ async function twoThreads(name: string, concurrency: number, o: { hold?: boolean
   const held: ClaimedKey[] = [];
   // The keys claimed for the worker by pushes here, in claim order.
   const claimed: string[] = [];
-  const handing = new OrderedMailbox<Item>({
-    ...options,
-    ...tuning,
-    remoteWorker: {
-      room: new WorkerRoom(room.buffer),
-      claimed: (claim) => {
-        claimed.push(claim.key);
-        if (o.hold) held.push(claim);
-        else port.port1.postMessage(claim);
-      },
+  const handing = new OrderedMailbox<Item>({ ...options, ...tuning });
+  handing.addRemoteWorker({
+    room: new WorkerRoom(room.buffer),
+    claimed: (claim) => {
+      claimed.push(claim.key);
+      if (o.hold) held.push(claim);
+      else port.port1.postMessage(claim);
     },
   });
   const ready = `${mailboxBase(prefix, "m")}:ready`;

@@ -127,13 +127,13 @@ export class ReplyDispatcher implements ReplySink {
       // (`<replyId>#<index>`) are counted on the way; previews (`#p<n>`) count nowhere.
       // A reply its own run waits for in this process is settled to that waiter, not published.
       groups: { ttlSeconds: REPLY_TTL_SECONDS, waiterHere: (replyId) => this.#wakerOf(replyId) },
-      remoteWorker: options.remoteDelivery,
       onFailed: async (item, error) => {
         // A preview that could not be shown is not a segment of the reply: nothing to keep.
         if (item.data.kind !== undefined) return;
         await new FailedDeliveries(this.#redis, options.prefix).record(item.data, error);
       },
     });
+    if (options.remoteDelivery) this.#mailbox.addRemoteWorker(options.remoteDelivery);
   }
 
   /** Opens a reply to a target. Blocks pushed to it are delivered in order after every earlier reply's. */
@@ -272,11 +272,12 @@ export class ReplyDispatcher implements ReplySink {
    */
   startDelivery(
     adapterOf: (channel: string, accountId: string) => ChannelAdapter | undefined,
-    options: { concurrency?: number } = {},
+    options: { concurrency?: number; shared?: boolean } = {},
   ): MailboxWorker {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
     this.#adapterOf = adapterOf;
-    this.#room = new WorkerRoom();
+    // Only when other threads push for it: each change of its slots is then published.
+    this.#room = options.shared ? new WorkerRoom() : undefined;
     return this.#mailbox.startWorker(
       async (item, ctx) => {
         // An end marker only settles its reply, in its ack: no platform, no adapter.
@@ -314,7 +315,8 @@ export class ReplyDispatcher implements ReplySink {
 
   /**
    * This process's delivery room, for another thread's dispatcher to claim targets for it (its
-   * `remoteDelivery`, whose claims come back through `adopt`); undefined before `startDelivery`.
+   * `remoteDelivery`, whose claims come back through `adopt`); undefined before `startDelivery`, or when
+   * it was not `shared`.
    */
   get deliveryRoom(): SharedArrayBuffer | undefined {
     return this.#room?.buffer;

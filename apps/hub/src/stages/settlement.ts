@@ -38,7 +38,11 @@ export async function startSettlement(
   if (base.roles.has("delivery")) {
     const adapterOf = (channel: string, accountId: string) =>
       base.operations.metrics.meterAdapter(entry.adapters.forAccount(channel, accountId));
-    const worker = replies.startDelivery(adapterOf, { concurrency: tuning.deliveryConcurrency ?? 50 });
+    const worker = replies.startDelivery(adapterOf, {
+      concurrency: tuning.deliveryConcurrency ?? 50,
+      // Agent threads' pushes claim targets for it (see ReplyDispatcher.deliveryRoom).
+      shared: config.agent.threads > 0,
+    });
     base.shutdown.workers.push(worker);
     base.operations.watchWorker("delivery", worker);
     startOutboxSweeper(base, hubOutbox(base));
