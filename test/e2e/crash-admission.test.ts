@@ -44,39 +44,57 @@ describe("admission: a crash at any step gives exactly one run", () => {
     telegram = await startFakeTelegram();
   });
   afterAll(async () => telegram.close());
-  const answersTo = (text: string) =>
-    telegram.sent(USER).filter((m) => String(m.text).includes(`echo: ${text}`)).length;
+  const answersTo = (text: string, user = USER) =>
+    telegram.sent(user).filter((m) => String(m.text).includes(`echo: ${text}`)).length;
 
-  it("killed before the admission step, then right after it: the redelivered update is answered once, and redeliveries spend no rate-limit token", async () => {
-    const inst = make("adm-tg", {
-      channels: {
-        telegram: {
-          botToken: telegram.token,
-          apiRoot: telegram.apiRoot,
-          dmPolicy: "allowlist",
-          allowFrom: [String(USER)],
+  // With an agent thread, admission's step claims the idle session for the thread's runner and begins its
+  // run: killed right after it, the claim and the begun run belong to a process that is gone.
+  it.each([
+    ["", 0],
+    [", the session claimed for an agent thread's runner", 1],
+  ])(
+    "killed before the admission step, then right after it%s: the redelivered update is answered once, and redeliveries spend no rate-limit token",
+    async (_, threads) => {
+      // A chat of its own per case (the fake Telegram is shared).
+      const user = USER + threads;
+      const [firstWords, secondWords] = [`first words ${threads}`, `second words ${threads}`];
+      const inst = make(`adm-tg-${threads}`, {
+        agent: { threads },
+        channels: {
+          telegram: {
+            botToken: telegram.token,
+            apiRoot: telegram.apiRoot,
+            dmPolicy: "allowlist",
+            allowFrom: [String(user)],
+          },
         },
-      },
-      // Three tokens and (practically) no refill: the two admissions below and one more message.
-      limits: { senderBurst: 3, senderPerMinute: 1 },
-    });
-    const first = await inst.start({ failpoints: "admission.before-admit=kill" });
-    telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text: "first words" }));
-    await first.hub.exited;
-    // Polling fetches the unconfirmed update again; this process dies just after admitting it.
-    const second = await inst.start({ failpoints: "admission.after-admit=kill", wait: false });
-    await second.hub.exited;
-    expect(second.hub.output.join("")).toContain("failpoint admission.after-admit: kill");
-    // The update comes a third time: a duplicate now, and the queued run is answered.
-    await inst.start();
-    await waitFor(() => answersTo("first words") === 1, "the answer to the first message", 20_000);
-    telegram.pushUpdate(privateText({ chatId: USER, fromId: USER, text: "second words" }));
-    await waitFor(() => answersTo("second words") === 1, "the answer to the second message", 20_000);
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(answersTo("first words")).toBe(1);
-    expect(modelCallsWith("first words")).toBe(1);
-    expect(telegram.sent(USER).filter((m) => String(m.text).includes("slow down"))).toEqual([]);
-  }, 90_000);
+        // Three tokens and (practically) no refill: the two admissions below and one more message.
+        limits: { senderBurst: 3, senderPerMinute: 1 },
+      });
+      const first = await inst.start({ failpoints: "admission.before-admit=kill" });
+      telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: firstWords }));
+      await first.hub.exited;
+      // Polling fetches the unconfirmed update again; this process dies just after admitting it.
+      const second = await inst.start({ failpoints: "admission.after-admit=kill", wait: false });
+      await second.hub.exited;
+      expect(second.hub.output.join("")).toContain("failpoint admission.after-admit: kill");
+      // The step claimed the session (for the thread's runner with a thread: the main thread has none) rather
+      // than waking it through the ready list: the claim is what the dead process leaves behind.
+      const session = `agent:main:telegram:direct:${user}`;
+      expect(await redis.exists(`${inst.prefix}:mb:runs:own:${session}`)).toBe(1);
+      expect(await redis.lrange(`${inst.prefix}:mb:runs:ready`, 0, -1)).toEqual([]);
+      // The update comes a third time: a duplicate now, and the queued run is answered.
+      await inst.start();
+      await waitFor(() => answersTo(firstWords, user) === 1, "the answer to the first message", 20_000);
+      telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: secondWords }));
+      await waitFor(() => answersTo(secondWords, user) === 1, "the answer to the second message", 20_000);
+      await new Promise((r) => setTimeout(r, 1500));
+      expect(answersTo(firstWords, user)).toBe(1);
+      expect(modelCallsWith(firstWords)).toBe(1);
+      expect(telegram.sent(user).filter((m) => String(m.text).includes("slow down"))).toEqual([]);
+    },
+    90_000,
+  );
 });
 
 describe("chat.send: the ACK comes after admission", () => {

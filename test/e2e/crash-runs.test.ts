@@ -5,7 +5,13 @@ import { createLogger } from "@hub/core";
 import { FileSessionStore, writerGeneration } from "@hub/sessions";
 import { Redis } from "ioredis";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { type FakeOpenAI, type FakeReplyScript, startFakeOpenAI } from "../fakes/src/index.js";
+import {
+  type FakeOpenAI,
+  type FakeReplyScript,
+  privateText,
+  startFakeOpenAI,
+  startFakeTelegram,
+} from "../fakes/src/index.js";
 import { fakeModelEnv, freePort } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
@@ -143,9 +149,21 @@ async function lateAppendIgnored(
   expect(history.messages.filter((m) => m.role === "assistant").map((m) => m.text)).toEqual([answer]);
 }
 
-describe("a run killed before its first transcript write", () => {
+// Each crash below in both layouts: the agent role on the main thread, and on an agent thread (agent.threads),
+// where admission claims the session for the thread's runner and the thread's reply push claims the reply's
+// target for the main thread's delivery: what a crash there leaves behind is claimed across threads.
+const LAYOUTS = [
+  ["", 0],
+  [" (the agent role on an agent thread)", 1],
+] as const;
+const threaded = (threads: number, config: Record<string, unknown> = {}) => ({
+  ...config,
+  agent: { ...(config.agent as Record<string, unknown> | undefined), threads },
+});
+
+describe.each(LAYOUTS)("a run killed before its first transcript write%s", (_, threads) => {
   it("resumes with the user's message in the transcript: answered once, the question kept for later turns", async () => {
-    const inst = make("hold-crash");
+    const inst = make(`hold-crash-${threads}`, { config: threaded(threads) });
     model.script({ text: "The answer after the crash." });
     // The 1st append is the run's writer line with the user's message: killed right before it.
     const a = await inst.start({ failpoints: "transcript.before-append=kill@1" });
@@ -241,38 +259,43 @@ async function answerLines(inst: Installation, sessionKey: string, runId: string
   );
 }
 
-describe("a run killed after its settle's transcript write, before the settle's step", () => {
-  it("is finished from its staged answer after the restart: one model call, the answer in the history once", async () => {
-    const inst = make("written-crash");
-    const answer = "Written and queued, not yet settled.";
-    model.script({ text: answer }, { text: "A second answer, which no model call is made for." });
-    const a = await inst.start({ failpoints: "run.before-settle=kill@1" });
-    a.client!.request("chat.send", { text: "answer me once", idempotencyKey: "written-run-0001" }).catch(
-      () => {},
-    );
-    await a.hub.waitForOutput(/failpoint run\.before-settle: kill/);
-    await a.hub.exited;
-    // Killed after the settle's write: the transcript has the answer and its outcome already.
-    expect(await answerLines(inst, "agent:main:webchat:direct:owner", "written-run-0001")).toEqual([
-      ["assistant", answer],
-      ["outcome", "completed"],
-    ]);
-    const b = await inst.start();
-    await resumedRunCompleted(inst, "written-run-0001");
-    expect(model.requests).toHaveLength(1);
-    const history = (await b.client!.request("chat.history", {})).payload as History;
-    expect(history.messages.map((m) => [m.role, m.text])).toEqual([
-      ["user", "answer me once"],
-      ["assistant", answer],
-    ]);
-    // The chat.send retried by its key gets the answer the record kept.
-    const again = await b.client!.request("chat.send", {
-      text: "answer me once",
-      idempotencyKey: "written-run-0001",
-    });
-    expect(again.payload).toMatchObject({ status: "completed", text: answer });
-  }, 60_000);
+describe.each(LAYOUTS)(
+  "a run killed after its settle's transcript write, before the settle's step%s",
+  (_, threads) => {
+    it("is finished from its staged answer after the restart: one model call, the answer in the history once", async () => {
+      const inst = make(`written-crash-${threads}`, { config: threaded(threads) });
+      const answer = "Written and queued, not yet settled.";
+      model.script({ text: answer }, { text: "A second answer, which no model call is made for." });
+      const a = await inst.start({ failpoints: "run.before-settle=kill@1" });
+      a.client!.request("chat.send", { text: "answer me once", idempotencyKey: "written-run-0001" }).catch(
+        () => {},
+      );
+      await a.hub.waitForOutput(/failpoint run\.before-settle: kill/);
+      await a.hub.exited;
+      // Killed after the settle's write: the transcript has the answer and its outcome already.
+      expect(await answerLines(inst, "agent:main:webchat:direct:owner", "written-run-0001")).toEqual([
+        ["assistant", answer],
+        ["outcome", "completed"],
+      ]);
+      const b = await inst.start();
+      await resumedRunCompleted(inst, "written-run-0001");
+      expect(model.requests).toHaveLength(1);
+      const history = (await b.client!.request("chat.history", {})).payload as History;
+      expect(history.messages.map((m) => [m.role, m.text])).toEqual([
+        ["user", "answer me once"],
+        ["assistant", answer],
+      ]);
+      // The chat.send retried by its key gets the answer the record kept.
+      const again = await b.client!.request("chat.send", {
+        text: "answer me once",
+        idempotencyKey: "written-run-0001",
+      });
+      expect(again.payload).toMatchObject({ status: "completed", text: answer });
+    }, 60_000);
+  },
+);
 
+describe("a run frozen after its settle's transcript write, before the settle's step", () => {
   it("frozen there and woken after another process finished it: its late settle changes nothing", async () => {
     const inst = make("written-freeze");
     const answer = "Written, then frozen before the settle.";
@@ -292,9 +315,11 @@ describe("a run killed after its settle's transcript write, before the settle's 
   }, 60_000);
 });
 
-describe("a run killed right after its settle began the session's next run", () => {
+describe.each(LAYOUTS)("a run killed right after its settle began the session's next run%s", (_, threads) => {
   it("the next run, begun but never started, runs once after the restart; both answered once, in order", async () => {
-    const inst = make("settle-crash", { config: { agent: { queueMode: "followup" } } });
+    const inst = make(`settle-crash-${threads}`, {
+      config: threaded(threads, { agent: { queueMode: "followup" } }),
+    });
     model.script({ text: "First answer.", chunkSize: 4, delayMs: 100 }, { text: "Second answer." });
     const a = await inst.start({ failpoints: "run.after-settle=kill@1" });
     // The second message queues behind the first run (followup), so the first run's settle begins it.
@@ -330,10 +355,55 @@ describe("a run killed right after its settle began the session's next run", () 
   }, 60_000);
 });
 
-describe("recovery time", () => {
+describe.each(LAYOUTS)(
+  "a run killed right after its reply's push claimed the reply's target for delivery%s",
+  (_, threads) => {
+    it("is sent once after the restart, from the reply the push queued: one model call", async () => {
+      const telegram = await startFakeTelegram();
+      try {
+        const user = 6161 + threads;
+        const inst = make(`push-claim-crash-${threads}`, {
+          config: threaded(threads, {
+            channels: {
+              telegram: {
+                botToken: telegram.token,
+                apiRoot: telegram.apiRoot,
+                dmPolicy: "allowlist",
+                allowFrom: [String(user)],
+              },
+            },
+          }),
+        });
+        const answer = "Queued and claimed, not yet sent.";
+        model.script({ text: answer }, { text: "A second answer, which no model call is made for." });
+        // The first push that claims its key where it runs: the run's reply, its target claimed for delivery in
+        // the push's own step (from an agent thread, for the main thread's delivery).
+        const a = await inst.start({ failpoints: "mailbox.after-claim-here=kill@1" });
+        telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "deliver me once" }));
+        await a.hub.waitForOutput(/failpoint mailbox\.after-claim-here: kill/);
+        await a.hub.exited;
+        expect(telegram.sent(user)).toEqual([]);
+        await inst.start();
+        const answers = () => telegram.sent(user).filter((m) => m.text === answer).length;
+        await waitFor(() => answers() === 1, "the answer at the platform", 20_000);
+        await new Promise((r) => setTimeout(r, 1500));
+        expect(answers()).toBe(1);
+        expect(telegram.sent(user)).toHaveLength(1);
+        expect(modelCallsWith("deliver me once")).toBe(1);
+      } finally {
+        await telegram.close();
+      }
+    }, 60_000);
+  },
+);
+
+describe.each(LAYOUTS)("recovery time%s", (_, threads) => {
   it("kill -9 and a restart on the same state directory: answered within seconds, not a lease later", async () => {
     // A 60 s lease (the production default is 30 s): only recognizing the dead predecessor makes this fast.
-    const inst = make("fast-restart", { env: { HUB_LANE_LEASE_MS: "60000" } });
+    const inst = make(`fast-restart-${threads}`, {
+      env: { HUB_LANE_LEASE_MS: "60000" },
+      config: threaded(threads),
+    });
     model.script(
       { text: "never finishes ".repeat(200), chunkSize: 5, delayMs: 200 },
       { text: "Resumed fast." },
@@ -352,7 +422,9 @@ describe("recovery time", () => {
       "Resumed fast.",
     ]);
   }, 60_000);
+});
 
+describe("a hub killed mid-run while another shares its Redis", () => {
   it("another hub sharing Redis takes over within the lease of the last heartbeat", async () => {
     const leaseMs = 5000;
     const a = make("takeover-a", { env: { HUB_LANE_LEASE_MS: String(leaseMs) } });
