@@ -1,5 +1,6 @@
 export * from "./auth-limiter.js";
 export * from "./authorization.js";
+export * from "./chat-listeners.js";
 export * from "./connect-proof.js";
 export * from "./connection-limits.js";
 export * from "./event-bus.js";

@@ -75,6 +75,8 @@ export interface GatewayDeps {
   };
   /** Subscribes to chat events from every process. */
   subscribeEvents: (handler: (event: ChatEvent) => void, wanted: () => boolean) => Promise<void>;
+  /** Told how many connections this gateway has each time that changes (see `ChatListeners.clientsHere`). */
+  connectionsChanged?: (count: number) => void;
   /** Publishes a chat event (used for admission failures after the ACK). */
   publishEvent: (event: ChatEvent) => Promise<void>;
   /** The state of every channel account (for `channels.status`). */
@@ -275,6 +277,7 @@ export class GatewayServer {
       inFlight: 0,
     };
     this.#connections.add(conn);
+    this.deps.connectionsChanged?.(this.#connections.size);
     const timer = setTimeout(() => {
       if (!conn.authed)
         this.#reject(conn, null, "connect_timeout", "Send a connect request with your token first.");
@@ -287,6 +290,7 @@ export class GatewayServer {
     ws.on("close", () => {
       clearTimeout(timer);
       this.#connections.delete(conn);
+      this.deps.connectionsChanged?.(this.#connections.size);
     });
     ws.on("error", (error) => conn.log.warn({ err: error }, "websocket error"));
   }

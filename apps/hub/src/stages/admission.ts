@@ -131,6 +131,7 @@ function startGateway(
         approve: (channel, code) => approvePairing(dispatcher.pairing, replies, channel, code),
       },
       subscribeEvents: (handler, wanted) => base.events.subscribe(base.subscriber, handler, wanted),
+      connectionsChanged: (count) => base.events.listeners.clientsHere(count),
       publishEvent: (event) => base.events.publish(event),
       channelStatus,
     },

@@ -82,6 +82,8 @@ export async function connectBase(
   const events = new ChatEventBus(redis, config.redis.prefix, logger);
   const epoch = new RedisEpoch(redis, config.redis.prefix, logger.child({ component: "redis" }));
   await epoch.start();
+  // Chat events are published only while some gateway has a client (see ChatListeners).
+  await events.listen(subscriber);
   const mailbox = {
     instanceId: instanceIdOf(options.stateDir),
     sweepIntervalMs: tuning.sweepIntervalMs,
