@@ -119,7 +119,7 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     });
   });
 
-  it("hands each session to a thread's runner in its admission, and each reply back to the main thread's delivery in its push: no wake-up through Redis", async () => {
+  it("hands each session to a thread's runner in its admission, and each reply back to the main thread's delivery in its push: no wake-up through Redis, no settlement published", async () => {
     const { client, prefix } = await startThreadedHub("threads-admit", {
       HUB_AGENT_THREADS: "2",
       config: "{ channels: {} }",
@@ -139,6 +139,8 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     // cannot deliver: without that claim each target would have been woken through delivery's ready list).
     expect(woken.runs).toEqual([]);
     expect(woken.replies).toEqual([]);
+    // Each run waits for its reply's settlement, which the main thread's delivery told its thread in memory.
+    expect(woken.settled).toEqual([]);
   });
 
   it("keeps each session's messages in order when they arrive at once: two threads, messages sent without waiting", async () => {
@@ -320,11 +322,17 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
 });
 
 // The keys put on the session lane's and delivery's ready lists (sessions and reply targets woken through
-// Redis for a worker to claim) while `monitor` watches.
-function wokenThroughRedis(monitor: RedisMonitor, prefix: string): { runs: string[]; replies: string[] } {
+// Redis for a worker to claim), and the replies' settlements published through Redis (for a waiter on
+// another thread or process), while `monitor` watches.
+function wokenThroughRedis(
+  monitor: RedisMonitor,
+  prefix: string,
+): { runs: string[]; replies: string[]; settled: string[] } {
   cleanups.push(() => monitor.disconnect());
-  const woken = { runs: [] as string[], replies: [] as string[] };
+  const woken = { runs: [] as string[], replies: [] as string[], settled: [] as string[] };
   monitor.on("monitor", (_time, [command, key, ...values]) => {
+    if (command?.toLowerCase() === "publish" && key === `${prefix}:mb:reply:settled`)
+      woken.settled.push(values[0] ?? "");
     if (command?.toLowerCase() !== "rpush") return;
     if (key === `${prefix}:mb:runs:ready`) woken.runs.push(...values);
     if (key === `${prefix}:mb:reply:ready`) woken.replies.push(...values);

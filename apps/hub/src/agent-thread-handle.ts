@@ -3,11 +3,22 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import { HubError } from "@hub/core";
 import type { ClaimedKey } from "@hub/queue";
+import type { ReplyDispatcher } from "@hub/reply";
+
+/**
+ * The main thread's delivery, as an agent thread's pushes claim targets for it (see
+ * `ReplyDispatcher.deliveryRoom`) and its runs wait for their replies' settlements (see `SettleRelay`).
+ */
+export type ThreadDelivery = Pick<
+  ReplyDispatcher,
+  "adopt" | "forgetHolds" | "waitElsewhere" | "stopWaitingElsewhere"
+>;
+
 import type {
   AgentThreadData,
   AgentThreadMessage,
   AgentThreadRequest,
-  SessionClaimed,
+  ToAgentThread,
 } from "./agent-thread-messages.js";
 
 /** How long a question to a thread may take before it counts as unanswered (a stuck or dying thread). */
@@ -42,10 +53,16 @@ export class AgentThread {
   /** Resolves once its agent role runs; rejects with why it could not start (the thread is then ended). */
   readonly ready: Promise<void>;
 
-  /** `adopt` takes the reply targets its pushes claimed for this thread's delivery (see `deliveryRoom`). */
+  /** Replies the thread waits for that `delivery` tells it the settlement of; forgotten when it ends. */
+  readonly #waits = new Set<string>();
+
+  /**
+   * `delivery` takes the reply targets its pushes claimed for this thread's delivery (see `deliveryRoom`),
+   * and tells it the settlements of the replies it waits for.
+   */
   constructor(
     data: AgentThreadData,
-    private readonly adopt: (claim: ClaimedKey) => void,
+    private readonly delivery: ThreadDelivery,
   ) {
     this.#worker = new Worker(threadEntry(), { workerData: data });
     // Always listened to: an error event nobody listens to would end the whole process.
@@ -58,6 +75,8 @@ export class AgentThread {
       this.#ended = true;
       for (const resolve of this.#pending.values()) resolve(undefined);
       this.#pending.clear();
+      for (const replyId of this.#waits) this.delivery.stopWaitingElsewhere(replyId);
+      this.#waits.clear();
     });
     this.ready = this.#starting(data.index).catch(async (error: unknown) => {
       await this.#worker.terminate();
@@ -70,7 +89,8 @@ export class AgentThread {
   #starting(index: number): Promise<void> {
     return new Promise<void>((resolve, reject) => {
       this.#worker.on("message", (message: AgentThreadMessage) => {
-        if (message.kind === "claimed") this.adopt(message.claim);
+        if (message.kind === "claimed") this.delivery.adopt(message.claim);
+        else if (message.kind === "waiting" || message.kind === "done") this.#waiting(message);
         else if (message.kind === "answer") this.#pending.get(message.id)?.(message.value);
         else if (message.kind === "failed") reject(new HubError("agent_thread", message.error));
         else {
@@ -85,6 +105,25 @@ export class AgentThread {
         ),
       );
     });
+  }
+
+  // The thread begins or stops waiting for a reply: told its settlement in memory when this thread's delivery
+  // settles it (see SettleRelay).
+  #waiting({ kind, replyId }: { kind: "waiting" | "done"; replyId: string }): void {
+    if (kind === "done" || this.#ended) {
+      this.#waits.delete(replyId);
+      this.delivery.stopWaitingElsewhere(replyId);
+      return;
+    }
+    this.#waits.add(replyId);
+    this.delivery.waitElsewhere(replyId, (settlement) => {
+      this.#waits.delete(replyId);
+      this.#post({ kind: "settled", replyId, settlement });
+    });
+  }
+
+  #post(message: ToAgentThread): void {
+    if (!this.#ended) this.#worker.postMessage(message);
   }
 
   /** Asks the thread; undefined when it does not answer within `timeoutMs` (or has ended, or failed to). */
@@ -109,7 +148,7 @@ export class AgentThread {
 
   /** Hands the thread a session the main thread's admission claimed for its runner (lost if it has ended). */
   claimed(claim: ClaimedKey): void {
-    if (!this.#ended) this.#worker.postMessage({ kind: "session", claim } satisfies SessionClaimed);
+    this.#post({ kind: "session", claim });
   }
 
   /** Ends the thread now (what is left of its runs resumes through the session lane's recovery). */

@@ -1,4 +1,4 @@
-import type { HubConfig } from "@hub/core";
+import type { HubConfig, ReplySettlement } from "@hub/core";
 import type { ClaimedKey } from "@hub/queue";
 
 /** What an agent thread starts from (its `workerData`): the hub's config and where its state and log go. */
@@ -38,18 +38,23 @@ export interface AgentThreadRequest {
   by?: number | undefined;
 }
 
-/** A session the main thread's admission claimed for the thread's runner (see `AgentThreadData.laneRoom`). */
-export interface SessionClaimed {
-  kind: "session";
-  claim: ClaimedKey;
-}
+/**
+ * What the main thread posts to an agent thread besides its questions: a session its admission claimed for the
+ * thread's runner (see `AgentThreadData.laneRoom`), or the settlement of a reply the thread waits for, which
+ * the main thread's delivery settled (see `SettleRelay`).
+ */
+export type ToAgentThread =
+  | { kind: "session"; claim: ClaimedKey }
+  | { kind: "settled"; replyId: string; settlement: ReplySettlement };
 
 /**
- * What an agent thread posts: that it started (or why it could not), the answer to a request, or a reply
- * target one of its pushes claimed for the main thread's delivery (see `AgentThreadData.deliveryRoom`).
+ * What an agent thread posts: that it started (or why it could not), the answer to a request, a reply target
+ * one of its pushes claimed for the main thread's delivery (see `AgentThreadData.deliveryRoom`), or that it
+ * begins or stops waiting for a reply's settlement, which that delivery then tells it (see `SettleRelay`).
  */
 export type AgentThreadMessage =
   | { kind: "ready" }
   | { kind: "failed"; error: string }
   | { kind: "answer"; id: number; value: unknown }
-  | { kind: "claimed"; claim: ClaimedKey };
+  | { kind: "claimed"; claim: ClaimedKey }
+  | { kind: "waiting" | "done"; replyId: string };

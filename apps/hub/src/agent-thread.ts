@@ -10,7 +10,7 @@ import type {
   AgentThreadData,
   AgentThreadMessage,
   AgentThreadRequest,
-  SessionClaimed,
+  ToAgentThread,
 } from "./agent-thread-messages.js";
 import { type AgentThreadRole, startAgentThreadRole } from "./hub.js";
 import { logLibraryWarnings } from "./library-warnings.js";
@@ -34,15 +34,22 @@ try {
         claimed: (claim: ClaimedKey) => post({ kind: "claimed", claim }),
       }
     : undefined;
+  // That delivery tells it the settlements of the replies it waits for.
+  const settleRelay = room
+    ? {
+        waiting: (replyId: string) => post({ kind: "waiting", replyId }),
+        done: (replyId: string) => post({ kind: "done", replyId }),
+      }
+    : undefined;
   const role = await startAgentThreadRole(data.config, {
     stateDir: data.stateDir,
     logger,
     remoteDelivery,
+    settleRelay,
     laneRoom: new WorkerRoom(data.laneRoom),
   });
-  port.on("message", (request: AgentThreadRequest | SessionClaimed) => {
-    // A session the main thread's admission claimed for this thread's runner: it starts at once.
-    if ("kind" in request) return role.takeSession(request.claim);
+  port.on("message", (request: AgentThreadRequest | ToAgentThread) => {
+    if ("kind" in request) return posted(role, request);
     void Promise.resolve(request)
       .then((asked) => answer(role, asked))
       .then(
@@ -53,6 +60,13 @@ try {
   post({ kind: "ready" });
 } catch (error) {
   post({ kind: "failed", error: describeError(error) });
+}
+
+// A session the main thread's admission claimed for this thread's runner starts at once; a settlement wakes
+// the waits for its reply.
+function posted(role: AgentThreadRole, message: ToAgentThread): void {
+  if (message.kind === "session") role.takeSession(message.claim);
+  else role.settledElsewhere(message.replyId, message.settlement);
 }
 
 function answer(role: AgentThreadRole, request: AgentThreadRequest): unknown {

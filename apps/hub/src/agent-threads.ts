@@ -2,10 +2,9 @@ import { closeSync, openSync } from "node:fs";
 import { setTimeout as sleep } from "node:timers/promises";
 import { HubError, type HubLogger } from "@hub/core";
 import { type ClaimedKey, type RemoteWorker, WorkerRoom } from "@hub/queue";
-import type { ReplyDispatcher } from "@hub/reply";
 import type { StartedRun } from "@hub/sessions";
 import { AggregatorRegistry } from "prom-client";
-import { AgentThread } from "./agent-thread-handle.js";
+import { AgentThread, type ThreadDelivery } from "./agent-thread-handle.js";
 import type { AgentThreadData } from "./agent-thread-messages.js";
 import type { MetricsSnapshot } from "./metrics.js";
 import type { RoleWorker } from "./operations.js";
@@ -17,9 +16,6 @@ const RESTART_MAX_DELAY_MS = 30_000;
 const RESTART_TIMEOUT_MS = 60_000;
 /** How long a stop without a deadline waits for a thread to stop. */
 const STOP_WAIT_MS = 60_000;
-
-/** The main thread's delivery, as the threads' pushes claim targets for it (see `ReplyDispatcher.deliveryRoom`). */
-export type ThreadDelivery = Pick<ReplyDispatcher, "adopt" | "forgetHolds">;
 
 /** One thread's place: the thread in it now (running, or starting again), and what it last answered. */
 interface Slot {
@@ -93,7 +89,7 @@ export class AgentThreads implements RoleWorker {
       (room, i) =>
         new AgentThread(
           { ...data, index: i + 1, laneRoom: room.buffer, deliveryHolds: holds[i] as SharedArrayBuffer },
-          (claim) => delivery.adopt(claim),
+          delivery,
         ),
     );
     const failed = (await Promise.allSettled(threads.map((t) => t.ready))).find(
@@ -208,7 +204,7 @@ export class AgentThreads implements RoleWorker {
       // From the running config: a SIGHUP reload changes its channels in place, so this thread starts with them.
       const next = new AgentThread(
         { ...this.data, index: i + 1, laneRoom: slot.room.buffer, deliveryHolds: slot.deliveryHolds },
-        (claim) => this.delivery.adopt(claim),
+        this.delivery,
       );
       // In its slot while it starts: a stop ends it there. Whenever it ends (a start that fails or times out
       // included), nothing more is claimed for it.

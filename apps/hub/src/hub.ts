@@ -1,7 +1,14 @@
-import { type ChannelAdapter, type ChannelPlugin, type HubConfig, HubError, type HubLogger } from "@hub/core";
+import {
+  type ChannelAdapter,
+  type ChannelPlugin,
+  type HubConfig,
+  HubError,
+  type HubLogger,
+  type ReplySettlement,
+} from "@hub/core";
 import type { InboundDispatcher } from "@hub/dispatch";
 import type { ClaimedKey, RemoteWorker, WorkerRoom } from "@hub/queue";
-import type { ReplyDispatcher } from "@hub/reply";
+import type { ReplyDispatcher, SettleRelay } from "@hub/reply";
 import { takeClaimedSession } from "@hub/sessions";
 import { AgentThreads } from "./agent-threads.js";
 import { type ProbeAddress, startHealthServer } from "./health-server.js";
@@ -129,6 +136,8 @@ export interface AgentThreadRole {
   operations: HubOperations;
   /** Runs a session the main thread's admission claimed for its runner (see `AgentThreads.runners`). */
   takeSession(claim: ClaimedKey): void;
+  /** A reply's settlement, told by the main thread's delivery (see `SettleRelay`). */
+  settledElsewhere(replyId: string, settlement: ReplySettlement): void;
   /** Whether its runner takes work (and Redis answers). */
   running(): Promise<boolean>;
   stop(by?: number): Promise<void>;
@@ -141,19 +150,21 @@ export async function startAgentThreadRole(
     stateDir: string;
     logger: HubLogger;
     remoteDelivery: RemoteWorker | undefined;
+    settleRelay: SettleRelay | undefined;
     laneRoom: WorkerRoom;
   },
 ): Promise<AgentThreadRole> {
-  const { remoteDelivery, laneRoom, ...rest } = options;
+  const { remoteDelivery, settleRelay, laneRoom, ...rest } = options;
   const base = await connectBase({ ...config, roles: ["agent"] }, { ...rest, agentThread: true });
   const entry = await buildEntry(base, {});
-  const replies = await startSettlement(base, entry, remoteDelivery);
+  const replies = await startSettlement(base, entry, { remoteDelivery, settleRelay });
   const session = buildSessionStage(base);
   await session.clockRead;
   await startExecution(base, entry, replies, session, laneRoom);
   return {
     operations: base.operations,
     takeSession: (claim) => takeClaimedSession(claim, session.lane, session.steps),
+    settledElsewhere: (replyId, settlement) => replies.settledElsewhere(replyId, settlement),
     running: async () => (await base.operations.readiness([])).ready,
     stop: (by) => shutdownBase(base, by),
   };

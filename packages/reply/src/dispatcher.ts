@@ -35,6 +35,7 @@ import { FailedDeliveries } from "./failed-deliveries.js";
 import { LivePreviews, type PreviewIo } from "./preview.js";
 import { OpenReply, type SettleWaiter } from "./reply-stream.js";
 import { parseSegmentItem, type SegmentItem } from "./segment-item.js";
+import { type SettleRelay, WaitsElsewhere } from "./settle-relay.js";
 
 /** The fields every log line about a segment carries: its run (the reply id), session and channel. */
 function segmentLogFields(segment: SegmentItem): Record<string, unknown> {
@@ -72,6 +73,8 @@ export interface ReplyDispatcherOptions extends MailboxTuning {
    * room, as a push claims one for this dispatcher's own delivery, instead of waking it through Redis.
    */
   remoteDelivery?: RemoteWorker | undefined;
+  /** With `remoteDelivery`: the delivering thread tells this one its replies' settlements (see `SettleRelay`). */
+  settleRelay?: SettleRelay | undefined;
 }
 
 /** What a chat is told, once, when answers to it expired unsent. */
@@ -100,6 +103,10 @@ export class ReplyDispatcher implements ReplySink {
   #subscribed: Promise<void> | undefined;
   #subscriber: Redis | undefined;
   readonly #waiters = new Map<string, Set<(settlement: ReplySettlement) => void>>();
+  /** Replies whose waits here `settleRelay` was told of, and not yet that they ended. */
+  readonly #relayed = new Set<string>();
+  /** Other threads' waits for replies this dispatcher's delivery settles. */
+  readonly #elsewhere = new WaitsElsewhere();
   readonly #previews: LivePreviews;
   /** Its delivery's room as other threads see it, once it delivers (`startDelivery`). */
   #room: WorkerRoom | undefined;
@@ -126,7 +133,10 @@ export class ReplyDispatcher implements ReplySink {
       // A reply's last item (`<replyId>#<index or close or end>$<total>`) settles it when acked; failed segments
       // (`<replyId>#<index>`) are counted on the way; previews (`#p<n>`) count nowhere.
       // A reply its own run waits for in this process is settled to that waiter, not published.
-      groups: { ttlSeconds: REPLY_TTL_SECONDS, waiterHere: (replyId) => this.#wakerOf(replyId) },
+      groups: {
+        ttlSeconds: REPLY_TTL_SECONDS,
+        waiterHere: (replyId) => this.#wakerOf(replyId) ?? this.#elsewhere.waiterOf(replyId),
+      },
       onFailed: async (item, error) => {
         // A preview that could not be shown is not a segment of the reply: nothing to keep.
         if (item.data.kind !== undefined) return;
@@ -197,11 +207,44 @@ export class ReplyDispatcher implements ReplySink {
     const set = this.#waiters.get(replyId) ?? new Set();
     set.add(wake);
     this.#waiters.set(replyId, set);
+    const relay = this.#o.settleRelay;
+    if (relay && !this.#relayed.has(replyId)) {
+      this.#relayed.add(replyId);
+      relay.waiting(replyId);
+    }
     const cancel = () => {
       set.delete(wake);
-      if (set.size === 0 && this.#waiters.get(replyId) === set) this.#waiters.delete(replyId);
+      if (set.size > 0 || this.#waiters.get(replyId) !== set) return;
+      this.#waiters.delete(replyId);
+      this.#unrelay(replyId);
     };
     return { woke, cancel };
+  }
+
+  // Nobody here waits for the reply any more: the delivering thread need not tell it.
+  #unrelay(replyId: string): void {
+    if (this.#relayed.delete(replyId)) this.#o.settleRelay?.done(replyId);
+  }
+
+  /** A reply's settlement, told by the thread that delivered it (see `SettleRelay`): wakes its waits here. */
+  settledElsewhere(replyId: string, settlement: ReplySettlement): void {
+    this.#relayed.delete(replyId);
+    this.#wakerOf(replyId)?.(settlement);
+  }
+
+  /** Another thread waits for `replyId` (its `SettleRelay`): this dispatcher's delivery tells it the settlement. */
+  waitElsewhere(replyId: string, tell: (settlement: ReplySettlement) => void): void {
+    this.#elsewhere.add(replyId, tell);
+  }
+
+  /** That thread no longer waits for `replyId` (its settlement came otherwise, or it ended). */
+  stopWaitingElsewhere(replyId: string): void {
+    this.#elsewhere.remove(replyId);
+  }
+
+  /** How many replies other threads wait here to be told the settlement of. */
+  get waitingElsewhere(): number {
+    return this.#elsewhere.size;
   }
 
   // Belt and braces: a lost announcement only delays us (the status is read after a while, backing
@@ -244,6 +287,7 @@ export class ReplyDispatcher implements ReplySink {
     if (!set) return undefined;
     return ({ total, delivered, failed }) => {
       if (this.#waiters.get(replyId) === set) this.#waiters.delete(replyId);
+      this.#unrelay(replyId);
       for (const wake of set) wake({ total, delivered, failed });
     };
   }

@@ -3,3 +3,4 @@ export { chunkText } from "./chunk.js";
 export * from "./dispatcher.js";
 export * from "./failed-deliveries.js";
 export * from "./fit.js";
+export * from "./settle-relay.js";

@@ -1,5 +1,5 @@
 import type { RemoteWorker } from "@hub/queue";
-import { ReplyDispatcher } from "@hub/reply";
+import { ReplyDispatcher, type SettleRelay } from "@hub/reply";
 import { hubOutbox, startOutboxSweeper } from "../outbox.js";
 import type { HubBase } from "./base.js";
 import type { EntryStage } from "./entry.js";
@@ -11,12 +11,13 @@ const ANNOUNCE_GRACE_MS = 5000;
  * Stage 5, settlement: the ReplyDispatcher that every run's reply goes
  * through (chunked per channel, ordered per reply target, durable), and, in a
  * process with the `delivery` role, the workers that send it to the platforms. An agent thread's pushes
- * claim idle targets for the main thread's delivery (`remoteDelivery`).
+ * claim idle targets for the main thread's delivery (`remoteDelivery`), which tells it its replies'
+ * settlements (`settleRelay`).
  */
 export async function startSettlement(
   base: HubBase,
   entry: EntryStage,
-  remoteDelivery?: RemoteWorker,
+  thread: { remoteDelivery?: RemoteWorker | undefined; settleRelay?: SettleRelay | undefined } = {},
 ): Promise<ReplyDispatcher> {
   const { config, tuning } = base;
   const replies = new ReplyDispatcher({
@@ -31,7 +32,8 @@ export async function startSettlement(
     maxAgeMs: config.delivery.maxAgeMs,
     leaseMs: tuning.leaseMs ?? config.delivery.leaseMs,
     outbox: hubOutbox(base),
-    remoteDelivery,
+    remoteDelivery: thread.remoteDelivery,
+    settleRelay: thread.settleRelay,
     ...base.mailbox,
   });
   base.shutdown.rest.push(() => replies.close());
