@@ -5,7 +5,7 @@ import type { Redis } from "ioredis";
 export interface ChatListenersTiming {
   /** A gateway with clients says so this often. */
   heartbeatMs: number;
-  /** A gateway not heard of for this long has no clients (it died without saying so); said in its announcements. */
+  /** A gateway not heard of for this long has no clients (it died without saying so); told to the others. */
   expiryMs: number;
 }
 
@@ -21,12 +21,13 @@ const ANSWER_WITHIN_MS = 2000;
  * WhatsApp), each run's end was a PUBLISH that every gateway process received and dropped, one Redis
  * command per message and a message to each gateway process.
  *
- * A gateway announces on `<prefix>:chat-listeners` when its first client connects and when its last leaves,
- * when asked, and every `heartbeatMs` while it has clients; every process hears the announcements on its
- * subscriber connection, and asks when it begins to listen. Where it cannot be sure (until the gateways
- * could have answered; while its subscriber connection is down, and after it came back until a heartbeat could
- * have come), it takes it that someone listens, as it does before it listens at all. So a client is never missed for longer than an announcement takes to arrive: the one connected to
- * this process's own gateway not at all, since this process counts its own clients itself.
+ * A gateway announces on `<prefix>:chat-listeners` when its first client connects and when its last
+ * leaves, when asked, and every `heartbeatMs` while it has clients; every process hears the announcements
+ * on its subscriber connection, and asks when it begins to listen. Where it cannot be sure (until the
+ * gateways could have answered; while its subscriber connection is down, and after it came back until a
+ * heartbeat could have come), it takes it that someone listens, as it does before it listens at all. So a
+ * client is never missed for longer than an announcement takes to arrive: the one connected to this
+ * process's own gateway not at all, since this process counts its own clients itself.
  */
 export class ChatListeners {
   readonly #channel: string;
