@@ -11,6 +11,7 @@ import { fakeModelEnv } from "../support/hub-process.js";
 import { INSTALLATION_TOKEN, type Installation, installation } from "../support/installation.js";
 import { monitorRedis } from "../support/monitor.js";
 import { waitFor } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 // A run's end is a chat event for the web clients watching its session. With no web client connected to any
 // gateway, nobody hears it: it is not published (a Redis command and a message to every gateway process per
@@ -47,12 +48,7 @@ describe.each([
       config: {
         agent: { threads },
         channels: {
-          telegram: {
-            botToken: telegram.token,
-            apiRoot: telegram.apiRoot,
-            dmPolicy: "allowlist",
-            allowFrom: [String(user)],
-          },
+          telegram: fakeTelegramChannel(telegram, [user]),
         },
       },
     });

@@ -10,6 +10,7 @@ import {
 import { fakeModelEnv } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 // Admission crash points (issue 9, items 1-5), with real hub processes killed at the exact step.
 const USER = 5151;
@@ -61,12 +62,7 @@ describe("admission: a crash at any step gives exactly one run", () => {
       const inst = make(`adm-tg-${threads}`, {
         agent: { threads },
         channels: {
-          telegram: {
-            botToken: telegram.token,
-            apiRoot: telegram.apiRoot,
-            dmPolicy: "allowlist",
-            allowFrom: [String(user)],
-          },
+          telegram: fakeTelegramChannel(telegram, [user]),
         },
         // Three tokens and (practically) no refill: the two admissions below and one more message.
         limits: { senderBurst: 3, senderPerMinute: 1 },

@@ -15,6 +15,7 @@ import {
 import { fakeModelEnv, freePort } from "../support/hub-process.js";
 import { type Installation, installation } from "../support/installation.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
+import { fakeTelegramChannel } from "../support/telegram-channel.js";
 
 // Runs that lose their claim, Redis losing its data, and recovery time (issue 9, items 6, 8, 10),
 // with real hub processes frozen (SIGSTOP) or killed (SIGKILL) at the exact step.
@@ -365,12 +366,7 @@ describe.each(LAYOUTS)(
         const inst = make(`push-claim-crash-${threads}`, {
           config: threaded(threads, {
             channels: {
-              telegram: {
-                botToken: telegram.token,
-                apiRoot: telegram.apiRoot,
-                dmPolicy: "allowlist",
-                allowFrom: [String(user)],
-              },
+              telegram: fakeTelegramChannel(telegram, [user]),
             },
           }),
         });
