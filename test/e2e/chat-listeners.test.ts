@@ -53,7 +53,7 @@ describe.each([
       },
     });
     installs.push(inst);
-    const { client, port } = await inst.start();
+    const { hub, client, port } = await inst.start();
     const startedAt = Date.now();
     client!.close();
     const monitor = await monitorRedis();
@@ -68,6 +68,8 @@ describe.each([
       model.script({ text: "unheard answer" });
       telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "nobody watches" }));
       await waitFor(() => answered("unheard answer"), "the first answer at Telegram", 20_000);
+      // The run's end would be published right after this line (logged on its thread, which writes it).
+      await hub.waitForOutput(/"msg":"run finished"/);
       await new Promise((r) => setTimeout(r, 500));
       expect(published).toEqual([]);
 

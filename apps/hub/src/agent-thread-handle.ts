@@ -1,7 +1,7 @@
 import { extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
-import { HubError } from "@hub/core";
+import { HubError, type ReplySettlement } from "@hub/core";
 import type { ClaimedKey } from "@hub/queue";
 import type { ReplyDispatcher } from "@hub/reply";
 
@@ -53,8 +53,8 @@ export class AgentThread {
   /** Resolves once its agent role runs; rejects with why it could not start (the thread is then ended). */
   readonly ready: Promise<void>;
 
-  /** Replies the thread waits for that `delivery` tells it the settlement of; forgotten when it ends. */
-  readonly #waits = new Set<string>();
+  /** Replies the thread waits for, each with what tells it the settlement (`delivery` calls it); forgotten when it ends. */
+  readonly #waits = new Map<string, (settlement: ReplySettlement) => void>();
 
   /**
    * `delivery` takes the reply targets its pushes claimed for this thread's delivery (see `deliveryRoom`),
@@ -75,7 +75,7 @@ export class AgentThread {
       this.#ended = true;
       for (const resolve of this.#pending.values()) resolve(undefined);
       this.#pending.clear();
-      for (const replyId of this.#waits) this.delivery.stopWaitingElsewhere(replyId);
+      for (const [replyId, tell] of this.#waits) this.delivery.stopWaitingElsewhere(replyId, tell);
       this.#waits.clear();
     });
     this.ready = this.#starting(data.index).catch(async (error: unknown) => {
@@ -110,16 +110,19 @@ export class AgentThread {
   // The thread begins or stops waiting for a reply: told its settlement in memory when this thread's delivery
   // settles it (see SettleRelay).
   #waiting({ kind, replyId }: { kind: "waiting" | "done"; replyId: string }): void {
+    const known = this.#waits.get(replyId);
     if (kind === "done" || this.#ended) {
       this.#waits.delete(replyId);
-      this.delivery.stopWaitingElsewhere(replyId);
+      if (known) this.delivery.stopWaitingElsewhere(replyId, known);
       return;
     }
-    this.#waits.add(replyId);
-    this.delivery.waitElsewhere(replyId, (settlement) => {
-      this.#waits.delete(replyId);
+    if (known) return;
+    const tell = (settlement: ReplySettlement) => {
+      if (this.#waits.get(replyId) === tell) this.#waits.delete(replyId);
       this.#post({ kind: "settled", replyId, settlement });
-    });
+    };
+    this.#waits.set(replyId, tell);
+    this.delivery.waitElsewhere(replyId, tell);
   }
 
   #post(message: ToAgentThread): void {

@@ -12,6 +12,8 @@ export interface ChatListenersTiming {
 const DEFAULT_TIMING: ChatListenersTiming = { heartbeatMs: 5000, expiryMs: 15_000 };
 // A process that begins to listen asks; the gateways with clients answer at once.
 const ASK = "?";
+// What a listener hears of its own echo: "!<id>".
+const ECHO = "!";
 const ANSWER_WITHIN_MS = 2000;
 
 /**
@@ -25,9 +27,11 @@ const ANSWER_WITHIN_MS = 2000;
  * leaves, when asked, and every `heartbeatMs` while it has clients; every process hears the announcements
  * on its subscriber connection, and asks when it begins to listen. Where it cannot be sure (until the
  * gateways could have answered; while its subscriber connection is down, and after it came back until a
- * heartbeat could have come), it takes it that someone listens, as it does before it listens at all. So a
- * client is never missed for longer than an announcement takes to arrive: the one connected to this
- * process's own gateway not at all, since this process counts its own clients itself.
+ * heartbeat could have come; while its own echo, sent each heartbeat, does not come back), it takes it
+ * that someone listens, as it does before it listens at all. So a client is missed at most for as long as
+ * an announcement takes to arrive (or, after a lost one, until the next heartbeat): the one connected to
+ * this process's own gateway not at all, since this process counts its own clients itself (an agent
+ * thread has no gateway: it hears of the main thread's clients as another process does).
  */
 export class ChatListeners {
   readonly #channel: string;
@@ -37,8 +41,14 @@ export class ChatListeners {
   #heartbeat: NodeJS.Timeout | undefined;
   /** Gateways with clients, by id: until when that holds without another announcement. */
   readonly #elsewhere = new Map<string, number>();
-  /** From when the announcements heard are the whole story; undefined before listening (unsure). */
+  /**
+   * From when (monotonic ms) the announcements heard are the whole story; undefined before listening, and
+   * infinite while its subscription is down or lapsed (unsure).
+   */
   #sureFrom: number | undefined;
+  #echo: NodeJS.Timeout | undefined;
+  #echoSent = false;
+  #echoHeard = false;
 
   constructor(
     private readonly redis: Redis,
@@ -87,19 +97,35 @@ export class ChatListeners {
     });
     // Back, it subscribes again by itself, but an answer to a question asked now could come before that.
     subscriber.on("ready", () => this.#unsureFor(this.timing.heartbeatMs + 1000));
+    this.#unsureFor(this.timing.heartbeatMs + 1000);
     await subscriber.subscribe(this.#channel);
+    this.#echo = setInterval(() => this.#sendEcho(), this.timing.heartbeatMs);
+    this.#echo.unref();
+    this.#sendEcho();
     this.#ask();
   }
 
   #unsureFor(ms: number): void {
-    this.#sureFrom = Date.now() + ms;
+    this.#sureFrom = performance.now() + ms;
   }
 
   // Asks the gateways with clients to say so now (subscribed, so their answers are heard): unsure until they
-  // could have answered (one busy past that says so at its next heartbeat).
+  // could have answered since Redis passed the question on (one busy past that says so at its next heartbeat).
   #ask(): void {
-    this.#unsureFor(Math.min(ANSWER_WITHIN_MS, this.timing.heartbeatMs + 1000));
-    this.redis.publish(this.#channel, ASK).catch(() => this.#unsureFor(this.timing.heartbeatMs + 1000));
+    this.redis.publish(this.#channel, ASK).then(
+      () => this.#unsureFor(Math.min(ANSWER_WITHIN_MS, this.timing.heartbeatMs + 1000)),
+      () => {},
+    );
+  }
+
+  // Its own echo, each heartbeat: a subscription that lapsed without a word (a cluster's subscriber moved
+  // to another node, a connection half open) shows as an echo not heard back by the next one, and the
+  // announcements of that time may be lost: unsure from then until a heartbeat after it is heard again.
+  #sendEcho(): void {
+    if (this.#echoSent && !this.#echoHeard) this.#sureFrom = Number.POSITIVE_INFINITY;
+    this.#echoSent = true;
+    this.#echoHeard = false;
+    this.redis.publish(this.#channel, `${ECHO}${this.#id}`).catch(() => {});
   }
 
   #heard(message: string): void {
@@ -107,18 +133,23 @@ export class ChatListeners {
       if (this.#here > 0) this.#announce(1);
       return;
     }
+    if (message === `${ECHO}${this.#id}`) {
+      if (this.#sureFrom === Number.POSITIVE_INFINITY) this.#unsureFor(this.timing.heartbeatMs + 1000);
+      this.#echoHeard = true;
+      return;
+    }
     const at = message.lastIndexOf("|");
     if (at <= 0) return;
     const id = message.slice(0, at);
     const forMs = Number(message.slice(at + 1));
-    if (forMs > 0) this.#elsewhere.set(id, Date.now() + forMs);
+    if (forMs > 0) this.#elsewhere.set(id, performance.now() + forMs);
     else this.#elsewhere.delete(id);
   }
 
   /** Whether a web client may hear a chat event now (see the class). */
   get any(): boolean {
     if (this.#here > 0) return true;
-    const now = Date.now();
+    const now = performance.now();
     if (this.#sureFrom === undefined || now < this.#sureFrom) return true;
     for (const [id, until] of this.#elsewhere) {
       if (until > now) return true;
@@ -127,8 +158,9 @@ export class ChatListeners {
     return false;
   }
 
-  /** Stops the heartbeat (a stopping gateway says it has no clients left). */
+  /** Stops the heartbeat and the echo (a stopping gateway says it has no clients left). */
   close(): void {
+    clearInterval(this.#echo);
     if (this.#here > 0) this.clientsHere(0);
   }
 }

@@ -9,12 +9,15 @@ import { ChatEventBus } from "../src/index.js";
 const logger = createLogger({ level: "silent" });
 const TIMING = { heartbeatMs: 200, expiryMs: 600 };
 const connections: Redis[] = [];
+const buses: ChatEventBus[] = [];
 const connect = () => {
   const redis = new Redis(REDIS_URL);
   connections.push(redis);
   return redis;
 };
 afterEach(() => {
+  // Their heartbeats and echoes stop too.
+  for (const bus of buses.splice(0)) bus.listeners.close();
   for (const c of connections.splice(0)) c.disconnect();
 });
 
@@ -30,6 +33,7 @@ const event = (runId: string): ChatEvent => ({
 async function processBus(prefix: string): Promise<ChatEventBus & { commands: Redis }> {
   const commands = connect();
   const bus = new ChatEventBus(commands, prefix, logger, TIMING);
+  buses.push(bus);
   await bus.listen(connect());
   return Object.assign(bus, { commands });
 }
@@ -81,6 +85,7 @@ describe("chat events are published only while a web client may hear them", () =
     const slow = { heartbeatMs: 60_000, expiryMs: 180_000 };
     const gatewayCommands = connect();
     const gateway = new ChatEventBus(gatewayCommands, prefix, logger, slow);
+    buses.push(gateway);
     await gateway.listen(connect());
     gateway.listeners.clientsHere(1);
     await settle();
@@ -112,6 +117,7 @@ describe("chat events are published only while a web client may hear them", () =
     const prefix = testPrefix("chat-listeners-reconnect");
     const subscriber = connect();
     const runner = new ChatEventBus(connect(), prefix, logger, TIMING);
+    buses.push(runner);
     await runner.listen(subscriber);
     await sure();
     expect(runner.listeners.any).toBe(false);
@@ -122,6 +128,25 @@ describe("chat events are published only while a web client may hear them", () =
     // Down: announcements made now are lost.
     expect(runner.listeners.any).toBe(true);
     await back;
+    expect(runner.listeners.any).toBe(true);
+    await sure();
+    expect(runner.listeners.any).toBe(false);
+  });
+
+  it("is unsure while its subscription lapsed without a word: its own echo does not come back", async () => {
+    const prefix = testPrefix("chat-listeners-lapse");
+    const subscriber = connect();
+    const runner = new ChatEventBus(connect(), prefix, logger, TIMING);
+    buses.push(runner);
+    await runner.listen(subscriber);
+    await sure();
+    expect(runner.listeners.any).toBe(false);
+    // The connection stays up (no close, no ready): only the echo tells.
+    await subscriber.unsubscribe(runner.listeners.channel);
+    await waitFor(() => runner.listeners.any, "the lapse noticed", 3 * TIMING.heartbeatMs);
+    await subscriber.subscribe(runner.listeners.channel);
+    // Its echo back: still unsure for a heartbeat (what it missed meanwhile is told again by then).
+    await pause(2 * TIMING.heartbeatMs);
     expect(runner.listeners.any).toBe(true);
     await sure();
     expect(runner.listeners.any).toBe(false);

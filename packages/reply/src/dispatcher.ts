@@ -132,10 +132,12 @@ export class ReplyDispatcher implements ReplySink {
       logFields: segmentLogFields,
       // A reply's last item (`<replyId>#<index or close or end>$<total>`) settles it when acked; failed segments
       // (`<replyId>#<index>`) are counted on the way; previews (`#p<n>`) count nowhere.
-      // A reply its own run waits for in this process is settled to that waiter, not published.
+      // A reply its own run waits for in this process (or on an agent thread it delivers for, see SettleRelay)
+      // is settled to that waiter, not published; an ack whose answer is lost (the connection dropped after
+      // the step ran) tells nobody, and the waits read the settlement after a while instead (see #until).
       groups: {
         ttlSeconds: REPLY_TTL_SECONDS,
-        waiterHere: (replyId) => this.#wakerOf(replyId) ?? this.#elsewhere.waiterOf(replyId),
+        waiterHere: (replyId) => bothWaiters(this.#wakerOf(replyId), this.#elsewhere.waiterOf(replyId)),
       },
       onFailed: async (item, error) => {
         // A preview that could not be shown is not a segment of the reply: nothing to keep.
@@ -238,8 +240,8 @@ export class ReplyDispatcher implements ReplySink {
   }
 
   /** That thread no longer waits for `replyId` (its settlement came otherwise, or it ended). */
-  stopWaitingElsewhere(replyId: string): void {
-    this.#elsewhere.remove(replyId);
+  stopWaitingElsewhere(replyId: string, tell: (settlement: ReplySettlement) => void): void {
+    this.#elsewhere.remove(replyId, tell);
   }
 
   /** How many replies other threads wait here to be told the settlement of. */
@@ -546,4 +548,16 @@ export class ReplyDispatcher implements ReplySink {
 /** Least time between two sends to the target (0: not paced). */
 function sendInterval(adapter: ChannelAdapter, target: ReplyTarget): number {
   return adapter.sendIntervalMs?.(target) ?? adapter.capabilities.minSendIntervalMs ?? 0;
+}
+
+// A settlement to this thread's waits and to other threads' (either may be missing).
+function bothWaiters(
+  here: ((settlement: ReplySettlement) => void) | undefined,
+  elsewhere: ((settlement: ReplySettlement) => void) | undefined,
+): ((settlement: ReplySettlement) => void) | undefined {
+  if (!here || !elsewhere) return here ?? elsewhere;
+  return (settlement) => {
+    here(settlement);
+    elsewhere(settlement);
+  };
 }

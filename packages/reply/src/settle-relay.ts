@@ -14,32 +14,41 @@ export interface SettleRelay {
   done(replyId: string): void;
 }
 
-/** Other threads' waits for replies this thread's delivery settles (see `SettleRelay`), by reply. */
+/**
+ * Other threads' waits for replies this thread's delivery settles (see `SettleRelay`), by reply: more than one
+ * thread may wait for one reply (each agent thread's start checks the same replies).
+ */
 export class WaitsElsewhere {
-  readonly #tell = new Map<string, (settlement: ReplySettlement) => void>();
+  readonly #tells = new Map<string, Set<(settlement: ReplySettlement) => void>>();
 
   /** A thread waits for `replyId`: `tell` it the settlement. */
   add(replyId: string, tell: (settlement: ReplySettlement) => void): void {
-    this.#tell.set(replyId, tell);
+    const tells = this.#tells.get(replyId) ?? new Set();
+    tells.add(tell);
+    this.#tells.set(replyId, tells);
   }
 
   /** That thread no longer waits (or ended). */
-  remove(replyId: string): void {
-    this.#tell.delete(replyId);
+  remove(replyId: string, tell: (settlement: ReplySettlement) => void): void {
+    const tells = this.#tells.get(replyId);
+    if (tells?.delete(tell) && tells.size === 0) this.#tells.delete(replyId);
   }
 
   /** How many replies other threads wait for. */
   get size(): number {
-    return this.#tell.size;
+    return this.#tells.size;
   }
 
-  /** What settles `replyId` to the thread waiting for it (undefined: none waits); the wait ends when called. */
+  /**
+   * What settles `replyId` to the threads waiting for it (undefined: none waits now): each thread waiting
+   * for it when it is called (a wait begun again since included) is told, and its wait ends.
+   */
   waiterOf(replyId: string): ((settlement: ReplySettlement) => void) | undefined {
-    const tell = this.#tell.get(replyId);
-    if (!tell) return undefined;
+    if (!this.#tells.has(replyId)) return undefined;
     return (settlement) => {
-      if (this.#tell.get(replyId) === tell) this.#tell.delete(replyId);
-      tell(settlement);
+      const tells = this.#tells.get(replyId);
+      this.#tells.delete(replyId);
+      for (const tell of tells ?? []) tell(settlement);
     };
   }
 }

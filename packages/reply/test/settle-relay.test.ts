@@ -35,10 +35,22 @@ async function twoThreads(name: string, o: { waitsLateMs?: number } = {}) {
   const toMain = new MessageChannel();
   const toThread = new MessageChannel();
   let thread: ReplyDispatcher | undefined;
+  // As the main thread's handle of an agent thread keeps them (apps/hub/src/agent-thread-handle.ts).
+  const tells = new Map<string, (settlement: ReplySettlement) => void>();
   const waits = (m: { waiting: string } | { done: string }) => {
-    if ("done" in m) return main.stopWaitingElsewhere(m.done);
+    if ("done" in m) {
+      const tell = tells.get(m.done);
+      tells.delete(m.done);
+      if (tell) main.stopWaitingElsewhere(m.done, tell);
+      return;
+    }
     const replyId = m.waiting;
-    main.waitElsewhere(replyId, (settlement) => toThread.port1.postMessage({ replyId, settlement }));
+    const tell = (settlement: ReplySettlement) => {
+      tells.delete(replyId);
+      toThread.port1.postMessage({ replyId, settlement });
+    };
+    tells.set(replyId, tell);
+    main.waitElsewhere(replyId, tell);
   };
   toMain.port2.on("message", (m: ToMain) => {
     if ("claim" in m) return main.adopt(m.claim);
@@ -46,7 +58,12 @@ async function twoThreads(name: string, o: { waitsLateMs?: number } = {}) {
     if (o.waitsLateMs) setTimeout(() => waits(m), o.waitsLateMs);
     else waits(m);
   });
-  toThread.port2.on("message", (m: ToThread) => thread?.settledElsewhere(m.replyId, m.settlement));
+  // The settlements told through the port.
+  const told: string[] = [];
+  toThread.port2.on("message", (m: ToThread) => {
+    told.push(m.replyId);
+    thread?.settledElsewhere(m.replyId, m.settlement);
+  });
   const post = (m: ToMain) => toMain.port1.postMessage(m);
   thread = plainTextDispatcher(prefix, {
     remoteDelivery: {
@@ -76,7 +93,7 @@ async function twoThreads(name: string, o: { waitsLateMs?: number } = {}) {
     await dropPrefix(prefix);
   });
   const texts = (chatId: string) => platform.messages.filter((m) => m.chatId === chatId).map((m) => m.text);
-  return { main, thread, published, texts };
+  return { main, thread, published, told, texts };
 }
 
 const target = (chatId: string): ReplyTarget => ({ channel: "fakechat", accountId: "default", chatId });
@@ -94,6 +111,7 @@ describe("a reply's settlement told to the agent thread waiting for it (SettleRe
     // MONITOR's lines come on a connection of their own: long enough for one to have come.
     await new Promise((r) => setTimeout(r, 300));
     expect(t.published).toEqual([]);
+    expect(t.told).toEqual(["relayed-1", "relayed-2", "relayed-3"]);
     expect(t.main.waitingElsewhere).toBe(0);
   });
 
@@ -108,8 +126,27 @@ describe("a reply's settlement told to the agent thread waiting for it (SettleRe
     expect(t.texts("late")).toEqual(["first", "last"]);
     // MONITOR's line may come after the subscriber's message.
     await waitFor(() => t.published.length === 1, "the settlement published");
-    // The late "waiting", then the "done" the settlement through Redis made: nothing stays.
+    // The late "waiting", then the "done" the settlement through Redis made: nothing stays, nothing told.
     await new Promise((r) => setTimeout(r, 400));
+    expect(t.main.waitingElsewhere).toBe(0);
+    expect(t.told).toEqual([]);
+  });
+
+  it("tells every thread waiting for one reply (each agent thread's start checks the same replies)", async () => {
+    const t = await twoThreads("settle-relay-two");
+    // A second thread waits for the same reply, and a third gave up on it.
+    const second: ReplySettlement[] = [];
+    t.main.waitElsewhere("shared", (settlement) => second.push(settlement));
+    const gaveUp = () => expect.unreachable("a wait that ended was told");
+    t.main.waitElsewhere("shared", gaveUp);
+    t.main.stopWaitingElsewhere("shared", gaveUp);
+    const reply = t.thread.open("shared", target("shared"));
+    await reply.push("to all", undefined, { last: true });
+    const settlement = { total: 1, delivered: 1, failed: 0 };
+    expect(await reply.settled()).toEqual(settlement);
+    await waitFor(() => second.length === 1, "the second thread told");
+    expect(second).toMatchObject([settlement]);
+    expect(t.told).toEqual(["shared"]);
     expect(t.main.waitingElsewhere).toBe(0);
   });
 });
