@@ -47,8 +47,8 @@ export class ChatListeners {
    */
   #sureFrom: number | undefined;
   #echo: NodeJS.Timeout | undefined;
-  #echoSent = false;
-  #echoHeard = false;
+  /** Whether its last echo came back (none sent yet counts as back). */
+  #echoHeard = true;
 
   constructor(
     private readonly redis: Redis,
@@ -96,13 +96,18 @@ export class ChatListeners {
       this.#sureFrom = Number.POSITIVE_INFINITY;
     });
     // Back, it subscribes again by itself, but an answer to a question asked now could come before that.
-    subscriber.on("ready", () => this.#unsureFor(this.timing.heartbeatMs + 1000));
-    this.#unsureFor(this.timing.heartbeatMs + 1000);
+    subscriber.on("ready", () => this.#unsureFor(this.#aHeartbeat));
+    this.#unsureFor(this.#aHeartbeat);
     await subscriber.subscribe(this.#channel);
     this.#echo = setInterval(() => this.#sendEcho(), this.timing.heartbeatMs);
     this.#echo.unref();
     this.#sendEcho();
     this.#ask();
+  }
+
+  // Long enough for a heartbeat to come.
+  get #aHeartbeat(): number {
+    return this.timing.heartbeatMs + 1000;
   }
 
   #unsureFor(ms: number): void {
@@ -113,7 +118,7 @@ export class ChatListeners {
   // could have answered since Redis passed the question on (one busy past that says so at its next heartbeat).
   #ask(): void {
     this.redis.publish(this.#channel, ASK).then(
-      () => this.#unsureFor(Math.min(ANSWER_WITHIN_MS, this.timing.heartbeatMs + 1000)),
+      () => this.#unsureFor(Math.min(ANSWER_WITHIN_MS, this.#aHeartbeat)),
       () => {},
     );
   }
@@ -122,8 +127,7 @@ export class ChatListeners {
   // to another node, a connection half open) shows as an echo not heard back by the next one, and the
   // announcements of that time may be lost: unsure from then until a heartbeat after it is heard again.
   #sendEcho(): void {
-    if (this.#echoSent && !this.#echoHeard) this.#sureFrom = Number.POSITIVE_INFINITY;
-    this.#echoSent = true;
+    if (!this.#echoHeard) this.#sureFrom = Number.POSITIVE_INFINITY;
     this.#echoHeard = false;
     this.redis.publish(this.#channel, `${ECHO}${this.#id}`).catch(() => {});
   }
@@ -134,7 +138,7 @@ export class ChatListeners {
       return;
     }
     if (message === `${ECHO}${this.#id}`) {
-      if (this.#sureFrom === Number.POSITIVE_INFINITY) this.#unsureFor(this.timing.heartbeatMs + 1000);
+      if (this.#sureFrom === Number.POSITIVE_INFINITY) this.#unsureFor(this.#aHeartbeat);
       this.#echoHeard = true;
       return;
     }

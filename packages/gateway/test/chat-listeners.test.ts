@@ -30,12 +30,21 @@ const event = (runId: string): ChatEvent => ({
 });
 
 // A bus as a hub process has one: its command connection, and listening on its own subscriber connection.
-async function processBus(prefix: string): Promise<ChatEventBus & { commands: Redis }> {
+async function processBus(prefix: string): Promise<ChatEventBus & { commands: Redis; subscriber: Redis }> {
   const commands = connect();
+  const subscriber = connect();
   const bus = new ChatEventBus(commands, prefix, logger, TIMING);
   buses.push(bus);
-  await bus.listen(connect());
-  return Object.assign(bus, { commands });
+  await bus.listen(subscriber);
+  return Object.assign(bus, { commands, subscriber });
+}
+
+// A process's bus that has listened long enough to be sure nobody listens.
+async function sureNobodyListens(name: string): Promise<ChatEventBus & { subscriber: Redis }> {
+  const runner = await processBus(testPrefix(name));
+  await sure();
+  expect(runner.listeners.any).toBe(false);
+  return runner;
 }
 
 // The run ids published on the chat-events channel from now on.
@@ -114,13 +123,8 @@ describe("chat events are published only while a web client may hear them", () =
   });
 
   it("is unsure again after its subscriber connection came back: announcements may have been lost", async () => {
-    const prefix = testPrefix("chat-listeners-reconnect");
-    const subscriber = connect();
-    const runner = new ChatEventBus(connect(), prefix, logger, TIMING);
-    buses.push(runner);
-    await runner.listen(subscriber);
-    await sure();
-    expect(runner.listeners.any).toBe(false);
+    const runner = await sureNobodyListens("chat-listeners-reconnect");
+    const { subscriber } = runner;
     const closed = new Promise((r) => subscriber.once("close", r));
     const back = new Promise((r) => subscriber.once("ready", r));
     subscriber.disconnect(true);
@@ -134,13 +138,8 @@ describe("chat events are published only while a web client may hear them", () =
   });
 
   it("is unsure while its subscription lapsed without a word: its own echo does not come back", async () => {
-    const prefix = testPrefix("chat-listeners-lapse");
-    const subscriber = connect();
-    const runner = new ChatEventBus(connect(), prefix, logger, TIMING);
-    buses.push(runner);
-    await runner.listen(subscriber);
-    await sure();
-    expect(runner.listeners.any).toBe(false);
+    const runner = await sureNobodyListens("chat-listeners-lapse");
+    const { subscriber } = runner;
     // The connection stays up (no close, no ready): only the echo tells.
     await subscriber.unsubscribe(runner.listeners.channel);
     await waitFor(() => runner.listeners.any, "the lapse noticed", 3 * TIMING.heartbeatMs);

@@ -103,8 +103,6 @@ export class ReplyDispatcher implements ReplySink {
   #subscribed: Promise<void> | undefined;
   #subscriber: Redis | undefined;
   readonly #waiters = new Map<string, Set<(settlement: ReplySettlement) => void>>();
-  /** Replies whose waits here `settleRelay` was told of, and not yet that they ended. */
-  readonly #relayed = new Set<string>();
   /** Other threads' waits for replies this dispatcher's delivery settles. */
   readonly #elsewhere = new WaitsElsewhere();
   readonly #previews: LivePreviews;
@@ -206,32 +204,25 @@ export class ReplyDispatcher implements ReplySink {
     const woke = new Promise<ReplySettlement>((resolve) => {
       wake = resolve;
     });
-    const set = this.#waiters.get(replyId) ?? new Set();
+    // The reply's first wait here: the delivering thread (with `settleRelay`) is told of it, and of its end
+    // (the last wait cancelled, or woken other than by that thread).
+    const known = this.#waiters.get(replyId);
+    const set = known ?? new Set();
     set.add(wake);
     this.#waiters.set(replyId, set);
-    const relay = this.#o.settleRelay;
-    if (relay && !this.#relayed.has(replyId)) {
-      this.#relayed.add(replyId);
-      relay.waiting(replyId);
-    }
+    if (!known) this.#o.settleRelay?.waiting(replyId);
     const cancel = () => {
       set.delete(wake);
       if (set.size > 0 || this.#waiters.get(replyId) !== set) return;
       this.#waiters.delete(replyId);
-      this.#unrelay(replyId);
+      this.#o.settleRelay?.done(replyId);
     };
     return { woke, cancel };
   }
 
-  // Nobody here waits for the reply any more: the delivering thread need not tell it.
-  #unrelay(replyId: string): void {
-    if (this.#relayed.delete(replyId)) this.#o.settleRelay?.done(replyId);
-  }
-
   /** A reply's settlement, told by the thread that delivered it (see `SettleRelay`): wakes its waits here. */
   settledElsewhere(replyId: string, settlement: ReplySettlement): void {
-    this.#relayed.delete(replyId);
-    this.#wakerOf(replyId)?.(settlement);
+    this.#wakerOf(replyId, true)?.(settlement);
   }
 
   /** Another thread waits for `replyId` (its `SettleRelay`): this dispatcher's delivery tells it the settlement. */
@@ -283,13 +274,16 @@ export class ReplyDispatcher implements ReplySink {
     }
   }
 
-  // Wakes every waiter of this process for a reply's settlement, if any waits.
-  #wakerOf(replyId: string): ((status: ReplySettlement) => void) | undefined {
+  // Wakes every waiter of this process for a reply's settlement, if any waits (`told`: by the delivering
+  // thread, which then needs no word that the waits ended).
+  #wakerOf(replyId: string, told = false): ((status: ReplySettlement) => void) | undefined {
     const set = this.#waiters.get(replyId);
     if (!set) return undefined;
     return ({ total, delivered, failed }) => {
-      if (this.#waiters.get(replyId) === set) this.#waiters.delete(replyId);
-      this.#unrelay(replyId);
+      if (this.#waiters.get(replyId) === set) {
+        this.#waiters.delete(replyId);
+        if (!told) this.#o.settleRelay?.done(replyId);
+      }
       for (const wake of set) wake({ total, delivered, failed });
     };
   }
