@@ -54,7 +54,8 @@ async function installation(name: string, extra: Record<string, unknown> = {}) {
     async start(): Promise<HubProcess> {
       const hub = await startHubProcess(env, await freePort());
       processes.push(hub);
-      await waitFor(() => fake.gateway.liveConnections === 1, "the hub's Discord gateway connection", 20_000);
+      // Generous: a loaded machine (another test file's hubs starting beside this one) took over 20 s once.
+      await waitFor(() => fake.gateway.liveConnections === 1, "the hub's Discord gateway connection", 45_000);
       return hub;
     },
   };
