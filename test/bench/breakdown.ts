@@ -110,9 +110,11 @@ class Tally {
 const chats = Number(process.env.BENCH_CHATS ?? 50);
 const messages = Number(process.env.BENCH_MESSAGES ?? 4);
 const redis = await startBenchRedis();
-// BENCH_AGENT_THREAD=1: the agent role on a worker thread (`agent.threads: 1`), whose runner the main thread's admission claims sessions for.
+// BENCH_AGENT_THREAD=1: the agent role on a worker thread (`agent.threads: 1`), whose runner the main thread's admission
+// claims sessions for; BENCH_AGENT_PROCESS=1: the agent role in a second process (`hub start`, roles ["agent"]).
 const bench = await startBenchHub(redis.url, undefined, {
   agentThread: process.env.BENCH_AGENT_THREAD === "1",
+  agentProcess: process.env.BENCH_AGENT_PROCESS === "1",
 });
 const tally = new Tally(scriptNames(process.cwd()));
 // redis-cli's MONITOR output, one command per line: `<time> [<db> <client or lua>] "CMD" "arg" ...`.
