@@ -165,11 +165,13 @@ export class BlockStreamer {
 
   /**
    * The buffer outgrew maxChars without a blank line: cut it like chunkText would, looking only at what the
-   * buffer held when it overflowed (or, when that was not enough to cut well, at twice as much, and so on).
+   * buffer held once it had half a block more (or, when that was not enough to cut well, twice as much, and so on).
    * Returns true when #buf changed, false when the cut has to wait for more text.
    */
   #cut(start: number, out: string[], final: boolean): boolean {
-    const need = Math.max(this.#maxChars + 1, this.#need);
+    // The window reaches half a block past the limit: a span kept whole (inline code, a link, bold: at most
+    // half a block, see inlineSpans) that opens before the cut closes within it, so the cut can see it.
+    const need = Math.max(this.#maxChars + Math.ceil(this.#maxChars / 2) + 1, this.#need);
     if (!final && this.#buf.length - start < need) return false;
     let end = final ? this.#buf.length : start + need;
     if (this.#buf.startsWith("```", start) || this.#buf.startsWith("~~~", start)) {

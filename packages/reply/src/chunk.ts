@@ -471,7 +471,12 @@ function pieceIsFence(
   if (i >= to) return unknown; // nothing known of it yet: it may still turn into a fence line
   const c = text.charCodeAt(i);
   if (c !== 96 && c !== 126) return false; // fast path: no leading "`" or "~"
-  if (unknown) return true;
+  if (unknown) {
+    // Known to be a run of fewer than three (inline code, "~x"): no fence line, whatever follows.
+    let run = i;
+    while (run < to && text.charCodeAt(run) === c) run++;
+    return run === to || run - i >= 3;
+  }
   const piece = text.slice(from, to);
   return fence === null ? parseFenceOpener(piece) !== null : isFenceCloser(piece, fence.fence);
 }

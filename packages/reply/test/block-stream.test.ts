@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { BlockStreamer, type BlockStreamerOptions } from "../src/block-stream.js";
+import { chunkText } from "../src/chunk.js";
 import { content, fencesBalanced, mulberry32 } from "./fences.js";
 
 const WORDS = ["the", "model", "streams", "a", "long", "answer.", "Then", "more!", "é", "😀", "👨‍👩‍👧‍👦"];
@@ -144,6 +145,45 @@ describe("BlockStreamer", () => {
         expect(fencesBalanced(block), block).toBe(true);
       }
       expect(content(whole.join("\n\n"))).toBe(content(text));
+    }
+  });
+
+  it.each([
+    ["inline code", "`inline code inline code inline code inline code inline code inline code`"],
+    ["a link", "[a short label here](https://example.com/" + "p".repeat(150) + ")"],
+    ["bold", "**bold words bold words bold words bold words bold words bold words bold**"],
+  ])("does not cut inside %s that opens before an overflow cut and closes after the limit", (_, span) => {
+    // The span straddles the 3,000th character: the cut must come before it, as chunkText's does.
+    const text = `${"w ".repeat(1490)}${span} end`;
+    const whole = stream(text, { maxChars: 3000 }, () => text.length);
+    const rand = mulberry32(3);
+    expect(whole).toEqual(chunkText(text, 3000));
+    expect(stream(text, { maxChars: 3000 }, () => 1 + Math.floor(rand() * 25))).toEqual(whole);
+    expect(whole).toHaveLength(2);
+    expect(whole[1]?.startsWith(span)).toBe(true);
+  });
+
+  it("cuts a long paragraph with inline spans as chunkText does, whatever the deltas", () => {
+    const rand = mulberry32(99);
+    const pieces = [
+      "word",
+      "a",
+      "longer-word",
+      "`npm run x`",
+      "[label](https://example.com/path)",
+      "**bold text**",
+    ];
+    for (let i = 0; i < 60; i++) {
+      const maxChars = 200 + Math.floor(rand() * 800);
+      const count = Math.floor((maxChars * (1 + rand() * 4)) / 6);
+      const words = Array.from({ length: count }, () => pieces[Math.floor(rand() * pieces.length)]);
+      // Now and then a span about as long as half a block, so it straddles cuts.
+      for (let w = 0; w < words.length; w += 40 + Math.floor(rand() * 80))
+        words[w] = `\`${"code ".repeat(Math.floor(maxChars / 12)).trim()}\``;
+      const text = words.join(" ");
+      const whole = stream(text, { maxChars }, () => text.length);
+      expect(whole).toEqual(chunkText(text, maxChars));
+      expect(stream(text, { maxChars }, () => 1 + Math.floor(rand() * 40))).toEqual(whole);
     }
   });
 
