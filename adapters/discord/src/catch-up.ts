@@ -34,6 +34,11 @@ const isNewer = (a: string, b: string): boolean => BigInt(a) > BigInt(b);
 /** When a snowflake was made (epoch ms). */
 export const snowflakeTime = (id: string): number => Number((BigInt(id) >> 22n) + DISCORD_EPOCH);
 
+/** How far ahead of this machine's clock Discord's may be: an id made later than that was not made by Discord. */
+const CLOCK_SKEW_MS = 10 * 60 * 1000;
+
+const fromTheFuture = (id: string, now: number): boolean => snowflakeTime(id) > now + CLOCK_SKEW_MS;
+
 /** The channels the hub has taken messages from: channel id -> its guild id (null: a DM). */
 const IndexSchema = z.record(z.string(), z.string().nullable());
 
@@ -69,8 +74,12 @@ export class ChannelMarks {
     return this.#index.has(channelId);
   }
 
-  /** Records that the hub took `messageId` (or decided it was not for it); never moves a mark back. */
+  /**
+   * Records that the hub took `messageId` (or decided it was not for it); never moves a mark back, nor to an
+   * id made in the future (a forged one would hold every later read-back of the channel past its messages).
+   */
   async remember(channelId: string, guildId: string | undefined, messageId: string): Promise<void> {
+    if (fromTheFuture(messageId, Date.now())) return;
     const known = this.#last.get(channelId);
     if (known !== undefined && !isNewer(messageId, known)) return;
     this.#last.set(channelId, messageId);
@@ -84,7 +93,7 @@ export class ChannelMarks {
   /**
    * Reads the index and marks again (another process may have held the gateway meanwhile): the channels
    * active within CHANNEL_IDLE_MS, most recently active first. Idler channels, and channels without a
-   * readable mark, leave the index, and their marks are deleted (else one key per channel ever heard
+   * readable mark (or with one from the future), leave the index, and their marks are deleted (else one key per channel ever heard
    * from would stay forever).
    */
   async load(now = Date.now()): Promise<ChannelMark[]> {
@@ -95,7 +104,12 @@ export class ChannelMarks {
     const gone: string[] = [];
     channels.forEach(([channelId, guildId], i) => {
       const last = values[i];
-      if (!last || !/^\d+$/.test(last) || snowflakeTime(last) < now - CHANNEL_IDLE_MS) {
+      if (
+        !last ||
+        !/^\d+$/.test(last) ||
+        snowflakeTime(last) < now - CHANNEL_IDLE_MS ||
+        fromTheFuture(last, now)
+      ) {
         gone.push(channelId);
         return;
       }

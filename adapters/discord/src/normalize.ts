@@ -2,8 +2,11 @@ import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
 import { z } from "zod";
 import { type DiscordGuild, guildAccess } from "./config.js";
 
+/** A Discord id: a snowflake, sent as a string of digits (a 64-bit number). */
+const Snowflake = z.string().regex(/^\d{1,20}$/);
+
 const UserSchema = z.looseObject({
-  id: z.string(),
+  id: Snowflake,
   username: z.string(),
   global_name: z.string().nullish(),
   bot: z.boolean().optional(),
@@ -19,8 +22,8 @@ const AttachmentSchema = z.looseObject({
 });
 
 const BaseMessageSchema = z.looseObject({
-  id: z.string(),
-  channel_id: z.string(),
+  id: Snowflake,
+  channel_id: Snowflake,
   author: UserSchema,
   content: z.string(),
   timestamp: z.string(),
@@ -32,7 +35,7 @@ const BaseMessageSchema = z.looseObject({
 export const UNKNOWN_THREAD_PARENT = "thread message whose parent channel is unknown";
 /** The parts of a MESSAGE_CREATE dispatch the adapter reads, validated at the edge. */
 export const DiscordMessageSchema = BaseMessageSchema.extend({
-  guild_id: z.string().optional(),
+  guild_id: Snowflake.optional(),
   channel_type: z.number().int().optional(),
   member: z.looseObject({ nick: z.string().nullish() }).optional(),
   mentions: z.array(z.looseObject({ id: z.string() })).default([]),

@@ -50,6 +50,15 @@ describe("ChannelMarks", () => {
     expect(mark?.after).toBe(madeAgo(now, 1000, 5));
     expect(Math.abs(snowflakeTime(mark?.after as string) - (now - 1000))).toBeLessThanOrEqual(1);
   });
+
+  it("never moves a channel's mark to an id made in the future (a forged one)", async () => {
+    const now = Date.now();
+    const marks = new ChannelMarks(memoryStateStore(), "default");
+    await marks.remember("100", "900", madeAgo(now, 1000));
+    await marks.remember("100", "900", madeAgo(now, -30 * 24 * 60 * 60_000));
+    await marks.remember("200", "900", madeAgo(now, -30 * 24 * 60 * 60_000));
+    expect((await marks.load(now)).map((m) => [m.channelId, m.after])).toEqual([["100", madeAgo(now, 1000)]]);
+  });
 });
 
 describe("ChannelMarks while a load reads the index", () => {
@@ -176,5 +185,14 @@ describe("ChannelMarks in Redis", () => {
     // Heard from again: back in the index.
     await marks.remember("200", undefined, madeAgo(now, 1000));
     expect((await marks.load(now)).map((m) => m.channelId)).toEqual(["200", "100"]);
+  });
+
+  it("a mark from the future (a forged id stored before) leaves the index: it would hold the read-back past every message", async () => {
+    const real = Date.now();
+    const marks = new ChannelMarks(redisStateStore(redis, prefix), "future");
+    for (const channel of ["100", "200"]) await marks.remember(channel, undefined, madeAgo(real, DAY));
+    await redis.set(key("future", "last:200"), madeAgo(real, -30 * DAY));
+    expect((await marks.load(real)).map((m) => m.channelId)).toEqual(["100"]);
+    expect(await redis.exists(key("future", "last:200"))).toBe(0);
   });
 });

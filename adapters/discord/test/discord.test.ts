@@ -323,6 +323,9 @@ describe("discord adapter", () => {
         { ...valid, attachments: "none" },
         { ...valid, author: { ...(valid.author as object), id: { nested: true } } },
         { ...valid, referenced_message: "abc" },
+        // Ids that are no snowflakes: Discord's are strings of digits.
+        { ...valid, id: "abc" },
+        { ...valid, channel_id: "general" },
       ];
       for (const d of broken) fake.gateway.dispatch("MESSAGE_CREATE", d);
       fake.gateway.dispatch("INTERACTION_CREATE", { id: "1", type: 2, data: null, token: 5 });
