@@ -2,11 +2,13 @@ import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
 import { type DiscordConfig, DiscordConfigSchema } from "./config.js";
 
 // A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
-const tokenMissing = (accountId: string) =>
-  new HubError(
+const tokenMissing = (accountId: string) => {
+  const path = accountConfigPath("discord", accountId);
+  return new HubError(
     "discord_token_missing",
-    `${accountConfigPath("discord", accountId)} has no bot token; set its token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
+    `${path} has no bot token; set ${path}.token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
   );
+};
 
 /**
  * The Discord channel plugin: `channels.discord` (or `channels.discord.accounts.<id>`),

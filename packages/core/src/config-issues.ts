@@ -20,8 +20,18 @@ function fixFor(issue: z.core.$ZodIssue, knownKeys: KnownKeys): string | undefin
   // An id typed as a number (allowFrom: [4242]) is a string in quotes ("4242").
   if (issue.code === "invalid_type" && issue.expected === "string" && /received number/.test(issue.message))
     return "set it to a string: put the number in quotes";
-  if (issue.code === "invalid_type") return `set it to a ${issue.expected}`;
+  if (issue.code === "invalid_type") return `set it to ${typeName(issue.expected)}`;
+  if (issue.code === "invalid_format" && issue.format === "url")
+    return "set it to a full URL, with its scheme (e.g. https://host/path)";
   return "correct the value";
+}
+
+// A type as a config's reader says it: "an object" for zod's object and record, "a whole number" for int.
+function typeName(expected: string): string {
+  if (expected === "object" || expected === "record") return "an object";
+  if (expected === "int") return "a whole number";
+  if (expected === "array") return "a list ([...])";
+  return `a ${expected}`;
 }
 
 function fileLine(issue: z.core.$ZodIssue, knownKeys: KnownKeys): string {
@@ -51,8 +61,7 @@ function bound(issue: z.core.$ZodIssueTooSmall | z.core.$ZodIssueTooBig): string
 // What the key expects, as the rest of a sentence that starts with the key.
 function expects(issue: z.core.$ZodIssue): string {
   if (/^must\b/.test(issue.message)) return issue.message;
-  if (issue.code === "invalid_type")
-    return `expects ${issue.expected === "int" ? "a whole number" : `a ${issue.expected}`}`;
+  if (issue.code === "invalid_type") return `expects ${typeName(issue.expected)}`;
   if (issue.code === "invalid_value")
     return `expects one of ${issue.values.map((v) => JSON.stringify(v)).join(", ")}`;
   if ((issue.code === "too_small" || issue.code === "too_big") && issue.origin === "number")

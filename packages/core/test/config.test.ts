@@ -56,6 +56,19 @@ describe("config", () => {
     }
   });
 
+  it("says an object where zod says object or record, and a URL's scheme where one is missing", () => {
+    const config = {
+      agent: "x",
+      channels: [],
+      models: { providers: { p: { baseUrl: "api.example.com/v1" } } },
+    };
+    expect(() => parseConfig(config, "hub.json5")).toThrow(/- agent: .*; set it to an object\./);
+    expect(() => parseConfig(config, "hub.json5")).toThrow(/- channels: .*; set it to an object\./);
+    expect(() => parseConfig(config, "hub.json5")).toThrow(
+      /models\.providers\.p\.baseUrl: .*set it to a full URL, with its scheme \(e\.g\. https:\/\/host\/path\)/,
+    );
+  });
+
   it("tells to quote an id typed as a number", () => {
     const channels = { webchat: { allowFrom: [4242] } };
     expect(() => parseConfig({ channels }, "hub.json5")).toThrow(

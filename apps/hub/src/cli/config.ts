@@ -1,14 +1,17 @@
 import {
   configJsonSchema,
   configWarnings,
+  createLogger,
   type HubConfig,
   HubError,
   parseLogLevel,
   WEBCHAT_CHANNEL,
 } from "@hub/core";
 import type { Command } from "commander";
+import { createModelResolver } from "../models.js";
 import { channelPlugins } from "../plugins.js";
 import { configOf, output } from "./context.js";
+import { refuseOpenGatewayWithoutToken } from "./start.js";
 
 /** `hub config schema` and `hub config validate` (both offline: no gateway, no Redis). */
 export function registerConfig(program: Command): void {
@@ -27,11 +30,11 @@ export function registerConfig(program: Command): void {
       const { path, fromFile, config: parsed } = configOf(command);
       // The environment's other setting hub start reads before anything else.
       if (process.env.HUB_LOG_LEVEL) parseLogLevel(process.env.HUB_LOG_LEVEL, "HUB_LOG_LEVEL");
-      const problems = accountProblems(parsed);
+      const problems = [...startRefusals(parsed), ...accountProblems(parsed)];
       if (problems.length > 0)
         throw new HubError(
           "config_invalid",
-          `${fromFile ? path : "The configuration"} cannot start every channel:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
+          `${fromFile ? path : "The configuration"} would not start as it is:\n${problems.map((p) => `  - ${p}`).join("\n")}`,
         );
       const channels = Object.keys(parsed.channels);
       const warnings = configWarnings(parsed);
@@ -44,6 +47,27 @@ export function registerConfig(program: Command): void {
         ].join("\n"),
       );
     });
+}
+
+/**
+ * What `hub start` refuses before it starts anything, from the config alone: a model (or fallback) that names
+ * no configured provider or alias, a gateway others can reach without a token.
+ */
+function startRefusals(config: HubConfig): string[] {
+  const checks = [
+    () => createModelResolver(config, createLogger({ level: "silent" })),
+    () => refuseOpenGatewayWithoutToken(config),
+  ];
+  const refusals: string[] = [];
+  for (const check of checks) {
+    try {
+      check();
+    } catch (error) {
+      if (!(error instanceof HubError)) throw error;
+      refusals.push(error.message);
+    }
+  }
+  return refusals;
 }
 
 /**

@@ -111,9 +111,12 @@ function recordProbes(
   }
 }
 
-// A gateway others can reach needs a token its operator chose: a token generated into the state directory
-// (the loopback default) would be one nobody set on purpose, printed to a log.
-function refuseOpenGatewayWithoutToken(config: HubConfig): void {
+/**
+ * Refuses a gateway others can reach without a token its operator chose: a token generated into the state
+ * directory (the loopback default) would be one nobody set on purpose, printed to a log. `hub config validate`
+ * says it too.
+ */
+export function refuseOpenGatewayWithoutToken(config: HubConfig): void {
   if (!config.roles.includes("ingress") || isLoopbackHost(config.gateway.host) || config.gateway.token)
     return;
   throw new HubError(

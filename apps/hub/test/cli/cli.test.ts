@@ -57,6 +57,14 @@ describe("hub config", { timeout: 120_000 }, () => {
     expect(warned.stdout).toContain(
       'Warning: channels.telegram.dmPolicy is "open" but channels.telegram.allowFrom has no "*"',
     );
+    // What hub start refuses before it starts anything: a model no provider serves, an open gateway without a token.
+    const refused = join(stateDir, "refused.json5");
+    writeFileSync(refused, "{ agent: { model: 'nosuchprov/x' }, gateway: { host: '0.0.0.0' } }");
+    const wont = await runCli(["--config", refused, "config", "validate"], { ...env, HUB_GATEWAY_TOKEN: "" });
+    expect(wont.code).toBe(1);
+    expect(wont.stderr).toContain("would not start as it is");
+    expect(wont.stderr).toContain('provider "nosuchprov" is not configured; add models.providers.nosuchprov');
+    expect(wont.stderr).toContain("Refusing to listen on 0.0.0.0 without a gateway token");
     // The environment too: a log level hub start would refuse.
     const loud = await runCli(["--config", good, "config", "validate"], { ...env, HUB_LOG_LEVEL: "verbose" });
     expect(loud.code).toBe(1);
