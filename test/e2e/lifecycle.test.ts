@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -69,6 +69,11 @@ describe("SIGTERM drain", () => {
   it("stops intake (readyz 503, chat.send refused as retryable), lets the run finish and deliver, exits 0", async () => {
     const { model, env, port } = await installation("drain", 30);
     const hub = await started(env, port);
+    // A token set in the environment: the start line names it, not a token file that was never written.
+    await hub.waitForOutput(
+      /Web chat: http:\/\/127\.0\.0\.1:\d+\/ {2}\(token the gateway\.token or HUB_GATEWAY_TOKEN you set\)/,
+    );
+    expect(existsSync(join(env.HUB_STATE_DIR, "gateway-token"))).toBe(false);
     model.script({ text: "a slow answer that streams for a while", chunkSize: 4, delayMs: 150 });
     const client = await runInFlight(port, model, "drain-run-1");
     hub.child.kill("SIGTERM");

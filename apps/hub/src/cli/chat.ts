@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { HubError } from "@hub/core";
 import type { Command } from "commander";
 import { z } from "zod";
-import { configOf, gatewayAddress, via } from "./context.js";
+import { configOf, gatewayAddress, terminalSafe, via } from "./context.js";
 import { type GatewayConnection, openGateway } from "./gateway-client.js";
 
 // What the gateway answers to chat.send, and one `chat` event of the answer (see README's Gateway protocol).
@@ -65,10 +65,14 @@ async function chatOnce(
     resolveDone(code);
   };
   const onChat = (event: z.infer<typeof ChatEventSchema>) => {
-    if (event.state === "delta" && event.text) console.log(event.text);
+    // The model's words, which may carry terminal escapes: printed as `\u001b`, never run by the terminal.
+    if (event.state === "delta" && event.text) console.log(terminalSafe(event.text));
     if (event.state === "final") settle(0);
     if (event.state === "error" || event.state === "aborted")
-      settle(1, `hub: the answer ended with "${event.state}"${event.text ? `: ${event.text}` : ""}.`);
+      settle(
+        1,
+        `hub: the answer ended with "${event.state}"${event.text ? `: ${terminalSafe(event.text)}` : ""}.`,
+      );
   };
   gateway.onEvent((frame) => {
     const event = frame.event === "chat" ? ChatEventSchema.safeParse(frame.payload) : undefined;
@@ -80,7 +84,7 @@ async function chatOnce(
   const params = { text, idempotencyKey: `cli-${randomUUID()}`, ...(sessionKey ? { sessionKey } : {}) };
   const answer = SendAnswerSchema.parse(await gateway.request("chat.send", params));
   if (answer.status === "rejected" || !answer.runId) {
-    console.error(`hub: ${answer.error ?? `the message was not accepted (${answer.status}).`}`);
+    console.error(`hub: ${terminalSafe(answer.error ?? `the message was not accepted (${answer.status}).`)}`);
     return 1;
   }
   runId = answer.runId;

@@ -78,7 +78,11 @@ async function startCommand(configPath: string | undefined, env: NodeJS.ProcessE
         `\nGateway token (shown once, stored in ${tokenPath}):\n  ${token}\nOpen the web chat: ${url}#token=${token}\n`,
       );
     } else {
-      console.log(`\nWeb chat: ${url}  (token in ${tokenPath})\n`);
+      // A token set in the config or the environment is never written to the state directory.
+      const where = config.gateway.token
+        ? "the gateway.token or HUB_GATEWAY_TOKEN you set"
+        : `in ${tokenPath}`;
+      console.log(`\nWeb chat: ${url}  (token ${where})\n`);
     }
   }
   handleSignals({

@@ -1,9 +1,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { startFakeOpenAI } from "@hub/fakes";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../../../../test/support/cli.js";
-import { freePort, type HubProcess, startHubProcess } from "../../../../test/support/hub-process.js";
+import {
+  fakeModelEnv,
+  freePort,
+  type HubProcess,
+  startHubProcess,
+} from "../../../../test/support/hub-process.js";
 import { dropPrefix, testPrefix } from "../../../../test/support/redis.js";
 
 // `hub chat`: the README's ready-to-run client of the web chat's protocol, against a real hub process.
@@ -46,6 +52,31 @@ describe("hub chat", { timeout: 60_000 }, () => {
     expect(run.code).toBe(1);
     expect(run.stderr).toContain("hub: Not accepted: the message is empty.");
     expect(run.stdout).toBe("");
+  });
+
+  it("prints a model's terminal escapes as text, so an answer cannot drive the terminal", async () => {
+    const model = await startFakeOpenAI();
+    const dir = mkdtempSync(join(tmpdir(), "hub-cli-chat-esc-"));
+    const modelPort = await freePort();
+    const modelEnv = {
+      HUB_STATE_DIR: dir,
+      HUB_REDIS_PREFIX: `${prefix}-esc`,
+      HUB_GATEWAY_PORT: String(modelPort),
+      ...fakeModelEnv(model),
+    };
+    const modelHub = await startHubProcess(modelEnv, modelPort);
+    try {
+      model.script({ text: "Hello \u001b]0;PWNED\u0007\u001b[2J\u001b[31mred\u001b[0m done" });
+      const run = await runCli(["chat", "hi"], modelEnv, 30_000);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).not.toContain("\u001b");
+      expect(run.stdout).toContain("Hello \\u001b]0;PWNED\\u0007\\u001b[2J\\u001b[31mred\\u001b[0m done");
+    } finally {
+      await modelHub.stop();
+      await model.close();
+      rmSync(dir, { recursive: true, force: true });
+      await dropPrefix(`${prefix}-esc`);
+    }
   });
 
   it("without a running hub: one sentence that says to start it", async () => {
