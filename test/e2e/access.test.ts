@@ -8,6 +8,7 @@ import { waitFor } from "../support/redis.js";
 let world: FakeWorld;
 const READ_TOKEN = "read-only-token-0123456789";
 const PAIR_TOKEN = "pairing-token-0123456789ab";
+const WRITE_TOKEN = "write-only-token-0123456789";
 beforeAll(async () => {
   world = await startFakeWorld(
     "access",
@@ -21,6 +22,7 @@ beforeAll(async () => {
         clients: [
           { name: "dashboard", token: READ_TOKEN, scopes: ["read"] },
           { name: "pairing-bot", token: PAIR_TOKEN, scopes: ["pairing"] },
+          { name: "chat-bot", token: WRITE_TOKEN, scopes: ["write"] },
         ],
       },
     },
@@ -157,6 +159,35 @@ describe("gateway scopes, auth limits and origins", () => {
     expect(approve.error?.code).toBe("forbidden");
     reader.close();
   });
+
+  // Before the failed logins below: they lock this address out for a minute.
+  it("a gateway client with a narrower token spends the flood limits like any sender; the owner does not", async () => {
+    const burst = async (token: string, key: string) => {
+      const client = await GatewayClient.open(world.hub.port, token);
+      try {
+        const sends = Array.from({ length: 12 }, (_, i) =>
+          client.request("chat.send", { text: `burst ${key} ${i}`, idempotencyKey: `${key}-${i}` }),
+        );
+        return (await Promise.all(sends)).map((r) => (r.payload as { status?: string } | undefined)?.status);
+      } finally {
+        client.close();
+      }
+    };
+    const client = await burst(WRITE_TOKEN, "client-burst");
+    // limits.senderBurst (10): the rest are refused, not run.
+    expect(client.filter((s) => s === "accepted")).toHaveLength(10);
+    expect(client.filter((s) => s === "rejected")).toHaveLength(2);
+    const owner = await burst(world.hub.token, "owner-burst");
+    expect(
+      owner.every((s) => s === "accepted"),
+      JSON.stringify(owner),
+    ).toBe(true);
+    // The runs answered before the next tests count the model's calls.
+    for (let calls = -1; calls !== world.model.requests.length; ) {
+      calls = world.model.requests.length;
+      await new Promise((r) => setTimeout(r, 1500));
+    }
+  }, 30_000);
 
   it("repeated failed logins from one address are refused for a while, even with the right token", async () => {
     for (let i = 0; i < 5; i++) {

@@ -87,6 +87,7 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
     },
     dedupeKey: `${f.channel}:${f.accountId}:${f.chat.id}:${f.messageId}`,
     commandAuthorized: f.commandAuthorized,
+    floodExempt: f.floodExempt,
   };
 }
 

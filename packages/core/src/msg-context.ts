@@ -80,6 +80,11 @@ export const AdapterFieldsSchema = z
     sessionKey: z.string().min(1).optional(),
     /** Set by the entry when it knows the sender may run commands (the gateway's owner). */
     commandAuthorized: z.boolean().default(false),
+    /**
+     * Set by the entry when the sender is trusted not to flood: the gateway's owner only. Every other sender,
+     * a gateway client with a narrower token included, spends the flood limits' tokens.
+     */
+    floodExempt: z.boolean().default(false),
   })
   .strict();
 /** Adapter-side fields of an inbound message (input of `finalizeInboundContext`). */
@@ -103,6 +108,7 @@ export const MsgContextSchema = z
     replyTarget: ReplyTargetSchema,
     dedupeKey: z.string().min(1),
     commandAuthorized: z.boolean().default(false),
+    floodExempt: z.boolean().default(false),
   })
   .strict();
 /** A finalized inbound message: validated, sanitized, with its session and reply target derived. */

@@ -78,10 +78,10 @@ export class InboundDispatcher {
       .catch((error) => log.warn({ err: error }, "could not send a hub notice"));
   }
 
-  // Floods are bounded per sender and per chat, across processes. The owner (the authenticated gateway
-  // client) is not a flood risk; platform senders are.
+  // Floods are bounded per sender and per chat, across processes. The gateway's owner is not a flood risk;
+  // platform senders and the gateway's other clients (each a sender of its own) are.
   #buckets(ctx: MsgContext): TokenBucket[] {
-    if (ctx.commandAuthorized) return [];
+    if (ctx.floodExempt) return [];
     const limits = this.o.config.limits;
     const sender = this.#limiter.bucket(
       `sender:${senderOf(ctx)}`,

@@ -530,6 +530,7 @@ export class GatewayServer {
       text: params.text,
       sender: { id: principal.senderId, name: principal.owner ? "Owner" : principal.name },
       commandAuthorized: true,
+      floodExempt: principal.owner,
     });
     if (result.kind === "duplicate") return this.#recordedRun(conn, principal, runId, sessionKey);
     if (result.kind === "accepted") return { runId, sessionKey, status: "accepted" };

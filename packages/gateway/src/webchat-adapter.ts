@@ -23,6 +23,8 @@ export interface WebChatMessage {
   sender: { id: string; name: string };
   /** Whether the sender may run commands (every authenticated client of its own sessions). */
   commandAuthorized: boolean;
+  /** Whether the flood limits pass the sender by (the owner only). */
+  floodExempt: boolean;
 }
 
 /**
@@ -76,6 +78,7 @@ export class WebChatAdapter implements ChannelAdapter {
       timestamp: Date.now(),
       sessionKey: message.sessionKey,
       commandAuthorized: message.commandAuthorized,
+      floodExempt: message.floodExempt,
     };
     return onInbound(fields, { runId: message.runId }).catch(
       (error): InboundResult => ({ kind: "retry", reason: describeError(error) }),
