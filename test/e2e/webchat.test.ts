@@ -71,6 +71,10 @@ describe("gateway + web chat pipeline", () => {
       "three error frames",
     );
     expect(client.frames.filter((f) => f.type === "res" && f.error?.code === "bad_frame")).toHaveLength(3);
+    // Wrong elsewhere (a key the protocol does not have) but with an id: the error comes under that id.
+    client.sendRaw(JSON.stringify({ type: "req", id: 9, method: "health", extra: 1 }));
+    const underId = await client.waitFor((f) => f.type === "res" && f.id === 9, "the error under id 9");
+    expect(underId).toMatchObject({ ok: false, error: { code: "bad_frame" } });
     const bad = await client.request("chat.send", { text: "", idempotencyKey: "x" });
     expect(bad.error?.code).toBe("bad_params");
     // A text that shows nothing is answered as not accepted, and why (not a server error).

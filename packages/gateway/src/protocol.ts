@@ -4,11 +4,14 @@ import { z } from "zod";
 /** Version of the gateway protocol, announced in the `connect` response. */
 export const PROTOCOL_VERSION = 1;
 
+/** A request's id, echoed in its response. */
+export const RequestIdSchema = z.union([z.string().min(1).max(128), z.number().int()]);
+
 /** A request frame from a client. */
 export const RequestFrameSchema = z
   .object({
     type: z.literal("req"),
-    id: z.union([z.string().min(1).max(128), z.number().int()]),
+    id: RequestIdSchema,
     method: z.string().min(1).max(64),
     params: z.unknown().optional(),
   })

@@ -45,6 +45,7 @@ import {
   PROTOCOL_VERSION,
   type RequestFrame,
   RequestFrameSchema,
+  RequestIdSchema,
   type ResponseFrame,
 } from "./protocol.js";
 import { securityHeaders } from "./security-headers.js";
@@ -320,14 +321,18 @@ export class GatewayServer {
 
   async #onFrame(conn: Connection, data: RawData, isBinary: boolean): Promise<void> {
     let frame: RequestFrame;
+    let json: unknown;
     try {
       if (isBinary) throw new Error("binary frames are not supported");
-      frame = RequestFrameSchema.parse(JSON.parse(data.toString()));
+      json = JSON.parse(data.toString());
+      frame = RequestFrameSchema.parse(json);
     } catch (error) {
       conn.log.warn({ err: frameProblem(error) }, "malformed frame");
       const message = 'Malformed frame: send JSON like {"type":"req","id":1,"method":"...","params":{...}}.';
-      if (!conn.authed) return this.#reject(conn, null, "bad_frame", message);
-      return this.#error(conn, null, "bad_frame", message);
+      // A frame wrong elsewhere but with a usable id is answered under it: its client waits for that id.
+      const id = RequestIdSchema.safeParse((json as { id?: unknown } | null)?.id).data ?? null;
+      if (!conn.authed) return this.#reject(conn, id, "bad_frame", message);
+      return this.#error(conn, id, "bad_frame", message);
     }
     if (!conn.authed) return this.#connect(conn, frame);
     if (conn.ws.readyState !== WebSocket.OPEN) return;
