@@ -13,9 +13,13 @@ if (!available)
 
 let hub: TestHub;
 let browser: Browser;
+const WRITE_ONLY = "browser-write-only-0123456789";
 beforeAll(async () => {
   if (!available) return;
-  hub = await startTestHub({}, "browser");
+  hub = await startTestHub(
+    { gateway: { clients: [{ name: "sender", token: WRITE_ONLY, scopes: ["write"] }] } },
+    "browser",
+  );
   browser = await launchChromium();
 });
 afterAll(async () => {
@@ -47,6 +51,21 @@ describe.skipIf(!available)("web chat in a real browser", () => {
     const roles = await page.locator(".msg").evaluateAll((els) => els.map((e) => e.className));
     expect(roles).toEqual(["msg user", "msg assistant"]);
     await page.close();
+  });
+
+  it("a token that may send but not read the history stays connected and sends", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    await page.goto(`${hub.url}#token=${WRITE_ONLY}`);
+    await page.locator("#status[data-state=open]").waitFor();
+    await expect.poll(async () => page.locator("#status").textContent()).toMatch(/cannot read the history/);
+    await page.fill("#input", "sent without read");
+    await page.press("#input", "Enter");
+    await expect
+      .poll(async () => page.locator(".msg.assistant").last().textContent(), { timeout: 15_000 })
+      .toBe(offlineAnswer("sent without read"));
+    expect(await page.locator("#status").getAttribute("data-state")).toBe("open");
+    await context.close();
   });
 
   it("asks for the token when it has none, and refuses a wrong one", async () => {

@@ -105,7 +105,11 @@ function connect() {
       setStatus("open", "connected");
       retryMs = 500;
       $("login").hidden = true;
-      await loadHistory();
+      // A token without the "read" scope may still send: the connection stays open, without the history.
+      await loadHistory().catch((error) => {
+        if (error.code !== "forbidden") throw error;
+        setStatus("open", "connected (this token cannot read the history)");
+      });
     } catch (error) {
       setStatus("closed", error.message);
       if (error.code === "unauthorized") {
