@@ -1,5 +1,6 @@
 import { offlineAnswer } from "@hub/agent";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import WebSocket from "ws";
 import { GatewayClient } from "../support/gateway-client.js";
 import { startTestHub, type TestHub } from "../support/hub.js";
 
@@ -103,5 +104,28 @@ describe("gateway + web chat pipeline", () => {
     expect(b.chatEvents("run-alice-0001")).toEqual([]);
     a.close();
     b.close();
+  });
+});
+
+describe("gateway pings", () => {
+  it("disconnects a client that answers no ping (gone without a close); one that answers stays", async () => {
+    const pinged = await startTestHub({ gateway: { pingIntervalMs: 300 } }, "webchat-ping");
+    try {
+      const answering = await GatewayClient.open(pinged.port, pinged.token);
+      // A client gone silent: it never answers a ping, as a half-open connection cannot.
+      const silent = new WebSocket(`ws://127.0.0.1:${pinged.port}/`, { autoPong: false });
+      const silentClosed = new Promise<void>((resolve) => silent.once("close", () => resolve()));
+      await new Promise((resolve, reject) => silent.once("open", resolve).once("error", reject));
+      silent.send(
+        JSON.stringify({ type: "req", id: 1, method: "connect", params: { auth: { token: pinged.token } } }),
+      );
+      await silentClosed;
+      // Several ping rounds later the answering client is still served.
+      await new Promise((r) => setTimeout(r, 1000));
+      expect((await answering.request("health", {})).ok).toBe(true);
+      answering.close();
+    } finally {
+      await pinged.dispose();
+    }
   });
 });

@@ -109,6 +109,11 @@ const BaseConfigSchema = z
         maxConnectionsPerAddress: z.number().int().positive().default(256),
         /** A connection whose request headers take longer than this (ms) is closed. */
         headersTimeoutMs: z.number().int().min(100).default(10_000),
+        /**
+         * A WebSocket client is pinged this often (ms) and disconnected when it did not answer the last ping: a
+         * client gone without a close (a half-open connection) stops holding its slot.
+         */
+        pingIntervalMs: z.number().int().min(100).default(30_000),
       })
       .strict()
       .prefault({}),

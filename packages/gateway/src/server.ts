@@ -108,6 +108,8 @@ export interface GatewayOptions {
   authFailures?: AuthFailureLimiter;
   /** Caps on open connections and the time their headers may take (defaults: DEFAULT_CONNECTION_LIMITS). */
   connectionLimits?: ConnectionLimits;
+  /** How often (ms) each WebSocket client is pinged; one that did not answer the last ping is disconnected. */
+  pingIntervalMs?: number;
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -134,6 +136,8 @@ interface Connection {
   inFlight: number;
   /** The nonce `connect.challenge` gave this connection, until its `connect` (single use). */
   nonce?: string | undefined;
+  /** Whether the client answered the last ping (see #pingAll). */
+  answeredPing: boolean;
 }
 
 /** True when `host` is a loopback address: only this machine can reach a gateway listening there. */
@@ -160,6 +164,7 @@ export class GatewayServer {
   readonly #connections = new Set<Connection>();
   readonly #authFailures: AuthFailureLimiter;
   #port = 0;
+  #pinger: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly deps: GatewayDeps,
@@ -232,9 +237,25 @@ export class GatewayServer {
       this.#http.listen(this.options.port, this.options.host, () => resolve());
     });
     this.#port = (this.#http.address() as AddressInfo).port;
+    this.#pinger = setInterval(() => this.#pingAll(), this.options.pingIntervalMs ?? 30_000);
+    this.#pinger.unref();
+  }
+
+  // A client that did not answer the last ping is gone (half-open: no close ever comes) or stuck: its slot goes.
+  #pingAll(): void {
+    for (const conn of this.#connections) {
+      if (!conn.answeredPing) {
+        conn.log.info("websocket client did not answer a ping; disconnected");
+        conn.ws.terminate();
+        continue;
+      }
+      conn.answeredPing = false;
+      conn.ws.ping();
+    }
   }
 
   async stop(): Promise<void> {
+    clearInterval(this.#pinger);
     for (const c of this.#connections) c.ws.terminate();
     await new Promise<void>((resolve) => this.#wss.close(() => resolve()));
     await new Promise<void>((resolve) => this.#http.close(() => resolve()));
@@ -276,6 +297,7 @@ export class GatewayServer {
       runs: new Set(),
       log: this.deps.logger.child({ remote: req.socket.remoteAddress }),
       inFlight: 0,
+      answeredPing: true,
     };
     this.#connections.add(conn);
     this.deps.connectionsChanged?.(this.#connections.size);
@@ -294,6 +316,9 @@ export class GatewayServer {
       this.deps.connectionsChanged?.(this.#connections.size);
     });
     ws.on("error", (error) => conn.log.warn({ err: error }, "websocket error"));
+    ws.on("pong", () => {
+      conn.answeredPing = true;
+    });
   }
 
   #send(conn: Connection, frame: ResponseFrame | EventFrame): void {

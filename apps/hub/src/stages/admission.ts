@@ -157,6 +157,7 @@ function startGateway(
         maxPerAddress: gw.maxConnectionsPerAddress,
         headersTimeoutMs: gw.headersTimeoutMs,
       },
+      pingIntervalMs: gw.pingIntervalMs,
     },
   );
 }
