@@ -63,6 +63,9 @@ describe("agent runs through the hub", () => {
     const res = await client.request("chat.abort", { runId: "abort-run-0001" });
     expect(res.ok).toBe(true);
     expect((await client.terminal("abort-run-0001")).state).toBe("aborted");
+    // A run that does not exist is said to be unknown, not "abort requested".
+    const none = await client.request("chat.abort", { runId: "no-such-run-0001" });
+    expect(none.error?.code).toBe("not_found");
     client.close();
   });
 

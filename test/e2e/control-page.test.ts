@@ -53,6 +53,13 @@ describe("the control API", () => {
     expect(await ok.json()).toMatchObject({
       queueDepths: { reply: expect.any(Number), runs: expect.any(Number) },
     });
+    const unknown = await fetch(`${world.hub.url}api/control/runs/stop`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.hub.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ runId: "no-such-run-0001" }),
+    });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toMatchObject({ error: expect.stringContaining("No run no-such-run-0001") });
   });
 });
 

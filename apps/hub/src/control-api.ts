@@ -22,7 +22,8 @@ export interface ControlDeps {
   /** The model runs start with (`agent.model`; a failover's choice is in /status). */
   model: string;
   runs: RunRecords;
-  stopRun: (runId: string) => Promise<void>;
+  /** False when there is no such run. */
+  stopRun: (runId: string) => Promise<boolean>;
   sessions: SessionStore;
   pairing: PairingStore;
   replies: ReplySink;
@@ -79,7 +80,8 @@ export function controlRoutes(deps: ControlDeps): HttpRoute[] {
       return { ...record, entries: (await deps.sessions.read(record.sessionId)).slice(-200) };
     }),
     post("/api/control/runs/stop", StopParams, async ({ runId }) => {
-      await deps.stopRun(runId);
+      if (!(await deps.stopRun(runId)))
+        throw new ControlError(404, `No run ${runId}: it never existed, or it ended long ago.`);
       return { runId, status: "abort_requested" };
     }),
     post("/api/control/pairing/approve", PairingParams, async ({ channel, code }) => {

@@ -19,9 +19,11 @@ export class RunControl {
     private readonly runs: Pick<RunRecords, "markStop" | "stopMark">,
   ) {}
 
-  async stop(runId: string, status: "aborted" | "superseded"): Promise<void> {
-    await this.runs.markStop(runId, status);
+  /** Asks for the stop; false when no such run is recorded (it never existed, or its record expired). */
+  async stop(runId: string, status: "aborted" | "superseded"): Promise<boolean> {
+    const marked = await this.runs.markStop(runId, status);
     await this.redis.publish(`${this.prefix}:run-stop`, JSON.stringify({ runId, status }));
+    return marked;
   }
 
   /** The stop marked for a run, read from its record (for when an announcement may have been missed). */

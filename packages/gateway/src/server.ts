@@ -65,8 +65,8 @@ export interface GatewayDeps {
   runRecord: (runId: string) => Promise<RunRecord | undefined>;
   /** The transcript of the session a key routes to now. */
   history: (sessionKey: string) => Promise<{ sessionId: string; entries: TranscriptEntry[] } | undefined>;
-  /** Asks whichever process runs `runId` to abort it. */
-  abort: (runId: string) => Promise<void>;
+  /** Asks whichever process runs `runId` to abort it; false when there is no such run. */
+  abort: (runId: string) => Promise<boolean>;
   /** Lists pending pairings; approves one (the sender is told). */
   pairing?: {
     list: () => Promise<unknown[]>;
@@ -525,7 +525,8 @@ export class GatewayServer {
       if (!record || !mayTouchSession(principal, record.sessionKey))
         throw new RequestError("forbidden", `This client may not abort the run ${runId}.`);
     }
-    await this.deps.abort(runId);
+    if (!(await this.deps.abort(runId)))
+      throw new RequestError("not_found", `No run ${runId}: it never existed, or it ended long ago.`);
     return { runId, status: "abort_requested" };
   }
 

@@ -119,7 +119,7 @@ function agentRunner(
     contextWindowTokens: config.agent.contextWindowTokens,
     approvals: s.approvals,
     systemPrompt: config.agent.systemPrompt,
-    supersede: (runId) => s.control.stop(runId, "superseded"),
+    supersede: async (runId) => void (await s.control.stop(runId, "superseded")),
     activity: s.activity,
     dataLost: (since) => base.epoch.lostSince(since),
     typing: async (target) => entry.adapters.forAccount(target.channel, target.accountId)?.sendTyping(target),
