@@ -96,4 +96,57 @@ describe("a hub killed while a live preview is on screen", () => {
     expect(telegram.shown(USER)[0]?.message.message_id).toBe(shownAtCrash[0]?.message.message_id);
     expect(model.requests).toHaveLength(2);
   }, 90_000);
+
+  it("a resumed run does not preview again what the killed one finished: each part shown once", async () => {
+    const user = USER + 1;
+    const inst = installation("crash-preview-part", {
+      config: {
+        channels: {
+          telegram: {
+            botToken: telegram.token,
+            apiRoot: telegram.apiRoot,
+            dmPolicy: "allowlist",
+            allowFrom: [String(user)],
+            streaming: "preview",
+          },
+        },
+      },
+      env: fakeModelEnv(model),
+    });
+    installs.push(inst);
+    // Three paragraphs too long to share a message, each a message of its own; the stream takes about 6 s.
+    const parts = [1, 2, 3].map((n) => `Part ${n}: ${`words of part ${n} `.repeat(160).trim()}`);
+    const slow = { text: parts.join("\n\n"), chunkSize: 40, delayMs: 30 };
+    model.script(slow, slow);
+    // Killed right after the first part was finished on screen (its preview edited into the final text).
+    const first = await inst.start({ failpoints: "delivery.after-send=kill@1" });
+    telegram.pushUpdate(
+      privateText({ chatId: user, fromId: user, text: "three parts please", messageId: 802 }),
+    );
+    await first.hub.exited;
+    expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([parts[0]]);
+
+    await inst.start();
+    const runId = runIdForMessage(`telegram:default:${user}:802`);
+    await waitFor(
+      async () => (await redis.hget(`${inst.prefix}:run:${runId}`, "status")) === "completed",
+      "the resumed run to complete",
+      40_000,
+    );
+    const text = () => telegram.shown(user).map((m) => String(m.message.text));
+    await waitFor(() => text().length === 3 && !text().some((t) => t.includes(MARK)), "three parts", 30_000);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(text()).toEqual(parts);
+    // Not even for a moment: after the restart, no preview showed the first part again.
+    const firstId = telegram.shown(user)[0]?.message.message_id;
+    const partOne = telegram.calls.filter((c) => {
+      const params = c.params as { chat_id?: unknown; text?: unknown };
+      return Number(params.chat_id) === user && String(params.text).startsWith("Part 1");
+    });
+    expect(partOne.filter((c) => c.method === "sendMessage")).toHaveLength(1);
+    const edits = partOne.filter((c) => c.method === "editMessageText");
+    expect(edits.map((c) => (c.params as { message_id?: unknown }).message_id)).toEqual(
+      edits.map(() => firstId),
+    );
+  }, 90_000);
 });

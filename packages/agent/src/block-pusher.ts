@@ -88,7 +88,9 @@ export class OrderedBlockPusher {
    */
   pushPreview(text: string): void {
     const preview = this.reply.preview;
-    if (!preview) return;
+    // A resumed attempt previews nothing while its blocks may still repeat what the interrupted one showed:
+    // the preview would put that text on screen again.
+    if (!preview || this.#filter?.undecided) return;
     this.#pushing = this.#pushing
       .then(() => (this.#error === undefined ? preview.call(this.reply, text) : undefined))
       .catch(() => {});

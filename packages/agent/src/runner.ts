@@ -727,11 +727,12 @@ export class AgentRunner {
     const maxChars = Math.min(caps?.textLimit ?? 3000, 3000);
     const minChars = live ? maxChars : Math.min(caps?.streamMinChars ?? 1, caps?.textLimit ?? 3000);
     const streamer = new BlockStreamer({ minChars, maxChars });
-    // A live preview carries its own resume (every attempt finalizes the same preview).
-    const pusher = new OrderedBlockPusher(
-      reply,
-      live ? {} : { shown: run.shown, noteOf: (shown) => this.o.runs.shownNote(runId, shown) },
-    );
+    // A resumed attempt drops what an interrupted one finished (its blocks, a live preview's full messages
+    // too: they are final on screen) and, with a live preview, finalizes the preview that one left.
+    const pusher = new OrderedBlockPusher(reply, {
+      shown: run.shown,
+      noteOf: (shown) => this.o.runs.shownNote(runId, shown),
+    });
     const interval = Math.max(this.o.live?.previewIntervalMs ?? 1000, caps?.minSendIntervalMs ?? 0);
     const preview = live ? new LivePreviewFeed(pusher, streamer, interval) : undefined;
     return { reply, streamer, pusher, preview };

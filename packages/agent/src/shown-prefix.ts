@@ -43,6 +43,11 @@ export class ShownPrefixFilter {
 
   constructor(private readonly shown: ShownPrefix) {}
 
+  /** Whether blocks are still held: not yet known to repeat what the interrupted attempt showed, or not. */
+  get undecided(): boolean {
+    return !this.#decided;
+  }
+
   /** The blocks to push now (none while the prefix is still undecided). */
   take(blocks: string[]): string[] {
     return pushesOf(this.decide(blocks));
