@@ -117,6 +117,14 @@ export function terminalSafe(text: string): string {
   return text.replace(TERMINAL_CONTROLS, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`);
 }
 
+/**
+ * A value printed over several lines (a message): each of its later lines starts with `indent`, so it cannot
+ * print what looks like a line of the hub's own.
+ */
+export function indentLines(text: string, indent: string): string {
+  return text.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, `\n${indent}`);
+}
+
 /** A value printed inside one line (a name): its line breaks become spaces, so it cannot print a line of its own. */
 export function oneLine(text: string): string {
   return text.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, " ");

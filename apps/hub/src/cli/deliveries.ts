@@ -1,7 +1,7 @@
 import { FailedDeliveries } from "@hub/reply";
 import type { Command } from "commander";
 import { retrySendable } from "../sendable.js";
-import { configOf, output, replySender, via, withRedis } from "./context.js";
+import { configOf, indentLines, output, replySender, via, withRedis } from "./context.js";
 
 /** `hub deliveries failed|retry`: the segments delivery gave up on, straight from Redis. */
 export function registerDeliveries(program: Command): void {
@@ -23,7 +23,7 @@ export function registerDeliveries(program: Command): void {
             : failed
                 .map(
                   (f) =>
-                    `${f.id}  ${new Date(f.at).toISOString()}  ${f.target.channel}/${f.target.accountId} ${f.target.chatId}  ${f.kind === "expired" ? "EXPIRED " : ""}${f.error}\n    ${f.text.length > 120 ? `${f.text.slice(0, 120)}…` : f.text}`,
+                    `${f.id}  ${new Date(f.at).toISOString()}  ${f.target.channel}/${f.target.accountId} ${f.target.chatId}  ${f.kind === "expired" ? "EXPIRED " : ""}${f.error}\n    ${indentLines(f.text.length > 120 ? `${f.text.slice(0, 120)}…` : f.text, "      ")}`,
                 )
                 .join("\n"),
         );

@@ -17,15 +17,22 @@ export function registerSend(program: Command): void {
     )
     .option("--account <id>", "the channel account", "default")
     .option("--thread <id>", "a thread or topic in the chat")
-    .option("--timeout <seconds>", "how long to wait for delivery", (v) => Number.parseInt(v, 10), 30)
+    .option("--timeout <seconds>", "how long to wait for delivery", "30")
     .action(
       async (
         channel: string,
         target: string,
         words: string[],
-        opts: { account: string; thread?: string; timeout: number },
+        opts: { account: string; thread?: string; timeout: string },
         command: Command,
       ) => {
+        // Checked before anything is queued: a bad value must not report a failure for a message it sent.
+        const timeoutS = Number(opts.timeout);
+        if (!(timeoutS > 0))
+          throw new HubError(
+            "bad_timeout",
+            `--timeout must be a number of seconds above 0, not "${opts.timeout}"; nothing was sent.`,
+          );
         const { config } = configOf(command);
         checkSendable(config, channel, opts.account);
         const text = words.join(" ");
@@ -46,7 +53,7 @@ export function registerSend(program: Command): void {
           const settled = await Promise.race([
             replies.settled(replyId),
             new Promise<undefined>((r) => {
-              timer = setTimeout(() => r(undefined), opts.timeout * 1000);
+              timer = setTimeout(() => r(undefined), timeoutS * 1000);
             }),
           ]).finally(() => {
             clearTimeout(timer);
@@ -55,7 +62,7 @@ export function registerSend(program: Command): void {
           if (!settled)
             throw new HubError(
               "send_pending",
-              `Not delivered within ${opts.timeout} s; it stays queued. Is the hub running with the delivery role and the ${channel} channel connected? See "hub status".`,
+              `Not delivered within ${timeoutS} s; it stays queued. Is the hub running with the delivery role and the ${channel} channel connected? See "hub status".`,
             );
           if (settled.failed > 0)
             throw new HubError(

@@ -1,4 +1,4 @@
-import { createLogger, HubError, resolveStateDir } from "@hub/core";
+import { createLogger, HubError, redactUrl, resolveStateDir } from "@hub/core";
 import { createRedis } from "@hub/queue";
 import {
   FileSessionStore,
@@ -9,14 +9,14 @@ import {
   type TranscriptEntry,
 } from "@hub/sessions";
 import type { Command } from "commander";
-import { configOf, output, via, withRedis } from "./context.js";
+import { configOf, indentLines, output, via, withRedis } from "./context.js";
 
 /** Runs `work` on the configured session store (files in the state dir, or Redis with `sessions.store: "redis"`). */
 async function withStore<T>(command: Command, work: (store: SessionStore) => Promise<T>): Promise<T> {
   const { config } = configOf(command);
   const logger = createLogger({ level: "silent" });
   if (config.sessions.store === "redis") {
-    via(`Redis ${config.redis.url}`);
+    via(`Redis ${redactUrl(config.redis.url)}`);
     return withRedis(config, (redis) => work(new RedisSessionStore(redis, config.redis.prefix, logger)));
   }
   via(`state directory ${resolveStateDir()}`);
@@ -46,12 +46,16 @@ export function registerSessions(program: Command): void {
     .command("show <sessionKey>")
     .description("a session's transcript")
     .option("--json", "print JSON")
-    .option("--limit <n>", "only the last n entries", (v) => Number.parseInt(v, 10))
-    .action(async (sessionKey: string, opts: { limit?: number }, command: Command) => {
+    .option("--limit <n>", "only the last n entries")
+    .action(async (sessionKey: string, opts: { limit?: string }, command: Command) => {
+      const limit = opts.limit === undefined ? undefined : Number(opts.limit);
+      if (limit !== undefined && !(Number.isInteger(limit) && limit > 0))
+        throw new HubError("bad_limit", `--limit must be a whole number above 0, not "${opts.limit}".`);
       const { record, entries } = await withStore(command, async (s) => {
         const record = await s.get(sessionKey);
         if (!record) throw noSession(sessionKey);
-        return { record, entries: (await s.read(record.sessionId)).slice(-(opts.limit ?? 0)) };
+        const all = await s.read(record.sessionId);
+        return { record, entries: limit === undefined ? all : all.slice(-limit) };
       });
       output(command, { ...record, entries }, () =>
         [
@@ -60,7 +64,7 @@ export function registerSessions(program: Command): void {
             const text = describeEntry(e);
             // Continuation lines are indented deeper: a message cannot print what looks like an entry of its own.
             const shown = text.length > 200 ? `${text.slice(0, 200)}…` : text;
-            return `  [${e.type}] ${shown.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, "\n      ")}`;
+            return `  [${e.type}] ${indentLines(shown, "      ")}`;
           }),
         ].join("\n"),
       );
@@ -95,7 +99,7 @@ async function withWriters<T>(
   } catch {
     if (unreachable === "warn")
       console.warn(
-        `Could not reach Redis at ${config.redis.url}: a running hub may keep using the old transcript until it restarts.`,
+        `Could not reach Redis at ${redactUrl(config.redis.url)}: a running hub may keep using the old transcript until it restarts.`,
       );
     return undefined;
   } finally {

@@ -312,6 +312,16 @@ describe("hub deliveries", { timeout: 120_000 }, () => {
     const rest = await runCli(["deliveries", "retry"], withTelegram);
     expect([rest.code, rest.stdout]).toEqual([0, expect.stringContaining("Queued 1 segment(s)")]);
     expect((await runCli(["deliveries", "failed"], env)).stdout).toContain("No failed deliveries.");
+    // A message's later lines are indented under it: none can pass for a line of the listing.
+    await failed.record(
+      { replyId: "r3", index: 0, text: "first line\nr9  2026-01-01T00:00:00.000Z  fake entry", target },
+      new Error("platform answered 500"),
+    );
+    const listed = (await runCli(["deliveries", "failed"], env)).stdout.split("\n");
+    expect(listed).toContain("      r9  2026-01-01T00:00:00.000Z  fake entry");
+    expect(listed.filter((l) => l.startsWith("r9"))).toEqual([]);
+    // The list left empty for the tests after this one.
+    expect((await runCli(["deliveries", "retry"], withTelegram)).code).toBe(0);
   });
 });
 
@@ -332,6 +342,15 @@ describe("hub sessions", { timeout: 120_000 }, () => {
     expect(show.stdout).toContain("[user] hello from 42");
     expect(show.stdout).toContain("[outcome] run run-1 failed: the model refused");
     expect(show.stdout).toMatch(/\[session\] transcript started \d{4}-/);
+    // --limit: the last n entries; a value that is no count is refused, not read as "all" or "all but one".
+    const last = await runCli(["sessions", "show", key, "--limit", "1"], env);
+    expect(last.stdout).toContain("[outcome] run run-1 failed: the model refused");
+    expect(last.stdout).not.toContain("[user] hello from 42");
+    for (const limit of ["-1", "abc", "0"]) {
+      const refused = await runCli(["sessions", "show", key, "--limit", limit], env);
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain(`--limit must be a whole number above 0, not "${limit}".`);
+    }
     // The session's claim generation, as a hub's run left it: the new transcript starts with it (a run frozen
     // before its first write, woken into the new transcript, is then a late writer there too).
     await redis.hset(`${prefix}:writer:${key}`, "generation", "1796585299897");
@@ -398,6 +417,12 @@ describe("hub send", { timeout: 120_000 }, () => {
     );
     expect(account.code).toBe(1);
     expect(account.stderr).toContain('channels.telegram has no account "other" (accounts: default)');
+    // A timeout that is no number of seconds is refused before anything is queued.
+    const bad = await runCli(["send", "webchat", "owner", "hello", "--timeout", "abc"], env);
+    expect(bad.code).toBe(1);
+    expect(bad.stderr).toContain(
+      '--timeout must be a number of seconds above 0, not "abc"; nothing was sent.',
+    );
     expect(await queued()).toEqual(before);
   });
 });
@@ -434,5 +459,14 @@ describe("commands that need Redis", { timeout: 120_000 }, () => {
     );
     expect(cluster.code).toBe(1);
     expect(cluster.stderr).toContain("set redis.cluster to the hub's Redis");
+    // A password in the URL is never printed, by any command.
+    const secret = { ...down, REDIS_URL: `redis://:SuperSecretPw123@127.0.0.1:${await freePort()}` };
+    const withSecret = await Promise.all(
+      [["status"], ["sessions", "list"], ["sessions", "reset", "agent:main:x"]].map((args) =>
+        runCli(args, { ...secret, HUB_SESSIONS_STORE: "redis" }, 30_000),
+      ),
+    );
+    for (const r of withSecret) expect(r.stdout + r.stderr).not.toContain("SuperSecretPw123");
+    expect(withSecret[1]?.stderr).toContain("(from Redis redis://***@127.0.0.1");
   });
 });
