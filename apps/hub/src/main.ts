@@ -3,6 +3,7 @@ import { inspect } from "node:util";
 import { HubError } from "@hub/core";
 import { CommanderError } from "commander";
 import { secrets } from "./cli/context.js";
+import { fileErrorSentence } from "./cli/file-errors.js";
 import { createProgram } from "./cli/program.js";
 
 const program = createProgram();
@@ -19,8 +20,9 @@ program.hook("preAction", (_program, action) => {
 program.parseAsync(process.argv).catch((error) => {
   // Commander already printed its usage errors and help.
   if (error instanceof CommanderError) process.exit(error.exitCode);
-  if (error instanceof HubError) {
-    console.error(`hub: ${secrets.redact(error.message)}`);
+  const sentence = error instanceof HubError ? error.message : fileErrorSentence(error);
+  if (sentence !== undefined) {
+    console.error(`hub: ${secrets.redact(sentence)}`);
   } else {
     console.error(secrets.redact(inspect(error)));
   }

@@ -1,6 +1,13 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { type ChannelCheck, type HubConfig, redactUrl, resolveStateDir, WEBCHAT_CHANNEL } from "@hub/core";
+import {
+  type ChannelCheck,
+  type HubConfig,
+  HubError,
+  redactUrl,
+  resolveStateDir,
+  WEBCHAT_CHANNEL,
+} from "@hub/core";
 import { createRedis } from "@hub/queue";
 import type { Command } from "commander";
 import { channelPlugins } from "../plugins.js";
@@ -40,27 +47,11 @@ export function registerDoctor(program: Command): void {
 }
 
 async function runChecks(command: Command): Promise<DoctorCheck[]> {
-  let config: HubConfig;
+  let loaded: ReturnType<typeof configOf>;
   try {
-    const loaded = configOf(command);
-    config = loaded.config;
-    const { host, port } = gatewayAddress(config);
-    via(`the config, the state directory, Redis, each channel's platform and the gateway at ${host}:${port}`);
-    const checks: DoctorCheck[] = [
-      {
-        name: "config",
-        status: "ok",
-        detail: loaded.fromFile ? `${loaded.path} is valid` : "no file; defaults are valid",
-      },
-    ];
-    checks.push(stateDirCheck(resolveStateDir()));
-    checks.push(...(await redisChecks(config)));
-    if (Object.keys(config.channels).some((name) => name !== WEBCHAT_CHANNEL.name))
-      console.error("Checking each channel account with its platform (up to 15 s)…");
-    checks.push(...(await credentialChecks(config, channelPlugins)));
-    checks.push(...(await channelChecks(config)));
-    return checks;
+    loaded = configOf(command);
   } catch (error) {
+    // Without a config nothing else can be checked.
     return [
       {
         name: "config",
@@ -70,6 +61,23 @@ async function runChecks(command: Command): Promise<DoctorCheck[]> {
       },
     ];
   }
+  const { config } = loaded;
+  const { host, port } = gatewayAddress(config);
+  via(`the config, the state directory, Redis, each channel's platform and the gateway at ${host}:${port}`);
+  const checks: DoctorCheck[] = [
+    {
+      name: "config",
+      status: "ok",
+      detail: loaded.fromFile ? `${loaded.path} is valid` : "no file; defaults are valid",
+    },
+  ];
+  checks.push(stateDirCheck(resolveStateDir()));
+  checks.push(...(await redisChecks(config)));
+  if (Object.keys(config.channels).some((name) => name !== WEBCHAT_CHANNEL.name))
+    console.error("Checking each channel account with its platform (up to 15 s)…");
+  checks.push(...(await credentialChecks(config, channelPlugins)));
+  checks.push(...(await channelChecks(config)));
+  return checks;
 }
 
 /** The state directory exists and only its owner can read it (it holds tokens and transcripts). */
@@ -157,7 +165,19 @@ async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
   } catch (error) {
     if (error instanceof GatewayUnresponsiveError)
       return [{ name: "channels", status: "fail", detail: error.message, fix: "restart the hub" }];
-    if (!(error instanceof GatewayUnreachableError)) throw error;
+    if (!(error instanceof GatewayUnreachableError)) {
+      // A hub that answers but refuses this client (its token): the other checks above still stand.
+      if (error instanceof HubError)
+        return [
+          {
+            name: "gateway",
+            status: "fail",
+            detail: error.message,
+            fix: "run doctor with the hub's gateway token: its HUB_GATEWAY_TOKEN, or the same state directory (HUB_STATE_DIR) as the hub",
+          },
+        ];
+      throw error;
+    }
     return [
       {
         name: "channels",

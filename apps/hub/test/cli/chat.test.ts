@@ -79,6 +79,25 @@ describe("hub chat", { timeout: 60_000 }, () => {
     }
   });
 
+  it("hub doctor with a token the running hub refuses still reports every other check", async () => {
+    const run = await runCli(
+      ["doctor", "--json"],
+      { ...env, HUB_GATEWAY_TOKEN: "not-the-hub-token-0123456789" },
+      30_000,
+    );
+    expect(run.code).toBe(1);
+    const checks = JSON.parse(run.stdout) as {
+      checks: Array<{ name: string; status: string; fix?: string }>;
+    };
+    const byName = new Map(checks.checks.map((c) => [c.name, c]));
+    expect(byName.get("config")?.status).toBe("ok");
+    expect(byName.get("redis")?.status).toBe("ok");
+    expect(byName.get("gateway")).toMatchObject({
+      status: "fail",
+      fix: expect.stringContaining("HUB_GATEWAY_TOKEN"),
+    });
+  });
+
   it("without a running hub: one sentence that says to start it", async () => {
     const run = await runCli(
       ["chat", "hello"],

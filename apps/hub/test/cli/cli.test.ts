@@ -373,6 +373,19 @@ describe("hub sessions", { timeout: 120_000 }, () => {
   });
 });
 
+describe("a state directory the hub cannot use", { timeout: 120_000 }, () => {
+  it("is one sentence naming the path and what to do, not a stack trace", async () => {
+    const file = join(stateDir, "not-a-directory");
+    writeFileSync(file, "");
+    const r = await runCli(["sessions", "list"], { ...env, HUB_STATE_DIR: file });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(
+      `hub: Cannot mkdir ${file}/sessions: a part of the path is a file, not a directory`,
+    );
+    expect(r.stderr).not.toMatch(/^\s+at /m);
+  });
+});
+
 describe("hub status and channels", { timeout: 120_000 }, () => {
   it("without a running hub: status says so, still reports Redis and exits 3; channels status exits 1 with what to do", async () => {
     const status = await runCli(["status", "--json"], env);
