@@ -1,9 +1,10 @@
 import type { AdapterFields } from "@hub/core";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
 import { GatewayClient } from "../support/gateway-client.js";
 import { type FakeWorld, startFakeWorld } from "../support/hub.js";
-import { waitFor } from "../support/redis.js";
+import { REDIS_URL, waitFor } from "../support/redis.js";
 
 let world: FakeWorld;
 const READ_TOKEN = "read-only-token-0123456789";
@@ -168,26 +169,42 @@ describe("gateway scopes, auth limits and origins", () => {
         const sends = Array.from({ length: 12 }, (_, i) =>
           client.request("chat.send", { text: `burst ${key} ${i}`, idempotencyKey: `${key}-${i}` }),
         );
-        return (await Promise.all(sends)).map((r) => (r.payload as { status?: string } | undefined)?.status);
+        const answers = await Promise.all(sends);
+        return answers.map((r, i) => ({
+          runId: `${key}-${i}`,
+          status: (r.payload as { status?: string } | undefined)?.status,
+        }));
       } finally {
         client.close();
       }
     };
     const client = await burst(WRITE_TOKEN, "client-burst");
     // limits.senderBurst (10): the rest are refused, not run.
-    expect(client.filter((s) => s === "accepted")).toHaveLength(10);
-    expect(client.filter((s) => s === "rejected")).toHaveLength(2);
+    expect(client.filter((s) => s.status === "accepted")).toHaveLength(10);
+    expect(client.filter((s) => s.status === "rejected")).toHaveLength(2);
     const owner = await burst(world.hub.token, "owner-burst");
     expect(
-      owner.every((s) => s === "accepted"),
+      owner.every((s) => s.status === "accepted"),
       JSON.stringify(owner),
     ).toBe(true);
-    // The runs answered before the next tests count the model's calls.
-    for (let calls = -1; calls !== world.model.requests.length; ) {
-      calls = world.model.requests.length;
-      await new Promise((r) => setTimeout(r, 1500));
+    // Every accepted run ended before the next tests count the model's calls.
+    const redis = new Redis(REDIS_URL);
+    try {
+      const accepted = [...client, ...owner].filter((s) => s.status === "accepted");
+      await waitFor(
+        async () => {
+          const states = await Promise.all(
+            accepted.map((s) => redis.hget(`${world.hub.prefix}:run:${s.runId}`, "status")),
+          );
+          return states.every((state) => state !== null && state !== "queued" && state !== "running");
+        },
+        "the bursts' runs to end",
+        60_000,
+      );
+    } finally {
+      redis.disconnect();
     }
-  }, 30_000);
+  }, 90_000);
 
   it("repeated failed logins from one address are refused for a while, even with the right token", async () => {
     for (let i = 0; i < 5; i++) {

@@ -38,15 +38,16 @@ describe("a hub killed while a live preview is on screen", () => {
     redis.disconnect();
   });
 
-  it("finalizes the preview after the restart: the final answer once, no stuck preview", async () => {
-    const inst = installation("crash-preview", {
+  // A hub answering `user` on the fake Telegram with live previews, the fake model its model.
+  const previewInstallation = (name: string, user: number): Installation => {
+    const inst = installation(name, {
       config: {
         channels: {
           telegram: {
             botToken: telegram.token,
             apiRoot: telegram.apiRoot,
             dmPolicy: "allowlist",
-            allowFrom: [String(USER)],
+            allowFrom: [String(user)],
             streaming: "preview",
           },
         },
@@ -54,6 +55,18 @@ describe("a hub killed while a live preview is on screen", () => {
       env: fakeModelEnv(model),
     });
     installs.push(inst);
+    return inst;
+  };
+  const completed = (inst: Installation, dedupeKey: string) =>
+    waitFor(
+      async () =>
+        (await redis.hget(`${inst.prefix}:run:${runIdForMessage(dedupeKey)}`, "status")) === "completed",
+      "the resumed run to complete",
+      40_000,
+    );
+
+  it("finalizes the preview after the restart: the final answer once, no stuck preview", async () => {
+    const inst = previewInstallation("crash-preview", USER);
     const answer = Array.from(
       { length: 24 },
       (_, i) =>
@@ -74,12 +87,7 @@ describe("a hub killed while a live preview is on screen", () => {
     expect(shownAtCrash[0]?.edits).toBe(1);
 
     await inst.start();
-    const runId = runIdForMessage(`telegram:default:${USER}:801`);
-    await waitFor(
-      async () => (await redis.hget(`${inst.prefix}:run:${runId}`, "status")) === "completed",
-      "the resumed run to complete",
-      40_000,
-    );
+    await completed(inst, `telegram:default:${USER}:801`);
     const text = () => telegram.shown(USER).map((m) => String(m.message.text));
     await waitFor(
       () => text().some((t) => t.includes("Part 23")) && !text().some((t) => t.includes(MARK)),
@@ -99,21 +107,7 @@ describe("a hub killed while a live preview is on screen", () => {
 
   it("a resumed run does not preview again what the killed one finished: each part shown once", async () => {
     const user = USER + 1;
-    const inst = installation("crash-preview-part", {
-      config: {
-        channels: {
-          telegram: {
-            botToken: telegram.token,
-            apiRoot: telegram.apiRoot,
-            dmPolicy: "allowlist",
-            allowFrom: [String(user)],
-            streaming: "preview",
-          },
-        },
-      },
-      env: fakeModelEnv(model),
-    });
-    installs.push(inst);
+    const inst = previewInstallation("crash-preview-part", user);
     // Three paragraphs too long to share a message, each a message of its own; the stream takes about 6 s.
     const parts = [1, 2, 3].map((n) => `Part ${n}: ${`words of part ${n} `.repeat(160).trim()}`);
     const slow = { text: parts.join("\n\n"), chunkSize: 40, delayMs: 30 };
@@ -127,12 +121,7 @@ describe("a hub killed while a live preview is on screen", () => {
     expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([parts[0]]);
 
     await inst.start();
-    const runId = runIdForMessage(`telegram:default:${user}:802`);
-    await waitFor(
-      async () => (await redis.hget(`${inst.prefix}:run:${runId}`, "status")) === "completed",
-      "the resumed run to complete",
-      40_000,
-    );
+    await completed(inst, `telegram:default:${user}:802`);
     const text = () => telegram.shown(user).map((m) => String(m.message.text));
     await waitFor(() => text().length === 3 && !text().some((t) => t.includes(MARK)), "three parts", 30_000);
     await new Promise((r) => setTimeout(r, 2500));
