@@ -78,7 +78,7 @@ export const AdapterFieldsSchema = z
      * authenticated gateway) set it.
      */
     sessionKey: z.string().min(1).optional(),
-    /** Set by the entry when it knows the sender may run commands (the gateway's owner). */
+    /** Set by the entry when it knows the sender may run commands (an authenticated gateway client). */
     commandAuthorized: z.boolean().default(false),
     /**
      * Set by the entry when the sender is trusted not to flood: the gateway's owner only. Every other sender,

@@ -150,7 +150,7 @@ describe("BlockStreamer", () => {
 
   it.each([
     ["inline code", "`inline code inline code inline code inline code inline code inline code`"],
-    ["a link", "[a short label here](https://example.com/" + "p".repeat(150) + ")"],
+    ["a link", `[a short label here](https://example.com/${"p".repeat(150)})`],
     ["bold", "**bold words bold words bold words bold words bold words bold words bold**"],
   ])("does not cut inside %s that opens before an overflow cut and closes after the limit", (_, span) => {
     // The span straddles the 3,000th character: the cut must come before it, as chunkText's does.

@@ -1,8 +1,7 @@
 import { randomUUID } from "node:crypto";
-import { HubError } from "@hub/core";
 import type { Command } from "commander";
 import { z } from "zod";
-import { configOf, gatewayAddress, terminalSafe, via } from "./context.js";
+import { configOf, gatewayAddress, terminalSafe, timeoutSeconds, via } from "./context.js";
 import { type GatewayConnection, openGateway } from "./gateway-client.js";
 
 // What the gateway answers to chat.send, and one `chat` event of the answer (see README's Gateway protocol).
@@ -30,12 +29,7 @@ export function registerChat(program: Command): void {
     .option("--timeout <seconds>", "how long to wait for the answer", "120")
     .action(async (words: string[], opts: { session?: string; timeout: string }, command: Command) => {
       const { config } = configOf(command);
-      const timeoutMs = Number(opts.timeout) * 1000;
-      if (!(timeoutMs > 0))
-        throw new HubError(
-          "bad_timeout",
-          `--timeout must be a number of seconds above 0, not "${opts.timeout}".`,
-        );
+      const timeoutMs = timeoutSeconds(opts.timeout) * 1000;
       via(`gateway ${config.gateway.host}:${config.gateway.port} with the stored token`);
       const gateway = await openGateway(gatewayAddress(config));
       try {

@@ -118,16 +118,33 @@ export function terminalSafe(text: string): string {
 }
 
 /**
+ * A `--timeout <seconds>` value as a number of seconds above 0; `refused` is added to the refusal's sentence
+ * (what the command did not do).
+ */
+export function timeoutSeconds(raw: string, refused = ""): number {
+  const seconds = Number(raw);
+  if (!(seconds > 0))
+    throw new HubError(
+      "bad_timeout",
+      `--timeout must be a number of seconds above 0, not "${raw}"${refused}.`,
+    );
+  return seconds;
+}
+
+/**
  * A value printed over several lines (a message): each of its later lines starts with `indent`, so it cannot
  * print what looks like a line of the hub's own.
  */
 export function indentLines(text: string, indent: string): string {
-  return text.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, `\n${indent}`);
+  return text.replace(LINE_BREAKS, `\n${indent}`);
 }
+
+// Every line break a terminal or a reader may honour.
+const LINE_BREAKS = /\r\n|[\n\r\u0085\u2028\u2029]/g;
 
 /** A value printed inside one line (a name): its line breaks become spaces, so it cannot print a line of its own. */
 export function oneLine(text: string): string {
-  return text.replace(/\r\n|[\n\r\u0085\u2028\u2029]/g, " ");
+  return text.replace(LINE_BREAKS, " ");
 }
 
 /** A line on stderr (so `--json` output stays clean) saying where the answer comes from: the gateway, Redis or the state dir. */

@@ -157,6 +157,19 @@ async function redisChecks(config: HubConfig): Promise<DoctorCheck[]> {
   }
 }
 
+// A hub that answers but refuses this client (its token): the checks before this one still stand.
+function refusedByGateway(error: unknown): DoctorCheck[] {
+  if (!(error instanceof HubError)) throw error;
+  return [
+    {
+      name: "gateway",
+      status: "fail",
+      detail: error.message,
+      fix: "run doctor with the hub's gateway token: its HUB_GATEWAY_TOKEN, or the same state directory (HUB_STATE_DIR) as the hub",
+    },
+  ];
+}
+
 async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
   let channels: ChannelReport[];
   try {
@@ -165,19 +178,7 @@ async function channelChecks(config: HubConfig): Promise<DoctorCheck[]> {
   } catch (error) {
     if (error instanceof GatewayUnresponsiveError)
       return [{ name: "channels", status: "fail", detail: error.message, fix: "restart the hub" }];
-    if (!(error instanceof GatewayUnreachableError)) {
-      // A hub that answers but refuses this client (its token): the other checks above still stand.
-      if (error instanceof HubError)
-        return [
-          {
-            name: "gateway",
-            status: "fail",
-            detail: error.message,
-            fix: "run doctor with the hub's gateway token: its HUB_GATEWAY_TOKEN, or the same state directory (HUB_STATE_DIR) as the hub",
-          },
-        ];
-      throw error;
-    }
+    if (!(error instanceof GatewayUnreachableError)) return refusedByGateway(error);
     return [
       {
         name: "channels",

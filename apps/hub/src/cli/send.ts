@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { HubError } from "@hub/core";
 import type { Command } from "commander";
 import { checkSendable } from "../sendable.js";
-import { configOf, replySender } from "./context.js";
+import { configOf, replySender, timeoutSeconds } from "./context.js";
 
 /**
  * `hub send <channel> <target> <text>`: queues a message through ordered
@@ -27,12 +27,7 @@ export function registerSend(program: Command): void {
         command: Command,
       ) => {
         // Checked before anything is queued: a bad value must not report a failure for a message it sent.
-        const timeoutS = Number(opts.timeout);
-        if (!(timeoutS > 0))
-          throw new HubError(
-            "bad_timeout",
-            `--timeout must be a number of seconds above 0, not "${opts.timeout}"; nothing was sent.`,
-          );
+        const timeoutS = timeoutSeconds(opts.timeout, "; nothing was sent");
         const { config } = configOf(command);
         checkSendable(config, channel, opts.account);
         const text = words.join(" ");
