@@ -138,4 +138,32 @@ describe("a hub killed while a live preview is on screen", () => {
       edits.map(() => firstId),
     );
   }, 90_000);
+  it("a run killed on every attempt ends interrupted and deletes the preview it left", async () => {
+    const user = USER + 2;
+    const inst = previewInstallation("crash-preview-interrupted", user);
+    // Each attempt streams for a minute (it is killed long before): the first sends the preview, the
+    // resumed ones edit it, and each is SIGKILLed once its preview write is on screen.
+    const endless = { text: `Never finished. ${"More words. ".repeat(1500)}`, chunkSize: 20, delayMs: 40 };
+    model.script(endless, endless, endless);
+    const requestsBefore = model.requests.length;
+    const edits = () => telegram.callsOf("editMessageText").length;
+    for (let attempt = 1; attempt <= 3; attempt++) {
+      const editsBefore = edits();
+      const { hub } = await inst.start();
+      if (attempt === 1)
+        telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "never ends", messageId: 803 }));
+      const previewed = () => telegram.shown(user).length === 1 && (attempt === 1 || edits() > editsBefore);
+      await waitFor(previewed, `attempt ${attempt}'s preview`, 40_000);
+      await hub.kill();
+      expect(telegram.shown(user).map((m) => String(m.message.text).endsWith(MARK))).toEqual([true]);
+    }
+    // Out of attempts: the next start ends the run as interrupted, and its preview goes with it.
+    await inst.start();
+    const runKey = `${inst.prefix}:run:${runIdForMessage(`telegram:default:${user}:803`)}`;
+    const status = () => redis.hget(runKey, "status");
+    await waitFor(async () => (await status()) === "interrupted", "the run finalized", 40_000);
+    await waitFor(() => telegram.shown(user).length === 0, "the preview deleted", 20_000);
+    expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
+    expect(model.requests.length - requestsBefore).toBe(3);
+  }, 150_000);
 });

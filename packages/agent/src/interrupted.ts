@@ -23,6 +23,8 @@ export interface InterruptedRunDeps {
   activity?: SessionActivity | undefined;
   /** Taken over before messages the dead run took from its steering are handed on (see below). */
   writers?: SessionWriters | undefined;
+  /** Deletes the live preview a run left on screen (see `ReplyDispatcher.closeLeftPreview`). */
+  closeLeftPreview?: ((runId: string) => Promise<void>) | undefined;
 }
 
 /**
@@ -50,18 +52,19 @@ export async function finalizeInterrupted(
       ? { key: deps.activity.keysOf(record.sessionKey, runId).usage, ...staged.usage }
       : undefined;
   const decided = await deps.runs.finish(runId, outcome, record.attempt, usage);
-  if (decided) {
-    await writeFinalEnd(deps, record, staged, outcome);
-    log.warn(
-      { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },
-      staged
-        ? "interrupted run finalized with its answer, queued whole before the interruption"
-        : "interrupted run finalized without resuming",
-    );
-  }
   // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).
-  if (decided) await handOnSteering(deps, record);
-  return decided;
+  if (!decided) return false;
+  await writeFinalEnd(deps, record, staged, outcome);
+  log.warn(
+    { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },
+    staged
+      ? "interrupted run finalized with its answer, queued whole before the interruption"
+      : "interrupted run finalized without resuming",
+  );
+  // Without its staged answer the run queued no end for its live preview: one it left would stay on screen.
+  if (!staged) await deps.closeLeftPreview?.(runId);
+  await handOnSteering(deps, record);
+  return true;
 }
 
 // The finalized run's end in its transcript: its staged answer (if any) and its outcome, after a claim line of

@@ -28,6 +28,8 @@ export async function recoverInterruptedRuns(deps: {
   activity?: SessionActivity;
   /** Taken over by a finalize that hands on messages its run took from its steering. */
   writers?: SessionWriters;
+  /** Deletes the live preview a finalized run left on screen. */
+  closeLeftPreview?: (runId: string) => Promise<void>;
   runTimeoutMs: number;
   logger: HubLogger;
   scanTime?: number;

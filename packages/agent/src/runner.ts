@@ -88,6 +88,8 @@ export interface AgentRunnerOptions extends ContextSettings {
   /** The Redis connection of the claims: the sessions kept in memory between runs are dropped when it reconnects. */
   connection?: Redis;
   replies: ReplySink;
+  /** Deletes the live preview a run finalized without resuming left on screen. */
+  closeLeftPreview?: (runId: string) => Promise<void>;
   events: ChatEventPublisher;
   /** Where run ends waiting for their replies to settle are kept, so that a stopping process announces them. */
   announcements?: PendingAnnouncements;

@@ -171,6 +171,17 @@ export class ReplyDispatcher implements ReplySink {
     });
   }
 
+  /**
+   * Deletes the live preview a run left on screen when it ended without its reply (interrupted and not
+   * resumed): the close of its previews, queued behind whatever the run queued. Nothing when none is left.
+   */
+  async closeLeftPreview(runId: string): Promise<void> {
+    const target = await this.#previews.leftAt(runId);
+    if (!target) return;
+    const preview = { key: runId, resumed: true };
+    await this.open(`${runId}.closed`, target, { runId, preview }).end();
+  }
+
   // Whether this process delivers to the target's channel account (a push may then drain it here).
   #deliversTo(target: ReplyTarget): boolean {
     return this.#adapterOf?.(target.channel, target.accountId) !== undefined;

@@ -4,6 +4,7 @@ import {
   type OutboundSegment,
   PermanentSendError,
   type ReplyTarget,
+  ReplyTargetSchema,
   type SendResult,
 } from "@hub/core";
 import type { Redis } from "ioredis";
@@ -92,7 +93,7 @@ export class LivePreviews {
     if (sent.messageId === undefined) return;
     await this.redis
       .multi()
-      .hset(k, { messageId: sent.messageId, text })
+      .hset(k, { messageId: sent.messageId, text, target: JSON.stringify(io.target) })
       .expire(k, PREVIEW_TTL_SECONDS)
       .exec();
   }
@@ -123,6 +124,20 @@ export class LivePreviews {
       .expire(k, PREVIEW_TTL_SECONDS)
       .exec();
     return true;
+  }
+
+  /**
+   * Where the run's preview message is, when it has one no segment took over: what a run that ends
+   * without its reply (interrupted, not resumed) left on screen.
+   */
+  async leftAt(key: string): Promise<ReplyTarget | undefined> {
+    const [messageId, target] = await this.redis.hmget(this.#key(key), "messageId", "target");
+    if (!messageId || !target) return undefined;
+    try {
+      return ReplyTargetSchema.parse(JSON.parse(target));
+    } catch {
+      return undefined; // not written by this code: nothing known to close
+    }
   }
 
   /** True when the run has a preview message no segment took over. */

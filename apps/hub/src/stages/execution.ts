@@ -59,7 +59,7 @@ export async function startExecution(
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
     room,
     recover: async () => {
-      const recovered = await recoverAtStart(s, runTimeoutMs, agentLog);
+      const recovered = await recoverAtStart(s, replies, runTimeoutMs, agentLog);
       // After recovery decided which runs resume (those put their reaction on again and take it off).
       reactions.removeLeft();
       return recovered;
@@ -98,6 +98,7 @@ function agentRunner(
     steps: s.steps,
     connection: base.redis,
     replies,
+    closeLeftPreview: (runId) => replies.closeLeftPreview(runId),
     events: base.events,
     announcements: base.announcements,
     resolveModel: base.operations.metrics.meterModels(
@@ -132,7 +133,12 @@ function agentRunner(
 
 // Before the runner starts: queue modes of the earlier layout moved (once per installation; a failure is
 // said and tried again at the next start), the dead predecessor's sessions freed at once, then recovery.
-async function recoverAtStart(s: SessionStage, runTimeoutMs: number, log: HubLogger) {
+async function recoverAtStart(
+  s: SessionStage,
+  replies: ReplyDispatcher,
+  runTimeoutMs: number,
+  log: HubLogger,
+) {
   const { runs, sessions, lane, activity, writers } = s;
   try {
     const adopted = await activity.adoptOldQueueModes();
@@ -141,5 +147,7 @@ async function recoverAtStart(s: SessionStage, runTimeoutMs: number, log: HubLog
     log.warn({ err: error }, "could not move sessions' queue modes; tried again at the next start");
   }
   await lane.reclaimDeadPredecessors();
-  return recoverInterruptedRuns({ runs, sessions, lane, activity, writers, runTimeoutMs, logger: log });
+  const closeLeftPreview = (runId: string) => replies.closeLeftPreview(runId);
+  const deps = { runs, sessions, lane, activity, writers, closeLeftPreview };
+  return recoverInterruptedRuns({ ...deps, runTimeoutMs, logger: log });
 }
