@@ -41,20 +41,41 @@ export function announceProcess(
   };
 }
 
-/** The installation's running processes (those that renewed their entry lately), oldest first. */
+/**
+ * The installation's running processes (those that renewed their entry lately), oldest first. An entry of
+ * this machine whose process is gone (killed, or stopped by a second signal without removing it) is left
+ * out and removed at once, instead of being listed until it expires.
+ */
 export async function liveProcesses(redis: Redis, prefix: string): Promise<LiveProcess[]> {
   const found: LiveProcess[] = [];
   for (const key of await scanKeys(redis, `${prefix}:process:*`)) {
-    const raw = await redis.get(key);
-    if (!raw) continue;
-    try {
-      const parsed = LiveProcessSchema.safeParse(JSON.parse(raw));
-      if (parsed.success) found.push(parsed.data);
-    } catch {
-      // Not an entry of this version: skipped.
-    }
+    const entry = parseEntry(await redis.get(key));
+    if (!entry) continue;
+    if (entry.host === hostname() && !processExists(entry.pid)) await redis.del(key);
+    else found.push(entry);
   }
   return found.sort((a, b) => a.startedAt - b.startedAt);
+}
+
+// An entry as this version writes it; anything else (another version's, or expired meanwhile) is none.
+function parseEntry(raw: string | null): LiveProcess | undefined {
+  if (!raw) return undefined;
+  try {
+    const parsed = LiveProcessSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// Signal 0 checks that a process exists without touching it (EPERM: it exists, owned by another user).
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 /** The hub's roles that no running process has (`hub status` warns about each). */
