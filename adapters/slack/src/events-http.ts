@@ -98,7 +98,11 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
         );
         return { kind: "rejected", reason: "not an Events API envelope" };
       }
-      if (envelope.data.type === "url_verification") return { kind: "accepted" };
+      if (envelope.data.type === "url_verification") {
+        if (envelope.data.challenge !== undefined) return { kind: "accepted" };
+        log.warn("slack url_verification without a challenge; acknowledged with nothing to echo");
+        return { kind: "rejected", reason: "a url_verification without a challenge" };
+      }
       const retryNum = header(req.headers["x-slack-retry-num"]);
       const delivery: SlackEnvelope = {
         body: envelope.data,
@@ -111,10 +115,9 @@ export function slackEventsRoute(options: EventsRouteOptions): HttpRoute {
       if (body instanceof SlackForm) return body.command ? slashCommandAnswer(body.command) : undefined;
       const envelope = EnvelopeSchema.safeParse(body);
       if (!envelope.success || envelope.data.type !== "url_verification") return undefined;
-      return {
-        contentType: "application/json",
-        body: JSON.stringify({ challenge: envelope.data.challenge ?? "" }),
-      };
+      const { challenge } = envelope.data;
+      if (challenge === undefined) return undefined;
+      return { contentType: "application/json", body: JSON.stringify({ challenge }) };
     },
   });
 }

@@ -103,6 +103,14 @@ describe("slack events over HTTP", () => {
     });
   });
 
+  it("acknowledges a url_verification without a challenge with an empty answer, not a made-up challenge", async () => {
+    const { fake, received } = await setup();
+    const res = await fake.deliver({ token: "t", type: "url_verification" });
+    expect(res.status).toBe(200);
+    expect(res.body).toBe("");
+    expect(received).toEqual([]);
+  });
+
   it("refuses a bad signature, a stale timestamp and missing headers with 401, running nothing", async () => {
     const { fake, received } = await setup();
     const bad = await fake.deliver(dm(fake, "forged"), { signature: `v0=${"0".repeat(64)}` });
