@@ -50,7 +50,6 @@ import {
 import {
   CATCH_UP_BUDGET_MS,
   CATCH_UP_WINDOW_MS,
-  type ChannelMark,
   ChannelMarks,
   channelsToRead,
   MAX_CHANNELS,
@@ -72,6 +71,7 @@ import {
 import { channelOf, INTERACTION_PREFIX, measureWithLines, messageBody } from "./outbound.js";
 import { guardPacketHandlers } from "./packet-guard.js";
 import { fileMessageRequest } from "./send-file.js";
+import { SessionChannels } from "./session-channels.js";
 import {
   type CommandInteraction,
   CommandInteractionSchema,
@@ -152,6 +152,8 @@ export class DiscordAdapter implements ChannelAdapter {
   readonly #markTails = new Map<string, Promise<void>>();
   /** The read-back after the latest READY: live messages wait for it (bounded), so they come after. */
   #caughtUp: Promise<void> = Promise.resolve();
+  /** What the current gateway session's guild creates said of their channels' newest messages. */
+  #session = new SessionChannels();
 
   constructor(options: DiscordAdapterOptions) {
     this.#o = options;
@@ -233,7 +235,8 @@ export class DiscordAdapter implements ChannelAdapter {
     c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
       try {
         // A fresh session (not a RESUME, which replays): read back what was written while none was up.
-        if (packet.t === "READY" && current()) this.#caughtUp = this.#startCatchUp(c);
+        if (packet.t === "READY" && current()) this.#caughtUp = this.#startCatchUp(c, this.#newSession(c));
+        if (packet.t === "GUILD_CREATE") this.#session.sawGuild(packet.d);
         if (packet.t === "MESSAGE_CREATE") this.#message(packet.d);
         else if (packet.t === "INTERACTION_CREATE") this.#interaction(packet.d);
       } catch (error) {
@@ -508,9 +511,19 @@ export class DiscordAdapter implements ChannelAdapter {
     });
   }
 
+  // A fresh gateway session: what its guilds' creates say of their channels starts empty, and its read-back
+  // waits until discord.js has them all (the shard's ready, after READY's guilds arrived or timed out).
+  #newSession(client: Client): Promise<void> {
+    this.#session = new SessionChannels();
+    return new Promise<void>((resolve) => {
+      client.once(Events.ShardReady, () => resolve());
+      setTimeout(resolve, CATCH_UP_BUDGET_MS).unref();
+    });
+  }
+
   /** The read-back after a READY, bounded so live messages never wait for it longer than the budget. */
-  #startCatchUp(client: Client): Promise<void> {
-    const done = this.#catchUp(client).catch((error: unknown) =>
+  #startCatchUp(client: Client, guildsIn: Promise<void>): Promise<void> {
+    const done = this.#catchUp(client, guildsIn).catch((error: unknown) =>
       this.#log.warn({ err: describe(error) }, "discord read-back of missed messages failed"),
     );
     return waitAtMost(done, CATCH_UP_BUDGET_MS, this.#stopSignal.signal).then(() => {});
@@ -520,14 +533,16 @@ export class DiscordAdapter implements ChannelAdapter {
    * Reads back, per channel the hub took messages from, what was written after the last one it took
    * (within CATCH_UP_WINDOW_MS), and hands it to the hub oldest first; what it took already is a duplicate.
    */
-  async #catchUp(client: Client): Promise<void> {
+  async #catchUp(client: Client, guildsIn: Promise<void>): Promise<void> {
     const marks = await this.#marks.load();
     // Nothing taken yet (a first start): live messages wait for nothing.
     if (marks.length === 0) return;
+    await guildsIn;
     await this.#clientReady(client);
     if (this.#stopped || client !== this.#client) return;
     const since = snowflakeAt(Date.now() - CATCH_UP_WINDOW_MS);
-    const { read, skipped } = channelsToRead(marks, (mark) => nothingSince(client, mark));
+    const session = this.#session;
+    const { read, skipped } = channelsToRead(marks, (mark) => session.nothingSince(mark));
     if (skipped > 0)
       this.#log.warn(
         { channels: read.length + skipped, readBack: MAX_CHANNELS },
@@ -819,15 +834,4 @@ const NOT_HANDED: InboundResult = { kind: "ignored", reason: "the adapter is sto
 function describe(error: unknown): string {
   if (error instanceof DiscordAPIError) return `${error.status} ${error.message} (code ${error.code})`;
   return error instanceof Error ? error.message : String(error);
-}
-
-/**
- * Whether Discord said, in the guild's channels at READY (`last_message_id`), that the channel's newest
- * message is not newer than the one the hub took last: nothing to read back, no request. A DM, a channel
- * not in the cache, or one without the field is read back.
- */
-function nothingSince(client: Client, mark: ChannelMark): boolean {
-  const channel = client.channels.cache.get(mark.channelId);
-  const last = channel && "lastMessageId" in channel ? channel.lastMessageId : null;
-  return typeof last === "string" && /^\d+$/.test(last) && BigInt(last) <= BigInt(mark.after);
 }

@@ -259,6 +259,20 @@ describe("discord adapter", () => {
     30_000,
   );
 
+  it("a new session in the running process (close 1000: identify again) reads back a DM written in the gap", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "First." }, { text: "Second." });
+    fake.userMessage({ channelId: fake.dmChannelId, content: "one" });
+    await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the first answer");
+    const identifies = fake.gateway.stats.identifies;
+    fake.gateway.close(1000);
+    // Written while no connection is up: Discord never dispatches it to the new session.
+    fake.userMessage({ channelId: fake.dmChannelId, content: "while down" });
+    await waitFor(() => fake.gateway.stats.identifies > identifies, "a new session", 15_000);
+    await waitFor(() => fake.sent(fake.dmChannelId).length === 2, "the answer to the missed DM", 15_000);
+    expect(fake.sent(fake.dmChannelId).map((m) => m.message.content)).toEqual(["First.", "Second."]);
+  });
+
   it("op 9 with a resumable session is resumed on the same connection, and the log says why", async () => {
     const { log, lines } = capturedLogger();
     const { fake, model } = await setup({}, log);
