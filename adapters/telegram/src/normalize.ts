@@ -35,6 +35,15 @@ const BaseMessageSchema = z.looseObject({
   from: UserSchema.optional(),
   sender_chat: z.looseObject({ id: Integer, title: z.string().optional() }).optional(),
   is_automatic_forward: z.boolean().optional(),
+  /** Set on a forwarded message (Bot API 7.0+): who wrote it first. Its text is theirs, not the sender's. */
+  forward_origin: z
+    .looseObject({
+      type: z.string(),
+      sender_user: z.looseObject({ id: Integer }).optional(),
+      sender_chat: z.looseObject({ id: Integer }).optional(),
+      chat: z.looseObject({ id: Integer }).optional(),
+    })
+    .optional(),
   date: Integer,
   edit_date: Integer.optional(),
   chat: z.looseObject({
@@ -192,6 +201,40 @@ function unwantedKind(
   return undefined;
 }
 
+/** What a forwarded message says itself: the forwarded words reach the agent quoted, as someone else's. */
+const FORWARD_NOTE = "[forwarded a message]";
+
+/**
+ * The words quoted with a message, as someone else's (marked untrusted): a forward's own text (its
+ * author is whoever `forward_origin` names), or the message it replies to.
+ */
+function quotedOf(
+  msg: TelegramMessage,
+  reply: TelegramMessage["reply_to_message"],
+): Pick<AdapterFields, "replyTo"> {
+  const origin = msg.forward_origin;
+  if (origin) {
+    const author = origin.sender_user ?? origin.sender_chat ?? origin.chat;
+    const text = msg.text ?? msg.caption;
+    return {
+      replyTo: {
+        messageId: String(msg.message_id),
+        ...(author ? { senderId: String(author.id) } : {}),
+        ...(text ? { body: text } : {}),
+      },
+    };
+  }
+  if (!reply) return {};
+  const body = reply.text ?? reply.caption;
+  return {
+    replyTo: {
+      messageId: String(reply.message_id),
+      ...(reply.from ? { senderId: String(reply.from.id) } : {}),
+      ...(body ? { body } : {}),
+    },
+  };
+}
+
 // Who sent it. On behalf of a chat (an anonymous group admin, a channel) `from` is a stand-in user
 // (GroupAnonymousBot, marked a bot) and the sender is the chat.
 function senderOf(msg: TelegramMessage) {
@@ -223,7 +266,11 @@ export function normalizeMessage(
   if (text.trim() === "" && attached.length === 0)
     return { skip: "no text, caption or file (a service message, a location, a poll)" };
   const entities = msg.entities ?? msg.caption_entities ?? [];
-  const addressed = addressing(text, entities, bot);
+  // A forward's mentions and commands are its author's words: they neither address the bot nor command it.
+  const forwarded = msg.forward_origin !== undefined;
+  const addressed = forwarded
+    ? { mentioned: false, otherBotCommand: undefined }
+    : addressing(text, entities, bot);
   if (addressed.otherBotCommand !== undefined)
     return { skip: `command for another bot (${addressed.otherBotCommand})` };
   // In forum topics every message "replies" to the topic's creation message; that is not a reply to us.
@@ -250,17 +297,9 @@ export function normalizeMessage(
       ...(sender.username ? { username: sender.username } : {}),
       isBot: sender.is_bot,
     },
-    body: withoutLeadingMention(text, entities, bot),
+    body: forwarded ? FORWARD_NOTE : withoutLeadingMention(text, entities, bot),
     wasMentioned: chatType === "direct" ? true : mentioned,
-    ...(reply
-      ? {
-          replyTo: {
-            messageId: String(reply.message_id),
-            ...(reply.from ? { senderId: String(reply.from.id) } : {}),
-            ...((reply.text ?? reply.caption) ? { body: reply.text ?? reply.caption } : {}),
-          },
-        }
-      : {}),
+    ...quotedOf(msg, reply),
     media: attached,
     timestamp: (msg.edit_date ?? msg.date) * 1000,
     ...(chatType !== "direct" ? { replyToMessageId: String(msg.message_id) } : {}),
