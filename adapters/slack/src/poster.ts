@@ -1,5 +1,5 @@
 import type { AdapterStateStore, HubLogger, OutboundAttachment } from "@hub/core";
-import { PermanentSendError, RateLimitedError } from "@hub/core";
+import { PermanentSendError, RateLimitedError, retryAfterMs } from "@hub/core";
 import { WebAPIHTTPError, WebAPIPlatformError, WebAPIRateLimitedError, type WebClient } from "@slack/web-api";
 import { z } from "zod";
 import { completeUpload, uploadFileBytes } from "./file-upload.js";
@@ -249,7 +249,7 @@ function maybePosted(error: unknown): boolean {
 
 /** Maps a Web API failure to the hub's delivery errors: 429 delays the target, refusals fail the segment. */
 export function classifySlackError(error: unknown): unknown {
-  if (error instanceof WebAPIRateLimitedError) return new RateLimitedError(error.retryAfter * 1000);
+  if (error instanceof WebAPIRateLimitedError) return new RateLimitedError(retryAfterMs(error.retryAfter));
   if (error instanceof WebAPIPlatformError) {
     const code = String(error.data.error);
     if (PERMANENT.has(code))

@@ -4,6 +4,7 @@ import {
   type ChannelStatusCell,
   type HubLogger,
   type InboundResult,
+  retryAfterMs,
   sleep,
 } from "@hub/core";
 import { type Api, GrammyError } from "grammy";
@@ -115,8 +116,8 @@ async function fetchBatch(
       return undefined;
     }
     // A 429 says how long to wait (parameters.retry_after, seconds); never retry sooner.
-    const retryAfterMs = error instanceof GrammyError ? (error.parameters.retry_after ?? 0) * 1000 : 0;
-    const wait = Math.max(backoff.next(), retryAfterMs);
+    const told = error instanceof GrammyError ? retryAfterMs(error.parameters.retry_after, 0) : 0;
+    const wait = Math.max(backoff.next(), told);
     const reason = describeTelegramError(error);
     deps.log.warn({ err: reason, backoffMs: wait }, "telegram getUpdates failed; retrying");
     deps.status.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });

@@ -59,4 +59,44 @@ describe("telegram long polling", () => {
     await waitFor(() => seen.includes("after the restart"), "polling going on", 10_000);
     expect(status.get().state).toBe("connected");
   }, 20_000);
+  it("a 429 whose retry_after is not a number still waits with backoff: no hot loop of getUpdates", async () => {
+    const fake = await startFakeTelegram();
+    const stop = new AbortController();
+    // A misbehaving proxy in front of the Bot API: retry_after "soon" (sent as it is).
+    const garbled = {
+      error_code: 429,
+      description: "Too Many Requests",
+      retry_after: "soon" as unknown as number,
+    };
+    fake.failNext("getUpdates", garbled, 100);
+    const waits: number[] = [];
+    const status = new ChannelStatusCell();
+    const polling = pollUpdates({
+      api: new Api(fake.token, { apiRoot: fake.apiRoot }),
+      state: memoryState(),
+      stateKey: "telegram:test:offset",
+      handle: async () => ({ kind: "accepted" }),
+      status: {
+        get: () => status.get(),
+        set: (state, details) => {
+          if (details?.nextRetryAt) waits.push(details.nextRetryAt - Date.now());
+          status.set(state, details);
+        },
+      } as ChannelStatusCell,
+      log: createLogger({ level: "silent" }),
+      signal: stop.signal,
+      pollTimeoutSeconds: 1,
+      conflictBackoffMs: 1000,
+      leaseValid: () => true,
+    });
+    cleanups.push(async () => {
+      stop.abort();
+      await polling;
+      await fake.close();
+    });
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(fake.callsOf("getUpdates").length).toBeLessThanOrEqual(4);
+    expect(waits.length).toBeGreaterThan(0);
+    expect(waits.every((w) => Number.isFinite(w) && w > 0)).toBe(true);
+  }, 20_000);
 });

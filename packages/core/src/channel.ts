@@ -108,13 +108,25 @@ export class PermanentSendError extends Error {
   }
 }
 
+/**
+ * The longest wait a platform's "retry after" gets at once (an hour): a larger one (or a timer's overflow past
+ * 2^31 ms, which Node fires at once) is waited in hours, each ending with another try.
+ */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/** A wait in ms as told by a platform, made usable: not a number or below 0 is 1 s, above the cap is the cap. */
+export function usableWaitMs(ms: number): number {
+  if (!Number.isFinite(ms) || ms < 0) return 1000;
+  return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);
+}
+
 /** The platform asked us to slow down; the whole reply target waits `retryAfterMs`. */
 export class RateLimitedError extends Error {
-  constructor(
-    readonly retryAfterMs: number,
-    message = `rate limited; retry after ${retryAfterMs} ms`,
-  ) {
-    super(message);
+  readonly retryAfterMs: number;
+  constructor(retryAfterMs: number, message?: string) {
+    const wait = usableWaitMs(retryAfterMs);
+    super(message ?? `rate limited; retry after ${wait} ms`);
+    this.retryAfterMs = wait;
     this.name = "RateLimitedError";
   }
 }

@@ -179,6 +179,10 @@ describe("edge helpers", () => {
     expect(retryAfterMs(new Date(10_000).toUTCString(), 1000, 7_000)).toBe(3000);
     expect(retryAfterMs(undefined, 1500)).toBe(1500);
     expect(retryAfterMs("soon", 1500)).toBe(1500);
+    // Past an hour (or a timer's 2^31 ms, which Node fires at once): an hour, then another try.
+    expect(retryAfterMs(3_000_000)).toBe(3_600_000);
+    expect(new RateLimitedError(3e9).retryAfterMs).toBe(3_600_000);
+    expect(new RateLimitedError(Number.NaN).retryAfterMs).toBe(1000);
     expect([400, 401, 403, 404, 408, 429, 500, 502].map(isPermanentStatus)).toEqual([
       true,
       true,

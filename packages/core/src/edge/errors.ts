@@ -1,4 +1,4 @@
-import { PermanentSendError, RateLimitedError } from "../channel.js";
+import { MAX_RETRY_AFTER_MS, PermanentSendError, RateLimitedError } from "../channel.js";
 import { HubError } from "../errors.js";
 
 /**
@@ -52,17 +52,20 @@ export function describeError(error: unknown): string {
 /**
  * Milliseconds to wait from a platform's retry-after value: a number of
  * seconds (Telegram `retry_after`, Discord `retry_after`), a numeric string
- * (HTTP `Retry-After: 5`), or an HTTP date. `fallbackMs` when absent or unreadable.
+ * (HTTP `Retry-After: 5`), or an HTTP date. `fallbackMs` when absent or unreadable; at most
+ * MAX_RETRY_AFTER_MS.
  */
 export function retryAfterMs(value: unknown, fallbackMs = 1000, now = Date.now()): number {
+  return Math.min(toleratedMs(value, now) ?? fallbackMs, MAX_RETRY_AFTER_MS);
+}
+
+function toleratedMs(value: unknown, now: number): number | undefined {
   if (typeof value === "number" && Number.isFinite(value) && value >= 0) return Math.ceil(value * 1000);
-  if (typeof value === "string" && value.trim() !== "") {
-    const seconds = Number(value.trim());
-    if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
-    const date = Date.parse(value);
-    if (!Number.isNaN(date)) return Math.max(0, date - now);
-  }
-  return fallbackMs;
+  if (typeof value !== "string" || value.trim() === "") return undefined;
+  const seconds = Number(value.trim());
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.ceil(seconds * 1000);
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
 /**
