@@ -91,7 +91,7 @@ describe("webhookRoute", () => {
     }
   });
 
-  it("holds at most its budget of bodies from callers not verified yet; past it answers 503, and frees it after", async () => {
+  it("holds at most its budget of body bytes received from callers not verified yet; past it answers 503, and frees it after", async () => {
     const budget = new ByteBudget(2000);
     const route = webhookRoute({
       path: "/budget",
@@ -104,8 +104,8 @@ describe("webhookRoute", () => {
     const budgeted = createServer((req, res) => void route.handle(req, res));
     await new Promise<void>((r) => budgeted.listen(0, "127.0.0.1", () => r()));
     const port = (budgeted.address() as AddressInfo).port;
-    // A request whose 1,000-byte body has not come yet: its headers only.
-    const slow = () => {
+    // A request that declares a 1,000-byte body and has sent `sent` bytes of it so far.
+    const slow = (sent: number) => {
       const req = request({
         host: "127.0.0.1",
         port,
@@ -118,26 +118,40 @@ describe("webhookRoute", () => {
         req.on("error", () => resolve(0));
       });
       req.flushHeaders();
-      return { status, finish: () => req.end("x".repeat(1000)) };
+      if (sent > 0) req.write("x".repeat(sent));
+      return { status, finish: () => req.end("x".repeat(1000 - sent)) };
+    };
+    const signedCall = async () => {
+      const body = "{}";
+      const signature = createHmac("sha256", "shh").update(body).digest("hex");
+      return (
+        await fetch(`http://127.0.0.1:${port}/budget`, {
+          method: "POST",
+          body,
+          headers: { "x-signature": signature },
+        })
+      ).status;
     };
     try {
-      const first = slow();
-      const second = slow();
-      await vi.waitFor(() => expect(budget.held).toBe(2000));
-      const third = slow();
+      // Declared bodies that never come hold nothing: a signed call still gets through.
+      const idle = Array.from({ length: 10 }, () => slow(0));
+      await new Promise((r) => setTimeout(r, 100));
+      expect(budget.held).toBe(0);
+      expect(await signedCall()).toBe(200);
+      // Bytes received are held until the body is read and checked.
+      const first = slow(900);
+      const second = slow(900);
+      await vi.waitFor(() => expect(budget.held).toBe(1800));
+      const third = slow(900);
       expect(await third.status).toBe(503);
       first.finish();
       second.finish();
       // Read and refused (unsigned): their bytes are given back.
       expect([await first.status, await second.status]).toEqual([401, 401]);
       expect(budget.held).toBe(0);
-      const body = "{}";
-      const signed = await fetch(`http://127.0.0.1:${port}/budget`, {
-        method: "POST",
-        body,
-        headers: { "x-signature": createHmac("sha256", "shh").update(body).digest("hex") },
-      });
-      expect(signed.status).toBe(200);
+      expect(await signedCall()).toBe(200);
+      for (const call of idle) call.finish();
+      expect(await Promise.all(idle.map((call) => call.status))).toEqual(idle.map(() => 401));
     } finally {
       budgeted.closeAllConnections();
       await new Promise<void>((r) => budgeted.close(() => r()));

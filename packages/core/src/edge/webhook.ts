@@ -63,15 +63,31 @@ export interface WebhookRouteOptions {
 }
 
 class BodyTooLargeError extends Error {}
+class BudgetSpentError extends Error {}
 
-async function readCapped(req: IncomingMessage, maxBytes: number): Promise<Buffer> {
+/**
+ * Reads a body of at most `maxBytes`. With a `budget`, each chunk is accounted there as it arrives (and
+ * all of it given back by the caller through `held`): a connection that declares a large body and sends
+ * nothing holds nothing, so idle strangers cannot spend the budget that signed calls need.
+ */
+async function readCapped(
+  req: IncomingMessage,
+  maxBytes: number,
+  budget: ByteBudget | undefined,
+  held: { bytes: number },
+): Promise<Buffer> {
   const declared = Number(req.headers["content-length"] ?? "0");
   if (declared > maxBytes) throw new BodyTooLargeError();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
-    size += (chunk as Buffer).length;
+    const bytes = (chunk as Buffer).length;
+    size += bytes;
     if (size > maxBytes) throw new BodyTooLargeError();
+    if (budget) {
+      if (!budget.take(bytes)) throw new BudgetSpentError();
+      held.bytes += bytes;
+    }
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks);
@@ -88,41 +104,50 @@ async function readVerified(
   res: ServerResponse,
   maxBytes: number,
 ): Promise<WebhookRequest | undefined> {
-  const log = options.logger;
-  const declared = Number(req.headers["content-length"] ?? "0");
-  const held = options.verifyHeaders ? 0 : declared > 0 && declared < maxBytes ? declared : maxBytes;
-  const budget = options.unverifiedBudget ?? unverifiedBodies;
-  if (!budget.take(held)) {
-    log.warn(
-      { path: options.path, heldBytes: budget.held },
-      "webhook bodies of callers not verified yet are at their memory limit; answered 503 (the platform resends)",
-    );
-    answer(res, 503, req, true);
-    return undefined;
-  }
+  const budget = options.verifyHeaders ? undefined : (options.unverifiedBudget ?? unverifiedBodies);
+  const held = { bytes: 0 };
   try {
-    let rawBody: Buffer;
-    try {
-      rawBody = await readCapped(req, maxBytes);
-    } catch (error) {
-      if (error instanceof BodyTooLargeError) {
-        log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
-        answer(res, 413, req, true);
-        return undefined;
-      }
-      // The caller went away mid-body: nothing was handled, nothing to retry on our side.
-      log.warn({ path: options.path, err: describeError(error) }, "webhook body could not be read; dropped");
-      answer(res, 400, req);
+    const rawBody = await readCapped(req, maxBytes, budget, held).catch((error: unknown) => {
+      unreadable(options, req, res, error, maxBytes, budget);
       return undefined;
-    }
+    });
+    if (!rawBody) return undefined;
     const verified = options.verify({ req, rawBody });
     if (verified === true) return { req, rawBody };
     refused(options, req, verified);
     answer(res, 401, req);
     return undefined;
   } finally {
-    budget.give(held);
+    budget?.give(held.bytes);
   }
+}
+
+// A body that could not be read whole: too large (413), past the unverified-body budget (503: the platform
+// resends), or the caller went away mid-body (nothing was handled, nothing to retry on our side).
+function unreadable(
+  options: WebhookRouteOptions,
+  req: IncomingMessage,
+  res: ServerResponse,
+  error: unknown,
+  maxBytes: number,
+  budget: ByteBudget | undefined,
+): void {
+  const log = options.logger;
+  if (error instanceof BodyTooLargeError) {
+    log.warn({ path: options.path, maxBytes }, "webhook body too large; dropped");
+    answer(res, 413, req, true);
+    return;
+  }
+  if (error instanceof BudgetSpentError) {
+    log.warn(
+      { path: options.path, heldBytes: budget?.held },
+      "webhook bodies of callers not verified yet are at their memory limit; answered 503 (the platform resends)",
+    );
+    answer(res, 503, req, true);
+    return;
+  }
+  log.warn({ path: options.path, err: describeError(error) }, "webhook body could not be read; dropped");
+  answer(res, 400, req);
 }
 
 // `unread`: the body was not (all) read; the connection is closed instead of taking the rest.
