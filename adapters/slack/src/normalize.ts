@@ -36,6 +36,8 @@ export const SlackMessageEventSchema = z.looseObject({
     .catch(undefined),
   /** `message_changed`: the message as it is now. */
   message: z.record(z.string(), z.unknown()).optional(),
+  /** `message_changed`: the message as it was. */
+  previous_message: z.record(z.string(), z.unknown()).optional(),
 });
 /** A validated Slack message event. */
 export type SlackMessageEvent = z.infer<typeof SlackMessageEventSchema>;
@@ -148,9 +150,27 @@ function edited(
     ...event.message,
   });
   if (!inner.success) return { skip: "edited message without a readable message" };
+  // Slack changes messages their author never edited (a link unfurled, a thread's reply count): only an
+  // edit (`edited`) that changed what the agent reads is a new message.
   const editTs = z.looseObject({ edited: z.looseObject({ ts: z.string() }) }).safeParse(event.message);
-  const mark = editTs.success ? editTs.data.edited.ts : event.ts;
-  return { event: { ...inner.data, subtype: undefined }, messageId: `${inner.data.ts}:edit:${mark}` };
+  if (!editTs.success) return { skip: "a message change that is no edit (an unfurl, a thread's replies)" };
+  if (sameWords(event.previous_message, event.message))
+    return { skip: "an edit that changed neither the text nor the files" };
+  return {
+    event: { ...inner.data, subtype: undefined },
+    messageId: `${inner.data.ts}:edit:${editTs.data.edited.ts}`,
+  };
+}
+
+// Whether a message's text and files are as they were (Slack's `previous_message`; unknown: not the same).
+function sameWords(
+  before: Record<string, unknown> | undefined,
+  after: Record<string, unknown> | undefined,
+): boolean {
+  if (!before || !after) return false;
+  const filesOf = (m: Record<string, unknown>) =>
+    JSON.stringify(Array.isArray(m.files) ? m.files.map((f) => (f as { id?: unknown }).id) : []);
+  return before.text === after.text && filesOf(before) === filesOf(after);
 }
 
 /**

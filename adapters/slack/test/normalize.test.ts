@@ -172,6 +172,39 @@ describe("normalizeSlackEvent", () => {
     expect([asNew.body, asNew.messageId]).toEqual(["fixed", "1700000000.000100:edit:1700000050.000000"]);
   });
 
+  it("as-new answers an edit, never a change its author did not make (an unfurl, a thread's replies)", () => {
+    const asNew = { ...OPTIONS, editedMessages: "as-new" as const };
+    const skipWhy = (fields: Record<string, unknown>) => {
+      const r = normalizeSlackEvent(event(fields), BOT, asNew);
+      return "skip" in r ? r.skip : undefined;
+    };
+    const original = {
+      type: "message",
+      user: "U0USER0001",
+      text: "look at <https://example.com>",
+      ts: "1700000000.000100",
+    };
+    // Slack's unfurl: the same text, an attachment added, no `edited`.
+    const unfurl = {
+      subtype: "message_changed",
+      hidden: true,
+      ts: "1700000051.000001",
+      message: { ...original, attachments: [{ from_url: "https://example.com" }] },
+      previous_message: original,
+    };
+    expect(skipWhy(unfurl)).toMatch(/no edit/);
+    // A thread parent's reply count moved on.
+    const replies = {
+      ...unfurl,
+      message: { ...original, reply_count: 1, latest_reply: "1700000052.000100" },
+    };
+    expect(skipWhy(replies)).toMatch(/no edit/);
+    // Marked edited, yet the same words (an attachment removed, say): nothing new to answer.
+    const edited = { ...original, edited: { user: "U0USER0001", ts: "1700000053.000000" } };
+    expect(skipWhy({ ...unfurl, message: edited })).toMatch(/changed neither/);
+    expect(skipWhy({ ...unfurl, message: { ...edited, text: "look at this instead" } })).toBeUndefined();
+  });
+
   it("turns a file share's files into media references (their private download URL, else the id)", () => {
     const f = fieldsOf(
       event({
