@@ -91,6 +91,26 @@ describe("live previews through the ordered delivery queue", () => {
     expect(texts(target.chatId)).toEqual(["Still delivered."]);
   });
 
+  it("deletes a preview the platform keeps but will not edit; the answer follows as new messages, once", async () => {
+    const target = nextTarget();
+    const reply = replies.open("uneditable", target, { preview: { key: "run-uneditable" } });
+    await reply.preview?.("the first draft");
+    await waitFor(() => texts(target.chatId).length === 1, "the preview");
+    telegram.failNext(
+      "editMessageText",
+      { error_code: 400, description: "Bad Request: message can't be edited" },
+      20,
+    );
+    await reply.preview?.("the first draft, and more");
+    await reply.push("Part one.");
+    await reply.push("Part two.", undefined, { last: true });
+    expect(await reply.settled()).toEqual({ total: 2, delivered: 2, failed: 0 });
+    expect(texts(target.chatId)).toEqual(["Part one.", "Part two."]);
+    expect(
+      telegram.callsOf("deleteMessage").filter((c) => String(c.params.chat_id) === target.chatId),
+    ).toHaveLength(1);
+  });
+
   it("keeps the chat's interval between every platform write: the preview's sends and edits, and the segments", async () => {
     const target = nextTarget();
     const reply = replies.open("paced", target, { preview: { key: "run-paced" } });

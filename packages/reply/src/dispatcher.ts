@@ -344,6 +344,7 @@ export class ReplyDispatcher implements ReplySink {
           signal: ctx.signal,
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
           send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs),
+          log: this.#o.logger.child(segmentLogFields(item.data)),
         });
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) {

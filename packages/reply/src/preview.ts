@@ -1,6 +1,7 @@
 import {
   type ChannelAdapter,
   type ChannelCapabilities,
+  type HubLogger,
   type OutboundSegment,
   PermanentSendError,
   type ReplyTarget,
@@ -40,6 +41,8 @@ export interface PreviewIo {
   gate(): Promise<void>;
   /** Sends a new message through the dispatcher's bounded send (timeouts, unknown outcomes). */
   send(segment: OutboundSegment): Promise<SendResult>;
+  /** Where a preview the platform refuses to edit is said (with the run's log fields). */
+  log: HubLogger;
 }
 
 /**
@@ -73,14 +76,15 @@ export class LivePreviews {
     // A newer text is queued behind this one: showing this one would only cost a platform call.
     if ((await this.redis.get(`${k}:latest`)) !== itemId) return;
     const state = await this.redis.hgetall(k);
+    // The platform refused to edit this run's preview: the segments come as messages of their own.
+    if (state.refused) return;
     if (state.messageId) {
       if (state.text === text || !io.adapter.edit) return;
       await io.gate();
       try {
         await io.adapter.edit(state.messageId, { replyId, index: 0, text }, io.target, { signal: io.signal });
       } catch (error) {
-        // The preview is gone (deleted by someone): the next preview or segment starts a new message.
-        if (error instanceof PermanentSendError) return void (await this.redis.hdel(k, "messageId", "text"));
+        if (error instanceof PermanentSendError) return this.#editRefused(k, state.messageId, error, io);
         throw error;
       }
       await this.redis.multi().hset(k, "text", text).expire(k, PREVIEW_TTL_SECONDS).exec();
@@ -113,7 +117,7 @@ export class LivePreviews {
       await io.adapter.edit(state.messageId, segment, io.target, { signal: io.signal });
     } catch (error) {
       if (!(error instanceof PermanentSendError)) throw error;
-      await this.redis.hdel(k, "messageId", "text");
+      await this.#editRefused(k, state.messageId, error, io);
       return false;
     }
     await this.redis
@@ -124,6 +128,30 @@ export class LivePreviews {
       .expire(k, PREVIEW_TTL_SECONDS)
       .exec();
     return true;
+  }
+
+  /**
+   * An edit of the preview refused for good. Either the preview is gone (deleted by someone: the next
+   * preview or segment starts a new message), or the platform keeps it and will not edit it (Slack's
+   * `cant_update_message`, an edit window closed): it is deleted, so no half answer stays on screen above
+   * the segments sent as new messages, and the run previews no more.
+   */
+  async #editRefused(k: string, messageId: string, error: PermanentSendError, io: PreviewIo): Promise<void> {
+    if (io.adapter.deleteMessage) await io.gate();
+    const deleted = io.adapter.deleteMessage
+      ? await io.adapter.deleteMessage(io.target, messageId).then(
+          () => true,
+          () => false,
+        )
+      : false;
+    if (deleted)
+      io.log.warn(
+        { err: error.message },
+        "the platform refused to edit the live preview; deleted it, the answer follows as messages of its own",
+      );
+    const multi = this.redis.multi().hdel(k, "messageId", "text");
+    if (deleted) multi.hset(k, "refused", "1");
+    await multi.expire(k, PREVIEW_TTL_SECONDS).exec();
   }
 
   /**
