@@ -165,6 +165,30 @@ describe("slack through the hub", () => {
     expect(modelSaw("a broadcast reply with a mention")).toBe(1);
   });
 
+  it("/stop in the thread a channel answer appears in stops that answer", async () => {
+    // A long stream (about 10 s): the answer to a channel mention, in a thread on it.
+    model.script({ text: `Long answer. ${"more words ".repeat(500)}`, chunkSize: 20, delayMs: 40 });
+    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> a long one please`);
+    await fake.deliver(fake.envelope(appMentionEvent(root)));
+    await waitFor(
+      () => model.requests.some((r) => JSON.stringify(r.messages).includes("a long one please")),
+      "the run",
+    );
+    const stop = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> /stop`, root.ts);
+    await fake.deliver(fake.envelope(appMentionEvent(stop)));
+    const inThread = () =>
+      fake
+        .posted(SLACK_IDS.group)
+        .filter((m) => m.thread_ts === root.ts)
+        .map((m) => m.text);
+    await waitFor(() => inThread().includes("Stopped."), "the stop's answer in the thread", 10_000);
+    expect(inThread()).not.toContain("Nothing is running.");
+    // The stopped run posts nothing more.
+    const posted = inThread().length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(inThread()).toHaveLength(posted);
+  }, 30_000);
+
   it("answers a DM whose text is only in rich_text blocks", async () => {
     model.script({ text: "Read your blocks." });
     const before = fake.posted(SLACK_IDS.directChat).length;
