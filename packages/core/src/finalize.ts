@@ -91,14 +91,31 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
   };
 }
 
+/** How many characters (Unicode code points) a text has: an emoji written as a surrogate pair is one. */
+export function characterCount(text: string): number {
+  let count = 0;
+  for (let i = 0; i < text.length; i++) {
+    const unit = text.charCodeAt(i);
+    // A high surrogate followed by a low one is one character.
+    if (unit >= 0xd800 && unit <= 0xdbff && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1);
+      if (next >= 0xdc00 && next <= 0xdfff) i++;
+    }
+    count++;
+  }
+  return count;
+}
+
 // The body as the model sees it, or the reason it is refused: too long, or empty with no attachment.
 function checkedBody(f: { body: string; media: ReadonlyArray<unknown> }): string {
   // The limit is on what the sender wrote: neutralizing role markers lengthens some lines afterwards.
   const text = normalizeText(f.body);
-  if (text.length > MAX_INBOUND_TEXT) {
+  // Characters as the sender typed them (an emoji is one), not UTF-16 units; never more than the units.
+  const length = text.length > MAX_INBOUND_TEXT ? characterCount(text) : text.length;
+  if (length > MAX_INBOUND_TEXT) {
     throw new InboundRejectedError(
       "inbound_too_large",
-      `Inbound message rejected: the text is ${text.length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
+      `Inbound message rejected: the text is ${length} characters; the limit is ${MAX_INBOUND_TEXT}.`,
     );
   }
   const body = neutralizeRoleMarkers(text);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   type AdapterFields,
+  characterCount,
   finalizeInboundContext,
   HubError,
   MsgContextSchema,
@@ -127,6 +128,16 @@ describe("finalizeInboundContext", () => {
       /limit is 32000/,
     );
     expect(() => finalizeInboundContext({ ...base, sender: { id: "" } }, config)).toThrow(/sender\.id/);
+  });
+
+  it("counts the length limit in characters as typed: 20,000 emoji are 20,000, within it; 32,001 are over", () => {
+    expect(finalizeInboundContext({ ...base, body: "\u{1f600}".repeat(20_000) }, config).body).toHaveLength(
+      40_000,
+    );
+    expect(() => finalizeInboundContext({ ...base, body: "\u{1f600}".repeat(32_001) }, config)).toThrow(
+      /the text is 32001 characters; the limit is 32000/,
+    );
+    expect(characterCount("a\u{1f600}b\ud800")).toBe(4);
   });
 
   // finalize builds its output from the validated input without parsing it again: what it builds must

@@ -3,6 +3,7 @@ import {
   type ChannelAccess,
   ChannelAccessSchema,
   channelAccess,
+  characterCount,
   failpoint,
   finalizeInboundContext,
   type HubConfig,
@@ -241,11 +242,11 @@ export class InboundDispatcher {
     if (await this.#known(ctx, runId)) return { status: "duplicate", dedupeKey: ctx.dedupeKey };
     if (!(await this.#withinLimits(ctx, log))) return { status: "rate_limited", sessionKey: ctx.sessionKey };
     await this.#markDecided(ctx);
-    const length = fields.body.length.toLocaleString("en-US");
-    log.info({ length: fields.body.length }, "inbound message too long; the sender is told");
+    const characters = characterCount(fields.body);
+    log.info({ length: characters }, "inbound message too long; the sender is told");
     await this.#notify(
       ctx,
-      `Your message is ${length} characters long; I can read at most ${MAX_INBOUND_TEXT.toLocaleString("en-US")}. Please send it in parts, or as a file.`,
+      `Your message is ${characters.toLocaleString("en-US")} characters long; I can read at most ${MAX_INBOUND_TEXT.toLocaleString("en-US")}. Please send it in parts, or as a file.`,
       log,
     );
     return { status: "dropped", reason: "text too long", sessionKey: ctx.sessionKey };
