@@ -147,6 +147,20 @@ describe("MediaPreparer", () => {
     expect(text).toContain("[document: c.txt, 3 B: not a text file, its content is not shown]");
   });
 
+  it("normalizes only the part of a large document it shows: 8 MB in one line is cut at once", async () => {
+    // Normalizing the whole file (line by line, character by character) held the event loop for seconds.
+    const bytes = Buffer.from("\uFDFA".repeat((8 * 1024 * 1024) / 3));
+    host.add("/big.txt", { name: "big.txt", mime: "text/plain", bytes });
+    const big: Media = { kind: "document", mime: "text/plain", ref: "big.txt", name: "big.txt" };
+    const roomy = preparer({ maxAttachmentBytes: 16 * 1024 * 1024 });
+    const out = await roomy.prepare([ctxWith([big])], AbortSignal.timeout(20_000), log);
+    const text = out.texts[0] ?? "";
+    const shown = text.split("\n")[1] ?? "";
+    expect(shown).toHaveLength(1000);
+    expect(shown).toBe("\uFDFA".repeat(1000));
+    expect(text).toMatch(/\[big\.txt is cut here: [\d,]+ more characters not shown\]/);
+  }, 4000);
+
   it("transcribes voice through an OpenAI-compatible /audio/transcriptions, or notes it without a model", async () => {
     host.add("/voice", { name: "voice", mime: "audio/ogg", bytes: Buffer.from("OggS-voice") });
     const voice: Media = { kind: "voice", mime: "audio/ogg", ref: "voice" };
