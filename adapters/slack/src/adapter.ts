@@ -17,6 +17,7 @@ import {
   type HttpRoute,
   type HubLogger,
   type InboundHandler,
+  linkedSignal,
   type Media,
   type OutboundSegment,
   OwnReactions,
@@ -211,7 +212,8 @@ export class SlackAdapter implements ChannelAdapter {
   #withSendSignal(own: AbortSignal | null | undefined): AbortSignal | undefined {
     const send = this.#signals.getStore();
     const signals = [own, send].filter((s): s is AbortSignal => s instanceof AbortSignal);
-    return signals.length === 0 ? undefined : AbortSignal.any(signals);
+    // Linked, not AbortSignal.any: Node 20 may collect that one mid-request, and an abort then never lands.
+    return signals.length <= 1 ? signals[0] : linkedSignal(signals).signal;
   }
 
   /**

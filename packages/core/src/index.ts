@@ -13,6 +13,7 @@ export * from "./finalize.js";
 export * from "./inbound.js";
 export * from "./keyed-chain.js";
 export * from "./light-abort.js";
+export * from "./linked-signal.js";
 export * from "./log-capture.js";
 export * from "./log-level.js";
 export * from "./logger.js";

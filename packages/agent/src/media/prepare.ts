@@ -3,6 +3,7 @@ import {
   type FetchedMedia,
   type FetchMediaOptions,
   type HubLogger,
+  linkedSignal,
   type Media,
   MediaTooLargeError,
   type MsgContext,
@@ -145,9 +146,13 @@ export class MediaPreparer {
     if (!fetch) return undefined;
     const max = this.o.maxAttachmentBytes;
     // A platform that stalls costs one attachment, not the whole run's time.
-    const bounded = AbortSignal.any([signal, AbortSignal.timeout(DOWNLOAD_TIMEOUT_MS)]);
-    const fetched = await fetch(media, { maxBytes: max, signal: bounded });
-    return this.o.store.save(key, fetched.body, max);
+    const bounded = linkedSignal([signal], DOWNLOAD_TIMEOUT_MS);
+    try {
+      const fetched = await fetch(media, { maxBytes: max, signal: bounded.signal });
+      return await this.o.store.save(key, fetched.body, max);
+    } finally {
+      bounded.release();
+    }
   }
 
   #refused(media: Media, size: number, exact: boolean): Part {
