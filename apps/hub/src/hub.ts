@@ -72,7 +72,7 @@ export async function startHub(config: HubConfig, options: StartHubOptions): Pro
   const base = await connectBase(config, options);
   const entry = await buildEntry(base, options);
   const replies = await startSettlement(base, entry);
-  const session = buildSessionStage(base);
+  const session = buildSessionStage(base, replies);
   await session.clockRead;
   if (base.roles.has("agent")) await startAgentRole(base, { entry, replies, session }, options);
   const ingress = base.roles.has("ingress")
@@ -158,7 +158,7 @@ export async function startAgentThreadRole(
   const base = await connectBase({ ...config, roles: ["agent"] }, { ...rest, agentThread: true });
   const entry = await buildEntry(base, {});
   const replies = await startSettlement(base, entry, { remoteDelivery, settleRelay });
-  const session = buildSessionStage(base);
+  const session = buildSessionStage(base, replies);
   await session.clockRead;
   await startExecution(base, entry, replies, session, laneRoom);
   return {

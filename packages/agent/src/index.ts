@@ -1,6 +1,7 @@
 export * from "./agent-role.js";
 export * from "./answer-directly.js";
 export * from "./failover.js";
+export * from "./given-up.js";
 export * from "./http-fetch.js";
 export * from "./interrupted.js";
 export * from "./live.js";

@@ -15,6 +15,15 @@ import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steer
 // The text a staged answer's run record keeps (as the settle would have kept it, see StagedAnswer).
 const keptText = (staged: StagedAnswer) => (staged.recordKeepsText ? { text: staged.text } : {});
 
+/** How a run that ends without an answer is recorded: interrupted (a restart) or failed (given up on). */
+export interface UnansweredEnd {
+  status: "interrupted" | "failed";
+  error: string;
+  stopReason?: string;
+}
+
+const INTERRUPTED: UnansweredEnd = { status: "interrupted", error: "interrupted by a restart; not resumed" };
+
 /** What finalizing an interrupted run touches. */
 export interface InterruptedRunDeps {
   runs: RunRecords;
@@ -33,19 +42,21 @@ export interface InterruptedRunDeps {
  * call and no message; the transcript gets its closing line, and messages
  * steered into it (or collected into its batch) that it never wrote to its transcript run as follow-ups.
  * A run whose whole reply was queued before the crash (its last push staged the answer) ends `completed`
- * instead, its answer written before the closing line. Returns false when something else decided
+ * instead, its answer written before the closing line. Returns the status it ended with; undefined when something else decided
  * the run meanwhile (a newer attempt, another process's recovery).
  */
 export async function finalizeInterrupted(
   deps: InterruptedRunDeps,
   record: Pick<RunRecord, "runId" | "sessionKey" | "attempt" | "startedAt">,
   log: HubLogger,
-): Promise<boolean> {
+  /** The end of a run without its staged answer (default: interrupted, not resumed). */
+  unanswered: UnansweredEnd = INTERRUPTED,
+): Promise<"completed" | UnansweredEnd["status"] | undefined> {
   const { runId } = record;
   const staged = await deps.runs.stagedAnswer(runId);
   const outcome = staged
     ? { status: "completed" as const, stopReason: staged.stopReason, ...keptText(staged) }
-    : { status: "interrupted" as const, error: "interrupted by a restart; not resumed" };
+    : unanswered;
   // The staged answer's tokens count as a settle's would; the finish deletes the staged answer.
   const usage =
     staged && deps.activity
@@ -53,7 +64,7 @@ export async function finalizeInterrupted(
       : undefined;
   const decided = await deps.runs.finish(runId, outcome, record.attempt, usage);
   // Not decided here: another finalize decided it (and hands on), or a newer attempt runs (and settles it).
-  if (!decided) return false;
+  if (!decided) return undefined;
   await writeFinalEnd(deps, record, staged, outcome);
   log.warn(
     { startedAt: record.startedAt, attempt: record.attempt, status: outcome.status },
@@ -64,7 +75,7 @@ export async function finalizeInterrupted(
   // Without its staged answer the run queued no end for its live preview: one it left would stay on screen.
   if (!staged) await deps.closeLeftPreview?.(runId);
   await handOnSteering(deps, record);
-  return true;
+  return outcome.status;
 }
 
 // The finalized run's end in its transcript: its staged answer (if any) and its outcome, after a claim line of

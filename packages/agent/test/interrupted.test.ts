@@ -49,7 +49,7 @@ describe("finalizeInterrupted", () => {
       { type: "user", runId: "run-f", senderId: "8", text: "the question", writer, at: 1 },
     ]);
     const record = (await runs.get("run-f"))!;
-    expect(await finalizeInterrupted({ runs, sessions, writers }, record, logger)).toBe(true);
+    expect(await finalizeInterrupted({ runs, sessions, writers }, record, logger)).toBe("interrupted");
     await expect(writers.assertCurrent(claim)).rejects.toBeInstanceOf(WriterSupersededError);
     // Woken, the attempt writes its answer and outcome late, under its claim: no reader sees them.
     await sessions.append(session.sessionId, [
@@ -76,7 +76,7 @@ describe("finalizeInterrupted", () => {
     const writer = `run-h#${newer.claim.generation}`;
     await sessions.append(session.sessionId, [{ type: "writer", runId: "run-h", writer, at: 1 }]);
     const record = (await runs.get("run-g"))!;
-    expect(await finalizeInterrupted({ runs, sessions, writers }, record, logger)).toBe(true);
+    expect(await finalizeInterrupted({ runs, sessions, writers }, record, logger)).toBe("interrupted");
     await sessions.append(session.sessionId, [
       { type: "user", runId: "run-h", text: "h's question", writer, at: 2 },
     ]);
@@ -113,7 +113,7 @@ describe("finalizeInterrupted", () => {
     await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
     expect(await steer("s3")).toBe("steered");
     const record = (await runs.get("run-x"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe("interrupted");
     // The dead attempt, if only frozen, can neither take more nor write nor mark what was handed on.
     await expect(activity.takeSteered("run-x", writers.fenceOf(claim))).rejects.toBeInstanceOf(
       WriteFencedError,
@@ -148,7 +148,7 @@ describe("finalizeInterrupted", () => {
       { type: "user", runId: "c2", senderId: "9", text: "c2", at: 1 },
     ]);
     const record = (await runs.get("c1"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe("interrupted");
     expect(await runs.get("c1")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("c2")).toMatchObject({ status: "interrupted" });
     // c1's own item (the collect run), then the follow-up.
@@ -202,7 +202,7 @@ describe("finalizeInterrupted", () => {
     // The session moved on: another run holds its writer claim now.
     const live = (await writers.claim(key, session.sessionId, "run-live")).claim;
     const record = (await runs.get("run-y"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(true);
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe("interrupted");
     expect(await laneIds(key)).toEqual(["y1"]);
     await writers.assertCurrent(live);
   });

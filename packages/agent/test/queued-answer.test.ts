@@ -164,7 +164,7 @@ describe("a run stopped between its reply's last push and its settle", () => {
     const { dead } = await stoppedAfterQueuing("written-f", "written-f", "Written before the stop.", "after");
     const record = (await dead.runs.get("written-f"))!;
     const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
-    expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
+    expect(await finalizeInterrupted(deps, record, logger)).toBe("completed");
     expect(await dead.runs.get("written-f")).toMatchObject({ status: "completed" });
     const sessionKey = directRequest("written-f", "written-f").ctx.sessionKey;
     const lines = await linesOf(dead.store, sessionKey, "written-f");
@@ -176,7 +176,7 @@ describe("a run stopped between its reply's last push and its settle", () => {
     const record = (await dead.runs.get("final-x"))!;
     expect(record.status).toBe("running");
     const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
-    expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
+    expect(await finalizeInterrupted(deps, record, logger)).toBe("completed");
     const ended = await dead.runs.get("final-x");
     expect(ended).toMatchObject({ status: "completed", stopReason: "natural_end" });
     // A Telegram run's record keeps no text (its transcript has it), as its settle would have left it.
@@ -228,7 +228,7 @@ describe("a run stopped between its reply's last push and its settle", () => {
     );
     const record = (await dead.runs.get("final-w"))!;
     const deps = { runs: dead.runs, sessions: dead.store, activity: dead.activity, writers: dead.writers };
-    expect(await finalizeInterrupted(deps, record, logger)).toBe(true);
+    expect(await finalizeInterrupted(deps, record, logger)).toBe("completed");
     expect(await dead.runs.get("final-w")).toMatchObject({
       status: "completed",
       text: "Kept for the retry.",

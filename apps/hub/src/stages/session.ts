@@ -1,4 +1,5 @@
-import { handOnSteering, RunControl } from "@hub/agent";
+import { endGivenUpRun, RunControl } from "@hub/agent";
+import type { ReplyDispatcher } from "@hub/reply";
 import {
   ApprovalStore,
   FileSessionStore,
@@ -46,8 +47,9 @@ export interface SessionStage {
 }
 
 /** Builds the session layer; a request the lane gives up on gets a recorded failure, never silence. */
-export function buildSessionStage(base: HubBase): SessionStage {
+export function buildSessionStage(base: HubBase, replies: ReplyDispatcher): SessionStage {
   const { config, redis, events } = base;
+  const closeLeftPreview = (runId: string) => replies.closeLeftPreview(runId);
   const prefix = config.redis.prefix;
   const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
   const writers = new SessionWriters(redis, prefix);
@@ -63,18 +65,13 @@ export function buildSessionStage(base: HubBase): SessionStage {
     logger: base.logger.child({ component: "lane" }),
     leaseMs: base.tuning.leaseMs ?? config.agent.laneLeaseMs,
     ...base.mailbox,
-    onFailed: async (request) => {
-      const error = "the run could not be executed (its runner failed repeatedly); see the hub's log";
-      if (await runs.finish(request.runId, { status: "failed", error, stopReason: "internal_error" })) {
-        const { runId, ctx } = request;
-        await events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
-      }
-      // What was steered into it, taken or not, runs as follow-ups (those it wrote fail with it).
-      await handOnSteering(
-        { runs, sessions, activity, writers },
-        { runId: request.runId, sessionKey: request.ctx.sessionKey },
-      );
-    },
+    // What was steered into it, taken or not, runs as follow-ups (those it wrote fail with it).
+    onFailed: (request) =>
+      endGivenUpRun(
+        { runs, sessions, activity, writers, replies, events, closeLeftPreview },
+        request,
+        base.logger.child({ component: "lane", runId: request.runId, sessionKey: request.ctx.sessionKey }),
+      ),
   });
   base.shutdown.rest.push(() => lane.close());
   // A run's end moves the messages steered into it that it never took to the lane in one step.
