@@ -113,7 +113,9 @@ describe("finalizeInterrupted", () => {
     await runs.finish("s2", { status: "completed", text: "(answered in run run-x)" });
     expect(await steer("s3")).toBe("steered");
     const record = (await runs.get("run-x"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe("interrupted");
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(
+      "interrupted",
+    );
     // The dead attempt, if only frozen, can neither take more nor write nor mark what was handed on.
     await expect(activity.takeSteered("run-x", writers.fenceOf(claim))).rejects.toBeInstanceOf(
       WriteFencedError,
@@ -148,7 +150,9 @@ describe("finalizeInterrupted", () => {
       { type: "user", runId: "c2", senderId: "9", text: "c2", at: 1 },
     ]);
     const record = (await runs.get("c1"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe("interrupted");
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(
+      "interrupted",
+    );
     expect(await runs.get("c1")).toMatchObject({ status: "interrupted" });
     expect(await runs.get("c2")).toMatchObject({ status: "interrupted" });
     // c1's own item (the collect run), then the follow-up.
@@ -202,7 +206,9 @@ describe("finalizeInterrupted", () => {
     // The session moved on: another run holds its writer claim now.
     const live = (await writers.claim(key, session.sessionId, "run-live")).claim;
     const record = (await runs.get("run-y"))!;
-    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe("interrupted");
+    expect(await finalizeInterrupted({ runs, sessions, activity, writers }, record, logger)).toBe(
+      "interrupted",
+    );
     expect(await laneIds(key)).toEqual(["y1"]);
     await writers.assertCurrent(live);
   });
