@@ -39,7 +39,7 @@ describe("a hub killed while a live preview is on screen", () => {
   });
 
   // A hub answering `user` on the fake Telegram with live previews, the fake model its model.
-  const previewInstallation = (name: string, user: number): Installation => {
+  const previewInstallation = (name: string, user: number, telegramExtra: object = {}): Installation => {
     const inst = installation(name, {
       config: {
         channels: {
@@ -49,6 +49,7 @@ describe("a hub killed while a live preview is on screen", () => {
             dmPolicy: "allowlist",
             allowFrom: [String(user)],
             streaming: "preview",
+            ...telegramExtra,
           },
         },
       },
@@ -140,7 +141,7 @@ describe("a hub killed while a live preview is on screen", () => {
   }, 90_000);
   it("a run killed on every attempt ends interrupted and deletes the preview it left", async () => {
     const user = USER + 2;
-    const inst = previewInstallation("crash-preview-interrupted", user);
+    const inst = previewInstallation("crash-preview-interrupted", user, { ackReaction: "👀" });
     // Each attempt streams for a minute (it is killed long before): the first sends the preview, the
     // resumed ones edit it, and each is SIGKILLed once its preview write is on screen.
     const endless = { text: `Never finished. ${"More words. ".repeat(1500)}`, chunkSize: 20, delayMs: 40 };
@@ -154,6 +155,7 @@ describe("a hub killed while a live preview is on screen", () => {
         telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "never ends", messageId: 803 }));
       const previewed = () => telegram.shown(user).length === 1 && (attempt === 1 || edits() > editsBefore);
       await waitFor(previewed, `attempt ${attempt}'s preview`, 40_000);
+      expect(telegram.reactions(user, 803)).toEqual(["👀"]);
       await hub.kill();
       expect(telegram.shown(user).map((m) => String(m.message.text).endsWith(MARK))).toEqual([true]);
     }
@@ -163,6 +165,8 @@ describe("a hub killed while a live preview is on screen", () => {
     const status = () => redis.hget(runKey, "status");
     await waitFor(async () => (await status()) === "interrupted", "the run finalized", 40_000);
     await waitFor(() => telegram.shown(user).length === 0, "the preview deleted", 20_000);
+    // Nothing more is posted for it: the acknowledgement comes off too.
+    await waitFor(() => telegram.reactions(user, 803).length === 0, "the reaction removed", 20_000);
     expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
     expect(model.requests.length - requestsBefore).toBe(3);
   }, 150_000);

@@ -91,7 +91,8 @@ export async function removeLeftReactions(deps: LeftReactionDeps): Promise<numbe
     left.map(async ({ runId, at, message, emoji }) => {
       const run = await deps.runs.get(runId).catch(() => undefined);
       if (run && (run.status === "running" || run.status === "queued")) return;
-      if (run) {
+      // Interrupted (finalized without resuming): its attempts' replies never settle, nothing more is posted.
+      if (run && run.status !== "interrupted") {
         const replyId = replyIdOf(runId, run.attempt);
         const signal = AbortSignal.timeout(deps.runTimeoutMs);
         const waited = await deps.settled(replyId, signal).then(

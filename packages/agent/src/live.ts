@@ -35,6 +35,36 @@ export interface AckLedger {
 }
 
 /**
+ * Takes off the acknowledgement reaction of a run that ends without a turn of its own (finalized: its
+ * attempts were interrupted), which no attempt lives to take off, and forgets it.
+ */
+export async function unacknowledgeFinalized(
+  live: LiveFeatures | undefined,
+  ctx: MsgContext,
+  log: HubLogger,
+  runId: string,
+): Promise<void> {
+  const emoji = live?.ackReactionFor(ctx);
+  if (!live || emoji === undefined) return;
+  const message: ReactedMessage = {
+    channel: ctx.channel,
+    accountId: ctx.accountId,
+    replyTarget: ctx.replyTarget,
+    messageId: ctx.messageId,
+  };
+  try {
+    await live.react(message, null, emoji);
+    await live.ledger?.forget(runId);
+  } catch (error) {
+    // Still in the ledger: the next start takes it off.
+    log.warn(
+      { err: error, messageId: ctx.messageId, emoji },
+      "acknowledgement reaction could not be removed",
+    );
+  }
+}
+
+/**
  * Feeds a run's live preview: on each streamed delta, at most once per interval, the text not yet pushed
  * as blocks is queued as the preview, in order with the blocks. Driven by deltas only (no timer), so once
  * the run pushes its last block no preview can follow it. The first preview waits one interval after the

@@ -48,7 +48,7 @@ import {
   writtenBy,
 } from "./history.js";
 import { finalizeInterrupted, handOnSteering } from "./interrupted.js";
-import { acknowledge, type LiveFeatures, LivePreviewFeed } from "./live.js";
+import { acknowledge, type LiveFeatures, LivePreviewFeed, unacknowledgeFinalized } from "./live.js";
 import type { MediaPreparer } from "./media/prepare.js";
 import { withMediaNotes } from "./media/prepare.js";
 import { mediaForTurn } from "./media/turn-media.js";
@@ -435,7 +435,8 @@ export class AgentRunner {
     const { ctx, runId } = request;
     const record = await this.o.runs.get(runId);
     if (record && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
-      await finalizeInterrupted(this.o, record, log);
+      if (await finalizeInterrupted(this.o, record, log))
+        await unacknowledgeFinalized(this.o.live, ctx, log, runId);
       return undefined;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel);
