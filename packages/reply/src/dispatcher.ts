@@ -1,4 +1,5 @@
 import {
+  attachmentFallbackText,
   type ChannelAdapter,
   type ChannelCapabilities,
   type FailpointName,
@@ -358,7 +359,7 @@ export class ReplyDispatcher implements ReplySink {
         const { preview } = item.data;
         // A file cannot be edited into a preview: the preview is then removed at the reply's end.
         if (!(preview && !segment.attachment && (await this.#previews.takeOver(preview, segment, io()))))
-          await this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs);
+          await this.#sendOrNote(adapter, item.data, segment, ctx, sendTimeoutMs);
         failpoint("delivery.after-send");
       },
       { concurrency: options.concurrency ?? 50, room: this.#room },
@@ -409,6 +410,36 @@ export class ReplyDispatcher implements ReplySink {
     if (this.#expired(data)) return;
     await this.#previews.show(preview, itemId, data.replyId, data.text, io);
     failpoint("delivery.after-preview");
+  }
+
+  // A file the platform refuses for good (too large for it, an image it cannot process) is not dropped in
+  // silence: the chat gets the caption with a note saying which file did not come and why.
+  async #sendOrNote(
+    adapter: ChannelAdapter,
+    item: SegmentItem,
+    segment: OutboundSegment,
+    ctx: Pick<DrainContext, "onLost" | "key" | "assertLease">,
+    sendTimeoutMs: number,
+  ): Promise<void> {
+    try {
+      await this.#sendOnce(adapter, item, segment, ctx, sendTimeoutMs);
+    } catch (error) {
+      const file = segment.attachment;
+      if (!(file && error instanceof PermanentSendError)) throw error;
+      this.#o.logger.warn(
+        { ...segmentLogFields(item), filename: file.filename, err: error.message },
+        "the platform refused the file; sending a note instead",
+      );
+      const text = attachmentFallbackText(file, segment.text, `refused by the platform (${error.message})`);
+      await this.#gate(adapter, item.target, ctx, "delivery.before-send");
+      await this.#sendOnce(
+        adapter,
+        item,
+        { replyId: segment.replyId, index: segment.index, text },
+        ctx,
+        sendTimeoutMs,
+      );
+    }
   }
 
   // Never race the send: abort it on timeout and wait for it to settle, so it cannot land after the next one.

@@ -143,13 +143,41 @@ describe("files in ordered delivery", () => {
     ]);
   });
 
+  it("a file the platform refuses for good is replaced by a note saying which file did not come and why", async () => {
+    const replies = dispatcher("refused");
+    const adapter = filePlatform();
+    const send = adapter.send;
+    adapter.send = async (segment, target) => {
+      if (segment.attachment)
+        throw new PermanentSendError("Telegram refused the message: Bad Request: IMAGE_PROCESS_FAILED");
+      return send(segment, target);
+    };
+    const worker = replies.startDelivery(() => adapter);
+    cleanups.push(() => worker.close());
+    const file = await outbox.put(Buffer.from("not really a png"), "chart.png");
+    const reply = replies.open("r-refused", { channel: "files", accountId: "default", chatId: "c6" });
+    await reply.push("Here is the chart:");
+    await reply.pushFile?.(file, "Q3 chart");
+    await reply.push("Anything else?");
+    await reply.end();
+    expect(await reply.settled()).toEqual({ total: 3, delivered: 3, failed: 0 });
+    expect(adapter.received).toEqual([
+      { text: "Here is the chart:" },
+      {
+        text: "Q3 chart\n\n[file: chart.png, 16 B; not attached: refused by the platform (Telegram refused the message: Bad Request: IMAGE_PROCESS_FAILED)]",
+      },
+      { text: "Anything else?" },
+    ]);
+  });
+
   it("a file given up for good is kept with its file, and `hub deliveries retry` sends the file again", async () => {
     const replies = dispatcher("failed");
     const adapter = filePlatform();
     const send = adapter.send;
     let refuse = true;
+    // The chat refuses everything (the bot blocked): the file, and the note that would stand in for it.
     adapter.send = async (segment, target) => {
-      if (refuse && segment.attachment) throw new PermanentSendError("blocked for now");
+      if (refuse) throw new PermanentSendError("blocked for now");
       return send(segment, target);
     };
     const worker = replies.startDelivery(() => adapter);
