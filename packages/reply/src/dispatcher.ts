@@ -38,6 +38,17 @@ import { OpenReply, type SettleWaiter } from "./reply-stream.js";
 import { parseSegmentItem, type SegmentItem } from "./segment-item.js";
 import { type SettleRelay, WaitsElsewhere } from "./settle-relay.js";
 
+/** The slowest uplink a file's upload is given time for (1 Mbit/s), on top of the send timeout. */
+const MIN_UPLOAD_BYTES_PER_SECOND = 128 * 1024;
+
+/**
+ * How long a send with a file may take: the send timeout, plus the file's upload at 1 Mbit/s (a 20 MB file:
+ * 160 s more). The send timeout alone cut every upload slower than 2 MB/s short at 10 s.
+ */
+export function uploadTimeoutMs(sendTimeoutMs: number, bytes: number): number {
+  return sendTimeoutMs + Math.ceil((bytes / MIN_UPLOAD_BYTES_PER_SECOND) * 1000);
+}
+
 /** The fields every log line about a segment carries: its run (the reply id), session and channel. */
 function segmentLogFields(segment: SegmentItem): Record<string, unknown> {
   return {
@@ -421,10 +432,16 @@ export class ReplyDispatcher implements ReplySink {
     ctx: Pick<DrainContext, "onLost" | "key" | "assertLease">,
     sendTimeoutMs: number,
   ): Promise<void> {
+    const file = segment.attachment;
     try {
-      await this.#sendOnce(adapter, item, segment, ctx, sendTimeoutMs);
+      await this.#sendOnce(
+        adapter,
+        item,
+        segment,
+        ctx,
+        file ? uploadTimeoutMs(sendTimeoutMs, file.size) : sendTimeoutMs,
+      );
     } catch (error) {
-      const file = segment.attachment;
       if (!(file && error instanceof PermanentSendError)) throw error;
       this.#o.logger.warn(
         { ...segmentLogFields(item), filename: file.filename, err: error.message },

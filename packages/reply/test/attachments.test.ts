@@ -57,9 +57,10 @@ function filePlatform(): ChannelAdapter & { received: Received[] } {
   };
 }
 
-function dispatcher(name: string): ReplyDispatcher {
+function dispatcher(name: string, sendTimeoutMs?: number): ReplyDispatcher {
   const own = `${prefix}:${name}`;
   const replies = new ReplyDispatcher({
+    ...(sendTimeoutMs ? { sendTimeoutMs } : {}),
     redisUrl: REDIS_URL,
     prefix: own,
     logger: createLogger({ level: "silent" }),
@@ -168,6 +169,36 @@ describe("files in ordered delivery", () => {
       },
       { text: "Anything else?" },
     ]);
+  });
+
+  it("a file's upload gets time for its size on top of the send timeout: a slow upload is sent once", async () => {
+    const replies = dispatcher("slow-upload", 400);
+    const adapter = filePlatform();
+    const send = adapter.send;
+    let uploads = 0;
+    // 256 KB over 1.2 s: past the 400 ms send timeout, within its upload's time (400 ms + 2 s at 1 Mbit/s).
+    adapter.send = async (segment, target, options) => {
+      if (segment.attachment) {
+        uploads++;
+        // As an HTTP upload does: the send's signal aborts it.
+        await new Promise((resolve, reject) => {
+          const timer = setTimeout(resolve, 1200);
+          options?.signal?.addEventListener("abort", () => {
+            clearTimeout(timer);
+            reject(new Error("upload aborted"));
+          });
+        });
+      }
+      return send(segment, target);
+    };
+    const worker = replies.startDelivery(() => adapter);
+    cleanups.push(() => worker.close());
+    const file = await outbox.put(Buffer.alloc(256 * 1024, 120), "big.txt");
+    const reply = replies.open("r-slow", { channel: "files", accountId: "default", chatId: "c7" });
+    await reply.pushFile?.(file, "the big one");
+    await reply.end();
+    expect(await reply.settled()).toEqual({ total: 1, delivered: 1, failed: 0 });
+    expect(uploads).toBe(1);
   });
 
   it("a file given up for good is kept with its file, and `hub deliveries retry` sends the file again", async () => {
