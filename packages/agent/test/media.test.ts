@@ -1,4 +1,4 @@
-import { mkdtemp, readdir, rm, utimes, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
@@ -208,6 +208,16 @@ describe("MediaStore retention", () => {
     await utimes(join(at, "stale.part"), new Date(now - 7_200_000), new Date(now - 7_200_000));
     await store.prune(now);
     expect((await readdir(at)).sort()).toEqual(["b", "c"]);
+  });
+
+  it("never removes a file in use to fit the cap: one larger than the whole cap stays for its run", async () => {
+    const at = join(dir, "in-use");
+    const store = new MediaStore(at, { maxAgeMs: 3_600_000, maxTotalBytes: 500 });
+    const saved = await store.save("big", Readable.from([Buffer.alloc(600)]), 10_000);
+    expect((await readFile(saved.path)).length).toBe(600);
+    // A minute on, no run reads it any more: the cap applies.
+    await store.prune(Date.now() + 61_000);
+    expect(await readdir(at)).toEqual([]);
   });
 });
 

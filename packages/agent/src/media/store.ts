@@ -5,6 +5,9 @@ import { join } from "node:path";
 import { pipeline } from "node:stream/promises";
 import { capBytes } from "@hub/core";
 
+/** How long a saved file counts as in use by the run that saved it (not removed to fit the cap). */
+const IN_USE_MS = 60_000;
+
 /** How long downloaded attachments are kept, and how much of them. */
 export interface MediaRetention {
   /** Files older than this are removed (ms). */
@@ -85,6 +88,9 @@ export class MediaStore {
     let total = files.reduce((sum, f) => sum + f.size, 0);
     for (const file of files.sort((a, b) => a.at - b.at)) {
       if (total <= this.retention.maxTotalBytes) break;
+      // Files of the last minute are in use (a run reads what it just saved; a download still being written
+      // is a `.part`): the store may pass its cap for that minute rather than pull a file from under a run.
+      if (now - file.at < IN_USE_MS || file.path.endsWith(".part")) continue;
       await rm(file.path, { force: true });
       total -= file.size;
       removed++;
