@@ -57,10 +57,16 @@ export function attachmentKindOf(mime: string): "image" | "file" {
 export function safeFilename(name: string): string {
   const cleaned = basename(name.replace(/\\/g, "/"))
     // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
-    .replace(/[\u0000-\u001f\u007f<>:"|?*]/g, "_")
+    .replace(/[\u0000-\u001f\u007f-\u009f<>:"|?*]/g, "_")
+    // Direction overrides and invisible marks (`report\u202Egpj.exe` shows as "reportexe.jpg"), line
+    // separators: a name shows what it is.
+    .replace(/[\u061c\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff]/g, "")
     .trim();
   const ext = extname(cleaned).slice(0, 16);
-  const stem = cleaned.slice(0, cleaned.length - ext.length).slice(0, 120 - ext.length);
+  // Cut by characters, never through an emoji's surrogate pair.
+  const stem = Array.from(cleaned.slice(0, cleaned.length - ext.length))
+    .slice(0, 120 - ext.length)
+    .join("");
   return stem && stem !== "." && stem !== ".." ? `${stem}${ext}` : `file${ext}`;
 }
 

@@ -39,6 +39,11 @@ describe("outbox", () => {
     expect(safeFilename("a\u0000b<c>.txt")).toBe("a_b_c_.txt");
     expect(safeFilename("..")).toBe("file");
     expect(safeFilename(`${"x".repeat(300)}.csv`)).toHaveLength(120);
+    // C1 controls (NEL, CSI), direction overrides and line separators: nothing hides what the name is.
+    expect(safeFilename("a\u0085b\u2028c\u009bd.txt")).toBe("a_bc_d.txt");
+    expect(safeFilename("report\u202Egpj.exe")).toBe("reportgpj.exe");
+    // Cut by characters: no half emoji at the cut.
+    expect(Array.from(safeFilename(`${"😀".repeat(200)}.txt`))).toHaveLength(120);
     expect(mimeOfFilename("Report.PDF")).toBe("application/pdf");
     expect(mimeOfFilename("blob")).toBe("application/octet-stream");
     expect(attachmentKindOf("image/svg+xml")).toBe("file");
