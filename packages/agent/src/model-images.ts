@@ -6,6 +6,8 @@ const EXTENSIONS: Record<string, string> = {
   "image/jpeg": "jpg",
   "image/gif": "gif",
   "image/webp": "webp",
+  // Not an image platforms show: it goes as a document, under its own name.
+  "image/svg+xml": "svg",
 };
 
 /**
@@ -22,7 +24,8 @@ export function modelImageSender(
   let count = 0;
   return async (image) => {
     count += 1;
-    const filename = `image-${count}.${EXTENSIONS[image.mime] ?? "png"}`;
+    // A type without a known extension is named for what it is not known to be: never `.png`.
+    const filename = `image-${count}.${EXTENSIONS[image.mime] ?? "bin"}`;
     if (!options.outbox) {
       options.log.warn({ mime: image.mime }, "the model returned an image but no outbox is wired; dropped");
       return;
