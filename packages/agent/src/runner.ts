@@ -35,6 +35,7 @@ import {
 } from "@hub/sessions";
 import type { Redis } from "ioredis";
 import { answerDirectly } from "./answer-directly.js";
+import { approvalPrompt } from "./approval-prompt.js";
 import { OrderedBlockPusher } from "./block-pusher.js";
 import { assembleContext, type ContextInput, type ContextSettings } from "./context/assemble.js";
 import type { ChatEventPublisher } from "./events.js";
@@ -700,9 +701,7 @@ export class AgentRunner {
       const seconds = Math.round(policy.approvalTimeoutMs / 1000);
       // What the model said before asking goes out first.
       io.pusher.push(io.streamer.flush());
-      io.pusher.push([
-        `Approve running \`${call.name}\` with \`${JSON.stringify(args)}\`? Reply /approve ${code} or /deny ${code} (within ${seconds} s).`,
-      ]);
+      io.pusher.push([approvalPrompt(call.name, args, code, seconds)]);
       await io.pusher.drained();
       return this.o.approvals.wait(code, policy.approvalTimeoutMs, io.signal);
     };
