@@ -206,6 +206,15 @@ describe("gateway scopes, auth limits and origins", () => {
     }
   }, 90_000);
 
+  it("connects without a credential guess nothing: they never lock the address out", async () => {
+    for (const params of [{}, { auth: null }, { auth: "x" }, [], { nested: [[[[]]]] }, undefined]) {
+      const c = await GatewayClient.open(world.hub.port);
+      expect((await c.request("connect", params)).error?.code).toBe("unauthorized");
+    }
+    const c = await GatewayClient.open(world.hub.port);
+    expect((await c.request("connect", { auth: { token: world.hub.token } })).error).toBeUndefined();
+  });
+
   it("repeated failed logins from one address are refused for a while, even with the right token", async () => {
     for (let i = 0; i < 5; i++) {
       const c = await GatewayClient.open(world.hub.port);

@@ -435,7 +435,9 @@ export class GatewayServer {
         })
       : undefined;
     if (!principal) {
-      this.#authFailures.fail(conn.remote);
+      // Only a credential that was wrong counts as a guess: a connect without one guessed nothing (as a
+      // request without an Authorization header over HTTP), and must not lock the address out.
+      if (auth) this.#authFailures.fail(conn.remote);
       conn.log.warn("gateway client refused: wrong or missing token");
       const unasked = auth && "proof" in auth && nonce === undefined;
       this.#reject(
