@@ -10,6 +10,7 @@ import {
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStoppedError,
+  chatRefusesStatus,
   type FetchedMedia,
   type FetchMediaOptions,
   fetchMediaUrl,
@@ -753,7 +754,9 @@ export class DiscordAdapter implements ChannelAdapter {
     if (error instanceof DiscordAPIError) {
       const what = `${error.status} ${error.message} (code ${error.code})`;
       if (isPermanentStatus(error.status))
-        return new PermanentSendError(`Discord refused the message: ${what}`);
+        return new PermanentSendError(`Discord refused the message: ${what}`, {
+          chatRefuses: chatRefusesStatus(error.status),
+        });
       return new Error(`Discord answered ${what}`);
     }
     if (error instanceof HTTPError) return new Error(`Discord answered ${error.status} ${error.message}`);

@@ -10,6 +10,20 @@ export const SEGMENT_EVENT_TYPE = "hub_reply_segment";
 /** Slack errors after which the message may exist anyway ("some aspect of the operation succeeded"). */
 const MAYBE_POSTED = new Set(["internal_error", "fatal_error", "service_unavailable"]);
 /** Slack errors that will never go away by retrying the same message. */
+/** Refusals of every message to the channel (not of this one): nothing sent in a message's place arrives. */
+const CHAT_REFUSES = new Set([
+  "channel_not_found",
+  "not_in_channel",
+  "is_archived",
+  "invalid_auth",
+  "not_authed",
+  "account_inactive",
+  "token_revoked",
+  "missing_scope",
+  "restricted_action",
+  "team_access_not_granted",
+]);
+
 const PERMANENT = new Set([
   "channel_not_found",
   "not_in_channel",
@@ -253,7 +267,10 @@ export function classifySlackError(error: unknown): unknown {
   if (error instanceof WebAPIPlatformError) {
     const code = String(error.data.error);
     if (PERMANENT.has(code))
-      return new PermanentSendError(`Slack refused the message: ${code}`, { cause: error });
+      return new PermanentSendError(`Slack refused the message: ${code}`, {
+        cause: error,
+        chatRefuses: CHAT_REFUSES.has(code),
+      });
     return new Error(`Slack answered ${code}`, { cause: error });
   }
   return error;

@@ -1,4 +1,5 @@
 import {
+  chatRefusesStatus,
   describeError,
   type HubLogger,
   type OutboundSegment,
@@ -133,6 +134,9 @@ function classifySendError(error: unknown): unknown {
   // WhatsApp names no wait; 5 s keeps the chat quiet long enough without stalling the answer.
   if (code === 429) return new RateLimitedError(5000);
   if (code === 400 || code === 403 || code === 404 || code === 406)
-    return new PermanentSendError(`WhatsApp refused the message (${describeError(error)})`, { cause: error });
+    return new PermanentSendError(`WhatsApp refused the message (${describeError(error)})`, {
+      cause: error,
+      chatRefuses: chatRefusesStatus(code),
+    });
   return error;
 }

@@ -102,10 +102,21 @@ export interface SendResult {
 
 /** A send that must not be retried as is (blocked bot, bad request): the segment fails for good. */
 export class PermanentSendError extends Error {
-  constructor(message: string, options?: { cause?: unknown }) {
+  /**
+   * The chat refuses every message, not only this one (the bot blocked or removed, the chat gone, the
+   * token refused): nothing sent in its place (a note) would arrive either.
+   */
+  readonly chatRefuses: boolean;
+  constructor(message: string, options?: { cause?: unknown; chatRefuses?: boolean }) {
     super(message, options);
     this.name = "PermanentSendError";
+    this.chatRefuses = options?.chatRefuses ?? false;
   }
+}
+
+/** Whether an HTTP status refusing a send means the chat refuses every message (see `chatRefuses`). */
+export function chatRefusesStatus(status: number): boolean {
+  return status === 401 || status === 403 || status === 404 || status === 410;
 }
 
 /**

@@ -38,6 +38,9 @@ import { OpenReply, type SettleWaiter } from "./reply-stream.js";
 import { parseSegmentItem, type SegmentItem } from "./segment-item.js";
 import { type SettleRelay, WaitsElsewhere } from "./settle-relay.js";
 
+/** A send given up after timing out twice: it may have been posted, so nothing stands in for it. */
+class UnknownOutcomeError extends PermanentSendError {}
+
 /** The slowest uplink a file's upload is given time for (1 Mbit/s), on top of the send timeout. */
 const MIN_UPLOAD_BYTES_PER_SECOND = 128 * 1024;
 
@@ -423,8 +426,10 @@ export class ReplyDispatcher implements ReplySink {
     failpoint("delivery.after-preview");
   }
 
-  // A file the platform refuses for good (too large for it, an image it cannot process) is not dropped in
-  // silence: the chat gets the caption with a note saying which file did not come and why.
+  // A segment the platform refuses for good (a file too large for it or an image it cannot process, a text
+  // it will not take) is not a silent gap in the answer: the chat gets a note in its place saying what did
+  // not come and why. Where the chat refuses every message (the bot blocked, the chat gone) no note is tried:
+  // the segment fails, as it does when the note is refused too.
   async #sendOrNote(
     adapter: ChannelAdapter,
     item: SegmentItem,
@@ -433,21 +438,21 @@ export class ReplyDispatcher implements ReplySink {
     sendTimeoutMs: number,
   ): Promise<void> {
     const file = segment.attachment;
+    const timeoutMs = file ? uploadTimeoutMs(sendTimeoutMs, file.size) : sendTimeoutMs;
     try {
-      await this.#sendOnce(
-        adapter,
-        item,
-        segment,
-        ctx,
-        file ? uploadTimeoutMs(sendTimeoutMs, file.size) : sendTimeoutMs,
-      );
+      await this.#sendOnce(adapter, item, segment, ctx, timeoutMs);
     } catch (error) {
-      if (!(file && error instanceof PermanentSendError)) throw error;
+      // Given up after two timeouts, it may have been posted: no note on top of it.
+      if (!(error instanceof PermanentSendError) || error instanceof UnknownOutcomeError || error.chatRefuses)
+        throw error;
       this.#o.logger.warn(
-        { ...segmentLogFields(item), filename: file.filename, err: error.message },
-        "the platform refused the file; sending a note instead",
+        { ...segmentLogFields(item), ...(file ? { filename: file.filename } : {}), err: error.message },
+        "the platform refused a segment; sending a note in its place",
       );
-      const text = attachmentFallbackText(file, segment.text, `refused by the platform (${error.message})`);
+      const why = `refused by the platform (${error.message})`;
+      const text = file
+        ? attachmentFallbackText(file, segment.text, why)
+        : `[a part of this answer could not be sent: ${why}]`;
       await this.#gate(adapter, item.target, ctx, "delivery.before-send");
       await this.#sendOnce(
         adapter,
@@ -510,7 +515,7 @@ export class ReplyDispatcher implements ReplySink {
       throw error;
     }
     this.#o.logger.error(log, "send timed out twice: outcome unknown; not retrying it again");
-    throw new PermanentSendError(`send of segment ${segment.index} timed out twice; outcome unknown`, {
+    throw new UnknownOutcomeError(`send of segment ${segment.index} timed out twice; outcome unknown`, {
       cause: error,
     });
   }

@@ -90,8 +90,22 @@ describe("reply settlement", () => {
     expect(await elsewhere.settled()).toEqual({ total: 0, delivered: 0, failed: 0 });
   });
 
+  it("a segment the platform refuses is replaced by a note in its place: no silent gap in the answer", async () => {
+    const target = targetOf("noted");
+    platform.fail({ status: 400 });
+    const reply = replies.open("r-noted", target);
+    await reply.push("first part");
+    await reply.push("second part", undefined, { last: true });
+    expect(await reply.settled()).toEqual({ total: 2, delivered: 2, failed: 0 });
+    const texts = platform.messages.filter((m) => m.replyId === "r-noted").map((m) => m.text);
+    expect(texts).toHaveLength(2);
+    expect(texts[0]).toMatch(/^\[a part of this answer could not be sent: refused by the platform \(.+\)\]$/);
+    expect(texts[1]).toBe("second part");
+  });
+
   it("a refused last segment is counted as failed and still settles the reply", async () => {
     const target = targetOf("refused");
+    // The chat refuses every message (the bot blocked): no note is tried.
     platform.fail({ status: 403 });
     const reply = replies.open("r-refused", target);
     await reply.push("refused", undefined, { last: true });

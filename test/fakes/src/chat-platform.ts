@@ -25,7 +25,7 @@ export interface PlatformMessage {
 
 /** A scripted answer for the next sends: fail with a status (429 with retry-after seconds). */
 export interface PlatformFailure {
-  status: 429 | 403 | 500;
+  status: 429 | 400 | 403 | 500;
   retryAfterSeconds?: number;
 }
 
@@ -101,7 +101,8 @@ export async function startFakeChatPlatform(): Promise<FakeChatPlatform> {
 
 /**
  * A channel adapter that sends to the fake chat platform through real HTTP,
- * mapping 429 to `RateLimitedError` and 403 to `PermanentSendError` like a real adapter would.
+ * mapping 429 to `RateLimitedError`, 400 and 403 to `PermanentSendError` (403: the chat refuses every
+ * message) like a real adapter would.
  */
 export class FakeChatAdapter implements ChannelAdapter {
   readonly capabilities: ChannelCapabilities;
@@ -143,7 +144,9 @@ export class FakeChatAdapter implements ChannelAdapter {
       options.signal,
     );
     if (res.status === 429) throw new RateLimitedError(Number(res.retryAfter ?? "1") * 1000);
-    if (res.status === 403) throw new PermanentSendError("the platform refused: forbidden");
+    if (res.status === 403)
+      throw new PermanentSendError("the platform refused: forbidden", { chatRefuses: true });
+    if (res.status === 400) throw new PermanentSendError("the platform refused: bad request");
     if (res.status < 200 || res.status > 299) throw new Error(`platform answered ${res.status}`);
     const json = JSON.parse(res.body || "{}") as { messageId?: string };
     return json.messageId ? { messageId: json.messageId } : {};

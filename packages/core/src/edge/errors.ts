@@ -1,4 +1,4 @@
-import { MAX_RETRY_AFTER_MS, PermanentSendError, RateLimitedError } from "../channel.js";
+import { chatRefusesStatus, MAX_RETRY_AFTER_MS, PermanentSendError, RateLimitedError } from "../channel.js";
 import { HubError } from "../errors.js";
 
 /**
@@ -91,9 +91,7 @@ export function classifySendFailure(
   if (isPermanentStatus(failure.status))
     return new PermanentSendError(
       `${failure.platform ?? "the platform"} refused the message: ${failure.description}`,
-      {
-        cause,
-      },
+      { cause, chatRefuses: chatRefusesStatus(failure.status) },
     );
   return cause instanceof Error
     ? cause
