@@ -9,7 +9,6 @@ export const SEGMENT_EVENT_TYPE = "hub_reply_segment";
 
 /** Slack errors after which the message may exist anyway ("some aspect of the operation succeeded"). */
 const MAYBE_POSTED = new Set(["internal_error", "fatal_error", "service_unavailable"]);
-/** Slack errors that will never go away by retrying the same message. */
 /** Refusals of every message to the channel (not of this one): nothing sent in a message's place arrives. */
 const CHAT_REFUSES = new Set([
   "channel_not_found",
@@ -24,22 +23,14 @@ const CHAT_REFUSES = new Set([
   "team_access_not_granted",
 ]);
 
+/** Slack errors that will never go away by retrying the same message. */
 const PERMANENT = new Set([
-  "channel_not_found",
-  "not_in_channel",
-  "is_archived",
+  ...CHAT_REFUSES,
   "msg_too_long",
   "no_text",
-  "invalid_auth",
-  "not_authed",
-  "account_inactive",
-  "token_revoked",
-  "missing_scope",
-  "restricted_action",
   "cannot_reply_to_message",
   "invalid_blocks",
   "invalid_metadata_format",
-  "team_access_not_granted",
   // chat.update / chat.delete of a live preview that is gone or no longer ours to change.
   "message_not_found",
   "cant_update_message",

@@ -11,44 +11,61 @@ afterEach(async () => {
   for (const c of cleanups.splice(0).reverse()) await c();
 });
 
+/**
+ * Polls a fresh fake Bot API until the test ends: `handle` takes each update, `onStatus` sees each status set
+ * (with its details), `leaseValid` is the lease check.
+ */
+async function startPolling(o: {
+  handle?: (raw: unknown) => void;
+  onStatus?: (state: string, details: Parameters<ChannelStatusCell["set"]>[1]) => void;
+  leaseValid?: () => boolean;
+}) {
+  const fake = await startFakeTelegram();
+  const stop = new AbortController();
+  const status = new ChannelStatusCell();
+  const polling = pollUpdates({
+    api: new Api(fake.token, { apiRoot: fake.apiRoot }),
+    state: memoryState(),
+    stateKey: "telegram:test:offset",
+    handle: async (raw) => {
+      o.handle?.(raw);
+      return { kind: "accepted" };
+    },
+    status: {
+      get: () => status.get(),
+      set: (state, details) => {
+        o.onStatus?.(state, details);
+        status.set(state, details);
+      },
+    } as ChannelStatusCell,
+    log: createLogger({ level: "silent" }),
+    signal: stop.signal,
+    pollTimeoutSeconds: 1,
+    conflictBackoffMs: 1000,
+    leaseValid: o.leaseValid ?? (() => true),
+  });
+  cleanups.push(async () => {
+    stop.abort();
+    await polling;
+    await fake.close();
+  });
+  return { fake, status };
+}
+
 describe("telegram long polling", () => {
   it("whatever the loop throws, polling is shown reconnecting and starts again: it never ends silently", async () => {
-    const fake = await startFakeTelegram();
-    const stop = new AbortController();
-    const status = new ChannelStatusCell();
     const seen: string[] = [];
     const states: string[] = [];
     let checks = 0;
-    const polling = pollUpdates({
-      api: new Api(fake.token, { apiRoot: fake.apiRoot }),
-      state: memoryState(),
-      stateKey: "telegram:test:offset",
-      handle: async (raw) => {
-        seen.push(String((raw as { message?: { text?: string } }).message?.text));
-        return { kind: "accepted" };
-      },
-      status: {
-        get: () => status.get(),
-        set: (state, details) => {
-          states.push(`${state}${details?.reason ? `: ${details.reason}` : ""}`);
-          status.set(state, details);
-        },
-      } as ChannelStatusCell,
-      log: createLogger({ level: "silent" }),
-      signal: stop.signal,
-      pollTimeoutSeconds: 1,
-      conflictBackoffMs: 1000,
+    const { fake, status } = await startPolling({
+      handle: (raw) => seen.push(String((raw as { message?: { text?: string } }).message?.text)),
+      onStatus: (state, details) => states.push(`${state}${details?.reason ? `: ${details.reason}` : ""}`),
       // A lease check that breaks once: an error the loop itself does not expect.
       leaseValid: () => {
         checks++;
         if (checks === 1) throw new Error("lease store answered nonsense");
         return true;
       },
-    });
-    cleanups.push(async () => {
-      stop.abort();
-      await polling;
-      await fake.close();
     });
     await waitFor(
       () => states.some((s) => s.startsWith("reconnecting: polling failed")),
@@ -60,8 +77,12 @@ describe("telegram long polling", () => {
     expect(status.get().state).toBe("connected");
   }, 20_000);
   it("a 429 whose retry_after is not a number still waits with backoff: no hot loop of getUpdates", async () => {
-    const fake = await startFakeTelegram();
-    const stop = new AbortController();
+    const waits: number[] = [];
+    const { fake } = await startPolling({
+      onStatus: (_state, details) => {
+        if (details?.nextRetryAt) waits.push(details.nextRetryAt - Date.now());
+      },
+    });
     // A misbehaving proxy in front of the Bot API: retry_after "soon" (sent as it is).
     const garbled = {
       error_code: 429,
@@ -69,31 +90,6 @@ describe("telegram long polling", () => {
       retry_after: "soon" as unknown as number,
     };
     fake.failNext("getUpdates", garbled, 100);
-    const waits: number[] = [];
-    const status = new ChannelStatusCell();
-    const polling = pollUpdates({
-      api: new Api(fake.token, { apiRoot: fake.apiRoot }),
-      state: memoryState(),
-      stateKey: "telegram:test:offset",
-      handle: async () => ({ kind: "accepted" }),
-      status: {
-        get: () => status.get(),
-        set: (state, details) => {
-          if (details?.nextRetryAt) waits.push(details.nextRetryAt - Date.now());
-          status.set(state, details);
-        },
-      } as ChannelStatusCell,
-      log: createLogger({ level: "silent" }),
-      signal: stop.signal,
-      pollTimeoutSeconds: 1,
-      conflictBackoffMs: 1000,
-      leaseValid: () => true,
-    });
-    cleanups.push(async () => {
-      stop.abort();
-      await polling;
-      await fake.close();
-    });
     await new Promise((r) => setTimeout(r, 1500));
     expect(fake.callsOf("getUpdates").length).toBeLessThanOrEqual(4);
     expect(waits.length).toBeGreaterThan(0);
