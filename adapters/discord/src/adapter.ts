@@ -228,8 +228,15 @@ export class DiscordAdapter implements ChannelAdapter {
     c.on(Events.ShardReconnecting, () => {
       if (!this.#stopped && current()) this.#status.reconnecting();
     });
-    c.on(Events.ShardDisconnect, (event) => current() && this.#status.disconnected(event.code));
-    c.on(Events.ShardError, (error) => this.#log.warn({ err: error.message }, "discord gateway error"));
+    // While a login is awaited, its failure is thrown and said once by whoever awaits it (the refusal, or
+    // the retry): the shard's own close and error would say it twice more.
+    c.on(
+      Events.ShardDisconnect,
+      (event) => current() && !this.#login && this.#status.disconnected(event.code),
+    );
+    c.on(Events.ShardError, (error) => {
+      if (!this.#login) this.#log.warn({ err: error.message }, "discord gateway error");
+    });
     c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
     c.on(Events.Debug, (message) => current() && this.#status.debug(message));
     c.on(Events.ClientReady, () => void this.#registerCommands());

@@ -607,7 +607,8 @@ describe("discord sends", () => {
   });
 
   it("a refused Message Content intent (close 4014) is a refusal (no retry helps) saying what to do", async () => {
-    const { adapter } = await bare({ messageContentAllowed: false });
+    const { log, lines } = capturedLogger();
+    const { adapter } = await bare({ messageContentAllowed: false }, log);
     const error = await adapter.start(async () => ({ kind: "accepted" })).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ChannelRefusedError);
     expect((error as Error).message).toContain("Privileged Gateway Intents");
@@ -615,6 +616,8 @@ describe("discord sends", () => {
       state: "failed",
       reason: expect.stringContaining("Message Content intent"),
     });
+    // Thrown to whoever started it, who says it once: the adapter itself logs no warning or error about it.
+    expect(lines.filter((l) => Number(l.level) >= 40)).toEqual([]);
   });
 
   it("with guilds configured, slash commands are registered per guild, not globally", async () => {
