@@ -35,11 +35,6 @@ export async function endGivenUpRun(deps: GivenUpDeps, request: RunRequest, log:
       ? await finalizeInterrupted(deps, record, log, GIVEN_UP)
       : await finishUnstarted(deps, request);
   if (status !== "failed") return;
-  log.error({ error: GIVEN_UP.error }, "run given up: the user is told it failed");
-  const text = failureNotice(undefined, "failed");
-  const reply = deps.replies.open(`${runId}.failed`, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
-  await reply.push(text, undefined, { last: true });
-  await reply.end();
   await deps.events.publish({
     runId,
     sessionKey: ctx.sessionKey,
@@ -47,6 +42,13 @@ export async function endGivenUpRun(deps: GivenUpDeps, request: RunRequest, log:
     state: "error",
     text: GIVEN_UP.error,
   });
+  // A message only kept as context (an unmentioned group message) was never to be answered: nothing to tell.
+  if (request.contextOnly) return log.error({ error: GIVEN_UP.error }, "context-only message given up");
+  log.error({ error: GIVEN_UP.error }, "run given up: the user is told it failed");
+  const text = failureNotice(undefined, "failed");
+  const reply = deps.replies.open(`${runId}.failed`, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
+  await reply.push(text, undefined, { last: true });
+  await reply.end();
 }
 
 // A run given up on before any attempt started it (or without a record): failed, what was steered into it
