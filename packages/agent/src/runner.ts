@@ -73,6 +73,7 @@ import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
 import { runAgentTurn } from "./turn.js";
+import { turnEndingNote } from "./turn-ending.js";
 
 export type { ChatEventPublisher } from "./events.js";
 export { historyMessages } from "./history.js";
@@ -135,6 +136,8 @@ interface TurnIo {
   signal: AbortSignal;
   interactive?: boolean | undefined;
   preview?: LivePreviewFeed | undefined;
+  /** Files and images the model sent so far (an answer of files alone is an answer). */
+  sentFiles: number;
 }
 
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
@@ -479,6 +482,7 @@ export class AgentRunner {
         signal: abort.signal,
         interactive: caps?.interactive,
         preview,
+        sentFiles: 0,
       });
       handedOn = true;
       return {
@@ -616,8 +620,10 @@ export class AgentRunner {
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: () => this.#takeSteered(run),
     });
-    // The answer's last block ends the reply in its own push, which stages the answer (see #answerNote).
-    await pusher.finish(streamer.flush(), this.#answerNote(run, result));
+    // The answer's last block ends the reply in its own push, which stages the answer (see #answerNote); a
+    // turn that ended without a whole answer says so after it (never silence).
+    const ending = turnEndingNote(result.stopReason, result.text.trim() !== "" || io.sentFiles > 0);
+    await pusher.finish([...streamer.flush(), ...(ending ? [ending] : [])], this.#answerNote(run, result));
     if (pusher.error !== undefined) throw pusher.error;
     // The usage is added to the session's totals when the run settles (one step with its outcome).
     return { text: result.text, stopReason: result.stopReason, usage: result.usage };
@@ -684,12 +690,13 @@ export class AgentRunner {
 
   // A file goes in its place: what the model said before it is flushed first, then the file is queued.
   async #sendFile(
-    io: { streamer: BlockStreamer; pusher: OrderedBlockPusher },
+    io: Pick<TurnIo, "streamer" | "pusher" | "sentFiles">,
     file: OutboxFile,
     caption?: string,
   ): Promise<void> {
     io.pusher.push(io.streamer.flush());
     io.pusher.pushFile(file, caption);
+    io.sentFiles++;
     await io.pusher.drained();
     if (io.pusher.error !== undefined) throw io.pusher.error;
   }
