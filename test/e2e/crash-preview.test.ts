@@ -142,9 +142,10 @@ describe("a hub killed while a live preview is on screen", () => {
   it("a run killed on every attempt ends interrupted and deletes the preview it left", async () => {
     const user = USER + 2;
     const inst = previewInstallation("crash-preview-interrupted", user, { ackReaction: "👀" });
-    // Each attempt streams for a minute (it is killed long before): the first sends the preview, the
-    // resumed ones edit it, and each is SIGKILLed once its preview write is on screen.
-    const endless = { text: `Never finished. ${"More words. ".repeat(1500)}`, chunkSize: 20, delayMs: 40 };
+    // Each attempt streams for half a minute (it is killed long before): the first sends the preview, the
+    // resumed ones edit it, and each is SIGKILLed once its preview write is on screen. Shorter than one
+    // message, so however slow the machine, no part is finished: the preview stays the only message.
+    const endless = { text: `Never finished. ${"More words. ".repeat(200)}`, chunkSize: 8, delayMs: 100 };
     model.script(endless, endless, endless);
     const requestsBefore = model.requests.length;
     const edits = () => telegram.callsOf("editMessageText").length;

@@ -59,6 +59,18 @@ describe("a turn that ends without a whole answer", () => {
     );
   });
 
+  it("an answer past 100,000 characters is cut there, and says so", async () => {
+    model.script({ text: "word ".repeat(30_000), chunkSize: 5000 });
+    const shown = await answerTo("overlong");
+    expect(
+      shown.endsWith(
+        "[The answer was cut off here: it is longer than the 100,000 characters one answer sends.]",
+      ),
+    ).toBe(true);
+    expect(shown.replace(/\s+/g, "").length).toBeLessThan(100_000);
+    expect((await client.terminal("ending-overlong")).text?.length).toBeLessThanOrEqual(100_000);
+  });
+
   it("the tool-loop guard's stop is said, not silence", async () => {
     const call = { text: "", toolCalls: [{ name: "current_time", arguments: "{}" }] };
     model.script(...Array.from({ length: 8 }, () => call));

@@ -72,8 +72,8 @@ import type { ShownPrefix } from "./shown-prefix.js";
 import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
-import { runAgentTurn } from "./turn.js";
-import { turnEndingNote } from "./turn-ending.js";
+import { type AgentTurnResult, runAgentTurn } from "./turn.js";
+import { MAX_ANSWER_CHARS, OVERLONG_NOTE, turnEndingNote } from "./turn-ending.js";
 
 export type { ChatEventPublisher } from "./events.js";
 export { historyMessages } from "./history.js";
@@ -138,6 +138,8 @@ interface TurnIo {
   preview?: LivePreviewFeed | undefined;
   /** Files and images the model sent so far (an answer of files alone is an answer). */
   sentFiles: number;
+  /** Characters of the model's text delivered so far (at most MAX_ANSWER_CHARS). */
+  textChars: number;
 }
 
 /** One run, once it holds its session: who it is, what it answers, and its writer claim. */
@@ -483,6 +485,7 @@ export class AgentRunner {
         interactive: caps?.interactive,
         preview,
         sentFiles: 0,
+        textChars: 0,
       });
       handedOn = true;
       return {
@@ -596,10 +599,7 @@ export class AgentRunner {
       tools: policy.tools,
       chain,
       signal,
-      onText: (delta) => {
-        pusher.push(streamer.push(delta));
-        io.preview?.update();
-      },
+      onText: (delta) => this.#deliverText(io, delta),
       sendFile: (file, caption) => this.#sendFile(io, file, caption),
       onImage: modelImageSender(
         { outbox: this.o.outbox, maxBytes: this.o.maxAttachmentBytes ?? 20 * 1024 * 1024, log },
@@ -620,13 +620,35 @@ export class AgentRunner {
       steeringPending: () => this.o.activity.hasSteering(runId),
       takeSteering: () => this.#takeSteered(run),
     });
-    // The answer's last block ends the reply in its own push, which stages the answer (see #answerNote); a
-    // turn that ended without a whole answer says so after it (never silence).
-    const ending = turnEndingNote(result.stopReason, result.text.trim() !== "" || io.sentFiles > 0);
-    await pusher.finish([...streamer.flush(), ...(ending ? [ending] : [])], this.#answerNote(run, result));
-    if (pusher.error !== undefined) throw pusher.error;
-    // The usage is added to the session's totals when the run settles (one step with its outcome).
-    return { text: result.text, stopReason: result.stopReason, usage: result.usage };
+    return this.#finishAnswer(run, io, result);
+  }
+
+  // A delta of the model's text to the reply. Past the most an answer sends the rest is not delivered (a
+  // broken model's megabytes would be a thousand messages holding the chat's queue for most of an hour).
+  #deliverText(io: TurnIo, delta: string): void {
+    const room = MAX_ANSWER_CHARS - io.textChars;
+    if (room <= 0) return;
+    const kept = delta.length > room ? delta.slice(0, room) : delta;
+    io.textChars += kept.length;
+    io.pusher.push(io.streamer.push(kept));
+    io.preview?.update();
+  }
+
+  // The answer's last block ends the reply in its own push, which stages the answer (see #answerNote); a
+  // turn that ended without a whole answer says so after it (never silence).
+  async #finishAnswer(run: ClaimedRun, io: TurnIo, result: AgentTurnResult) {
+    const answered = result.text.trim() !== "" || io.sentFiles > 0;
+    const ending =
+      io.textChars >= MAX_ANSWER_CHARS ? OVERLONG_NOTE : turnEndingNote(result.stopReason, answered);
+    await io.pusher.finish(
+      [...io.streamer.flush(), ...(ending ? [ending] : [])],
+      this.#answerNote(run, result),
+    );
+    if (io.pusher.error !== undefined) throw io.pusher.error;
+    // The usage is added to the session's totals when the run settles (one step with its outcome). The text
+    // is the answer as delivered: a record that keeps it (the web chat's) keeps no more than was sent.
+    const text = result.text.length > MAX_ANSWER_CHARS ? result.text.slice(0, MAX_ANSWER_CHARS) : result.text;
+    return { text, stopReason: result.stopReason, usage: result.usage };
   }
 
   // Messages steered into the run, taken in at a tool-batch boundary: written to its transcript, then each

@@ -1,5 +1,11 @@
 import type { AgentTurnResult } from "./turn.js";
 
+/** The most of a model's text one answer delivers (about 25 Telegram messages); the rest is cut. */
+export const MAX_ANSWER_CHARS = 100_000;
+
+/** Said after an answer cut at MAX_ANSWER_CHARS. */
+export const OVERLONG_NOTE = `[The answer was cut off here: it is longer than the ${MAX_ANSWER_CHARS.toLocaleString("en-US")} characters one answer sends.]`;
+
 /**
  * What the user is told after the model's words when a turn did not end with a whole answer, or undefined
  * when it did. `answered`: the model said something (text, a file, an image). Without it, a turn that ended
