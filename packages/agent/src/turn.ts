@@ -37,6 +37,14 @@ export interface AgentTurnInput {
   steeringPending?: () => Promise<boolean>;
 }
 
+/** More tokens than any model call has (a provider's usage past it is garbage, not a count). */
+const MAX_CALL_TOKENS = 100_000_000;
+
+/** A provider's token count as the session's totals take it: a whole number from 0 to MAX_CALL_TOKENS, else 0. */
+export function plausibleTokens(count: number | undefined): number {
+  return count !== undefined && Number.isInteger(count) && count >= 0 && count <= MAX_CALL_TOKENS ? count : 0;
+}
+
 /** What a turn produced and how it ended. */
 export interface AgentTurnResult {
   produced: ChatMessage[];
@@ -75,8 +83,8 @@ export async function runAgentTurn(input: AgentTurnInput): Promise<AgentTurnResu
       else if (event.type === "image") await input.onImage?.(event);
       else {
         stopReason = event.stopReason;
-        usage.inputTokens += event.usage?.inputTokens ?? 0;
-        usage.outputTokens += event.usage?.outputTokens ?? 0;
+        usage.inputTokens += plausibleTokens(event.usage?.inputTokens);
+        usage.outputTokens += plausibleTokens(event.usage?.outputTokens);
       }
     }
     text += callText;
