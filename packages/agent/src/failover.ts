@@ -79,6 +79,16 @@ export class FailoverProvider implements ModelProvider {
     return { [Symbol.asyncIterator]: () => new FailoverCall(this, request) };
   }
 
+  // The action as far as the chain allows it: with no other API key the next model, with no next model the
+  // error itself (so a decision never says the hub moved on to something it does not have).
+  #possible(candidate: ModelCandidate, action: FailoverDecision["action"]): FailoverDecision["action"] {
+    const nextModel = this.chain.indexOf(candidate) < this.chain.length - 1;
+    if (action === "rotate_profile" && candidate.profiles.length < 2)
+      return nextModel ? "next_model" : "surface";
+    if (action === "next_model" && !nextModel) return "surface";
+    return action;
+  }
+
   /** The profiles of a candidate to try now: the ready ones, or (all cooling down) the one ready soonest. */
   profilesOf(candidate: ModelCandidate): AuthProfile[] {
     const now = Date.now();
@@ -104,7 +114,7 @@ export class FailoverProvider implements ModelProvider {
       this.logger.debug({ ref: candidate.ref, profile: profile.id }, "model call stopped by its run");
       return "surface";
     }
-    const action = streamed ? "surface" : failoverAction(kind);
+    const action = streamed ? "surface" : this.#possible(candidate, failoverAction(kind));
     const decision: FailoverDecision = {
       at: Date.now(),
       ref: candidate.ref,

@@ -1,6 +1,6 @@
 import { createLogger } from "@hub/core";
 import { describe, expect, it } from "vitest";
-import { type FailoverDecision, FailoverProvider } from "../src/failover.js";
+import { type FailoverDecision, FailoverProvider, isFailover } from "../src/failover.js";
 import { ModelError, type ModelEvent, type ModelProvider, type ModelRequest } from "../src/model.js";
 import { OfflineProvider } from "../src/providers/offline.js";
 
@@ -137,7 +137,15 @@ describe("FailoverProvider", () => {
       { ref: "b/y", providers: [b.provider] },
     );
     await expect(collect(chain.stream(request))).rejects.toThrow("slow down");
-    expect(decisions.map((d) => d.action)).toEqual(["next_model", "rotate_profile"]);
+    // The last candidate has no other key and no next model: its failure is surfaced, no failover said.
+    expect(decisions.map((d) => d.action)).toEqual(["next_model", "surface"]);
+  });
+
+  it("never records a move to something the chain does not have: one key, one model, a 401 is surfaced", async () => {
+    const only = scripted([], new ModelError("auth", "bad key"));
+    const { chain, decisions } = chainOf({ ref: "a/x", providers: [only.provider] });
+    await expect(collect(chain.stream(request))).rejects.toThrow("bad key");
+    expect(decisions.map((d) => [d.action, isFailover(d)])).toEqual([["surface", false]]);
   });
 
   it("closes the candidate's stream when the consumer stops early", async () => {
