@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
 import { startFakeOpenAI } from "../../../test/fakes/src/index.js";
 import type { ChatMessage } from "../src/model.js";
@@ -106,5 +108,33 @@ describe("OpenAIProvider errors", () => {
     );
     expect((await failure(f.provider.stream(f.request()))).kind).toBe("context_overflow");
     expect((await failure(f.provider.stream(f.request()))).kind).toBe("bad_request");
+  });
+});
+
+describe("OpenAIProvider and a provider that streams what is no chunk", () => {
+  it("says the provider sent no chat completion chunk (its error, as a malformed line is), not a network failure", async () => {
+    for (const data of ["null", "42", '{"id":"x"}']) {
+      // A server that streams one such event, then the end.
+      const server = createServer((_req, res) => {
+        res.writeHead(200, { "content-type": "text/event-stream" });
+        res.end(`data: ${data}\n\ndata: [DONE]\n\n`);
+      });
+      await new Promise<void>((r) => server.listen(0, "127.0.0.1", () => r()));
+      try {
+        const { port } = server.address() as AddressInfo;
+        const provider = new OpenAIProvider({
+          id: "odd",
+          baseUrl: `http://127.0.0.1:${port}/v1`,
+          apiKey: "k",
+        });
+        const error = await failure(provider.stream(f.request()));
+        expect([error.kind, error.message]).toEqual([
+          "unknown",
+          "odd: sent a stream event that is not a chat completion chunk",
+        ]);
+      } finally {
+        await new Promise<void>((r) => server.close(() => r()));
+      }
+    }
   });
 });

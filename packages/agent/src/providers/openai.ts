@@ -121,6 +121,13 @@ class StreamedCompletion {
   constructor(private readonly providerId: string) {}
 
   *take(chunk: ChatCompletionChunk): Iterable<ModelEvent> {
+    // The SDK hands on whatever JSON a `data:` line held: one that is no chunk is the provider's error (as
+    // a line that is no JSON is), not a network failure.
+    if (typeof chunk !== "object" || chunk === null || !Array.isArray(chunk.choices))
+      throw new ModelError(
+        "unknown",
+        `${this.providerId}: sent a stream event that is not a chat completion chunk`,
+      );
     if (chunk.usage) {
       this.#usage = { inputTokens: chunk.usage.prompt_tokens, outputTokens: chunk.usage.completion_tokens };
     }
