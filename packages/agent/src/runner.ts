@@ -72,6 +72,7 @@ import type { ShownPrefix } from "./shown-prefix.js";
 import { handOnTakenSteering, writtenUserRuns } from "./taken-steering.js";
 import { type ApprovalMode, ToolCallChain } from "./tool-policy.js";
 import type { AgentTool } from "./tools.js";
+import { keptMessage } from "./transcript-bounds.js";
 import { type AgentTurnResult, runAgentTurn } from "./turn.js";
 import { MAX_ANSWER_CHARS, OVERLONG_NOTE, turnEndingNote } from "./turn-ending.js";
 
@@ -613,7 +614,7 @@ export class AgentRunner {
       // last step is staged: the settle writes it with the outcome, checked by the fenced push of its last
       // block or by a check of its own (see #answerEnd).
       onCommit: async (step, final) => {
-        const entries = step.map((m) => toEntry(m, runId));
+        const entries = step.map((m) => toEntry(keptMessage(m), runId));
         if (final) run.answer = entries;
         else await writeChecked(entries);
       },
