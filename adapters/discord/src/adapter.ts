@@ -10,7 +10,6 @@ import {
   ChannelRefusedError,
   type ChannelStatus,
   ChannelStoppedError,
-  chatRefusesStatus,
   type FetchedMedia,
   type FetchMediaOptions,
   fetchMediaUrl,
@@ -762,7 +761,7 @@ export class DiscordAdapter implements ChannelAdapter {
       const what = `${error.status} ${error.message} (code ${error.code})`;
       if (isPermanentStatus(error.status))
         return new PermanentSendError(`Discord refused the message: ${what}`, {
-          chatRefuses: chatRefusesStatus(error.status),
+          chatRefuses: error.status === 401 || CHAT_REFUSAL_CODES.has(Number(error.code)),
         });
       return new Error(`Discord answered ${what}`);
     }
@@ -837,6 +836,13 @@ function unreachableReason(error: unknown): string {
     return `Discord's daily limit of gateway session starts for this bot is used up (${cause}); the hub tries again until it resets. Restarting the hub in a loop spends the next day's starts, so find what restarts it.`;
   return `could not connect to Discord (${cause}); check channels.discord.restApi and the network.`;
 }
+
+/**
+ * Discord's error codes that refuse every message to the channel, not only this one: Unknown Channel,
+ * Missing Access, Cannot send messages to this user. A 403 Missing Permissions (50013) can be this
+ * message's own (a file, an embed): a note in its place may still arrive.
+ */
+const CHAT_REFUSAL_CODES = new Set([10003, 50001, 50007]);
 
 /** What a message gets once the adapter stops: not handed to the hub (no mark; the next start reads it back). */
 const NOT_HANDED: InboundResult = { kind: "ignored", reason: "the adapter is stopping" };

@@ -488,6 +488,26 @@ describe("discord sends", () => {
     expect(fake.sent().map((m) => m.message.content)).toEqual(["first"]);
   });
 
+  it("a refusal of the whole channel (50007, 50001, 10003) is said so; Missing Permissions (50013) may be this message's own", async () => {
+    const { fake, adapter } = await bare();
+    const target = { channel: "discord", accountId: "default", chatId: fake.channelId };
+    const refusal = async (failure: Parameters<FakeDiscord["failNext"]>[1]) => {
+      fake.failNext("POST /channels/:id/messages", failure);
+      return adapter.send({ replyId: "r", index: 0, text: "refused" }, target).catch((e: unknown) => e);
+    };
+    const chatWide = [
+      await refusal({ status: 403, code: 50007, message: "Cannot send messages to this user" }),
+      await refusal({ status: 403, code: 50001, message: "Missing Access" }),
+      await refusal({ status: 404, code: 10003, message: "Unknown Channel" }),
+    ];
+    expect(chatWide.map((e) => e instanceof PermanentSendError && e.chatRefuses)).toEqual([true, true, true]);
+    const own = await refusal({ status: 403, code: 50013, message: "Missing Permissions" });
+    expect([own instanceof PermanentSendError, (own as PermanentSendError).chatRefuses]).toEqual([
+      true,
+      false,
+    ]);
+  });
+
   it("a global 429 holds sends for Discord's retry_after", async () => {
     const { fake, adapter } = await bare();
     const target = { channel: "discord", accountId: "default", chatId: fake.dmChannelId };

@@ -41,15 +41,19 @@ import { type SettleRelay, WaitsElsewhere } from "./settle-relay.js";
 /** A send given up after timing out twice: it may have been posted, so nothing stands in for it. */
 class UnknownOutcomeError extends PermanentSendError {}
 
+/** How long a platform may take over a file besides its upload (Telegram answers a document after 12 s at times). */
+const FILE_PROCESSING_MS = 20_000;
+
 /** The slowest uplink a file's upload is given time for (1 Mbit/s), on top of the send timeout. */
 const MIN_UPLOAD_BYTES_PER_SECOND = 128 * 1024;
 
 /**
- * How long a send with a file may take: the send timeout, plus the file's upload at 1 Mbit/s (a 20 MB file:
- * 160 s more). The send timeout alone cut every upload slower than 2 MB/s short at 10 s.
+ * How long a send with a file may take: the send timeout, 20 s for the platform's processing, plus the
+ * file's upload at 1 Mbit/s (a 20 MB file: 160 s more). The send timeout alone cut every upload slower
+ * than 2 MB/s short at 10 s.
  */
 export function uploadTimeoutMs(sendTimeoutMs: number, bytes: number): number {
-  return sendTimeoutMs + Math.ceil((bytes / MIN_UPLOAD_BYTES_PER_SECOND) * 1000);
+  return sendTimeoutMs + FILE_PROCESSING_MS + Math.ceil((bytes / MIN_UPLOAD_BYTES_PER_SECOND) * 1000);
 }
 
 /** The fields every log line about a segment carries: its run (the reply id), session and channel. */
@@ -449,7 +453,9 @@ export class ReplyDispatcher implements ReplySink {
         { ...segmentLogFields(item), ...(file ? { filename: file.filename } : {}), err: error.message },
         "the platform refused a segment; sending a note in its place",
       );
-      const why = `refused by the platform (${error.message})`;
+      // The platform's words on one line, briefly (Discord's can span lines of field errors).
+      const said = error.message.replace(/\s+/g, " ").trim();
+      const why = `refused by the platform (${said.length > 200 ? `${said.slice(0, 200)}…` : said})`;
       const text = file
         ? attachmentFallbackText(file, segment.text, why)
         : `[a part of this answer could not be sent: ${why}]`;

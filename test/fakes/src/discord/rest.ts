@@ -244,9 +244,10 @@ function rateLimitAnswer(failure: DiscordFailure, bucket: string): Answer {
       404: "Unknown Channel",
       500: "Internal Server Error",
     };
+    const codes: Record<number, number> = { 403: 50013, 404: 10003, 500: 0 };
     return json(failure.status, {
-      message: messages[failure.status],
-      code: failure.status === 403 ? 50013 : 0,
+      message: failure.message ?? messages[failure.status],
+      code: failure.code ?? codes[failure.status],
     });
   }
   const after = failure.retryAfter ?? 1;

@@ -69,6 +69,10 @@ export interface DiscordFailure {
   retryAfter?: number;
   /** For 429: a global rate limit (X-RateLimit-Global, scope "global"). */
   global?: boolean;
+  /** Discord's JSON error code (default: 403 Missing Permissions 50013, 404 Unknown Channel 10003). */
+  code?: number;
+  /** Discord's error message (default: the code's). */
+  message?: string;
 }
 
 /** A running fake Discord. */
