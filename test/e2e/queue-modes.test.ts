@@ -1,25 +1,17 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
-import { GatewayClient } from "../support/gateway-client.js";
-import { startTestHub, type TestHub } from "../support/hub.js";
+import type { FakeOpenAI } from "../fakes/src/index.js";
+import type { GatewayClient } from "../support/gateway-client.js";
+import { type ModelHub, startModelHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
-let hub: TestHub;
+let setup: ModelHub;
 let model: FakeOpenAI;
 let client: GatewayClient;
 beforeAll(async () => {
-  model = await startFakeOpenAI();
-  hub = await startTestHub(
-    { agent: { model: "fake/m" }, models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } } },
-    "modes",
-  );
-  client = await GatewayClient.open(hub.port, hub.token);
+  setup = await startModelHub("modes");
+  ({ model, client } = setup);
 });
-afterAll(async () => {
-  client.close();
-  await hub.dispose();
-  await model.close();
-});
+afterAll(() => setup.dispose());
 
 let n = 0;
 const key = () => `mode-${Date.now()}-${n++}`;

@@ -1,28 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
-import { GatewayClient } from "../support/gateway-client.js";
-import { type FakeWorld, startFakeWorld, startTestHub, type TestHub } from "../support/hub.js";
+import type { FakeOpenAI } from "../fakes/src/index.js";
+import type { GatewayClient } from "../support/gateway-client.js";
+import { type FakeWorld, type ModelHub, startFakeWorld, startModelHub } from "../support/hub.js";
 import { waitFor } from "../support/redis.js";
 
-let hub: TestHub;
+let setup: ModelHub;
 let model: FakeOpenAI;
 let client: GatewayClient;
 beforeAll(async () => {
-  model = await startFakeOpenAI();
-  hub = await startTestHub(
-    {
-      agent: { model: "fake/m", tools: { approvals: { current_time: "ask" }, approvalTimeoutSeconds: 10 } },
-      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
-    },
-    "tools",
-  );
-  client = await GatewayClient.open(hub.port, hub.token);
+  setup = await startModelHub("tools", {
+    tools: { approvals: { current_time: "ask" }, approvalTimeoutSeconds: 10 },
+  });
+  ({ model, client } = setup);
 });
-afterAll(async () => {
-  client.close();
-  await hub.dispose();
-  await model.close();
-});
+afterAll(() => setup.dispose());
 
 const toolResult = (i: number) => {
   const messages = model.requests[i]!.messages as Array<{ role: string; content: string }>;

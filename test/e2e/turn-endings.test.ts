@@ -1,27 +1,19 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type FakeOpenAI, startFakeOpenAI } from "../fakes/src/index.js";
-import { GatewayClient } from "../support/gateway-client.js";
-import { startTestHub, type TestHub } from "../support/hub.js";
+import type { FakeOpenAI } from "../fakes/src/index.js";
+import type { GatewayClient } from "../support/gateway-client.js";
+import { type ModelHub, startModelHub } from "../support/hub.js";
 
 // A turn that ends without a whole answer (nothing said, cut at the output limit, filtered, stopped by the
 // tool-loop guard) says so in the chat: the user is never left with silence or a cut-off answer taken for whole.
 
-let hub: TestHub;
+let setup: ModelHub;
 let model: FakeOpenAI;
 let client: GatewayClient;
 beforeAll(async () => {
-  model = await startFakeOpenAI();
-  hub = await startTestHub(
-    { agent: { model: "fake/m" }, models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } } },
-    "turn-endings",
-  );
-  client = await GatewayClient.open(hub.port, hub.token);
+  setup = await startModelHub("turn-endings");
+  ({ model, client } = setup);
 });
-afterAll(async () => {
-  client.close();
-  await hub.dispose();
-  await model.close();
-});
+afterAll(() => setup.dispose());
 
 // What the chat shows for one message: the blocks its run delivered, in order.
 async function answerTo(name: string): Promise<string> {

@@ -16,6 +16,7 @@ import {
   startFakeChatPlatform,
   startFakeOpenAI,
 } from "../fakes/src/index.js";
+import { GatewayClient } from "./gateway-client.js";
 import { dropPrefix, REDIS_URL, testPrefix } from "./redis.js";
 
 /** A hub started for one test, on its own port, state dir and Redis prefix. */
@@ -113,6 +114,37 @@ export async function startFakeWorld(
       await hub.dispose();
       await model.close();
       await platform.close();
+    },
+  };
+}
+
+/** A hub on the fake OpenAI-compatible model, with a gateway client signed in as its owner. */
+export interface ModelHub {
+  hub: TestHub;
+  model: FakeOpenAI;
+  client: GatewayClient;
+  dispose(): Promise<void>;
+}
+
+/** Starts a hub whose model is the fake one (`fake/m`), `agent` added to its agent config, and a client. */
+export async function startModelHub(name: string, agent: HubConfigInput["agent"] = {}): Promise<ModelHub> {
+  const model = await startFakeOpenAI();
+  const hub = await startTestHub(
+    {
+      agent: { ...agent, model: "fake/m" },
+      models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
+    },
+    name,
+  );
+  const client = await GatewayClient.open(hub.port, hub.token);
+  return {
+    hub,
+    model,
+    client,
+    dispose: async () => {
+      client.close();
+      await hub.dispose();
+      await model.close();
     },
   };
 }
