@@ -1,5 +1,5 @@
 import type { AdapterStateStore } from "@hub/core";
-import { sleep } from "@hub/core";
+import { sleep, usableWaitMs } from "@hub/core";
 import { RateLimitError, type REST, Routes } from "discord.js";
 import { z } from "zod";
 
@@ -200,7 +200,7 @@ async function page(rest: REST, channelId: string, after: string): Promise<Liste
   const get = () => rest.get(Routes.channelMessages(channelId), { query });
   const answer = await get().catch(async (error: unknown) => {
     if (!(error instanceof RateLimitError)) throw error;
-    await sleep(Math.max(error.retryAfter, error.timeToReset, 1));
+    await sleep(usableWaitMs(Math.max(error.retryAfter, error.timeToReset, 1)));
     return get();
   });
   return PageSchema.parse(answer).sort((a, b) => (isNewer(a.id, b.id) ? 1 : -1));
