@@ -404,6 +404,10 @@ export class TelegramAdapter implements ChannelAdapter {
         status: error.error_code,
         retryAfter: error.parameters.retry_after,
         description: error.description,
+        // A 400 that refuses the chat itself: a note in a message's place would be refused the same way.
+        chatRefuses: /chat not found|group chat was (?:deactivated|upgraded)|have no rights to send/i.test(
+          error.description,
+        ),
       },
       error,
     );

@@ -84,14 +84,21 @@ export function isPermanentStatus(status: number): boolean {
  * segment up), or the original error (retried).
  */
 export function classifySendFailure(
-  failure: { status: number; retryAfter?: unknown; description: string; platform?: string },
+  failure: {
+    status: number;
+    retryAfter?: unknown;
+    description: string;
+    platform?: string;
+    /** The refusal is of every message to the chat, whatever its status says (see `chatRefuses`). */
+    chatRefuses?: boolean;
+  },
   cause?: unknown,
 ): Error {
   if (failure.status === 429) return new RateLimitedError(retryAfterMs(failure.retryAfter));
   if (isPermanentStatus(failure.status))
     return new PermanentSendError(
       `${failure.platform ?? "the platform"} refused the message: ${failure.description}`,
-      { cause, chatRefuses: chatRefusesStatus(failure.status) },
+      { cause, chatRefuses: failure.chatRefuses === true || chatRefusesStatus(failure.status) },
     );
   return cause instanceof Error
     ? cause
