@@ -45,6 +45,7 @@ describe("a run its lane gives up on", () => {
             dmPolicy: "allowlist",
             allowFrom: [String(USER)],
             pacing: { chatIntervalMs: 0, groupIntervalMs: 0, maxSendsPerSecond: 0 },
+            ackReaction: "👀",
           },
         },
       },
@@ -67,8 +68,11 @@ describe("a run its lane gives up on", () => {
       await first.hub.waitForOutput(/"attempt":3,"resuming":true/, 20_000);
       await new Promise((r) => setTimeout(r, 300));
       first.hub.child.kill("SIGSTOP");
-      // The second wakes: the lane hands the item out a fourth time and gives it up.
-      second.hub.resume();
+      // The second dies frozen; a third agent process takes the lane: it hands the item out a fourth time
+      // and gives it up. The attempt that put the reaction on last is frozen: only the give-up can take it off.
+      expect(telegram.reactions(USER, 900)).toEqual(["👀"]);
+      await second.hub.kill();
+      await inst.start({ roles: "agent" });
       const runKey = `${inst.prefix}:run:${runIdForMessage(`telegram:default:${USER}:900`)}`;
       await waitFor(
         async () => (await redis.hget(runKey, "status")) === "failed",
@@ -81,6 +85,8 @@ describe("a run its lane gives up on", () => {
         "the notice",
         15_000,
       );
+      // No attempt lived to take its acknowledgement off: the give-up does, once the notice is out.
+      await waitFor(() => telegram.reactions(USER, 900).length === 0, "the reaction taken off", 15_000);
       // The attempt frozen last wakes after the give-up: fenced, it adds nothing.
       const shown = texts();
       first.hub.resume();

@@ -12,6 +12,8 @@ import { failureNotice } from "./run-outcome.js";
 export interface GivenUpDeps extends InterruptedRunDeps {
   replies: ReplySink;
   events: ChatEventPublisher;
+  /** Takes off the acknowledgement reaction no attempt lived to take off (once the notice is delivered). */
+  unacknowledge?: ((request: RunRequest, log: HubLogger) => Promise<void>) | undefined;
 }
 
 const GIVEN_UP: UnansweredEnd = {
@@ -49,6 +51,13 @@ export async function endGivenUpRun(deps: GivenUpDeps, request: RunRequest, log:
   const reply = deps.replies.open(`${runId}.failed`, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
   await reply.push(text, undefined, { last: true });
   await reply.end();
+  // As a run's own end does: the reaction comes off once its notice is out (in the background: the lane goes on).
+  const unacknowledge = deps.unacknowledge;
+  if (unacknowledge)
+    void reply
+      .settled()
+      .then(() => unacknowledge(request, log))
+      .catch((error: unknown) => log.warn({ err: error }, "could not take off the given-up run's reaction"));
 }
 
 // A run given up on before any attempt started it (or without a record): failed, what was steered into it

@@ -7,6 +7,7 @@ import {
   recoverInterruptedRuns,
   sessionStatus,
   startAgentRole,
+  unacknowledgeFinalized,
 } from "@hub/agent";
 import type { HubLogger } from "@hub/core";
 import type { WorkerRoom } from "@hub/queue";
@@ -45,6 +46,7 @@ export async function startExecution(
     runTimeoutMs,
     logger: agentLog,
   });
+  s.onGivenUp((request, log) => unacknowledgeFinalized(reactions.live, request.ctx, log, request.runId));
   const runner = agentRunner(base, entry, replies, s, {
     runTimeoutMs,
     logger: agentLog,

@@ -1,4 +1,4 @@
-import { endGivenUpRun, RunControl } from "@hub/agent";
+import { endGivenUpRun, type GivenUpDeps, RunControl } from "@hub/agent";
 import type { ReplyDispatcher } from "@hub/reply";
 import {
   ApprovalStore,
@@ -25,6 +25,8 @@ import type { HubBase } from "./base.js";
  */
 export interface SessionStage {
   lane: SessionLane;
+  /** How a run the lane gives up on has its acknowledgement reaction taken off (the agent role sets it). */
+  onGivenUp(unacknowledge: NonNullable<GivenUpDeps["unacknowledge"]>): void;
   sessions: SessionStore;
   runs: RunRecords;
   writers: SessionWriters;
@@ -50,6 +52,8 @@ export interface SessionStage {
 export function buildSessionStage(base: HubBase, replies: ReplyDispatcher): SessionStage {
   const { config, redis, events } = base;
   const closeLeftPreview = (runId: string) => replies.closeLeftPreview(runId);
+  // Set by the agent role, which has the channels' live features (the reactions).
+  const givenUp: Pick<GivenUpDeps, "unacknowledge"> = {};
   const prefix = config.redis.prefix;
   const runs = new MeteredRunRecords(redis, prefix, base.operations.metrics);
   const writers = new SessionWriters(redis, prefix);
@@ -68,7 +72,16 @@ export function buildSessionStage(base: HubBase, replies: ReplyDispatcher): Sess
     // What was steered into it, taken or not, runs as follow-ups (those it wrote fail with it).
     onFailed: (request) =>
       endGivenUpRun(
-        { runs, sessions, activity, writers, replies, events, closeLeftPreview },
+        {
+          runs,
+          sessions,
+          activity,
+          writers,
+          replies,
+          events,
+          closeLeftPreview,
+          unacknowledge: givenUp.unacknowledge,
+        },
         request,
         base.logger.child({ component: "lane", runId: request.runId, sessionKey: request.ctx.sessionKey }),
       ),
@@ -95,6 +108,9 @@ export function buildSessionStage(base: HubBase, replies: ReplyDispatcher): Sess
     approvals: new ApprovalStore(redis, prefix),
     control,
     clockRead: clock.firstRead,
+    onGivenUp: (unacknowledge) => {
+      givenUp.unacknowledge = unacknowledge;
+    },
     lastModelDecision: async () => (await redis.lindex(decisionsKey, 0)) ?? undefined,
     recordModelDecision: (decision) =>
       void redis
