@@ -1,4 +1,5 @@
 import { endGivenUpRun, type GivenUpDeps, RunControl } from "@hub/agent";
+import type { HubLogger, RunRequest } from "@hub/core";
 import type { ReplyDispatcher } from "@hub/reply";
 import {
   ApprovalStore,
@@ -48,10 +49,29 @@ export interface SessionStage {
   clockRead: Promise<void>;
 }
 
+// The session lanes of this process (one commands connection: a message's steps issued in one turn share a
+// write); `giveUp` ends a request the lane gave up on.
+function sessionLane(
+  base: HubBase,
+  giveUp: (request: RunRequest, log: HubLogger) => Promise<void>,
+): SessionLane {
+  const { config } = base;
+  const logger = base.logger.child({ component: "lane" });
+  return new SessionLane({
+    redisUrl: config.redis.url,
+    redis: base.redis,
+    prefix: config.redis.prefix,
+    logger,
+    leaseMs: base.tuning.leaseMs ?? config.agent.laneLeaseMs,
+    ...base.mailbox,
+    onFailed: (request) =>
+      giveUp(request, logger.child({ runId: request.runId, sessionKey: request.ctx.sessionKey })),
+  });
+}
+
 /** Builds the session layer; a request the lane gives up on gets a recorded failure, never silence. */
 export function buildSessionStage(base: HubBase, replies: ReplyDispatcher): SessionStage {
   const { config, redis, events } = base;
-  const closeLeftPreview = (runId: string) => replies.closeLeftPreview(runId);
   // Set by the agent role, which has the channels' live features (the reactions).
   const givenUp: Pick<GivenUpDeps, "unacknowledge"> = {};
   const prefix = config.redis.prefix;
@@ -61,31 +81,24 @@ export function buildSessionStage(base: HubBase, replies: ReplyDispatcher): Sess
   const clock = keepGenerationClock(redis, prefix, base.logger.child({ component: "sessions" }));
   base.shutdown.rest.push(() => clock.stop());
   const sessions = sessionStoreOf(base);
-  const lane: SessionLane = new SessionLane({
-    redisUrl: config.redis.url,
-    // One commands connection per process: a message's steps issued in one turn share a write.
-    redis,
-    prefix,
-    logger: base.logger.child({ component: "lane" }),
-    leaseMs: base.tuning.leaseMs ?? config.agent.laneLeaseMs,
-    ...base.mailbox,
-    // What was steered into it, taken or not, runs as follow-ups (those it wrote fail with it).
-    onFailed: (request) =>
-      endGivenUpRun(
-        {
-          runs,
-          sessions,
-          activity,
-          writers,
-          replies,
-          events,
-          closeLeftPreview,
-          unacknowledge: givenUp.unacknowledge,
-        },
-        request,
-        base.logger.child({ component: "lane", runId: request.runId, sessionKey: request.ctx.sessionKey }),
-      ),
-  });
+  // What was steered into a run the lane gives up on, taken or not, runs as follow-ups (those it wrote fail
+  // with it); `activity` is read when a run is given up, after it is built below.
+  const lane = sessionLane(base, (request, log) =>
+    endGivenUpRun(
+      {
+        runs,
+        sessions,
+        activity,
+        writers,
+        replies,
+        events,
+        closeLeftPreview: (runId) => replies.closeLeftPreview(runId),
+        unacknowledge: givenUp.unacknowledge,
+      },
+      request,
+      log,
+    ),
+  );
   base.shutdown.rest.push(() => lane.close());
   // A run's end moves the messages steered into it that it never took to the lane in one step.
   const activity = new SessionActivity(redis, prefix, config.agent.queueMode, { lane });
