@@ -17,7 +17,9 @@ import { REDIS_URL, waitFor } from "../support/redis.js";
 // woken after that, sends nothing more.
 
 const USER = 7401;
-const LEASE_MS = 1500;
+// Long enough to outlast a hub process's start on a loaded machine: the third agent process's restart
+// recovery must find the frozen attempt's lane still held (else it finalizes the run as interrupted itself).
+const LEASE_MS = 20_000;
 const FROZE = /failpoint run\.before-push: stop/;
 
 describe("a run its lane gives up on", () => {
@@ -62,10 +64,10 @@ describe("a run its lane gives up on", () => {
       // Attempt 1 freezes at its second push; attempt 2, on the other agent process, too.
       await first.hub.waitForOutput(FROZE, 40_000);
       const second = await inst.start({ roles: "agent", failpoints: "run.before-push=stop@2" });
-      await second.hub.waitForOutput(FROZE, 40_000);
+      await second.hub.waitForOutput(FROZE, 80_000);
       // The first wakes (its attempt is fenced) and takes the run as attempt 3; frozen again by hand.
       first.hub.resume();
-      await first.hub.waitForOutput(/"attempt":3,"resuming":true/, 20_000);
+      await first.hub.waitForOutput(/"attempt":3,"resuming":true/, 80_000);
       await new Promise((r) => setTimeout(r, 300));
       first.hub.child.kill("SIGSTOP");
       // The second dies frozen; a third agent process takes the lane: it hands the item out a fourth time
@@ -77,7 +79,7 @@ describe("a run its lane gives up on", () => {
       await waitFor(
         async () => (await redis.hget(runKey, "status")) === "failed",
         "the run given up",
-        30_000,
+        90_000,
       );
       const texts = () => telegram.shown(USER).map((m) => String(m.message.text));
       await waitFor(
@@ -90,7 +92,7 @@ describe("a run its lane gives up on", () => {
       // The attempt frozen last wakes after the give-up: fenced, it adds nothing.
       const shown = texts();
       first.hub.resume();
-      await new Promise((r) => setTimeout(r, 4 * LEASE_MS));
+      await new Promise((r) => setTimeout(r, 6000));
       expect(texts()).toEqual(shown);
       expect(shown.at(-1)).toBe(
         "Sorry, I could not answer because of an internal error. The operator can find details in the hub's log.",
@@ -99,5 +101,5 @@ describe("a run its lane gives up on", () => {
     } finally {
       await inst.dispose();
     }
-  }, 150_000);
+  }, 300_000);
 });
