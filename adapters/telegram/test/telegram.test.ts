@@ -176,20 +176,13 @@ describe("telegram adapter", () => {
     expect(model.requests).toHaveLength(0);
   });
 
-  it("a 400 'chat not found' refuses the chat itself: the segment fails without a note tried in its place", async () => {
+  // Refusals of the chat itself: the segment fails for good, without retries and without a note tried in its place.
+  it.each([
+    ["a 403 'bot was blocked'", telegramErrors.blockedByUser()],
+    ["a 400 'chat not found'", telegramErrors.chatNotFound()],
+  ])("%s fails the segment for good: no retry, no note in its place", async (_name, refusal) => {
     const { fake, hub, model } = await setup();
-    fake.failNext("sendMessage", telegramErrors.chatNotFound(), 1);
-    model.script({ text: "Nobody will see this." });
-    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "hi" }));
-    const runId = await waitForRun(hub);
-    await waitFor(async () => (await hub.replies.status(runId)).settled, "reply settled");
-    expect(await hub.replies.status(runId)).toMatchObject({ delivered: 0, failed: 1 });
-    expect(fake.callsOf("sendMessage")).toHaveLength(1);
-  });
-
-  it("a 403 'bot was blocked' fails the segment for good without retries", async () => {
-    const { fake, hub, model } = await setup();
-    fake.failNext("sendMessage", telegramErrors.blockedByUser(), 1);
+    fake.failNext("sendMessage", refusal, 1);
     model.script({ text: "You will not see this." });
     fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "hi" }));
     const runId = await waitForRun(hub);

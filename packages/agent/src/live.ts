@@ -28,6 +28,16 @@ export interface LiveFeatures {
 /** The message a reaction is on: what removing it takes, also in another process after a crash. */
 export type ReactedMessage = Pick<MsgContext, "channel" | "accountId" | "replyTarget" | "messageId">;
 
+// The message `ctx` answers, as its reaction needs it (only these fields: it is remembered in Redis).
+function reactedMessageOf(ctx: MsgContext): ReactedMessage {
+  return {
+    channel: ctx.channel,
+    accountId: ctx.accountId,
+    replyTarget: ctx.replyTarget,
+    messageId: ctx.messageId,
+  };
+}
+
 /** Acknowledgement reactions on messages, by the run that answers them, until each is removed. */
 export interface AckLedger {
   remember(runId: string, message: ReactedMessage, emoji: string): Promise<void>;
@@ -46,12 +56,7 @@ export async function unacknowledgeFinalized(
 ): Promise<void> {
   const emoji = live?.ackReactionFor(ctx);
   if (!live || emoji === undefined) return;
-  const message: ReactedMessage = {
-    channel: ctx.channel,
-    accountId: ctx.accountId,
-    replyTarget: ctx.replyTarget,
-    messageId: ctx.messageId,
-  };
+  const message = reactedMessageOf(ctx);
   try {
     await live.react(message, null, emoji);
     await live.ledger?.forget(runId);
@@ -116,12 +121,7 @@ export function acknowledge(
       { err: error, messageId: ctx.messageId, emoji },
       `acknowledgement reaction could not be ${what}`,
     );
-  const message: ReactedMessage = {
-    channel: ctx.channel,
-    accountId: ctx.accountId,
-    replyTarget: ctx.replyTarget,
-    messageId: ctx.messageId,
-  };
+  const message = reactedMessageOf(ctx);
   // Remembered before it is put on, so a crash at any point after leaves it to be removed.
   const adding = (async () => {
     await live.ledger?.remember(runId, message, emoji).catch(failed("remembered"));
