@@ -157,7 +157,10 @@ describe("a hub killed while a live preview is on screen", () => {
       // Killed only once the hub has recorded the preview's message id: a kill between Telegram's answer and
       // that record leaves a preview no restart can find (the README's documented window), not this case.
       const previewKey = `${inst.prefix}:preview:${runIdForMessage(`telegram:default:${user}:803`)}`;
+      // And only once this attempt called the model: a restart first applies an edit the killed attempt had
+      // queued, which alone would satisfy the edit count before the resumed attempt streams anything.
       const previewed = async () =>
+        model.requests.length - requestsBefore === attempt &&
         telegram.shown(user).length === 1 &&
         (attempt === 1 || edits() > editsBefore) &&
         (await redis.hexists(previewKey, "messageId")) === 1;
