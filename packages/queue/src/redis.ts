@@ -213,12 +213,38 @@ export async function runScript(
  */
 function evalsha(redis: Redis, sha: string, keys: string[], args: Array<string | number>): Promise<unknown> {
   // Its constructor turns numbers into strings: these arguments come after it, so as strings.
-  const command = new Command("evalsha", [], { replyEncoding: "utf8" });
+  const command = new EvalshaCommand("evalsha", [], { replyEncoding: "utf8" });
   const list: string[] = [sha, String(keys.length)];
   for (const key of keys) list.push(key);
   for (const arg of args) list.push(typeof arg === "string" ? arg : String(arg));
   command.args = list;
   return redis.sendCommand(command) as Promise<unknown>;
+}
+
+/**
+ * EVALSHA written as one Buffer: ioredis builds a command's wire form by string concatenation, a cons
+ * string per argument that the socket's write then flattens (two bytes per character once any argument
+ * holds a character past Latin-1) and copies again into a Buffer.
+ */
+class EvalshaCommand extends Command {
+  override toWritable(): Buffer {
+    const args = this.args as string[];
+    let size = 16 + Buffer.byteLength(this.name);
+    const lengths: number[] = [];
+    for (const arg of args) {
+      const length = Buffer.byteLength(arg);
+      lengths.push(length);
+      size += length + 16;
+    }
+    const out = Buffer.allocUnsafe(size);
+    let at = out.write(`*${args.length + 1}\r\n$${this.name.length}\r\n${this.name}\r\n`, 0, "latin1");
+    for (let i = 0; i < args.length; i++) {
+      at += out.write(`$${lengths[i]}\r\n`, at, "latin1");
+      at += out.write(args[i] as string, at, "utf8");
+      at += out.write("\r\n", at, "latin1");
+    }
+    return out.subarray(0, at);
+  }
 }
 
 const isNoScript = (error: unknown) => error instanceof Error && error.message.startsWith("NOSCRIPT");

@@ -50,4 +50,11 @@ describe("runScript", () => {
     expect(calls.get("script|load") ?? calls.get("script")).toBe(2);
     expect(await redis.get("rs:other")).toBe("2");
   });
+
+  it("sends keys and arguments byte for byte, whatever their characters and lengths", async () => {
+    const ECHO = "return {KEYS[1], ARGV[1], ARGV[2], ARGV[3], ARGV[4], tostring(#ARGV[3])}";
+    const long = `${"é👀…".repeat(5000)}\r\n$3\r\n`;
+    const result = await runScript(redis, ECHO, ["rs:ключ:{👀}"], ["", "plain", long, 42]);
+    expect(result).toEqual(["rs:ключ:{👀}", "", "plain", long, "42", String(Buffer.byteLength(long))]);
+  });
 });
