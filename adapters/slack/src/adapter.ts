@@ -44,7 +44,7 @@ import { fetchSlackFile } from "./files.js";
 import { SlackInbound } from "./inbound.js";
 import { deletePost, reactionName, setReaction, updateText } from "./live.js";
 import type { SlackBotIdentity } from "./normalize.js";
-import { classifySlackError, SlackPoster } from "./poster.js";
+import { classifySlackError, refusedTokenCode, SlackPoster } from "./poster.js";
 import { renderMrkdwn, SLACK_TEXT_LIMIT } from "./render.js";
 import { SocketConnection } from "./socket.js";
 import { classifyStartError, isRefusedSocketStartLine } from "./start-errors.js";
@@ -129,6 +129,8 @@ export class SlackAdapter implements ChannelAdapter {
   #socket: SocketConnection | undefined;
   #identity: SlackBotIdentity | undefined;
   #appReady = false;
+  // The reason the channel turned failed when Slack refused the bot token at runtime (see #watchingToken).
+  #tokenRefusal: string | undefined;
   /** Aborted by `stop`: a start still connecting gives up at once. */
   #stopping = new AbortController();
   readonly #status: ChannelStatusCell;
@@ -245,6 +247,29 @@ export class SlackAdapter implements ChannelAdapter {
       if (error instanceof ChannelStoppedError) throw error;
       if (error instanceof ChannelRefusedError) this.#refuse(error);
       this.#status.set("reconnecting", { reason: describeError(error) });
+      throw error;
+    }
+  }
+
+  /**
+   * Runs a Web API call, and turns the channel `failed` when Slack refuses the bot token itself (revoked, the
+   * app uninstalled, the workspace gone): every later call would be refused too, and without this the
+   * channel said `connected` while its answers failed one by one. A call Slack takes again (a token
+   * restored) makes it `connected` again.
+   */
+  async #watchingToken<T>(call: () => Promise<T>): Promise<T> {
+    try {
+      const result = await call();
+      if (this.#tokenRefusal !== undefined && this.#status.get().reason === this.#tokenRefusal)
+        this.#status.set("connected");
+      return result;
+    } catch (error) {
+      const code = refusedTokenCode(error);
+      if (code && this.#status.get().state === "connected") {
+        this.#tokenRefusal = `Slack refused the bot token (${code}); put a valid one in ${accountConfigPath("slack", this.accountId)}.botToken (or SLACK_BOT_TOKEN) and restart the hub`;
+        this.#status.set("failed", { reason: this.#tokenRefusal });
+        this.#log.error({ code }, this.#tokenRefusal);
+      }
       throw error;
     }
   }
@@ -374,7 +399,9 @@ export class SlackAdapter implements ChannelAdapter {
         index: segment.index,
         file: segment.attachment,
       });
-    const ts = options.signal ? await this.#signals.run(options.signal, post) : await post();
+    const ts = await this.#watchingToken(() =>
+      options.signal ? this.#signals.run(options.signal, post) : post(),
+    );
     if (threadTs && !target.chatId.startsWith("D")) this.#rememberThread(`${target.chatId}:${threadTs}`);
     return { messageId: ts };
   }
@@ -409,7 +436,9 @@ export class SlackAdapter implements ChannelAdapter {
   ): Promise<void> {
     const update = () => updateText(this.#app.client, target, messageId, renderMrkdwn(segment.text));
     try {
-      await (options.signal ? this.#signals.run(options.signal, update) : update());
+      await this.#watchingToken(() =>
+        options.signal ? this.#signals.run(options.signal, update) : update(),
+      );
     } catch (error) {
       throw classifySlackError(error);
     }
@@ -418,7 +447,7 @@ export class SlackAdapter implements ChannelAdapter {
   /** Deletes a message the bot posted (an abandoned live preview; chat.delete). */
   async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
     try {
-      await deletePost(this.#app.client, target, messageId);
+      await this.#watchingToken(() => deletePost(this.#app.client, target, messageId));
     } catch (error) {
       throw classifySlackError(error);
     }

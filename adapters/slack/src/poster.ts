@@ -18,10 +18,29 @@ const CHAT_REFUSES = new Set([
   "not_authed",
   "account_inactive",
   "token_revoked",
+  "token_expired",
   "missing_scope",
   "restricted_action",
   "team_access_not_granted",
 ]);
+
+/** Refusals of the bot token itself: every call of the account fails until it has a valid one. */
+const TOKEN_REFUSED = new Set([
+  "invalid_auth",
+  "not_authed",
+  "account_inactive",
+  "token_revoked",
+  "token_expired",
+]);
+
+/** The Slack error code when `error` (a Web API error, or the delivery error made of one) refuses the bot token. */
+export function refusedTokenCode(error: unknown): string | undefined {
+  const platform =
+    error instanceof WebAPIPlatformError ? error : (error as { cause?: unknown } | null)?.cause;
+  if (!(platform instanceof WebAPIPlatformError)) return undefined;
+  const code = String(platform.data.error);
+  return TOKEN_REFUSED.has(code) ? code : undefined;
+}
 
 /** Slack errors that will never go away by retrying the same message. */
 const PERMANENT = new Set([

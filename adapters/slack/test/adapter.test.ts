@@ -587,6 +587,31 @@ describe("slack sends", () => {
     expect(error).toBeInstanceOf(PermanentSendError);
   });
 
+  it("turns the channel failed, with what to do, when Slack refuses the bot token at runtime; connected again once it takes it", async () => {
+    const { fake, adapter } = await setup();
+    expect(adapter.status().state).toBe("connected");
+    // A channel refusing one message says nothing about the channel as a whole.
+    fake.failNext("chat.postMessage", { error: "channel_not_found" });
+    await adapter.send({ replyId: "r0", index: 0, text: "x" }, target("C0GONE0001")).catch(() => {});
+    expect(adapter.status().state).toBe("connected");
+    fake.failNext("chat.postMessage", { error: "token_revoked" });
+    const error = await adapter
+      .send({ replyId: "r1", index: 0, text: "x" }, target(SLACK_IDS.directChat))
+      .catch((e) => e);
+    expect(error).toBeInstanceOf(PermanentSendError);
+    expect(adapter.status()).toMatchObject({
+      state: "failed",
+      reason: expect.stringMatching(/token_revoked.*channels\.slack\.botToken.*SLACK_BOT_TOKEN/),
+    });
+    fake.failNext("chat.update", { error: "invalid_auth" });
+    await adapter
+      .edit("1.1", { replyId: "r1", index: 0, text: "y" }, target(SLACK_IDS.directChat))
+      .catch(() => {});
+    expect(adapter.status().state).toBe("failed");
+    await adapter.send({ replyId: "r2", index: 0, text: "z" }, target(SLACK_IDS.directChat));
+    expect(adapter.status().state).toBe("connected");
+  });
+
   it("never posts twice when a slow first attempt lands after the client gave up", async () => {
     const { fake, adapter } = await setup({ uncertainSettleMs: 1500 });
     fake.slowNext("chat.postMessage", 800);
