@@ -281,8 +281,13 @@ export function normalizeMessage(
   const mentioned = addressed.mentioned || reply?.from?.id === bot.id;
 
   const chatType = msg.chat.type === "private" ? "direct" : msg.chat.type === "channel" ? "channel" : "group";
+  // Only a topic's messages are in a thread: a reply in a forum's General topic carries the id of its reply
+  // chain's first message as `message_thread_id` (without `is_topic_message`), which no send accepts
+  // ("message thread not found"; tdlib/telegram-bot-api#447).
   const threadId =
-    msg.chat.is_forum && msg.message_thread_id !== undefined ? String(msg.message_thread_id) : undefined;
+    msg.chat.is_forum && msg.is_topic_message === true && msg.message_thread_id !== undefined
+      ? String(msg.message_thread_id)
+      : undefined;
   const edited = isEdit(kind) && msg.edit_date !== undefined;
   const fields: AdapterFields = {
     channel: "telegram",

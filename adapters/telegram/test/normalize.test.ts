@@ -177,6 +177,25 @@ describe("normalizeMessage", () => {
     expect(f.replyTo).toBeUndefined();
   });
 
+  it("a reply in a forum's General topic is in no thread: its message_thread_id is the reply chain's, not a topic's", () => {
+    const forum = { ...group, is_forum: true };
+    // As Telegram sends it (tdlib/telegram-bot-api#447): the thread id of the replied message, no is_topic_message.
+    const f = fields(
+      msg({
+        chat: forum,
+        message_thread_id: 150,
+        reply_to_message: {
+          message_id: 150,
+          date: 1,
+          chat: forum,
+          from: { id: 999, is_bot: true, first_name: "Bot" },
+        },
+      }),
+    );
+    expect(f.threadId).toBeUndefined();
+    expect(f.wasMentioned).toBe(true);
+  });
+
   it("a message sent on behalf of a chat (an anonymous admin) is from that chat, not from its stand-in bot user", () => {
     // As Telegram sends it: `from` is the GroupAnonymousBot stand-in, `sender_chat` the group itself.
     const anonymous = msg({

@@ -1,6 +1,7 @@
 import { ChannelRefusedError, captureLogs, createLogger } from "@hub/core";
 import { afterEach, describe, expect, it } from "vitest";
 import {
+  groupText,
   privateText,
   startFakeOpenAI,
   startFakeTelegram,
@@ -19,7 +20,7 @@ afterEach(async () => {
 });
 
 /** A hub with a Telegram adapter against the fake Bot API and a fake model; logs captured. */
-async function setup(options: { mode?: "webhook"; model?: boolean } = {}) {
+async function setup(options: { mode?: "webhook"; model?: boolean; groups?: Record<string, object> } = {}) {
   const fake = await startFakeTelegram();
   const model = await startFakeOpenAI();
   const { logger, lines } = captureLogs("debug");
@@ -45,7 +46,13 @@ async function setup(options: { mode?: "webhook"; model?: boolean } = {}) {
     {
       agent: { model: "fake/m" },
       models: { providers: { fake: { baseUrl: model.url, apiKey: "k" } } },
-      channels: { telegram: { dmPolicy: "allowlist", allowFrom: ["4242"] } },
+      channels: {
+        telegram: {
+          dmPolicy: "allowlist",
+          allowFrom: ["4242"],
+          ...(options.groups ? { groups: options.groups } : {}),
+        },
+      },
     },
     "tg",
     [adapter],
@@ -238,6 +245,29 @@ describe("telegram adapter", () => {
     await new Promise((r) => setTimeout(r, 1500));
     for (const call of fake.callsOf("sendChatAction")) expect(call.at - askedAt).toBeGreaterThanOrEqual(990);
   }, 20_000);
+
+  it("a reply in a forum's General topic is answered in General: its reply chain's thread id is no topic to send to", async () => {
+    const forum = -1001234567;
+    const { fake, model } = await setup({ groups: { [String(forum)]: { requireMention: true } } });
+    model.script({ text: "first answer" }, { text: "second answer" });
+    fake.pushUpdate(
+      groupText({ chatId: forum, fromId: 4242, text: `@${fake.botUsername} hi`, isForum: true }),
+    );
+    await waitFor(() => fake.shown(forum).length === 1, "the answer to the mention", 20_000);
+    const answer = fake.shown(forum)[0]!.message;
+    // A reply to it without a mention, as Telegram delivers it in General: message_thread_id is the answer's id.
+    fake.pushUpdate(
+      groupText({ chatId: forum, fromId: 4242, text: "and then?", isForum: true, replyTo: answer }),
+    );
+    await waitFor(() => fake.shown(forum).length === 2, "the answer to the reply", 20_000);
+    expect(fake.shown(forum).map((m) => m.message.text)).toEqual(["first answer", "second answer"]);
+    expect(fake.callsOf("sendMessage").map((c) => c.params.message_thread_id)).toEqual([
+      undefined,
+      undefined,
+    ]);
+    // One session: the reply's turn had the first exchange in its history.
+    expect(JSON.stringify(model.requests[1])).toContain("first answer");
+  }, 30_000);
 
   it("a 409 Conflict is reported once, without a retry storm, and polling resumes after it", async () => {
     const { fake, lines, model } = await setup();

@@ -127,6 +127,12 @@ export function groupText(opts: GroupTextOptions): TextMessageUpdate {
   }
   if (opts.replyTo) {
     message.reply_to_message = replyOf(opts.replyTo);
+    // A reply in a forum's General topic carries its reply chain's first message id as thread id, with no
+    // `is_topic_message` (tdlib/telegram-bot-api#447); that id is no topic a message can be sent to.
+    if (opts.isForum && opts.threadId === undefined) {
+      const replied = message.reply_to_message as { message_id: number; message_thread_id?: number };
+      message.message_thread_id = replied.message_thread_id ?? replied.message_id;
+    }
   } else if (opts.isForum && opts.threadId !== undefined) {
     const topicCreated = {
       message_id: opts.threadId,

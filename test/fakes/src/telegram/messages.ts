@@ -133,6 +133,9 @@ export class MessageMethods {
       date: unixNow(),
     };
     const threadId = intParam(params.message_thread_id);
+    // As Telegram: in a forum, only a topic's id is a thread to send to (a General reply chain's is not).
+    if (threadId !== undefined && chat.is_forum === true && !this.store.topics.has(msgKey(chatKey, threadId)))
+      return { error: errorAnswer(badRequest("message thread not found")) };
     if (threadId !== undefined) {
       message.message_thread_id = threadId;
       if (chat.is_forum === true) message.is_topic_message = true;

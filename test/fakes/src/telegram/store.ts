@@ -31,6 +31,8 @@ export class TelegramStore {
   readonly messages = new Map<string, StoredMessage>();
   readonly lastMessageId = new Map<string, number>();
   readonly files = new Map<string, Buffer>();
+  /** The forum topics seen, as `<chat id>:<thread id>` (a message of a topic, or one's creation). */
+  readonly topics = new Set<string>();
   nextUpdateId = 1000;
 
   /** Remembers a message (and its chat) so replies/edits to it behave like on Telegram. */
@@ -42,6 +44,8 @@ export class TelegramStore {
     const id = intParam(message.message_id);
     if (id === undefined) return;
     const key = msgKey(chatKey, id);
+    const thread = intParam(message.message_thread_id);
+    if (thread !== undefined && message.is_topic_message === true) this.topics.add(msgKey(chatKey, thread));
     // Test builders number messages on their own: an injected message never replaces one the bot sent.
     if (!byBot && this.messages.get(key)?.byBot) return;
     this.messages.set(key, { message, byBot });
