@@ -348,8 +348,33 @@ export class TelegramAdapter implements ChannelAdapter {
     target: ReplyTarget,
     options: { signal?: AbortSignal } = {},
   ): Promise<SendResult> {
-    const chatId = chatIdParam(target.chatId);
-    const signal = grammySignal(options.signal);
+    try {
+      return await this.#sendTo(chatIdParam(target.chatId), segment, target, options.signal);
+    } catch (error) {
+      const movedTo = error instanceof GrammyError ? error.parameters.migrate_to_chat_id : undefined;
+      if (movedTo === undefined) throw this.#classify(error);
+      // The group was upgraded to a supergroup (a new chat id): the answer goes there, as no reply (the
+      // message it answered has another id in the supergroup, if any) and in no topic (a group has none).
+      this.#log.info(
+        { chatId: target.chatId, movedTo },
+        "telegram group upgraded to a supergroup; answering there",
+      );
+      const moved = { channel: target.channel, accountId: target.accountId, chatId: String(movedTo) };
+      try {
+        return await this.#sendTo(movedTo, segment, moved, options.signal);
+      } catch (again) {
+        throw this.#classify(again);
+      }
+    }
+  }
+
+  async #sendTo(
+    chatId: number | string,
+    segment: OutboundSegment,
+    target: ReplyTarget,
+    abort: AbortSignal | undefined,
+  ): Promise<SendResult> {
+    const signal = grammySignal(abort);
     const common = {
       ...(target.threadId ? { message_thread_id: Number(target.threadId) } : {}),
       ...(segment.index === 0 && target.replyToMessageId
@@ -361,37 +386,33 @@ export class TelegramAdapter implements ChannelAdapter {
           }
         : {}),
     };
+    if (segment.attachment) {
+      const sent = await sendTelegramFile(
+        this.#bot.api,
+        chatId,
+        segment.text,
+        segment.attachment,
+        common,
+        abort,
+      );
+      return { messageId: String(sent.message_id) };
+    }
     try {
-      if (segment.attachment) {
-        const sent = await sendTelegramFile(
-          this.#bot.api,
-          chatId,
-          segment.text,
-          segment.attachment,
-          common,
-          options.signal,
-        );
-        return { messageId: String(sent.message_id) };
-      }
-      try {
-        const sent = await this.#bot.api.sendMessage(
-          chatId,
-          this.#renders.take(segment.text),
-          { ...common, parse_mode: "HTML" },
-          signal,
-        );
-        return { messageId: String(sent.message_id) };
-      } catch (error) {
-        if (!isHtmlParseError(error)) throw error;
-        this.#log.warn(
-          { replyId: segment.replyId, index: segment.index },
-          "telegram could not parse our HTML; resending as plain text",
-        );
-        const sent = await this.#bot.api.sendMessage(chatId, plainTextFallback(segment.text), common, signal);
-        return { messageId: String(sent.message_id) };
-      }
+      const sent = await this.#bot.api.sendMessage(
+        chatId,
+        this.#renders.take(segment.text),
+        { ...common, parse_mode: "HTML" },
+        signal,
+      );
+      return { messageId: String(sent.message_id) };
     } catch (error) {
-      throw this.#classify(error);
+      if (!isHtmlParseError(error)) throw error;
+      this.#log.warn(
+        { replyId: segment.replyId, index: segment.index },
+        "telegram could not parse our HTML; resending as plain text",
+      );
+      const sent = await this.#bot.api.sendMessage(chatId, plainTextFallback(segment.text), common, signal);
+      return { messageId: String(sent.message_id) };
     }
   }
 

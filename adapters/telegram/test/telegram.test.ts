@@ -269,6 +269,24 @@ describe("telegram adapter", () => {
     expect(JSON.stringify(model.requests[1])).toContain("first answer");
   }, 30_000);
 
+  it("an answer to a group upgraded to a supergroup goes to the supergroup, as no reply", async () => {
+    const group = -42424242;
+    const supergroup = -1009876543210;
+    const { fake, model } = await setup({ groups: { [String(group)]: { requireMention: true } } });
+    model.script({ text: "still here" });
+    const update = groupText({ chatId: group, fromId: 4242, text: `@${fake.botUsername} hi`, messageId: 31 });
+    update.message.chat = { id: group, type: "group", title: "Team" };
+    fake.failNext("sendMessage", telegramErrors.groupUpgraded(supergroup));
+    fake.pushUpdate(update);
+    await waitFor(() => fake.sent(supergroup).length === 1, "the answer in the supergroup", 20_000);
+    expect(fake.sent(supergroup)[0]).toMatchObject({ text: "still here" });
+    expect(fake.sent(supergroup)[0]?.reply_parameters).toBeUndefined();
+    expect(fake.callsOf("sendMessage").map((c) => String(c.params.chat_id))).toEqual([
+      String(group),
+      String(supergroup),
+    ]);
+  }, 30_000);
+
   it("a 409 Conflict is reported once, without a retry storm, and polling resumes after it", async () => {
     const { fake, lines, model } = await setup();
     await fake.waitForCall("getUpdates");

@@ -73,6 +73,12 @@ export const telegramErrors = {
       "Bad Request: message is not modified: specified new message content and reply markup are exactly " +
       "the same as a current content and reply markup of the message",
   }),
+  /** 400 to a basic group upgraded to a supergroup, naming the supergroup's id as `migrate_to_chat_id`. */
+  groupUpgraded: (supergroupId: number): TelegramFailure => ({
+    error_code: 400,
+    description: "Bad Request: group chat was upgraded to a supergroup chat",
+    migrate_to_chat_id: supergroupId,
+  }),
   /** 500 from Telegram's side (transient). */
   internalServerError: (): TelegramFailure => ({ error_code: 500, description: "Internal Server Error" }),
 } as const;
