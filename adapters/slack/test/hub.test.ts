@@ -189,6 +189,38 @@ describe("slack through the hub", () => {
     expect(inThread()).toHaveLength(posted);
   }, 30_000);
 
+  it("a follow-up in the thread of a channel answer still being written is answered after it, with its question and answer in context", async () => {
+    // The first answer streams for about 3 s; the follow-up comes while it does.
+    model.script(
+      { text: `First answer. ${"words ".repeat(60)}END-1`, chunkSize: 10, delayMs: 80 },
+      { text: "Second answer." },
+    );
+    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> tell me about q7`);
+    await fake.deliver(fake.envelope(appMentionEvent(root)));
+    await waitFor(() => modelSaw("tell me about q7") === 1, "the first run");
+    const more = fake.userMessage(
+      SLACK_IDS.group,
+      SLACK_IDS.user,
+      `<@${fake.botUserId}> q7 in more detail`,
+      root.ts,
+    );
+    await fake.deliver(fake.envelope(appMentionEvent(more)));
+    const inThread = () =>
+      fake
+        .posted(SLACK_IDS.group)
+        .filter((m) => m.thread_ts === root.ts)
+        .map((m) => String(m.text));
+    await waitFor(() => inThread().length === 2, "both answers in the thread", 20_000);
+    expect(inThread()[0]).toMatch(/^First answer\..*END-1$/s);
+    expect(inThread()[1]).toBe("Second answer.");
+    // The follow-up's turn had the first question and its answer.
+    const second = model.requests.find((r) =>
+      JSON.stringify(r.messages.at(-1)).includes("q7 in more detail"),
+    );
+    expect(JSON.stringify(second?.messages)).toContain("tell me about q7");
+    expect(JSON.stringify(second?.messages)).toContain("END-1");
+  }, 40_000);
+
   it("answers a DM whose text is only in rich_text blocks", async () => {
     model.script({ text: "Read your blocks." });
     const before = fake.posted(SLACK_IDS.directChat).length;

@@ -163,6 +163,7 @@ export class InboundDispatcher {
         return this.#empty(fields, error);
       throw error;
     }
+    ctx = await this.#inRootSession(ctx);
     const log = this.#logFor(ctx);
     const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
     const access = this.#access(ctx.channel, ctx.accountId);
@@ -199,6 +200,21 @@ export class InboundDispatcher {
     log.debug({ runId, decision: decision.kind, outcome }, "inbound message accepted");
     if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };
     return { status: decision.kind === "run" ? "accepted" : "context", runId, sessionKey: ctx.sessionKey };
+  }
+
+  /**
+   * A thread that starts at a message the hub ran in the chat's own session (Slack's thread on a top-level
+   * mention) continues that session: the question and answer it follows up on are there, and its messages
+   * are answered after that run, in the session's queue mode, instead of racing it from a session of their
+   * own into the same thread. One HGET, for thread messages only.
+   */
+  async #inRootSession(ctx: MsgContext): Promise<MsgContext> {
+    const cut = ctx.sessionKey.lastIndexOf(":thread:");
+    if (ctx.threadId === undefined || cut < 0) return ctx;
+    const chatSession = ctx.sessionKey.slice(0, cut);
+    const root = runIdForMessage(`${ctx.channel}:${ctx.accountId}:${ctx.chat.id}:${ctx.threadId}`);
+    const rootSession = await this.o.redis.hget(`${this.o.prefix}:run:${root}`, "sessionKey");
+    return rootSession === chatSession ? { ...ctx, sessionKey: chatSession } : ctx;
   }
 
   // Every line about one inbound message carries its session, channel and dedupe key.
