@@ -33,6 +33,7 @@ import {
   webhookRoute,
 } from "@hub/core";
 import { Api, type ApiClientOptions, Bot, GrammyError } from "grammy";
+import { Albums } from "./albums.js";
 import { botApiFetch, type ClosableBotApiFetch } from "./bot-api-fetch.js";
 import { classifyStartError, describeTelegramError, isHtmlParseError } from "./errors.js";
 import { grammySignal } from "./grammy-signal.js";
@@ -100,6 +101,7 @@ export class TelegramAdapter implements ChannelAdapter {
   #polling: Promise<void> | undefined;
   readonly #stop = new AbortController();
   readonly #sequencer = new InboundSequencer();
+  readonly #albums = new Albums();
   readonly #status: ChannelStatusCell;
   readonly #renders = new MeasuredRenders();
 
@@ -283,6 +285,7 @@ export class TelegramAdapter implements ChannelAdapter {
     if (!onInbound || !identity) return { kind: "retry", reason: "the adapter is not started" };
     let fields: AdapterFields;
     let updateId: number | undefined;
+    let album: string | undefined;
     try {
       const update = parseUpdate(raw);
       updateId = update.updateId;
@@ -294,13 +297,18 @@ export class TelegramAdapter implements ChannelAdapter {
       });
       if ("skip" in normalized) return this.#dropped(update.updateId, normalized.skip, true);
       fields = normalized.fields;
+      const group = update.message.media_group_id;
+      if (group !== undefined) album = `${fields.chat.id}\u0000${group}`;
     } catch (error) {
       // The payload is what it is: whatever threw on it would throw on every redelivery.
       return this.#dropped(updateId, `unreadable update (${describeTelegramError(error)})`, false);
     }
-    const result = await this.#sequencer
-      .submit(fields, onInbound)
-      .catch((error): InboundResult => ({ kind: "retry", reason: describeTelegramError(error) }));
+    const admit = (whole: Promise<AdapterFields>) =>
+      this.#sequencer.submit(fields, async () => onInbound(await whole));
+    const result = await (album === undefined
+      ? this.#sequencer.submit(fields, onInbound)
+      : this.#albums.add(album, fields, admit)
+    ).catch((error): InboundResult => ({ kind: "retry", reason: describeTelegramError(error) }));
     if (result.kind === "rejected")
       this.#log.warn({ updateId, reason: result.reason }, "telegram message rejected; dropped");
     if (result.kind === "retry")

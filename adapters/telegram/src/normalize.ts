@@ -54,6 +54,8 @@ const BaseMessageSchema = z.looseObject({
   }),
   text: z.string().optional(),
   caption: z.string().optional(),
+  /** Shared by the messages of one album (photos or videos sent together), each an update of its own. */
+  media_group_id: z.string().optional(),
   entities: z.array(EntitySchema).optional(),
   caption_entities: z.array(EntitySchema).optional(),
   photo: z.array(FileSchema).optional(),

@@ -287,6 +287,31 @@ describe("telegram adapter", () => {
     ]);
   }, 30_000);
 
+  it("an album (updates sharing a media_group_id) is one message: one run sees every photo and its caption, one answer", async () => {
+    const { fake, model } = await setup();
+    model.script({ text: "three photos" }, { text: "and a text" });
+    const photoUpdate = (n: number, caption?: string) => {
+      const fileId = `album-photo-${n}`;
+      fake.setFile(fileId, Buffer.from(`png ${n}`));
+      const { message } = privateText({ chatId: 4242, fromId: 4242, text: "", messageId: 500 + n });
+      const { text: _none, ...base } = message;
+      const photo = [{ file_id: fileId, file_unique_id: `u${fileId}`, file_size: 5, width: 1, height: 1 }];
+      return { message: { ...base, media_group_id: "13579", photo, ...(caption ? { caption } : {}) } };
+    };
+    // As Telegram sends an album: one update per item, the caption on the first only; then a text.
+    fake.pushUpdate(photoUpdate(1, "our trip"));
+    fake.pushUpdate(photoUpdate(2));
+    fake.pushUpdate(photoUpdate(3));
+    fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "what do you see?", messageId: 504 }));
+    await waitFor(() => fake.sent("4242").length === 2, "the two answers", 20_000);
+    expect(fake.sent("4242").map((m) => m.text)).toEqual(["three photos", "and a text"]);
+    expect(model.requests).toHaveLength(2);
+    const asked = JSON.stringify(model.requests[0]?.messages.at(-1));
+    expect(asked).toContain("our trip");
+    // The model takes no images here: each photo is a line of its own.
+    expect(asked.match(/\[image: /g)).toHaveLength(3);
+  }, 30_000);
+
   it("a 409 Conflict is reported once, without a retry storm, and polling resumes after it", async () => {
     const { fake, lines, model } = await setup();
     await fake.waitForCall("getUpdates");
