@@ -141,7 +141,7 @@ function media(msg: TelegramMessage): Media[] {
   return out;
 }
 
-/** Whether a message's entities address the bot (`@bot`, a text mention, `/cmd@bot`), or a command names another bot. */
+/** Whether a message's entities address the bot (`@bot`, a text mention, `/cmd@bot`, a leading `/cmd`), or a command names another bot. */
 interface Addressing {
   mentioned: boolean;
   otherBotCommand?: string;
@@ -160,7 +160,13 @@ function addressing(
     if (e.type === "bot_command") {
       const command = slice(text, e);
       const at = command.indexOf("@");
-      if (at < 0) continue;
+      // A bare command leading the message (`/stop`) is for the bots that get it: Telegram sends one to a bot
+      // in privacy mode only as meant for it (the group's bot, or the last one that spoke), and the menu
+      // sends commands bare in a group with one bot.
+      if (at < 0) {
+        if (e.offset === 0) mentioned = true;
+        continue;
+      }
       if (`@${command.slice(at + 1).toLowerCase()}` !== me) return { mentioned, otherBotCommand: command };
       mentioned = true;
     }

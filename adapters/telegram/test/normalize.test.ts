@@ -156,6 +156,14 @@ describe("normalizeMessage", () => {
     ).toMatch(/another bot/);
   });
 
+  it("takes a bare command leading a group message as addressed to us, not one further in", () => {
+    const command = (text: string, offset: number) =>
+      fields(msg({ chat: group, text, entities: [{ type: "bot_command", offset, length: "/stop".length }] }))
+        .wasMentioned;
+    expect(command("/stop", 0)).toBe(true);
+    expect(command("please /stop", 7)).toBe(false);
+  });
+
   it("puts forum topic messages in their thread, and a topic's creation message is not a reply to us", () => {
     const forum = { ...group, is_forum: true };
     const f = fields(
