@@ -67,6 +67,24 @@ describe("live previews through the ordered delivery queue", () => {
     expect(texts(target.chatId)).toEqual(["The final answer."]);
   });
 
+  it("a preview that starts a later part of the answer is no reply to the user's message; the first part is", async () => {
+    const target = { ...nextTarget(), replyToMessageId: "77" };
+    const reply = replies.open("later-part", target, { preview: { key: "run-later-part" } });
+    // Two parts finished before any preview (a fast stream), then a preview of the third, taken over by it.
+    await reply.push("Part one.");
+    await reply.push("Part two.");
+    await reply.preview?.("Part three so");
+    await reply.push("Part three.");
+    await reply.end();
+    expect(await reply.settled()).toEqual({ total: 3, delivered: 3, failed: 0 });
+    expect(texts(target.chatId)).toEqual(["Part one.", "Part two.", "Part three."]);
+    const replied = telegram
+      .callsOf("sendMessage")
+      .filter((c) => String(c.params.chat_id) === target.chatId)
+      .map((c) => (c.params.reply_parameters as { message_id?: number } | undefined)?.message_id);
+    expect(replied).toEqual([77, undefined, undefined]);
+  });
+
   it("deletes a preview no segment took over (a run that ended with nothing more to say)", async () => {
     const target = nextTarget();
     const reply = replies.open("stopped", target, { preview: { key: "run-stopped" } });

@@ -362,7 +362,7 @@ export class ReplyDispatcher implements ReplySink {
           target,
           signal: ctx.signal,
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
-          send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs),
+          send: (segment) => this.#sendOnce(adapter, previewSent(item.data), segment, ctx, sendTimeoutMs),
           log: this.#o.logger.child(segmentLogFields(item.data)),
         });
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
@@ -625,4 +625,15 @@ function bothWaiters(
     here(settlement);
     elsewhere(settlement);
   };
+}
+
+/**
+ * What a new preview message is sent as: a reply to the user's message only when it will become the answer's
+ * first message (its item's index is the segment it previews); a preview that starts a later part is none,
+ * as that part's segment would not be.
+ */
+function previewSent(item: SegmentItem): SegmentItem {
+  if (item.kind !== "preview" || item.index === 0 || item.target.replyToMessageId === undefined) return item;
+  const { replyToMessageId: _none, ...target } = item.target;
+  return { ...item, target };
 }

@@ -118,7 +118,8 @@ export class OpenReply implements ReplyStream {
     if (shown === "") return;
     const item = {
       replyId: this.replyId,
-      index: 0,
+      // The segment this preview becomes when taken over: the answer's first message only at 0.
+      index: this.#next,
       text: shown,
       target: this.target,
       at: Date.now(),
