@@ -28,6 +28,14 @@ const StickerSchema = FileSchema.extend({
   is_video: z.boolean().optional(),
 });
 
+// Who wrote a message first (a forward's `forward_origin`, an external reply's `origin`).
+const OriginSchema = z.looseObject({
+  type: z.string(),
+  sender_user: z.looseObject({ id: Integer }).optional(),
+  sender_chat: z.looseObject({ id: Integer }).optional(),
+  chat: z.looseObject({ id: Integer }).optional(),
+});
+
 const BaseMessageSchema = z.looseObject({
   message_id: Integer,
   message_thread_id: Integer.optional(),
@@ -36,14 +44,7 @@ const BaseMessageSchema = z.looseObject({
   sender_chat: z.looseObject({ id: Integer, title: z.string().optional() }).optional(),
   is_automatic_forward: z.boolean().optional(),
   /** Set on a forwarded message (Bot API 7.0+): who wrote it first. Its text is theirs, not the sender's. */
-  forward_origin: z
-    .looseObject({
-      type: z.string(),
-      sender_user: z.looseObject({ id: Integer }).optional(),
-      sender_chat: z.looseObject({ id: Integer }).optional(),
-      chat: z.looseObject({ id: Integer }).optional(),
-    })
-    .optional(),
+  forward_origin: OriginSchema.optional(),
   date: Integer,
   edit_date: Integer.optional(),
   chat: z.looseObject({
@@ -77,6 +78,10 @@ export function platformMessageId(messageId: string): number {
 /** The parts of a Telegram Message the adapter reads, validated at the edge. */
 export const TelegramMessageSchema = BaseMessageSchema.extend({
   reply_to_message: BaseMessageSchema.optional(),
+  /** The part of the replied message the user quoted (Bot API 7.0+). */
+  quote: z.looseObject({ text: z.string() }).optional(),
+  /** A reply to a message of another chat or topic (Bot API 7.0+): no `reply_to_message` then. */
+  external_reply: z.looseObject({ origin: OriginSchema, message_id: Integer.optional() }).optional(),
 });
 /** A validated Telegram message. */
 export type TelegramMessage = z.infer<typeof TelegramMessageSchema>;
@@ -222,7 +227,7 @@ function quotedOf(
 ): Pick<AdapterFields, "replyTo"> {
   const origin = msg.forward_origin;
   if (origin) {
-    const author = origin.sender_user ?? origin.sender_chat ?? origin.chat;
+    const author = authorOf(origin);
     const text = msg.text ?? msg.caption;
     return {
       replyTo: {
@@ -232,8 +237,21 @@ function quotedOf(
       },
     };
   }
+  // The part the user quoted is what they answer, rather than the whole message.
+  const quoted = msg.quote?.text;
+  const external = msg.external_reply;
+  if (!reply && external) {
+    const author = authorOf(external.origin);
+    return {
+      replyTo: {
+        messageId: String(external.message_id ?? msg.message_id),
+        ...(author ? { senderId: String(author.id) } : {}),
+        ...(quoted ? { body: quoted } : {}),
+      },
+    };
+  }
   if (!reply) return {};
-  const body = reply.text ?? reply.caption;
+  const body = quoted ?? reply.text ?? reply.caption;
   return {
     replyTo: {
       messageId: String(reply.message_id),
@@ -242,6 +260,9 @@ function quotedOf(
     },
   };
 }
+
+const authorOf = (origin: z.infer<typeof OriginSchema>) =>
+  origin.sender_user ?? origin.sender_chat ?? origin.chat;
 
 // Who sent it. On behalf of a chat (an anonymous group admin, a channel) `from` is a stand-in user
 // (GroupAnonymousBot, marked a bot) and the sender is the chat.
