@@ -40,12 +40,31 @@ function setPath(target: Json, path: string[], value: unknown): void {
   node[path[path.length - 1] as string] = value;
 }
 
+/**
+ * Whether `OPENAI_API_KEY` may be the `openai` provider's key: it is OpenAI's, so only for OpenAI's server
+ * (no `baseUrl`, or one on api.openai.com), or a `baseUrl` the environment pairs it with (`OPENAI_BASE_URL`,
+ * as OpenAI's own SDK takes them). A provider named `openai` pointed at OpenRouter or a local server in the
+ * file never gets it.
+ */
+function openAiKeyFits(merged: Json, env: NodeJS.ProcessEnv): boolean {
+  if (env.OPENAI_BASE_URL) return true;
+  const providers = (merged.models as Json | undefined)?.providers as Json | undefined;
+  const baseUrl = (providers?.openai as Json | undefined)?.baseUrl;
+  if (typeof baseUrl !== "string") return true;
+  try {
+    return new URL(baseUrl).hostname === "api.openai.com";
+  } catch {
+    return false;
+  }
+}
+
 /** Sets every config key an environment variable overrides (a set, non-empty variable wins over the file). */
 export function applyEnvOverrides(merged: Json, env: NodeJS.ProcessEnv): EnvSetting[] {
   const applied: EnvSetting[] = [];
   for (const [variable, path, parse, shown] of ENV_OVERRIDES) {
     const value = env[variable];
     if (value === undefined || value === "") continue;
+    if (variable === "OPENAI_API_KEY" && !openAiKeyFits(merged, env)) continue;
     setPath(merged, path, parse(value));
     applied.push({ variable, value, path, shown });
   }

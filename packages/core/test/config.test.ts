@@ -236,3 +236,29 @@ describe("config: values from the environment", () => {
     );
   });
 });
+
+describe("OPENAI_API_KEY", () => {
+  const key = "sk-from-env";
+  const keyOf = (raw: unknown, env: NodeJS.ProcessEnv) =>
+    parseConfig(raw, "hub.json5", { OPENAI_API_KEY: key, ...env }).models.providers.openai?.apiKey;
+
+  it("is the key of OpenAI's own server, or of a baseUrl the environment pairs it with", () => {
+    expect(keyOf({}, {})).toBe(key);
+    expect(keyOf({ models: { providers: { openai: { baseUrl: "https://api.openai.com/v1" } } } }, {})).toBe(
+      key,
+    );
+    expect(keyOf({}, { OPENAI_BASE_URL: "http://127.0.0.1:11434/v1" })).toBe(key);
+  });
+
+  it("is never sent to another server a provider named openai points at in the file", () => {
+    expect(
+      keyOf({ models: { providers: { openai: { baseUrl: "https://openrouter.ai/api/v1" } } } }, {}),
+    ).toBeUndefined();
+    expect(
+      keyOf(
+        { models: { providers: { openai: { baseUrl: "http://127.0.0.1:8000/v1", apiKey: "own" } } } },
+        {},
+      ),
+    ).toBe("own");
+  });
+});
