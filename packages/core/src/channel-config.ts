@@ -96,6 +96,16 @@ export function channelsSchema(sources: ReadonlyArray<ChannelConfigSource> | und
           continue;
         }
         const split = splitAccounts(value);
+        if (Object.keys(split.accounts).length === 0) {
+          ctx.addIssue({
+            code: "custom",
+            path: [name, "accounts"],
+            message:
+              "is empty, so no account of this channel would run; remove `accounts` to make the keys beside it the account `default`, or add an account (`accounts: { main: { ... } }`)",
+            params: { saysTheFix: true },
+          });
+          continue;
+        }
         const accounts: Record<string, ChannelAccountConfig> = {};
         for (const [id, account] of Object.entries(split.accounts)) {
           const at = split.shorthand ? [name] : [name, "accounts", ...(id === "" ? [] : [id])];

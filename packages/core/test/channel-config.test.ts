@@ -104,6 +104,12 @@ describe("channels config (plugins)", () => {
         example,
       ]),
     ).toThrow(/channels\.examplechat\.accounts\.a\.region: /);
+    // Keys beside an empty `accounts` would run no account at all.
+    expect(() =>
+      parseConfig({ channels: { examplechat: { apiKey: "k", accounts: {} } } }, "hub.json5", {}, [example]),
+    ).toThrow(
+      /channels\.examplechat\.accounts: is empty, so no account of this channel would run; remove `accounts`/,
+    );
   });
 
   it("applies each plugin's environment overrides (shorthand, or the `default` account)", () => {
