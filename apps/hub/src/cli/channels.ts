@@ -14,8 +14,9 @@ export function registerChannels(program: Command): void {
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
-      via(`gateway ${config.gateway.host}:${config.gateway.port} with the stored token`);
-      const [answer] = await callGateway(gatewayAddress(config), [{ method: "channels.status" }]);
+      const address = gatewayAddress(config);
+      via(`gateway ${config.gateway.host}:${address.port} with the stored token`);
+      const [answer] = await callGateway(address, [{ method: "channels.status" }]);
       const list = (answer as { channels: ChannelReport[] }).channels;
       output(command, list, () => list.map((c) => channelLine(c)).join("\n"));
     });

@@ -30,8 +30,9 @@ export function registerChat(program: Command): void {
     .action(async (words: string[], opts: { session?: string; timeout: string }, command: Command) => {
       const { config } = configOf(command);
       const timeoutMs = timeoutSeconds(opts.timeout) * 1000;
-      via(`gateway ${config.gateway.host}:${config.gateway.port} with the stored token`);
-      const gateway = await openGateway(gatewayAddress(config));
+      const address = gatewayAddress(config);
+      via(`gateway ${config.gateway.host}:${address.port} with the stored token`);
+      const gateway = await openGateway(address);
       try {
         process.exitCode = await chatOnce(gateway, words.join(" "), opts.session, timeoutMs);
       } finally {

@@ -13,6 +13,7 @@ import { createRedis } from "@hub/queue";
 import { ReplyDispatcher } from "@hub/reply";
 import type { Command } from "commander";
 import type { Redis } from "ioredis";
+import { localHealthRecords } from "../health-record.js";
 import { channelPlugins } from "../plugins.js";
 import { redisAuthRefusal, redisSetting } from "../redis-local.js";
 import type { GatewayAddress } from "./gateway-client.js";
@@ -91,11 +92,18 @@ async function answers(redis: Redis, config: HubConfig): Promise<void> {
  * port, and the token from config or the one the hub stored in the state dir.
  */
 export function gatewayAddress(config: HubConfig): GatewayAddress {
-  const stored = join(resolveStateDir(), "gateway-token");
+  const stateDir = resolveStateDir();
+  const stored = join(stateDir, "gateway-token");
   const token = config.gateway.token ?? (existsSync(stored) ? readFileSync(stored, "utf8").trim() : "");
   const host =
     config.gateway.host === "0.0.0.0" || config.gateway.host === "::" ? "127.0.0.1" : config.gateway.host;
-  return { host, port: config.gateway.port, token };
+  return { host, port: config.gateway.port || listeningGatewayPort(stateDir), token };
+}
+
+// `gateway.port: 0` lets the system pick the port: the one a running hub of this machine took, as its health
+// record says (its probes answer on its gateway's port); 0 when none runs.
+function listeningGatewayPort(stateDir: string): number {
+  return localHealthRecords(stateDir).find((record) => record.roles.includes("ingress"))?.port ?? 0;
 }
 
 /** Prints `data` as JSON with `--json`, else the human text (made safe for a terminal, see `terminalSafe`). */

@@ -36,7 +36,7 @@ export function registerStatus(program: Command): void {
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
       via(
-        `gateway ${config.gateway.host}:${config.gateway.port} with the stored token, and Redis ${config.redis.prefix}:*`,
+        `gateway ${config.gateway.host}:${gatewayAddress(config).port} with the stored token, and Redis ${config.redis.prefix}:*`,
       );
       const status = await readStatus(command);
       output(command, status, () => formatStatus(status));

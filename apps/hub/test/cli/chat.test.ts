@@ -98,6 +98,21 @@ describe("hub chat", { timeout: 60_000 }, () => {
     });
   });
 
+  it("finds the port a hub with gateway.port 0 took (its health record), where the config says 0", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "hub-cli-chat-port0-"));
+    const anyPort = { ...env, HUB_STATE_DIR: dir, HUB_GATEWAY_PORT: "0" };
+    const picked = await startHubProcess(anyPort, 0, { gateway: false });
+    try {
+      const run = await runCli(["chat", "hello"], anyPort, 30_000);
+      expect(run.code, run.stdout + run.stderr).toBe(0);
+      expect(run.stdout).toContain("You said: hello");
+      expect(run.stderr).toMatch(/\(from gateway 127\.0\.0\.1:([1-9]\d*) with the stored token\)/);
+    } finally {
+      await picked.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("without a running hub: one sentence that says to start it", async () => {
     const run = await runCli(
       ["chat", "hello"],
