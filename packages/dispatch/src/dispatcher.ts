@@ -354,7 +354,9 @@ export class InboundDispatcher {
   }
 
   #decide(ctx: MsgContext, access: ChannelAccess | undefined, paired: boolean): AccessDecision {
-    if (!access?.enabled) return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
+    if (!access) return { kind: "drop", reason: `channel ${ctx.channel} is not configured` };
+    if (!access.enabled)
+      return { kind: "drop", reason: `channel ${ctx.channel} is disabled (enabled: false in the config)` };
     return dispatchGroupThread(ctx, access) ?? dispatchDirect(ctx, access, paired);
   }
 }

@@ -153,4 +153,21 @@ describe("unpairedResponse", () => {
     expect(notices).toEqual([]);
     expect(accepted).toEqual([]);
   });
+
+  it("drops a message of a disabled channel saying so, not calling it unconfigured", async () => {
+    const accepted: RunRequest[] = [];
+    const dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config: parseConfig({ channels: { telegram: { enabled: false, allowFrom: ["42"] } } }),
+      logger: createLogger({ level: "silent" }),
+      admit: admitInto(accepted),
+    });
+    const result = await dispatcher.dispatchInboundMessage(fields("d-1"));
+    expect(result).toMatchObject({
+      status: "dropped",
+      reason: "channel telegram is disabled (enabled: false in the config)",
+    });
+    expect(accepted).toEqual([]);
+  });
 });
