@@ -14,6 +14,7 @@ import { applyEnvOverrides } from "./config-env.js";
 import { describeConfigIssues } from "./config-issues.js";
 import { DurationSchema } from "./duration.js";
 import { HubError } from "./errors.js";
+import { didYouMean } from "./key-suggestion.js";
 import { HealthConfigSchema, LifecycleConfigSchema, MetricsConfigSchema } from "./ops-config.js";
 import { hashTaggedPrefix } from "./redis-keys.js";
 import { RedisNodeUrlSchema, RedisUrlSchema } from "./redis-url.js";
@@ -301,7 +302,39 @@ export function hubConfigSchema(plugins?: ReadonlyArray<ChannelConfigSource>) {
      * keys for one account, or shared keys plus `accounts.<id>` for several.
      */
     channels: channelsSchema(plugins),
-  }).strict();
+  })
+    .strict()
+    .superRefine(checkSendTargets);
+}
+
+// A `send_message` target names a channel account the config has (a misspelt one would only fail when the
+// agent sends, long after the start).
+function checkSendTargets(
+  config: { agent: { tools: { sendTargets: Record<string, { channel: string; accountId: string }> } } } & {
+    channels: Record<string, { accounts: Record<string, unknown> }>;
+  },
+  ctx: z.RefinementCtx,
+): void {
+  const channels = ["webchat", ...Object.keys(config.channels)];
+  for (const [name, target] of Object.entries(config.agent.tools.sendTargets)) {
+    const at = ["agent", "tools", "sendTargets", name];
+    if (!channels.includes(target.channel)) {
+      const guess = didYouMean([target.channel], channels);
+      ctx.addIssue({
+        code: "custom",
+        path: [...at, "channel"],
+        message: `names channel "${target.channel}", which is not configured (configured: ${channels.join(", ")})${guess ? `; ${guess}` : ""}`,
+      });
+      continue;
+    }
+    const accounts = config.channels[target.channel]?.accounts;
+    if (accounts && !(target.accountId in accounts))
+      ctx.addIssue({
+        code: "custom",
+        path: [...at, "accountId"],
+        message: `names account "${target.accountId}" of ${target.channel}, which has ${Object.keys(accounts).join(", ")}`,
+      });
+  }
 }
 
 /** The hub configuration schema without installed plugins (only the access keys are checked). */

@@ -262,3 +262,31 @@ describe("OPENAI_API_KEY", () => {
     ).toBe("own");
   });
 });
+
+describe("agent.tools.sendTargets", () => {
+  const targets = (sendTargets: object) => ({
+    agent: { tools: { sendTargets } },
+    channels: { telegram: { accounts: { main: { allowFrom: ["1"] } } } },
+  });
+
+  it("refuses a target whose channel or account the config does not have, at start", () => {
+    expect(() =>
+      parseConfig(targets({ ops: { channel: "telegrm", accountId: "main", chatId: "-1" } }), "hub.json5"),
+    ).toThrow(
+      /agent\.tools\.sendTargets\.ops\.channel: names channel "telegrm", which is not configured \(configured: webchat, telegram\); did you mean `telegram`\?/,
+    );
+    expect(() => parseConfig(targets({ ops: { channel: "telegram", chatId: "-1" } }), "hub.json5")).toThrow(
+      /agent\.tools\.sendTargets\.ops\.accountId: names account "default" of telegram, which has main/,
+    );
+  });
+
+  it("takes a target of a configured account, and the web chat", () => {
+    const config = parseConfig(
+      targets({
+        ops: { channel: "telegram", accountId: "main", chatId: "-1" },
+        web: { channel: "webchat", chatId: "x" },
+      }),
+    );
+    expect(Object.keys(config.agent.tools.sendTargets)).toEqual(["ops", "web"]);
+  });
+});
