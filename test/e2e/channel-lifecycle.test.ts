@@ -74,7 +74,7 @@ describe("supervised channel lifecycle", () => {
     expect(state("refused")).toMatchObject({
       state: "failed",
       reason:
-        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
+        "Telegram did not accept the bot token (401 Unauthorized); check channels.telegram.accounts.refused.botToken (from @BotFather).",
     });
 
     // The gateway tells an operator tool the same.
@@ -230,10 +230,10 @@ describe("npm start with a channel that cannot connect", () => {
     const discordLine =
       "discord channel failed: Discord refused the bot token; set a valid channels.discord.token or DISCORD_BOT_TOKEN (Developer Portal > Bot > Reset Token).";
     const slackLine =
-      "slack channel failed: Slack refused the bot token; check channels.slack.botToken (xoxb-...) or SLACK_BOT_TOKEN (Slack answered invalid_auth).";
+      "slack channel failed: Slack refused the bot token; check channels.slack.botToken or SLACK_BOT_TOKEN, the xoxb- token (Slack answered invalid_auth).";
     await waitFor(() => hub.output.join("").includes(discordLine), "Discord's failed line", 10_000);
     const socketLine =
-      "slack channel failed: Slack refused the app-level token; check channels.slack.accounts.socket.appToken (xapp-..., connections:write) or SLACK_APP_TOKEN (Slack answered invalid_auth).";
+      "slack channel failed: Slack refused the app-level token; check channels.slack.accounts.socket.appToken, the xapp- token with connections:write (Slack answered invalid_auth).";
     await waitFor(() => hub.output.join("").includes(slackLine), "Slack's failed line", 10_000);
     await waitFor(() => hub.output.join("").includes(socketLine), "Slack's socket failed line", 10_000);
     await new Promise((r) => setTimeout(r, 1500));

@@ -1,4 +1,4 @@
-import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
+import { accountConfigPath, type ChannelPlugin, HubError, keyOrVariable } from "@hub/core";
 import { type DiscordConfig, DiscordConfigSchema } from "./config.js";
 
 // A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
@@ -6,7 +6,7 @@ const tokenMissing = (accountId: string) => {
   const path = accountConfigPath("discord", accountId);
   return new HubError(
     "discord_token_missing",
-    `${path} has no bot token; set ${path}.token or DISCORD_BOT_TOKEN (Developer Portal > your application > Bot > Reset Token).`,
+    `${path} has no bot token; set ${keyOrVariable(path, "token", "DISCORD_BOT_TOKEN")} (Developer Portal > your application > Bot > Reset Token).`,
   );
 };
 

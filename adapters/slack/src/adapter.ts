@@ -17,6 +17,7 @@ import {
   type HttpRoute,
   type HubLogger,
   type InboundHandler,
+  keyOrVariable,
   linkedSignal,
   type Media,
   type OutboundSegment,
@@ -266,7 +267,7 @@ export class SlackAdapter implements ChannelAdapter {
     } catch (error) {
       const code = refusedTokenCode(error);
       if (code && this.#status.get().state === "connected") {
-        this.#tokenRefusal = `Slack refused the bot token (${code}); put a valid one in ${accountConfigPath("slack", this.accountId)}.botToken (or SLACK_BOT_TOKEN) and restart the hub`;
+        this.#tokenRefusal = `Slack refused the bot token (${code}); put a valid one in ${keyOrVariable(accountConfigPath("slack", this.accountId), "botToken", "SLACK_BOT_TOKEN")} and restart the hub`;
         this.#status.set("failed", { reason: this.#tokenRefusal });
         this.#log.error({ code }, this.#tokenRefusal);
       }
@@ -294,7 +295,7 @@ export class SlackAdapter implements ChannelAdapter {
     } catch (error) {
       throw classifyStartError(
         error,
-        `Slack refused the bot token; check ${at}.botToken (xoxb-...) or SLACK_BOT_TOKEN`,
+        `Slack refused the bot token; check ${keyOrVariable(at, "botToken", "SLACK_BOT_TOKEN")}, the xoxb- token`,
       );
     }
     this.#log.info(
@@ -327,7 +328,7 @@ export class SlackAdapter implements ChannelAdapter {
       if (error instanceof ChannelStoppedError) throw error;
       throw classifyStartError(
         error,
-        `Slack refused the app-level token; check ${at}.appToken (xapp-..., connections:write) or SLACK_APP_TOKEN`,
+        `Slack refused the app-level token; check ${keyOrVariable(at, "appToken", "SLACK_APP_TOKEN")}, the xapp- token with connections:write`,
       );
     }
   }

@@ -1,4 +1,4 @@
-import { ChannelAccessSchema, GroupConfigSchema, UniformPacingSchema } from "@hub/core";
+import { ChannelAccessSchema, GroupConfigSchema, keyOrVariable, UniformPacingSchema } from "@hub/core";
 import { z } from "zod";
 
 /** Slack's Web API root; Bolt posts `{apiUrl}{method}`. */
@@ -60,8 +60,8 @@ export function missingModeKey(
 ): string | undefined {
   const mode = config.mode ?? "http";
   if (mode === "http" && !config.signingSecret)
-    return `Slack HTTP mode needs ${at}.signingSecret (or SLACK_SIGNING_SECRET), from the app's Basic Information page.`;
+    return `Slack HTTP mode needs ${keyOrVariable(at, "signingSecret", "SLACK_SIGNING_SECRET")}, from the app's Basic Information page.`;
   if (mode === "socket" && !config.appToken?.startsWith("xapp-"))
-    return `Slack socket mode needs ${at}.appToken (or SLACK_APP_TOKEN): an app-level token starting with "xapp-" with the connections:write scope.`;
+    return `Slack socket mode needs ${keyOrVariable(at, "appToken", "SLACK_APP_TOKEN")}: an app-level token starting with "xapp-" with the connections:write scope.`;
   return undefined;
 }

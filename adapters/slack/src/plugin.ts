@@ -1,4 +1,4 @@
-import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
+import { accountConfigPath, type ChannelPlugin, HubError, keyOrVariable } from "@hub/core";
 import { missingModeKey, SLACK_ENV, type SlackConfig, SlackConfigSchema } from "./config.js";
 
 // A sentence naming the key to set (`create` refuses with it; `hub config validate` lists it).
@@ -6,7 +6,7 @@ const tokenMissing = (accountId: string) => {
   const at = accountConfigPath("slack", accountId);
   return new HubError(
     "slack_token_missing",
-    `${at} is configured without a bot token; set ${at}.botToken or SLACK_BOT_TOKEN (the xoxb- token from OAuth & Permissions).`,
+    `${at} is configured without a bot token; set ${keyOrVariable(at, "botToken", "SLACK_BOT_TOKEN")} (the xoxb- token from OAuth & Permissions).`,
   );
 };
 

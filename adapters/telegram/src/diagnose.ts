@@ -1,4 +1,4 @@
-import type { ChannelCheck } from "@hub/core";
+import { type ChannelCheck, keyOrVariable } from "@hub/core";
 import { Api } from "grammy";
 import type { TelegramConfig } from "./config.js";
 import { describeTelegramError, isTokenRefused } from "./errors.js";
@@ -18,7 +18,12 @@ export async function diagnoseTelegram(
   const name = `${at}: bot token`;
   if (!config.botToken)
     return [
-      { name, status: "fail", detail: "no bot token", fix: `set ${at}.botToken or TELEGRAM_BOT_TOKEN` },
+      {
+        name,
+        status: "fail",
+        detail: "no bot token",
+        fix: `set ${keyOrVariable(at, "botToken", "TELEGRAM_BOT_TOKEN")}`,
+      },
     ];
   const api = new Api(config.botToken, { apiRoot: config.apiRoot });
   try {

@@ -1,4 +1,4 @@
-import { ChannelRefusedError } from "@hub/core";
+import { ChannelRefusedError, keyOrVariable } from "@hub/core";
 import { GrammyError, HttpError } from "grammy";
 
 // The Bot API puts the token in the URL path, and fetch errors quote the URL. The slash after a segment is
@@ -32,7 +32,7 @@ export function classifyStartError(error: unknown, configPath: string): Error {
   // the shared key an account without its own inherits).
   return new ChannelRefusedError(
     "telegram_token_refused",
-    `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${configPath}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
+    `Telegram did not accept the bot token (${describeTelegramError(error)}); check ${keyOrVariable(configPath, "botToken", "TELEGRAM_BOT_TOKEN")} (from @BotFather).`,
     { cause: error },
   );
 }

@@ -1,4 +1,4 @@
-import { accountConfigPath, type ChannelPlugin, HubError } from "@hub/core";
+import { accountConfigPath, type ChannelPlugin, HubError, keyOrVariable } from "@hub/core";
 import { type TelegramConfig, TelegramConfigSchema } from "./config.js";
 import { webhookProblems } from "./webhook-settings.js";
 
@@ -7,7 +7,7 @@ const tokenMissing = (accountId: string) => {
   const at = accountConfigPath("telegram", accountId);
   return new HubError(
     "telegram_token_missing",
-    `${at} is configured without a bot token; set ${at}.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).`,
+    `${at} is configured without a bot token; set ${keyOrVariable(at, "botToken", "TELEGRAM_BOT_TOKEN")} (from @BotFather).`,
   );
 };
 

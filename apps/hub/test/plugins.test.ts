@@ -42,7 +42,7 @@ describe("the hub's channel plugins", () => {
     const refused = work?.start(async () => ({ kind: "accepted" }));
     await expect(refused).rejects.toBeInstanceOf(ChannelRefusedError);
     await expect(refused).rejects.toThrow(
-      "channels.telegram.accounts.work is configured without a bot token; set channels.telegram.accounts.work.botToken or TELEGRAM_BOT_TOKEN (from @BotFather).",
+      "channels.telegram.accounts.work is configured without a bot token; set channels.telegram.accounts.work.botToken (from @BotFather).",
     );
     expect(home?.constructor.name).toBe("TelegramAdapter");
     // The channel's capabilities are the built account's, whichever comes first.

@@ -146,3 +146,13 @@ export interface ChannelLoginOptions {
 export function accountConfigPath(channel: string, accountId: string): string {
   return accountId === "default" ? `channels.${channel}` : `channels.${channel}.accounts.${accountId}`;
 }
+
+/**
+ * `<path>.<key> or <variable>` for the `default` account, whose keys a channel's environment variables set,
+ * and only `<path>.<key>` for another account's (`path` as `accountConfigPath` gives it), so a fix never
+ * names a variable that cannot fix it.
+ */
+export function keyOrVariable(path: string, key: string, variable: string): string {
+  const other = path.includes(".accounts.") && !path.endsWith(".accounts.default");
+  return other ? `${path}.${key}` : `${path}.${key} or ${variable}`;
+}
