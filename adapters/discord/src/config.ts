@@ -1,7 +1,7 @@
 import { ChannelAccessSchema, UniformPacingSchema } from "@hub/core";
 import { z } from "zod";
 
-const SnowflakeOrStar = z.string().regex(/^(\d{5,25}|\*)$/, 'must be a Discord id (digits) or "*"');
+const SnowflakeOrStar = z.string().regex(/^(\d{5,25}|\*)$/, 'must be a Discord id (5 to 25 digits) or "*"');
 
 /** Settings of one channel of a guild (its id as the key, `"*"` for every channel). */
 export const DiscordGuildChannelSchema = z

@@ -41,7 +41,7 @@ describe("channels.discord config", () => {
     expect(() =>
       parseConfig({ channels: { discord: { guilds: { "my-server": {} } } } }, "test", {}, channelPlugins),
     ).toThrow(
-      'channels.discord.guilds.my-server: the key must be a Discord id (digits) or "*"; rename the key.',
+      'channels.discord.guilds.my-server: the key must be a Discord id (5 to 25 digits) or "*"; rename the key.',
     );
   });
 
