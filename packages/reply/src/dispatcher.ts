@@ -362,7 +362,7 @@ export class ReplyDispatcher implements ReplySink {
           target,
           signal: ctx.signal,
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
-          send: (segment) => this.#sendOnce(adapter, previewSent(item.data), segment, ctx, sendTimeoutMs),
+          send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs),
           log: this.#o.logger.child(segmentLogFields(item.data)),
         });
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
@@ -426,7 +426,7 @@ export class ReplyDispatcher implements ReplySink {
     if (preview === undefined) return;
     if (kind === "close") return this.#previews.close(preview, io);
     if (this.#expired(data)) return;
-    await this.#previews.show(preview, itemId, data.replyId, data.text, io);
+    await this.#previews.show(preview, itemId, data, io);
     failpoint("delivery.after-preview");
   }
 
@@ -511,7 +511,8 @@ export class ReplyDispatcher implements ReplySink {
     const key = `${this.#o.prefix}:reply:${segment.replyId}:unknown`;
     const [[, first]] = (await this.#redis
       .multi()
-      .sadd(key, segment.index)
+      // A preview's send is not the segment of the same index (which edits it): counted apart.
+      .sadd(key, segment.kind === "preview" ? `p${segment.index}` : segment.index)
       .expire(key, REPLY_TTL_SECONDS)
       .incr(`${this.#o.prefix}:stats:unknown-send-outcomes`)
       .exec()) as [[null, number], ...unknown[]];
@@ -625,15 +626,4 @@ function bothWaiters(
     here(settlement);
     elsewhere(settlement);
   };
-}
-
-/**
- * What a new preview message is sent as: a reply to the user's message only when it will become the answer's
- * first message (its item's index is the segment it previews); a preview that starts a later part is none,
- * as that part's segment would not be.
- */
-function previewSent(item: SegmentItem): SegmentItem {
-  if (item.kind !== "preview" || item.index === 0 || item.target.replyToMessageId === undefined) return item;
-  const { replyToMessageId: _none, ...target } = item.target;
-  return { ...item, target };
 }

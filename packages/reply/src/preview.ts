@@ -70,8 +70,18 @@ export class LivePreviews {
     await this.redis.set(`${this.#key(key)}:latest`, itemId, "EX", PREVIEW_TTL_SECONDS);
   }
 
-  /** Shows `text` in the run's preview message: edits it, or sends it when the run has none live. */
-  async show(key: string, itemId: string, replyId: string, text: string, io: PreviewIo): Promise<void> {
+  /**
+   * Shows a preview item's text in the run's preview message: edits it, or sends it when the run has none
+   * live. The item's index is the segment it previews, so a new preview message is the answer's first (a
+   * reply to the user's message, a Discord interaction's original response) only when it previews segment 0.
+   */
+  async show(
+    key: string,
+    itemId: string,
+    item: Pick<OutboundSegment, "replyId" | "index" | "text">,
+    io: PreviewIo,
+  ): Promise<void> {
+    const { replyId, text } = item;
     const k = this.#key(key);
     // A newer text is queued behind this one: showing this one would only cost a platform call.
     if ((await this.redis.get(`${k}:latest`)) !== itemId) return;
@@ -91,9 +101,14 @@ export class LivePreviews {
       return;
     }
     await io.gate();
-    // A stable identity per preview message: a resend after a crash finds the same message where the
-    // platform de-duplicates (Discord's nonce, Slack's metadata lookup).
-    const sent = await io.send({ replyId: `${key}.preview`, index: Number(state.gen ?? 0), text });
+    // A stable identity per preview message (its generation in the reply id: a resumed attempt's previews
+    // start at segment 0 again): a resend after a crash finds the same message where the platform
+    // de-duplicates (Discord's nonce, Slack's metadata lookup).
+    const sent = await io.send({
+      replyId: `${key}.preview.${Number(state.gen ?? 0)}`,
+      index: item.index,
+      text,
+    });
     if (sent.messageId === undefined) return;
     await this.redis
       .multi()

@@ -75,6 +75,31 @@ export function describeLiveCases(h: ConformanceHarness, model: () => FakeOpenAI
     60_000,
   );
 
+  (h.shown && h.supportsGroups !== false ? it : it.skip)(
+    "a long previewed answer in a group: every part where the first is (its thread), only the first a reply",
+    async () => {
+      const shown = () => h.shown?.(h.ids.group) ?? [];
+      model().script({ text: slowAnswer(40), chunkSize: 40, delayMs: 40 });
+      const before = shown().length;
+      await h.group("write slowly please", { mention: true });
+      const done = () => {
+        const mine = shown().slice(before);
+        return (
+          mine.some((m) => m.text.includes("Part 39")) && !mine.some((m) => m.text.includes(PREVIEW_MARK))
+        );
+      };
+      await waitFor(done, "the finalized answer", 40_000);
+      const final = shown().slice(before);
+      expect(final.length).toBeGreaterThan(1);
+      // A part that left the first one's thread (Slack: posted at the channel's top) is lost to the reader.
+      for (const m of final) expect(m.threadId).toBe(final[0]?.threadId);
+      // A reply platform marks only the first part as the reply; a thread platform, every part of the thread.
+      const replies = final.filter((m) => m.replyToMessageId !== undefined).length;
+      expect([1, final.length]).toContain(replies);
+    },
+    60_000,
+  );
+
   (h.reactionsOn ? it : it.skip)(
     "acknowledges a message with a reaction while the run works and removes it when the run ends",
     async () => {
