@@ -298,7 +298,7 @@ export class TelegramAdapter implements ChannelAdapter {
       if ("skip" in normalized) return this.#dropped(update.updateId, normalized.skip, true);
       fields = normalized.fields;
       const group = update.message.media_group_id;
-      if (group !== undefined) album = `${fields.chat.id}\u0000${group}`;
+      if (group !== undefined && this.#o.mode !== "webhook") album = `${fields.chat.id}\u0000${group}`;
     } catch (error) {
       // The payload is what it is: whatever threw on it would throw on every redelivery.
       return this.#dropped(updateId, `unreadable update (${describeTelegramError(error)})`, false);

@@ -1,9 +1,13 @@
 import type { AdapterFields, InboundResult } from "@hub/core";
 
-/** How long an album waits for its next item before it is taken (Telegram sends an album's items at once). */
-export const ALBUM_QUIET_MS = 600;
-/** The longest an album's first item waits for the rest, however they trickle in. */
-export const ALBUM_MAX_WAIT_MS = 3000;
+/**
+ * How long an album waits for its next item before it is taken. Polling hands the adapter a batch's updates
+ * in one turn and asks for the next batch only once they are settled, so items of one batch meet at once and
+ * none can come while it waits: a wait longer than that would only hold intake for every chat.
+ */
+export const ALBUM_QUIET_MS = 20;
+/** The longest an album's first item waits for the rest. */
+export const ALBUM_MAX_WAIT_MS = 100;
 
 // One album's items so far; `whole` resolves with them merged when it is taken.
 class OpenAlbum {
@@ -32,7 +36,8 @@ class OpenAlbum {
  * item opens the album and hands `submit` the whole album to come (so the album keeps the first item's place
  * in its chat's order); later items join it while it is open, and every item's update gets the album's
  * result, so polling's offset passes none of them before the album is admitted (a crash meanwhile has
- * Telegram send them all again).
+ * Telegram send them all again). Polling only: items of one album that come in different batches are albums
+ * of their own, and a webhook's updates are each a message.
  */
 export class Albums {
   readonly #open = new Map<string, OpenAlbum>();
@@ -75,7 +80,8 @@ export class Albums {
 
 /** One message of an album's items: the first item's identity and reply, every item's files and caption. */
 export function mergeAlbum(items: AdapterFields[]): AdapterFields {
-  const sorted = [...items].sort((a, b) => Number(a.messageId) - Number(b.messageId));
+  // An edit's id carries its edit mark after the message id: ordered by the message id.
+  const sorted = [...items].sort((a, b) => Number.parseInt(a.messageId, 10) - Number.parseInt(b.messageId, 10));
   const first = sorted[0] as AdapterFields;
   const replyTo = sorted.find((item) => item.replyTo)?.replyTo;
   return {
