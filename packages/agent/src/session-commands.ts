@@ -1,4 +1,12 @@
-import { type HubConfig, type HubLogger, QueueModeSchema, type ReplySink, type RunRequest } from "@hub/core";
+import {
+  type HubConfig,
+  type HubLogger,
+  type MsgContext,
+  QueueModeSchema,
+  type ReplySink,
+  type RunRequest,
+  runIdForMessage,
+} from "@hub/core";
 import type { ParsedCommand } from "@hub/dispatch";
 import type { ApprovalStore, RunRecords, SessionActivity, SessionStore } from "@hub/sessions";
 import type { RunControl } from "./agent-role.js";
@@ -71,6 +79,20 @@ async function queueCommand(
 }
 
 /**
+ * The run `/stop` stops: the session's own, or in a thread that has none, the run answering the thread's
+ * first message. Commands stay in a thread's own session while its other messages may run in the chat's
+ * (Slack's thread on a channel mention): its /stop means the answer it sees, never another thread's.
+ */
+async function runToStop(deps: Pick<CommandDeps, "activity">, ctx: MsgContext): Promise<string | undefined> {
+  const own = await deps.activity.activeRun(ctx.sessionKey);
+  const cut = ctx.sessionKey.lastIndexOf(":thread:");
+  if (own || ctx.threadId === undefined || cut < 0) return own;
+  const parent = await deps.activity.activeRun(ctx.sessionKey.slice(0, cut));
+  const rootRun = runIdForMessage(`${ctx.channel}:${ctx.accountId}:${ctx.chat.id}:${ctx.threadId}`);
+  return parent === rootRun ? parent : undefined;
+}
+
+/**
  * Session commands, handled at admission in every channel: `/stop` aborts the
  * running run at once (never queued behind it), `/new` starts a new session
  * in order with the session's runs, `/status` and `/queue <mode>` answer now.
@@ -101,7 +123,7 @@ export function createCommandHandler(
         // Admitted into the session's lane by admission, in order with the session's runs.
         return;
       case "stop": {
-        const active = await deps.activity.activeRun(request.ctx.sessionKey);
+        const active = await runToStop(deps, request.ctx);
         if (active) await deps.control.stop(active, "aborted");
         return answer(request, active ? "Stopped." : "Nothing is running.");
       }

@@ -125,6 +125,11 @@ export const RunRequestSchema = z
     command: z.enum(["new"]).optional(),
     /** Collect mode: answer every message collected while the previous run was busy, in one turn. */
     collect: z.boolean().optional(),
+    /**
+     * Its own turn after the session's running one whatever the queue mode: a thread message admitted into its
+     * chat's session (see the dispatcher), whose running run may answer elsewhere (another thread).
+     */
+    ownTurn: z.boolean().optional(),
   })
   .strict();
 

@@ -163,11 +163,13 @@ export class InboundDispatcher {
         return this.#empty(fields, error);
       throw error;
     }
-    ctx = await this.#inRootSession(ctx);
+    const parsed = this.o.commands ? parseCommand(ctx.body) : undefined;
+    // A command stays in the thread's own session: `/new` or `/queue` there is about the thread.
+    const ownSession = ctx.sessionKey;
+    if (!parsed) ctx = await this.#inRootSession(ctx);
     const log = this.#logFor(ctx);
     const runId = options.runId ?? runIdForMessage(ctx.dedupeKey);
     const access = this.#access(ctx.channel, ctx.accountId);
-    const parsed = this.o.commands ? parseCommand(ctx.body) : undefined;
     const paired = await this.#paired(ctx, access, parsed !== undefined);
     const decision = this.#decide(ctx, access, paired);
     const command = decision.kind === "run" ? parsed : undefined;
@@ -184,6 +186,9 @@ export class InboundDispatcher {
       ctx,
       ...(decision.kind === "context" ? { contextOnly: true } : {}),
       ...(command ? { command: "new" as const } : {}),
+      // Moved into its chat's session, it is never steered into (or collected with, or interrupting) a run
+      // that may answer in another thread.
+      ...(ctx.sessionKey !== ownSession && decision.kind === "run" ? { ownTurn: true } : {}),
     };
     const dedupe = { key: this.#dedupeKey(ctx), ttlSeconds: this.#ttl };
     const outcome = await this.o.admit(request, dedupe, this.#buckets(ctx));

@@ -117,6 +117,29 @@ describe("InboundDispatcher", () => {
     expect(accepted[0]?.ctx.sessionKey).toBe(accepted[1]?.ctx.sessionKey);
   });
 
+  it("admits a thread message into its chat's session when the hub ran the thread's first message there, for its own turn", async () => {
+    const accepted: RunRequest[] = [];
+    const dispatcher = new InboundDispatcher({
+      redis,
+      prefix,
+      config,
+      logger: createLogger({ level: "silent" }),
+      admit: admitInto(accepted),
+    });
+    const group = { chat: { type: "group" as const, id: "g1" }, sender: { id: "7" }, wasMentioned: true };
+    await dispatcher.dispatchInboundMessage(fields("root-1", group));
+    const chatSession = accepted[0]?.ctx.sessionKey ?? "";
+    // Admission wrote the root's run record (this test's admit does not): its session is the chat's.
+    await redis.hset(`${prefix}:run:${accepted[0]?.runId}`, "sessionKey", chatSession);
+    await dispatcher.dispatchInboundMessage(fields("t-1", { ...group, threadId: "root-1" }));
+    await dispatcher.dispatchInboundMessage(fields("t-2", { ...group, threadId: "other-root" }));
+    expect(accepted.map((r) => [r.ctx.sessionKey, r.ctx.threadId, Boolean(r.ownTurn)])).toEqual([
+      [chatSession, undefined, false],
+      [chatSession, "root-1", true],
+      [`${chatSession}:thread:other-root`, "other-root", false],
+    ]);
+  });
+
   it("rejects a malformed message with a clear error and marks nothing", async () => {
     const dispatcher = new InboundDispatcher({
       redis,

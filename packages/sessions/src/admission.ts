@@ -54,7 +54,7 @@ export class SessionAdmission {
     dedupe: { key: string; ttlSeconds: number },
     buckets: AdmissionBucket[] = [],
   ): Promise<AdmitOutcome> {
-    const kind = request.contextOnly ? "context" : request.command ? "queued" : "run";
+    const kind = request.contextOnly ? "context" : request.command || request.ownTurn ? "queued" : "run";
     // This process's runner may take the session at once, in this step (no wake-up, no separate claim): this
     // thread's, or an agent thread's.
     const here = this.lane.reserveDrainHere(request.ctx.sessionKey);

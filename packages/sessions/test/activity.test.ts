@@ -53,6 +53,19 @@ describe("SessionActivity.end", () => {
   });
 });
 
+describe("a request for its own turn", () => {
+  it("is queued after the running run in steer mode, never steered into it", async () => {
+    const activity = new SessionActivity(redis, prefix, "steer", { lane });
+    const key = "agent:main:telegram:direct:41";
+    await records.start("run-o", key, 60_000);
+    await activity.begin(key, "run-o", 60_000);
+    const own = { ...directRequest("o1", "41"), ownTurn: true };
+    expect(await admission.admit(own, { key: `${prefix}:dedupe:o1`, ttlSeconds: 60 })).toBe("queued");
+    expect(await steer("o2", "41")).toBe("steered");
+    expect(await laneIds(key)).toEqual(["o1"]);
+  });
+});
+
 describe("SessionActivity.end with a steered message cjson cannot read", () => {
   it("hands it on all the same, in order with the others (a lone surrogate in its sender's name)", async () => {
     const activity = new SessionActivity(redis, prefix, "steer", { lane });
