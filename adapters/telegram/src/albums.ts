@@ -81,7 +81,9 @@ export class Albums {
 /** One message of an album's items: the first item's identity and reply, every item's files and caption. */
 export function mergeAlbum(items: AdapterFields[]): AdapterFields {
   // An edit's id carries its edit mark after the message id: ordered by the message id.
-  const sorted = [...items].sort((a, b) => Number.parseInt(a.messageId, 10) - Number.parseInt(b.messageId, 10));
+  const sorted = [...items].sort(
+    (a, b) => Number.parseInt(a.messageId, 10) - Number.parseInt(b.messageId, 10),
+  );
   const first = sorted[0] as AdapterFields;
   const replyTo = sorted.find((item) => item.replyTo)?.replyTo;
   return {
