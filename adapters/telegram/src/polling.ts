@@ -71,6 +71,45 @@ async function handleBatch(deps: PollerDeps, batch: unknown[], settled: Set<numb
   return { offset, retry };
 }
 
+/** How long a batch that ends in an album's item waits for the album's next items, each time. */
+const ALBUM_REST_MS = 250;
+
+/**
+ * A batch whose last update is an item of an album (photos sent together, one update each, sharing a
+ * `media_group_id`) may lack the album's later items: a long poll answers as soon as the first update is
+ * there. It is asked for again from the same offset, so nothing is confirmed to Telegram yet, after a moment,
+ * while it grows and still ends in an album's item (at most three times): the album is then handled whole
+ * (see Albums). A failed ask keeps what was fetched.
+ */
+async function withWholeAlbums(
+  deps: PollerDeps,
+  offset: number | undefined,
+  batch: unknown[],
+): Promise<unknown[]> {
+  let whole = batch;
+  for (let tries = 0; tries < 3 && endsInAlbumItem(whole); tries++) {
+    await sleep(ALBUM_REST_MS, deps.signal);
+    if (deps.signal.aborted) break;
+    const again = await deps.api
+      .getUpdates(
+        { ...(offset !== undefined ? { offset } : {}), timeout: 0, allowed_updates: [...ALLOWED_UPDATES] },
+        grammySignal(deps.signal),
+      )
+      .catch(() => undefined);
+    if (!Array.isArray(again) || again.length <= whole.length) break;
+    whole = again;
+  }
+  return whole;
+}
+
+function endsInAlbumItem(batch: unknown[]): boolean {
+  const last = batch.at(-1);
+  if (typeof last !== "object" || last === null) return false;
+  return Object.values(last).some(
+    (value) => typeof value === "object" && value !== null && "media_group_id" in value,
+  );
+}
+
 /** One getUpdates call; undefined when it failed (logged, status set, waited) or the loop is stopping. */
 async function fetchBatch(
   deps: PollerDeps,
@@ -172,9 +211,10 @@ async function pollFrom(deps: PollerDeps, from: number | undefined, offsets: Off
   const retryBackoff = new Backoff(500, 30_000);
   while (!deps.signal.aborted) {
     if (deps.leaseValid && !deps.leaseValid()) return;
-    const batch = await fetchBatch(deps, offset, fetchBackoff);
-    if (batch === "refused") return;
-    if (!batch || batch.length === 0) continue;
+    const fetched = await fetchBatch(deps, offset, fetchBackoff);
+    if (fetched === "refused") return;
+    if (!fetched || fetched.length === 0) continue;
+    const batch = await withWholeAlbums(deps, offset, fetched);
     const outcome = await handleBatch(deps, batch, settled);
     if (outcome.offset !== undefined && outcome.offset !== offset) {
       offset = outcome.offset;

@@ -298,8 +298,12 @@ describe("telegram adapter", () => {
       const photo = [{ file_id: fileId, file_unique_id: `u${fileId}`, file_size: 5, width: 1, height: 1 }];
       return { message: { ...base, media_group_id: "13579", photo, ...(caption ? { caption } : {}) } };
     };
-    // As Telegram sends an album: one update per item, the caption on the first only; then a text.
+    // As Telegram sends an album: one update per item, the caption on the first only; then a text. The
+    // hub's poll is parked: it is answered with the first item alone, the others come a moment later.
+    await fake.waitForCall("getUpdates");
+    await new Promise((r) => setTimeout(r, 300));
     fake.pushUpdate(photoUpdate(1, "our trip"));
+    await new Promise((r) => setTimeout(r, 30));
     fake.pushUpdate(photoUpdate(2));
     fake.pushUpdate(photoUpdate(3));
     fake.pushUpdate(privateText({ chatId: 4242, fromId: 4242, text: "what do you see?", messageId: 504 }));
