@@ -102,6 +102,11 @@ export class TelegramAdapter implements ChannelAdapter {
   readonly #stop = new AbortController();
   readonly #sequencer = new InboundSequencer();
   readonly #albums = new Albums();
+  /**
+   * Basic groups upgraded to supergroups, as sends learned it (Telegram's 400 with `migrate_to_chat_id`): their
+   * later sends, edits and typing go to the supergroup at once.
+   */
+  readonly #upgraded = new Map<string, number>();
   readonly #status: ChannelStatusCell;
   readonly #renders = new MeasuredRenders();
 
@@ -356,24 +361,30 @@ export class TelegramAdapter implements ChannelAdapter {
     target: ReplyTarget,
     options: { signal?: AbortSignal } = {},
   ): Promise<SendResult> {
+    const known = this.#upgraded.get(target.chatId);
     try {
+      if (known !== undefined)
+        return await this.#sendTo(known, segment, upgradedTarget(target, known), options.signal);
       return await this.#sendTo(chatIdParam(target.chatId), segment, target, options.signal);
     } catch (error) {
       const movedTo = error instanceof GrammyError ? error.parameters.migrate_to_chat_id : undefined;
-      if (movedTo === undefined) throw this.#classify(error);
-      // The group was upgraded to a supergroup (a new chat id): the answer goes there, as no reply (the
-      // message it answered has another id in the supergroup, if any) and in no topic (a group has none).
+      if (movedTo === undefined || known !== undefined) throw this.#classify(error);
+      this.#upgraded.set(target.chatId, movedTo);
       this.#log.info(
         { chatId: target.chatId, movedTo },
         "telegram group upgraded to a supergroup; answering there",
       );
-      const moved = { channel: target.channel, accountId: target.accountId, chatId: String(movedTo) };
       try {
-        return await this.#sendTo(movedTo, segment, moved, options.signal);
+        return await this.#sendTo(movedTo, segment, upgradedTarget(target, movedTo), options.signal);
       } catch (again) {
         throw this.#classify(again);
       }
     }
+  }
+
+  // The chat to write to for `target`: the supergroup its group was upgraded to, once a send learned it.
+  #chatOf(target: ReplyTarget): number | string {
+    return this.#upgraded.get(target.chatId) ?? chatIdParam(target.chatId);
   }
 
   async #sendTo(
@@ -444,7 +455,7 @@ export class TelegramAdapter implements ChannelAdapter {
 
   async sendTyping(target: ReplyTarget): Promise<void> {
     await this.#bot.api.sendChatAction(
-      chatIdParam(target.chatId),
+      this.#chatOf(target),
       "typing",
       target.threadId ? { message_thread_id: Number(target.threadId) } : {},
     );
@@ -458,7 +469,7 @@ export class TelegramAdapter implements ChannelAdapter {
     options: { signal?: AbortSignal } = {},
   ): Promise<void> {
     try {
-      await editText(this.#bot.api, chatIdParam(target.chatId), messageId, segment, options.signal);
+      await editText(this.#bot.api, this.#chatOf(target), messageId, segment, options.signal);
     } catch (error) {
       throw this.#classify(error);
     }
@@ -467,7 +478,7 @@ export class TelegramAdapter implements ChannelAdapter {
   /** Deletes a message the bot sent (an abandoned live preview). */
   async deleteMessage(target: ReplyTarget, messageId: string): Promise<void> {
     try {
-      await deleteMessage(this.#bot.api, chatIdParam(target.chatId), messageId);
+      await deleteMessage(this.#bot.api, this.#chatOf(target), messageId);
     } catch (error) {
       throw this.#classify(error);
     }
@@ -475,7 +486,7 @@ export class TelegramAdapter implements ChannelAdapter {
 
   /** Sets or clears the bot's reaction on a message (setMessageReaction). */
   async react(target: ReplyTarget, messageId: string, emoji: string | null): Promise<void> {
-    await setReaction(this.#bot.api, chatIdParam(target.chatId), messageId, emoji);
+    await setReaction(this.#bot.api, this.#chatOf(target), messageId, emoji);
   }
 
   /**
@@ -500,4 +511,12 @@ export class TelegramAdapter implements ChannelAdapter {
 export function pollTimeoutWithin(seconds: number, lease: Pick<AccountLease, "ttlMs"> | undefined): number {
   if (!lease) return seconds;
   return Math.min(seconds, Math.max(1, Math.floor(lease.ttlMs / 2000)));
+}
+
+/**
+ * Where an answer to an upgraded group goes: the supergroup, as no reply (the message it answered has another
+ * id there, if any) and in no topic (a basic group has none).
+ */
+function upgradedTarget(target: ReplyTarget, supergroup: number): ReplyTarget {
+  return { channel: target.channel, accountId: target.accountId, chatId: String(supergroup) };
 }

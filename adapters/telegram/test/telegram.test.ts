@@ -273,16 +273,19 @@ describe("telegram adapter", () => {
     const group = -42424242;
     const supergroup = -1009876543210;
     const { fake, model } = await setup({ groups: { [String(group)]: { requireMention: true } } });
-    model.script({ text: "still here" });
+    // Two parts: the second goes to the supergroup at once, the upgrade learned from the first's refusal.
+    const part = (n: number) => `Part ${n}. ${"words to fill the part ".repeat(90)}`;
+    model.script({ text: `${part(1)}\n\n${part(2)}` });
     const update = groupText({ chatId: group, fromId: 4242, text: `@${fake.botUsername} hi`, messageId: 31 });
     update.message.chat = { id: group, type: "group", title: "Team" };
     fake.failNext("sendMessage", telegramErrors.groupUpgraded(supergroup));
     fake.pushUpdate(update);
-    await waitFor(() => fake.sent(supergroup).length === 1, "the answer in the supergroup", 20_000);
-    expect(fake.sent(supergroup)[0]).toMatchObject({ text: "still here" });
+    await waitFor(() => fake.sent(supergroup).length === 2, "the answer in the supergroup", 20_000);
+    expect(fake.sent(supergroup).map((m) => String(m.text).slice(0, 7))).toEqual(["Part 1.", "Part 2."]);
     expect(fake.sent(supergroup)[0]?.reply_parameters).toBeUndefined();
     expect(fake.callsOf("sendMessage").map((c) => String(c.params.chat_id))).toEqual([
       String(group),
+      String(supergroup),
       String(supergroup),
     ]);
   }, 30_000);
