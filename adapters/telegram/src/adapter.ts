@@ -173,7 +173,11 @@ export class TelegramAdapter implements ChannelAdapter {
       throw classified;
     }
     this.#bot.botInfo = me;
-    this.#identity = { id: me.id, username: me.username };
+    this.#identity = {
+      id: me.id,
+      username: me.username,
+      readsAllGroupMessages: me.can_read_all_group_messages === true,
+    };
     this.#log.info({ bot: me.username, mode: this.#o.mode ?? "polling" }, "telegram bot identified");
     if (this.#o.mode === "webhook") await this.#setWebhook(at);
     else if (this.#o.lease) {

@@ -1,4 +1,4 @@
-import { type AdapterFields, cleanMediaName, type Media } from "@hub/core";
+import { type AdapterFields, cleanMediaName, HUB_COMMANDS, type Media } from "@hub/core";
 import { z } from "zod";
 
 // The Bot API's Integer (ids, dates, offsets, sizes): a 1.5 can only be a forged update.
@@ -99,6 +99,8 @@ const isEdit = (kind: MessageUpdateKind) => kind === "edited_message" || kind ==
 export interface BotIdentity {
   id: number;
   username: string;
+  /** Privacy mode off (getMe's `can_read_all_group_messages`): the bot gets every group message. */
+  readsAllGroupMessages?: boolean;
 }
 
 /** How messages are normalized. */
@@ -167,9 +169,10 @@ function addressing(
       const at = command.indexOf("@");
       // A bare command leading the message (`/stop`) is for the bots that get it: Telegram sends one to a bot
       // in privacy mode only as meant for it (the group's bot, or the last one that spoke), and the menu
-      // sends commands bare in a group with one bot.
+      // sends commands bare in a group with one bot. A bot that reads every message gets other bots' commands
+      // too: there only the hub's own commands are taken as its.
       if (at < 0) {
-        if (e.offset === 0) mentioned = true;
+        if (e.offset === 0 && (!bot.readsAllGroupMessages || isHubCommand(command))) mentioned = true;
         continue;
       }
       if (`@${command.slice(at + 1).toLowerCase()}` !== me) return { mentioned, otherBotCommand: command };
@@ -340,3 +343,6 @@ export function normalizeMessage(
   };
   return { fields };
 }
+
+const isHubCommand = (command: string) =>
+  (HUB_COMMANDS as readonly string[]).includes(command.slice(1).toLowerCase());

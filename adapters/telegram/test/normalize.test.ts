@@ -192,6 +192,17 @@ describe("normalizeMessage", () => {
         .wasMentioned;
     expect(command("/stop", 0)).toBe(true);
     expect(command("please /stop", 7)).toBe(false);
+    // With privacy mode off the bot gets other bots' bare commands too: only the hub's own are its.
+    const reader = { ...bot, readsAllGroupMessages: true };
+    const bare = (text: string) =>
+      normalizeMessage(
+        msg({ chat: group, text, entities: [{ type: "bot_command", offset: 0, length: text.length }] }),
+        "message",
+        reader,
+        options,
+      );
+    expect(bare("/stop")).toMatchObject({ fields: { wasMentioned: true } });
+    expect(bare("/roll")).toMatchObject({ fields: { wasMentioned: false } });
   });
 
   it("puts forum topic messages in their thread, and a topic's creation message is not a reply to us", () => {

@@ -15,6 +15,9 @@ export class InboundRejectedError extends HubError {
   }
 }
 
+/** Session commands the hub answers itself, before the agent, in every channel (`/stop`, `/new`, ...). */
+export const HUB_COMMANDS = ["stop", "new", "status", "queue", "approve", "deny"] as const;
+
 // Commands that must act while the chat's earlier messages are still being admitted.
 const URGENT_COMMAND = /^\/stop(@\w+)?(\s|$)/i;
 

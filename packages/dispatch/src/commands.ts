@@ -1,5 +1,7 @@
+import { HUB_COMMANDS } from "@hub/core";
+
 /** Session commands the hub handles itself, before the agent, in every channel. */
-export const COMMANDS = ["stop", "new", "status", "queue", "approve", "deny"] as const;
+export const COMMANDS = HUB_COMMANDS;
 /** A known command name. */
 export type CommandName = (typeof COMMANDS)[number];
 
