@@ -2,7 +2,7 @@ import { createLogger, parseConfig, type RunRequest } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, it } from "vitest";
 import { dropPrefix, REDIS_URL, testPrefix } from "../../../test/support/redis.js";
-import { type AdmitToSession, InboundDispatcher } from "../src/index.js";
+import { type AdmitToSession, InboundDispatcher, type InboundDispatcherOptions } from "../src/index.js";
 
 const prefix = testPrefix("dispatch");
 const redis = new Redis(REDIS_URL);
@@ -25,6 +25,18 @@ function admitInto(accepted: RunRequest[], fail: () => boolean = () => false): A
     accepted.push(request);
     return "queued";
   };
+}
+
+/** A dispatcher on the test's Redis whose admission step queues into `accepted`. */
+function dispatcherInto(accepted: RunRequest[], options: Partial<InboundDispatcherOptions> = {}) {
+  return new InboundDispatcher({
+    redis,
+    prefix,
+    config,
+    logger: createLogger({ level: "silent" }),
+    admit: admitInto(accepted),
+    ...options,
+  });
 }
 
 const fields = (messageId: string, extra: object = {}) => ({
@@ -101,13 +113,7 @@ describe("InboundDispatcher", () => {
 
   it("queues an unmentioned group message as context only, and a mentioned one as a run", async () => {
     const accepted: RunRequest[] = [];
-    const dispatcher = new InboundDispatcher({
-      redis,
-      prefix,
-      config,
-      logger: createLogger({ level: "silent" }),
-      admit: admitInto(accepted),
-    });
+    const dispatcher = dispatcherInto(accepted);
     const group = { chat: { type: "group" as const, id: "g1" }, sender: { id: "7" } };
     expect((await dispatcher.dispatchInboundMessage(fields("g-1", group))).status).toBe("context");
     expect(
@@ -119,13 +125,7 @@ describe("InboundDispatcher", () => {
 
   it("admits a thread message into its chat's session when the hub ran the thread's first message there, for its own turn", async () => {
     const accepted: RunRequest[] = [];
-    const dispatcher = new InboundDispatcher({
-      redis,
-      prefix,
-      config,
-      logger: createLogger({ level: "silent" }),
-      admit: admitInto(accepted),
-    });
+    const dispatcher = dispatcherInto(accepted);
     const group = { chat: { type: "group" as const, id: "g1" }, sender: { id: "7" }, wasMentioned: true };
     await dispatcher.dispatchInboundMessage(fields("root-1", group));
     const chatSession = accepted[0]?.ctx.sessionKey ?? "";
@@ -179,12 +179,8 @@ describe("unpairedResponse", () => {
 
   it("drops a message of a disabled channel saying so, not calling it unconfigured", async () => {
     const accepted: RunRequest[] = [];
-    const dispatcher = new InboundDispatcher({
-      redis,
-      prefix,
+    const dispatcher = dispatcherInto(accepted, {
       config: parseConfig({ channels: { telegram: { enabled: false, allowFrom: ["42"] } } }),
-      logger: createLogger({ level: "silent" }),
-      admit: admitInto(accepted),
     });
     const result = await dispatcher.dispatchInboundMessage(fields("d-1"));
     expect(result).toMatchObject({
