@@ -223,6 +223,8 @@ export function normalizeSlackEvent(
     },
     body: slackTextToPlain(text, bot.userId),
     wasMentioned: mentioned,
+    // A top-level channel message is answered in a thread of its own.
+    ...(type !== "direct" && threadId === undefined ? { ownThread: true } : {}),
     ...(threadId && parentUser ? { replyTo: { messageId: threadId, senderId: parentUser } } : {}),
     media: media(event.files),
     timestamp: tsMillis(event.ts),

@@ -76,6 +76,12 @@ describe("normalizeSlackEvent", () => {
     expect(fieldsOf(event({}))).toMatchObject({ wasMentioned: false, replyToMessageId: "1700000000.000100" });
   });
 
+  it("marks a top-level channel message as answered in a thread of its own; a thread reply and a DM are not", () => {
+    expect(fieldsOf(event({})).ownThread).toBe(true);
+    expect(fieldsOf(event({ thread_ts: "1699999999.000001" })).ownThread).toBeUndefined();
+    expect(fieldsOf(event({ channel: "D0DIRECT01", channel_type: "im" })).ownThread).toBeUndefined();
+  });
+
   it("maps thread_ts to threadId; a thread on the bot's message is addressed to it", () => {
     const inThread = fieldsOf(event({ thread_ts: "1699999999.000001", parent_user_id: "UBOT0001" }));
     expect(inThread).toMatchObject({

@@ -67,6 +67,7 @@ export function finalizeInboundContext(fields: AdapterFields, config: FinalizeCo
     sender: f.sender,
     body,
     wasMentioned: f.wasMentioned,
+    ...(f.ownThread ? { ownThread: true } : {}),
     ...(f.replyTo
       ? {
           replyTo: {

@@ -68,6 +68,11 @@ export const AdapterFieldsSchema = z
     sender: SenderSchema,
     body: z.string(),
     wasMentioned: z.boolean().default(false),
+    /**
+     * Its answer opens a thread of its own on it (a Slack channel message, answered in a thread on it): it runs
+     * as a turn of its own, never steered into or collected with a run that answers in another thread.
+     */
+    ownThread: z.boolean().optional(),
     replyTo: ReplyToSchema.optional(),
     media: z.array(MediaSchema).default([]),
     timestamp: z.number().int().nonnegative(),
@@ -101,6 +106,8 @@ export const MsgContextSchema = z
     sender: SenderSchema,
     body: z.string(),
     wasMentioned: z.boolean(),
+    /** See `AdapterFields.ownThread`. */
+    ownThread: z.boolean().optional(),
     replyTo: ReplyToSchema.optional(),
     media: z.array(MediaSchema),
     timestamp: z.number().int().nonnegative(),

@@ -186,9 +186,11 @@ export class InboundDispatcher {
       ctx,
       ...(decision.kind === "context" ? { contextOnly: true } : {}),
       ...(command ? { command: "new" as const } : {}),
-      // Moved into its chat's session, it is never steered into (or collected with, or interrupting) a run
-      // that may answer in another thread.
-      ...(ctx.sessionKey !== ownSession && decision.kind === "run" ? { ownTurn: true } : {}),
+      // Moved into its chat's session, or answered in a thread of its own, it is never steered into (or
+      // collected with, or interrupting) a run that may answer in another thread.
+      ...((ctx.sessionKey !== ownSession || ctx.ownThread) && decision.kind === "run"
+        ? { ownTurn: true }
+        : {}),
     };
     const dedupe = { key: this.#dedupeKey(ctx), ttlSeconds: this.#ttl };
     const outcome = await this.o.admit(request, dedupe, this.#buckets(ctx));

@@ -140,6 +140,18 @@ describe("InboundDispatcher", () => {
     ]);
   });
 
+  it("runs a message answered in a thread of its own as a turn of its own (never steered elsewhere)", async () => {
+    const accepted: RunRequest[] = [];
+    const dispatcher = dispatcherInto(accepted);
+    const group = { chat: { type: "group" as const, id: "g1" }, sender: { id: "7" }, wasMentioned: true };
+    await dispatcher.dispatchInboundMessage(fields("own-1", { ...group, ownThread: true }));
+    await dispatcher.dispatchInboundMessage(fields("own-2", group));
+    expect(accepted.map((r) => [Boolean(r.ctx.ownThread), Boolean(r.ownTurn)])).toEqual([
+      [true, true],
+      [false, false],
+    ]);
+  });
+
   it("rejects a malformed message with a clear error and marks nothing", async () => {
     const dispatcher = new InboundDispatcher({
       redis,
