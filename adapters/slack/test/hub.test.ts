@@ -221,6 +221,35 @@ describe("slack through the hub", () => {
     expect(JSON.stringify(second?.messages)).toContain("END-1");
   }, 40_000);
 
+  it("/stop in a thread stops a follow-up of that thread running in the channel's session", async () => {
+    model.script({ text: "Short first answer." });
+    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> start q9`);
+    await fake.deliver(fake.envelope(appMentionEvent(root)));
+    const inThread = () =>
+      fake
+        .posted(SLACK_IDS.group)
+        .filter((m) => m.thread_ts === root.ts)
+        .map((m) => String(m.text));
+    await waitFor(() => inThread().length === 1, "the first answer", 10_000);
+    // A long follow-up answer (about 10 s), stopped from the thread.
+    model.script({ text: `Long follow-up. ${"more words ".repeat(500)}`, chunkSize: 20, delayMs: 40 });
+    const more = fake.userMessage(
+      SLACK_IDS.group,
+      SLACK_IDS.user,
+      `<@${fake.botUserId}> q9 at length`,
+      root.ts,
+    );
+    await fake.deliver(fake.envelope(appMentionEvent(more)));
+    await waitFor(() => modelSaw("q9 at length") === 1, "the follow-up's run");
+    const stop = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> /stop`, root.ts);
+    await fake.deliver(fake.envelope(appMentionEvent(stop)));
+    await waitFor(() => inThread().includes("Stopped."), "the stop's answer in the thread", 10_000);
+    expect(inThread()).not.toContain("Nothing is running.");
+    const posted = inThread().length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(inThread()).toHaveLength(posted);
+  }, 40_000);
+
   it("answers a DM whose text is only in rich_text blocks", async () => {
     model.script({ text: "Read your blocks." });
     const before = fake.posted(SLACK_IDS.directChat).length;

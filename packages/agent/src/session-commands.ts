@@ -80,16 +80,21 @@ async function queueCommand(
 
 /**
  * The run `/stop` stops: the session's own, or in a thread that has none, the run answering the thread's
- * first message. Commands stay in a thread's own session while its other messages may run in the chat's
+ * first message or one of the thread's later messages in the chat's session. Commands stay in a thread's own session while its other messages may run in the chat's
  * (Slack's thread on a channel mention): its /stop means the answer it sees, never another thread's.
  */
-async function runToStop(deps: Pick<CommandDeps, "activity">, ctx: MsgContext): Promise<string | undefined> {
+async function runToStop(
+  deps: Pick<CommandDeps, "activity" | "runs">,
+  ctx: MsgContext,
+): Promise<string | undefined> {
   const own = await deps.activity.activeRun(ctx.sessionKey);
   const cut = ctx.sessionKey.lastIndexOf(":thread:");
   if (own || ctx.threadId === undefined || cut < 0) return own;
   const parent = await deps.activity.activeRun(ctx.sessionKey.slice(0, cut));
+  if (parent === undefined) return undefined;
   const rootRun = runIdForMessage(`${ctx.channel}:${ctx.accountId}:${ctx.chat.id}:${ctx.threadId}`);
-  return parent === rootRun ? parent : undefined;
+  // The root's answer, or a follow-up of this thread that runs in the chat's session.
+  return parent === rootRun || (await deps.runs.threadOf(parent)) === ctx.threadId ? parent : undefined;
 }
 
 /**

@@ -203,6 +203,9 @@ export class InboundDispatcher {
       await this.#rateLimited(ctx, log);
       return { status: "rate_limited", sessionKey: ctx.sessionKey };
     }
+    // A thread message run in its chat's session: its record names the thread, for a /stop sent there.
+    if (request.ownTurn && ctx.sessionKey !== ownSession && ctx.threadId !== undefined)
+      await this.o.redis.hset(`${this.o.prefix}:run:${runId}`, "thread", ctx.threadId);
     // Debug: a message's one info line is its run's "run finished".
     log.debug({ runId, decision: decision.kind, outcome }, "inbound message accepted");
     if (command) return { status: "command", command: command.name, runId, sessionKey: ctx.sessionKey };

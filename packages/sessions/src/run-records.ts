@@ -201,6 +201,14 @@ export class RunRecords {
     return (await runScript(this.redis, MARK_STOP, [this.#key(runId)], [status])) === 1;
   }
 
+  /**
+   * The thread a run's message came from, when the run is in its chat's session: the dispatcher notes it in
+   * the record (field `thread`) as it admits a thread message there, so that a `/stop` in that thread finds it.
+   */
+  async threadOf(runId: string): Promise<string | undefined> {
+    return (await this.redis.hget(this.#key(runId), "thread")) ?? undefined;
+  }
+
   /** The stop asked for a run (its record's mark, see `markStop`), if any. */
   async stopMark(runId: string): Promise<"aborted" | "superseded" | undefined> {
     const mark = await this.redis.hget(this.#key(runId), "stop");
