@@ -139,7 +139,42 @@ describe("a hub killed while a live preview is on screen", () => {
       edits.map(() => firstId),
     );
   }, 90_000);
-  it("a run killed on every attempt ends interrupted and deletes the preview it left", async () => {
+  it("a run found 6 hours old after the restart is not resumed: its preview goes and the user is told", async () => {
+    const user = USER + 3;
+    const inst = previewInstallation("crash-preview-stale", user);
+    const endless = { text: `Never finished. ${"More words. ".repeat(200)}`, chunkSize: 8, delayMs: 100 };
+    model.script(endless);
+    const requestsBefore = model.requests.length;
+    const { hub } = await inst.start();
+    telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "long ago", messageId: 804 }));
+    const runKey = `${inst.prefix}:run:${runIdForMessage(`telegram:default:${user}:804`)}`;
+    const previewKey = `${inst.prefix}:preview:${runIdForMessage(`telegram:default:${user}:804`)}`;
+    await waitFor(
+      async () => telegram.shown(user).length === 1 && (await redis.hexists(previewKey, "messageId")) === 1,
+      "the preview",
+      40_000,
+    );
+    await hub.kill();
+    // The clock moved on: the run started six hours ago.
+    await redis.hset(runKey, "startedAt", Date.now() - 6 * 3600_000);
+    await inst.start();
+    await waitFor(
+      async () => (await redis.hget(runKey, "status")) === "interrupted",
+      "the run finalized",
+      40_000,
+    );
+    const notice = /could not finish answering this: I was restarted/;
+    await waitFor(
+      () => telegram.shown(user).length === 1 && notice.test(String(telegram.shown(user)[0]?.message.text)),
+      "the preview deleted and the notice sent",
+      20_000,
+    );
+    // No model call for it, and nothing more once the lane hands its request out and finds it over.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(model.requests.length - requestsBefore).toBe(1);
+    expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
+  }, 120_000);
+  it("a run killed on every attempt ends interrupted, deletes the preview it left and tells the user", async () => {
     const user = USER + 2;
     const inst = previewInstallation("crash-preview-interrupted", user, { ackReaction: "👀" });
     // Each attempt streams for half a minute (it is killed long before): the first sends the preview, the
@@ -174,10 +209,18 @@ describe("a hub killed while a live preview is on screen", () => {
     const runKey = `${inst.prefix}:run:${runIdForMessage(`telegram:default:${user}:803`)}`;
     const status = () => redis.hget(runKey, "status");
     await waitFor(async () => (await status()) === "interrupted", "the run finalized", 40_000);
-    await waitFor(() => telegram.shown(user).length === 0, "the preview deleted", 20_000);
-    // Nothing more is posted for it: the acknowledgement comes off too.
+    // The preview goes, and the user is told once that the message was not answered.
+    const notice = /could not finish answering this: I was restarted/;
+    await waitFor(
+      () => telegram.shown(user).length === 1 && notice.test(String(telegram.shown(user)[0]?.message.text)),
+      "the preview deleted and the notice sent",
+      20_000,
+    );
     await waitFor(() => telegram.reactions(user, 803).length === 0, "the reaction removed", 20_000);
     expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
     expect(model.requests.length - requestsBefore).toBe(3);
+    // The lane still hands the request out after recovery ended it: found over, it sends nothing more.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
   }, 150_000);
 });

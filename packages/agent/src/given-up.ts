@@ -1,5 +1,4 @@
-import type { HubLogger, ReplySink, RunRequest } from "@hub/core";
-import type { ChatEventPublisher } from "./events.js";
+import type { HubLogger, RunRequest } from "@hub/core";
 import {
   finalizeInterrupted,
   handOnSteering,
@@ -7,19 +6,21 @@ import {
   type UnansweredEnd,
 } from "./interrupted.js";
 import { failureNotice } from "./run-outcome.js";
+import { tellUnanswered, type UnansweredNotice, type UnansweredNoticeDeps } from "./unanswered-notice.js";
 
 /** What ending a run its session lane gave up on touches. */
-export interface GivenUpDeps extends InterruptedRunDeps {
-  replies: ReplySink;
-  events: ChatEventPublisher;
-  /** Takes off the acknowledgement reaction no attempt lived to take off (once the notice is delivered). */
-  unacknowledge?: ((request: RunRequest, log: HubLogger) => Promise<void>) | undefined;
-}
+export interface GivenUpDeps extends InterruptedRunDeps, UnansweredNoticeDeps {}
 
 const GIVEN_UP: UnansweredEnd = {
   status: "failed",
   error: "the run could not be executed (its runner failed repeatedly); see the hub's log",
   stopReason: "internal_error",
+};
+
+const GIVEN_UP_NOTICE: UnansweredNotice = {
+  kind: "failed",
+  text: failureNotice(undefined, "failed"),
+  error: GIVEN_UP.error,
 };
 
 /**
@@ -30,34 +31,18 @@ const GIVEN_UP: UnansweredEnd = {
  * alone reaches only the web chat. A run whose whole reply was queued ends `completed` instead, untold.
  */
 export async function endGivenUpRun(deps: GivenUpDeps, request: RunRequest, log: HubLogger): Promise<void> {
-  const { runId, ctx } = request;
+  const { runId } = request;
   const record = await deps.runs.get(runId);
   const status =
     record?.status === "running"
       ? await finalizeInterrupted(deps, record, log, GIVEN_UP)
       : await finishUnstarted(deps, request);
   if (status !== "failed") return;
-  await deps.events.publish({
-    runId,
-    sessionKey: ctx.sessionKey,
-    seq: 0,
-    state: "error",
-    text: GIVEN_UP.error,
-  });
-  // A message only kept as context (an unmentioned group message) was never to be answered: nothing to tell.
-  if (request.contextOnly) return log.error({ error: GIVEN_UP.error }, "context-only message given up");
-  log.error({ error: GIVEN_UP.error }, "run given up: the user is told it failed");
-  const text = failureNotice(undefined, "failed");
-  const reply = deps.replies.open(`${runId}.failed`, ctx.replyTarget, { runId, sessionKey: ctx.sessionKey });
-  await reply.push(text, undefined, { last: true });
-  await reply.end();
-  // As a run's own end does: the reaction comes off once its notice is out (in the background: the lane goes on).
-  const unacknowledge = deps.unacknowledge;
-  if (unacknowledge)
-    void reply
-      .settled()
-      .then(() => unacknowledge(request, log))
-      .catch((error: unknown) => log.warn({ err: error }, "could not take off the given-up run's reaction"));
+  log.error(
+    { error: GIVEN_UP.error },
+    request.contextOnly ? "context-only message given up" : "run given up: the user is told it failed",
+  );
+  await tellUnanswered(deps, request, GIVEN_UP_NOTICE, log);
 }
 
 // A run given up on before any attempt started it (or without a record): failed, what was steered into it

@@ -26,3 +26,4 @@ export * from "./tool-access.js";
 export * from "./tool-policy.js";
 export * from "./tools.js";
 export * from "./turn.js";
+export * from "./unanswered-notice.js";

@@ -11,6 +11,7 @@ import type {
 } from "@hub/sessions";
 import { endWritten } from "./history.js";
 import { handOnTakenSteering, stillQueued, writtenUserRuns } from "./taken-steering.js";
+import { INTERRUPTED_NOTICE } from "./unanswered-notice.js";
 
 // The text a staged answer's run record keeps (as the settle would have kept it, see StagedAnswer).
 const keptText = (staged: StagedAnswer) => (staged.recordKeepsText ? { text: staged.text } : {});
@@ -22,7 +23,7 @@ export interface UnansweredEnd {
   stopReason?: string;
 }
 
-const INTERRUPTED: UnansweredEnd = { status: "interrupted", error: "interrupted by a restart; not resumed" };
+const INTERRUPTED: UnansweredEnd = { status: "interrupted", error: INTERRUPTED_NOTICE.error };
 
 /** What finalizing an interrupted run touches. */
 export interface InterruptedRunDeps {
@@ -39,7 +40,7 @@ export interface InterruptedRunDeps {
 /**
  * Ends a run that a crash interrupted and that is not resumed (stale, or out
  * of attempts): `interrupted` by its exact runId and attempt, with no model
- * call and no message; the transcript gets its closing line, and messages
+ * call (its caller, the step that decided it, tells the chat: `tellUnanswered`); the transcript gets its closing line, and messages
  * steered into it (or collected into its batch) that it never wrote to its transcript run as follow-ups.
  * A run whose whole reply was queued before the crash (its last push staged the answer) ends `completed`
  * instead, its answer written before the closing line. Returns the status it ended with; undefined when something else decided

@@ -1,4 +1,4 @@
-import type { HubLogger } from "@hub/core";
+import type { HubLogger, RunRequest } from "@hub/core";
 import {
   type RunRecords,
   recoveryDecision,
@@ -15,8 +15,9 @@ const OUTSIDE_LANE_STALE_MS = 60_000;
 /**
  * Restart recovery, once at start with one frozen scan time: every run still
  * marked running whose session has no live runner is either finalized as
- * `interrupted` by its exact runId (stale, or out of attempts; no model call,
- * no message) or left to be resumed once when its session lane wakes it.
+ * `interrupted` by its exact runId (stale, or out of attempts; no model call;
+ * its chat is told, from the request its lane still holds) or left to be
+ * resumed once when its session lane wakes it.
  * A fresh run of the same session is never touched: decisions are per runId
  * and per attempt.
  */
@@ -30,6 +31,8 @@ export async function recoverInterruptedRuns(deps: {
   writers?: SessionWriters;
   /** Deletes the live preview a finalized run left on screen. */
   closeLeftPreview?: (runId: string) => Promise<void>;
+  /** Tells the chat of a finalized run of a session lane that it was not answered (see `tellUnanswered`). */
+  tell?: (request: RunRequest, log: HubLogger) => Promise<void>;
   runTimeoutMs: number;
   logger: HubLogger;
   scanTime?: number;
@@ -54,11 +57,29 @@ export async function recoverInterruptedRuns(deps: {
     }
     if (await deps.lane.isBusy(record.sessionKey)) continue;
     if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
-      if (await finalizeInterrupted(deps, record, log)) finalized.push(record.runId);
+      const status = await finalizeInterrupted(deps, record, log);
+      if (status) finalized.push(record.runId);
+      if (status === "interrupted") await tellInLane(deps, record, log);
     } else {
       resumable.push(record.runId);
       log.info({ attempt: record.attempt }, "interrupted run will be resumed by its session lane");
     }
   }
   return { finalized, resumable };
+}
+
+// The request of a finalized run is still at its lane's head (the lane hands it out later, and the runner
+// finds it over): its chat is told from it. A failure is logged: the outcome is recorded either way.
+async function tellInLane(
+  deps: { lane: SessionLane; tell?: (request: RunRequest, log: HubLogger) => Promise<void> },
+  record: { runId: string; sessionKey: string },
+  log: HubLogger,
+): Promise<void> {
+  if (!deps.tell) return;
+  try {
+    const request = await deps.lane.headRequest(record.sessionKey);
+    if (request?.runId === record.runId) await deps.tell(request, log);
+  } catch (error) {
+    log.warn({ err: error }, "could not tell the chat that its interrupted message was not answered");
+  }
 }

@@ -75,6 +75,7 @@ import type { AgentTool } from "./tools.js";
 import { keptMessage } from "./transcript-bounds.js";
 import { type AgentTurnResult, runAgentTurn } from "./turn.js";
 import { MAX_ANSWER_CHARS, OVERLONG_NOTE, turnEndingNote } from "./turn-ending.js";
+import { INTERRUPTED_NOTICE, tellUnanswered } from "./unanswered-notice.js";
 
 export type { ChatEventPublisher } from "./events.js";
 export { historyMessages } from "./history.js";
@@ -442,8 +443,12 @@ export class AgentRunner {
     const { ctx, runId } = request;
     const record = await this.o.runs.get(runId);
     if (record && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
-      if (await finalizeInterrupted(this.o, record, log))
-        await unacknowledgeFinalized(this.o.live, ctx, log, runId);
+      const status = await finalizeInterrupted(this.o, record, log);
+      const unacknowledge = () => unacknowledgeFinalized(this.o.live, ctx, log, runId);
+      // Not resumed (stale, or out of attempts): the user is told, as a run its lane gives up on is.
+      if (status === "interrupted")
+        await tellUnanswered({ ...this.o, unacknowledge }, request, INTERRUPTED_NOTICE, log);
+      else if (status) await unacknowledge();
       return undefined;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel);

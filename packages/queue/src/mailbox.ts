@@ -670,6 +670,17 @@ export class OrderedMailbox<T> {
     return (await this.#redis.exists(this.#k("own", key))) === 1;
   }
 
+  /** The item at a key's head (the one being handled, or next); undefined when none or unreadable. */
+  async head(key: string): Promise<MailboxItem<T> | undefined> {
+    const head = await this.#redis.lindex(this.#k("q", key), 0);
+    if (head === null) return undefined;
+    try {
+      return this.#parse(head);
+    } catch {
+      return undefined; // the drainer that reaches it says so, and drops it
+    }
+  }
+
   /** Items waiting (including the one being handled) for a key. */
   async depth(key: string): Promise<number> {
     return this.#redis.llen(this.#k("q", key));
@@ -1011,17 +1022,21 @@ export class OrderedMailbox<T> {
   }
 
   #decode(head: string, key: string): MailboxItem<T> | undefined {
-    const cut = head.indexOf(SEP);
-    const id = head.slice(0, cut);
     try {
-      return { id, data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
+      return this.#parse(head);
     } catch (error) {
       this.#o.logger.error(
-        { err: error, mailbox: this.#o.name, key, itemId: id },
+        { err: error, mailbox: this.#o.name, key, itemId: head.slice(0, head.indexOf(SEP)) },
         "mailbox item is unreadable; dropping it",
       );
       return undefined;
     }
+  }
+
+  // Throws what JSON.parse and the mailbox's own parse throw.
+  #parse(head: string): MailboxItem<T> {
+    const cut = head.indexOf(SEP);
+    return { id: head.slice(0, cut), data: this.#o.parse(JSON.parse(head.slice(cut + 1))) };
   }
 
   // After a handler threw for an item it did not ack: the next item, or "stop" draining this key.

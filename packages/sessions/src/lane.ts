@@ -120,6 +120,11 @@ export class SessionLane {
     return this.#mailbox.reclaimDeadPredecessors();
   }
 
+  /** The request at the head of a session's lane (the run in flight, or next). */
+  async headRequest(sessionKey: string): Promise<RunRequest | undefined> {
+    return (await this.#mailbox.head(sessionKey))?.data;
+  }
+
   /** True while some process is running this session (its lane lease is alive). */
   async isBusy(sessionKey: string): Promise<boolean> {
     return this.#mailbox.hasDrainer(sessionKey);

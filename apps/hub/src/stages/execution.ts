@@ -3,13 +3,15 @@ import {
   AgentRunner,
   type AgentRunnerOptions,
   createToolAccess,
+  INTERRUPTED_NOTICE,
   isFailover,
   recoverInterruptedRuns,
   sessionStatus,
   startAgentRole,
+  tellUnanswered,
   unacknowledgeFinalized,
 } from "@hub/agent";
-import type { HubLogger } from "@hub/core";
+import type { HubLogger, RunRequest } from "@hub/core";
 import type { WorkerRoom } from "@hub/queue";
 import type { ReplyDispatcher } from "@hub/reply";
 import { withAckLedger } from "../ack-ledger.js";
@@ -61,7 +63,7 @@ export async function startExecution(
     maxConcurrentRuns: config.agent.maxConcurrentRuns,
     room,
     recover: async () => {
-      const recovered = await recoverAtStart(s, replies, runTimeoutMs, agentLog);
+      const recovered = await recoverAtStart(s, { replies, events: base.events }, runTimeoutMs, agentLog);
       // After recovery decided which runs resume (those put their reaction on again and take it off).
       reactions.removeLeft();
       return recovered;
@@ -137,7 +139,7 @@ function agentRunner(
 // said and tried again at the next start), the dead predecessor's sessions freed at once, then recovery.
 async function recoverAtStart(
   s: SessionStage,
-  replies: ReplyDispatcher,
+  notices: { replies: ReplyDispatcher; events: HubBase["events"] },
   runTimeoutMs: number,
   log: HubLogger,
 ) {
@@ -149,7 +151,10 @@ async function recoverAtStart(
     log.warn({ err: error }, "could not move sessions' queue modes; tried again at the next start");
   }
   await lane.reclaimDeadPredecessors();
-  const closeLeftPreview = (runId: string) => replies.closeLeftPreview(runId);
-  const deps = { runs, sessions, lane, activity, writers, closeLeftPreview };
+  const closeLeftPreview = (runId: string) => notices.replies.closeLeftPreview(runId);
+  // The reactions of the runs it finalizes come off with the others left (removeLeft), not after the notice.
+  const tell = (request: RunRequest, runLog: HubLogger) =>
+    tellUnanswered(notices, request, INTERRUPTED_NOTICE, runLog);
+  const deps = { runs, sessions, lane, activity, writers, closeLeftPreview, tell };
   return recoverInterruptedRuns({ ...deps, runTimeoutMs, logger: log });
 }
