@@ -104,6 +104,22 @@ describe("restart recovery with real processes", () => {
     expect(messages[1]?.text).toBe("Resumed answer.");
   }, 60_000);
 
+  it("a resumed run's answer streams to the web chat under the run's own id, not its attempt's reply id", async () => {
+    const inst = installation("resume-events");
+    await crashMidRun(inst, "stream me again", "resume-run-0002");
+    // Long enough to still be streaming once the client below has read the session (and so hears its events).
+    const resumed = "Resumed and streamed. ".repeat(20).trim();
+    suite.model.script({ text: resumed, chunkSize: 22, delayMs: 150 });
+    const { client } = await inst.start();
+    await client.request("chat.history", {});
+    const end = await client.terminal("resume-run-0002", 30_000);
+    expect(end).toMatchObject({ state: "final", text: resumed });
+    const events = client.chatEvents();
+    expect(events.filter((e) => e.state === "delta").length).toBeGreaterThan(0);
+    // Before: the resumed attempt's segments came as `resume-run-0002.2`, a second answer the page left pending.
+    expect(new Set(events.map((e) => e.runId))).toEqual(new Set(["resume-run-0002"]));
+  }, 60_000);
+
   it("a run found 6 hours old after the restart is finalized as interrupted: no model call", async () => {
     const inst = installation("stale");
     await crashMidRun(inst, "stale job", "stale-run-0001");

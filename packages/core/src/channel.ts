@@ -72,6 +72,8 @@ export function typingDelayOf(capabilities: Pick<ChannelCapabilities, "typingDel
 export interface OutboundSegment {
   /** The reply (usually the runId) this segment belongs to. */
   replyId: string;
+  /** The run whose answer it is, where that is not `replyId` (a resumed attempt's reply: `<runId>.<attempt>`). */
+  runId?: string;
   /** 0-based position within its reply. */
   index: number;
   text: string;

@@ -87,7 +87,8 @@ export class WebChatAdapter implements ChannelAdapter {
 
   async send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
     await this.bus.publish({
-      runId: segment.replyId,
+      // The run's id, as chat.send answered it: a resumed attempt's segments belong to the same answer.
+      runId: segment.runId ?? segment.replyId,
       sessionKey: target.chatId,
       seq: segment.index,
       state: "delta",

@@ -14,6 +14,8 @@ export const MAX_CAPTION_CHARS = 1000;
 /** A queued segment as the delivery worker reads it. */
 export interface QueuedSegment {
   replyId: string;
+  /** Its run, where that is not `replyId`. */
+  runId?: string | undefined;
   index: number;
   text: string;
   attachment?: OutboxFile | undefined;
@@ -31,23 +33,26 @@ export async function segmentToSend(
   outbox: Outbox | undefined,
   logger: HubLogger,
 ): Promise<OutboundSegment> {
-  const { replyId, index, text, attachment } = item;
-  if (!attachment) return { replyId, index, text };
-  if (!adapter.capabilities.files) return { replyId, index, text: attachmentFallbackText(attachment, text) };
+  const { index, text, attachment } = item;
+  // The run is named only where it differs from the reply (a resumed attempt's `<runId>.<attempt>`).
+  const replyId = item.runId ? { replyId: item.replyId, runId: item.runId } : { replyId: item.replyId };
+  if (!attachment) return { ...replyId, index, text };
+  if (!adapter.capabilities.files)
+    return { ...replyId, index, text: attachmentFallbackText(attachment, text) };
   const path = outbox ? await existing(outbox.pathOf(attachment.ref)) : undefined;
   if (!path) {
     logger.warn(
-      { replyId, index, channel: adapter.channel, ref: attachment.ref },
+      { replyId: item.replyId, index, channel: adapter.channel, ref: attachment.ref },
       "outbox file not found in this delivery process (swept, or the outbox directory is not shared); sending a note instead",
     );
     return {
-      replyId,
+      ...replyId,
       index,
       text: attachmentFallbackText(attachment, text, "the file is no longer available"),
     };
   }
   const { filename, mime, kind, size } = attachment;
-  return { replyId, index, text, attachment: { path, filename, mime, kind, size } };
+  return { ...replyId, index, text, attachment: { path, filename, mime, kind, size } };
 }
 
 async function existing(path: string): Promise<string | undefined> {
