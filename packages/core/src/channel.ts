@@ -127,9 +127,13 @@ export function chatRefusesStatus(status: number): boolean {
  */
 export const MAX_RETRY_AFTER_MS = 3_600_000;
 
-/** A wait in ms as told by a platform, made usable: not a number or below 0 is 1 s, above the cap is the cap. */
+/**
+ * A wait in ms as told by a platform, made usable: not a number, 0 or below is 1 s (Slack can send
+ * `Retry-After: 0`, and `0.5` reads as 0: no advice, and retrying at once would only be told again), above
+ * the cap is the cap.
+ */
 export function usableWaitMs(ms: number): number {
-  if (!Number.isFinite(ms) || ms < 0) return 1000;
+  if (!Number.isFinite(ms) || ms <= 0) return 1000;
   return Math.min(Math.ceil(ms), MAX_RETRY_AFTER_MS);
 }
 

@@ -197,6 +197,9 @@ describe("edge helpers", () => {
     expect(retryAfterMs(3_000_000)).toBe(3_600_000);
     expect(new RateLimitedError(3e9).retryAfterMs).toBe(3_600_000);
     expect(new RateLimitedError(Number.NaN).retryAfterMs).toBe(1000);
+    // Slack's `Retry-After: 0` (and `0.5`, which its client reads as 0): no advice, not "at once".
+    expect(new RateLimitedError(retryAfterMs("0")).retryAfterMs).toBe(1000);
+    expect(new RateLimitedError(0.4).retryAfterMs).toBe(1);
     expect([400, 401, 403, 404, 408, 429, 500, 502].map(isPermanentStatus)).toEqual([
       true,
       true,

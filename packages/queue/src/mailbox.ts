@@ -1096,7 +1096,9 @@ export class OrderedMailbox<T> {
     return "delayed";
   }
 
-  async #delay(key: string, own: string, token: string, ms: number, undoAttemptOf = ""): Promise<void> {
+  async #delay(key: string, own: string, token: string, wait: number, undoAttemptOf = ""): Promise<void> {
+    // Redis takes a whole, positive PX: a script refused for 0 would leave the drain retrying at once.
+    const ms = Number.isFinite(wait) ? Math.max(1, Math.ceil(wait)) : 1000;
     await runScript(
       this.#redis,
       DELAY,

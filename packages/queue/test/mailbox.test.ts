@@ -228,6 +228,38 @@ describe("OrderedMailbox", () => {
     expect(seen[1]!.at - seen[0]!.at).toBeGreaterThanOrEqual(550);
   });
 
+  it("a rate limit told as 0 ms or a fraction delays the key too (Redis takes no PX 0), then continues", async () => {
+    const failed: string[] = [];
+    const { mailbox, workers } = setup("ratelimit-zero", {
+      maxAttempts: 2,
+      onFailed: (id) => failed.push(id),
+    });
+    const seen: number[] = [];
+    const tries = new Map<number, number>();
+    workers.push(
+      mailbox.startWorker(
+        async (item) => {
+          const n = item.data.n;
+          tries.set(n, (tries.get(n) ?? 0) + 1);
+          // Told to wait 0 ms (item 1) or 1.5 ms (item 2) three times: more than its attempts, none a failure.
+          // The wait as a thrower outside RateLimitedError's constructor may carry it.
+          const wait = n === 1 ? 0 : 1.5;
+          if (n > 0 && (tries.get(n) ?? 0) <= 3)
+            throw Object.assign(new RateLimitedError(1), { retryAfterMs: wait });
+          seen.push(n);
+        },
+        { concurrency: 1 },
+      ),
+    );
+    await mailbox.push(
+      "z",
+      [0, 1, 2].map((n) => ({ id: `z${n}`, data: { n } })),
+    );
+    await waitFor(() => seen.length === 3 || failed.length > 0, "all three items");
+    expect(failed).toEqual([]);
+    expect(seen).toEqual([0, 1, 2]);
+  });
+
   it("gives up a permanently failing item and keeps the rest", async () => {
     const failed: string[] = [];
     const { mailbox, workers } = setup("permanent", { onFailed: (id) => failed.push(id) });
