@@ -345,6 +345,8 @@ export class ReplyDispatcher implements ReplySink {
     options: { concurrency?: number; shared?: boolean } = {},
   ): MailboxWorker {
     const sendTimeoutMs = this.#o.sendTimeoutMs ?? 10_000;
+    // A segment taking over a live preview tries the edit in the first half of its tries at most.
+    const editTries = Math.max(1, Math.floor((this.#o.maxAttempts ?? 8) / 2));
     this.#adapterOf = adapterOf;
     // Only when other threads push for it: each change of its slots is then published.
     this.#room = options.shared ? new WorkerRoom() : undefined;
@@ -364,6 +366,7 @@ export class ReplyDispatcher implements ReplySink {
           gate: () => this.#gate(adapter, target, ctx, "delivery.before-preview"),
           send: (segment) => this.#sendOnce(adapter, item.data, segment, ctx, sendTimeoutMs),
           log: this.#o.logger.child(segmentLogFields(item.data)),
+          lastEditTry: ctx.attempt >= editTries,
         });
         if (item.data.kind !== undefined) return this.#deliverPreview(item.id, item.data, io());
         if (this.#expired(item.data)) {

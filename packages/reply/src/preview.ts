@@ -43,6 +43,12 @@ export interface PreviewIo {
   send(segment: OutboundSegment): Promise<SendResult>;
   /** Where a preview the platform refuses to edit is said (with the run's log fields). */
   log: HubLogger;
+  /**
+   * This is the segment's last try at editing the preview: an edit that fails again, however, is given up
+   * as refused (the preview deleted) and the segment sent as a new message with the tries left, so an edit
+   * that keeps failing (Slack's `fatal_error` on every `chat.update`) cannot use up the segment's tries.
+   */
+  lastEditTry?: boolean;
 }
 
 /**
@@ -131,7 +137,7 @@ export class LivePreviews {
     try {
       await io.adapter.edit(state.messageId, segment, io.target, { signal: io.signal });
     } catch (error) {
-      if (!(error instanceof PermanentSendError)) throw error;
+      if (!(error instanceof PermanentSendError) && !io.lastEditTry) throw error;
       await this.#editRefused(k, state.messageId, error, io);
       return false;
     }
@@ -146,12 +152,12 @@ export class LivePreviews {
   }
 
   /**
-   * An edit of the preview refused for good. Either the preview is gone (deleted by someone: the next
+   * An edit of the preview refused for good (or failing on its last try: see `lastEditTry`). Either the preview is gone (deleted by someone: the next
    * preview or segment starts a new message), or the platform keeps it and will not edit it (Slack's
    * `cant_update_message`, an edit window closed): it is deleted, so no half answer stays on screen above
    * the segments sent as new messages, and the run previews no more.
    */
-  async #editRefused(k: string, messageId: string, error: PermanentSendError, io: PreviewIo): Promise<void> {
+  async #editRefused(k: string, messageId: string, error: unknown, io: PreviewIo): Promise<void> {
     if (io.adapter.deleteMessage) await io.gate();
     const deleted = io.adapter.deleteMessage
       ? await io.adapter.deleteMessage(io.target, messageId).then(
@@ -161,7 +167,7 @@ export class LivePreviews {
       : false;
     if (deleted)
       io.log.warn(
-        { err: error.message },
+        { err: error instanceof Error ? error.message : String(error) },
         "the platform refused to edit the live preview; deleted it, the answer follows as messages of its own",
       );
     const multi = this.redis.multi().hdel(k, "messageId", "text");
