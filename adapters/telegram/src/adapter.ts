@@ -126,15 +126,16 @@ export class TelegramAdapter implements ChannelAdapter {
     };
     this.accountId = options.accountId ?? "default";
     this.#log = options.logger.child({ channel: "telegram", accountId: this.accountId });
-    const client = (fetch: ClosableBotApiFetch): ApiClientOptions => ({
+    const client = (fetch: ClosableBotApiFetch, timeoutSeconds: number): ApiClientOptions => ({
       apiRoot: options.apiRoot ?? "https://api.telegram.org",
       // A request that hangs (a black-holed network) fails and is retried instead of blocking forever.
-      timeoutSeconds: (options.pollTimeoutSeconds ?? 25) + 15,
+      timeoutSeconds,
       fetch: fetch as unknown as ApiClientOptions["fetch"],
     });
-    this.#bot = new Bot(options.botToken, { client: client(this.#sendFetch) });
-    // getUpdates on a connection of its own (see botApiFetch).
-    this.#pollApi = new Api(options.botToken, client(this.#pollFetch));
+    this.#bot = new Bot(options.botToken, { client: client(this.#sendFetch, 40) });
+    // getUpdates on a connection of its own (see botApiFetch), given up 10 s after the poll's own timeout:
+    // a poll that hangs past it would hold every chat's messages.
+    this.#pollApi = new Api(options.botToken, client(this.#pollFetch, this.#pollTimeoutSeconds() + 10));
     this.#status = new ChannelStatusCell((status) => {
       if (status.state === "connected") this.#log.info("telegram connected");
     });
@@ -250,6 +251,11 @@ export class TelegramAdapter implements ChannelAdapter {
     }
   }
 
+  // The long poll's timeout: at most half the polling lease (see pollTimeoutWithin).
+  #pollTimeoutSeconds(): number {
+    return pollTimeoutWithin(this.#o.pollTimeoutSeconds ?? 25, this.#o.lease);
+  }
+
   #pollerDeps(): PollerDeps {
     return {
       api: this.#pollApi,
@@ -259,7 +265,7 @@ export class TelegramAdapter implements ChannelAdapter {
       status: this.#status,
       log: this.#log,
       signal: this.#stop.signal,
-      pollTimeoutSeconds: pollTimeoutWithin(this.#o.pollTimeoutSeconds ?? 25, this.#o.lease),
+      pollTimeoutSeconds: this.#pollTimeoutSeconds(),
       conflictBackoffMs: this.#o.conflictBackoffMs ?? 30_000,
     };
   }

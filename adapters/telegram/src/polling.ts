@@ -110,6 +110,30 @@ function endsInAlbumItem(batch: unknown[]): boolean {
   );
 }
 
+/** Telegram's 409 while a webhook is set: "Conflict: can't use getUpdates method while webhook is active". */
+const WEBHOOK_SET = /webhook is active/i;
+
+/**
+ * A webhook left set at Telegram (an earlier `mode: "webhook"` run, another tool) while this account polls:
+ * it never goes away by itself, so it is deleted (pending updates kept), as grammY's own `bot.start()` does
+ * before polling. False when the delete failed (said; the conflict's wait follows).
+ */
+async function deleteLeftWebhook(deps: PollerDeps): Promise<boolean> {
+  try {
+    await deps.api.deleteWebhook({ drop_pending_updates: false }, grammySignal(deps.signal));
+    deps.log.warn(
+      "a webhook was set for this bot while channels.telegram.mode is polling; deleted it, polling goes on (set mode to webhook to use one)",
+    );
+    return true;
+  } catch (error) {
+    deps.log.warn(
+      { err: describeTelegramError(error) },
+      "could not delete the webhook left set for this bot",
+    );
+    return false;
+  }
+}
+
 /** One getUpdates call; undefined when it failed (logged, status set, waited) or the loop is stopping. */
 async function fetchBatch(
   deps: PollerDeps,
@@ -140,6 +164,9 @@ async function fetchBatch(
       deps.log.error({ reason }, "telegram polling stopped: the bot token was refused");
       deps.status.set("failed", { reason });
       return "refused";
+    }
+    if (error instanceof GrammyError && error.error_code === 409 && WEBHOOK_SET.test(error.description)) {
+      if (await deleteLeftWebhook(deps)) return undefined;
     }
     if (error instanceof GrammyError && error.error_code === 409) {
       // Another poller or a webhook holds the bot; one clear line, then a long wait, not a storm.

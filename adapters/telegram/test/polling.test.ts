@@ -76,6 +76,19 @@ describe("telegram long polling", () => {
     await waitFor(() => seen.includes("after the restart"), "polling going on", 10_000);
     expect(status.get().state).toBe("connected");
   }, 20_000);
+  it("a webhook left set at Telegram is deleted, and polling gets the updates (it used to wait on 409 for good)", async () => {
+    const seen: string[] = [];
+    const { fake } = await startPolling({
+      handle: (raw) => seen.push(String((raw as { message?: { text?: string } }).message?.text)),
+    });
+    // Left by an earlier `mode: "webhook"` run: every getUpdates answers 409 while it is set.
+    await new Api(fake.token, { apiRoot: fake.apiRoot }).setWebhook(
+      "https://old.example.com/telegram/webhook",
+    );
+    fake.pushUpdate(privateText({ chatId: 6, fromId: 6, text: "behind a stale webhook" }));
+    await waitFor(() => seen.includes("behind a stale webhook"), "the update polled", 10_000);
+    expect(fake.callsOf("deleteWebhook").map((c) => c.params)).toEqual([{ drop_pending_updates: false }]);
+  }, 20_000);
   it("a 429 whose retry_after is not a number still waits with backoff: no hot loop of getUpdates", async () => {
     const waits: number[] = [];
     const { fake } = await startPolling({
