@@ -356,6 +356,8 @@ export class TelegramAdapter implements ChannelAdapter {
         },
         verify: () => true,
         handle: (body) => this.handleRawUpdate(body),
+        // Redis down or frozen: 503 within 10 s (Telegram redelivers), not a call held open until it is back.
+        answerWithinMs: WEBHOOK_ANSWER_WITHIN_MS,
         logger: this.#log,
       }),
     ];
@@ -512,6 +514,9 @@ export class TelegramAdapter implements ChannelAdapter {
     return fetchMediaUrl(url, { ...options, platform: "Telegram", declaredSize: file.file_size });
   }
 }
+
+/** The longest a webhook call from Telegram waits for its update to be taken (see `answerWithinMs`). */
+const WEBHOOK_ANSWER_WITHIN_MS = 10_000;
 
 /**
  * A long poll that outlives the polling lease would still be open at Telegram when a process frozen

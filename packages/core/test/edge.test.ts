@@ -66,6 +66,38 @@ describe("webhookRoute", () => {
     expect(seen).toEqual([]);
   });
 
+  it("with answerWithinMs, a handling that hangs (Redis down) is answered 503 in time, and it goes on", async () => {
+    let finish: (result: InboundResult) => void = () => {};
+    const handled = new Promise<InboundResult>((resolve) => {
+      finish = resolve;
+    });
+    const { logger, records } = captureLogs("info");
+    const route = webhookRoute({
+      path: "/slow",
+      verify: () => true,
+      handle: () => handled,
+      answerWithinMs: 300,
+      logger,
+    });
+    const slow = createServer((req, res) => void route.handle(req, res));
+    await new Promise<void>((r) => slow.listen(0, "127.0.0.1", () => r()));
+    try {
+      const port = (slow.address() as AddressInfo).port;
+      const startedAt = Date.now();
+      const res = await fetch(`http://127.0.0.1:${port}/slow`, { method: "POST", body: '{"update_id":1}' });
+      expect(res.status).toBe(503);
+      expect(Date.now() - startedAt).toBeLessThan(5_000);
+      expect(records).toEqual([
+        expect.objectContaining({ msg: "webhook update not accepted now; the platform will retry" }),
+      ]);
+      expect(String(records[0]?.reason)).toMatch(/not taken within 0.3 s \(is Redis reachable\?\)/);
+      // Its handling was not abandoned: what it takes later makes the platform's redelivery a duplicate.
+      finish({ kind: "accepted" });
+    } finally {
+      await new Promise<void>((r) => slow.close(() => r()));
+    }
+  });
+
   it("logs a refused call once, with the why its verify gave", async () => {
     const { logger, records } = captureLogs("info");
     const route = webhookRoute({

@@ -57,6 +57,12 @@ export interface WebhookRouteOptions {
    * never be accepted is acknowledged, never retried forever. Throwing counts as `retry`.
    */
   handle(body: unknown, request: WebhookRequest): Promise<InboundResult>;
+  /**
+   * The longest the caller waits for `handle` (ms; default: as long as it takes). Past it the call is
+   * answered 503 (the platform redelivers) while the handling goes on: a redelivery of what it then takes
+   * is a duplicate. A hub whose Redis is down or frozen would otherwise hold every webhook call open.
+   */
+  answerWithinMs?: number;
   /** A body to send with the 200 (e.g. a challenge answer); none by default. */
   respond?(body: unknown, result: InboundResult): { contentType: string; body: string } | undefined;
   logger: HubLogger;
@@ -172,6 +178,35 @@ function refused(options: WebhookRouteOptions, req: IncomingMessage, verified: b
  * is not JSON (empty, a form, garbage) or a payload that cannot be read is
  * acknowledged with 200 and one log line: redelivering it would never help.
  */
+// The handling's result (a throw is `retry`), or `retry` once `answerWithinMs` has passed without one.
+async function handledWithin(
+  options: WebhookRouteOptions,
+  body: unknown,
+  request: WebhookRequest,
+): Promise<InboundResult> {
+  const handled = options
+    .handle(body, request)
+    .catch((error: unknown): InboundResult => ({ kind: "retry", reason: describeError(error) }));
+  const ms = options.answerWithinMs;
+  if (ms === undefined) return handled;
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<InboundResult>((resolve) => {
+    timer = setTimeout(
+      () =>
+        resolve({
+          kind: "retry",
+          reason: `not taken within ${ms / 1000} s (is Redis reachable?); taking it goes on, a redelivery is a duplicate then`,
+        }),
+      ms,
+    );
+  });
+  try {
+    return await Promise.race([handled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
   const maxBytes = options.maxBytes ?? 1024 * 1024;
   const log = options.logger;
@@ -198,12 +233,7 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
         );
         return answer(res, 200, req);
       }
-      let result: InboundResult;
-      try {
-        result = await options.handle(body, request);
-      } catch (error) {
-        result = { kind: "retry", reason: describeError(error) };
-      }
+      const result = await handledWithin(options, body, request);
       if (result.kind === "retry") {
         log.error(
           { path: options.path, reason: result.reason },
