@@ -58,6 +58,7 @@ import {
 } from "./catch-up.js";
 import { describeClose } from "./close-reasons.js";
 import { type DiscordGuild, guildAccess } from "./config.js";
+import { frameProblemOf, guardGatewayFrames } from "./frame-guard.js";
 import { GatewayStatus } from "./gateway-status.js";
 import { type InteractionRecord, InteractionReplies } from "./interaction-replies.js";
 import { deleteMessage, editMessage, setOwnReaction } from "./live.js";
@@ -202,6 +203,7 @@ export class DiscordAdapter implements ChannelAdapter {
     });
     // A process that only delivers never logs in, but its sends need the token too.
     client.rest.setToken(this.#o.token);
+    guardGatewayFrames();
     guardPacketHandlers(client, this.#log);
     this.#wire(client);
     return client;
@@ -237,7 +239,11 @@ export class DiscordAdapter implements ChannelAdapter {
       if (!this.#login) this.#log.warn({ err: error.message }, "discord gateway error");
     });
     c.on(Events.Error, (error) => this.#log.error({ err: error.message }, "discord client error"));
-    c.on(Events.Debug, (message) => current() && this.#status.debug(message));
+    c.on(Events.Debug, (message) => {
+      const problem = frameProblemOf(message);
+      if (problem) this.#log.warn({ problem }, "Discord sent a gateway frame the bot cannot use as it is");
+      if (current()) this.#status.debug(message);
+    });
     c.on(Events.ClientReady, () => void this.#registerCommands());
     c.on(Events.Raw, (packet: { t?: string | null; d?: unknown }) => {
       try {

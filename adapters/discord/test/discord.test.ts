@@ -36,8 +36,14 @@ const reconnectReasons = (lines: Array<Record<string, unknown>>) =>
   lines.filter((l) => l.msg === "discord gateway reconnecting").map((l) => String(l.reason));
 
 /** A hub with a Discord adapter (discord.js against the fake Discord) and a fake model. */
-async function setup(fakeOptions: FakeDiscordOptions = {}, log = logger()) {
+async function setup(
+  fakeOptions: FakeDiscordOptions = {},
+  log = logger(),
+  /** Runs on the fake before the hub connects (a malformed first HELLO or READY). */
+  prepare?: (fake: FakeDiscord) => void,
+) {
   const fake = await startFakeDiscord(fakeOptions);
+  prepare?.(fake);
   const model = await startFakeOpenAI();
   const adapter = adapterFor(fake, log);
   const hub = await startTestHub(
@@ -320,6 +326,68 @@ describe("discord adapter", () => {
     expect(fake.gateway.stats.resumes).toBeGreaterThanOrEqual(1);
     expect(adapter.status().state).toBe("connected");
   });
+
+  it.each([
+    ["no data (d: null)", () => null],
+    ["a heartbeat interval of 0", () => ({ heartbeat_interval: 0 })],
+    ["a heartbeat interval past a timer's range", () => ({ heartbeat_interval: 1e12 })],
+  ])(
+    "a HELLO with %s neither ends the process nor beats in a loop: Discord's usual interval, messages answered",
+    async (_, hello) => {
+      const { log, lines } = capturedLogger();
+      const rejections: unknown[] = [];
+      const onRejection = (reason: unknown) => void rejections.push(reason);
+      process.on("unhandledRejection", onRejection);
+      try {
+        const { fake, model } = await setup({}, log, (f) => {
+          f.gateway.nextHello = hello;
+        });
+        model.script({ text: "Alive." });
+        fake.userMessage({ channelId: fake.dmChannelId, content: "after a strange hello" });
+        await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 15_000);
+        // At 41,250 ms: the first beat within it (jitter), and no tight loop of them.
+        await new Promise((r) => setTimeout(r, 1000));
+        expect(fake.gateway.stats.heartbeats).toBeLessThanOrEqual(1);
+        expect(fake.gateway.stats.connections).toBe(1);
+        expect(lines.filter((l) => String(l.problem).includes("heartbeat_interval"))).toHaveLength(1);
+        expect(rejections).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", onRejection);
+      }
+    },
+  );
+
+  it.each([
+    ["user", (d: Record<string, unknown>) => ({ ...d, user: undefined })],
+    ["guilds", (d: Record<string, unknown>) => ({ ...d, guilds: undefined })],
+    ["any data", () => null],
+  ])(
+    "a READY without %s is dropped and the bot identifies again: not deaf, not ended",
+    async (field, ready) => {
+      const { log, lines } = capturedLogger();
+      const rejections: unknown[] = [];
+      const onRejection = (reason: unknown) => void rejections.push(reason);
+      process.on("unhandledRejection", onRejection);
+      try {
+        const { fake, model, adapter } = await setup({}, log, (f) => {
+          f.gateway.nextReady = ready;
+        });
+        model.script({ text: "Heard you." });
+        fake.userMessage({ channelId: fake.dmChannelId, content: "after a strange ready" });
+        await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 20_000);
+        expect(fake.gateway.stats.identifies).toBe(2);
+        expect(adapter.status().state).toBe("connected");
+        const problems = lines.filter((l) => String(l.problem).startsWith("Discord's READY lacked"));
+        expect(problems.map((l) => l.problem)).toEqual([
+          expect.stringContaining(field === "any data" ? "its data" : field),
+        ]);
+        expect(rejections).toEqual([]);
+      } finally {
+        process.off("unhandledRejection", onRejection);
+      }
+    },
+    30_000,
+  );
 
   it("malformed dispatches (which make discord.js itself throw) are dropped: no unhandled rejection, the next message answered", async () => {
     const { fake, model, adapter } = await setup();

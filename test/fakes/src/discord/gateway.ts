@@ -67,6 +67,10 @@ export class FakeDiscordGateway {
     clientCloses: [],
     intents: undefined,
   };
+  /** Changes the next HELLO's `d` into what it returns (a malformed frame for a test); used once. */
+  nextHello: ((d: Record<string, unknown>) => unknown) | undefined;
+  /** Changes the next READY's `d` into what it returns (a malformed frame for a test); used once. */
+  nextReady: ((d: Record<string, unknown>) => unknown) | undefined;
   readonly #wss = new WebSocketServer({ noServer: true });
   readonly #sessions = new Map<string, GatewaySession>();
   readonly #connections = new Set<GatewayConnection>();
@@ -99,11 +103,12 @@ export class FakeDiscordGateway {
       ws.close(GatewayCloseCodes.InvalidAPIVersion, "Invalid API version");
       return;
     }
-    if (this.host.hello)
-      this.#send(conn, {
-        op: GatewayOpcodes.Hello,
-        d: { heartbeat_interval: this.host.heartbeatIntervalMs },
-      });
+    if (this.host.hello) {
+      const hello = { heartbeat_interval: this.host.heartbeatIntervalMs };
+      const change = this.nextHello;
+      this.nextHello = undefined;
+      this.#send(conn, { op: GatewayOpcodes.Hello, d: change ? change(hello) : hello });
+    }
     ws.on("message", (raw, isBinary) => this.#receive(conn, isBinary ? undefined : raw.toString()));
   }
 
@@ -164,7 +169,7 @@ export class FakeDiscordGateway {
     this.#sessions.set(session.id, session);
     conn.session = session;
     const ready = this.host.readyData();
-    this.#dispatchTo(session, GatewayDispatchEvents.Ready, {
+    const readyD = {
       v: 10,
       user: ready.user,
       guilds: ready.guilds.map((g) => ({ id: g.id, unavailable: true })),
@@ -172,7 +177,10 @@ export class FakeDiscordGateway {
       resume_gateway_url: this.url(),
       shard: [0, 1],
       application: ready.application,
-    });
+    };
+    const change = this.nextReady;
+    this.nextReady = undefined;
+    this.#dispatchTo(session, GatewayDispatchEvents.Ready, change ? change(readyD) : readyD);
     for (const guild of this.host.guildCreates())
       this.#dispatchTo(session, GatewayDispatchEvents.GuildCreate, guild);
     for (const early of this.#early.splice(0)) this.#dispatchTo(session, early.t, early.d);
