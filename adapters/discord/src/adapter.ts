@@ -3,6 +3,7 @@ import {
   type AccountLease,
   type AdapterFields,
   type AdapterStateStore,
+  accountConfigPath,
   Backoff,
   type ChannelAdapter,
   type ChannelCapabilities,
@@ -22,6 +23,7 @@ import {
   identifyingFields,
   isPermanentStatus,
   KeyedChain,
+  keyOrVariable,
   type Media,
   type OutboundSegment,
   OwnReactions,
@@ -748,6 +750,7 @@ export class DiscordAdapter implements ChannelAdapter {
           : { body: messageBody(segment, plain) }),
         ...(options.signal ? { signal: options.signal } : {}),
       })) as { id?: string };
+      this.#status.tokenAccepted();
       return message.id ? { messageId: message.id } : {};
     } catch (error) {
       throw this.#classify(error);
@@ -765,6 +768,7 @@ export class DiscordAdapter implements ChannelAdapter {
     // they are never passed on (the hub logs send errors), only their status, message and code.
     if (error instanceof DiscordAPIError) {
       const what = `${error.status} ${error.message} (code ${error.code})`;
+      if (error.status === 401) this.#tokenRefused(what);
       if (isPermanentStatus(error.status))
         return new PermanentSendError(`Discord refused the message: ${what}`, {
           chatRefuses: error.status === 401 || CHAT_REFUSAL_CODES.has(Number(error.code)),
@@ -773,6 +777,17 @@ export class DiscordAdapter implements ChannelAdapter {
     }
     if (error instanceof HTTPError) return new Error(`Discord answered ${error.status} ${error.message}`);
     return error;
+  }
+
+  // A 401 makes @discordjs/rest drop the token: every later call would fail without one ("Expected token to
+  // be set"), the channel still showing connected. It is set again (a refusal that passes is over at the next
+  // call), and the channel shows failed, with what to do, until a call goes through.
+  #tokenRefused(what: string): void {
+    this.#client.rest.setToken(this.#o.token);
+    const key = keyOrVariable(accountConfigPath("discord", this.accountId), "token", "DISCORD_BOT_TOKEN");
+    this.#status.tokenRefused(
+      `Discord refused the bot token on a send (${what}); put a valid one in ${key} (Developer Portal > Bot > Reset Token) and restart the hub`,
+    );
   }
 
   async sendTyping(target: ReplyTarget): Promise<void> {

@@ -11,6 +11,8 @@ export class GatewayStatus {
   #quiet = false;
   /** The initial "connecting", set quietly, is not said yet (see `starting`). */
   #unsaid = true;
+  /** The reason shown while a 401 on a REST call says the token was refused (see `tokenRefused`). */
+  #tokenRefusal: string | undefined;
 
   constructor(log: HubLogger) {
     this.#log = log;
@@ -92,6 +94,23 @@ export class GatewayStatus {
    */
   failed(reason: string): void {
     this.#quietly(() => this.#cell.set("failed", { reason }));
+  }
+
+  /**
+   * Discord refused the bot token on a REST call (401) while connected: failed with what to do (said once),
+   * until a call is accepted again (`tokenAccepted`).
+   */
+  tokenRefused(reason: string): void {
+    if (this.#cell.get().state !== "connected") return;
+    this.#tokenRefusal = reason;
+    this.#cell.set("failed", { reason });
+  }
+
+  /** A REST call went through: a token refusal this status shows is over. */
+  tokenAccepted(): void {
+    if (this.#tokenRefusal === undefined) return;
+    if (this.#cell.get().reason === this.#tokenRefusal) this.#cell.set("connected");
+    this.#tokenRefusal = undefined;
   }
 
   /** The shard gave up (fatal close code). */

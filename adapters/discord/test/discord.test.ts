@@ -535,6 +535,26 @@ describe("discord sends", () => {
     expect(fake.sent(fake.channelId)).toHaveLength(2);
   });
 
+  it("a 401 on a send shows the channel failed with what to do, and does not leave later sends without the token", async () => {
+    const { fake, adapter } = await bare();
+    const target = { channel: "discord", accountId: "default", chatId: fake.channelId };
+    await adapter.start(async () => ({ kind: "accepted" }));
+    await waitFor(() => adapter.status().state === "connected", "connected");
+    fake.failNext("POST /channels/:id/messages", { status: 401 });
+    const refused = await adapter
+      .send({ replyId: "t", index: 0, text: "refused" }, target)
+      .catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(PermanentSendError);
+    expect(adapter.status()).toMatchObject({
+      state: "failed",
+      reason: expect.stringMatching(/^Discord refused the bot token on a send .*DISCORD_BOT_TOKEN/),
+    });
+    // @discordjs/rest dropped the token on the 401: without it set again, this send failed ("Expected token").
+    await adapter.send({ replyId: "t", index: 1, text: "accepted again" }, target);
+    expect(fake.sent(fake.channelId).map((m) => m.message.content)).toEqual(["accepted again"]);
+    expect(adapter.status().state).toBe("connected");
+  });
+
   it("a 429 becomes RateLimitedError with Discord's retry_after; the exhausted bucket refuses the next send before it is made", async () => {
     const { fake, adapter } = await bare();
     const target = { channel: "discord", accountId: "default", chatId: fake.channelId };

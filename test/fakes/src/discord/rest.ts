@@ -240,11 +240,12 @@ function route(s: State, method: string, path: string, body: unknown, query: URL
 function rateLimitAnswer(failure: DiscordFailure, bucket: string): Answer {
   if (failure.status !== 429) {
     const messages: Record<number, string> = {
+      401: "401: Unauthorized",
       403: "Missing Permissions",
       404: "Unknown Channel",
       500: "Internal Server Error",
     };
-    const codes: Record<number, number> = { 403: 50013, 404: 10003, 500: 0 };
+    const codes: Record<number, number> = { 401: 0, 403: 50013, 404: 10003, 500: 0 };
     return json(failure.status, {
       message: failure.message ?? messages[failure.status],
       code: failure.code ?? codes[failure.status],

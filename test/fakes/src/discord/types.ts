@@ -64,7 +64,7 @@ export interface FakeInteraction {
 
 /** A scripted failure for the next request of a route. */
 export interface DiscordFailure {
-  status: 429 | 500 | 403 | 404;
+  status: 429 | 500 | 401 | 403 | 404;
   /** For 429: seconds (float) until the bucket resets. */
   retryAfter?: number;
   /** For 429: a global rate limit (X-RateLimit-Global, scope "global"). */
