@@ -52,6 +52,35 @@ describe("agent runs through the hub", () => {
     client.close();
   });
 
+  it("chat.history shows a message waiting behind a running run, once, before and after its run writes it", async () => {
+    model.script(
+      { text: "first answer ".repeat(60).trim(), chunkSize: 13, delayMs: 40 },
+      { text: "Second answer." },
+    );
+    const client = await GatewayClient.open(hub.port, hub.token);
+    await client.request("chat.send", { text: "a long one first", idempotencyKey: "wait-run-0001" });
+    await waitFor(
+      () => model.requests.some((r) => JSON.stringify(r.messages).includes("a long one first")),
+      "the first run's model call",
+    );
+    await client.request("chat.send", { text: "and then this", idempotencyKey: "wait-run-0002" });
+    type Lines = { messages: Array<{ role: string; text: string; runId: string }> };
+    const ours = async () =>
+      ((await client.request("chat.history", {})).payload as Lines).messages
+        .filter((m) => m.runId?.startsWith("wait-run-"))
+        .map((m) => `${m.role}: ${m.text.slice(0, 16)}`);
+    // A reloaded page (or a second tab) sees the waiting message, though no run has written it yet.
+    expect(await ours()).toEqual(["user: a long one first", "user: and then this"]);
+    await client.terminal("wait-run-0002", 30_000);
+    expect(await ours()).toEqual([
+      "user: a long one first",
+      "assistant: first answer fir",
+      "user: and then this",
+      "assistant: Second answer.",
+    ]);
+    client.close();
+  }, 40_000);
+
   it("chat.abort stops a running run as aborted", async () => {
     model.script({ text: "slow ".repeat(200), chunkSize: 5, delayMs: 30 });
     const client = await GatewayClient.open(hub.port, hub.token);

@@ -8,6 +8,7 @@ import {
   HubError,
   type HubLogger,
   type InboundResult,
+  type RunRequest,
   runSender,
 } from "@hub/core";
 import type { RunRecord, TranscriptEntry } from "@hub/sessions";
@@ -65,6 +66,11 @@ export interface GatewayDeps {
   runRecord: (runId: string) => Promise<RunRecord | undefined>;
   /** The transcript of the session a key routes to now. */
   history: (sessionKey: string) => Promise<{ sessionId: string; entries: TranscriptEntry[] } | undefined>;
+  /**
+   * The messages accepted for the session that no run has written to its transcript yet (queued behind a
+   * running one, steered into it, collected), in order; none when not given.
+   */
+  waiting?: (sessionKey: string) => Promise<RunRequest[]>;
   /** Asks whichever process runs `runId` to abort it; false when there is no such run. */
   abort: (runId: string) => Promise<boolean>;
   /** Lists pending pairings; approves one (the sender is told). */
@@ -618,10 +624,12 @@ export class GatewayServer {
     if (!mayTouchSession(principal, sessionKey))
       throw new RequestError("forbidden", `This client may not read the session ${sessionKey}.`);
     conn.sessions.add(sessionKey);
-    const found = await this.deps.history(sessionKey);
-    if (!found) return { sessionKey, sessionId: null, messages: [] };
-    const messages = projectHistory(found.entries, params.limit);
-    return { sessionKey, sessionId: found.sessionId, messages };
+    const [found, waiting] = await Promise.all([
+      this.deps.history(sessionKey),
+      this.deps.waiting?.(sessionKey) ?? [],
+    ]);
+    const messages = projectHistory(found?.entries ?? [], params.limit, waiting);
+    return { sessionKey, sessionId: found?.sessionId ?? null, messages };
   }
 
   // Live events are `read`: a client without it hears only the runs it started (the answers to its own messages).

@@ -670,15 +670,16 @@ export class OrderedMailbox<T> {
     return (await this.#redis.exists(this.#k("own", key))) === 1;
   }
 
+  /** Every item of a key, its head first (unreadable ones left out: the drainer that reaches them drops them). */
+  async items(key: string): Promise<Array<MailboxItem<T>>> {
+    const raws = await this.#redis.lrange(this.#k("q", key), 0, -1);
+    return raws.flatMap((raw) => this.#readable(raw) ?? []);
+  }
+
   /** The item at a key's head (the one being handled, or next); undefined when none or unreadable. */
   async head(key: string): Promise<MailboxItem<T> | undefined> {
     const head = await this.#redis.lindex(this.#k("q", key), 0);
-    if (head === null) return undefined;
-    try {
-      return this.#parse(head);
-    } catch {
-      return undefined; // the drainer that reaches it says so, and drops it
-    }
+    return head === null ? undefined : this.#readable(head);
   }
 
   /** Items waiting (including the one being handled) for a key. */
@@ -1029,6 +1030,15 @@ export class OrderedMailbox<T> {
         { err: error, mailbox: this.#o.name, key, itemId: head.slice(0, head.indexOf(SEP)) },
         "mailbox item is unreadable; dropping it",
       );
+      return undefined;
+    }
+  }
+
+  // Undefined when unreadable, said by nobody: the drainer that reaches the item says so, and drops it.
+  #readable(raw: string): MailboxItem<T> | undefined {
+    try {
+      return this.#parse(raw);
+    } catch {
       return undefined;
     }
   }

@@ -248,6 +248,20 @@ export class SessionActivity {
     }
   }
 
+  /**
+   * The messages accepted for a session that no run has taken yet, beside those queued in its lane: steered
+   * into its running run (not taken yet) and collected for its next turn, in order. For a history that
+   * shows what was sent before its run writes it.
+   */
+  async waiting(sessionKey: string): Promise<RunRequest[]> {
+    const running = await this.activeRun(sessionKey);
+    const [steered, collected] = await Promise.all([
+      running ? this.redis.lrange(this.#k("steer", running), 0, -1) : Promise.resolve([]),
+      this.redis.lrange(this.#k("collect", sessionKey), 0, -1),
+    ]);
+    return requestsOf([...steered, ...collected]);
+  }
+
   /** True when a message waits to be steered into the run. */
   async hasSteering(runId: string): Promise<boolean> {
     return (await this.redis.llen(this.#k("steer", runId))) > 0;

@@ -120,6 +120,11 @@ export class SessionLane {
     return this.#mailbox.reclaimDeadPredecessors();
   }
 
+  /** Every request in a session's lane, the one in flight first (unreadable ones left out). */
+  async queued(sessionKey: string): Promise<RunRequest[]> {
+    return (await this.#mailbox.items(sessionKey)).map((item) => item.data);
+  }
+
   /** The request at the head of a session's lane (the run in flight, or next). */
   async headRequest(sessionKey: string): Promise<RunRequest | undefined> {
     return (await this.#mailbox.head(sessionKey))?.data;

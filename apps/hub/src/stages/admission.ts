@@ -124,6 +124,14 @@ function startGateway(
           ? { sessionId: record.sessionId, entries: await s.sessions.read(record.sessionId) }
           : undefined;
       },
+      // Queued in the lane, steered into its running run or collected: in the order they were sent.
+      waiting: async (sessionKey) => {
+        const [queued, other] = await Promise.all([
+          s.lane.queued(sessionKey),
+          s.activity.waiting(sessionKey),
+        ]);
+        return [...queued, ...other].sort((a, b) => a.ctx.timestamp - b.ctx.timestamp);
+      },
       abort: (runId) => s.control.stop(runId, "aborted"),
       pairing: {
         list: () => dispatcher.pairing.list(),
