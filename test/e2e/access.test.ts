@@ -149,6 +149,14 @@ describe("gateway scopes, auth limits and origins", () => {
     ok.close();
     const bad = await GatewayClient.open(world.hub.port);
     expect((await bad.request("connect", { auth: { password: "guess" } })).error?.code).toBe("unauthorized");
+    // Typed where a token goes, as the web chat's login and the control page send what they are given.
+    const typed = await GatewayClient.open(world.hub.port);
+    expect((await typed.request("connect", { auth: { token: "owner-password-123" } })).ok).toBe(true);
+    typed.close();
+    const control = await fetch(`${world.hub.url}api/control/overview`, {
+      headers: { authorization: "Bearer owner-password-123" },
+    });
+    expect(control.status).toBe(200);
   });
 
   it("a read-only client can read but cannot send", async () => {

@@ -111,7 +111,7 @@ class ControlError extends Error {
 }
 
 function guarded(
-  { token, authFailures }: Pick<ControlDeps, "token" | "authFailures">,
+  { token, authFailures, config }: Pick<ControlDeps, "token" | "authFailures" | "config">,
   handle: (req: IncomingMessage) => Promise<unknown>,
 ) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -120,11 +120,11 @@ function guarded(
         .writeHead(status, { "content-type": "application/json", "cache-control": "no-store" })
         .end(JSON.stringify(body));
     };
-    const verdict = checkBearer(req, token, authFailures);
+    const verdict = checkBearer(req, token, authFailures, config.gateway.password);
     if (verdict !== "ok") {
       req.resume();
       if (verdict === "blocked") return send(429, { error: TOO_MANY_FAILURES });
-      return send(401, { error: "Send Authorization: Bearer <gateway token>." });
+      return send(401, { error: "Send Authorization: Bearer <gateway token or gateway.password>." });
     }
     try {
       send(200, await handle(req));

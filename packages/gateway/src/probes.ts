@@ -98,10 +98,13 @@ export function checkBearer(
   req: IncomingMessage,
   token: string,
   failures: AuthFailureLimiter,
+  /** The owner's password (`gateway.password`), taken where the token goes. */
+  password?: string,
 ): "ok" | "wrong" | "blocked" {
   const address = req.socket.remoteAddress ?? "?";
   if (failures.blocked(address)) return "blocked";
-  if (bearerMatches(req, token)) return "ok";
+  const byToken = bearerMatches(req, token);
+  if (byToken || (password !== undefined && bearerMatches(req, password))) return "ok";
   if (req.headers.authorization !== undefined) failures.fail(address);
   return "wrong";
 }

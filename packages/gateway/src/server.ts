@@ -119,6 +119,10 @@ export interface GatewayOptions {
 }
 
 const CONNECT_TIMEOUT_MS = 10_000;
+
+/** What a client whose credentials match nothing is told (the owner's token may come from three places). */
+const WRONG_TOKEN =
+  "Wrong or missing gateway token: use the owner's token (gateway.token or HUB_GATEWAY_TOKEN when set, else the one the hub printed at first start, kept in the state dir's gateway-token), gateway.password, or a client's token.";
 /** Requests one connection may have in flight; more are answered `busy` at once (each holds memory until answered). */
 export const MAX_REQUESTS_IN_FLIGHT = 32;
 /** Unread bytes the hub keeps for one connection; a client that stops reading past this is cut off. */
@@ -452,7 +456,7 @@ export class GatewayServer {
         "unauthorized",
         unasked
           ? "A proof answers the nonce connect.challenge gave this connection; ask for one first."
-          : "Wrong or missing gateway token; use the token the hub printed at first start (also in the state dir).",
+          : WRONG_TOKEN,
       );
       return;
     }
