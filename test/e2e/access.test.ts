@@ -1,4 +1,4 @@
-import type { AdapterFields } from "@hub/core";
+import { type AdapterFields, captureLogs } from "@hub/core";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
@@ -7,6 +7,7 @@ import { type FakeWorld, startFakeWorld } from "../support/hub.js";
 import { REDIS_URL, waitFor } from "../support/redis.js";
 
 let world: FakeWorld;
+const hubLog = captureLogs("warn");
 const READ_TOKEN = "read-only-token-0123456789";
 const PAIR_TOKEN = "pairing-token-0123456789ab";
 const WRITE_TOKEN = "write-only-token-0123456789";
@@ -26,6 +27,7 @@ beforeAll(async () => {
           { name: "chat-bot", token: WRITE_TOKEN, scopes: ["write"] },
         ],
       },
+      logger: hubLog.logger,
     },
   );
 });
@@ -243,7 +245,11 @@ describe("gateway scopes, auth limits and origins", () => {
       evil.once("unexpected-response", (_req, res) => resolve(`http ${res.statusCode}`));
       evil.once("error", () => resolve("error"));
     });
-    expect(outcome).toBe("http 401");
+    expect(outcome).toBe("http 403");
+    // Said on the hub's side, with what to set when it is a proxy's doing (once a minute per origin).
+    expect(hubLog.records.filter((r) => r.origin === "http://evil.example")).toEqual([
+      expect.objectContaining({ msg: expect.stringContaining("gateway.allowedOrigins") }),
+    ]);
     const same = new WebSocket(`ws://127.0.0.1:${world.hub.port}/`, {
       origin: `http://127.0.0.1:${world.hub.port}`,
     });

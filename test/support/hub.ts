@@ -86,7 +86,13 @@ export interface FakeWorld {
 export async function startFakeWorld(
   name: string,
   channels: HubConfigInput["channels"],
-  options: { textLimit?: number; agent?: HubConfigInput["agent"]; gateway?: HubConfigInput["gateway"] } = {},
+  options: {
+    textLimit?: number;
+    agent?: HubConfigInput["agent"];
+    gateway?: HubConfigInput["gateway"];
+    /** Where the hub logs (default: silent, or HUB_TEST_LOG's level). */
+    logger?: HubLogger;
+  } = {},
 ): Promise<FakeWorld> {
   const model = await startFakeOpenAI();
   const platform = await startFakeChatPlatform();
@@ -105,6 +111,7 @@ export async function startFakeWorld(
         options.textLimit ? { textLimit: options.textLimit } : {},
       ),
     ],
+    options.logger,
   );
   return {
     hub,

@@ -172,6 +172,8 @@ export class GatewayServer {
   readonly #http: Server;
   readonly #wss: WebSocketServer;
   readonly #connections = new Set<Connection>();
+  /** When a refused host or origin was last said (see #saidOnce). */
+  readonly #refusalsSaid = new Map<string, number>();
   readonly #authFailures: AuthFailureLimiter;
   #port = 0;
   #pinger: NodeJS.Timeout | undefined;
@@ -203,13 +205,34 @@ export class GatewayServer {
         { origin, req }: { origin: string; req: IncomingMessage },
         done: (ok: boolean, status?: number, message?: string) => void,
       ) => {
-        if (!this.#hostOk(req)) return done(false, 403, "host not allowed");
-        done(this.#originOk(origin, req));
+        if (!this.#hostOk(req)) {
+          this.#saidOnce(`host ${req.headers.host}`, () =>
+            deps.logger.warn({ host: req.headers.host }, hostRefusal(req.headers.host ?? "").trim()),
+          );
+          return done(false, 403, "Host not allowed; see the hub's log");
+        }
+        if (this.#originOk(origin, req)) return done(true);
+        this.#saidOnce(`origin ${origin}`, () =>
+          deps.logger.warn(
+            { origin, host: req.headers.host },
+            "a WebSocket from a page of another origin was refused; if the web chat is served through a proxy that changes the Host header, add that origin to gateway.allowedOrigins",
+          ),
+        );
+        done(false, 403, "Origin not allowed; see the hub's log");
       },
     });
     // Listen errors are reported by start(); the ws server re-emits them and must not crash the process.
     this.#wss.on("error", () => {});
     this.#wss.on("connection", (ws, req) => this.#onConnection(ws, req));
+  }
+
+  // A refusal said once a minute per host or origin: a hostile page retrying cannot flood the log.
+  #saidOnce(key: string, say: () => void): void {
+    const now = Date.now();
+    if ((this.#refusalsSaid.get(key) ?? 0) > now - 60_000) return;
+    if (this.#refusalsSaid.size > 1000) this.#refusalsSaid.clear();
+    this.#refusalsSaid.set(key, now);
+    say();
   }
 
   #originOk(origin: string | undefined, req: IncomingMessage): boolean {
