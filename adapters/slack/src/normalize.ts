@@ -16,7 +16,8 @@ export const SlackMessageEventSchema = z.looseObject({
   type: z.enum(["message", "app_mention"]),
   subtype: z.string().optional(),
   channel: z.string().min(1),
-  channel_type: z.enum(["channel", "group", "im", "mpim", "app_home"]).optional(),
+  // channel, group, im, mpim, app_home; a type Slack adds later is read from the channel id (see chatType).
+  channel_type: z.string().optional(),
   user: z.string().min(1).optional(),
   bot_id: z.string().optional(),
   text: z.string().default(""),
@@ -132,8 +133,9 @@ const tsMillis = (ts: string): number => Math.floor(Number(ts) * 1000);
  * in the app's Home tab (`app_home`, sent to workspace apps) is in the bot's DM with the user.
  */
 function chatType(event: SlackMessageEvent): "direct" | "group" {
-  if (event.channel_type)
-    return event.channel_type === "im" || event.channel_type === "app_home" ? "direct" : "group";
+  const type = event.channel_type;
+  if (type === "im" || type === "app_home") return "direct";
+  if (type === "channel" || type === "group" || type === "mpim") return "group";
   return event.channel.startsWith("D") ? "direct" : "group";
 }
 

@@ -59,6 +59,11 @@ describe("normalizeSlackEvent", () => {
     expect(home).toMatchObject({ chat: { type: "direct", id: "D0DIRECT01" }, wasMentioned: true });
   });
 
+  it("a channel_type Slack may add later is no reason to drop the event: the channel id says DM or not", () => {
+    expect(fieldsOf(event({ channel: "D0DIRECT01", channel_type: "galaxy" })).chat.type).toBe("direct");
+    expect(fieldsOf(event({ channel: "C0GROUP001", channel_type: "galaxy" })).chat.type).toBe("group");
+  });
+
   it("gives app_mention and message for one mention the same message id, both addressed", () => {
     const text = "<@UBOT0001> status?";
     const a = fieldsOf(event({ type: "app_mention", text, channel_type: undefined }));
