@@ -1,5 +1,5 @@
-import { ChannelRefusedError, describeError } from "@hub/core";
-import { WebAPIPlatformError } from "@slack/web-api";
+import { ChannelRefusedError, describeError, RateLimitedError, retryAfterMs } from "@hub/core";
+import { WebAPIPlatformError, WebAPIRateLimitedError } from "@slack/web-api";
 
 /** Slack errors at start that no retry can fix: the token or the app is wrong. */
 const REFUSED_AT_START = new Set([
@@ -25,8 +25,18 @@ export function isRefusedSocketStartLine(text: string): boolean {
   return code !== undefined && REFUSED_AT_START.has(code);
 }
 
-/** A start failure as the hub acts on it: `ChannelRefusedError` (fix the config) or transient (retried). */
+/**
+ * A start failure as the hub acts on it: `ChannelRefusedError` (fix the config), `RateLimitedError` (retried
+ * no sooner than Slack's Retry-After), or transient (retried with backoff).
+ */
 export function classifyStartError(error: unknown, whatToDo: string): Error {
+  if (error instanceof WebAPIRateLimitedError)
+    return new RateLimitedError(retryAfterMs(error.retryAfter), "Slack is rate limiting the bot's start");
+  // Not a Slack error code: a page from something in between (a proxy, a captive portal), quoted whole before.
+  if (error instanceof WebAPIPlatformError && !/^[a-z_]{1,64}$/.test(String(error.data.error)))
+    return new Error(
+      "Slack's Web API answered with something that is not Slack's (a proxy's or captive portal's page?); check channels.slack.apiUrl and the network",
+    );
   const code =
     error instanceof WebAPIPlatformError
       ? String(error.data.error)

@@ -789,6 +789,27 @@ describe("slack start", () => {
     expect(adapter.status().reason).toContain("channels.slack.botToken");
   });
 
+  it("a rate-limited auth.test at start says how long to wait; a page that is not Slack's is not quoted as a code", async () => {
+    const fake = await startFakeSlack();
+    cleanups.push(() => fake.close());
+    const adapter = new SlackAdapter({
+      botToken: fake.botToken,
+      signingSecret: "s",
+      apiUrl: fake.apiUrl,
+      state: memoryState(),
+      logger,
+    });
+    fake.failNext("auth.test", { status: 429, retryAfter: 5 });
+    const limited = await adapter.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    // The hub's supervisor waits at least that long before it starts the channel again.
+    expect(limited).toBeInstanceOf(RateLimitedError);
+    expect(limited.retryAfterMs).toBe(5000);
+    fake.failNext("auth.test", { error: "<html><body>Sign in to the hotel Wi-Fi</body></html>" });
+    const portal = await adapter.start(async () => ({ kind: "accepted" })).catch((e) => e);
+    expect(String(portal.message)).toMatch(/not Slack's .* check channels\.slack\.apiUrl/);
+    expect(String(portal.message)).not.toContain("<html>");
+  });
+
   it("refuses socket mode without an app-level token, and counts an unreachable Slack as transient", async () => {
     const socket = new SlackAdapter({ botToken: "xoxb-x", mode: "socket", state: memoryState(), logger });
     const refused = await socket.start(async () => ({ kind: "accepted" })).catch((e) => e);

@@ -7,6 +7,7 @@ import {
   describeError,
   type HubLogger,
   type InboundHandler,
+  RateLimitedError,
   sleep,
 } from "@hub/core";
 
@@ -104,7 +105,9 @@ export class ChannelSupervisor {
           log.error({ reason: error.message }, `${adapter.channel} channel failed: ${error.message}`);
           return settled();
         }
-        const wait = backoff.next();
+        // A platform that said how long to wait (a 429 at start) is not asked again sooner.
+        const told = error instanceof RateLimitedError ? error.retryAfterMs : 0;
+        const wait = Math.max(backoff.next(), told);
         const reason = describeError(error);
         cell.set("reconnecting", { reason, nextRetryAt: Date.now() + wait });
         log.warn(

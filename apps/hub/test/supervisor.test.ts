@@ -1,5 +1,6 @@
 import { createLogger } from "@hub/core";
-import { memoryStateStore, startFakeTelegram } from "@hub/fakes";
+import { memoryStateStore, startFakeSlack, startFakeTelegram } from "@hub/fakes";
+import { SlackAdapter } from "@hub/slack";
 import { TelegramAdapter } from "@hub/telegram";
 import { describe, expect, it } from "vitest";
 import { ChannelSupervisor } from "../src/supervisor.js";
@@ -41,4 +42,31 @@ describe("ChannelSupervisor.pauseIntake (the hub drains)", () => {
       await fake.close();
     }
   });
+});
+
+describe("ChannelSupervisor retries", () => {
+  it("a start the platform rate-limits is tried again no sooner than it said (Slack's Retry-After), not on the 1 s backoff", async () => {
+    const fake = await startFakeSlack();
+    const adapter = new SlackAdapter({
+      botToken: fake.botToken,
+      signingSecret: "s",
+      apiUrl: fake.apiUrl,
+      state: memoryStateStore(),
+      logger,
+    });
+    fake.failNext("auth.test", { status: 429, retryAfter: 3 });
+    const supervisor = new ChannelSupervisor([adapter], async () => ({ kind: "accepted" }), logger);
+    try {
+      supervisor.start();
+      await fake.waitForCall("auth.test", undefined, 5_000);
+      const first = Date.now();
+      await wait(2_000);
+      expect(fake.callsOf("auth.test")).toHaveLength(1);
+      await expect.poll(() => fake.callsOf("auth.test").length, { timeout: 5_000 }).toBeGreaterThan(1);
+      expect(Date.now() - first).toBeGreaterThanOrEqual(2_900);
+    } finally {
+      await supervisor.stop();
+      await fake.close();
+    }
+  }, 15_000);
 });
