@@ -183,6 +183,7 @@ describe("gateway scopes, auth limits and origins", () => {
         return answers.map((r, i) => ({
           runId: `${key}-${i}`,
           status: (r.payload as { status?: string } | undefined)?.status,
+          error: (r.payload as { error?: string } | undefined)?.error,
         }));
       } finally {
         client.close();
@@ -191,7 +192,12 @@ describe("gateway scopes, auth limits and origins", () => {
     const client = await burst(WRITE_TOKEN, "client-burst");
     // limits.senderBurst (10): the rest are refused, not run.
     expect(client.filter((s) => s.status === "accepted")).toHaveLength(10);
-    expect(client.filter((s) => s.status === "rejected")).toHaveLength(2);
+    const refused = client.filter((s) => s.status === "rejected");
+    expect(refused).toHaveLength(2);
+    // Said so the sender knows what to do.
+    expect(refused[0]?.error).toMatch(
+      /too many messages in a short time .*wait a minute, then send it again/,
+    );
     const owner = await burst(world.hub.token, "owner-burst");
     expect(
       owner.every((s) => s.status === "accepted"),

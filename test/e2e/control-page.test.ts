@@ -60,6 +60,22 @@ describe("the control API", () => {
     });
     expect(unknown.status).toBe(404);
     expect(await unknown.json()).toMatchObject({ error: expect.stringContaining("No run no-such-run-0001") });
+    // A malformed request is told what is wrong in a sentence, not zod's list of issues as JSON text.
+    const malformed = await fetch(`${world.hub.url}api/control/runs/stop`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.hub.token}`, "content-type": "application/json" },
+      body: JSON.stringify({ runId: 42 }),
+    });
+    expect(malformed.status).toBe(400);
+    expect(await malformed.json()).toEqual({
+      error: expect.stringMatching(/^Bad request: runId: [^\n[{]+\.$/),
+    });
+    const notJson = await fetch(`${world.hub.url}api/control/runs/stop`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${world.hub.token}`, "content-type": "application/json" },
+      body: "{runId",
+    });
+    expect(await notJson.json()).toEqual({ error: "Bad request: the body is not JSON." });
   });
 });
 

@@ -130,11 +130,16 @@ function guarded(
       send(200, await handle(req));
     } catch (error) {
       if (error instanceof ControlError) return send(error.status, { error: error.message });
-      if (error instanceof z.ZodError || error instanceof SyntaxError)
-        return send(400, { error: `Bad request: ${error.message}` });
+      if (error instanceof z.ZodError) return send(400, { error: `Bad request: ${issuesSentence(error)}` });
+      if (error instanceof SyntaxError) return send(400, { error: "Bad request: the body is not JSON." });
       throw error;
     }
   };
+}
+
+// "runId: expected string, received undefined; limit: too big" rather than zod's JSON list of issues.
+function issuesSentence(error: z.ZodError): string {
+  return `${error.issues.map((i) => `${i.path.join(".") || "the body"}: ${i.message}`).join("; ")}.`;
 }
 
 async function readBody(req: IncomingMessage): Promise<string> {

@@ -15,7 +15,10 @@ export function inboundResultOf(result: DispatchResult): InboundResult {
     case "pairing":
       return { kind: "ignored", reason: "unknown sender: pairing requested" };
     case "rate_limited":
-      return { kind: "ignored", reason: "rate limited" };
+      return {
+        kind: "ignored",
+        reason: "too many messages in a short time (rate limited); wait a minute, then send it again",
+      };
   }
 }
 
