@@ -15,7 +15,7 @@ export function registerChannels(program: Command): void {
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
       const address = gatewayAddress(config);
-      via(`gateway ${config.gateway.host}:${address.port} with the stored token`);
+      via(`gateway ${config.gateway.host}:${address.port} with ${address.tokenSource}`);
       const [answer] = await callGateway(address, [{ method: "channels.status" }]);
       const list = (answer as { channels: ChannelReport[] }).channels;
       output(command, list, () => list.map((c) => channelLine(c)).join("\n"));

@@ -31,7 +31,7 @@ export function registerChat(program: Command): void {
       const { config } = configOf(command);
       const timeoutMs = timeoutSeconds(opts.timeout) * 1000;
       const address = gatewayAddress(config);
-      via(`gateway ${config.gateway.host}:${address.port} with the stored token`);
+      via(`gateway ${config.gateway.host}:${address.port} with ${address.tokenSource}`);
       const gateway = await openGateway(address);
       try {
         process.exitCode = await chatOnce(gateway, words.join(" "), opts.session, timeoutMs);

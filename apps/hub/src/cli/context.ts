@@ -94,10 +94,16 @@ async function answers(redis: Redis, config: HubConfig): Promise<void> {
 export function gatewayAddress(config: HubConfig): GatewayAddress {
   const stateDir = resolveStateDir();
   const stored = join(stateDir, "gateway-token");
-  const token = config.gateway.token ?? (existsSync(stored) ? readFileSync(stored, "utf8").trim() : "");
+  const storedToken = existsSync(stored) ? readFileSync(stored, "utf8").trim() : "";
+  const token = config.gateway.token ?? storedToken;
+  const tokenSource = config.gateway.token
+    ? "the configured token (gateway.token or HUB_GATEWAY_TOKEN)"
+    : storedToken
+      ? `the token stored in ${stored}`
+      : `no token (none configured, none stored in ${stored})`;
   const host =
     config.gateway.host === "0.0.0.0" || config.gateway.host === "::" ? "127.0.0.1" : config.gateway.host;
-  return { host, port: config.gateway.port || listeningGatewayPort(stateDir), token };
+  return { host, port: config.gateway.port || listeningGatewayPort(stateDir), token, tokenSource };
 }
 
 // `gateway.port: 0` lets the system pick the port: the one a running hub of this machine took, as its health

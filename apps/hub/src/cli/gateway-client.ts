@@ -11,6 +11,8 @@ export interface GatewayAddress {
   host: string;
   port: number;
   token: string;
+  /** Where the token came from, as the CLI says it ("the configured token", "the token stored in ..."). */
+  tokenSource: string;
 }
 
 interface ResponseFrame {

@@ -12,7 +12,7 @@ import { registerStatus } from "./status.js";
 
 /**
  * The `hub` command line. Each command says where its answer comes from:
- * the running hub's gateway (with the stored token: status, channels, doctor's
+ * the running hub's gateway (with the configured or stored token: status, channels, doctor's
  * channel checks), Redis (pairing, deliveries, send, queue depths) or the state
  * directory (sessions). One file per command group.
  */

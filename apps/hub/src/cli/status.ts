@@ -35,8 +35,9 @@ export function registerStatus(program: Command): void {
     .option("--json", "print JSON")
     .action(async (_opts, command: Command) => {
       const { config } = configOf(command);
+      const address = gatewayAddress(config);
       via(
-        `gateway ${config.gateway.host}:${gatewayAddress(config).port} with the stored token, and Redis ${config.redis.prefix}:*`,
+        `gateway ${config.gateway.host}:${address.port} with ${address.tokenSource}, and Redis ${config.redis.prefix}:*`,
       );
       const status = await readStatus(command);
       output(command, status, () => formatStatus(status));

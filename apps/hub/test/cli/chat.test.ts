@@ -36,7 +36,9 @@ describe("hub chat", { timeout: 60_000 }, () => {
     const run = await runCli(["chat", "what", "is", "2+2?"], env, 30_000);
     expect(run.code, run.stdout + run.stderr).toBe(0);
     expect(run.stdout).toContain("You said: what is 2+2?");
-    expect(run.stderr).toContain(`(from gateway 127.0.0.1:${port} with the stored token)`);
+    expect(run.stderr).toContain(
+      `(from gateway 127.0.0.1:${port} with the token stored in ${join(stateDir, "gateway-token")})`,
+    );
     // The web chat sees the same session: the exchange is in its history.
     const again = await runCli(
       ["chat", "--session", "agent:main:webchat:direct:cli-test", "hello"],
@@ -79,6 +81,17 @@ describe("hub chat", { timeout: 60_000 }, () => {
     }
   });
 
+  it("with a configured token the running hub refuses, hub chat says that token was used, and what to use", async () => {
+    const run = await runCli(
+      ["chat", "hi"],
+      { ...env, HUB_GATEWAY_TOKEN: "not-the-hub-token-0123456789" },
+      30_000,
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.stderr).toContain("with the configured token (gateway.token or HUB_GATEWAY_TOKEN)");
+    expect(run.stderr).toMatch(/gateway\.token or HUB_GATEWAY_TOKEN when set, else the one the hub printed/);
+  });
+
   it("hub doctor with a token the running hub refuses still reports every other check", async () => {
     const run = await runCli(
       ["doctor", "--json"],
@@ -106,7 +119,7 @@ describe("hub chat", { timeout: 60_000 }, () => {
       const run = await runCli(["chat", "hello"], anyPort, 30_000);
       expect(run.code, run.stdout + run.stderr).toBe(0);
       expect(run.stdout).toContain("You said: hello");
-      expect(run.stderr).toMatch(/\(from gateway 127\.0\.0\.1:([1-9]\d*) with the stored token\)/);
+      expect(run.stderr).toMatch(/\(from gateway 127\.0\.0\.1:([1-9]\d*) with the token stored in /);
     } finally {
       await picked.stop();
       rmSync(dir, { recursive: true, force: true });
