@@ -90,7 +90,11 @@ export class HubOperations {
   ): Promise<InboundResult> {
     const result: InboundResult =
       this.#draining && redelivers
-        ? { kind: "retry", reason: "the hub is shutting down; the message is taken after its restart" }
+        ? {
+            kind: "retry",
+            reason:
+              "the hub is shutting down and takes no new message now (a platform that redelivers sends it again after the restart)",
+          }
         : await admit();
     return this.metrics.countInbound(channel, result);
   }

@@ -93,7 +93,10 @@ async function chatOnce(
     timeoutMs,
   );
   void gateway.closed.then(() =>
-    settle(1, "hub: the gateway closed the connection before the answer was complete."),
+    settle(
+      1,
+      "hub: the gateway closed the connection before the answer was complete (the hub stopped or restarted?). A message it accepted is still answered once the hub runs again; the web chat shows the answer in the session's history.",
+    ),
   );
   try {
     return await done;
