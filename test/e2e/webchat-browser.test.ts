@@ -68,6 +68,59 @@ describe.skipIf(!available)("web chat in a real browser", () => {
     await context.close();
   });
 
+  it.each([
+    ["before it reaches the hub", "request"],
+    ["with its acknowledgement", "response"],
+  ])("a message whose connection drops %s is sent again on reconnect, and answered once", async (_, lost) => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const sendIds = new Set<unknown>();
+    let dropped = false;
+    // Between page and gateway: the first chat.send (or the gateway's answer to it) is lost with the connection.
+    await page.routeWebSocket(/.*/, (ws) => {
+      const server = ws.connectToServer();
+      const drop = () => {
+        dropped = true;
+        void ws.close();
+        void server.close();
+      };
+      ws.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as { id?: unknown; method?: string };
+        if (frame.method === "chat.send") sendIds.add(frame.id);
+        if (!dropped && lost === "request" && frame.method === "chat.send") return drop();
+        server.send(message);
+      });
+      server.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as { type?: string; id?: unknown };
+        if (!dropped && lost === "response" && frame.type === "res" && sendIds.has(frame.id)) return drop();
+        ws.send(message);
+      });
+    });
+    await page.goto(`${hub.url}#token=${hub.token}`);
+    await page.locator("#status[data-state=open]").waitFor();
+    const question = `connection lost ${lost}`;
+    await page.fill("#input", question);
+    await page.press("#input", "Enter");
+    const answer = offlineAnswer(question);
+    const texts = () => page.locator(".msg").allTextContents();
+    await expect
+      .poll(async () => (await texts()).filter((t) => t === answer).length, { timeout: 15_000 })
+      .toBe(1);
+    expect(dropped).toBe(true);
+    // Sent again with its idempotency key: one question, one answer, no "Not sent", and so after a reload.
+    await new Promise((r) => setTimeout(r, 1000));
+    const before = await texts();
+    await page.reload();
+    await page.locator("#status[data-state=open]").waitFor();
+    await expect.poll(async () => (await texts()).includes(answer)).toBe(true);
+    for (const view of [before, await texts()]) {
+      expect(view.filter((t) => t === question)).toHaveLength(1);
+      expect(view.filter((t) => t === answer)).toHaveLength(1);
+      expect(view.filter((t) => t.startsWith("Not sent"))).toEqual([]);
+    }
+    await context.close();
+  });
+
   it("asks for the token when it has none, and refuses a wrong one", async () => {
     const context = await browser.newContext();
     const page = await context.newPage();

@@ -13,6 +13,10 @@ let nextId = 1;
 const pending = new Map();
 let retryMs = 500;
 let activeRun = null;
+// Messages chat.send may have handed to the hub but whose answer never came (the connection dropped): sent
+// again with the same idempotency key once connected again, so each is answered once whatever became of
+// the first try (the hub answers a repeat with the run it already has).
+const unconfirmed = new Map(); // idempotencyKey -> text
 
 function setStatus(state, text) {
   statusEl.dataset.state = state;
@@ -110,6 +114,7 @@ function connect() {
         if (error.code !== "forbidden") throw error;
         setStatus("open", "connected (this token cannot read the history)");
       });
+      for (const [key, text] of unconfirmed) void send(text, key);
     } catch (error) {
       setStatus("closed", error.message);
       if (error.code === "unauthorized") {
@@ -149,16 +154,26 @@ $("composer").addEventListener("submit", async (e) => {
   const text = $("input").value.trim();
   if (!text || !ws || ws.readyState !== WebSocket.OPEN) return;
   $("input").value = "";
-  addMessage("user", text);
+  await send(text, newKey());
+});
+
+// One chat.send; a repeat (after a reconnect) shows the question only if the history did not.
+async function send(text, key) {
+  if (!messages.querySelector(`.msg.user[data-run-id="${CSS.escape(key)}"]`)) addMessage("user", text, key);
+  unconfirmed.set(key, text);
   try {
-    const res = await request("chat.send", { text, idempotencyKey: newKey() });
+    const res = await request("chat.send", { text, idempotencyKey: key });
+    unconfirmed.delete(key);
+    if (res.status !== "accepted" && res.status !== "in_flight") return; // answered already: in the history
     activeRun = res.runId;
     $("stop").hidden = false;
     bubbleFor(res.runId).classList.add("pending");
   } catch (error) {
+    if (error.message === "disconnected") return; // kept in `unconfirmed`: sent again on reconnect
+    unconfirmed.delete(key);
     addMessage("error", `Not sent: ${error.message}`);
   }
-});
+}
 
 $("input").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) {
