@@ -172,6 +172,10 @@ describe("a hub killed while a live preview is on screen", () => {
     // No model call for it, and nothing more once the lane hands its request out and finds it over.
     await new Promise((r) => setTimeout(r, 2_000));
     expect(model.requests.length - requestsBefore).toBe(1);
+    const deletes = telegram.callsOf("deleteMessage");
+    expect(deletes.filter((c) => Number((c.params as { chat_id?: unknown }).chat_id) === user)).toHaveLength(
+      1,
+    );
     expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
   }, 120_000);
   it("a run killed on every attempt ends interrupted, deletes the preview it left and tells the user", async () => {
@@ -217,7 +221,10 @@ describe("a hub killed while a live preview is on screen", () => {
       20_000,
     );
     await waitFor(() => telegram.reactions(user, 803).length === 0, "the reaction removed", 20_000);
-    expect(telegram.callsOf("deleteMessage")).toHaveLength(1);
+    const deletes = telegram.callsOf("deleteMessage");
+    expect(deletes.filter((c) => Number((c.params as { chat_id?: unknown }).chat_id) === user)).toHaveLength(
+      1,
+    );
     expect(model.requests.length - requestsBefore).toBe(3);
     // The lane still hands the request out after recovery ended it: found over, it sends nothing more.
     await new Promise((r) => setTimeout(r, 2_000));

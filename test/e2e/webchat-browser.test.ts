@@ -17,7 +17,11 @@ const WRITE_ONLY = "browser-write-only-0123456789";
 beforeAll(async () => {
   if (!available) return;
   hub = await startTestHub(
-    { gateway: { clients: [{ name: "sender", token: WRITE_ONLY, scopes: ["write"] }] } },
+    {
+      gateway: { clients: [{ name: "sender", token: WRITE_ONLY, scopes: ["write"] }] },
+      // The offline model's words 5 ms apart: a long answer streams in parts for a few seconds.
+      agent: { offlineTokenDelayMs: 5 },
+    },
     "browser",
   );
   browser = await launchChromium();
@@ -118,6 +122,72 @@ describe.skipIf(!available)("web chat in a real browser", () => {
       expect(view.filter((t) => t === answer)).toHaveLength(1);
       expect(view.filter((t) => t.startsWith("Not sent"))).toEqual([]);
     }
+    await context.close();
+  });
+
+  it("an answer that ends while the page reloads its history after a reconnect stays on screen", async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    let connections = 0;
+    // The first connection drops at the answer's first part; on the next, the history (read while the
+    // answer was still being written) reaches the page only after the answer's final event.
+    await page.routeWebSocket(/.*/, (ws) => {
+      const server = ws.connectToServer();
+      const connection = ++connections;
+      const historyIds = new Set<unknown>();
+      let heldHistory: string | undefined;
+      ws.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as { id?: unknown; method?: string };
+        if (frame.method === "chat.history") historyIds.add(frame.id);
+        server.send(message);
+      });
+      server.onMessage((message) => {
+        const frame = JSON.parse(String(message)) as {
+          type?: string;
+          id?: unknown;
+          payload?: { state?: string };
+        };
+        const state = frame.type === "event" ? frame.payload?.state : undefined;
+        if (connection === 1 && state === "delta") {
+          void ws.close();
+          void server.close();
+          return;
+        }
+        if (
+          connection === 2 &&
+          frame.type === "res" &&
+          historyIds.has(frame.id) &&
+          heldHistory === undefined
+        ) {
+          heldHistory = String(message);
+          return;
+        }
+        ws.send(message);
+        if (connection === 2 && state === "final" && heldHistory) ws.send(heldHistory);
+      });
+    });
+    await page.goto(`${hub.url}#token=${hub.token}`);
+    await page.locator("#status[data-state=open]").waitFor();
+    // Paragraphs, so the answer (which repeats them) streams in parts over a few seconds.
+    const paragraphs = Array.from(
+      { length: 8 },
+      (_, i) => `part ${i + 1} ${"of a long question ".repeat(30)}`,
+    );
+    await page.fill("#input", paragraphs.join("\n\n"));
+    await page.press("#input", "Enter");
+    const answers = () =>
+      page
+        .locator(".msg.assistant")
+        .evaluateAll((els) =>
+          els.map((e) => e.textContent ?? "").filter((t) => t.includes("part 1 of a long question")),
+        );
+    await expect.poll(async () => (await answers()).length, { timeout: 20_000 }).toBe(1);
+    expect(connections).toBe(2);
+    await new Promise((r) => setTimeout(r, 500));
+    const [shown] = await answers();
+    expect(shown).toContain("part 8 of a long question");
+    expect(shown).toContain("I am the offline model");
+    expect(await answers()).toHaveLength(1);
     await context.close();
   });
 

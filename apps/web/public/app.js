@@ -17,6 +17,9 @@ let activeRun = null;
 // again with the same idempotency key once connected again, so each is answered once whatever became of
 // the first try (the hub answers a repeat with the run it already has).
 const unconfirmed = new Map(); // idempotencyKey -> text
+// Chat events that arrive while the history loads, shown after it: the history was read before them, and
+// rendering it clears the view (an answer finished meanwhile would vanish until the next reload).
+let heldEvents = null;
 
 function setStatus(state, text) {
   statusEl.dataset.state = state;
@@ -59,7 +62,7 @@ function onChatEvent(p) {
   const el = bubbleFor(p.runId);
   if (p.state === "delta") {
     // Segments arrive in order; keep them by seq so a repeat is harmless.
-    const segments = JSON.parse(el.dataset.segments);
+    const segments = JSON.parse(el.dataset.segments ?? "[]");
     segments[p.seq] = p.text;
     el.dataset.segments = JSON.stringify(segments);
     setText(el, segments.filter((s) => s !== null).join("\n\n"));
@@ -85,12 +88,19 @@ function runEnded(runId) {
 }
 
 async function loadHistory() {
-  const res = await request("chat.history", { limit: 200 });
-  messages.textContent = "";
-  bubbles.clear();
-  for (const m of res.messages) {
-    const el = addMessage(m.role, m.text, m.runId);
-    if (m.role === "assistant" && m.runId) bubbles.set(m.runId, el);
+  heldEvents = [];
+  try {
+    const res = await request("chat.history", { limit: 200 });
+    messages.textContent = "";
+    bubbles.clear();
+    for (const m of res.messages) {
+      const el = addMessage(m.role, m.text, m.runId);
+      if (m.role === "assistant" && m.runId) bubbles.set(m.runId, el);
+    }
+  } finally {
+    const held = heldEvents;
+    heldEvents = null;
+    for (const payload of held) onChatEvent(payload);
   }
 }
 
@@ -132,7 +142,8 @@ function connect() {
       if (frame.ok) p.resolve(frame.payload);
       else p.reject(Object.assign(new Error(frame.error.message), { code: frame.error.code }));
     } else if (frame.type === "event" && frame.event === "chat") {
-      onChatEvent(frame.payload);
+      if (heldEvents) heldEvents.push(frame.payload);
+      else onChatEvent(frame.payload);
     }
   };
   ws.onclose = () => {

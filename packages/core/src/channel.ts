@@ -83,6 +83,17 @@ export interface OutboundSegment {
   attachment?: OutboundAttachment;
 }
 
+/**
+ * The run whose answer a segment is part of: its `runId` when its reply is an attempt of that run (the first
+ * attempt's reply is the run's id, a resumed one's `<runId>.<attempt>`), else the reply's own id (a notice
+ * about the run, such as `<runId>.failed`, is a message of its own).
+ */
+export function answeredRunOf(segment: Pick<OutboundSegment, "replyId" | "runId">): string {
+  const { replyId, runId } = segment;
+  if (runId === undefined || !replyId.startsWith(`${runId}.`)) return replyId;
+  return /^\d+$/.test(replyId.slice(runId.length + 1)) ? runId : replyId;
+}
+
 /** A file or image sent as one segment of a reply, read from the delivery process's outbox. */
 export interface OutboundAttachment {
   /** Where the delivery process reads the bytes (a file in `<state dir>/outbox`). */

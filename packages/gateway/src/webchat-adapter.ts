@@ -1,5 +1,6 @@
 import {
   type AdapterFields,
+  answeredRunOf,
   type ChannelAdapter,
   type ChannelCapabilities,
   type ChannelStatus,
@@ -88,7 +89,7 @@ export class WebChatAdapter implements ChannelAdapter {
   async send(segment: OutboundSegment, target: ReplyTarget): Promise<SendResult> {
     await this.bus.publish({
       // The run's id, as chat.send answered it: a resumed attempt's segments belong to the same answer.
-      runId: segment.runId ?? segment.replyId,
+      runId: answeredRunOf(segment),
       sessionKey: target.chatId,
       seq: segment.index,
       state: "delta",
