@@ -1,6 +1,6 @@
 import { createCommandHandler } from "@hub/agent";
 import { admitInbound, InboundDispatcher } from "@hub/dispatch";
-import { AuthFailureLimiter, GatewayServer } from "@hub/gateway";
+import { AuthFailureLimiter, type GatewayDeps, GatewayServer } from "@hub/gateway";
 import type { ReplyDispatcher } from "@hub/reply";
 import { webRoot } from "@hub/web";
 import { operatorRoutes } from "../operator-routes.js";
@@ -97,6 +97,23 @@ function superviseChannels(
   return supervisor;
 }
 
+// What chat.history reads of a session: its transcript, and the messages accepted and not written yet.
+function sessionReads(s: SessionStage): Pick<GatewayDeps, "history" | "waiting"> {
+  return {
+    history: async (sessionKey) => {
+      const record = await s.sessions.get(sessionKey);
+      return record
+        ? { sessionId: record.sessionId, entries: await s.sessions.read(record.sessionId) }
+        : undefined;
+    },
+    // Queued in the lane, steered into its running run or collected: in the order they were sent.
+    waiting: async (sessionKey) => {
+      const [queued, other] = await Promise.all([s.lane.queued(sessionKey), s.activity.waiting(sessionKey)]);
+      return [...queued, ...other].sort((a, b) => a.ctx.timestamp - b.ctx.timestamp);
+    },
+  };
+}
+
 function startGateway(
   base: HubBase,
   entry: EntryStage,
@@ -118,20 +135,7 @@ function startGateway(
       dmScope: config.agent.dmScope,
       webchat: entry.webchat,
       runRecord: (runId) => s.runs.get(runId),
-      history: async (sessionKey) => {
-        const record = await s.sessions.get(sessionKey);
-        return record
-          ? { sessionId: record.sessionId, entries: await s.sessions.read(record.sessionId) }
-          : undefined;
-      },
-      // Queued in the lane, steered into its running run or collected: in the order they were sent.
-      waiting: async (sessionKey) => {
-        const [queued, other] = await Promise.all([
-          s.lane.queued(sessionKey),
-          s.activity.waiting(sessionKey),
-        ]);
-        return [...queued, ...other].sort((a, b) => a.ctx.timestamp - b.ctx.timestamp);
-      },
+      ...sessionReads(s),
       abort: (runId) => s.control.stop(runId, "aborted"),
       pairing: {
         list: () => dispatcher.pairing.list(),
