@@ -203,8 +203,13 @@ export class DiscordAdapter implements ChannelAdapter {
       enforceNonce: true,
       failIfNotExists: false,
     });
-    // A process that only delivers never logs in, but its sends need the token too.
-    client.rest.setToken(this.#o.token);
+    // A process that only delivers never logs in, but its sends need the token too. @discordjs/rest drops it
+    // on any authenticated 401 (a typing call or a reaction too), and every later call would then fail without
+    // one ("Expected token to be set") while the channel showed connected: it is kept, the refusal shown instead.
+    const rest = client.rest;
+    const setToken = rest.setToken.bind(rest);
+    rest.setToken = (token) => setToken(token ?? this.#o.token);
+    rest.setToken(this.#o.token);
     guardGatewayFrames();
     guardPacketHandlers(client, this.#log);
     this.#wire(client);
@@ -768,7 +773,8 @@ export class DiscordAdapter implements ChannelAdapter {
     // they are never passed on (the hub logs send errors), only their status, message and code.
     if (error instanceof DiscordAPIError) {
       const what = `${error.status} ${error.message} (code ${error.code})`;
-      if (error.status === 401) this.#tokenRefused(what);
+      // An interaction's webhook (its own token, 15 minutes) answers 401 when that token expired: not the bot's.
+      if (error.status === 401 && !/\/(webhooks|interactions)\//.test(error.url)) this.#tokenRefused(what);
       if (isPermanentStatus(error.status))
         return new PermanentSendError(`Discord refused the message: ${what}`, {
           chatRefuses: error.status === 401 || CHAT_REFUSAL_CODES.has(Number(error.code)),
@@ -779,11 +785,9 @@ export class DiscordAdapter implements ChannelAdapter {
     return error;
   }
 
-  // A 401 makes @discordjs/rest drop the token: every later call would fail without one ("Expected token to
-  // be set"), the channel still showing connected. It is set again (a refusal that passes is over at the next
-  // call), and the channel shows failed, with what to do, until a call goes through.
+  // Discord refused the bot token on a send: the channel shows failed, with what to do, until a send goes
+  // through (the token is kept: see #createClient).
   #tokenRefused(what: string): void {
-    this.#client.rest.setToken(this.#o.token);
     const key = keyOrVariable(accountConfigPath("discord", this.accountId), "token", "DISCORD_BOT_TOKEN");
     this.#status.tokenRefused(
       `Discord refused the bot token on a send (${what}); put a valid one in ${key} (Developer Portal > Bot > Reset Token) and restart the hub`,

@@ -2,10 +2,10 @@ import { createRequire } from "node:module";
 import type * as DiscordWs from "@discordjs/ws";
 import { z } from "zod";
 
-// The CommonJS copy: the one discord.js itself loads (the ESM entry would be a second, unused copy).
-const { WebSocketShard, WebSocketShardDestroyRecovery } = createRequire(import.meta.url)(
-  "@discordjs/ws",
-) as typeof DiscordWs;
+// The CommonJS copy discord.js itself loads, resolved from discord.js (the ESM entry, or another version
+// pinned here, would be a copy no client uses).
+const fromDiscordJs = createRequire(createRequire(import.meta.url).resolve("discord.js"));
+const { WebSocketShard, WebSocketShardDestroyRecovery } = fromDiscordJs("@discordjs/ws") as typeof DiscordWs;
 
 /** Starts every line the guard says through a shard's debug channel (see `frameProblemOf`). */
 const MARK = "hub frame guard: ";
@@ -21,6 +21,8 @@ const ReadySchema = z.looseObject({
   user: z.looseObject({ id: z.string().min(1) }),
   guilds: z.array(z.unknown()),
 });
+// Where the session resumes: a URL a WebSocket can open (else the resume would throw where nothing catches it).
+const ResumeUrlSchema = z.string().regex(/^wss?:\/\/[^\s]+$/);
 
 type Frame = { op?: unknown; t?: unknown; d?: unknown } | null;
 // What the guard uses of a shard: its debug channel (private in the typings) and its destroy.
@@ -48,7 +50,9 @@ let installed = false;
  * without its bot user (every message then dropped while the channel showed connected); a HELLO interval
  * of 0, 1 or 1e12 ms made it beat, and resume as a zombie, in a tight loop. A HELLO whose interval no
  * client could keep gets Discord's usual 41,250 ms; a READY without its session, user or guild list is
- * dropped and the bot identifies again. Installed once per process, on the class every client's shards are.
+ * dropped and the bot identifies again; an INVALID_SESSION without its boolean is not resumable; a
+ * resume_gateway_url no WebSocket can open is dropped (the session resumes at the gateway's URL).
+ * Installed once per process, on the class every client's shards are.
  */
 export function guardGatewayFrames(): void {
   if (installed) return;
@@ -70,9 +74,16 @@ function checked(shard: Shard, frame: Frame): Frame {
     ]);
     return { ...frame, d: { ...d, heartbeat_interval: USUAL_HEARTBEAT_MS } };
   }
+  // INVALID_SESSION's d says whether the session can be resumed; without one (read with toString) it cannot.
+  if (frame.op === 9 && typeof frame.d !== "boolean") {
+    shard.debug([
+      `${MARK}Discord's INVALID_SESSION gave d ${JSON.stringify(frame.d) ?? "none"}; identifying again`,
+    ]);
+    return { ...frame, d: false };
+  }
   if (frame.op === 0 && frame.t === "READY") {
     const ready = ReadySchema.safeParse(frame.d);
-    if (ready.success) return frame;
+    if (ready.success) return withResumeUrl(shard, frame, ready.data);
     const missing = ready.error.issues.map((issue) => issue.path.join(".") || "its data").join(", ");
     shard.debug([`${MARK}Discord's READY lacked ${missing}; dropped it and identifying again`]);
     void shard
@@ -84,4 +95,15 @@ function checked(shard: Shard, frame: Frame): Frame {
     return null;
   }
   return frame;
+}
+
+// A READY whose resume_gateway_url no WebSocket can open loses it: the session resumes at the gateway's URL.
+function withResumeUrl(shard: Shard, frame: Frame & object, d: Record<string, unknown>): Frame {
+  const url = d.resume_gateway_url;
+  if (url === undefined || ResumeUrlSchema.safeParse(url).success) return frame;
+  shard.debug([
+    `${MARK}Discord's READY gave resume_gateway_url ${JSON.stringify(url)}; resuming at the gateway's URL`,
+  ]);
+  const { resume_gateway_url: _dropped, ...rest } = d;
+  return { ...frame, d: rest };
 }

@@ -389,6 +389,29 @@ describe("discord adapter", () => {
     30_000,
   );
 
+  it("an INVALID_SESSION without d, and a READY whose resume URL no WebSocket can open, do not end the process", async () => {
+    const rejections: unknown[] = [];
+    const onRejection = (reason: unknown) => void rejections.push(reason);
+    process.on("unhandledRejection", onRejection);
+    try {
+      const { fake, model, adapter } = await setup({}, logger(), (f) => {
+        f.gateway.nextReady = (d) => ({ ...d, resume_gateway_url: "not a url" });
+      });
+      await waitFor(() => adapter.status().state === "connected", "connected");
+      // A close the bot resumes after: at the gateway's own URL, the READY's being unusable.
+      fake.gateway.close(4000, "Unknown error");
+      await waitFor(() => fake.gateway.stats.resumes === 1, "the resume", 15_000);
+      fake.gateway.sendRaw(JSON.stringify({ op: 9, d: null, s: null, t: null }));
+      await waitFor(() => fake.gateway.stats.identifies === 2, "a new identify", 15_000);
+      model.script({ text: "Still here." });
+      fake.userMessage({ channelId: fake.dmChannelId, content: "after the strange frames" });
+      await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 15_000);
+      expect(rejections).toEqual([]);
+    } finally {
+      process.off("unhandledRejection", onRejection);
+    }
+  }, 40_000);
+
   it("malformed dispatches (which make discord.js itself throw) are dropped: no unhandled rejection, the next message answered", async () => {
     const { fake, model, adapter } = await setup();
     const rejections: unknown[] = [];
@@ -553,6 +576,11 @@ describe("discord sends", () => {
     await adapter.send({ replyId: "t", index: 1, text: "accepted again" }, target);
     expect(fake.sent(fake.channelId).map((m) => m.message.content)).toEqual(["accepted again"]);
     expect(adapter.status().state).toBe("connected");
+    // A 401 on a typing call drops it too (it goes through no send's error handling).
+    fake.failNext("POST /channels/:id/typing", { status: 401 });
+    await expect(adapter.sendTyping(target)).rejects.toThrow();
+    await adapter.send({ replyId: "t", index: 2, text: "after a refused typing call" }, target);
+    expect(fake.sent(fake.channelId)).toHaveLength(2);
   });
 
   it("a 429 becomes RateLimitedError with Discord's retry_after; the exhausted bucket refuses the next send before it is made", async () => {
