@@ -110,6 +110,9 @@ function endsInAlbumItem(batch: unknown[]): boolean {
   );
 }
 
+/** The polling loops (by their deps) that deleted a webhook already. */
+const webhookDeleted = new WeakSet<PollerDeps>();
+
 /** Telegram's 409 while a webhook is set: "Conflict: can't use getUpdates method while webhook is active". */
 const WEBHOOK_SET = /webhook is active/i;
 
@@ -119,10 +122,13 @@ const WEBHOOK_SET = /webhook is active/i;
  * before polling. False when the delete failed (said; the conflict's wait follows).
  */
 async function deleteLeftWebhook(deps: PollerDeps): Promise<boolean> {
+  webhookDeleted.add(deps);
   try {
+    const { url } = await deps.api.getWebhookInfo(grammySignal(deps.signal));
     await deps.api.deleteWebhook({ drop_pending_updates: false }, grammySignal(deps.signal));
     deps.log.warn(
-      "a webhook was set for this bot while channels.telegram.mode is polling; deleted it, polling goes on (set mode to webhook to use one)",
+      { url },
+      "a webhook was set for this bot while channels.telegram.mode is polling; deleted it, polling goes on (set mode to webhook to use one; if another installation uses this bot with a webhook, give each its own bot)",
     );
     return true;
   } catch (error) {
@@ -166,7 +172,8 @@ async function fetchBatch(
       return "refused";
     }
     if (error instanceof GrammyError && error.error_code === 409 && WEBHOOK_SET.test(error.description)) {
-      if (await deleteLeftWebhook(deps)) return undefined;
+      // Once per polling loop: a webhook set again after that is another installation's, not left over.
+      if (!webhookDeleted.has(deps) && (await deleteLeftWebhook(deps))) return undefined;
     }
     if (error instanceof GrammyError && error.error_code === 409) {
       // Another poller or a webhook holds the bot; one clear line, then a long wait, not a storm.

@@ -88,6 +88,13 @@ describe("telegram long polling", () => {
     fake.pushUpdate(privateText({ chatId: 6, fromId: 6, text: "behind a stale webhook" }));
     await waitFor(() => seen.includes("behind a stale webhook"), "the update polled", 10_000);
     expect(fake.callsOf("deleteWebhook").map((c) => c.params)).toEqual([{ drop_pending_updates: false }]);
+    // Set again after that: another installation's webhook, not one left over. It is not fought over.
+    await new Api(fake.token, { apiRoot: fake.apiRoot }).setWebhook(
+      "https://other.example.com/telegram/webhook",
+    );
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(fake.callsOf("deleteWebhook")).toHaveLength(1);
+    expect(fake.webhook?.url).toBe("https://other.example.com/telegram/webhook");
   }, 20_000);
   it("a 429 whose retry_after is not a number still waits with backoff: no hot loop of getUpdates", async () => {
     const waits: number[] = [];

@@ -16,7 +16,7 @@ let activeRun = null;
 // Messages chat.send may have handed to the hub but whose answer never came (the connection dropped): sent
 // again with the same idempotency key once connected again, so each is answered once whatever became of
 // the first try (the hub answers a repeat with the run it already has).
-const unconfirmed = new Map(); // idempotencyKey -> text
+const unconfirmed = new Map(); // idempotencyKey -> { text, token } (the token it was sent with)
 // Chat events that arrive while the history loads, shown after it: the history was read before them, and
 // rendering it clears the view (an answer finished meanwhile would vanish until the next reload).
 let heldEvents = null;
@@ -124,7 +124,14 @@ function connect() {
         if (error.code !== "forbidden") throw error;
         setStatus("open", "connected (this token cannot read the history)");
       });
-      for (const [key, text] of unconfirmed) void send(text, key);
+      for (const [key, { text, token: sentWith }] of unconfirmed) {
+        if (sentWith === token) void send(text, key);
+        else {
+          // Signed in as someone else since: not sent in their name.
+          unconfirmed.delete(key);
+          addMessage("error", `Not sent (the page signed in with another token since): ${text}`);
+        }
+      }
     } catch (error) {
       setStatus("closed", error.message);
       if (error.code === "unauthorized") {
@@ -171,7 +178,7 @@ $("composer").addEventListener("submit", async (e) => {
 // One chat.send; a repeat (after a reconnect) shows the question only if the history did not.
 async function send(text, key) {
   if (!messages.querySelector(`.msg.user[data-run-id="${CSS.escape(key)}"]`)) addMessage("user", text, key);
-  unconfirmed.set(key, text);
+  unconfirmed.set(key, { text, token: tokenFromPage() });
   try {
     const res = await request("chat.send", { text, idempotencyKey: key });
     unconfirmed.delete(key);

@@ -57,9 +57,14 @@ export async function recoverInterruptedRuns(deps: {
     }
     if (await deps.lane.isBusy(record.sessionKey)) continue;
     if (recoveryDecision(record, scanTime, deps.runTimeoutMs) === "finalize") {
+      // Read first: once it is finalized, another process's lane may hand the request out and ack it.
+      const request = await requestInLane(deps, record, log);
       const status = await finalizeInterrupted(deps, record, log);
       if (status) finalized.push(record.runId);
-      if (status === "interrupted") await tellInLane(deps, record, log);
+      if (status === "interrupted" && request && deps.tell)
+        await deps.tell(request, log).catch((error: unknown) => {
+          log.warn({ err: error }, "could not tell the chat that its interrupted message was not answered");
+        });
     } else {
       resumable.push(record.runId);
       log.info({ attempt: record.attempt }, "interrupted run will be resumed by its session lane");
@@ -68,18 +73,19 @@ export async function recoverInterruptedRuns(deps: {
   return { finalized, resumable };
 }
 
-// The request of a finalized run is still at its lane's head (the lane hands it out later, and the runner
-// finds it over): its chat is told from it. A failure is logged: the outcome is recorded either way.
-async function tellInLane(
+// The request of a run about to be finalized, at its lane's head (the lane hands it out later, and the runner
+// finds it over): its chat is told from it. Undefined when no one is to be told, or it cannot be read (logged).
+async function requestInLane(
   deps: { lane: SessionLane; tell?: (request: RunRequest, log: HubLogger) => Promise<void> },
   record: { runId: string; sessionKey: string },
   log: HubLogger,
-): Promise<void> {
-  if (!deps.tell) return;
+): Promise<RunRequest | undefined> {
+  if (!deps.tell) return undefined;
   try {
     const request = await deps.lane.headRequest(record.sessionKey);
-    if (request?.runId === record.runId) await deps.tell(request, log);
+    return request?.runId === record.runId ? request : undefined;
   } catch (error) {
-    log.warn({ err: error }, "could not tell the chat that its interrupted message was not answered");
+    log.warn({ err: error }, "could not read an interrupted run's request; its chat is not told");
+    return undefined;
   }
 }

@@ -226,11 +226,13 @@ export class GatewayServer {
     this.#wss.on("connection", (ws, req) => this.#onConnection(ws, req));
   }
 
-  // A refusal said once a minute per host or origin: a hostile page retrying cannot flood the log.
+  // A refusal said once a minute per host or origin, and at most 20 a minute in all: a client retrying, or
+  // making up a new origin for each try, cannot flood the log.
   #saidOnce(key: string, say: () => void): void {
     const now = Date.now();
     if ((this.#refusalsSaid.get(key) ?? 0) > now - 60_000) return;
-    if (this.#refusalsSaid.size > 1000) this.#refusalsSaid.clear();
+    for (const [said, at] of this.#refusalsSaid) if (at <= now - 60_000) this.#refusalsSaid.delete(said);
+    if (this.#refusalsSaid.size >= 20) return;
     this.#refusalsSaid.set(key, now);
     say();
   }

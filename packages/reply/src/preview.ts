@@ -4,6 +4,7 @@ import {
   type HubLogger,
   type OutboundSegment,
   PermanentSendError,
+  RateLimitedError,
   type ReplyTarget,
   ReplyTargetSchema,
   type SendResult,
@@ -137,6 +138,8 @@ export class LivePreviews {
     try {
       await io.adapter.edit(state.messageId, segment, io.target, { signal: io.signal });
     } catch (error) {
+      // Told to wait (a 429) is no failure of the edit: it is tried again after the wait, whatever the try.
+      if (error instanceof RateLimitedError) throw error;
       if (!(error instanceof PermanentSendError) && !io.lastEditTry) throw error;
       await this.#editRefused(k, state.messageId, error, io);
       return false;

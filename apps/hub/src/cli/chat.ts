@@ -95,7 +95,7 @@ async function chatOnce(
   void gateway.closed.then(() =>
     settle(
       1,
-      "hub: the gateway closed the connection before the answer was complete (the hub stopped or restarted?). A message it accepted is still answered once the hub runs again; the web chat shows the answer in the session's history.",
+      "hub: the gateway closed the connection before the answer was complete (the hub stopped or restarted?). A message it accepted is still answered once the hub runs again (or, after a long outage, the chat is told it was not); the web chat shows it in the session's history.",
     ),
   );
   try {

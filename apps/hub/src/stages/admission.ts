@@ -109,7 +109,9 @@ function sessionReads(s: SessionStage): Pick<GatewayDeps, "history" | "waiting">
     // Queued in the lane, steered into its running run or collected: in the order they were sent.
     waiting: async (sessionKey) => {
       const [queued, other] = await Promise.all([s.lane.queued(sessionKey), s.activity.waiting(sessionKey)]);
-      return [...queued, ...other].sort((a, b) => a.ctx.timestamp - b.ctx.timestamp);
+      // A collect run's first message is in the lane and in the collected batch: once.
+      const byRun = new Map([...queued, ...other].map((r) => [r.runId, r]));
+      return [...byRun.values()].sort((a, b) => a.ctx.timestamp - b.ctx.timestamp);
     },
   };
 }

@@ -178,35 +178,6 @@ function refused(options: WebhookRouteOptions, req: IncomingMessage, verified: b
  * is not JSON (empty, a form, garbage) or a payload that cannot be read is
  * acknowledged with 200 and one log line: redelivering it would never help.
  */
-// The handling's result (a throw is `retry`), or `retry` once `answerWithinMs` has passed without one.
-async function handledWithin(
-  options: WebhookRouteOptions,
-  body: unknown,
-  request: WebhookRequest,
-): Promise<InboundResult> {
-  const handled = options
-    .handle(body, request)
-    .catch((error: unknown): InboundResult => ({ kind: "retry", reason: describeError(error) }));
-  const ms = options.answerWithinMs;
-  if (ms === undefined) return handled;
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<InboundResult>((resolve) => {
-    timer = setTimeout(
-      () =>
-        resolve({
-          kind: "retry",
-          reason: `not taken within ${ms / 1000} s (is Redis reachable?); taking it goes on, a redelivery is a duplicate then`,
-        }),
-      ms,
-    );
-  });
-  try {
-    return await Promise.race([handled, late]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
 export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
   const maxBytes = options.maxBytes ?? 1024 * 1024;
   const log = options.logger;
@@ -246,4 +217,45 @@ export function webhookRoute(options: WebhookRouteOptions): HttpRoute {
       else answer(res, 200, req);
     },
   };
+}
+
+// The handling's result (a throw is `retry`), or `retry` once `answerWithinMs` has passed without one.
+async function handledWithin(
+  options: WebhookRouteOptions,
+  body: unknown,
+  request: WebhookRequest,
+): Promise<InboundResult> {
+  const handled = options
+    .handle(body, request)
+    .catch((error: unknown): InboundResult => ({ kind: "retry", reason: describeError(error) }));
+  const ms = options.answerWithinMs;
+  if (ms === undefined) return handled;
+  let timer: NodeJS.Timeout | undefined;
+  let answered = false;
+  const late = new Promise<InboundResult>((resolve) => {
+    timer = setTimeout(() => {
+      answered = true;
+      resolve({
+        kind: "retry",
+        reason: `not taken within ${ms / 1000} s (is Redis reachable?); taking it goes on, a redelivery is a duplicate then`,
+      });
+    }, ms);
+  });
+  // What became of a handling answered 503 meanwhile: said once it is known.
+  void handled.then((result) => {
+    if (answered)
+      options.logger.info(
+        {
+          path: options.path,
+          outcome: result.kind,
+          ...("reason" in result ? { reason: result.reason } : {}),
+        },
+        "a webhook update answered 503 for being slow was handled after all",
+      );
+  });
+  try {
+    return await Promise.race([handled, late]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
