@@ -35,6 +35,19 @@ function capturedLogger() {
 const reconnectReasons = (lines: Array<Record<string, unknown>>) =>
   lines.filter((l) => l.msg === "discord gateway reconnecting").map((l) => String(l.reason));
 
+/** Runs `body`, then checks that no promise was rejected unhandled meanwhile (discord.js's async listeners). */
+async function withoutUnhandledRejections(body: () => Promise<void>): Promise<void> {
+  const rejections: unknown[] = [];
+  const onRejection = (reason: unknown) => void rejections.push(reason);
+  process.on("unhandledRejection", onRejection);
+  try {
+    await body();
+  } finally {
+    process.off("unhandledRejection", onRejection);
+  }
+  expect(rejections).toEqual([]);
+}
+
 /** A hub with a Discord adapter (discord.js against the fake Discord) and a fake model. */
 async function setup(
   fakeOptions: FakeDiscordOptions = {},
@@ -335,10 +348,7 @@ describe("discord adapter", () => {
     "a HELLO with %s neither ends the process nor beats in a loop: Discord's usual interval, messages answered",
     async (_, hello) => {
       const { log, lines } = capturedLogger();
-      const rejections: unknown[] = [];
-      const onRejection = (reason: unknown) => void rejections.push(reason);
-      process.on("unhandledRejection", onRejection);
-      try {
+      await withoutUnhandledRejections(async () => {
         const { fake, model } = await setup({}, log, (f) => {
           f.gateway.nextHello = hello;
         });
@@ -350,10 +360,7 @@ describe("discord adapter", () => {
         expect(fake.gateway.stats.heartbeats).toBeLessThanOrEqual(1);
         expect(fake.gateway.stats.connections).toBe(1);
         expect(lines.filter((l) => String(l.problem).includes("heartbeat_interval"))).toHaveLength(1);
-        expect(rejections).toEqual([]);
-      } finally {
-        process.off("unhandledRejection", onRejection);
-      }
+      });
     },
   );
 
@@ -365,10 +372,7 @@ describe("discord adapter", () => {
     "a READY without %s is dropped and the bot identifies again: not deaf, not ended",
     async (field, ready) => {
       const { log, lines } = capturedLogger();
-      const rejections: unknown[] = [];
-      const onRejection = (reason: unknown) => void rejections.push(reason);
-      process.on("unhandledRejection", onRejection);
-      try {
+      await withoutUnhandledRejections(async () => {
         const { fake, model, adapter } = await setup({}, log, (f) => {
           f.gateway.nextReady = ready;
         });
@@ -381,19 +385,13 @@ describe("discord adapter", () => {
         expect(problems.map((l) => l.problem)).toEqual([
           expect.stringContaining(field === "any data" ? "its data" : field),
         ]);
-        expect(rejections).toEqual([]);
-      } finally {
-        process.off("unhandledRejection", onRejection);
-      }
+      });
     },
     30_000,
   );
 
   it("an INVALID_SESSION without d, and a READY whose resume URL no WebSocket can open, do not end the process", async () => {
-    const rejections: unknown[] = [];
-    const onRejection = (reason: unknown) => void rejections.push(reason);
-    process.on("unhandledRejection", onRejection);
-    try {
+    await withoutUnhandledRejections(async () => {
       const { fake, model, adapter } = await setup({}, logger(), (f) => {
         f.gateway.nextReady = (d) => ({ ...d, resume_gateway_url: "not a url" });
       });
@@ -406,18 +404,12 @@ describe("discord adapter", () => {
       model.script({ text: "Still here." });
       fake.userMessage({ channelId: fake.dmChannelId, content: "after the strange frames" });
       await waitFor(() => fake.sent(fake.dmChannelId).length === 1, "the answer", 15_000);
-      expect(rejections).toEqual([]);
-    } finally {
-      process.off("unhandledRejection", onRejection);
-    }
+    });
   }, 40_000);
 
   it("malformed dispatches (which make discord.js itself throw) are dropped: no unhandled rejection, the next message answered", async () => {
     const { fake, model, adapter } = await setup();
-    const rejections: unknown[] = [];
-    const onRejection = (reason: unknown) => void rejections.push(reason);
-    process.on("unhandledRejection", onRejection);
-    try {
+    await withoutUnhandledRejections(async () => {
       const valid = fake.messageCreatePayload({ channelId: fake.dmChannelId, content: "x" });
       const broken: unknown[] = [
         null,
@@ -443,11 +435,8 @@ describe("discord adapter", () => {
         "the answer after the malformed dispatches",
       );
       expect(fake.sent(fake.dmChannelId)[0]?.message.content).toBe("Unshaken.");
-      expect(rejections).toEqual([]);
       expect(adapter.status().state).toBe("connected");
-    } finally {
-      process.off("unhandledRejection", onRejection);
-    }
+    });
   });
 
   it("a slash command /status is deferred within 3 s and answered with the session's status", async () => {
