@@ -16,6 +16,28 @@ describe("slack through the hub", () => {
   let harness: ReturnType<typeof slackHarness>;
   const modelSaw = (text: string) =>
     model.requests.filter((r) => JSON.stringify(r.messages.at(-1)).includes(text)).length;
+  // A mention of the bot in the group channel (in the thread on `threadTs` when given), delivered as Slack does.
+  const mention = async (text: string, threadTs?: string) => {
+    const msg = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> ${text}`, threadTs);
+    await fake.deliver(fake.envelope(appMentionEvent(msg)));
+    return msg;
+  };
+  // What the bot posted in the group's thread on `ts`.
+  const postedInThread = (ts: string) =>
+    fake
+      .posted(SLACK_IDS.group)
+      .filter((m) => m.thread_ts === ts)
+      .map((m) => String(m.text));
+  // `/stop` in the thread on `ts` is answered there, and the run it stopped posts nothing more.
+  const stopsInThread = async (ts: string) => {
+    await mention("/stop", ts);
+    const inThread = () => postedInThread(ts);
+    await waitFor(() => inThread().includes("Stopped."), "the stop's answer in the thread", 10_000);
+    expect(inThread()).not.toContain("Nothing is running.");
+    const posted = inThread().length;
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(inThread()).toHaveLength(posted);
+  };
 
   beforeAll(async () => {
     model = await startFakeOpenAI();
@@ -168,25 +190,12 @@ describe("slack through the hub", () => {
   it("/stop in the thread a channel answer appears in stops that answer", async () => {
     // A long stream (about 10 s): the answer to a channel mention, in a thread on it.
     model.script({ text: `Long answer. ${"more words ".repeat(500)}`, chunkSize: 20, delayMs: 40 });
-    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> a long one please`);
-    await fake.deliver(fake.envelope(appMentionEvent(root)));
+    const root = await mention("a long one please");
     await waitFor(
       () => model.requests.some((r) => JSON.stringify(r.messages).includes("a long one please")),
       "the run",
     );
-    const stop = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> /stop`, root.ts);
-    await fake.deliver(fake.envelope(appMentionEvent(stop)));
-    const inThread = () =>
-      fake
-        .posted(SLACK_IDS.group)
-        .filter((m) => m.thread_ts === root.ts)
-        .map((m) => m.text);
-    await waitFor(() => inThread().includes("Stopped."), "the stop's answer in the thread", 10_000);
-    expect(inThread()).not.toContain("Nothing is running.");
-    // The stopped run posts nothing more.
-    const posted = inThread().length;
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(inThread()).toHaveLength(posted);
+    await stopsInThread(root.ts);
   }, 30_000);
 
   it("a follow-up in the thread of a channel answer still being written is answered after it, with its question and answer in context", async () => {
@@ -195,21 +204,10 @@ describe("slack through the hub", () => {
       { text: `First answer. ${"words ".repeat(60)}END-1`, chunkSize: 10, delayMs: 80 },
       { text: "Second answer." },
     );
-    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> tell me about q7`);
-    await fake.deliver(fake.envelope(appMentionEvent(root)));
+    const root = await mention("tell me about q7");
     await waitFor(() => modelSaw("tell me about q7") === 1, "the first run");
-    const more = fake.userMessage(
-      SLACK_IDS.group,
-      SLACK_IDS.user,
-      `<@${fake.botUserId}> q7 in more detail`,
-      root.ts,
-    );
-    await fake.deliver(fake.envelope(appMentionEvent(more)));
-    const inThread = () =>
-      fake
-        .posted(SLACK_IDS.group)
-        .filter((m) => m.thread_ts === root.ts)
-        .map((m) => String(m.text));
+    await mention("q7 in more detail", root.ts);
+    const inThread = () => postedInThread(root.ts);
     await waitFor(() => inThread().length === 2, "both answers in the thread", 20_000);
     expect(inThread()[0]).toMatch(/^First answer\..*END-1$/s);
     expect(inThread()[1]).toBe("Second answer.");
@@ -223,31 +221,14 @@ describe("slack through the hub", () => {
 
   it("/stop in a thread stops a follow-up of that thread running in the channel's session", async () => {
     model.script({ text: "Short first answer." });
-    const root = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> start q9`);
-    await fake.deliver(fake.envelope(appMentionEvent(root)));
-    const inThread = () =>
-      fake
-        .posted(SLACK_IDS.group)
-        .filter((m) => m.thread_ts === root.ts)
-        .map((m) => String(m.text));
+    const root = await mention("start q9");
+    const inThread = () => postedInThread(root.ts);
     await waitFor(() => inThread().length === 1, "the first answer", 10_000);
     // A long follow-up answer (about 10 s), stopped from the thread.
     model.script({ text: `Long follow-up. ${"more words ".repeat(500)}`, chunkSize: 20, delayMs: 40 });
-    const more = fake.userMessage(
-      SLACK_IDS.group,
-      SLACK_IDS.user,
-      `<@${fake.botUserId}> q9 at length`,
-      root.ts,
-    );
-    await fake.deliver(fake.envelope(appMentionEvent(more)));
+    await mention("q9 at length", root.ts);
     await waitFor(() => modelSaw("q9 at length") === 1, "the follow-up's run");
-    const stop = fake.userMessage(SLACK_IDS.group, SLACK_IDS.user, `<@${fake.botUserId}> /stop`, root.ts);
-    await fake.deliver(fake.envelope(appMentionEvent(stop)));
-    await waitFor(() => inThread().includes("Stopped."), "the stop's answer in the thread", 10_000);
-    expect(inThread()).not.toContain("Nothing is running.");
-    const posted = inThread().length;
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(inThread()).toHaveLength(posted);
+    await stopsInThread(root.ts);
   }, 40_000);
 
   it("answers a DM whose text is only in rich_text blocks", async () => {
