@@ -224,6 +224,8 @@ describe("the agent role on a worker thread (agent.threads)", { timeout: 120_000
     const other = { sessionKey: "agent:main:webchat:direct:other", text: "while it is down" };
     expect((await client.request("chat.send", { ...other, idempotencyKey: "admit-down-2" })).ok).toBe(true);
     expect(count(hub, "agent thread started again")).toBe(0);
+    // MONITOR's copy of the wake-up can reach this test after chat.send's answer does.
+    await waitFor(() => woken.runs.length > 0, "the wake-up through Redis", 5_000);
     expect(woken.runs).toEqual([other.sessionKey]);
     // Its outcome is recorded before the thread ends again (the failpoint is per thread): ask with the key.
     await waitFor(
