@@ -319,12 +319,18 @@ describe("floods and limits", () => {
     await waitFor(() => inChat("1").some((t) => t.includes("faster than I can answer")), "one flood notice");
     expect(inChat("1").filter((t) => t.includes("faster than I can answer"))).toHaveLength(1);
     // Still limited, the flooding sender can stop what is answering them; other commands wait their turn.
+    // The bucket refills a token every 2 s and the notice can take longer on a busy machine: drain it again.
+    const drained: string[] = [];
+    while (drained.at(-1) !== "rate_limited" && drained.length <= 10)
+      drained.push((await dm("1", `flood again ${drained.length}`)).status);
+    expect(drained.at(-1)).toBe("rate_limited");
     expect((await dm("1", "/stop")).status).toBe("command");
     expect((await dm("1", "/status")).status).toBe("rate_limited");
     const other = await dm("77", "I am not flooding");
     expect(other.status).toBe("accepted");
     await waitFor(() => modelSaw("I am not flooding") === 1, "the other sender answered", 20_000);
-    expect(world.model.requests.length - before).toBeLessThanOrEqual(accepted + 1);
+    const acceptedAgain = drained.filter((status) => status === "accepted").length;
+    expect(world.model.requests.length - before).toBeLessThanOrEqual(accepted + acceptedAgain + 1);
   }, 30_000);
 });
 
