@@ -178,6 +178,44 @@ describe("a hub killed while a live preview is on screen", () => {
     );
     expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
   }, 120_000);
+  it("killed right after it finalized a stale run: the next start deletes the preview and tells the user, once", async () => {
+    const user = USER + 5;
+    const inst = previewInstallation("crash-preview-finalize", user);
+    model.script({ text: `Never finished. ${"More words. ".repeat(200)}`, chunkSize: 8, delayMs: 100 });
+    const requestsBefore = model.requests.length;
+    const { hub } = await inst.start();
+    telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "long ago", messageId: 806 }));
+    const runId = runIdForMessage(`telegram:default:${user}:806`);
+    const runKey = `${inst.prefix}:run:${runId}`;
+    await waitFor(
+      async () =>
+        telegram.shown(user).length === 1 &&
+        (await redis.hexists(`${inst.prefix}:preview:${runId}`, "messageId")) === 1,
+      "the preview",
+      40_000,
+    );
+    await hub.kill();
+    await redis.hset(runKey, "startedAt", Date.now() - 6 * 3600_000);
+    // Killed the moment the run is recorded interrupted: before its preview's close and its notice are queued.
+    const finalizing = await inst.start({ failpoints: "run.after-finalize=kill", wait: false });
+    await finalizing.hub.exited;
+    expect(await redis.hget(runKey, "status")).toBe("interrupted");
+    expect(finalizing.hub.output.join("")).toContain("failpoint run.after-finalize: kill");
+    await inst.start();
+    const notice = /could not finish answering this: I was restarted/;
+    await waitFor(
+      () => telegram.shown(user).length === 1 && notice.test(String(telegram.shown(user)[0]?.message.text)),
+      "the preview deleted and the notice sent",
+      20_000,
+    );
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(model.requests.length - requestsBefore).toBe(1);
+    const deletes = telegram.callsOf("deleteMessage");
+    expect(deletes.filter((c) => Number((c.params as { chat_id?: unknown }).chat_id) === user)).toHaveLength(
+      1,
+    );
+    expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
+  }, 120_000);
   it("a run killed on every attempt ends interrupted, deletes the preview it left and tells the user", async () => {
     const user = USER + 2;
     const inst = previewInstallation("crash-preview-interrupted", user, { ackReaction: "👀" });

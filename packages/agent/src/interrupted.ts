@@ -1,4 +1,4 @@
-import type { HubLogger, RunRequest } from "@hub/core";
+import { failpoint, type HubLogger, type RunRequest } from "@hub/core";
 import type {
   HandOn,
   RunRecord,
@@ -73,6 +73,7 @@ export async function finalizeInterrupted(
       ? "interrupted run finalized with its answer, queued whole before the interruption"
       : "interrupted run finalized without resuming",
   );
+  failpoint("run.after-finalize");
   // Without its staged answer the run queued no end for its live preview: one it left would stay on screen.
   if (!staged) await deps.closeLeftPreview?.(runId);
   await handOnSteering(deps, record);

@@ -320,8 +320,10 @@ export class AgentRunner {
     );
     if (begun.kind === "over") {
       log.info({ status: begun.status }, "run already finished; not running it again");
-      // Its outcome may have been decided by a step that died before handing on what was steered into it.
+      // Its outcome may have been decided by a step that died before handing on what was steered into it,
+      // or before deleting its preview and telling its chat (each done once, whoever repeats it).
       await handOnSteering(this.o, { runId, sessionKey: ctx.sessionKey });
+      if (begun.status === "interrupted") await this.#tellInterrupted(request, log);
       return undefined;
     }
     const started = begun.kind === "started" ? begun : await this.#resume(request, log);
@@ -444,11 +446,9 @@ export class AgentRunner {
     const record = await this.o.runs.get(runId);
     if (record && recoveryDecision(record, Date.now(), this.o.runTimeoutMs) === "finalize") {
       const status = await finalizeInterrupted(this.o, record, log);
-      const unacknowledge = () => unacknowledgeFinalized(this.o.live, ctx, log, runId);
       // Not resumed (stale, or out of attempts): the user is told, as a run its lane gives up on is.
-      if (status === "interrupted")
-        await tellUnanswered({ ...this.o, unacknowledge }, request, INTERRUPTED_NOTICE, log);
-      else if (status) await unacknowledge();
+      if (status === "interrupted") await this.#tellInterrupted(request, log);
+      else if (status) await unacknowledgeFinalized(this.o.live, ctx, log, runId);
       return undefined;
     }
     const attempt = await this.o.runs.start(runId, ctx.sessionKey, this.o.runTimeoutMs, ctx.channel);
@@ -915,6 +915,15 @@ export class AgentRunner {
     await notice.end();
     await this.o.activity.end(ctx.sessionKey, runId);
     await this.o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
+  }
+
+  // An interrupted run's end, as its chat sees it: the preview it left deleted, then the notice (each queued
+  // once per run, so the finalize and the run's later hand-out can both ask).
+  async #tellInterrupted(request: RunRequest, log: HubLogger): Promise<void> {
+    const { runId, ctx } = request;
+    await this.o.closeLeftPreview?.(runId);
+    const unacknowledge = () => unacknowledgeFinalized(this.o.live, ctx, log, runId);
+    await tellUnanswered({ ...this.o, unacknowledge }, request, INTERRUPTED_NOTICE, log);
   }
 
   /** Answers a request with a fixed text (commands), through the same reply and outcome path as a run. */

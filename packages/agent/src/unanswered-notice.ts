@@ -28,8 +28,10 @@ export const INTERRUPTED_NOTICE: UnansweredNotice = {
 
 /**
  * Tells the chat that a run ended without an answer, and publishes that end to the web chat's watchers (a
- * gateway event alone reaches only the web chat). Called only by the step that decided the run's end, so
- * the notice is sent once. A message kept only as context was never to be answered: nothing is said.
+ * gateway event alone reaches only the web chat). Called by the step that decided the run's end, and again
+ * by whatever finds the run over later (its next hand-out, after a crash right after the end): the notice
+ * is queued once per run and kind whatever repeats it, and a repeat does nothing. A message kept only as
+ * context was never to be answered: nothing is said.
  */
 export async function tellUnanswered(
   deps: UnansweredNoticeDeps,
@@ -38,6 +40,25 @@ export async function tellUnanswered(
   log: HubLogger,
 ): Promise<void> {
   const { runId, ctx } = request;
+  if (!request.contextOnly) {
+    const reply = deps.replies.open(`${runId}.${notice.kind}`, ctx.replyTarget, {
+      runId,
+      sessionKey: ctx.sessionKey,
+      once: true,
+    });
+    await reply.push(notice.text, undefined, { last: true });
+    await reply.end();
+    if (reply.repeated) return;
+    // As a run's own end does: the reaction comes off once its notice is out (in the background).
+    const unacknowledge = deps.unacknowledge;
+    if (unacknowledge)
+      void reply
+        .settled()
+        .then(() => unacknowledge(request, log))
+        .catch((error: unknown) =>
+          log.warn({ err: error }, "could not take off the unanswered run's reaction"),
+        );
+  }
   await deps.events.publish({
     runId,
     sessionKey: ctx.sessionKey,
@@ -45,20 +66,4 @@ export async function tellUnanswered(
     state: "error",
     text: notice.error,
   });
-  if (request.contextOnly) return;
-  const reply = deps.replies.open(`${runId}.${notice.kind}`, ctx.replyTarget, {
-    runId,
-    sessionKey: ctx.sessionKey,
-  });
-  await reply.push(notice.text, undefined, { last: true });
-  await reply.end();
-  // As a run's own end does: the reaction comes off once its notice is out (in the background).
-  const unacknowledge = deps.unacknowledge;
-  if (unacknowledge)
-    void reply
-      .settled()
-      .then(() => unacknowledge(request, log))
-      .catch((error: unknown) =>
-        log.warn({ err: error }, "could not take off the unanswered run's reaction"),
-      );
 }

@@ -108,16 +108,25 @@ export function withAppend(
  */
 export function keptBlocks(): ReplySink & { blocks: string[] } {
   const blocks: string[] = [];
+  // Replies opened `once` that were pushed: a repeat of their push keeps nothing (as the dispatcher's).
+  const queuedOnce = new Set<string>();
   return {
     blocks,
-    open(replyId): ReplyStream {
+    open(replyId, _target, options): ReplyStream {
       let ended = false;
+      let repeated = false;
       return {
         replyId,
         get ended() {
           return ended;
         },
+        get repeated() {
+          return repeated;
+        },
         async push(block) {
+          if (options?.once && queuedOnce.has(replyId)) repeated = ended = true;
+          if (repeated) return;
+          if (options?.once) queuedOnce.add(replyId);
           blocks.push(block);
         },
         async end() {

@@ -49,6 +49,8 @@ export interface ReplyStream {
   end(): Promise<number>;
   /** True once the reply is ended (by its last block's push, or `end`): nothing more is queued for it. */
   readonly ended?: boolean;
+  /** On a reply opened `once`: its push found it queued before (by an earlier attempt) and queued nothing. */
+  readonly repeated?: boolean;
   /**
    * Resolves when every segment is delivered or failed for good. `signal` gives the wait up (it rejects
    * with the signal's reason and stops reading the reply's status); a `LightAbort` costs less than an
@@ -129,4 +131,10 @@ export interface ReplyOpenOptions {
   sessionKey?: string | undefined;
   /** The run's live preview (a message edited in place while the answer streams), where the channel has one. */
   preview?: ReplyPreviewOptions | undefined;
+  /**
+   * Queued at most once per reply id, whatever retries or restarts repeat it (an unanswered run's notice,
+   * the close of a preview it left): the reply is queued in one push, its last block's or `end`'s, and a
+   * repeat of that push queues nothing (`repeated`). Not with a fence.
+   */
+  once?: boolean | undefined;
 }

@@ -35,6 +35,7 @@ export type FailpointName =
   | "run.before-late-requeue"
   | "run.after-take-steering"
   | "run.after-steered-write"
+  | "run.after-finalize"
   | "transcript.before-append"
   | "transcript.after-create"
   | "delivery.before-send"

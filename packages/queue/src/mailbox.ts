@@ -14,7 +14,18 @@ import {
 import type { Redis } from "ioredis";
 import { LeaseLoss } from "./lease-loss.js";
 import { createRedis, runScript } from "./redis.js";
-import { ACK_NEXT, CLAIM_NEXT, DELAY, FENCED_PUSH, PROMOTE, PUSH, RECLAIM, RENEW, SWEEP } from "./scripts.js";
+import {
+  ACK_NEXT,
+  CLAIM_NEXT,
+  DELAY,
+  FENCED_PUSH,
+  PROMOTE,
+  PUSH,
+  PUSH_ONCE,
+  RECLAIM,
+  RENEW,
+  SWEEP,
+} from "./scripts.js";
 import { type WaitingKey, WaitingKeys } from "./waiting-keys.js";
 import type { ClaimedKey, RemoteWorker, WorkerRoom } from "./worker-room.js";
 
@@ -218,7 +229,7 @@ export const SEP = "|";
  * marker (`nb`), its head item's attempts (`att`), and (per group, not per key) a group's failures, then
  * its settlement (`g`).
  */
-export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g";
+export type MailboxKeyKind = "q" | "own" | "nb" | "att" | "g" | "once";
 
 // A settled group's counts as its record, its announcement and a settling ack give them: "<total>|<delivered>|<failed>".
 function settledCounts(counts: string): GroupStatus {
@@ -366,7 +377,8 @@ export class OrderedMailbox<T> {
   /**
    * Appends items to a key's mailbox, in order, and wakes a drainer if none is
    * owed yet, in one step. Resolves once the items are durably queued in Redis.
-   * A `note` (only with a `fence`) is written in the same step.
+   * A `note` (only with a `fence`) is written in the same step. With `once`, the items are queued at
+   * most once per its id: resolves false, nothing queued, when a push with that id was made before.
    */
   async push(
     key: string,
@@ -380,12 +392,15 @@ export class OrderedMailbox<T> {
        * once (no wake-up, no separate claim: two round trips less before the first item is handled).
        */
       drainHere?: boolean | undefined;
+      /** Queued at most once per `id` within `ttlSeconds` (not with a fence). */
+      once?: { id: string; ttlSeconds: number } | undefined;
     } = {},
-  ): Promise<void> {
-    if (items.length === 0) return;
+  ): Promise<boolean> {
+    if (items.length === 0) return true;
     const encoded = items.map((item) => this.encode(item));
-    const { fence, note } = options;
+    const { fence, note, once } = options;
     if (note && !fence) throw new Error("a note is written only with a fenced push");
+    if (once && fence) throw new Error("a push made once is not fenced");
     if (note && "value" in note && !(note.ttlSeconds >= 1))
       throw new Error("a value note needs a TTL of 1 s or more");
     const own = this.#k("own", key);
@@ -411,12 +426,20 @@ export class OrderedMailbox<T> {
               throw new WriteFencedError(`push to mailbox ${this.#o.name}`);
             throw error;
           })
-        : runScript(this.#redis, PUSH, keys, [...owe, ...encoded]));
+        : once
+          ? runScript(
+              this.#redis,
+              PUSH_ONCE,
+              [...keys, this.#k("once", once.id)],
+              [...owe, once.ttlSeconds, ...encoded],
+            )
+          : runScript(this.#redis, PUSH, keys, [...owe, ...encoded]));
       if (pushed === 1) this.wokeOnReady();
       if (typeof pushed === "string" && here) {
         failpoint("mailbox.after-claim-here");
         here.start(key, pushed, now);
       }
+      return pushed !== -1;
     } finally {
       here?.cancel();
     }

@@ -15,6 +15,7 @@
  *               commands/owe-drain.lua): drain workers BLMPOP it
  * - `M:delayed` zset key -> time its delay ends (then it moves to `ready`)
  * - `M:att:k`   "<n>|<item id>": attempts of the key's head item (while the key is drained)
+ * - `M:once:<id>` set by a push made once per id (push-once.lua), for its TTL
  * - `M:g:<group>` a group's failed items while it is open (a counter, absent while none failed),
  *               "<total>|<delivered>|<failed>" once its last item is acked (a mailbox with
  *               `groups`: item ids `<group>#<n>`, the last `<group>#<tag>$<total>`)
@@ -30,6 +31,8 @@ const withOweDrain = (name: string) =>
 export const PUSH = withOweDrain("push");
 /** See commands/fenced-push.lua. */
 export const FENCED_PUSH = withOweDrain("fenced-push");
+/** See commands/push-once.lua. */
+export const PUSH_ONCE = withOweDrain("push-once");
 /** See commands/renew.lua. */
 export const RENEW = load("renew");
 /** See commands/reclaim.lua. */

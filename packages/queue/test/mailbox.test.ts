@@ -147,6 +147,25 @@ describe("OrderedMailbox", () => {
     for (const key of keys) expect(seen.get(key)).toEqual(Array.from({ length: 15 }, (_, n) => n));
   });
 
+  it("a push made once per id queues its items once, whoever repeats it, and before and after other items", async () => {
+    const { mailbox, workers, prefix } = setup("once");
+    const seen: number[] = [];
+    workers.push(mailbox.startWorker(async (item) => void seen.push(item.data.n), { concurrency: 1 }));
+    const once = { id: "run-1.notice", ttlSeconds: 60 };
+    await mailbox.push("k", [{ id: "a", data: { n: 1 } }]);
+    expect(await mailbox.push("k", [{ id: "b", data: { n: 2 } }], { once })).toBe(true);
+    // A retry, or another process finding the same end after a crash: nothing queued.
+    expect(await otherProcess(prefix).push("k", [{ id: "b", data: { n: 2 } }], { once })).toBe(false);
+    expect(await mailbox.push("k", [{ id: "b", data: { n: 2 } }], { once, drainHere: true })).toBe(false);
+    expect(await mailbox.push("k", [{ id: "c", data: { n: 3 } }])).toBe(true);
+    await waitFor(() => seen.length >= 3, "the items handled");
+    await new Promise((r) => setTimeout(r, 200));
+    expect(seen).toEqual([1, 2, 3]);
+    await expect(
+      mailbox.push("k", [{ id: "d", data: { n: 4 } }], { once, fence: { key: "f", field: "w", value: "1" } }),
+    ).rejects.toThrow("not fenced");
+  });
+
   it("a busy key lets a waiting key go first after its burst, and a lone key drains on", async () => {
     const { mailbox, workers } = setup("burst", { burst: 3 });
     const seen: string[] = [];
@@ -495,7 +514,7 @@ describe("OrderedMailbox", () => {
       ),
     );
     // Half the keys pushed here (claimed while a slot is free), half by a process that does not drain.
-    const pushes: Array<Promise<void>> = [];
+    const pushes: Array<Promise<boolean>> = [];
     for (let n = 0; n < 3; n++)
       for (let k = 0; k < 16; k++) {
         const box = k % 2 === 0 ? mailbox : elsewhere;

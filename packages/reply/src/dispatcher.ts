@@ -104,6 +104,8 @@ const SEND_GATE = loadScript(new URL("./scripts/send-gate.lua", import.meta.url)
 
 /** Keeps settlement records this long after a reply's end. */
 const REPLY_TTL_SECONDS = 24 * 3600;
+// How long a reply opened `once` stays queued once: as long as the run record whose end repeats its push.
+const ONCE_TTL_SECONDS = 7 * 24 * 3600;
 
 /**
  * Delivers replies: blocks are chunked to the target channel's limit and put
@@ -171,12 +173,13 @@ export class ReplyDispatcher implements ReplySink {
     // Delivered by this process when it can: a push claims an idle target for its own delivery (or for the
     // delivery of the thread that delivers for this one).
     const drainHere = this.#deliversTo(target) || this.#o.remoteDelivery !== undefined;
+    const once = options.once ? { id: replyId, ttlSeconds: ONCE_TTL_SECONDS } : undefined;
     return new OpenReply(replyId, target, options, {
       capabilities: this.#o.capabilitiesOf(target.channel) ?? { textLimit: 4000 },
       // Named, not spread: `{ ...push, drainHere }` made a hidden class per push (the push options come in
       // several shapes), and the mailbox's reads of them missed their inline caches every time.
       push: (items, push) =>
-        this.#mailbox.push(key, items, { fence: push.fence, note: push.note, drainHere }),
+        this.#mailbox.push(key, items, { fence: push.fence, note: push.note, drainHere, once }),
       pushPreview: async (id, item) => {
         await this.#previews.markLatest(item.preview, id);
         await this.#mailbox.push(key, [{ id, data: { ...item, kind: "preview" } }], {
@@ -198,7 +201,8 @@ export class ReplyDispatcher implements ReplySink {
     const target = await this.#previews.leftAt(runId);
     if (!target) return;
     const preview = { key: runId, resumed: true };
-    await this.open(`${runId}.closed`, target, { runId, preview }).end();
+    // Once: a finalize repeated after a crash (or by the run's next hand-out) deletes it once.
+    await this.open(`${runId}.closed`, target, { runId, preview, once: true }).end();
   }
 
   // Whether this process delivers to the target's channel account (a push may then drain it here).

@@ -29,7 +29,11 @@ type QueuedItem = { id: string; data: SegmentItem };
 export interface OpenReplyDeps {
   capabilities: Pick<ChannelCapabilities, "textLimit" | "measure">;
   /** Queues items to the reply target's mailbox, in order. */
-  push(items: QueuedItem[], options: { fence?: ReplyOpenOptions["fence"]; note?: PushNote }): Promise<void>;
+  /** Resolves false when a reply opened `once` was queued before (nothing queued this time). */
+  push(
+    items: QueuedItem[],
+    options: { fence?: ReplyOpenOptions["fence"]; note?: PushNote },
+  ): Promise<boolean>;
   /** Queues a live preview's newest text. */
   pushPreview(id: string, item: Omit<SegmentItem, "kind"> & { preview: string }): Promise<void>;
   /** Registers a wait for the reply's settlement (before the step that may settle it). */
@@ -50,6 +54,7 @@ export class OpenReply implements ReplyStream {
   #next = 0;
   #previews = 0;
   #ended = false;
+  #repeated = false;
   // Once the reply's last item is queued: the wait for its settlement.
   #settlement: SettleWaiter | undefined;
   readonly #preview: string | undefined;
@@ -95,12 +100,16 @@ export class OpenReply implements ReplyStream {
   }
 
   get ended(): boolean {
-    return this.#settlement !== undefined;
+    return this.#settlement !== undefined || this.#repeated;
+  }
+
+  get repeated(): boolean {
+    return this.#repeated;
   }
 
   async end(): Promise<number> {
     // Ended already by the push of its last block.
-    if (this.#settlement) return this.#next;
+    if (this.#settlement || this.#repeated) return this.#next;
     this.#ended = true;
     // Not fenced, so a superseded run (whose pushes are refused) still clears what it showed and settles.
     await this.#queue([], {}, true);
@@ -144,13 +153,23 @@ export class OpenReply implements ReplyStream {
     push: { fence?: ReplyOpenOptions["fence"]; note?: PushNote },
     last: boolean,
   ): Promise<void> {
+    if (this.options.once && !last)
+      throw new Error(`reply ${this.replyId} is queued once: in one push, its last`);
     const waiter = last ? await this.deps.waiter() : undefined;
     const total = this.#next + items.length;
+    let queued: boolean;
     try {
-      await this.deps.push(last ? this.#lastItems(total, items) : items, push);
+      queued = await this.deps.push(last ? this.#lastItems(total, items) : items, push);
     } catch (error) {
       waiter?.cancel();
       throw error;
+    }
+    if (!queued) {
+      // Queued by an earlier attempt: its settlement is read from Redis (`settled`).
+      waiter?.cancel();
+      this.#ended = true;
+      this.#repeated = true;
+      return;
     }
     // Counted only once queued: a failed push must not leave the reply waiting for segments that never existed.
     this.#next = total;
