@@ -346,8 +346,16 @@ export function describeAdapterConformance(
         model.script({ text: "Survived." });
         const before = h.outbound(h.ids.directChat).length;
         await h.direct("still there after the fuzz?");
-        await answered(h.ids.directChat, before + 1, "an answer after the fuzz", 90_000);
-        expect(h.outbound(h.ids.directChat).at(-1)?.text).toBe("Survived.");
+        // Waited for by its text: on a machine starved by a CPU hog, the oversized-file case's refusal once came
+        // a second time, late, after that case had checked it (the tests' delivery lease is 1.5 s: one that
+        // runs out mid-send is the README's send window), and it was the chat's last message here.
+        const texts = () =>
+          h
+            .outbound(h.ids.directChat)
+            .slice(before)
+            .map((m) => m.text);
+        await waitFor(() => texts().includes("Survived."), "an answer after the fuzz", 90_000);
+        expect(texts().filter((text) => text === "Survived.")).toHaveLength(1);
         expect(lines.slice(from).filter((line) => UNCAUGHT.test(line))).toEqual([]);
       },
       180_000,
