@@ -84,6 +84,13 @@ describe("a new chat's first transcript created, its header not yet written", ()
     );
     a.hub.resume();
     await a.hub.waitForOutput(/lost the session lane/);
+    // The run it left is not in flight there any more: a stop drains nothing and does not wait its budget.
+    const stopping = Date.now();
+    a.hub.child.kill("SIGTERM");
+    await a.hub.exited;
+    expect(Date.now() - stopping).toBeLessThan(20_000);
+    expect(a.hub.output.join("")).toMatch(/"runs":0,"msg":"draining/);
+    expect(a.hub.output.join("")).not.toContain("still in flight");
     // What the woken process wrote there, read by nobody: its header, and its run's writer and user lines.
     const first = await expectOneAnswerAndHistory();
     expect(first.split("\n").flatMap((l) => (l ? [JSON.parse(l).type] : []))).toEqual([

@@ -140,6 +140,11 @@ export class HubMetrics {
     return [...this.#inFlight.values()];
   }
 
+  /** A run this process no longer works on (its outcome decided here or elsewhere): not in flight here. */
+  runLeft(runId: string): void {
+    this.#inFlight.delete(runId);
+  }
+
   /** Counts a terminal outcome decided in this process. */
   runFinished(runId: string, status: TerminalStatus, startedAt: number | undefined): void {
     this.runs.inc({ outcome: status });
@@ -258,6 +263,10 @@ export class MeteredRunRecords extends RunRecords {
 
   override noteStarted(run: StartedRun): void {
     this.metrics.runStarted(run);
+  }
+
+  override noteLeft(runId: string): void {
+    this.metrics.runLeft(runId);
   }
 
   override async noteFinished(runId: string, status: TerminalStatus, startedAt?: number): Promise<void> {

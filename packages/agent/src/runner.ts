@@ -250,6 +250,20 @@ export class AgentRunner {
       log.debug("recorded group message as context");
       return;
     }
+    try {
+      await this.#claimAndRun(request, stop, log, lane);
+    } finally {
+      // In flight here no longer, whatever became of it (a drain waits only for what this process works on).
+      this.o.runs.noteLeft(runId);
+    }
+  }
+
+  async #claimAndRun(
+    request: RunRequest,
+    stop: AbortController,
+    log: HubLogger,
+    lane?: RunHandOut,
+  ): Promise<void> {
     const run = await this.#claim(request, log, lane);
     if (!run) return;
     const turn = run.queued ? this.#queuedTurn(run, run.queued) : await this.#runTurn(run, stop);

@@ -150,6 +150,13 @@ export class RunRecords {
   /** Called once a run's attempt has started (here or in a fused step); metrics override it. */
   noteStarted(_run: StartedRun): void {}
 
+  /**
+   * Called once this process stops working on a run, whatever became of it: decided here (after
+   * `noteFinished`), left to the process that took its session over, decided elsewhere, or failed (its
+   * lane hands it out again); metrics override it.
+   */
+  noteLeft(_runId: string): void {}
+
   /** Called once a run's outcome is decided (here or in a fused step), with its first start if known. */
   async noteFinished(_runId: string, _status: TerminalStatus, _startedAt?: number): Promise<void> {}
 
