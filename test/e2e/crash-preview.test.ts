@@ -139,83 +139,71 @@ describe("a hub killed while a live preview is on screen", () => {
       edits.map(() => firstId),
     );
   }, 90_000);
-  it("a run found 6 hours old after the restart is not resumed: its preview goes and the user is told", async () => {
-    const user = USER + 3;
-    const inst = previewInstallation("crash-preview-stale", user);
-    const endless = { text: `Never finished. ${"More words. ".repeat(200)}`, chunkSize: 8, delayMs: 100 };
-    model.script(endless);
-    const requestsBefore = model.requests.length;
-    const { hub } = await inst.start();
-    telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "long ago", messageId: 804 }));
-    const runKey = `${inst.prefix}:run:${runIdForMessage(`telegram:default:${user}:804`)}`;
-    const previewKey = `${inst.prefix}:preview:${runIdForMessage(`telegram:default:${user}:804`)}`;
-    await waitFor(
-      async () => telegram.shown(user).length === 1 && (await redis.hexists(previewKey, "messageId")) === 1,
-      "the preview",
-      40_000,
-    );
-    await hub.kill();
-    // The clock moved on: the run started six hours ago.
-    await redis.hset(runKey, "startedAt", Date.now() - 6 * 3600_000);
-    await inst.start();
-    await waitFor(
-      async () => (await redis.hget(runKey, "status")) === "interrupted",
-      "the run finalized",
-      40_000,
-    );
-    const notice = /could not finish answering this: I was restarted/;
-    await waitFor(
-      () => telegram.shown(user).length === 1 && notice.test(String(telegram.shown(user)[0]?.message.text)),
-      "the preview deleted and the notice sent",
-      20_000,
-    );
-    // No model call for it, and nothing more once the lane hands its request out and finds it over.
-    await new Promise((r) => setTimeout(r, 2_000));
-    expect(model.requests.length - requestsBefore).toBe(1);
-    const deletes = telegram.callsOf("deleteMessage");
-    expect(deletes.filter((c) => Number((c.params as { chat_id?: unknown }).chat_id) === user)).toHaveLength(
-      1,
-    );
-    expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
-  }, 120_000);
-  it("killed right after it finalized a stale run: the next start deletes the preview and tells the user, once", async () => {
-    const user = USER + 5;
-    const inst = previewInstallation("crash-preview-finalize", user);
-    model.script({ text: `Never finished. ${"More words. ".repeat(200)}`, chunkSize: 8, delayMs: 100 });
-    const requestsBefore = model.requests.length;
-    const { hub } = await inst.start();
-    telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "long ago", messageId: 806 }));
-    const runId = runIdForMessage(`telegram:default:${user}:806`);
-    const runKey = `${inst.prefix}:run:${runId}`;
-    await waitFor(
-      async () =>
-        telegram.shown(user).length === 1 &&
-        (await redis.hexists(`${inst.prefix}:preview:${runId}`, "messageId")) === 1,
-      "the preview",
-      40_000,
-    );
-    await hub.kill();
-    await redis.hset(runKey, "startedAt", Date.now() - 6 * 3600_000);
-    // Killed the moment the run is recorded interrupted: before its preview's close and its notice are queued.
-    const finalizing = await inst.start({ failpoints: "run.after-finalize=kill", wait: false });
-    await finalizing.hub.exited;
-    expect(await redis.hget(runKey, "status")).toBe("interrupted");
-    expect(finalizing.hub.output.join("")).toContain("failpoint run.after-finalize: kill");
-    await inst.start();
-    const notice = /could not finish answering this: I was restarted/;
-    await waitFor(
-      () => telegram.shown(user).length === 1 && notice.test(String(telegram.shown(user)[0]?.message.text)),
-      "the preview deleted and the notice sent",
-      20_000,
-    );
-    await new Promise((r) => setTimeout(r, 2_000));
-    expect(model.requests.length - requestsBefore).toBe(1);
-    const deletes = telegram.callsOf("deleteMessage");
-    expect(deletes.filter((c) => Number((c.params as { chat_id?: unknown }).chat_id) === user)).toHaveLength(
-      1,
-    );
-    expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([expect.stringMatching(notice)]);
-  }, 120_000);
+  it.each([
+    [
+      "a run found 6 hours old after the restart is not resumed: its preview goes and the user is told",
+      3,
+      false,
+    ],
+    [
+      "killed right after it finalized a stale run: the next start deletes the preview and tells the user, once",
+      5,
+      true,
+    ],
+  ])(
+    "%s",
+    async (_, userOffset, killedAfterFinalize) => {
+      const user = USER + userOffset;
+      const messageId = 800 + userOffset + 1;
+      const inst = previewInstallation(`crash-preview-stale-${userOffset}`, user);
+      model.script({ text: `Never finished. ${"More words. ".repeat(200)}`, chunkSize: 8, delayMs: 100 });
+      const requestsBefore = model.requests.length;
+      const { hub } = await inst.start();
+      telegram.pushUpdate(privateText({ chatId: user, fromId: user, text: "long ago", messageId }));
+      const runId = runIdForMessage(`telegram:default:${user}:${messageId}`);
+      const runKey = `${inst.prefix}:run:${runId}`;
+      await waitFor(
+        async () =>
+          telegram.shown(user).length === 1 &&
+          (await redis.hexists(`${inst.prefix}:preview:${runId}`, "messageId")) === 1,
+        "the preview",
+        40_000,
+      );
+      await hub.kill();
+      // The clock moved on: the run started six hours ago.
+      await redis.hset(runKey, "startedAt", Date.now() - 6 * 3600_000);
+      if (killedAfterFinalize) {
+        // Killed the moment the run is recorded interrupted: before its preview's close and its notice are queued.
+        const finalizing = await inst.start({ failpoints: "run.after-finalize=kill", wait: false });
+        await finalizing.hub.exited;
+        expect(await redis.hget(runKey, "status")).toBe("interrupted");
+        expect(finalizing.hub.output.join("")).toContain("failpoint run.after-finalize: kill");
+      }
+      await inst.start();
+      await waitFor(
+        async () => (await redis.hget(runKey, "status")) === "interrupted",
+        "the run finalized",
+        40_000,
+      );
+      const notice = /could not finish answering this: I was restarted/;
+      await waitFor(
+        () => telegram.shown(user).length === 1 && notice.test(String(telegram.shown(user)[0]?.message.text)),
+        "the preview deleted and the notice sent",
+        20_000,
+      );
+      // No model call for it, and nothing more once the lane hands its request out and finds it over.
+      await new Promise((r) => setTimeout(r, 2_000));
+      expect(model.requests.length - requestsBefore).toBe(1);
+      const deletes = telegram.callsOf("deleteMessage");
+      expect(
+        deletes.filter((c) => Number((c.params as { chat_id?: unknown }).chat_id) === user),
+      ).toHaveLength(1);
+      expect(telegram.shown(user).map((m) => String(m.message.text))).toEqual([
+        expect.stringMatching(notice),
+      ]);
+    },
+    120_000,
+  );
   it("a run killed on every attempt ends interrupted, deletes the preview it left and tells the user", async () => {
     const user = USER + 2;
     const inst = previewInstallation("crash-preview-interrupted", user, { ackReaction: "👀" });

@@ -272,7 +272,10 @@ export function loadScript(url: URL): string {
  * A script behind shared Lua functions of the mailbox's commands: `take_token` (commands/token-bucket.lua),
  * `owe_drain` (commands/owe-drain.lua) and `ack_next` (commands/ack-next.lua), in the order given.
  */
-export function scriptWith(url: URL, ...functions: Array<"token-bucket" | "owe-drain" | "ack-next">): string {
+export function scriptWith(
+  url: URL,
+  ...functions: Array<"token-bucket" | "push-items" | "owe-drain" | "ack-next">
+): string {
   const shared = functions.map((name) => loadScript(new URL(`./commands/${name}.lua`, import.meta.url)));
   return [...shared, loadScript(url)].join("\n");
 }

@@ -23,9 +23,9 @@
 import { loadScript, scriptWith } from "./redis.js";
 
 const load = (name: string) => loadScript(new URL(`./commands/${name}.lua`, import.meta.url));
-// A push's last step (owe or claim a drain) is one Lua function both pushes share.
+// A push's items (push_items) and its last step (owe or claim a drain) are Lua functions the pushes share.
 const withOweDrain = (name: string) =>
-  scriptWith(new URL(`./commands/${name}.lua`, import.meta.url), "owe-drain");
+  scriptWith(new URL(`./commands/${name}.lua`, import.meta.url), "push-items", "owe-drain");
 
 /** See commands/push.lua. */
 export const PUSH = withOweDrain("push");

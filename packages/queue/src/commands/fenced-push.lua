@@ -12,11 +12,6 @@ if first > 10 and ARGV[8] ~= '0' then
 elseif first > 10 then
   redis.call('HSET', KEYS[7], unpack(ARGV, 10, first - 1))
 end
-local head
-for i = first, #ARGV, 500 do
-  local last = math.min(i + 499, #ARGV)
-  -- The list held nothing before: its head is the first item pushed.
-  if redis.call('RPUSH', KEYS[1], unpack(ARGV, i, last)) == last - i + 1 and i == first then head = ARGV[first] end
-end
+local head = push_items(KEYS[1], first)
 return owe_drain(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3],
   ARGV[4], tonumber(ARGV[5]), head)

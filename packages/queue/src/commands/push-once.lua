@@ -5,11 +5,6 @@
   seconds in the same step as the push.
 ]]
 if not redis.call('SET', KEYS[6], '1', 'NX', 'EX', ARGV[6]) then return -1 end
-local head
-for i = 7, #ARGV, 500 do
-  local last = math.min(i + 499, #ARGV)
-  -- The list held nothing before: its head is the first item pushed.
-  if redis.call('RPUSH', KEYS[1], unpack(ARGV, i, last)) == last - i + 1 and i == 7 then head = ARGV[7] end
-end
+local head = push_items(KEYS[1], 7)
 return owe_drain(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3],
   ARGV[4], tonumber(ARGV[5]), head)

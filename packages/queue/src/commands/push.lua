@@ -4,11 +4,6 @@
   (a drainer or a wake-up will take the items), or the head item when `claimToken` (not '') claimed the
   idle key for the caller to drain (see owe-drain.lua, prepended).
 ]]
-local head
-for i = 6, #ARGV, 500 do
-  local last = math.min(i + 499, #ARGV)
-  -- The list held nothing before: its head is the first item pushed.
-  if redis.call('RPUSH', KEYS[1], unpack(ARGV, i, last)) == last - i + 1 and i == 6 then head = ARGV[6] end
-end
+local head = push_items(KEYS[1], 6)
 return owe_drain(KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], tonumber(ARGV[1]), tonumber(ARGV[2]), ARGV[3],
   ARGV[4], tonumber(ARGV[5]), head)
