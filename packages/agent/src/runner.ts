@@ -333,11 +333,7 @@ export class AgentRunner {
       lane?.attempt,
     );
     if (begun.kind === "over") {
-      log.info({ status: begun.status }, "run already finished; not running it again");
-      // Its outcome may have been decided by a step that died before handing on what was steered into it,
-      // or before deleting its preview and telling its chat (each done once, whoever repeats it).
-      await handOnSteering(this.o, { runId, sessionKey: ctx.sessionKey });
-      if (begun.status === "interrupted") await this.#tellInterrupted(request, log);
+      await this.#foundOver(request, begun.status, log);
       return undefined;
     }
     const started = begun.kind === "started" ? begun : await this.#resume(request, log);
@@ -931,11 +927,22 @@ export class AgentRunner {
     await this.o.events.publish({ runId, sessionKey: ctx.sessionKey, seq: 0, state: "error", text: error });
   }
 
-  // An interrupted run's end, as its chat sees it: the preview it left deleted, then the notice (each queued
-  // once per run, so the finalize and the run's later hand-out can both ask).
+  // A run handed out again and found over: its outcome may have been decided by a step that died before
+  // handing on what was steered into it, or before deleting its preview and telling its chat (each done
+  // once, whoever repeats it).
+  async #foundOver(request: RunRequest, status: string, log: HubLogger): Promise<void> {
+    const { runId, ctx } = request;
+    log.info({ status }, "run already finished; not running it again");
+    await handOnSteering(this.o, { runId, sessionKey: ctx.sessionKey });
+    if (status !== "interrupted") return;
+    await this.o.closeLeftPreview?.(runId);
+    await this.#tellInterrupted(request, log);
+  }
+
+  // An interrupted run's notice (queued once per run, so the finalize and the run's later hand-out can both
+  // ask), its reaction taken off once the notice is out.
   async #tellInterrupted(request: RunRequest, log: HubLogger): Promise<void> {
     const { runId, ctx } = request;
-    await this.o.closeLeftPreview?.(runId);
     const unacknowledge = () => unacknowledgeFinalized(this.o.live, ctx, log, runId);
     await tellUnanswered({ ...this.o, unacknowledge }, request, INTERRUPTED_NOTICE, log);
   }
